@@ -1,0 +1,261 @@
+"""Two-link planar arm: four hand derivations of the inverse dynamics.
+
+Convention (SPEC §1, seed 000): the arm moves in the x-y plane, joint axes +z,
+gravity along -y.  ``q[..., 0]`` is link 1's absolute angle from the downward
+vertical, counter-clockwise positive; ``q[..., 1]`` is link 2's angle relative to
+link 1.  So ``q = 0`` hangs straight down and the CoM of link 1 sits at
+``(p1 sin q1, -p1 cos q1)``.
+
+Variants (``VARIANTS``), each ``tau = f(params, q, qd, qdd)`` with arrays of shape
+``(..., 2)`` (rad, rad/s, rad/s^2) and torques of shape ``(..., 2)`` in N m:
+
+``lagrange``
+    The closed form of SPEC §1 (seed 000's D-coefficients with the link
+    inertias about the CoM added).
+``seed-000-printed``
+    Seed 000 as printed: the same D-coefficients *without* I1, I2, i.e. each link
+    a point mass at its CoM.  On a cylinder arm this is a real error, confined
+    to the mass matrix (offsets I1 + I2, I2, I2).
+``point-mass``
+    Seed 001: all of a link's mass at its tip (p_i = l_i, I_i = 0).
+``newton-euler``
+    Seed 002: outward/inward Newton-Euler recursion in link frames with modified
+    DH parameters, gravity as a base acceleration.  Seed 002 measures q1 from +x,
+    so ``q_dh1 = q1 - pi/2``, ``q_dh2 = q2``.  This is a recursion, not a
+    restatement of the closed form, so agreement between the two is evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+__all__ = [
+    "TwoLinkParams",
+    "lagrange",
+    "seed_000_printed",
+    "point_mass",
+    "newton_euler",
+    "mass_matrix",
+    "VARIANTS",
+]
+
+
+@dataclass(frozen=True)
+class TwoLinkParams:
+    """Physical parameters of a planar two-link arm (SI units).
+
+    Attributes:
+      l1, l2: link lengths, m (joint-to-joint for link 1, joint-to-tip for link 2).
+      m1, m2: link masses, kg.
+      p1, p2: distance of each link's CoM from its own joint, along the link, m.
+      i1, i2: each link's rotational inertia about the joint axis (z) through its
+        CoM, kg m^2.
+      g: magnitude of gravity (acting along -y), m/s^2.
+    """
+
+    l1: float
+    l2: float
+    m1: float
+    m2: float
+    p1: float
+    p2: float
+    i1: float
+    i2: float
+    g: float = 9.81
+
+
+def _split(q, qd, qdd):
+    q, qd, qdd = (np.asarray(a, dtype=float) for a in (q, qd, qdd))
+    for name, a in (("q", q), ("qd", qd), ("qdd", qdd)):
+        if a.shape[-1:] != (2,):
+            raise ValueError(f"{name} must have shape (..., 2) for a two-link arm, got {a.shape}")
+    return q, qd, qdd
+
+
+def _closed_form(m1, m2, l1, p1, p2, i1, i2, g, q, qd, qdd):
+    """SPEC §1 closed form with the given (possibly modified) parameters."""
+    q1, q2 = q[..., 0], q[..., 1]
+    qd1, qd2 = qd[..., 0], qd[..., 1]
+    qdd1, qdd2 = qdd[..., 0], qdd[..., 1]
+    c2, s2 = np.cos(q2), np.sin(q2)
+    s1, s12 = np.sin(q1), np.sin(q1 + q2)
+    h = m2 * l1 * p2 * s2
+    d11 = m1 * p1**2 + i1 + m2 * (l1**2 + p2**2 + 2 * l1 * p2 * c2) + i2
+    d12 = m2 * (p2**2 + l1 * p2 * c2) + i2
+    d22 = m2 * p2**2 + i2
+    tau1 = (
+        d11 * qdd1
+        + d12 * qdd2
+        - 2 * h * qd1 * qd2
+        - h * qd2**2
+        + (m1 * p1 + m2 * l1) * g * s1
+        + m2 * g * p2 * s12
+    )
+    tau2 = d12 * qdd1 + d22 * qdd2 + h * qd1**2 + m2 * g * p2 * s12
+    return np.stack([tau1, tau2], axis=-1)
+
+
+def lagrange(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
+    """Lagrange closed form, SPEC §1: tau = D(q) qdd + velocity terms + gravity.
+
+    Args:
+      params: the arm's parameters.
+      q, qd, qdd: joint angles, rates and accelerations, each ``(..., 2)``.
+
+    Returns:
+      Joint torques, ``(..., 2)``, N m.
+    """
+    q, qd, qdd = _split(q, qd, qdd)
+    p = params
+    return _closed_form(p.m1, p.m2, p.l1, p.p1, p.p2, p.i1, p.i2, p.g, q, qd, qdd)
+
+
+def seed_000_printed(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
+    """Seed 000's D-coefficients as printed: no link inertia about the CoM.
+
+    Identical to :func:`lagrange` with ``i1 = i2 = 0``; against a model whose
+    links have rotational inertia the mass matrix is short by
+    ``[[I1 + I2, I2], [I2, I2]]`` and every other term is right (SPEC §5).
+    """
+    q, qd, qdd = _split(q, qd, qdd)
+    p = params
+    return _closed_form(p.m1, p.m2, p.l1, p.p1, p.p2, 0.0, 0.0, p.g, q, qd, qdd)
+
+
+def point_mass(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
+    """Seed 001: each link's mass concentrated at the link's tip.
+
+    The CoM distances are the link lengths (p_i = l_i) and the inertias about the
+    CoM vanish; ``params.p*`` and ``params.i*`` are ignored by assumption.
+    """
+    q, qd, qdd = _split(q, qd, qdd)
+    p = params
+    return _closed_form(p.m1, p.m2, p.l1, p.l1, p.l2, 0.0, 0.0, p.g, q, qd, qdd)
+
+
+def _rot_z(theta: np.ndarray) -> np.ndarray:
+    """Rotation matrices about z, ``(..., 3, 3)``."""
+    c, s = np.cos(theta), np.sin(theta)
+    zero, one = np.zeros_like(theta), np.ones_like(theta)
+    return np.stack(
+        [np.stack([c, -s, zero], -1), np.stack([s, c, zero], -1), np.stack([zero, zero, one], -1)],
+        axis=-2,
+    )
+
+
+def _rot_x(alpha: float) -> np.ndarray:
+    c, s = np.cos(alpha), np.sin(alpha)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+
+def _mv(R: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Batched matrix-vector product ``R @ v`` for ``(..., 3, 3)``, ``(..., 3)``."""
+    return np.einsum("...ij,...j->...i", R, v)
+
+
+def _mtv(R: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Batched ``R.T @ v``."""
+    return np.einsum("...ji,...j->...i", R, v)
+
+
+def newton_euler(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
+    """Seed 002's recursive Newton-Euler with modified DH parameters.
+
+    Link frames follow Craig's modified DH convention,
+    ``T_i = RotX(alpha_{i-1}) Trans(a_{i-1}, 0, d_i) RotZ(theta_i)``, with the table
+    ``[(0, 0, 0, q_dh1), (0, l1, 0, q_dh2)]`` and ``q_dh1 = q1 - pi/2`` (seed 002
+    measures the first angle from +x; SPEC §1).  Gravity enters as a base
+    acceleration ``a_0 = +g y`` (the arm sits in an upward-accelerating frame).
+
+    Outward pass (frame i quantities, R_i = rotation of frame i in frame i-1,
+    r_i = origin of frame i in frame i-1, z = [0, 0, 1]):
+      w_i = R_i^T w_{i-1} + qd_i z
+      dw_i = R_i^T dw_{i-1} + (R_i^T w_{i-1}) x qd_i z + qdd_i z
+      a_i = R_i^T (a_{i-1} + dw_{i-1} x r_i + w_{i-1} x (w_{i-1} x r_i))
+      ac_i = a_i + dw_i x c_i + w_i x (w_i x c_i)      (c_i: CoM in frame i)
+    Inward pass (R_{n+1} = E, f_{n+1} = n_{n+1} = 0):
+      f_i = R_{i+1} f_{i+1} + m_i ac_i
+      n_i = I_i dw_i + w_i x I_i w_i + R_{i+1} n_{i+1} + c_i x m_i ac_i
+            + r_{i+1} x R_{i+1} f_{i+1}
+      tau_i = n_i . z
+
+    Only the z-z entry of a link's inertia enters planar motion, so each link's
+    inertia about its CoM is taken as ``diag(0, 0, i_k)`` in its link frame.
+    """
+    q, qd, qdd = _split(q, qd, qdd)
+    p = params
+    batch = np.broadcast_shapes(q.shape, qd.shape, qdd.shape)[:-1]
+    q, qd, qdd = (np.broadcast_to(a, batch + (2,)) for a in (q, qd, qdd))
+
+    # Modified DH table: (alpha_{i-1}, a_{i-1}, d_i, theta offset); theta_i = q_i + offset.
+    dh = [(0.0, 0.0, 0.0, -np.pi / 2), (0.0, p.l1, 0.0, 0.0)]
+    masses = [p.m1, p.m2]
+    coms = [np.array([p.p1, 0.0, 0.0]), np.array([p.p2, 0.0, 0.0])]
+    inertias = [np.diag([0.0, 0.0, p.i1]), np.diag([0.0, 0.0, p.i2])]
+    z = np.array([0.0, 0.0, 1.0])
+
+    R, r = [], []
+    for i, (alpha, a, d, offset) in enumerate(dh):
+        R.append(_rot_x(alpha) @ _rot_z(q[..., i] + offset))
+        r.append(np.broadcast_to(_rot_x(alpha) @ np.array([a, 0.0, 0.0]) + np.array([0, 0, d]), batch + (3,)))
+
+    w = np.zeros(batch + (3,))
+    dw = np.zeros(batch + (3,))
+    acc = np.broadcast_to(np.array([0.0, p.g, 0.0]), batch + (3,))
+    ws, dws, acs = [], [], []
+    for i in range(2):
+        Ri, ri = R[i], r[i]
+        a_i = _mtv(Ri, acc + np.cross(dw, ri) + np.cross(w, np.cross(w, ri)))
+        w_prev_i = _mtv(Ri, w)
+        w = w_prev_i + qd[..., i, None] * z
+        dw = _mtv(Ri, dw) + np.cross(w_prev_i, qd[..., i, None] * z) + qdd[..., i, None] * z
+        acc = a_i
+        ac = a_i + np.cross(dw, coms[i]) + np.cross(w, np.cross(w, coms[i]))
+        ws.append(w)
+        dws.append(dw)
+        acs.append(ac)
+
+    # Inward pass; frame n+1 (the tip) has no load.
+    f_next = np.zeros(batch + (3,))
+    n_next = np.zeros(batch + (3,))
+    R_next = np.broadcast_to(np.eye(3), batch + (3, 3))
+    r_next = np.zeros(batch + (3,))
+    tau = np.zeros(batch + (2,))
+    for i in (1, 0):
+        force_in = _mv(R_next, f_next)
+        inertial_force = masses[i] * acs[i]
+        f_i = force_in + inertial_force
+        n_i = (
+            _mv(np.broadcast_to(inertias[i], batch + (3, 3)), dws[i])
+            + np.cross(ws[i], _mv(np.broadcast_to(inertias[i], batch + (3, 3)), ws[i]))
+            + _mv(R_next, n_next)
+            + np.cross(coms[i], inertial_force)
+            + np.cross(r_next, force_in)
+        )
+        tau[..., i] = n_i @ z
+        f_next, n_next, R_next, r_next = f_i, n_i, R[i], r[i]
+    return tau
+
+
+def mass_matrix(params: TwoLinkParams, q) -> np.ndarray:
+    """Closed-form mass matrix D(q) of SPEC §1, ``(..., 2, 2)`` in kg m^2."""
+    q = np.asarray(q, dtype=float)
+    p = params
+    c2 = np.cos(q[..., 1])
+    d11 = p.m1 * p.p1**2 + p.i1 + p.m2 * (p.l1**2 + p.p2**2 + 2 * p.l1 * p.p2 * c2) + p.i2
+    d12 = p.m2 * (p.p2**2 + p.l1 * p.p2 * c2) + p.i2
+    d22 = np.broadcast_to(p.m2 * p.p2**2 + p.i2, d11.shape)
+    return np.stack([np.stack([d11, d12], -1), np.stack([d12, d22], -1)], -2)
+
+
+InverseDynamics = Callable[[TwoLinkParams, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+VARIANTS: dict[str, InverseDynamics] = {
+    "lagrange": lagrange,
+    "seed-000-printed": seed_000_printed,
+    "point-mass": point_mass,
+    "newton-euler": newton_euler,
+}

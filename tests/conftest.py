@@ -1,0 +1,5 @@
+"""Test-wide settings: headless plotting, the project root on sys.path."""
+
+import os
+
+os.environ.setdefault("MPLBACKEND", "Agg")
