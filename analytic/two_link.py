@@ -153,12 +153,12 @@ def _rot_x(alpha: float) -> np.ndarray:
 
 def _mv(R: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Batched matrix-vector product ``R @ v`` for ``(..., 3, 3)``, ``(..., 3)``."""
-    return np.einsum("...ij,...j->...i", R, v)
+    return (R @ v[..., None])[..., 0]
 
 
 def _mtv(R: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Batched ``R.T @ v``."""
-    return np.einsum("...ji,...j->...i", R, v)
+    return (v[..., None, :] @ R)[..., 0, :]
 
 
 def newton_euler(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:

@@ -201,7 +201,9 @@ def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
     b1, b2 = int(model.jnt_bodyid[0]), int(model.jnt_bodyid[1])
     if model.body_parentid[b1] != 0 or model.body_parentid[b2] != b1:
         raise ModelError("the two joints must form a chain world -> link 1 -> link 2")
-    other_mass = float(model.body_mass.sum() - model.body_mass[b1] - model.body_mass[b2])
+    others = np.ones(model.nbody, dtype=bool)
+    others[[b1, b2]] = False
+    other_mass = float(model.body_mass[others].sum())
     if other_mass > 0:
         raise ModelError(f"bodies other than the two links carry {other_mass:g} kg; the closed form has two bodies")
 

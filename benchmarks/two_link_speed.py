@@ -1,0 +1,66 @@
+"""Per-state cost: vectorized analytic two-link model vs MuJoCo's inverse dynamics.
+
+Prints, for N states (default 100,000), the per-state time of
+  1. the vectorized analytic ``lagrange`` and ``newton-euler`` variants,
+  2. the ``experiments.truth.inverse_dynamics`` wrapper (row loop over mj_inverse),
+  3. a bare Python loop of ``mj_inverse``,
+and the ratios the foundation issue aims at: analytic <= 0.1x the MuJoCo path,
+wrapper <= 2x the bare loop.  Best of a few repeats, since the machine is shared.
+
+    python benchmarks/two_link_speed.py [--states N] [--repeats R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import mujoco
+import numpy as np
+
+from analytic.two_link import VARIANTS
+from experiments.crosscheck import sample_states
+from experiments.truth import inverse_dynamics, load_model, two_link_params
+
+
+def best_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--states", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    model = load_model("two_link_arm")
+    params = two_link_params(model)
+    q, qd, qdd = sample_states(model, args.states, seed=0)
+    data = mujoco.MjData(model)
+
+    def bare_loop():
+        for k in range(q.shape[0]):
+            data.qpos[:] = q[k]
+            data.qvel[:] = qd[k]
+            data.qacc[:] = qdd[k]
+            mujoco.mj_inverse(model, data)
+
+    n = args.states
+    t_bare = best_time(bare_loop, args.repeats) / n
+    t_wrap = best_time(lambda: inverse_dynamics(model, q, qd, qdd, data=data), args.repeats) / n
+    print(f"{n} states, best of {args.repeats}")
+    print(f"  bare mj_inverse loop          {t_bare * 1e6:8.3f} us/state")
+    print(f"  inverse_dynamics wrapper      {t_wrap * 1e6:8.3f} us/state   wrapper/bare = {t_wrap / t_bare:.2f} (aim <= 2)")
+    for name in ("lagrange", "newton-euler"):
+        fn = VARIANTS[name]
+        t = best_time(lambda: fn(params, q, qd, qdd), args.repeats) / n
+        print(f"  analytic {name:<20} {t * 1e6:8.3f} us/state   analytic/wrapper = {t / t_wrap:.3f} (aim <= 0.1)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""Every registered experiment, in short mode, meets its expected outcome.
+
+This is the regression gate: an experiment added later is picked up here with no
+change to this file.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.cli import main
+from experiments.registry import experiments, get
+from experiments.results import run_experiments
+
+REGISTRY = experiments()
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_experiment_meets_expected_outcome(tmp_path, name):
+    [outcome] = run_experiments([REGISTRY[name]], tmp_path, short=True, seed=0)
+    metrics = json.loads((tmp_path / name / "metrics.json").read_text())
+    assert outcome.error is None, outcome.error
+    assert metrics["passed"] is True, f"{name}: expected {outcome.expected!r}, measured {outcome.measured!r}"
+    assert metrics["experiment"] == name and metrics["measured"]
+    if "terms" in metrics:  # a cross-check reports each term
+        assert set(metrics["terms"]) == {"mass_matrix", "velocity", "gravity"}
+        assert "max_abs_error" in metrics
+    assert list(tmp_path.joinpath(name).glob("*.png")), f"{name} wrote no plot"
+
+
+def test_same_seed_same_metrics(tmp_path):
+    exp = get("two-link-lagrange")
+    for run in ("a", "b"):
+        run_experiments([exp], tmp_path / run, short=True, seed=11)
+    a, b = ((tmp_path / run / exp.name / "metrics.json").read_text() for run in ("a", "b"))
+    assert a == b
+
+
+def test_run_cli_summary_and_exit_status(tmp_path, capsys):
+    assert main(["run", "two-link-lagrange", "two-link-seed-000-printed", "--short", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "experiment" in out and "expected" in out and "2/2 as expected" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [row["name"] for row in summary] == ["two-link-lagrange", "two-link-seed-000-printed"]
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["run", "no-such-experiment"], "no experiment 'no-such-experiment'"),
+        (["run", "two-link-lagrange", "--set", "nope=1"], "nope"),
+        (["run", "two-link-lagrange", "--set", "samples=-3"], "out of range"),
+        (["run", "two-link-lagrange", "--set", "samples=abc"], "expected a int"),
+    ],
+)
+def test_run_bad_input(tmp_path, capsys, argv, message):
+    assert main(argv + ["--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
+
+
+def test_a_crashing_experiment_loses_nothing(tmp_path, monkeypatch):
+    """A crash is recorded with its traceback; the experiments after it still run."""
+    from experiments.registry import Experiment
+
+    def boom(ctx):
+        raise RuntimeError("simulated failure")
+
+    crash = Experiment("crash", "crashes", "nothing", boom)
+    outcomes = run_experiments([crash, get("two-link-lagrange")], tmp_path, short=True)
+    assert [o.passed for o in outcomes] == [False, True]
+    assert "simulated failure" in (tmp_path / "crash" / "error.txt").read_text()
+    assert json.loads((tmp_path / "crash" / "metrics.json").read_text())["passed"] is False
+    assert (tmp_path / "two-link-lagrange" / "metrics.json").exists()
