@@ -17,8 +17,11 @@ _TERM_TITLE = {"torque": "torque", "mass_matrix": "mass matrix", "velocity": "ve
 
 
 def figure(rows: int = 1, cols: int = 1, *, width: float = 7.0, height: float = 3.0, **kwargs):
-    """A new figure and its axes array (squeezed like ``plt.subplots``)."""
-    fig = Figure(figsize=(width * (1 if cols == 1 else cols * 0.6), height * rows), layout="constrained")
+    """A new figure and its axes array (squeezed like ``plt.subplots``).
+
+    ``width`` is the figure's total width and ``height`` each row's, in inches.
+    """
+    fig = Figure(figsize=(width, height * rows), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=True, **kwargs)
     return fig, axes
 
