@@ -11,8 +11,10 @@ def assert_close(actual, expected, *, atol: float, rtol: float = 0.0, what: str 
     On failure the message shows the worst entry's index, both values, the
     error and its bound, then both arrays (NumPy's summary for big ones).
     """
-    actual = np.asarray(actual, dtype=float)
-    expected = np.asarray(expected, dtype=float)
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if np.iscomplexobj(actual) or np.iscomplexobj(expected):  # compare (real, imag) pairs
+        actual, expected = (np.stack([a.real, a.imag], axis=-1) for a in (actual + 0j, expected + 0j))
+    actual, expected = actual.astype(float), expected.astype(float)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != expected {expected.shape}"
     err = np.abs(actual - expected)
     bound = atol + rtol * np.abs(expected)

@@ -1,0 +1,177 @@
+"""LQR balance of the wheeled inverted pendulum, and its gain schedule over leg length.
+
+State ``x = [x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive
+leaning forward) and input ``T = T_L + T_R`` (N m, total wheel torque), as in the
+linearized model of seed 004, eq. 2.19 (``analytic.wheeled_pendulum.linearize``).
+
+Two designs can be compared:
+
+- :func:`lqr` on the analytic continuous-time ``(A, B)`` (``control.lqr``), cost
+  ``J = int x'Qx + u'Ru dt``, optimal cost ``x0' S x0``;
+- :func:`dlqr` on a discrete-time ``(A_d, B_d)`` such as MuJoCo's
+  ``mjd_transitionFD`` reduced to the same state, cost ``sum x'Qx + u'Ru``.
+
+The control law is ``T = -K (x - x_ref)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import control
+import numpy as np
+
+__all__ = ["LQRDesign", "lqr", "dlqr", "GainSchedule", "schedule", "balance_torque", "STATE"]
+
+STATE = ("x", "xd", "theta", "thetad")
+
+
+@dataclass(frozen=True)
+class LQRDesign:
+    """An LQR design.
+
+    Attributes:
+      K: gain, ``(nu, nx)``; the law is ``u = -K x``.
+      S: Riccati solution, ``(nx, nx)``; optimal cost from ``x0`` is ``x0' S x0``.
+      poles: closed-loop eigenvalues (continuous: s-plane; discrete: z-plane).
+      Q, R: the weights used.
+      discrete: whether this is a discrete-time design.
+    """
+
+    K: np.ndarray
+    S: np.ndarray
+    poles: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    discrete: bool = False
+
+    def cost(self, x0) -> float:
+        """Predicted optimal cost ``x0' S x0`` (python-control's convention)."""
+        x0 = np.asarray(x0, dtype=float)
+        return float(x0 @ self.S @ x0)
+
+
+def _weights(Q, R, nx: int, nu: int) -> tuple[np.ndarray, np.ndarray]:
+    Q = np.atleast_2d(np.asarray(Q, dtype=float))
+    R = np.atleast_2d(np.asarray(R, dtype=float))
+    if Q.shape == (1, nx):
+        Q = np.diag(Q[0])
+    if R.shape == (1, 1) and nu == 1:
+        pass
+    elif R.shape == (1, nu):
+        R = np.diag(R[0])
+    if Q.shape != (nx, nx) or R.shape != (nu, nu):
+        raise ValueError(f"Q must be ({nx}, {nx}) or a diagonal of {nx}, R ({nu}, {nu}); got {Q.shape}, {R.shape}")
+    if not (np.isfinite(Q).all() and np.isfinite(R).all()):
+        raise ValueError("LQR weights must be finite")
+    if np.linalg.eigvalsh((Q + Q.T) / 2).min() < 0:
+        raise ValueError(f"Q must be positive semi-definite; its smallest eigenvalue is {np.linalg.eigvalsh(Q).min():.3g}")
+    if np.linalg.eigvalsh((R + R.T) / 2).min() <= 0:
+        raise ValueError("R must be positive definite (a weight on every input)")
+    return Q, R
+
+
+def lqr(A, B, Q, R) -> LQRDesign:
+    """Continuous-time LQR via ``control.lqr``.
+
+    Args:
+      A: ``(nx, nx)``; B: ``(nx, nu)``.
+      Q: ``(nx, nx)`` or its diagonal ``(nx,)``; R: ``(nu, nu)``, its diagonal, or a scalar.
+
+    Raises:
+      ValueError: bad weights, or a closed loop that is not stable (e.g. an
+        unstabilizable pair).
+    """
+    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
+    Q, R = _weights(Q, R, A.shape[0], B.shape[1])
+    try:
+        K, S, E = control.lqr(A, B, Q, R)
+    except (ValueError, np.linalg.LinAlgError, control.ControlArgument) as exc:
+        raise ValueError(f"LQR design failed: {exc}") from None
+    E = np.asarray(E)
+    if np.max(E.real) >= 0:
+        raise ValueError(f"LQR closed loop is not stable: poles {np.round(E, 4)}")
+    return LQRDesign(np.asarray(K), np.asarray(S), E, Q, R, discrete=False)
+
+
+def dlqr(A_d, B_d, Q, R) -> LQRDesign:
+    """Discrete-time LQR via ``control.dlqr`` (e.g. on MuJoCo's linearization).
+
+    Raises:
+      ValueError: bad weights, or closed-loop poles not inside the unit circle.
+    """
+    A_d, B_d = np.asarray(A_d, dtype=float), np.asarray(B_d, dtype=float)
+    Q, R = _weights(Q, R, A_d.shape[0], B_d.shape[1])
+    try:
+        K, S, E = control.dlqr(A_d, B_d, Q, R)
+    except (ValueError, np.linalg.LinAlgError, control.ControlArgument) as exc:
+        raise ValueError(f"discrete LQR design failed: {exc}") from None
+    E = np.asarray(E)
+    if np.max(np.abs(E)) >= 1:
+        raise ValueError(f"discrete LQR closed loop is not stable: poles {np.round(E, 4)}")
+    return LQRDesign(np.asarray(K), np.asarray(S), E, Q, R, discrete=True)
+
+
+@dataclass(frozen=True)
+class GainSchedule:
+    """LQR gains tabulated over leg length and fitted with a polynomial per entry.
+
+    Attributes:
+      lengths: table abscissae, ``(n,)``, m (pendulum length body CoM - axle).
+      gains: table of gains, ``(n, nu, nx)``.
+      coeffs: polynomial coefficients per gain entry, ``(degree + 1, nu, nx)``,
+        highest power first (``np.polyval`` order).
+      fit_error: largest ``|K_fit - K_table|`` over the table, relative to that
+        entry's largest magnitude over the table.
+    """
+
+    lengths: np.ndarray
+    gains: np.ndarray
+    coeffs: np.ndarray
+    fit_error: float
+
+    def __call__(self, length: float) -> np.ndarray:
+        """Gain ``(nu, nx)`` at a leg length, clamped to the tabulated range."""
+        if not np.isfinite(length):
+            raise ValueError(f"leg length must be finite, got {length}")
+        l = float(np.clip(length, self.lengths[0], self.lengths[-1]))
+        return np.tensordot(l ** np.arange(self.coeffs.shape[0] - 1, -1, -1), self.coeffs, axes=1)
+
+
+def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], lengths, Q, R, degree: int = 3) -> GainSchedule:
+    """Design an LQR at each leg length and fit each gain entry with a polynomial.
+
+    Args:
+      linearize: ``l -> (A, B)`` (e.g. ``functools.partial(wheeled_pendulum.linearize, params)``).
+      lengths: increasing leg lengths, ``(n,)``, m; ``n > degree``.
+      Q, R: LQR weights (see :func:`lqr`).
+      degree: polynomial degree of the fit.
+    """
+    lengths = np.asarray(lengths, dtype=float)
+    if lengths.ndim != 1 or lengths.size <= degree or np.any(np.diff(lengths) <= 0):
+        raise ValueError(f"lengths must be increasing with more than {degree} entries, got {lengths}")
+    gains = np.array([lqr(*linearize(l), Q, R).K for l in lengths])
+    flat = gains.reshape(len(lengths), -1)
+    coeffs = np.polyfit(lengths, flat, degree)
+    fitted = np.array([np.polyval(coeffs[:, k], lengths) for k in range(flat.shape[1])]).T
+    scale = np.maximum(np.abs(flat).max(axis=0), np.finfo(float).tiny)
+    fit_error = float((np.abs(fitted - flat) / scale).max())
+    return GainSchedule(lengths, gains, coeffs.reshape((degree + 1,) + gains.shape[1:]), fit_error)
+
+
+def balance_torque(K: np.ndarray, state, reference=None, limit: float | None = None) -> float:
+    """Total wheel torque ``T = -K (x - x_ref)``, saturated to ``+-limit`` (N m).
+
+    Args:
+      K: gain ``(1, 4)``.
+      state: ``[x, xd, theta, thetad]``.
+      reference: the same, default zero (stand still).
+      limit: total torque limit (both wheels), or None.
+    """
+    state = np.asarray(state, dtype=float)
+    if not np.isfinite(state).all():
+        raise ValueError(f"balance state must be finite, got {state}")
+    error = state if reference is None else state - np.asarray(reference, dtype=float)
+    torque = float(-(np.asarray(K) @ error).item())
+    return torque if limit is None else float(np.clip(torque, -limit, limit))

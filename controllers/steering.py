@@ -1,0 +1,59 @@
+"""Steering by differential wheel torque (seed 004, eq. 2.22).
+
+The yaw axis is a pure inertia: ``delta_dd = dT / J_eff`` with ``dT = T_L - T_R``
+and ``J_eff = r (m D + I D / r^2 + 2 J_yaw / D)`` (SPEC §4).  A PD law on yaw
+angle and rate places the closed loop at a chosen natural frequency and damping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["YawGains", "yaw_gains", "yaw_torque", "split_wheel_torque"]
+
+
+@dataclass(frozen=True)
+class YawGains:
+    """PD gains of the yaw loop: ``dT = kp (yaw_ref - yaw) + kd (rate_ref - rate)``.
+
+    Attributes:
+      kp: N m / rad.  kd: N m s / rad.
+    """
+
+    kp: float
+    kd: float
+
+
+def yaw_gains(j_eff: float, natural_frequency: float, damping_ratio: float = 1.0) -> YawGains:
+    """Pole placement on ``J_eff delta_dd = dT``: ``s^2 + 2 zeta wn s + wn^2``.
+
+    Args:
+      j_eff: effective yaw inertia of eq. 2.22 expressed as torque per yaw
+        acceleration, N m s^2 / rad (``T_L - T_R = j_eff * delta_dd``).
+      natural_frequency: wn, rad/s.
+      damping_ratio: zeta.
+    """
+    if not (j_eff > 0 and natural_frequency > 0 and damping_ratio > 0):
+        raise ValueError(f"need positive j_eff, wn, zeta; got {j_eff}, {natural_frequency}, {damping_ratio}")
+    return YawGains(kp=j_eff * natural_frequency**2, kd=2 * damping_ratio * natural_frequency * j_eff)
+
+
+def yaw_torque(gains: YawGains, yaw: float, rate: float, yaw_ref: float = 0.0, rate_ref: float = 0.0) -> float:
+    """Differential torque ``T_L - T_R`` (N m); the yaw error is wrapped to (-pi, pi]."""
+    error = (yaw_ref - yaw + np.pi) % (2 * np.pi) - np.pi
+    return float(gains.kp * error + gains.kd * (rate_ref - rate))
+
+
+def split_wheel_torque(total: float, differential: float, limit: float) -> tuple[float, float]:
+    """Wheel torques ``(T_L, T_R)`` from ``T = T_L + T_R`` and ``dT = T_L - T_R``.
+
+    Balance has priority: the total is first clipped to what two wheels can give
+    (``2 limit``), then the differential is reduced until neither wheel exceeds
+    ``limit``.  Returns N m.
+    """
+    total = float(np.clip(total, -2 * limit, 2 * limit))
+    room = 2 * limit - abs(total)  # the largest |dT| that keeps both wheels in range
+    differential = float(np.clip(differential, -room, room))
+    return 0.5 * (total + differential), 0.5 * (total - differential)

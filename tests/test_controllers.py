@@ -1,0 +1,119 @@
+"""Control design against closed-form theory (no MuJoCo)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from controllers.balance import balance_torque, dlqr, lqr, schedule
+from controllers.steering import split_wheel_torque, yaw_gains, yaw_torque
+from support import assert_close
+
+
+def test_lqr_scalar_integrator_matches_sqrt_qr():
+    # xdot = u, cost q x^2 + r u^2: S = sqrt(q r), K = sqrt(q / r) (python-control's own anchor).
+    q, r = 4.0, 0.25
+    design = lqr([[0.0]], [[1.0]], [[q]], [[r]])
+    assert_close(design.S, [[np.sqrt(q * r)]], atol=1e-12, what="S")  # Riccati solver round-off
+    assert_close(design.K, [[np.sqrt(q / r)]], atol=1e-12, what="K")
+
+
+def test_lqr_double_integrator_closed_form():
+    # xdd = u, Q = diag(q, 0), R = 1: K = [sqrt(q), sqrt(2 sqrt(q))].
+    q = 9.0
+    design = lqr([[0, 1], [0, 0]], [[0], [1]], np.diag([q, 0.0]), 1.0)
+    assert_close(design.K, [[np.sqrt(q), np.sqrt(2 * np.sqrt(q))]], atol=1e-10, what="K")
+
+
+def _pendulum(l: float):
+    """A cart-pendulum-like (A, B) whose instability grows as l shrinks (g / l)."""
+    return (np.array([[0, 1, 0, 0], [0, 0, -2.0, 0], [0, 0, 0, 1], [0, 0, 9.81 / l, 0]]),
+            np.array([[0.0], [1.0], [0.0], [-1.0 / l]]))
+
+
+def test_lqr_realised_cost_matches_riccati():
+    """Integrate the closed loop and its running cost: equals x0' S x0."""
+    A, B = _pendulum(0.3)
+    Q, R = np.diag([1.0, 1.0, 10.0, 1.0]), np.array([[0.1]])
+    design = lqr(A, B, Q, R)
+    x0 = np.array([0.0, 0.0, 0.1, 0.0])
+
+    def rhs(t, z):
+        x = z[:4]
+        u = -design.K @ x
+        return np.concatenate([A @ x + B @ u, [x @ Q @ x + u @ R @ u]])
+
+    sol = solve_ivp(rhs, (0, 30), np.concatenate([x0, [0.0]]), rtol=1e-10, atol=1e-12)
+    # 30 s is > 50 time constants of the slowest pole; solver tolerance 1e-10.
+    assert sol.y[4, -1] == pytest.approx(design.cost(x0), rel=1e-6)
+
+
+def test_dlqr_matches_continuous_design_at_small_step():
+    from scipy.signal import cont2discrete
+
+    A, B = _pendulum(0.3)
+    Q, R = np.eye(4), np.array([[1.0]])
+    dt = 1e-4
+    Ad, Bd, *_ = cont2discrete((A, B, np.eye(4), np.zeros((4, 1))), dt)
+    cont, disc = lqr(A, B, Q, R), dlqr(Ad, Bd, Q * dt, R * dt)
+    # Discretization error of the Riccati solution is O(dt) relative.
+    assert_close(disc.K, cont.K, atol=0, rtol=1e-2, what="K discrete vs continuous")
+
+
+def test_gain_schedule_fits_the_table():
+    lengths = np.linspace(0.2, 0.45, 8)
+    sched = schedule(_pendulum, lengths, np.diag([1, 1, 10, 1]), 0.1, degree=3)
+    assert sched.gains.shape == (8, 1, 4)
+    assert sched.fit_error < 1e-2  # smooth in l: a cubic fits to under 1 %
+    mid = 0.5 * (lengths[3] + lengths[4])
+    exact = lqr(*_pendulum(mid), np.diag([1, 1, 10, 1]), 0.1).K
+    assert_close(sched(mid), exact, atol=0, rtol=2e-2, what="K between table points")
+    assert_close(sched(10.0), sched(lengths[-1]), atol=0, what="clamped above the range")
+
+
+@pytest.mark.parametrize(
+    "Q,R,message",
+    [
+        (np.diag([1, 1, -1, 1]), 1.0, "positive semi-definite"),
+        (np.eye(4), 0.0, "positive definite"),
+        (np.eye(3), 1.0, "must be"),
+        (np.diag([1, 1, np.nan, 1]), 1.0, "finite"),
+    ],
+)
+def test_bad_weights_are_refused(Q, R, message):
+    with pytest.raises(ValueError, match=message):
+        lqr(*_pendulum(0.3), Q, R)
+
+
+def test_unstabilizable_pair_is_refused():
+    A = np.array([[1.0, 0.0], [0.0, -1.0]])
+    B = np.array([[0.0], [1.0]])  # the unstable mode is not actuated
+    with pytest.raises(ValueError, match="LQR"):
+        lqr(A, B, np.eye(2), 1.0)
+
+
+def test_balance_torque_law_and_limit():
+    K = np.array([[1.0, 2.0, 30.0, 4.0]])
+    assert balance_torque(K, [0, 0, 0.1, 0]) == pytest.approx(-3.0)
+    assert balance_torque(K, [0, 1.0, 0, 0], reference=[0, 1.0, 0, 0]) == 0.0
+    assert balance_torque(K, [0, 0, 1.0, 0], limit=12.0) == -12.0
+    with pytest.raises(ValueError, match="finite"):
+        balance_torque(K, [0, 0, np.nan, 0])
+
+
+def test_yaw_gains_place_the_poles():
+    j, wn, zeta = 0.05, 6.0, 0.9
+    g = yaw_gains(j, wn, zeta)
+    poles = np.roots([j, g.kd, g.kp])
+    assert_close(np.sort_complex(poles), np.sort_complex(np.roots([1, 2 * zeta * wn, wn**2])), atol=1e-12, what="poles")
+    # The yaw error is wrapped: 350 deg ahead is 10 deg behind.
+    assert yaw_torque(g, yaw=np.radians(355), rate=0.0, yaw_ref=np.radians(5)) > 0
+
+
+def test_split_wheel_torque_keeps_balance_priority():
+    assert split_wheel_torque(4.0, 2.0, 6.0) == (3.0, 1.0)
+    left, right = split_wheel_torque(10.0, 8.0, 6.0)  # dT reduced, total kept
+    assert left + right == pytest.approx(10.0) and max(abs(left), abs(right)) <= 6.0
+    left, right = split_wheel_torque(20.0, 0.0, 6.0)  # total itself saturates
+    assert (left, right) == (6.0, 6.0)
