@@ -117,3 +117,32 @@ def test_split_wheel_torque_keeps_balance_priority():
     assert left + right == pytest.approx(10.0) and max(abs(left), abs(right)) <= 6.0
     left, right = split_wheel_torque(20.0, 0.0, 6.0)  # total itself saturates
     assert (left, right) == (6.0, 6.0)
+
+
+def test_virtual_model_chain_matches_statics():
+    """Hip torques from the VMC chain hold the body's weight and roll as eq. 2.27/2.30 say."""
+    from analytic import five_bar
+    from analytic.wheeled_pendulum import PendulumParams, virtual_forces as statics
+    from controllers.virtual_model import LegGains, hip_torques, virtual_forces
+
+    p = PendulumParams(M=6.0, m=0.4, r=0.06, I=7.2e-4, J_pitch=0.05, J_yaw=0.07, D=0.4)
+    legs = (0.10, 0.16, 0.32)
+    alpha = np.radians(215.0)
+    gains = LegGains(kp_height=400.0, kd_height=40.0, kp_roll=50.0, kd_roll=5.0)
+
+    # Level at the reference height: each leg carries half the weight.
+    F_y, T_x = virtual_forces(gains, 0.3, 0.0, 0.3, 0.0, 0.0)
+    tau_L, tau_R = hip_torques(p, legs, alpha, alpha, F_y, T_x, limit=17.0)
+    _, y1, _ = five_bar.height_derivatives(alpha, *legs)
+    assert tau_L == pytest.approx(p.M * p.g / 4 * y1) and tau_L == tau_R
+
+    # Left side up (positive roll) -> push the right leg harder; the leg forces
+    # recovered from the torques give back the commanded (F_y, T_x) through 2.23-2.24.
+    F_y, T_x = virtual_forces(gains, 0.28, 0.0, 0.3, np.radians(3.0), 0.0)
+    tau_L, tau_R = hip_torques(p, legs, alpha, alpha, F_y, T_x, limit=17.0)
+    assert tau_R > tau_L and F_y > 0 and T_x < 0
+    P_L, P_R = 2 * tau_L / y1, 2 * tau_R / y1
+    assert_close(statics(p, P_L, P_R), (F_y, T_x), atol=1e-12, rtol=1e-12, what="(F_y, T_x) round trip")
+
+    with pytest.raises(ValueError, match="reachable"):
+        hip_torques(p, legs, np.radians(100.0), alpha, F_y, T_x, limit=17.0)

@@ -1,0 +1,75 @@
+"""Virtual-model leg control: virtual force and roll torque -> hip torques (seed 004 §2.2).
+
+The chain, per control step:
+
+1. a height PD gives the virtual vertical force ``F_y`` (N, the net vertical force
+   wanted on the body beyond its weight) and a roll PD the virtual roll torque
+   ``T_x`` (N m, about the forward axis, positive lifting the left side);
+2. the support statics, eq. 2.27 (``analytic.wheeled_pendulum.leg_forces``), turn
+   them into leg forces ``P_L, P_R`` with the body's weight fed forward;
+3. the five-bar's virtual work, eq. 2.30 (``analytic.five_bar.hip_torque``),
+   gives each hip motor's torque ``tau = (P / 2) y1(alpha)``; both motors of a leg
+   get the same command (equal and opposite in the world).
+
+Signs follow ``mjcf/wheel_legged_biped.xml``: a positive hip torque extends the leg.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analytic import five_bar
+from analytic.wheeled_pendulum import PendulumParams, leg_forces
+
+__all__ = ["LegGains", "virtual_forces", "hip_torques"]
+
+
+@dataclass(frozen=True)
+class LegGains:
+    """PD gains of the virtual-model leg controller.
+
+    Attributes:
+      kp_height: N/m; kd_height: N s/m (on body height above the axles).
+      kp_roll: N m/rad; kd_roll: N m s/rad (on body roll).
+    """
+
+    kp_height: float
+    kd_height: float
+    kp_roll: float
+    kd_roll: float
+
+
+def virtual_forces(gains: LegGains, height, height_rate, height_ref, roll, roll_rate,
+                   height_rate_ref: float = 0.0) -> tuple[float, float]:
+    """Height PD -> ``F_y`` (N), roll PD -> ``T_x`` (N m), towards level at ``height_ref``.
+
+    Args:
+      height, height_rate: mean leg height (m) and its rate (m/s).
+      height_ref: wanted height, m; height_rate_ref: its rate, m/s.
+      roll, roll_rate: body roll (rad, positive lifts the left side) and its rate.
+    """
+    F_y = gains.kp_height * (height_ref - height) + gains.kd_height * (height_rate_ref - height_rate)
+    T_x = -gains.kp_roll * roll - gains.kd_roll * roll_rate
+    return float(F_y), float(T_x)
+
+
+def hip_torques(params: PendulumParams, legs: tuple[float, float, float], alpha_left: float, alpha_right: float,
+                F_y: float, T_x: float, limit: float) -> tuple[float, float]:
+    """Hip torque per motor for the left and right leg (N m), saturated to ``+-limit``.
+
+    Args:
+      params: the pendulum parameters (body mass ``M``, track ``D``, ``g``) for eq. 2.27.
+      legs: five-bar lengths ``(l1, l2, l3)``, m.
+      alpha_left, alpha_right: each leg's thigh angle, rad.
+      F_y, T_x: virtual force and roll torque from :func:`virtual_forces`.
+      limit: motor torque limit, N m.
+
+    Raises:
+      ValueError: an alpha outside the five-bar's reachable range.
+    """
+    P_L, P_R = leg_forces(params, F_y, T_x)
+    tau_L = float(five_bar.hip_torque(alpha_left, P_L, *legs))
+    tau_R = float(five_bar.hip_torque(alpha_right, P_R, *legs))
+    return float(np.clip(tau_L, -limit, limit)), float(np.clip(tau_R, -limit, limit))
