@@ -1,0 +1,208 @@
+"""Seed 003's Lagrange recipe in SymPy, compiled to NumPy.
+
+From the CoM positions ``p_ci(q)`` and link angular velocities ``w_i(q, qd)``
+(SPEC §2, seed 003 eqs. 1-5):
+
+- ``T = sum_i 1/2 m_i v_ci^T v_ci + 1/2 w_i^T I_ci w_i`` with ``v_ci = dp_ci/dq qd``  (1, 2)
+- ``M(q) = d^2 T / dqd dqd``                                                (3)
+- ``C_k(q) = 1/2 (dM_k/dq + (dM_k/dq)^T - dM/dq_k)``, ``c_k = qd^T C_k qd``
+  (``M_k`` the k-th column of M)                                            (4)
+- ``g(q) = dU/dq`` with ``U = -sum_i m_i g_vec . p_ci``                       (5)
+
+so ``tau = M(q) qdd + c(q, qd) + g(q)``.  The Christoffel matrix ``C(q, qd)``
+with ``C[k, j] = sum_i qd_i C_k[i, j]`` gives ``c = C qd`` and makes
+``Mdot - 2C`` skew-symmetric, which :class:`LagrangeModel` exposes for checks.
+
+Worked examples: :func:`pr_arm` (seed 003's prismatic-revolute arm, planar, no
+gravity) and :func:`rr_arm` (SPEC §1's two-link arm, whose symbols are named like
+``analytic.two_link.TwoLinkParams`` fields so numbers come from the same object).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import sympy as sp
+
+__all__ = ["LagrangeModel", "derive", "pr_arm", "rr_arm"]
+
+
+@dataclass(frozen=True)
+class LagrangeModel:
+    """A symbolic model ``tau = M qdd + c + g`` and its compiled NumPy forms.
+
+    Attributes:
+      q, qd: coordinate and velocity symbols, length n each.
+      params: physical-parameter symbols (the numeric functions take their values
+        by name).
+      T, U: kinetic and potential energy, J.
+      M: mass matrix, ``n x n``.
+      christoffel: ``C_k`` for k = 1..n, each ``n x n`` (seed 003, eq. 4).
+      C: Christoffel matrix ``n x n`` with ``c = C qd``.
+      c: velocity terms, ``n x 1``; g: gravity terms, ``n x 1``.
+    """
+
+    q: tuple[sp.Symbol, ...]
+    qd: tuple[sp.Symbol, ...]
+    params: tuple[sp.Symbol, ...]
+    T: sp.Expr
+    U: sp.Expr
+    M: sp.Matrix
+    christoffel: tuple[sp.Matrix, ...]
+    C: sp.Matrix
+    c: sp.Matrix
+    g: sp.Matrix
+
+    @property
+    def n(self) -> int:
+        return len(self.q)
+
+    @property
+    def Mdot(self) -> sp.Matrix:
+        """``dM/dt = sum_i dM/dq_i qd_i``."""
+        return sum((sp.diff(self.M, qi) * qdi for qi, qdi in zip(self.q, self.qd)), sp.zeros(self.n, self.n))
+
+    def _compile(self, expr: sp.Matrix, values: Mapping[str, float]) -> Callable:
+        """NumPy function ``(q (..., n), qd (..., n)) -> expr (..., rows, cols)``."""
+        missing = [s.name for s in self.params if s.name not in values]
+        if missing:
+            raise ValueError(f"missing parameter value(s): {', '.join(missing)}")
+        expr = expr.subs({s: float(values[s.name]) for s in self.params})
+        fn = sp.lambdify(self.q + self.qd, list(expr), modules="numpy")
+        shape = expr.shape
+
+        def evaluate(q, qd=None):
+            q = np.asarray(q, dtype=float)
+            qd = np.zeros_like(q) if qd is None else np.asarray(qd, dtype=float)
+            for name, a in (("q", q), ("qd", qd)):
+                if a.ndim == 0 or a.shape[-1] != self.n:
+                    raise ValueError(f"{name} must have shape (..., {self.n}), got {a.shape}")
+            batch = np.broadcast_shapes(q.shape[:-1], qd.shape[:-1])
+            entries = fn(*np.moveaxis(q, -1, 0), *np.moveaxis(qd, -1, 0))
+            # lambdify returns bare scalars for constant entries: broadcast them.
+            out = np.stack([np.broadcast_to(np.asarray(e, dtype=float), batch) for e in entries], axis=-1)
+            return out.reshape(batch + shape)
+
+        return evaluate
+
+    def numeric(self, values: Mapping[str, float]) -> dict[str, Callable]:
+        """Compiled ``M(q)``, ``C(q, qd)``, ``c(q, qd)``, ``g(q)``, ``Mdot(q, qd)``.
+
+        Args:
+          values: parameter values by symbol name (SI units).
+
+        Returns:
+          Functions of batched arrays ``q, qd (..., n)``: ``"M"`` and ``"C"`` and
+          ``"Mdot"`` give ``(..., n, n)``; ``"c"`` and ``"g"`` give ``(..., n)``.
+        """
+        M, C, Md = (self._compile(e, values) for e in (self.M, self.C, self.Mdot))
+        c, g = self._compile(self.c, values), self._compile(self.g, values)
+        return {
+            "M": lambda q: M(q),
+            "C": C,
+            "Mdot": Md,
+            "c": lambda q, qd: c(q, qd)[..., 0],
+            "g": lambda q: g(q)[..., 0],
+        }
+
+    def inverse_dynamics(self, values: Mapping[str, float]) -> Callable:
+        """``tau(q, qd, qdd) = M qdd + c + g`` as a batched NumPy function, ``(..., n)``."""
+        f = self.numeric(values)
+
+        def tau(q, qd, qdd):
+            q, qd, qdd = (np.asarray(a, dtype=float) for a in (q, qd, qdd))
+            return np.einsum("...ij,...j->...i", f["M"](q), qdd) + f["c"](q, qd) + f["g"](q)
+
+        return tau
+
+
+def derive(
+    q: Sequence[sp.Symbol],
+    qd: Sequence[sp.Symbol],
+    masses: Sequence[sp.Expr],
+    coms: Sequence[sp.Matrix],
+    omegas: Sequence[sp.Matrix],
+    inertias: Sequence[sp.Matrix],
+    gravity: sp.Matrix,
+    params: Sequence[sp.Symbol],
+) -> LagrangeModel:
+    """Seed 003's recipe: ``T``, ``U`` -> ``M``, ``C_k``, ``C``, ``c``, ``g``.
+
+    Args:
+      q, qd: coordinate and velocity symbols.
+      masses: link masses m_i.
+      coms: CoM positions ``p_ci(q)``, 3 x 1 each (world).
+      omegas: angular velocities ``w_i(q, qd)``, 3 x 1 each, in the frame where
+        ``inertias`` are given.
+      inertias: inertia tensors about each CoM, 3 x 3.
+      gravity: gravitational acceleration, 3 x 1 (``U = -sum m_i gravity . p_ci``).
+      params: the physical-parameter symbols, for compiling.
+    """
+    q, qd = tuple(q), tuple(qd)
+    qv, qdv = sp.Matrix(q), sp.Matrix(qd)
+    T = sp.Integer(0)
+    U = sp.Integer(0)
+    for m, p, w, inertia in zip(masses, coms, omegas, inertias, strict=True):
+        v = p.jacobian(qv) * qdv
+        T += sp.Rational(1, 2) * m * (v.T * v)[0] + sp.Rational(1, 2) * (w.T * inertia * w)[0]
+        U += -m * (gravity.T * p)[0]
+    n = len(q)
+    M = sp.simplify(sp.hessian(T, qd))
+    christoffel = []
+    for k in range(n):
+        dMk = M[:, k].jacobian(qv)
+        christoffel.append(sp.simplify(sp.Rational(1, 2) * (dMk + dMk.T - sp.diff(M, q[k]))))
+    C = sp.Matrix(n, n, lambda k, j: sp.simplify(sum(qd[i] * christoffel[k][i, j] for i in range(n))))
+    c = sp.Matrix([sp.simplify((qdv.T * christoffel[k] * qdv)[0]) for k in range(n)])
+    g = sp.simplify(sp.Matrix([sp.diff(U, qi) for qi in q]))
+    return LagrangeModel(q, qd, tuple(params), sp.simplify(T), sp.simplify(U), M, tuple(christoffel), C, c, g)
+
+
+def pr_arm() -> LagrangeModel:
+    """Seed 003's PR arm: a prismatic joint along x, then a revolute joint about z.
+
+    ``p_c1 = (q1 - d_c1, 0, 0)``, ``p_c2 = (q1 + d_c2 cos q2, d_c2 sin q2, 0)``,
+    ``w_1 = 0``, ``w_2 = (0, 0, qd2)``; planar, no gravity (``g = 0``).
+    Parameters: ``m1, m2`` (kg), ``dc1, dc2`` (m), ``I2zz`` (kg m^2).
+    """
+    q1, q2, qd1, qd2 = sp.symbols("q1 q2 qd1 qd2", real=True)
+    m1, m2, dc1, dc2, i2zz = sp.symbols("m1 m2 dc1 dc2 I2zz", positive=True)
+    zero = sp.zeros(3, 1)
+    return derive(
+        (q1, q2),
+        (qd1, qd2),
+        masses=(m1, m2),
+        coms=(sp.Matrix([q1 - dc1, 0, 0]), sp.Matrix([q1 + dc2 * sp.cos(q2), dc2 * sp.sin(q2), 0])),
+        omegas=(zero, sp.Matrix([0, 0, qd2])),
+        inertias=(sp.zeros(3, 3), sp.diag(0, 0, i2zz)),
+        gravity=zero,
+        params=(m1, m2, dc1, dc2, i2zz),
+    )
+
+
+def rr_arm() -> LagrangeModel:
+    """SPEC §1's two-link RR arm by the recipe (x-y plane, gravity -y, q = 0 hanging).
+
+    ``p_c1 = (p1 sin q1, -p1 cos q1, 0)``,
+    ``p_c2 = (l1 sin q1 + p2 sin(q1 + q2), -l1 cos q1 - p2 cos(q1 + q2), 0)``,
+    ``w_1 = (0, 0, qd1)``, ``w_2 = (0, 0, qd1 + qd2)``; in-plane inertias ``i1, i2``
+    about the CoMs.  Symbols are named like ``TwoLinkParams`` fields
+    (``l1 m1 m2 p1 p2 i1 i2 g``), so ``numeric(vars(params))`` works.
+    """
+    q1, q2, qd1, qd2 = sp.symbols("q1 q2 qd1 qd2", real=True)
+    l1, m1, m2, p1, p2, i1, i2, g = sp.symbols("l1 m1 m2 p1 p2 i1 i2 g", positive=True)
+    return derive(
+        (q1, q2),
+        (qd1, qd2),
+        masses=(m1, m2),
+        coms=(
+            sp.Matrix([p1 * sp.sin(q1), -p1 * sp.cos(q1), 0]),
+            sp.Matrix([l1 * sp.sin(q1) + p2 * sp.sin(q1 + q2), -l1 * sp.cos(q1) - p2 * sp.cos(q1 + q2), 0]),
+        ),
+        omegas=(sp.Matrix([0, 0, qd1]), sp.Matrix([0, 0, qd1 + qd2])),
+        inertias=(sp.diag(0, 0, i1), sp.diag(0, 0, i2)),
+        gravity=sp.Matrix([0, -g, 0]),
+        params=(l1, m1, m2, p1, p2, i1, i2, g),
+    )

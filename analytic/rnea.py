@@ -1,0 +1,275 @@
+"""Spatial-velocity recursive Newton-Euler for kinematic trees (seed 000 §10.2).
+
+Everything is expressed in the world frame, about the world origin, as in seed
+000's "spatial velocity" form (SPEC §2):
+
+- spatial velocity ``xi = [v_o; w]``: ``v_o`` is the velocity of the body point
+  that is momentarily at the world origin, ``w`` the angular velocity (world);
+- joint motion vector ``s = [p x a; a]`` for a hinge with world axis ``a`` through
+  the world point ``p``, ``s = [a; 0]`` for a slide along ``a``;
+- forward pass ``xi_j = xi_pred + s_j qd_j`` and
+  ``dxi_j = dxi_pred + ds_j qd_j + s_j qdd_j`` with ``ds_j = (xi x) s_j`` and
+  ``[v; w] x = [[w^, v^], [0, w^]]``;
+- spatial inertia about the world origin
+  ``I^S = [[m E, m c^T], [m c^, m c^ c^T + I]]`` (``c`` the CoM, ``I`` the
+  world-frame inertia about the CoM);
+- body wrench ``f_j = I^S dxi_j + (xi_j x*) I^S xi_j`` with
+  ``(xi x*) = [[w^, 0], [v^, w^]]``, accumulated from the leaves inward; the
+  joint force is ``u_j = s_j^T f_j``.
+
+Gravity enters as a base acceleration ``dxi_world = [-g; 0]`` (seed 002's trick):
+every body then carries the weight it would need to hover.
+
+Coordinates follow MuJoCo exactly, so a result compares one-to-one with
+``mj_inverse``: a hinge's or slide's position is measured from its reference
+``ref`` (MuJoCo's ``qpos0``); a free joint has ``qpos = [x, y, z, qw, qx, qy, qz]``
+(position of the body frame's origin, world; unit quaternion of the body frame)
+and ``qvel = [v (world velocity of the body origin), w (angular velocity in the
+body frame)]``.  Several joints in one body act in order, each about the frame
+left by the previous ones (MuJoCo's ``mj_kinematics``).
+
+This module is NumPy only; the tree's numbers come from the compiled model through
+``experiments.derivation.tree_from_model``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Tree", "rnea", "quat_to_mat", "JOINT_TYPES"]
+
+# Generalized-coordinate sizes (nq, nv) per joint type.
+JOINT_TYPES: dict[str, tuple[int, int]] = {"hinge": (1, 1), "slide": (1, 1), "free": (7, 6)}
+
+
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """A kinematic tree of rigid bodies with hinge, slide and free joints.
+
+    Bodies are listed parents first (``parent[b] < b``); the world is not a body
+    and is parent ``-1``.  Joints are listed body by body in the order they act,
+    and their coordinates are packed in that order (MuJoCo's ``qposadr``,
+    ``dofadr``).  Units: m, kg, kg m^2, rad.
+
+    Attributes:
+      parent: parent body of each body, ``(nb,)`` int, ``-1`` for the world.
+      pos: body frame origin in the parent frame at the reference pose, ``(nb, 3)``.
+      rot: body frame orientation in the parent frame, ``(nb, 3, 3)``.  Ignored for
+        a body with a free joint (its pose is the joint's ``qpos``).
+      mass: body masses, ``(nb,)``.
+      com: centre of mass in the body frame, ``(nb, 3)``.
+      inertia: full inertia tensor about the CoM in the body frame, ``(nb, 3, 3)``.
+      joint_body: the body each joint moves, ``(nj,)`` int.
+      joint_type: ``"hinge"``, ``"slide"`` or ``"free"`` per joint.
+      joint_axis: unit axis in the body frame, ``(nj, 3)`` (unused for free joints).
+      joint_pos: joint anchor in the body frame, ``(nj, 3)`` (must be zero for free).
+      joint_ref: joint position of the reference pose, ``(nj,)`` (rad or m;
+        unused for free joints).
+      gravity: gravitational acceleration in the world, ``(3,)`` m/s^2.
+      body_names, joint_names: for messages (optional).
+    """
+
+    parent: np.ndarray
+    pos: np.ndarray
+    rot: np.ndarray
+    mass: np.ndarray
+    com: np.ndarray
+    inertia: np.ndarray
+    joint_body: np.ndarray
+    joint_type: tuple[str, ...]
+    joint_axis: np.ndarray
+    joint_pos: np.ndarray
+    joint_ref: np.ndarray
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    body_names: tuple[str, ...] = ()
+    joint_names: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        nb = len(self.parent)
+        for name, shape in (("pos", (nb, 3)), ("rot", (nb, 3, 3)), ("mass", (nb,)), ("com", (nb, 3)),
+                            ("inertia", (nb, 3, 3))):
+            if np.shape(getattr(self, name)) != shape:
+                raise ValueError(f"Tree.{name} must have shape {shape}, got {np.shape(getattr(self, name))}")
+        nj = len(self.joint_type)
+        for name, shape in (("joint_body", (nj,)), ("joint_axis", (nj, 3)), ("joint_pos", (nj, 3)),
+                            ("joint_ref", (nj,))):
+            if np.shape(getattr(self, name)) != shape:
+                raise ValueError(f"Tree.{name} must have shape {shape}, got {np.shape(getattr(self, name))}")
+        for b, p in enumerate(self.parent):
+            if not -1 <= p < b:
+                raise ValueError(f"body {b} has parent {p}; bodies must be listed parents first")
+        if np.any(np.diff(self.joint_body) < 0):
+            raise ValueError("joints must be listed body by body (joint_body non-decreasing)")
+        for j, kind in enumerate(self.joint_type):
+            if kind not in JOINT_TYPES:
+                raise ValueError(f"joint {j} has type {kind!r}; supported: {', '.join(JOINT_TYPES)}")
+            if kind == "free":
+                b = self.joint_body[j]
+                if self.parent[b] != -1 or np.sum(self.joint_body == b) != 1:
+                    raise ValueError(f"free joint {j} must be the only joint of a body whose parent is the world")
+                if np.any(self.joint_pos[j] != 0):
+                    raise ValueError(f"free joint {j} has a nonzero anchor; only anchors at the body origin work")
+        if np.shape(self.gravity) != (3,):
+            raise ValueError(f"Tree.gravity must have shape (3,), got {np.shape(self.gravity)}")
+
+    @property
+    def nq(self) -> int:
+        """Number of position coordinates."""
+        return sum(JOINT_TYPES[k][0] for k in self.joint_type)
+
+    @property
+    def nv(self) -> int:
+        """Number of velocity coordinates (degrees of freedom)."""
+        return sum(JOINT_TYPES[k][1] for k in self.joint_type)
+
+    @property
+    def qpos_adr(self) -> np.ndarray:
+        """First ``qpos`` index of each joint, ``(nj,)``."""
+        return np.cumsum([0] + [JOINT_TYPES[k][0] for k in self.joint_type])[:-1]
+
+    @property
+    def dof_adr(self) -> np.ndarray:
+        """First ``qvel`` index of each joint, ``(nj,)``."""
+        return np.cumsum([0] + [JOINT_TYPES[k][1] for k in self.joint_type])[:-1]
+
+
+def _hat(v: np.ndarray) -> np.ndarray:
+    """Skew matrices ``v^`` with ``v^ u = v x u``, ``(..., 3)`` -> ``(..., 3, 3)``."""
+    z = np.zeros_like(v[..., 0])
+    x, y, w = v[..., 0], v[..., 1], v[..., 2]
+    return np.stack([np.stack([z, -w, y], -1), np.stack([w, z, -x], -1), np.stack([-y, x, z], -1)], -2)
+
+
+def quat_to_mat(quat: np.ndarray) -> np.ndarray:
+    """Rotation matrices of quaternions ``[w, x, y, z]`` (normalized first), ``(..., 4)`` -> ``(..., 3, 3)``."""
+    quat = np.asarray(quat, dtype=float)
+    w, x, y, z = np.moveaxis(quat / np.linalg.norm(quat, axis=-1, keepdims=True), -1, 0)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
+
+
+def _axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """Rodrigues: rotation by ``angle (N,)`` about the fixed unit ``axis (3,)``, ``(N, 3, 3)``."""
+    a = _hat(axis)
+    s, c = np.sin(angle)[:, None, None], np.cos(angle)[:, None, None]
+    return np.eye(3) + s * a + (1.0 - c) * (a @ a)
+
+
+def _cross_motion(xi: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``(xi x) m`` with ``xi x = [[w^, v^], [0, w^]]``; both ``(N, 6)``."""
+    v, w = xi[:, :3], xi[:, 3:]
+    return np.concatenate([np.cross(w, m[:, :3]) + np.cross(v, m[:, 3:]), np.cross(w, m[:, 3:])], axis=1)
+
+
+def _cross_force(xi: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """``(xi x*) f`` with ``xi x* = [[w^, 0], [v^, w^]]``; both ``(N, 6)``."""
+    v, w = xi[:, :3], xi[:, 3:]
+    return np.concatenate([np.cross(w, f[:, :3]), np.cross(v, f[:, :3]) + np.cross(w, f[:, 3:])], axis=1)
+
+
+def _spatial_inertia(mass: float, c: np.ndarray, inertia: np.ndarray) -> np.ndarray:
+    """``I^S = [[m E, m c^T], [m c^, m c^ c^T + I]]`` about the world origin, ``(N, 6, 6)``.
+
+    Args:
+      mass: body mass, kg.
+      c: CoM in the world, ``(N, 3)`` m.
+      inertia: world-frame inertia about the CoM, ``(N, 3, 3)`` kg m^2.
+    """
+    ch = _hat(c)
+    top = np.concatenate([np.broadcast_to(mass * np.eye(3), ch.shape), mass * np.swapaxes(ch, -1, -2)], axis=-1)
+    bottom = np.concatenate([mass * ch, mass * ch @ np.swapaxes(ch, -1, -2) + inertia], axis=-1)
+    return np.concatenate([top, bottom], axis=-2)
+
+
+def _check_state(tree: Tree, qpos, qvel, qacc):
+    qpos, qvel, qacc = (np.asarray(a, dtype=float) for a in (qpos, qvel, qacc))
+    for name, a, size in (("qpos", qpos, tree.nq), ("qvel", qvel, tree.nv), ("qacc", qacc, tree.nv)):
+        if a.ndim == 0 or a.shape[-1] != size:
+            raise ValueError(f"{name} must have shape (..., {size}) for this tree, got {a.shape}")
+    batch = np.broadcast_shapes(qpos.shape[:-1], qvel.shape[:-1], qacc.shape[:-1])
+    flat = [np.broadcast_to(a, batch + a.shape[-1:]).reshape(-1, a.shape[-1]) for a in (qpos, qvel, qacc)]
+    return batch, flat
+
+
+def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
+    """Inverse dynamics ``tau = M(q) qacc + bias(q, qvel)`` by seed 000's spatial RNEA.
+
+    Args:
+      tree: the kinematic tree.
+      qpos: positions, ``(..., nq)`` (rad, m, unit quaternions for free joints).
+      qvel: velocities, ``(..., nv)`` (rad/s, m/s; free joints as in MuJoCo).
+      qacc: accelerations, ``(..., nv)``.
+      gravity: world gravity ``(3,)`` m/s^2; default ``tree.gravity``.
+
+    Returns:
+      Generalized forces, ``(..., nv)`` (N m for hinges and free rotations about
+      the body axes, N for slides and free translations along world axes).
+    """
+    batch, (qpos, qvel, qacc) = _check_state(tree, qpos, qvel, qacc)
+    g = tree.gravity if gravity is None else np.asarray(gravity, dtype=float)
+    n, nb = qpos.shape[0], len(tree.parent)
+    qadr, dadr = tree.qpos_adr, tree.dof_adr
+
+    eye = np.broadcast_to(np.eye(3), (n, 3, 3))
+    world = (eye, np.zeros((n, 3)), np.zeros((n, 6)), np.broadcast_to(np.concatenate([-g, np.zeros(3)]), (n, 6)))
+    frames = []  # per body: (R, p, xi, dxi) in the world
+    motion = []  # per joint: (body, first dof, S (N, 6, k))
+    wrench = np.zeros((nb, n, 6))
+    for b in range(nb):
+        R_par, p_par, xi, dxi = world if tree.parent[b] < 0 else frames[tree.parent[b]]
+        R = R_par @ tree.rot[b]
+        p = p_par + R_par @ tree.pos[b]
+        for j in np.flatnonzero(tree.joint_body == b):
+            kind, qa, da = tree.joint_type[j], qadr[j], dadr[j]
+            if kind == "free":
+                p = qpos[:, qa : qa + 3]
+                R = quat_to_mat(qpos[:, qa + 3 : qa + 7])
+                # Translation along the world axes (s = [e_i; 0], fixed in the world, so
+                # ds = 0), rotation about the body axes a_k = R e_k through the origin p
+                # (s = [p x a_k; a_k], fixed in the body, so ds = (xi_body x) s).
+                S = np.zeros((n, 6, 6))
+                S[:, :3, :3] = np.eye(3)
+                S[:, :3, 3:] = _hat(p) @ R
+                S[:, 3:, 3:] = R
+                xi_trans = xi + np.concatenate([qvel[:, da : da + 3], np.zeros((n, 3))], axis=1)
+                xi_rot = np.einsum("nij,nj->ni", S[:, :, 3:], qvel[:, da + 3 : da + 6])
+                xi = xi_trans + xi_rot
+                dxi = dxi + np.einsum("nij,nj->ni", S, qacc[:, da : da + 6]) + _cross_motion(xi, xi_rot)
+                motion.append((b, da, S))
+                continue
+            a = R @ tree.joint_axis[j]
+            angle = qpos[:, qa] - tree.joint_ref[j]
+            if kind == "hinge":
+                anchor = p + R @ tree.joint_pos[j]
+                s = np.concatenate([np.cross(anchor, a), a], axis=1)
+                R = R @ _axis_rotation(tree.joint_axis[j], angle)
+                p = anchor - R @ tree.joint_pos[j]
+            else:  # slide
+                s = np.concatenate([a, np.zeros((n, 3))], axis=1)
+                p = p + a * angle[:, None]
+            # s is fixed in the frame it moves from, so ds = (xi_pred x) s.
+            dxi = dxi + _cross_motion(xi, s) * qvel[:, da, None] + s * qacc[:, da, None]
+            xi = xi + s * qvel[:, da, None]
+            motion.append((b, da, s[:, :, None]))
+        frames.append((R, p, xi, dxi))
+
+        c = p + R @ tree.com[b]
+        inertia = R @ tree.inertia[b] @ np.swapaxes(R, -1, -2)
+        I_s = _spatial_inertia(tree.mass[b], c, inertia)
+        wrench[b] = np.einsum("nij,nj->ni", I_s, dxi) + _cross_force(xi, np.einsum("nij,nj->ni", I_s, xi))
+
+    for b in range(nb - 1, -1, -1):  # leaves inward: each body carries its subtree
+        if tree.parent[b] >= 0:
+            wrench[tree.parent[b]] += wrench[b]
+    tau = np.empty((n, tree.nv))
+    for b, da, S in motion:
+        tau[:, da : da + S.shape[2]] = np.einsum("nik,ni->nk", S, wrench[b])
+    return tau.reshape(batch + (tree.nv,))
