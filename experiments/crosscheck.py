@@ -175,7 +175,7 @@ def dof_names(model: mujoco.MjModel) -> list[str]:
     names = []
     for j in range(model.njnt):
         base = model.joint(j).name or f"joint{j}"
-        extra = suffixes.get(model.jnt_type[j])
+        extra = suffixes.get(int(model.jnt_type[j]))  # int: numpy ints do not match the enum keys
         names.extend([f"{base}.{s}" for s in extra] if extra else [base])
     return names
 
