@@ -1,0 +1,129 @@
+"""Five-bar leg of the wheel-legged biped: height and hip torque (seed 004).
+
+Geometry (SPEC §4): the two hip motors of a leg sit ``l1`` either side of the
+leg's centre line, thighs ``l2`` long, shanks ``l3`` long meet at the wheel axle
+on the centre line.  ``alpha`` is the thigh angle from the inward horizontal
+(towards the other motor), upward positive, in radians; both motors are at the
+same ``alpha`` (symmetric leg).  The knee sits ``a = l1 - l2 cos(alpha)`` out from
+the centre line and ``l2 sin(alpha)`` above the motor line, so the body's height
+above the axle is
+
+    y(alpha) = sqrt(l3^2 - a^2) - l2 sin(alpha)          (seed 004, eq. 3.2 / 2.36)
+
+Virtual work with the two motors of a leg each giving torque ``tau`` (equal and
+opposite in the world, equal in the ``alpha`` convention) against a vertical leg
+force ``P`` (the force the leg pushes the body up with, N):
+
+    2 tau delta(alpha) = P delta(y)  ->  tau = (P / 2) y1(alpha)    (eq. 2.28-2.30)
+
+with ``y1 = dy/dalpha`` (eq. 2.29: ``y1 = -[a l2 sin(alpha) / sqrt(l3^2 - a^2) +
+l2 cos(alpha)]``).  Over the stroke (alpha in (180 deg, 270 deg)) y1 > 0: the leg
+extends as alpha grows, and an upward P needs a positive (extending) torque.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["REACHABLE", "height", "height_derivatives", "hip_torque", "check_alpha"]
+
+# The working range of alpha (rad): from the thigh pointing straight outward to
+# straight down.  Outside it the leg folds through itself or the knee points inward.
+REACHABLE = (np.pi, 1.5 * np.pi)
+
+
+def check_alpha(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
+    """Validate ``alpha`` and the link lengths; return ``alpha`` as an array.
+
+    Raises:
+      ValueError: a non-positive or non-finite length; a non-finite alpha; alpha
+        outside the reachable range [180 deg, 270 deg]; or a pose where the shank
+        cannot reach the leg's centre line (``|l1 - l2 cos(alpha)| >= l3``, the
+        five-bar cannot close).  The message names the worst offending alpha.
+    """
+    for name, value in (("l1", l1), ("l2", l2), ("l3", l3)):
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"five-bar: link length {name}={value!r} must be a positive finite number (m)")
+    alpha = np.asarray(alpha, dtype=float)
+    if not np.all(np.isfinite(alpha)):
+        raise ValueError("five-bar: alpha has a non-finite entry")
+    low, high = REACHABLE
+    outside = (alpha < low - 1e-12) | (alpha > high + 1e-12)
+    if np.any(outside):
+        bad = float(np.asarray(alpha)[outside].flat[0])
+        raise ValueError(
+            f"five-bar: alpha={np.degrees(bad):.3f} deg is outside the reachable range "
+            f"[{np.degrees(low):.0f}, {np.degrees(high):.0f}] deg (thigh angle from the inward horizontal)"
+        )
+    reach = np.abs(l1 - l2 * np.cos(alpha))
+    open_ = reach >= l3
+    if np.any(open_):
+        k = np.flatnonzero(np.ravel(open_))[0]
+        raise ValueError(
+            f"five-bar cannot close at alpha={np.degrees(np.ravel(alpha)[k]):.3f} deg: the knee is "
+            f"{np.ravel(reach)[k]:.4f} m from the centre line but the shank l3={l3:.4f} m; "
+            "use a longer shank or a smaller stroke"
+        )
+    return alpha
+
+
+def height(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
+    """Body (hip-motor line) height above the wheel axle, seed 004 eq. 3.2.
+
+    Args:
+      alpha: thigh angle(s), any shape, rad, in [pi, 3 pi / 2].
+      l1, l2, l3: half motor spacing, thigh and shank lengths, m.
+
+    Returns:
+      y, same shape as ``alpha``, m.
+
+    Raises:
+      ValueError: see :func:`check_alpha`.
+    """
+    return height_derivatives(alpha, l1, l2, l3)[0]
+
+
+def height_derivatives(alpha, l1: float, l2: float, l3: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``y(alpha)`` and its first two derivatives (seed 004, eq. 2.36).
+
+    Args:
+      alpha: thigh angle(s), any shape, rad.
+      l1, l2, l3: link lengths, m.
+
+    Returns:
+      ``(y, y1, y2)``: height (m), ``dy/dalpha`` (m/rad), ``d2y/dalpha2`` (m/rad^2),
+      each shaped like ``alpha``.
+
+    Raises:
+      ValueError: see :func:`check_alpha`.
+    """
+    alpha = check_alpha(alpha, l1, l2, l3)
+    c, s = np.cos(alpha), np.sin(alpha)
+    a = l1 - l2 * c  # knee's distance from the centre line
+    a1 = l2 * s  # da/dalpha
+    a2 = l2 * c  # d2a/dalpha2
+    root = np.sqrt(l3**2 - a**2)  # axle's depth below the knee
+    y = root - l2 * s
+    y1 = -a * a1 / root - l2 * c  # eq. 2.29
+    y2 = -(a1**2 + a * a2) / root - (a * a1) ** 2 / root**3 + l2 * s
+    return y, y1, y2
+
+
+def hip_torque(alpha, force, l1: float, l2: float, l3: float) -> np.ndarray:
+    """Torque of each hip motor holding a vertical leg force, eq. 2.28-2.30.
+
+    Args:
+      alpha: thigh angle(s), rad.
+      force: vertical force ``P`` the leg exerts on the body, upward positive, N;
+        broadcast against ``alpha``.
+      l1, l2, l3: link lengths, m.
+
+    Returns:
+      ``tau`` per motor, N m, positive extending the leg (the joint convention of
+      ``mjcf/wheel_legged_biped.xml``, where both motors of a leg are at +alpha).
+
+    Raises:
+      ValueError: see :func:`check_alpha`.
+    """
+    _, y1, _ = height_derivatives(alpha, l1, l2, l3)
+    return 0.5 * np.asarray(force, dtype=float) * y1

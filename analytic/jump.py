@@ -1,0 +1,148 @@
+"""Jump, leg-extension phase of the biped (seed 004 §2.2.2, eq. 2.31-2.36).
+
+The body (mass ``M``, a point on massless five-bar legs) is pushed up by four hip
+motors, each giving torque ``tau``, while the wheels stay on the ground.  With the
+body height ``y(alpha)`` of eq. 3.2 (:mod:`analytic.five_bar`), Lagrange's equation
+in ``alpha`` is
+
+    (1/4) M y1 (y2 alphad^2 + y1 alphadd + g) = tau          (eq. 2.35)
+
+and the body rises at ``yd = y1 alphad``.  The stroke starts from rest at
+``alpha0`` and ends (take-off) when ``alpha`` reaches ``alpha1``.  The seed asks
+whether the take-off speed beats ``g t`` for a retraction time ``t`` (figure 2-9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from analytic.five_bar import check_alpha, height_derivatives
+
+__all__ = ["Stroke", "extension_stroke", "alpha_acceleration"]
+
+
+@dataclass(frozen=True)
+class Stroke:
+    """Solution of the extension phase.
+
+    Attributes:
+      t: time, (n,), s, from 0 to take-off.
+      alpha: hip angle, (n,), rad.
+      alpha_dot: hip angular velocity, (n,), rad/s.
+      height: body height above the axle ``y(alpha)``, (n,), m.
+      body_velocity: ``yd = y1 alphad``, (n,), m/s.
+      g: gravity used, m/s^2.
+    """
+
+    t: np.ndarray
+    alpha: np.ndarray
+    alpha_dot: np.ndarray
+    height: np.ndarray
+    body_velocity: np.ndarray
+    g: float
+
+    @property
+    def takeoff_velocity(self) -> float:
+        """Body velocity at full extension, m/s."""
+        return float(self.body_velocity[-1])
+
+    @property
+    def duration(self) -> float:
+        """Time from rest to take-off, s."""
+        return float(self.t[-1])
+
+    @property
+    def stroke_height(self) -> float:
+        """Leg stroke ``h1 = y(alpha1) - y(alpha0)``, m."""
+        return float(self.height[-1] - self.height[0])
+
+    @property
+    def ballistic_rise(self) -> float:
+        """Rise of the body after take-off if nothing else acts, ``v^2 / (2 g)``, m."""
+        return self.takeoff_velocity**2 / (2 * self.g)
+
+    def requirement(self, retraction_time: float) -> float:
+        """The seed's take-off speed requirement ``g t`` for a leg retraction time ``t`` (s), m/s."""
+        return self.g * retraction_time
+
+    def apex_height(self, retraction_time: float) -> float:
+        """The seed's apex ``h_max = h1 + h2`` with ``h2 = g t^2 / 2``, m."""
+        return self.stroke_height + 0.5 * self.g * retraction_time**2
+
+
+def alpha_acceleration(alpha, alpha_dot, M: float, tau: float, l1: float, l2: float, l3: float, g: float = 9.81):
+    """``alphadd`` from eq. 2.35, rad/s^2 (``alpha`` in rad, ``alpha_dot`` rad/s, ``tau`` N m per motor)."""
+    _, y1, y2 = height_derivatives(alpha, l1, l2, l3)
+    return (4.0 * tau / (M * y1) - g - y2 * np.asarray(alpha_dot) ** 2) / y1
+
+
+def extension_stroke(
+    M: float,
+    tau: float,
+    l1: float,
+    l2: float,
+    l3: float,
+    alpha0: float,
+    alpha1: float,
+    g: float = 9.81,
+    max_time: float = 2.0,
+) -> Stroke:
+    """Integrate eq. 2.35 from rest at ``alpha0`` until ``alpha`` reaches ``alpha1``.
+
+    Args:
+      M: body mass, kg.
+      tau: torque of each of the four hip motors, N m.
+      l1, l2, l3: five-bar link lengths, m.
+      alpha0, alpha1: start and take-off hip angles, rad, ``alpha0 < alpha1``, both
+        in the reachable range of :func:`analytic.five_bar.check_alpha`.
+      g: gravity, m/s^2.
+      max_time: give up after this long, s.
+
+    Returns:
+      A :class:`Stroke`, sampled densely (solver steps plus the take-off event).
+
+    Raises:
+      ValueError: bad lengths or angles (see ``check_alpha``), ``alpha1 <= alpha0``,
+        ``M <= 0``, or the motors cannot lift the body at ``alpha0`` (``4 tau <=
+        M g y1``), or the stroke does not finish within ``max_time``.
+    """
+    if not (np.isfinite(M) and M > 0):
+        raise ValueError(f"extension_stroke: body mass M={M!r} must be positive (kg)")
+    if not np.isfinite(tau):
+        raise ValueError(f"extension_stroke: tau={tau!r} must be finite (N m)")
+    check_alpha(np.array([alpha0, alpha1]), l1, l2, l3)
+    if not alpha1 > alpha0:
+        raise ValueError(
+            f"extension_stroke: alpha1={np.degrees(alpha1):.2f} deg must exceed alpha0={np.degrees(alpha0):.2f} deg"
+        )
+    _, y1_start, _ = height_derivatives(alpha0, l1, l2, l3)
+    if 4.0 * tau <= M * g * y1_start:
+        raise ValueError(
+            f"extension_stroke: four motors at tau={tau:g} N m cannot lift M={M:g} kg at "
+            f"alpha0={np.degrees(alpha0):.2f} deg (need tau > M g y1 / 4 = {M * g * y1_start / 4:.3f} N m)"
+        )
+
+    def rhs(_t, s):
+        # Clip alpha into range: the solver may probe just past alpha1 before the event.
+        a = min(max(s[0], alpha0), alpha1)
+        return [s[1], float(alpha_acceleration(a, s[1], M, tau, l1, l2, l3, g))]
+
+    def reached(_t, s):
+        return s[0] - alpha1
+
+    reached.terminal = True
+    reached.direction = 1.0
+    sol = solve_ivp(rhs, (0.0, max_time), [alpha0, 0.0], events=reached, rtol=1e-10, atol=1e-12, max_step=1e-3)
+    if sol.status != 1:
+        raise ValueError(
+            f"extension_stroke: alpha did not reach {np.degrees(alpha1):.2f} deg within {max_time} s "
+            f"(stalled at {np.degrees(sol.y[0, -1]):.2f} deg); more torque or a shorter stroke"
+        )
+    # With a terminal event, solve_ivp ends its output at the event itself.
+    t, alpha, alpha_dot = sol.t, sol.y[0].copy(), sol.y[1]
+    alpha[-1] = alpha1  # the event root is found to ~1e-12 rad; pin it exactly
+    y, y1, _ = height_derivatives(np.clip(alpha, alpha0, alpha1), l1, l2, l3)
+    return Stroke(t=t, alpha=alpha, alpha_dot=alpha_dot, height=y, body_velocity=y1 * alpha_dot, g=g)

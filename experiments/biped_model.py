@@ -1,0 +1,368 @@
+"""The wheel-legged biped in MuJoCo: loading, variants, poses and parameters.
+
+``mjcf/wheel_legged_biped.xml`` is the only home of the robot's numbers.  This
+module reads them back from the compiled model (:func:`biped_params`) for the
+analytic side, builds the "assumption ladder" of variants from the same file with
+``mujoco.MjSpec`` (:func:`build`), and computes closed, standing and balanced
+poses (:func:`stand_pose`, :func:`balance_pose`).
+
+Variants (keyword arguments of :func:`build`):
+
+- ``legs="realistic"`` the file as written (thigh 0.15 kg, shank 0.20 kg);
+  ``legs="massless"`` leg links of ``LEG_MASS_IDEAL`` (the seed's massless legs);
+- ``lock_alpha=a`` hold all four hips at ``alpha = a`` with joint equality
+  constraints (the seed's rigid legs of fixed length);
+- ``rigid_alpha=a`` weld both legs at ``alpha = a``: hip and knee joints and the
+  loop closures are removed, the links fixed in the closed pose, so the legs are
+  exactly rigid with no soft constraint (the seed's rigid legs; preferred for the
+  linearization, because MuJoCo scales a soft constraint's regularization with the
+  inverse mass it sees, which light links make large);
+- ``com_offset=(dx, dz)`` move the body's CoM off the hip line, m;
+- ``fixed_body=True`` weld the body to the world (a leg test rig);
+- ``gravity=False`` switch gravity off.
+
+``build()`` with no arguments is the realistic robot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+import mjcf
+from analytic.five_bar import check_alpha, height
+from analytic.wheeled_pendulum import PendulumParams
+from experiments.errors import ModelError
+
+__all__ = [
+    "MODEL",
+    "SIDES",
+    "HIPS",
+    "LEG_MASS_IDEAL",
+    "BipedParams",
+    "build",
+    "biped_params",
+    "stand_pose",
+    "balance_pose",
+    "closure_error",
+    "composite_com",
+    "pitch",
+]
+
+MODEL = "wheel_legged_biped"
+SIDES = ("left", "right")
+HIPS = tuple(f"{side}_{end}_hip" for side in SIDES for end in ("front", "rear"))
+KNEES = tuple(f"{side}_{end}_knee" for side in SIDES for end in ("front", "rear"))
+WHEELS = tuple(f"{side}_wheel" for side in SIDES)
+LINKS = tuple(f"{side}_{end}_{part}" for side in SIDES for end in ("front", "rear") for part in ("thigh", "shank"))
+
+# "Nearly massless" leg links: 1e-6 of a shank, so their weight and inertia are
+# ~1e-7 of the body's, far below the 1 % and 1e-4 checks, yet M stays invertible.
+LEG_MASS_IDEAL = 2e-7  # kg
+
+
+@dataclass(frozen=True)
+class BipedParams:
+    """Every number the analytic models need, read from a compiled biped model.
+
+    Attributes:
+      pendulum: wheeled-pendulum parameters (body mass M, wheel m, r, I, body
+        J_pitch, J_yaw, track D, g).
+      l1, l2, l3: five-bar half motor spacing, thigh and shank lengths, m.
+      thigh_mass, shank_mass: one leg link's mass, kg.
+      J_roll: body inertia about x through its CoM, kg m^2.
+      com_offset: body CoM relative to the hip-motor line's midpoint, (x, z), m.
+      hip_torque_limit, wheel_torque_limit: actuator limits, N m.
+      timestep: the model's time step, s.
+    """
+
+    pendulum: PendulumParams
+    l1: float
+    l2: float
+    l3: float
+    thigh_mass: float
+    shank_mass: float
+    J_roll: float
+    com_offset: tuple[float, float]
+    hip_torque_limit: float
+    wheel_torque_limit: float
+    timestep: float
+    extra: dict = field(default_factory=dict)
+
+    def leg_height(self, alpha) -> np.ndarray:
+        """Hip-line height above the axle ``y(alpha)`` (eq. 3.2), m."""
+        return height(alpha, self.l1, self.l2, self.l3)
+
+
+def _spec() -> mujoco.MjSpec:
+    return mujoco.MjSpec.from_file(str(mjcf.path(MODEL)))
+
+
+def build(
+    *,
+    legs: str = "realistic",
+    lock_alpha: float | None = None,
+    rigid_alpha: float | None = None,
+    com_offset: tuple[float, float] = (0.0, 0.0),
+    fixed_body: bool = False,
+    gravity: bool = True,
+    timestep: float | None = None,
+) -> mujoco.MjModel:
+    """Compile a variant of the biped (see the module docstring).
+
+    Raises:
+      ModelError: unknown ``legs`` or the spec does not compile.
+      ValueError: ``lock_alpha`` outside the five-bar's reachable range.
+    """
+    spec = _spec()
+    if legs == "massless":
+        for name in LINKS:
+            for geom in spec.body(name).geoms:
+                geom.mass = LEG_MASS_IDEAL
+    elif legs != "realistic":
+        raise ModelError(f"biped variant: legs={legs!r}; choose 'realistic' or 'massless'")
+    if rigid_alpha is not None:
+        _weld_legs(spec, rigid_alpha)
+    if lock_alpha is not None:
+        check_alpha(lock_alpha, 0.1, 0.16, 1.0)  # range only; lengths do not matter here
+        for hip in HIPS:
+            eq = spec.add_equality()
+            eq.type = mujoco.mjtEq.mjEQ_JOINT
+            eq.name = f"lock_{hip}"
+            eq.name1 = hip
+            # A joint equality holds qpos - qpos0 = data[0]; qpos0 is the hip's ref (pi).
+            eq.data[:5] = [lock_alpha - np.pi, 0.0, 0.0, 0.0, 0.0]
+    if fixed_body:
+        spec.delete(spec.joint("root"))
+    if not gravity:
+        spec.option.gravity = [0.0, 0.0, 0.0]
+    if timestep is not None:
+        spec.option.timestep = timestep
+    try:
+        model = spec.compile()
+    except ValueError as exc:
+        raise ModelError(f"cannot compile biped variant: {' '.join(str(exc).split())}") from None
+    if any(com_offset):
+        # Shift the body's CoM in the compiled model: mass and inertia about the
+        # CoM stay those the file's box gives.
+        bid = model.body("body").id
+        model.body_ipos[bid] += [com_offset[0], 0.0, com_offset[1]]
+        mujoco.mj_setConst(model, mujoco.MjData(model))
+    return model
+
+
+def _weld_legs(spec: mujoco.MjSpec, alpha: float) -> None:
+    """Remove hip and knee joints and the closures; fix the links at the closed pose for ``alpha``."""
+    # Lengths from the file itself (the same numbers biped_params reads).
+    front, rear = spec.body("left_front_thigh"), spec.body("left_rear_thigh")
+    l1 = 0.5 * float(front.pos[0] - rear.pos[0])
+    l2 = float(np.linalg.norm(spec.body("left_front_shank").pos))
+    l3 = float(np.linalg.norm(spec.site("left_axle").pos))
+    knee = float(knee_angle(alpha, l1, l2, l3))
+    for joint_name, angle in [(h, alpha - np.pi) for h in HIPS] + [(k, knee) for k in KNEES]:
+        joint = spec.joint(joint_name)
+        axis = np.asarray(joint.axis, dtype=float)
+        body = joint.parent
+        rot = np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis / np.linalg.norm(axis)])
+        quat = np.zeros(4)
+        mujoco.mju_mulQuat(quat, np.asarray(body.quat, dtype=float), rot)
+        body.quat = quat
+        spec.delete(joint)
+    for eq in list(spec.equalities):
+        if eq.name.endswith("_closure"):
+            spec.delete(eq)
+    # The hip motors and encoders go with their joints.
+    for hip in HIPS:
+        spec.delete(spec.actuator(hip))
+        for suffix in ("_pos", "_vel"):
+            spec.delete(spec.sensor(hip + suffix))
+
+
+def biped_params(model: mujoco.MjModel) -> BipedParams:
+    """Read the analytic parameters from a compiled biped (any variant).
+
+    Raises:
+      ModelError: a body, joint, site or actuator of the biped is missing, or the
+        two legs differ.
+    """
+    try:
+        body = model.body("body")
+        wheel = model.body("left_wheel")
+        contact = model.geom("left_wheel_contact")
+        front = model.body("left_front_thigh")
+        rear = model.body("left_rear_thigh")
+        knee_body = model.body("left_front_shank")
+        axle = model.site("left_axle")
+        right = model.body("right_front_thigh")
+    except KeyError as exc:
+        raise ModelError(f"not a wheel-legged biped model (mjcf/{MODEL}.xml): missing {exc}") from None
+
+    def inertia_about(bid: int, axis) -> float:
+        # Body inertia is stored principal (body_inertia) in the frame body_iquat.
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, model.body_iquat[bid])
+        rot = rot.reshape(3, 3)
+        full = rot @ np.diag(model.body_inertia[bid]) @ rot.T
+        return float(axis @ full @ axis)
+
+    l1 = 0.5 * float(front.pos[0] - rear.pos[0])
+    l2 = float(np.linalg.norm(knee_body.pos))
+    l3 = float(np.linalg.norm(axle.pos))
+    D = float(front.pos[1] - right.pos[1])
+    if abs(model.body("left_rear_shank").pos[0] + knee_body.pos[0]) > 1e-12:
+        raise ModelError("biped: front and rear thighs differ in length; the five-bar model needs a symmetric leg")
+    hip_line = 0.5 * (front.pos + rear.pos)
+    com = body.ipos - hip_line
+    ex, ey, ez = np.eye(3)
+    thigh = model.body("left_front_thigh").mass[0]
+    shank = model.body("left_front_shank").mass[0]
+
+    def limit(name: str) -> float:
+        try:
+            act = model.actuator(name)
+        except KeyError:  # a rigid-leg variant has no hip motors
+            return 0.0
+        return float(np.max(np.abs(act.ctrlrange)) * abs(act.gear[0]))
+
+    pendulum = PendulumParams(
+        M=float(body.mass[0]),
+        m=float(wheel.mass[0]),
+        r=float(contact.size[0]),
+        I=inertia_about(wheel.id, ey),
+        J_pitch=inertia_about(body.id, ey),
+        J_yaw=inertia_about(body.id, ez),
+        D=D,
+        g=float(-model.opt.gravity[2]) if model.opt.gravity[2] != 0 else 9.81,
+    )
+    return BipedParams(
+        pendulum=pendulum,
+        l1=l1,
+        l2=l2,
+        l3=l3,
+        thigh_mass=float(thigh),
+        shank_mass=float(shank),
+        J_roll=inertia_about(body.id, ex),
+        com_offset=(float(com[0]), float(com[2])),
+        hip_torque_limit=limit("left_front_hip"),
+        wheel_torque_limit=limit("left_wheel"),
+        timestep=float(model.opt.timestep),
+        extra={"wheel_yaw_inertia": inertia_about(wheel.id, ez)},
+    )
+
+
+def knee_angle(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
+    """Knee joint angle that closes the loop at hip angle ``alpha`` (both chains), rad.
+
+    The shank's absolute rotation about the chain's axis is ``phi = atan2(a, s)``
+    (``a`` the knee's distance from the centre line, ``s`` its height above the
+    axle); the thigh is rotated ``alpha - pi`` from the file's pose.
+    """
+    a = l1 - l2 * np.cos(alpha)
+    s = height(alpha, l1, l2, l3) + l2 * np.sin(alpha)
+    return np.arctan2(a, s) - (alpha - np.pi)
+
+
+def stand_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None = None) -> np.ndarray:
+    """``qpos`` of the robot upright, both legs closed at ``alpha``, wheels touching the floor.
+
+    Raises:
+      ValueError: ``alpha`` outside the reachable range.
+    """
+    p = biped_params(model) if params is None else params
+    qpos = model.qpos0.copy()
+    knee = knee_angle(alpha, p.l1, p.l2, p.l3)
+    for hip, kn in zip(HIPS, KNEES):
+        if _has_joint(model, hip):  # a rigid-leg variant has no hip or knee joints
+            qpos[model.joint(hip).qposadr[0]] = alpha
+            qpos[model.joint(kn).qposadr[0]] = knee
+    if _has_joint(model, "root"):
+        adr = model.joint("root").qposadr[0]
+        qpos[adr : adr + 3] = [0.0, 0.0, p.leg_height(alpha) + p.pendulum.r]
+        qpos[adr + 3 : adr + 7] = [1.0, 0.0, 0.0, 0.0]
+    return qpos
+
+
+def _has_joint(model: mujoco.MjModel, name: str) -> bool:
+    try:
+        model.joint(name)
+    except KeyError:
+        return False
+    return True
+
+
+def pitch(quat) -> float:
+    """Pitch (rotation about +y, positive leaning forward) of a body quaternion, rad."""
+    w, x, y, z = quat
+    return float(np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0)))
+
+
+def composite_com(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
+    """Centre of mass of the whole robot (the free body's subtree), world, m."""
+    return data.subtree_com[model.body("body").id].copy()
+
+
+def balance_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None = None) -> tuple[np.ndarray, float]:
+    """Standing pose pitched about the axle so the whole robot's CoM is above it.
+
+    With the CoM on the hip line and symmetric legs this is :func:`stand_pose`;
+    with a CoM offset the body leans until the CoM is over the axle.
+
+    Returns:
+      ``(qpos, theta)``: the pose and its pitch, rad.
+    """
+    p = biped_params(model) if params is None else params
+    qpos = stand_pose(model, alpha, p)
+    data = mujoco.MjData(model)
+    y = p.leg_height(alpha)
+    theta = 0.0
+    for _ in range(20):
+        # Rotate the body about the axle (at height r, x = 0) by theta.
+        qpos[0:3] = [y * np.sin(theta), 0.0, p.pendulum.r + y * np.cos(theta)]
+        qpos[3:7] = [np.cos(theta / 2), 0.0, np.sin(theta / 2), 0.0]
+        data.qpos[:] = qpos
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        com = composite_com(model, data)
+        axle = data.site_xpos[model.site("left_axle").id]
+        dx, dz = com[0] - axle[0], com[2] - axle[2]
+        step = -np.arctan2(dx, dz)
+        theta += step
+        if abs(step) < 1e-14:
+            break
+    if _has_joint(model, "root"):
+        qpos[2] = _settle_height(model, data, qpos)
+    return qpos, theta
+
+
+def _settle_height(model: mujoco.MjModel, data: mujoco.MjData, qpos: np.ndarray) -> float:
+    """Body height at which the soft wheel contacts hold the robot still vertically.
+
+    MuJoCo's contacts are soft: at zero penetration the contact pushes with
+    almost, not exactly, the weight, and a contact touched at exactly zero
+    distance is lost by any perturbation (finite differences included).  The
+    static penetration (nanometres with this model's solref/solimp) is found by
+    bisection on the vertical acceleration.
+    """
+    z_touch = float(qpos[2])
+    low, high = z_touch - 1e-5, z_touch  # 10 um: far beyond any static sink here
+    for _ in range(60):
+        mid = 0.5 * (low + high)
+        data.qpos[:] = qpos
+        data.qpos[2] = mid
+        data.qvel[:] = 0.0
+        mujoco.mj_forward(model, data)
+        if data.qacc[2] > 0.0:
+            low = mid
+        else:
+            high = mid
+    return 0.5 * (low + high)
+
+
+def closure_error(model: mujoco.MjModel, data: mujoco.MjData) -> float:
+    """Largest distance between a rear shank tip and its axle (loop-closure error), m."""
+    return max(
+        float(np.linalg.norm(data.site_xpos[model.site(f"{side}_rear_foot").id] - data.site_xpos[model.site(f"{side}_axle").id]))
+        for side in SIDES
+    )
