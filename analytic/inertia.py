@@ -1,0 +1,105 @@
+"""Inertia tensors of simple solids: the appendix table of seed 000 (SPEC §3).
+
+Each function returns the principal inertia tensor as a ``(3, 3)`` diagonal
+matrix, kg m^2, about the point the seed's formula names (the centre, unless the
+name says otherwise), with the shape's symmetry axis along z where it has one.
+Masses in kg, lengths in m.
+
+The cone's formula in the seed is about its apex; :func:`solid_cone_centroid`
+moves it to the centroid (3/4 of the height from the apex) with the parallel-axis
+theorem, :func:`parallel_axis`, which is what a simulator's body inertia (always
+about the CoM) has to be compared with.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "solid_sphere",
+    "spherical_shell",
+    "ellipsoid",
+    "box",
+    "rod_centre",
+    "rod_end",
+    "solid_cone_apex",
+    "solid_cone_centroid",
+    "parallel_axis",
+]
+
+
+def _positive(**values) -> None:
+    for name, value in values.items():
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be positive and finite, got {value!r}")
+
+
+def solid_sphere(m: float, r: float) -> np.ndarray:
+    """Solid sphere of radius r: 2/5 m r^2 about every axis through the centre."""
+    _positive(m=m, r=r)
+    return np.eye(3) * (2.0 / 5.0 * m * r**2)
+
+
+def spherical_shell(m: float, r: float) -> np.ndarray:
+    """Thin spherical shell of radius r: 2/3 m r^2 about every axis through the centre."""
+    _positive(m=m, r=r)
+    return np.eye(3) * (2.0 / 3.0 * m * r**2)
+
+
+def ellipsoid(m: float, a: float, b: float, c: float) -> np.ndarray:
+    """Solid ellipsoid, semi-axes a, b, c along x, y, z: m/5 (b^2+c^2, a^2+c^2, a^2+b^2)."""
+    _positive(m=m, a=a, b=b, c=c)
+    return np.diag([b**2 + c**2, a**2 + c**2, a**2 + b**2]) * (m / 5.0)
+
+
+def box(m: float, w: float, h: float, d: float) -> np.ndarray:
+    """Solid box, full sizes w, h, d along x, y, z: m/12 (h^2+d^2, w^2+d^2, w^2+h^2)."""
+    _positive(m=m, w=w, h=h, d=d)
+    return np.diag([h**2 + d**2, w**2 + d**2, w**2 + h**2]) * (m / 12.0)
+
+
+def rod_centre(m: float, l: float) -> np.ndarray:
+    """Thin rod of length l along z, about its centre: m l^2/12 transverse, 0 axial."""
+    _positive(m=m, l=l)
+    return np.diag([1.0, 1.0, 0.0]) * (m * l**2 / 12.0)
+
+
+def rod_end(m: float, l: float) -> np.ndarray:
+    """Thin rod of length l along z, about one end: m l^2/3 transverse, 0 axial."""
+    _positive(m=m, l=l)
+    return np.diag([1.0, 1.0, 0.0]) * (m * l**2 / 3.0)
+
+
+def solid_cone_apex(m: float, h: float, r: float) -> np.ndarray:
+    """Solid cone (height h along z, base radius r) about its apex.
+
+    3/5 m h^2 + 3/20 m r^2 transverse, 3/10 m r^2 axial.
+    """
+    _positive(m=m, h=h, r=r)
+    transverse = 3.0 / 5.0 * m * h**2 + 3.0 / 20.0 * m * r**2
+    return np.diag([transverse, transverse, 3.0 / 10.0 * m * r**2])
+
+
+def solid_cone_centroid(m: float, h: float, r: float) -> np.ndarray:
+    """The same cone about its centroid, which lies 3 h / 4 from the apex.
+
+    3/80 m h^2 + 3/20 m r^2 transverse, 3/10 m r^2 axial.
+    """
+    # The apex is 3h/4 from the centroid; the theorem run backwards (mass -m).
+    return parallel_axis(solid_cone_apex(m, h, r), -m, [0.0, 0.0, 0.75 * h])
+
+
+def parallel_axis(inertia_com, m: float, offset) -> np.ndarray:
+    """Inertia about a point ``offset`` from the CoM (parallel-axis theorem).
+
+    Args:
+      inertia_com: ``(3, 3)`` about the CoM, kg m^2.
+      m: mass, kg.  Passing ``-m`` runs the theorem backwards: from an inertia
+        about a point ``offset`` away back to the CoM.
+      offset: the point relative to the CoM, ``(3,)``, m.
+
+    Returns:
+      ``inertia_com + m (|d|^2 E - d d^T)``, ``(3, 3)``, kg m^2.
+    """
+    d = np.asarray(offset, dtype=float)
+    return np.asarray(inertia_com, dtype=float) + m * (d @ d * np.eye(3) - np.outer(d, d))

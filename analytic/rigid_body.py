@@ -1,0 +1,631 @@
+"""One rigid body: Newton-Euler equations, three integrators, conserved quantities.
+
+Source: seed 000, rigid-body section (SPEC §3).  The body's CoM ``c`` moves under
+the total force, ``m c'' = f``; its rotation obeys Euler's equation about the CoM,
+``I w' + w x I w = tau`` with the world-frame inertia ``I = R Ibar R^T``.
+
+Conventions (all SI):
+
+- ``R``: body-to-world rotation, ``(3, 3)``; the body frame is the CoM frame in
+  which the inertia ``Ibar`` is given.
+- ``omega``: angular velocity in the WORLD frame, rad/s (the seed's choice).  The
+  body-frame one is ``R^T omega``.
+- A wrench is ``(f, tau)``: total force, N, and torque about the CoM, N m, both in
+  the world frame.  A force ``f`` at a point ``p`` gives ``tau = (p - c) x f``.
+- Quaternions are ``[w, x, y, z]`` (MuJoCo's order).
+
+Integrators, each returning a :class:`Trajectory` on a fixed grid:
+
+``seed_euler``
+    Seed 000 exactly as SPEC §3 states it: accelerations, then
+    ``cdot += dt cddot; omega += dt omegadot; c += dt cdot`` (with the *updated*
+    velocity) and the Rodrigues rotation ``R <- exp(dt omega^) R``.  First order.
+``rk4``
+    Classical Runge-Kutta on ``(c, v, q, omega_body)`` with the quaternion
+    renormalized after each step.  Fourth order; the wrench is evaluated at every
+    stage, so a force at a moving body point follows the point through the step.
+``reference``
+    SciPy ``solve_ivp`` (DOP853, rtol = atol = 1e-12) on the same equations: the
+    high-accuracy reference the other two, and MuJoCo, are measured against.
+
+Also the seed's penalty ground contact (spring-dampers at the 8 box corners,
+SPEC §3) and :func:`simulate_penalty` for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+__all__ = [
+    "RigidBodyParams",
+    "BodyState",
+    "Trajectory",
+    "Wrench",
+    "skew",
+    "rodrigues",
+    "quat_to_matrix",
+    "matrix_to_quat",
+    "wrench_about_com",
+    "point_force",
+    "seed_euler",
+    "rk4",
+    "reference",
+    "angular_momentum",
+    "kinetic_energy",
+    "PenaltyGround",
+    "box_corners",
+    "penalty_wrench",
+    "simulate_penalty",
+]
+
+# Relative tolerance for "symmetric" and "orthonormal" input checks: values typed
+# or computed in double precision are far inside it, a wrong matrix far outside.
+_CHECK_TOL = 1e-9
+
+# A wrench function: (t, c, v, R, omega_world) -> (f, tau), world frame, about the CoM.
+Wrench = Callable[[float, np.ndarray, np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class RigidBodyParams:
+    """Mass properties of one rigid body.
+
+    Attributes:
+      mass: kg, > 0.
+      inertia: inertia tensor about the CoM in the body frame, ``(3, 3)``, kg m^2;
+        symmetric positive definite and physically realizable (each principal
+        moment at most the sum of the other two).
+
+    Raises:
+      ValueError: non-finite or non-positive mass; inertia of the wrong shape,
+        non-finite, not symmetric, not positive definite, or violating the
+        triangle inequality (the message gives the offending values).
+    """
+
+    mass: float
+    inertia: np.ndarray
+
+    def __post_init__(self):
+        mass = float(self.mass)
+        if not np.isfinite(mass) or mass <= 0:
+            raise ValueError(f"rigid body mass must be a positive finite number of kg, got {self.mass!r}")
+        inertia = np.array(self.inertia, dtype=float)
+        if inertia.shape == (3,):
+            inertia = np.diag(inertia)
+        if inertia.shape != (3, 3):
+            raise ValueError(f"inertia must be a (3, 3) tensor or 3 principal moments, got shape {inertia.shape}")
+        if not np.all(np.isfinite(inertia)):
+            raise ValueError(f"inertia has non-finite entries:\n{inertia}")
+        scale = np.abs(inertia).max()
+        if np.abs(inertia - inertia.T).max() > _CHECK_TOL * max(scale, 1e-300):
+            raise ValueError(f"inertia must be symmetric, got\n{inertia}")
+        moments = np.linalg.eigvalsh(inertia)
+        if moments[0] <= 0:
+            raise ValueError(
+                f"inertia must be positive definite; its principal moments are {moments.tolist()} kg m^2"
+            )
+        if moments[2] > (moments[0] + moments[1]) * (1 + _CHECK_TOL):
+            raise ValueError(
+                f"inertia is not physically realizable: principal moment {moments[2]:g} exceeds the sum "
+                f"of the other two ({moments[0]:g} + {moments[1]:g}) kg m^2"
+            )
+        inertia.setflags(write=False)
+        object.__setattr__(self, "mass", mass)
+        object.__setattr__(self, "inertia", inertia)
+
+    @property
+    def inertia_inv(self) -> np.ndarray:
+        """``Ibar^-1``, ``(3, 3)``, 1/(kg m^2)."""
+        return np.linalg.inv(self.inertia)
+
+
+@dataclass(frozen=True)
+class BodyState:
+    """The state of a rigid body.
+
+    Attributes:
+      c: CoM position, world, ``(3,)``, m.
+      v: CoM velocity, world, ``(3,)``, m/s.
+      R: body-to-world rotation, ``(3, 3)``.
+      omega: angular velocity, world frame, ``(3,)``, rad/s.
+
+    Raises:
+      ValueError: wrong shapes, non-finite entries, or ``R`` not a rotation.
+    """
+
+    c: np.ndarray
+    v: np.ndarray
+    R: np.ndarray
+    omega: np.ndarray
+
+    def __post_init__(self):
+        for name, shape in (("c", (3,)), ("v", (3,)), ("R", (3, 3)), ("omega", (3,))):
+            a = np.array(getattr(self, name), dtype=float)
+            if a.shape != shape:
+                raise ValueError(f"state {name} must have shape {shape}, got {a.shape}")
+            if not np.all(np.isfinite(a)):
+                raise ValueError(f"state {name} has non-finite entries: {a.tolist()}")
+            object.__setattr__(self, name, a)
+        R = self.R
+        if np.abs(R.T @ R - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0:
+            raise ValueError(f"state R must be a rotation matrix (orthonormal, det +1), got\n{R}")
+
+    @classmethod
+    def at_rest(cls, c=(0.0, 0.0, 0.0), R=None, omega=(0.0, 0.0, 0.0), v=(0.0, 0.0, 0.0)) -> "BodyState":
+        """A state with the given fields (identity rotation and zeros by default)."""
+        return cls(np.asarray(c, float), np.asarray(v, float), np.eye(3) if R is None else np.asarray(R, float),
+                   np.asarray(omega, float))
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """A sampled rigid-body motion.
+
+    Attributes:
+      t: times, ``(N,)``, s.
+      c, v: CoM position and velocity, world, ``(N, 3)``, m and m/s.
+      R: body-to-world rotations, ``(N, 3, 3)``.
+      omega: angular velocity, world frame, ``(N, 3)``, rad/s.
+    """
+
+    t: np.ndarray
+    c: np.ndarray
+    v: np.ndarray
+    R: np.ndarray
+    omega: np.ndarray
+
+    @property
+    def omega_body(self) -> np.ndarray:
+        """Angular velocity in the body frame, ``R^T omega``, ``(N, 3)``, rad/s."""
+        return np.einsum("nji,nj->ni", self.R, self.omega)
+
+    @property
+    def quat(self) -> np.ndarray:
+        """Orientation quaternions ``[w, x, y, z]`` with ``w >= 0``, ``(N, 4)``."""
+        return np.array([matrix_to_quat(r) for r in self.R])
+
+
+# --------------------------------------------------------------------------- rotations
+
+
+def skew(v) -> np.ndarray:
+    """The cross-product matrix ``v^`` with ``v^ u = v x u``; ``(..., 3) -> (..., 3, 3)``."""
+    v = np.asarray(v, dtype=float)
+    out = np.zeros(v.shape + (3,))
+    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
+    return out
+
+
+def rodrigues(omega, dt: float) -> np.ndarray:
+    """Rotation by ``|omega| dt`` about ``omega`` (seed 000's update, SPEC §3).
+
+    ``E + a^ sin(|omega| dt) + a^2 (1 - cos(|omega| dt))`` with ``a = omega/|omega|``;
+    the identity when ``omega = 0``.
+
+    Args:
+      omega: angular velocity, ``(3,)``, rad/s.
+      dt: time step, s.
+    """
+    omega = np.asarray(omega, dtype=float)
+    speed = float(np.linalg.norm(omega))
+    if speed == 0.0:
+        return np.eye(3)
+    a = skew(omega / speed)
+    angle = speed * dt
+    return np.eye(3) + a * np.sin(angle) + a @ a * (1.0 - np.cos(angle))
+
+
+def quat_to_matrix(q) -> np.ndarray:
+    """Rotation matrix of a quaternion ``[w, x, y, z]`` (normalized first), ``(3, 3)``."""
+    w, x, y, z = np.asarray(q, dtype=float) / np.linalg.norm(q)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def matrix_to_quat(R) -> np.ndarray:
+    """Quaternion ``[w, x, y, z]`` of a rotation matrix, sign chosen so ``w >= 0``."""
+    R = np.asarray(R, dtype=float)
+    trace = np.trace(R)
+    if trace > 0:
+        s = 2.0 * np.sqrt(1.0 + trace)
+        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = np.zeros(4)
+        q[0] = (R[k, j] - R[j, k]) / s
+        q[1 + i] = 0.25 * s
+        q[1 + j] = (R[j, i] + R[i, j]) / s
+        q[1 + k] = (R[k, i] + R[i, k]) / s
+    q = np.asarray(q, dtype=float)
+    return q if q[0] >= 0 else -q
+
+
+# --------------------------------------------------------------------------- loads
+
+
+def _finite_vector(value, name: str) -> np.ndarray:
+    a = np.asarray(value, dtype=float)
+    if a.shape != (3,):
+        raise ValueError(f"{name} must be a 3-vector, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got {a.tolist()}")
+    return a
+
+
+def wrench_about_com(force, point, com) -> tuple[np.ndarray, np.ndarray]:
+    """A force at a point as a wrench about the CoM: ``(f, (p - c) x f)`` (SPEC §3).
+
+    Args:
+      force: ``(3,)``, N, world frame.
+      point: application point, ``(3,)``, m, world.
+      com: CoM position, ``(3,)``, m, world.
+
+    Raises:
+      ValueError: any input is not a finite 3-vector (e.g. a NaN force).
+    """
+    f = _finite_vector(force, "force")
+    p = _finite_vector(point, "application point")
+    c = _finite_vector(com, "CoM position")
+    return f, np.cross(p - c, f)
+
+
+def point_force(force, point_body) -> Wrench:
+    """A constant world-frame force at a point fixed in the body.
+
+    Args:
+      force: ``(3,)``, N, fixed in the world frame.
+      point_body: the application point in the CoM frame, ``(3,)``, m.
+
+    Returns:
+      A wrench function ``(t, c, v, R, omega) -> (f, tau)``; the point moves with
+      the body (``p = c + R point_body``), the force direction does not.
+
+    Raises:
+      ValueError: a non-finite force or point (checked here, once).
+    """
+    f = _finite_vector(force, "force")
+    r = _finite_vector(point_body, "application point (body frame)")
+
+    def wrench(t, c, v, R, omega):
+        return f, np.cross(R @ r, f)
+
+    return wrench
+
+
+def _no_wrench(t, c, v, R, omega):
+    return np.zeros(3), np.zeros(3)
+
+
+# --------------------------------------------------------------------------- integrators
+
+
+def _check_step(dt: float, steps: int) -> None:
+    if not (np.isfinite(dt) and dt > 0):
+        raise ValueError(f"time step must be positive and finite, got {dt!r} s")
+    if int(steps) != steps or steps < 0:
+        raise ValueError(f"number of steps must be a non-negative integer, got {steps!r}")
+
+
+def seed_euler(params: RigidBodyParams, state: BodyState, dt: float, steps: int,
+               wrench: Wrench | None = None) -> Trajectory:
+    """Seed 000's integrator, exactly in the order SPEC §3 gives it.
+
+    Per step: ``I = R Ibar R^T``; ``cddot = f/m``; ``omegadot = I^-1 (tau - omega x I omega)``;
+    then ``cdot += dt cddot``, ``omega += dt omegadot``, ``c += dt cdot`` and
+    ``R <- rodrigues(omega, dt) R``, both with the already-updated velocities
+    (a semi-implicit, first-order Euler method).
+
+    Args:
+      params: mass properties.
+      state: initial state.
+      dt: time step, s.
+      steps: number of steps.
+      wrench: ``(t, c, v, R, omega) -> (f, tau)``, evaluated once per step at its
+        start; ``None`` for a free body.
+
+    Returns:
+      The trajectory at ``t = 0, dt, ..., steps dt``.
+    """
+    _check_step(dt, steps)
+    wrench = wrench or _no_wrench
+    m, ibar, ibar_inv = params.mass, params.inertia, params.inertia_inv
+    c, v, R, w = state.c.copy(), state.v.copy(), state.R.copy(), state.omega.copy()
+    out = _allocate(steps)
+    _store(out, 0, c, v, R, w)
+    for k in range(steps):
+        f, tau = wrench(k * dt, c, v, R, w)
+        inertia = R @ ibar @ R.T
+        inertia_inv = R @ ibar_inv @ R.T
+        cddot = f / m
+        wdot = inertia_inv @ (tau - np.cross(w, inertia @ w))
+        v = v + dt * cddot
+        w = w + dt * wdot
+        c = c + dt * v
+        R = rodrigues(w, dt) @ R
+        _store(out, k + 1, c, v, R, w)
+    return _trajectory(out, dt, steps)
+
+
+def _quat_rate(q, w_body):
+    """``qdot = 1/2 q (x) [0, w_body]`` for ``q = [w, x, y, z]``."""
+    qw, qx, qy, qz = q
+    wx, wy, wz = w_body
+    return 0.5 * np.array(
+        [
+            -qx * wx - qy * wy - qz * wz,
+            qw * wx + qy * wz - qz * wy,
+            qw * wy - qx * wz + qz * wx,
+            qw * wz + qx * wy - qy * wx,
+        ]
+    )
+
+
+def _rhs(params: RigidBodyParams, wrench: Wrench):
+    """Derivative of ``y = [c, v, q, omega_body]`` (13,): Newton and Euler in the body frame."""
+    m, ibar, ibar_inv = params.mass, params.inertia, params.inertia_inv
+
+    def f(t, y):
+        c, v, q, wb = y[0:3], y[3:6], y[6:10], y[10:13]
+        R = quat_to_matrix(q)
+        force, tau = wrench(t, c, v, R, R @ wb)
+        wb_dot = ibar_inv @ (R.T @ tau - np.cross(wb, ibar @ wb))
+        return np.concatenate((v, force / m, _quat_rate(q, wb), wb_dot))
+
+    return f
+
+
+def _pack(state: BodyState) -> np.ndarray:
+    return np.concatenate((state.c, state.v, matrix_to_quat(state.R), state.R.T @ state.omega))
+
+
+def _unpack_into(out: dict, k: int, y: np.ndarray) -> None:
+    R = quat_to_matrix(y[6:10])
+    _store(out, k, y[0:3], y[3:6], R, R @ y[10:13])
+
+
+def _rk4_step(f, t: float, y: np.ndarray, dt: float) -> np.ndarray:
+    """One classical RK4 step of ``y' = f(t, y)``, then ``|q| = 1`` restored."""
+    k1 = f(t, y)
+    k2 = f(t + dt / 2, y + dt / 2 * k1)
+    k3 = f(t + dt / 2, y + dt / 2 * k2)
+    k4 = f(t + dt, y + dt * k3)
+    y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    # RK4 does not keep |q| = 1 (an O(dt^5) drift per step); project back.
+    y[6:10] /= np.linalg.norm(y[6:10])
+    return y
+
+
+def rk4(params: RigidBodyParams, state: BodyState, dt: float, steps: int,
+        wrench: Wrench | None = None) -> Trajectory:
+    """Classical RK4 on ``(c, v, q, omega_body)``, quaternion renormalized each step.
+
+    The wrench is evaluated at all four stages with the stage's own state, so a
+    force at a moving body point is applied where the point is at each stage.
+
+    Args/Returns: as :func:`seed_euler`.
+    """
+    _check_step(dt, steps)
+    f = _rhs(params, wrench or _no_wrench)
+    y = _pack(state)
+    out = _allocate(steps)
+    _unpack_into(out, 0, y)
+    for k in range(steps):
+        y = _rk4_step(f, k * dt, y, dt)
+        _unpack_into(out, k + 1, y)
+    return _trajectory(out, dt, steps)
+
+
+def reference(params: RigidBodyParams, state: BodyState, t_eval, wrench: Wrench | None = None,
+              rtol: float = 1e-12, atol: float = 1e-12) -> Trajectory:
+    """High-accuracy solution: ``solve_ivp`` (DOP853) on the same equations as :func:`rk4`.
+
+    Args:
+      params, state, wrench: as :func:`seed_euler`.
+      t_eval: increasing output times starting at 0, ``(N,)``, s.
+      rtol, atol: SciPy tolerances (defaults well below any integrator compared).
+
+    Raises:
+      ValueError: bad ``t_eval``; RuntimeError: the solver failed.
+    """
+    t_eval = np.asarray(t_eval, dtype=float)
+    if t_eval.ndim != 1 or t_eval.size < 2 or t_eval[0] != 0 or np.any(np.diff(t_eval) <= 0):
+        raise ValueError("t_eval must be an increasing 1-D array of times starting at 0 s")
+    sol = solve_ivp(_rhs(params, wrench or _no_wrench), (0.0, float(t_eval[-1])), _pack(state),
+                    method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"reference integration failed: {sol.message}")
+    out = _allocate(t_eval.size - 1)
+    for k in range(t_eval.size):
+        _unpack_into(out, k, sol.y[:, k])
+    return Trajectory(t_eval.copy(), out["c"], out["v"], out["R"], out["omega"])
+
+
+def _allocate(steps: int) -> dict:
+    n = steps + 1
+    return {"c": np.zeros((n, 3)), "v": np.zeros((n, 3)), "R": np.zeros((n, 3, 3)), "omega": np.zeros((n, 3))}
+
+
+def _store(out: dict, k: int, c, v, R, w) -> None:
+    out["c"][k], out["v"][k], out["R"][k], out["omega"][k] = c, v, R, w
+
+
+def _trajectory(out: dict, dt: float, steps: int) -> Trajectory:
+    return Trajectory(np.arange(steps + 1) * dt, out["c"], out["v"], out["R"], out["omega"])
+
+
+# --------------------------------------------------------------------------- conserved quantities
+
+
+def angular_momentum(params: RigidBodyParams, R, omega) -> np.ndarray:
+    """World angular momentum about the CoM, ``L = R Ibar R^T omega``.
+
+    Args:
+      R: rotations, ``(..., 3, 3)``; omega: world angular velocity, ``(..., 3)``, rad/s.
+
+    Returns:
+      ``(..., 3)``, kg m^2/s.  Constant when no torque acts (SPEC §3).
+    """
+    R, omega = np.asarray(R, float), np.asarray(omega, float)
+    wb = np.einsum("...ji,...j->...i", R, omega)
+    return np.einsum("...ij,...j->...i", R, wb @ params.inertia)
+
+
+def kinetic_energy(params: RigidBodyParams, v, R, omega) -> np.ndarray:
+    """Kinetic energy ``1/2 m |v|^2 + 1/2 omega^T I omega``, ``(...)``, J."""
+    v, R, omega = np.asarray(v, float), np.asarray(R, float), np.asarray(omega, float)
+    wb = np.einsum("...ji,...j->...i", R, omega)
+    rot = 0.5 * np.einsum("...i,ij,...j->...", wb, params.inertia, wb)
+    return 0.5 * params.mass * np.einsum("...i,...i->...", v, v) + rot
+
+
+# --------------------------------------------------------------------------- penalty ground contact
+
+
+@dataclass(frozen=True)
+class PenaltyGround:
+    """Seed 000's penalty ground (its screenshot header; SPEC §3), at ``z = height``.
+
+    Each contact point below the ground gets a normal force
+    ``Fn = max(0, -K depth_signed - D zdot)`` (``depth_signed = z - height < 0``)
+    and a tangential spring-damper ``Ft = -Kt (p_xy - anchor) - Dt pdot_xy``, the
+    anchor being where the point touched down.  The header gives no friction
+    limit; a spring that never lets go could not slide, so ``Ft`` is capped at
+    ``mu Fn`` (the anchor is dragged along when the cap is reached).
+
+    Attributes:
+      K: normal stiffness, N/m; D: normal damping, N s/m.
+      Kt: tangential stiffness, N/m; Dt: tangential damping, N s/m.
+      mu: Coulomb friction coefficient (``inf`` for no limit).
+      height: ground height, m.
+    """
+
+    K: float
+    D: float
+    Kt: float
+    Dt: float
+    mu: float = np.inf
+    height: float = 0.0
+
+    def __post_init__(self):
+        for name in ("K", "D", "Kt", "Dt", "mu"):
+            value = getattr(self, name)
+            if not value >= 0:
+                raise ValueError(f"penalty ground {name} must be >= 0, got {value!r}")
+        if not np.isfinite(self.height):
+            raise ValueError(f"ground height must be finite, got {self.height!r}")
+
+
+def box_corners(half_sizes) -> np.ndarray:
+    """The 8 corners of a box centred on its CoM, body frame, ``(8, 3)``, m."""
+    h = _finite_vector(half_sizes, "box half sizes")
+    if np.any(h <= 0):
+        raise ValueError(f"box half sizes must be positive, got {h.tolist()}")
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
+    return signs * h
+
+
+def penalty_wrench(ground: PenaltyGround, points_body: np.ndarray, anchors: np.ndarray,
+                   c, v, R, omega) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Contact wrench of the penalty ground on the body's contact points.
+
+    Args:
+      ground: the penalty parameters.
+      points_body: contact points in the CoM frame, ``(P, 3)``, m.
+      anchors: tangential anchor of each point, world ``(P, 2)``, m; NaN rows for
+        points not yet anchored (the current position is used).
+      c, v, R, omega: body state (world frame).
+
+    Returns:
+      ``(f, tau, forces, active)``: total force ``(3,)`` N and torque about the CoM
+      ``(3,)`` N m; per-point forces ``(P, 3)``; which points touch ``(P,)``.
+    """
+    arm = points_body @ R.T                       # (P, 3) CoM -> point, world
+    pos = c + arm
+    vel = v + np.cross(omega, arm)
+    depth = pos[:, 2] - ground.height
+    active = depth < 0
+    forces = np.zeros_like(pos)
+    fn = np.where(active, np.maximum(0.0, -ground.K * depth - ground.D * vel[:, 2]), 0.0)
+    anchor = np.where(np.isnan(anchors), pos[:, :2], anchors)
+    ft = -ground.Kt * (pos[:, :2] - anchor) - ground.Dt * vel[:, :2]
+    size = np.linalg.norm(ft, axis=1)
+    limit = ground.mu * fn
+    scale = np.where(size > limit, limit / np.maximum(size, 1e-300), 1.0)
+    forces[:, 2] = fn
+    forces[:, :2] = np.where(active[:, None], ft * scale[:, None], 0.0)
+    return forces.sum(axis=0), np.cross(arm, forces).sum(axis=0), forces, active
+
+
+def simulate_penalty(params: RigidBodyParams, ground: PenaltyGround, points_body, state: BodyState,
+                     dt: float, steps: int, gravity=(0.0, 0.0, -9.81)) -> tuple[Trajectory, np.ndarray]:
+    """Integrate the body on the penalty ground: RK4, anchors updated between steps.
+
+    The tangential anchors are a memory the ODE does not carry: they are frozen
+    over each RK4 step and updated after it (set at touch-down, dragged along when
+    the friction cap is reached, cleared at lift-off).
+
+    Args:
+      params: mass properties.
+      ground: penalty parameters.
+      points_body: contact points in the CoM frame, ``(P, 3)``, m (the 8 corners).
+      state: initial state.
+      dt, steps: fixed step, s, and number of steps.
+      gravity: ``(3,)``, m/s^2.
+
+    Returns:
+      ``(trajectory, normal_force)``: the motion and the total normal force per
+      sample ``(steps + 1,)``, N.
+    """
+    _check_step(dt, steps)
+    points_body = np.asarray(points_body, dtype=float)
+    g = _finite_vector(gravity, "gravity")
+    anchors = np.full((points_body.shape[0], 2), np.nan)
+
+    def wrench(t, c, v, R, omega):
+        f, tau, _, _ = penalty_wrench(ground, points_body, anchors, c, v, R, omega)
+        return f + params.mass * g, tau
+
+    f = _rhs(params, wrench)
+    y = _pack(state)
+    out = _allocate(steps)
+    normal = np.zeros(steps + 1)
+    _unpack_into(out, 0, y)
+    for k in range(steps + 1):
+        c, v, R, omega = out["c"][k], out["v"][k], out["R"][k], out["omega"][k]
+        _, _, forces, active = penalty_wrench(ground, points_body, anchors, c, v, R, omega)
+        normal[k] = forces[:, 2].sum()
+        # Anchor bookkeeping after the step: new contacts anchor where they are;
+        # a saturated spring drags its anchor so the spring force sits on the cap.
+        pos = c + points_body @ R.T
+        vel = v + np.cross(omega, points_body @ R.T)
+        for i in range(points_body.shape[0]):
+            if not active[i]:
+                anchors[i] = np.nan
+                continue
+            if np.isnan(anchors[i, 0]):
+                anchors[i] = pos[i, :2]
+            elif ground.Kt > 0:
+                fn = forces[i, 2]
+                spring = -ground.Kt * (pos[i, :2] - anchors[i]) - ground.Dt * vel[i, :2]
+                if np.linalg.norm(spring) > ground.mu * fn:
+                    # Place the anchor so that the full (spring + damper) force equals the cap.
+                    cap = forces[i, :2]
+                    anchors[i] = pos[i, :2] + (cap + ground.Dt * vel[i, :2]) / ground.Kt
+        if k == steps:
+            break
+        y = _rk4_step(f, k * dt, y, dt)
+        _unpack_into(out, k + 1, y)
+    return _trajectory(out, dt, steps), normal
