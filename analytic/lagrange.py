@@ -26,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import sympy as sp
 
-__all__ = ["LagrangeModel", "derive", "pr_arm", "rr_arm"]
+__all__ = ["LagrangeModel", "derive", "pr_arm", "rr_arm", "rr_closed_form"]
 
 
 @dataclass(frozen=True)
@@ -206,3 +206,24 @@ def rr_arm() -> LagrangeModel:
         gravity=sp.Matrix([0, -g, 0]),
         params=(l1, m1, m2, p1, p2, i1, i2, g),
     )
+
+
+def rr_closed_form(model: LagrangeModel) -> tuple[sp.Matrix, sp.Matrix, sp.Matrix]:
+    """SPEC §1's closed form ``(D, velocity terms, gravity)`` in ``model``'s symbols.
+
+    Restated from SPEC §1 (seed 000's D-coefficients with I1, I2), written
+    independently of the recipe, so ``simplify(recipe - closed form) == 0`` is a
+    real check.  ``model`` must be :func:`rr_arm` (its symbols are reused).
+    """
+    q1, q2 = model.q
+    qd1, qd2 = model.qd
+    l1, m1, m2, p1, p2, i1, i2, g = model.params
+    h = m2 * l1 * p2 * sp.sin(q2)
+    d11 = m1 * p1**2 + i1 + m2 * (l1**2 + p2**2 + 2 * l1 * p2 * sp.cos(q2)) + i2
+    d12 = m2 * (p2**2 + l1 * p2 * sp.cos(q2)) + i2
+    d22 = m2 * p2**2 + i2
+    D = sp.Matrix([[d11, d12], [d12, d22]])
+    velocity = sp.Matrix([-2 * h * qd1 * qd2 - h * qd2**2, h * qd1**2])
+    gravity = sp.Matrix([(m1 * p1 + m2 * l1) * g * sp.sin(q1) + m2 * g * p2 * sp.sin(q1 + q2),
+                         m2 * g * p2 * sp.sin(q1 + q2)])
+    return D, velocity, gravity

@@ -2,6 +2,7 @@
 
     crossdyn list
     crossdyn check two-link [--variant V] [--mjcf PATH] [--samples N] [--seed S] [--states FILE] [--out DIR]
+    crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--samples N] [--seed S] [--out DIR]
     crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...]
 
 Exit status: 0 when everything is as expected, 1 when a check or an experiment's
@@ -103,6 +104,18 @@ def _cmd_check_two_link(args) -> int:
     return _report_check(report, out_dir, f"two-link variant {args.variant} vs mj_inverse on {source}", extra)
 
 
+def _cmd_check_derivation(args) -> int:
+    from experiments.derivation import check_derivation
+    from experiments.truth import load_model
+
+    model = load_model(args.mjcf)
+    report = check_derivation(args.derivation, model, samples=args.samples, seed=args.seed)
+    file, _, func = args.derivation.rpartition(":")
+    out_dir = Path(args.out) / f"check-derivation-{Path(file).stem}-{func}"
+    extra = {"derivation": args.derivation, "model": str(args.mjcf)}
+    return _report_check(report, out_dir, f"{args.derivation} vs mj_inverse on {args.mjcf}", extra)
+
+
 def _cmd_run(args) -> int:
     from experiments.registry import experiments, get
     from experiments.results import run_experiments, summary_table
@@ -146,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_two.add_argument("--states", metavar="FILE", help="check at these states (.csv/.npy rows q, qd, qdd)")
     _add_sampling(p_two)
     p_two.set_defaults(func=_cmd_check_two_link)
+    p_der = checks.add_parser("derivation", help="your own inverse dynamics: tau = FUNC(q, qd, qdd) in FILE.py")
+    p_der.add_argument("derivation", metavar="FILE.py:FUNC",
+                       help="function taking MuJoCo-layout q, qd, qdd (one state or a batch), returning tau")
+    p_der.add_argument("--mjcf", required=True, metavar="MODEL", help="built-in model name or MJCF path it describes")
+    _add_sampling(p_der)
+    p_der.set_defaults(func=_cmd_check_derivation)
 
     p_run = sub.add_parser("run", help="run registered experiments (all by default) and summarize")
     p_run.add_argument("names", nargs="*", metavar="NAME", help="experiments to run (see 'crossdyn list')")

@@ -27,6 +27,7 @@ __all__ = ["Param", "Experiment", "experiment", "experiments", "get", "MODULES"]
 # Modules that define experiments, in the order ``crossdyn run`` runs them.
 MODULES: tuple[str, ...] = (
     "experiments.two_link",
+    "experiments.derivation",
     "experiments.box",
     "experiments.inertia_table",
 )
