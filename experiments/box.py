@@ -442,10 +442,11 @@ def run_pulled(ctx: Context) -> dict:
             "x_end_rel_error": float(abs(tr.c[-1, 0] - exact_x[-1]) / exact_x[-1]),
             "yz_max_abs_m": float(np.abs(tr.c[:, 1:]).max()),
         }
-    a_ok = all(a_metrics[n]["max_abs_omega_rad_s"] == 0.0 and a_metrics[n]["x_end_rel_error"] <= TRANSLATION_RTOL
-               for n in ("seed", "rk4", "mujoco_rk4"))
-    # The seed's semi-implicit position update is first order even for constant f:
-    # x_n = f/m dt^2 n(n+1)/2, a relative error of dt/t; reported, not required.
+    # Every method keeps omega exactly 0; the RK4s integrate the constant acceleration
+    # exactly.  The seed's semi-implicit position update is first order even for a
+    # constant f, x_n = f/m dt^2 n(n+1)/2, a relative error of dt/t: reported, not required.
+    a_ok = all(a_metrics[n]["max_abs_omega_rad_s"] == 0.0 for n in a_metrics) and all(
+        a_metrics[n]["x_end_rel_error"] <= TRANSLATION_RTOL for n in ("rk4", "mujoco_rk4"))
 
     # B: rotation and translation.
     ref = b["trajectories"]["reference"]
@@ -517,5 +518,283 @@ def run_pulled(ctx: Context) -> dict:
             "Case A has no torque: every method keeps omega exactly 0 and RK4 integrates a constant "
             "acceleration exactly; the seed's position update (with the new velocity) is first order "
             f"(x relative error {a_metrics['seed']['x_end_rel_error']:.1e} = dt/T)."
+        ),
+    }
+
+
+# --------------------------------------------------------------------------- ground contact
+
+DROP_HEIGHT = 0.1  # m, gap between the box's lowest face and the ground at release
+SLIDE_SPEED = 1.0  # m/s along world x, the second contact case
+CONTACT_DURATION, SHORT_CONTACT_DURATION = 3.0, 1.5  # s
+SETTLE_BAND = 1e-4  # m: settled once the CoM height stays within this of its final value
+# The box lies flat: body z (0.8 m) along world x, body x (0.1 m) vertical.
+FLAT = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])
+# MuJoCo's default impedance, for the variant that shows why d must be small to match a penalty model.
+DEFAULT_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
+# Matched MuJoCo vs the penalty model.  Rest penetration to 1% and bounce height
+# to 5%: the O(d) and O(A/R) departures from the penalty limit are ~1e-4, so these
+# are loose enough for a different contact point set yet fail for MuJoCo's default
+# impedance (10x less penetration, 2x the bounce).  Sliding: the furthest slide of
+# each model within 20% of the Coulomb distance v0^2/(2 mu g); the penalty's
+# tangential springs stretch ~mu m g/(4 Kt) = 4.4 cm before the cap is reached,
+# about 13% of extra travel at v0 = 1 m/s.
+REST_RTOL, BOUNCE_RTOL, SLIDE_RTOL = 1e-2, 5e-2, 0.2
+
+
+@dataclass(frozen=True)
+class BoxContactParams:
+    """Everything the penalty-contact simulation needs, read from the ground model.
+
+    Attributes:
+      body: mass properties.
+      half_sizes: the box's half sizes, ``(3,)``, m.
+      ground: the seed's penalty parameters (and the friction coefficient).
+      gravity: ``(3,)``, m/s^2.
+      m_eff: the contact's effective mass MuJoCo uses, ``1/invweight0``, kg.
+    """
+
+    body: rb.RigidBodyParams
+    half_sizes: np.ndarray
+    ground: rb.PenaltyGround
+    gravity: np.ndarray
+    m_eff: float
+
+
+def _numeric(model: mujoco.MjModel, name: str) -> float:
+    try:
+        return float(model.numeric(name).data[0])
+    except KeyError:
+        raise ModelError(f"model has no <numeric name={name!r}> (the penalty ground parameters, see "
+                         f"mjcf/{GROUND_MODEL}.xml)") from None
+
+
+def contact_params(model: mujoco.MjModel, name: str = BODY) -> BoxContactParams:
+    """Read the box, the penalty ground and gravity from the ground model.
+
+    Raises:
+      ModelError: missing numerics, no box geom, or a solref that is not the
+        conversion of the model's own (K, D) (:func:`solref_from_penalty`).
+    """
+    body = rigid_body_params(model, name)
+    bid = model.body(name).id
+    geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] == bid and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX]
+    if len(geoms) != 1:
+        raise ModelError(f"body {name!r} needs exactly one box geom for the contact experiment, found {len(geoms)}")
+    geom = geoms[0]
+    ground = rb.PenaltyGround(K=_numeric(model, "penalty_K"), D=_numeric(model, "penalty_D"),
+                              Kt=_numeric(model, "penalty_Kt"), Dt=_numeric(model, "penalty_Dt"),
+                              mu=float(model.geom_friction[geom, 0]))
+    m_eff = 1.0 / float(model.body_invweight0[bid, 0])
+    params = BoxContactParams(body, np.array(model.geom_size[geom]), ground, np.array(model.opt.gravity), m_eff)
+    expected = solref_from_penalty(params)
+    found = np.array(model.geom_solref[geom])
+    if np.any(np.abs(found - expected) > 1e-6 * np.abs(expected)):
+        raise ModelError(
+            f"geom {model.geom(geom).name!r} has solref {found.tolist()}, but the model's penalty_K, penalty_D "
+            f"and effective mass {m_eff:g} kg give {expected.tolist()} (solref = (-K/m_eff, -D/m_eff)); "
+            "update one of them"
+        )
+    return params
+
+
+def solref_from_penalty(params: BoxContactParams) -> np.ndarray:
+    """MuJoCo's direct solref matching the penalty spring: ``(-K/m_eff, -D/m_eff)``.
+
+    With a small constant impedance d, MuJoCo's contact force tends to
+    ``m_eff (-k r - b v)`` (see ``mjcf/rigid_box_ground.xml``), so the stiffness and
+    damping of the reference acceleration are the penalty's divided by the
+    effective mass.
+    """
+    return -np.array([params.ground.K, params.ground.D]) / params.m_eff
+
+
+def _contact_metrics(tr: rb.Trajectory, half_sizes: np.ndarray, duration: float) -> dict:
+    """Rest penetration, bounce, settling time and slide distance of one run."""
+    corners = rb.box_corners(half_sizes)
+    lowest = np.min(tr.c[:, None, 2] + np.einsum("nij,kj->nki", tr.R, corners)[..., 2], axis=1)
+    touch = np.flatnonzero(lowest < 0)
+    if touch.size == 0:
+        return {"touched_down": False}
+    k0 = int(touch[0])
+    z, vz = tr.c[:, 2], tr.v[:, 2]
+    rising = np.flatnonzero(vz[k0:] > 0)
+    z_rest = float(z[-1])
+    bounce = float(np.max(z[k0 + rising[0]:]) - z_rest) if rising.size else 0.0
+    off = np.flatnonzero(np.abs(z - z_rest) > SETTLE_BAND)
+    airborne = np.flatnonzero(lowest[k0:] > 0)
+    return {
+        "touched_down": True,
+        "touchdown_s": float(tr.t[k0]),
+        "impact_speed_m_s": float(-vz[k0]),
+        "rest_penetration_m": float(-lowest[-1]),
+        "bounce_height_m": bounce,
+        "airborne_after_touchdown_s": float(airborne.size * (tr.t[1] - tr.t[0])),
+        "settling_time_s": float(tr.t[off[-1] + 1] - tr.t[k0]) if off.size and off[-1] + 1 < tr.t.size else float("nan"),
+        "slide_distance_m": float(tr.c[-1, 0] - tr.c[k0, 0]),
+        "max_slide_m": float(np.max(tr.c[k0:, 0]) - tr.c[k0, 0]),
+        "max_lift_m": float(np.max(tr.c[k0:, 2]) - tr.c[k0, 2]),
+        "final_speed_m_s": float(np.linalg.norm(tr.v[-1])),
+    }
+
+
+def drop(slide_speed: float = 0.0, duration: float = CONTACT_DURATION, model: mujoco.MjModel | None = None,
+         solimp=None) -> dict:
+    """Drop the flat box from ``DROP_HEIGHT``, or, with ``slide_speed`` > 0, start it
+    sliding along x on the ground (resting at the penalty's rest penetration).
+
+    Returns:
+      ``{"params", "penalty": Trajectory, "penalty_normal_force": (N,),
+      "mujoco": Trajectory}``; ``solimp`` overrides the box geom's impedance.
+    """
+    model = model or load_model(GROUND_MODEL)
+    params = contact_params(model)
+    if solimp is not None:
+        model = copy_module.copy(model)
+        model.geom_solimp[model.geom("box").id] = solimp
+    dt = model.opt.timestep
+    steps = int(round(duration / dt))
+    # Dropped from DROP_HEIGHT at rest; the sliding case starts on the ground instead, already at
+    # the penalty model's rest penetration, so the slide is not mixed with an impact's friction.
+    rest = params.body.mass * -params.gravity[2] / (4 * params.ground.K)
+    height = params.half_sizes[0] + (DROP_HEIGHT if slide_speed == 0 else -rest)  # body x is vertical when flat
+    state = rb.BodyState.at_rest(c=(0.0, 0.0, height), R=FLAT, v=(slide_speed, 0.0, 0.0))
+    penalty, normal = rb.simulate_penalty(params.body, params.ground, rb.box_corners(params.half_sizes), state,
+                                          dt, steps, params.gravity)
+    return {"params": params, "penalty": penalty, "penalty_normal_force": normal,
+            "mujoco": mujoco_trajectory(model, state, steps)}
+
+
+@experiment(
+    "box-ground-contact",
+    summary="box dropped (and sliding) on the ground: seed's penalty corners vs MuJoCo soft contact matched to (K, D)",
+    expected=f"drop: rest penetration within {REST_RTOL:.0%}, bounce within {BOUNCE_RTOL:.0%}; slides within "
+    f"{SLIDE_RTOL:.0%} of v0^2/2 mu g; differences explained",
+    params={"slide_speed": Param(SLIDE_SPEED, "initial horizontal speed of the sliding case, m/s", 0.0, 10.0)},
+)
+def run_contact(ctx: Context) -> dict:
+    duration = SHORT_CONTACT_DURATION if ctx.short else CONTACT_DURATION
+    speed = float(ctx.params.get("slide_speed", SLIDE_SPEED))
+    cases = {"drop": drop(0.0, duration), "slide": drop(speed, duration)}
+    stiff = drop(0.0, duration, solimp=DEFAULT_SOLIMP)
+    params = cases["drop"]["params"]
+    m, g, K, D = params.body.mass, -params.gravity[2], params.ground.K, params.ground.D
+    corners_down = 4
+    rest_expected = m * g / (corners_down * K)
+    mu = params.ground.mu
+    coulomb_slide = speed**2 / (2 * mu * g)
+    omega_n = np.sqrt(corners_down * K / m)
+    zeta = corners_down * D / (2 * np.sqrt(corners_down * K * m))
+    restitution = float(np.exp(-zeta * np.pi / np.sqrt(1 - zeta**2)))
+
+    metrics = {case: {"penalty": _contact_metrics(r["penalty"], params.half_sizes, duration),
+                      "mujoco": _contact_metrics(r["mujoco"], params.half_sizes, duration)}
+               for case, r in cases.items()}
+    metrics["drop"]["mujoco_default_solimp"] = _contact_metrics(stiff["mujoco"], params.half_sizes, duration)
+
+    rest_p = metrics["drop"]["penalty"]["rest_penetration_m"]
+    rest_m = metrics["drop"]["mujoco"]["rest_penetration_m"]
+    bounce_p = metrics["drop"]["penalty"]["bounce_height_m"]
+    bounce_m = metrics["drop"]["mujoco"]["bounce_height_m"]
+    slide_p = metrics["slide"]["penalty"]["max_slide_m"]
+    slide_m = metrics["slide"]["mujoco"]["max_slide_m"]
+    rest_ok = abs(rest_m - rest_p) <= REST_RTOL * rest_p and abs(rest_p - rest_expected) <= REST_RTOL * rest_expected
+    bounce_ok = abs(bounce_m - bounce_p) <= BOUNCE_RTOL * bounce_p
+    slide_ok = speed == 0 or all(abs(x - coulomb_slide) <= SLIDE_RTOL * coulomb_slide for x in (slide_p, slide_m))
+    # Diagnostic: the sliding MuJoCo box without friction rows (condim 1) -- does the lift go away?
+    frictionless = load_model(GROUND_MODEL)
+    frictionless.geom_condim[frictionless.geom("box").id] = 1
+    slide_state = rb.BodyState.at_rest(c=cases["slide"]["mujoco"].c[0], R=FLAT, v=(speed, 0.0, 0.0))
+    lift_frictionless = float(np.max(mujoco_trajectory(frictionless, slide_state, int(round(0.5 / frictionless.opt.timestep))).c[:, 2])
+                              - slide_state.c[2])
+    spring_stretch = mu * m * g / (corners_down * params.ground.Kt)
+
+    fig, axes = plots.figure(2, 2, width=11.0, height=2.8)
+    for label, r, style in (("penalty", cases["drop"]["penalty"], "-"), ("MuJoCo matched", cases["drop"]["mujoco"], "--"),
+                            ("MuJoCo default solimp", stiff["mujoco"], ":")):
+        axes[0, 0].plot(r.t, r.c[:, 2] - params.half_sizes[0], style, lw=1.2, label=label)
+        axes[0, 1].plot(r.t, r.v[:, 2], style, lw=1.2, label=label)
+    axes[0, 0].axhline(-rest_expected, color="k", lw=0.6, ls="--", label="-m g / 4K")
+    axes[0, 0].set_ylabel("bottom-face height (m)")
+    axes[0, 0].set_title("drop: CoM height minus half thickness")
+    axes[0, 1].set_ylabel("vertical speed (m/s)")
+    for label, key, style in (("penalty", "penalty", "-"), ("MuJoCo matched", "mujoco", "--")):
+        r = cases["slide"][key]
+        axes[1, 0].plot(r.t, r.c[:, 0], style, lw=1.2, label=label)
+        axes[1, 1].plot(r.t, r.v[:, 0], style, lw=1.2, label=label)
+    axes[1, 0].axhline(coulomb_slide, color="k", lw=0.6, ls="--", label="v0^2 / 2 mu g")
+    axes[1, 0].set_ylabel("slide: x (m)")
+    axes[1, 1].set_ylabel("slide: x speed (m/s)")
+    for ax in axes.ravel():
+        ax.set_xlabel("t (s)")
+        ax.legend(fontsize=7)
+    ctx.savefig(fig, "contact.png")
+
+    fig, ax = plots.figure(1, 1, width=8.0, height=3.0)
+    r = cases["drop"]
+    k0 = int(round(metrics["drop"]["penalty"]["touchdown_s"] / (r["penalty"].t[1] - r["penalty"].t[0])))
+    window = slice(max(k0 - 10, 0), min(k0 + 400, r["penalty"].t.size))
+    ax.plot(r["penalty"].t[window], r["penalty_normal_force"][window], lw=1.2, label="penalty: sum of corner normal forces")
+    ax.axhline(m * g, color="k", lw=0.6, ls="--", label="m g")
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("N")
+    ax.set_title("impact: normal force of the penalty model")
+    ax.legend(fontsize=7)
+    ctx.savefig(fig, "impact_force.png")
+
+    solref = solref_from_penalty(params)
+    stiff_rest = metrics["drop"]["mujoco_default_solimp"]["rest_penetration_m"]
+    stiff_bounce = metrics["drop"]["mujoco_default_solimp"]["bounce_height_m"]
+    ground_model = load_model(GROUND_MODEL)
+    return {
+        "passed": bool(rest_ok and bounce_ok and slide_ok),
+        "measured": f"rest penetration {rest_p * 1e3:.4f} / {rest_m * 1e3:.4f} mm, bounce {bounce_p * 1e3:.2f} / "
+        f"{bounce_m * 1e3:.2f} mm, slide {slide_p:.3f} / {slide_m:.3f} m (penalty / MuJoCo)",
+        "duration_s": duration,
+        "slide_speed_m_s": speed,
+        "penalty": {"K_N_m": K, "D_N_s_m": D, "Kt_N_m": params.ground.Kt, "Dt_N_s_m": params.ground.Dt, "mu": mu},
+        "conversion": {
+            "m_eff_kg": params.m_eff,
+            "solref": solref,
+            "solimp": np.array(ground_model.geom_solimp[ground_model.geom("box").id]),
+            "formula": "solref = (-K/m_eff, -D/m_eff) with m_eff = 1/body_invweight0 (the contact's diagonal "
+                       "inverse inertia, 1/m for a free body); solimp dmin = dmax = d = 1e-4, so the regularizer "
+                       "R = (1-d)/d / m_eff >> A and the contact force -> m_eff (-k r - b v)/(1-d) = -K r - D v "
+                       "per contact",
+        },
+        "predictions": {
+            "rest_penetration_m": rest_expected,
+            "heave_natural_frequency_rad_s": omega_n,
+            "heave_damping_ratio": zeta,
+            "linear_restitution": restitution,
+            "coulomb_slide_distance_m": coulomb_slide,
+            "penalty_tangential_stretch_at_cap_m": spring_stretch,
+        },
+        "cases": metrics,
+        "mujoco_slide_lift_without_friction_m": lift_frictionless,
+        "explanation": (
+            f"Penalty: 4 corners at rest carry m g, so the rest penetration is m g/4K = {rest_expected * 1e3:.4f} mm; "
+            f"the heave mode has omega_n = sqrt(4K/m) = {omega_n:.1f} rad/s and damping ratio {zeta:.2f} "
+            f"(linear restitution {restitution:.2f}; the one-sided force Fn >= 0 changes the real bounce a "
+            "little). MuJoCo's negative solref is the stiffness and damping of a reference ACCELERATION, not a "
+            "force: the force is f = (A + R)^-1 (aref - a0) with R = (1-d)/d A_diag. With a small impedance d "
+            "(1e-4) R dominates and each MuJoCo contact becomes the penalty spring-damper with K = k m_eff, "
+            f"D = b m_eff (m_eff = {params.m_eff:g} kg): rest penetration {rest_m * 1e3:.4f} vs "
+            f"{rest_p * 1e3:.4f} mm, bounce {bounce_m * 1e3:.2f} vs {bounce_p * 1e3:.2f} mm, settling "
+            f"{metrics['drop']['mujoco']['settling_time_s']:.3f} vs {metrics['drop']['penalty']['settling_time_s']:.3f} s. "
+            "With MuJoCo's default impedance (d = 0.9..0.95) and the same solref the contact is a stiff "
+            "constraint: the contact's acceleration is d aref + (1-d) a0, the constraint rather than the "
+            f"spring holds the weight, and the rest penetration falls to {stiff_rest * 1e3:.4f} mm while the "
+            f"bounce grows to {stiff_bounce * 1e3:.2f} mm. Sliding (v0 = {speed:g} m/s, starting on the ground): "
+            "the penalty model holds each corner with a tangential spring Kt anchored at touch-down and capped "
+            f"at mu Fn, so it first stretches ~mu m g/4Kt = {spring_stretch * 100:.1f} cm before slipping, "
+            f"slides further ({slide_p:.3f} m at most vs the Coulomb {coulomb_slide:.3f} m), then springs back "
+            f"and rocks on the lightly damped springs (Dt = {params.ground.Dt:g} N s/m). MuJoCo's elliptic "
+            "friction has no spring: a velocity-level constraint capped by the cone, so it decelerates at mu g "
+            f"from the start and stops dead at {slide_m:.3f} m. MuJoCo also lifts the sliding box by "
+            f"{metrics['slide']['mujoco']['max_lift_m'] * 1e3:.2f} mm (the penalty box: "
+            f"{metrics['slide']['penalty']['max_lift_m'] * 1e3:.1e} mm); with the friction rows removed "
+            f"(condim 1) the lift is {lift_frictionless * 1e3:.1e} mm, so it comes from the soft friction "
+            "cone, in which normal and friction forces are solved together."
         ),
     }
