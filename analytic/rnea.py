@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Tree", "rnea", "quat_to_mat", "JOINT_TYPES"]
+__all__ = ["Tree", "rnea", "spatial_inertia", "apply_spatial_inertia", "quat_to_mat", "JOINT_TYPES"]
 
 # Generalized-coordinate sizes (nq, nv) per joint type.
 JOINT_TYPES: dict[str, tuple[int, int]] = {"hinge": (1, 1), "slide": (1, 1), "free": (7, 6)}
@@ -156,37 +156,90 @@ def quat_to_mat(quat: np.ndarray) -> np.ndarray:
     )
 
 
-def _axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """Rodrigues: rotation by ``angle (N,)`` about the fixed unit ``axis (3,)``, ``(N, 3, 3)``."""
+def _rotate_about(R: np.ndarray, axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """``R Rot(axis, angle)`` by Rodrigues, ``Rot = E + sin(angle) a^ + (1 - cos(angle)) a^2``.
+
+    Args:
+      R: frame orientations, ``(N, 3, 3)``; axis: fixed unit axis in that frame, ``(3,)``;
+      angle: ``(N,)`` rad.
+    """
     a = _hat(axis)
     s, c = np.sin(angle)[:, None, None], np.cos(angle)[:, None, None]
-    return np.eye(3) + s * a + (1.0 - c) * (a @ a)
+    return R + s * _times_const(R, a) + (1.0 - c) * _times_const(R, a @ a)
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` row-wise for ``(N, 3)`` arrays (np.cross's generality costs ~3x here)."""
+    a0, a1, a2 = a[:, 0], a[:, 1], a[:, 2]
+    b0, b1, b2 = b[:, 0], b[:, 1], b[:, 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=1)
+
+
+# Batched small products.  NumPy's stacked matmul runs one small product at a time
+# and its reductions along a short axis are slow, so products with a constant right
+# factor become one (3N x 3) BLAS call, and the others are written out by column.
+
+def _mv(A: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Row-wise ``A x`` for ``(N, 3, 3)`` and ``(N, 3)``."""
+    return A[:, :, 0] * x[:, 0, None] + A[:, :, 1] * x[:, 1, None] + A[:, :, 2] * x[:, 2, None]
+
+
+def _mtv(A: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Row-wise ``A^T x`` for ``(N, 3, 3)`` and ``(N, 3)``."""
+    return A[:, 0, :] * x[:, 0, None] + A[:, 1, :] * x[:, 1, None] + A[:, 2, :] * x[:, 2, None]
+
+
+def _times_const(A: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """``A K`` for ``A (N, 3, 3)`` and a constant ``K`` of shape ``(3, 3)`` or ``(3,)``."""
+    n = A.shape[0]
+    return (A.reshape(3 * n, 3) @ K).reshape((n, 3) + K.shape[1:])
 
 
 def _cross_motion(xi: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``(xi x) m`` with ``xi x = [[w^, v^], [0, w^]]``; both ``(N, 6)``."""
     v, w = xi[:, :3], xi[:, 3:]
-    return np.concatenate([np.cross(w, m[:, :3]) + np.cross(v, m[:, 3:]), np.cross(w, m[:, 3:])], axis=1)
+    return np.concatenate([_cross(w, m[:, :3]) + _cross(v, m[:, 3:]), _cross(w, m[:, 3:])], axis=1)
 
 
 def _cross_force(xi: np.ndarray, f: np.ndarray) -> np.ndarray:
     """``(xi x*) f`` with ``xi x* = [[w^, 0], [v^, w^]]``; both ``(N, 6)``."""
     v, w = xi[:, :3], xi[:, 3:]
-    return np.concatenate([np.cross(w, f[:, :3]), np.cross(v, f[:, :3]) + np.cross(w, f[:, 3:])], axis=1)
+    return np.concatenate([_cross(w, f[:, :3]), _cross(v, f[:, :3]) + _cross(w, f[:, 3:])], axis=1)
 
 
-def _spatial_inertia(mass: float, c: np.ndarray, inertia: np.ndarray) -> np.ndarray:
-    """``I^S = [[m E, m c^T], [m c^, m c^ c^T + I]]`` about the world origin, ``(N, 6, 6)``.
+def spatial_inertia(mass: float, c: np.ndarray, inertia: np.ndarray) -> np.ndarray:
+    """``I^S = [[m E, m c^T], [m c^, m c^ c^T + I]]`` about the world origin, ``(..., 6, 6)``.
+
+    Seed 000 §10.2's matrix, for reference and tests; :func:`rnea` applies it
+    through :func:`apply_spatial_inertia`, the same product without forming it.
 
     Args:
       mass: body mass, kg.
-      c: CoM in the world, ``(N, 3)`` m.
-      inertia: world-frame inertia about the CoM, ``(N, 3, 3)`` kg m^2.
+      c: CoM in the world, ``(..., 3)`` m.
+      inertia: world-frame inertia about the CoM, ``(..., 3, 3)`` kg m^2.
     """
-    ch = _hat(c)
+    ch = _hat(np.asarray(c, dtype=float))
     top = np.concatenate([np.broadcast_to(mass * np.eye(3), ch.shape), mass * np.swapaxes(ch, -1, -2)], axis=-1)
     bottom = np.concatenate([mass * ch, mass * ch @ np.swapaxes(ch, -1, -2) + inertia], axis=-1)
     return np.concatenate([top, bottom], axis=-2)
+
+
+def apply_spatial_inertia(mass: float, c: np.ndarray, inertia_w: np.ndarray, xi: np.ndarray) -> np.ndarray:
+    """``I^S xi`` for ``xi = [v; w]``, ``(N, 6)``, without forming ``I^S``.
+
+    Multiplying out :func:`spatial_inertia` (``c^T w = w x c``,
+    ``c^ c^T w = c x (w x c)``): the top row is ``p = m (v + w x c)``, the linear
+    momentum (``v + w x c`` is the CoM velocity), and the bottom row is
+    ``c x p + I w``, the angular momentum about the world origin.
+
+    Args:
+      mass: kg; c: CoM in the world, ``(N, 3)`` m.
+      inertia_w: ``I w``, the world-frame inertia about the CoM times ``w``, ``(N, 3)``.
+      xi: spatial velocity (or acceleration), ``(N, 6)``.
+    """
+    v, w = xi[:, :3], xi[:, 3:]
+    p = mass * (v + _cross(w, c))
+    return np.concatenate([p, _cross(c, p) + inertia_w], axis=1)
 
 
 def _check_state(tree: Tree, qpos, qvel, qacc):
@@ -225,8 +278,8 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
     wrench = np.zeros((nb, n, 6))
     for b in range(nb):
         R_par, p_par, xi, dxi = world if tree.parent[b] < 0 else frames[tree.parent[b]]
-        R = R_par @ tree.rot[b]
-        p = p_par + R_par @ tree.pos[b]
+        R = _times_const(R_par, tree.rot[b])
+        p = p_par + _times_const(R_par, tree.pos[b])
         for j in np.flatnonzero(tree.joint_body == b):
             kind, qa, da = tree.joint_type[j], qadr[j], dadr[j]
             if kind == "free":
@@ -240,18 +293,18 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
                 S[:, :3, 3:] = _hat(p) @ R
                 S[:, 3:, 3:] = R
                 xi_trans = xi + np.concatenate([qvel[:, da : da + 3], np.zeros((n, 3))], axis=1)
-                xi_rot = np.einsum("nij,nj->ni", S[:, :, 3:], qvel[:, da + 3 : da + 6])
+                xi_rot = sum(S[:, :, 3 + k] * qvel[:, da + 3 + k, None] for k in range(3))
                 xi = xi_trans + xi_rot
-                dxi = dxi + np.einsum("nij,nj->ni", S, qacc[:, da : da + 6]) + _cross_motion(xi, xi_rot)
+                dxi = dxi + sum(S[:, :, k] * qacc[:, da + k, None] for k in range(6)) + _cross_motion(xi, xi_rot)
                 motion.append((b, da, S))
                 continue
-            a = R @ tree.joint_axis[j]
+            a = _times_const(R, tree.joint_axis[j])
             angle = qpos[:, qa] - tree.joint_ref[j]
             if kind == "hinge":
-                anchor = p + R @ tree.joint_pos[j]
-                s = np.concatenate([np.cross(anchor, a), a], axis=1)
-                R = R @ _axis_rotation(tree.joint_axis[j], angle)
-                p = anchor - R @ tree.joint_pos[j]
+                anchor = p + _times_const(R, tree.joint_pos[j])
+                s = np.concatenate([_cross(anchor, a), a], axis=1)
+                R = _rotate_about(R, tree.joint_axis[j], angle)
+                p = anchor - _times_const(R, tree.joint_pos[j])
             else:  # slide
                 s = np.concatenate([a, np.zeros((n, 3))], axis=1)
                 p = p + a * angle[:, None]
@@ -261,15 +314,17 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
             motion.append((b, da, s[:, :, None]))
         frames.append((R, p, xi, dxi))
 
-        c = p + R @ tree.com[b]
-        inertia = R @ tree.inertia[b] @ np.swapaxes(R, -1, -2)
-        I_s = _spatial_inertia(tree.mass[b], c, inertia)
-        wrench[b] = np.einsum("nij,nj->ni", I_s, dxi) + _cross_force(xi, np.einsum("nij,nj->ni", I_s, xi))
+        c = p + _times_const(R, tree.com[b])
+        # World-frame inertia about the CoM times w: R I_body R^T w.
+        inertia_times = lambda w: _mv(R, _mtv(R, w) @ tree.inertia[b].T)  # noqa: B023, E731 - used at once
+        momentum = apply_spatial_inertia(tree.mass[b], c, inertia_times(xi[:, 3:]), xi)
+        wrench[b] = (apply_spatial_inertia(tree.mass[b], c, inertia_times(dxi[:, 3:]), dxi)
+                     + _cross_force(xi, momentum))
 
     for b in range(nb - 1, -1, -1):  # leaves inward: each body carries its subtree
         if tree.parent[b] >= 0:
             wrench[tree.parent[b]] += wrench[b]
     tau = np.empty((n, tree.nv))
     for b, da, S in motion:
-        tau[:, da : da + S.shape[2]] = np.einsum("nik,ni->nk", S, wrench[b])
+        tau[:, da : da + S.shape[2]] = sum(S[:, i, :] * wrench[b][:, i, None] for i in range(6))  # S^T f
     return tau.reshape(batch + (tree.nv,))

@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from analytic.rnea import Tree, rnea
+from analytic.rnea import Tree, apply_spatial_inertia, rnea, spatial_inertia
 from analytic.two_link import lagrange, newton_euler
 from experiments.crosscheck import sample_states
 from experiments.derivation import tree_from_model
@@ -118,3 +118,16 @@ def test_tree_validates_its_arrays():
     with pytest.raises(ValueError, match=r"qpos must have shape \(\.\.\., 2\)"):
         rnea(tree, np.zeros(3), np.zeros(2), np.zeros(2))
     assert isinstance(tree, Tree) and tree.nq == 2 and tree.nv == 2
+
+
+def test_applied_spatial_inertia_is_the_seed_matrix():
+    # rnea applies I^S without forming it; the product must be seed 000's matrix times xi.
+    rng = np.random.default_rng(14)
+    c, xi = rng.normal(size=(20, 3)), rng.normal(size=(20, 6))
+    L = rng.normal(size=(20, 3, 3))
+    inertia = L @ np.swapaxes(L, 1, 2)
+    matrix = spatial_inertia(2.5, c, inertia)
+    assert_close(np.swapaxes(matrix, 1, 2), matrix, atol=1e-12, what="I^S symmetric")  # L L^T round-off
+    expected = np.einsum("nij,nj->ni", matrix, xi)
+    applied = apply_spatial_inertia(2.5, c, np.einsum("nij,nj->ni", inertia, xi[:, 3:]), xi)
+    assert_close(applied, expected, atol=1e-12, what="I^S xi")  # O(10) entries: round-off
