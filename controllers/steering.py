@@ -3,6 +3,11 @@
 The yaw axis is a pure inertia: ``delta_dd = dT / J_eff`` with ``dT = T_L - T_R``
 and ``J_eff = r (m D + I D / r^2 + 2 J_yaw / D)`` (SPEC §4).  A PD law on yaw
 angle and rate places the closed loop at a chosen natural frequency and damping.
+
+Sign: the seed's ``delta`` is positive turning right (a stronger left wheel turns
+the robot clockwise seen from above), which is *minus* the yaw about +z that the
+IMU reports.  The law here takes the IMU's yaw (about +z, counter-clockwise
+positive), so ``dT = -J_eff * (wanted yaw acceleration)``.
 """
 
 from __future__ import annotations
@@ -41,9 +46,13 @@ def yaw_gains(j_eff: float, natural_frequency: float, damping_ratio: float = 1.0
 
 
 def yaw_torque(gains: YawGains, yaw: float, rate: float, yaw_ref: float = 0.0, rate_ref: float = 0.0) -> float:
-    """Differential torque ``T_L - T_R`` (N m); the yaw error is wrapped to (-pi, pi]."""
+    """Differential torque ``T_L - T_R`` (N m) steering ``yaw`` (about +z, rad) to ``yaw_ref``.
+
+    The yaw error is wrapped to (-pi, pi]; the minus sign converts the wanted
+    counter-clockwise acceleration into eq. 2.22's clockwise-positive ``dT``.
+    """
     error = (yaw_ref - yaw + np.pi) % (2 * np.pi) - np.pi
-    return float(gains.kp * error + gains.kd * (rate_ref - rate))
+    return float(-(gains.kp * error + gains.kd * (rate_ref - rate)))
 
 
 def split_wheel_torque(total: float, differential: float, limit: float) -> tuple[float, float]:

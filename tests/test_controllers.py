@@ -107,8 +107,10 @@ def test_yaw_gains_place_the_poles():
     g = yaw_gains(j, wn, zeta)
     poles = np.roots([j, g.kd, g.kp])
     assert_close(np.sort_complex(poles), np.sort_complex(np.roots([1, 2 * zeta * wn, wn**2])), atol=1e-12, what="poles")
-    # The yaw error is wrapped: 350 deg ahead is 10 deg behind.
-    assert yaw_torque(g, yaw=np.radians(355), rate=0.0, yaw_ref=np.radians(5)) > 0
+    # To turn left (yaw up about +z) the right wheel must push harder: T_L - T_R < 0.
+    assert yaw_torque(g, yaw=0.0, rate=0.0, yaw_ref=0.1) < 0
+    # The yaw error is wrapped: 5 deg is 10 deg to the left of 355 deg, not 350 to the right.
+    assert yaw_torque(g, yaw=np.radians(355), rate=0.0, yaw_ref=np.radians(5)) < 0
 
 
 def test_split_wheel_torque_keeps_balance_priority():

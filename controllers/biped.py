@@ -1,0 +1,184 @@
+"""The wheel-legged biped's whole controller: balance, steering, legs, jump.
+
+One call per control step turns an :class:`~controllers.estimation.Estimate` and a
+:class:`Reference` into motor torques:
+
+- wheels: LQR balance ``T = -K(l) (x - x_ref)`` with the gain scheduled over leg
+  length (:mod:`controllers.balance`, eq. 2.19), plus the yaw PD's differential
+  torque (:mod:`controllers.steering`, eq. 2.22), split between the wheels with
+  balance first;
+- hips: virtual-model control (:mod:`controllers.virtual_model`, eq. 2.27 and
+  2.30) for height and roll, or the jump state machine's targets
+  (:mod:`controllers.jump`) while a jump runs.
+
+Velocity tracking moves ``x_ref`` at the wanted speed, so the LQR's position
+term holds the robot on a moving set-point (no steady-state speed error without
+rolling resistance).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analytic import five_bar
+from analytic.wheeled_pendulum import PendulumParams, linearize
+from controllers.balance import GainSchedule, schedule
+from controllers.estimation import Estimate, LegGeometry
+from controllers.jump import JumpPlan, JumpStateMachine, Phase
+from controllers.steering import YawGains, split_wheel_torque, yaw_gains, yaw_torque
+from controllers.virtual_model import LegGains, hip_torques, virtual_forces
+
+__all__ = ["BipedGains", "Reference", "Command", "BipedController", "design", "yaw_inertia", "DEFAULT_Q", "DEFAULT_R"]
+
+# Hand-picked defaults (the sweep of the tuning issue compares against these):
+# position and speed weighted so the robot returns to its spot within ~2 s,
+# pitch heavily so a 10 deg tilt is caught at once; R sets torque use.
+DEFAULT_Q = (20.0, 10.0, 100.0, 1.0)  # x (1/m^2), xd (s^2/m^2), theta (1/rad^2), thetad (s^2/rad^2)
+DEFAULT_R = 1.0  # 1/(N m)^2
+
+
+@dataclass(frozen=True)
+class BipedGains:
+    """All gains of the biped controller.
+
+    Attributes:
+      schedule: LQR gains over leg length.
+      yaw: yaw PD gains.
+      legs: virtual-model PD gains (height, roll).
+      alpha_kp, alpha_kd: leg-angle PD used during jump phases, N m/rad, N m s/rad.
+      swing_kp, swing_kd: PD on each leg's asymmetry ``alpha_front - alpha_rear``,
+        which keeps the axle under the hip line (the seed's rigid-leg assumption);
+        N m/rad, N m s/rad.
+      Q, R: the LQR weights the schedule was designed with.
+    """
+
+    schedule: GainSchedule
+    yaw: YawGains
+    legs: LegGains
+    alpha_kp: float = 150.0
+    alpha_kd: float = 4.0
+    swing_kp: float = 200.0
+    swing_kd: float = 6.0
+    Q: tuple = DEFAULT_Q
+    R: float = DEFAULT_R
+
+
+@dataclass
+class Reference:
+    """What the robot is asked to do: forward speed (m/s), heading (rad), leg height (m)."""
+
+    velocity: float = 0.0
+    yaw: float = 0.0
+    height: float = 0.3
+
+
+@dataclass(frozen=True)
+class Command:
+    """Motor torques, N m: ``wheels (left, right)``; ``hips`` per motor (left front,
+    left rear, right front, right rear); ``legs (left, right)``, the common leg
+    torque before the swing correction; the jump phase."""
+
+    wheels: tuple[float, float]
+    hips: tuple[float, float, float, float]
+    legs: tuple[float, float] = (0.0, 0.0)
+    phase: str = Phase.BALANCE.value
+    wheel_total: float = 0.0  # the LQR's T before the split (for logging)
+
+
+def yaw_inertia(params: PendulumParams) -> float:
+    """Torque per yaw acceleration of eq. 2.22: ``r (m D + I D / r^2 + 2 J_yaw / D)``, N m s^2."""
+    p = params
+    return p.r * (p.m * p.D + p.I * p.D / p.r**2 + 2 * p.J_yaw / p.D)
+
+
+def design(params: PendulumParams, geometry: LegGeometry, Q=DEFAULT_Q, R=DEFAULT_R,
+           alphas=None, yaw_frequency: float = 6.0, legs: LegGains | None = None) -> BipedGains:
+    """Design every gain from the analytic models.
+
+    Args:
+      params: pendulum parameters (from ``experiments.biped_model.biped_params``).
+      geometry: five-bar lengths and wheel radius.
+      Q: LQR state weights (diagonal); R: input weight.
+      alphas: leg angles (rad) to tabulate the schedule at; default the stroke 190..250 deg.
+      yaw_frequency: yaw loop natural frequency, rad/s (critically damped).
+      legs: virtual-model gains; default a stiff, well-damped height and roll loop.
+    """
+    alphas = np.radians(np.linspace(185.0, 260.0, 16)) if alphas is None else np.asarray(alphas)
+    heights = five_bar.height(alphas, geometry.l1, geometry.l2, geometry.l3)
+    sched = schedule(functools.partial(linearize, params), heights, np.diag(Q), np.atleast_2d(R), degree=3)
+    legs = legs or LegGains(kp_height=800.0, kd_height=60.0, kp_roll=150.0, kd_roll=12.0)
+    return BipedGains(sched, yaw_gains(yaw_inertia(params), yaw_frequency, 1.0), legs, Q=tuple(Q), R=float(R))
+
+
+@dataclass
+class BipedController:
+    """Balance + steering + legs (+ an optional jump); call once per control step.
+
+    Attributes:
+      params: pendulum parameters (body weight for the leg feed-forward).
+      geometry: leg geometry.
+      gains: :class:`BipedGains`.
+      dt: control period, s (integrates the position reference).
+      hip_limit, wheel_limit: motor torque limits, N m.
+      jump: a jump plan, or None.
+    """
+
+    params: PendulumParams
+    geometry: LegGeometry
+    gains: BipedGains
+    dt: float
+    hip_limit: float
+    wheel_limit: float
+    jump: JumpPlan | None = None
+    x_ref: float = 0.0
+    machine: JumpStateMachine | None = field(default=None, init=False)
+
+    def __post_init__(self):
+        self.machine = JumpStateMachine(self.jump) if self.jump is not None else None
+
+    def __call__(self, t: float, est: Estimate, ref: Reference) -> Command:
+        g = self.geometry
+        phase = self.machine.update(t, float(est.alpha.mean()), est.accel) if self.machine else Phase.BALANCE
+
+        # Wheels: LQR on the moving set-point, then steering.
+        self.x_ref += ref.velocity * self.dt
+        length = float(est.height.mean())
+        K = self.gains.schedule(length)
+        error = est.balance_state - np.array([self.x_ref, ref.velocity, 0.0, 0.0])
+        total = float(np.clip(-(K @ error).item(), -2 * self.wheel_limit, 2 * self.wheel_limit))
+        differential = yaw_torque(self.gains.yaw, est.yaw, est.yaw_rate, ref.yaw)
+        wheels = split_wheel_torque(total, differential, self.wheel_limit)
+        if self.machine is not None and self.machine.airborne:
+            wheels, total = (0.0, 0.0), 0.0
+            self.x_ref = est.x  # do not fight for the take-off spot after landing
+
+        # Hips.
+        mode, value = self.machine.leg_target() if self.machine else ("vmc", np.nan)
+        if mode == "vmc":
+            F_y, T_x = virtual_forces(self.gains.legs, length, float(est.height_rate.mean()), ref.height,
+                                      est.roll, est.roll_rate)
+            hips = hip_torques(self.params, (g.l1, g.l2, g.l3), est.alpha[0], est.alpha[1], F_y, T_x, self.hip_limit)
+        elif mode == "torque":
+            hips = (value, value)
+        else:  # leg-angle PD (jump phases) with the body's weight fed forward while on the ground
+            on_ground = phase in (Phase.CROUCH, Phase.LANDING)
+            hips = tuple(
+                float(np.clip(
+                    self.gains.alpha_kp * (value - a) - self.gains.alpha_kd * ad
+                    + (five_bar.hip_torque(a, self.params.M * self.params.g / 2, g.l1, g.l2, g.l3) if on_ground else 0.0),
+                    -self.hip_limit, self.hip_limit))
+                for a, ad in zip(est.alpha, est.alpha_rate)
+            )
+        # Keep each leg symmetric: a PD on alpha_front - alpha_rear, equal and
+        # opposite on the leg's two motors, saturated so the sum stays in range.
+        motors = []
+        for leg, common in enumerate(hips):
+            front, rear = 2 * leg, 2 * leg + 1
+            swing = -(self.gains.swing_kp * (est.hip_angles[front] - est.hip_angles[rear])
+                      + self.gains.swing_kd * (est.hip_rates[front] - est.hip_rates[rear])) / 2
+            motors += [float(np.clip(common + swing, -self.hip_limit, self.hip_limit)),
+                       float(np.clip(common - swing, -self.hip_limit, self.hip_limit))]
+        return Command(wheels=wheels, hips=tuple(motors), legs=tuple(hips), phase=phase.value, wheel_total=total)

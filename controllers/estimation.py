@@ -1,0 +1,166 @@
+"""State estimate of the wheel-legged biped from its own sensors (IMU and encoders).
+
+What a real robot has: the IMU's orientation quaternion, gyro (body-frame angular
+velocity) and accelerometer; hip and wheel encoders (position and velocity).  No
+knee encoders: the knee follows from the hip angle through the five-bar.
+
+Conventions (``mjcf/wheel_legged_biped.xml``, SPEC §4): x forward, y left, z up;
+Z-Y-X Euler angles (yaw, pitch, roll); pitch positive leaning forward (about +y);
+roll positive lifting the left side (about +x).  ``x`` is the axle's travel
+along the body's heading, from wheel odometry; ``theta`` is the body's pitch,
+which for a symmetric five-bar is the pendulum angle of seed 004 (the axle lies
+straight below the hip-line midpoint in the body frame).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analytic import five_bar
+
+__all__ = ["LegGeometry", "Estimate", "Estimator", "euler_zyx", "euler_rates", "shank_angle"]
+
+
+@dataclass(frozen=True)
+class LegGeometry:
+    """Leg and wheel geometry the estimator needs, m: five-bar ``l1, l2, l3``, wheel radius ``r``."""
+
+    l1: float
+    l2: float
+    l3: float
+    r: float
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The controller's view of the robot at one instant (SI units, rad).
+
+    ``alpha``, ``alpha_rate``, ``height`` are ``(left, right)`` arrays; ``height``
+    is each leg's hip-line height above its axle, eq. 3.2.
+    """
+
+    x: float
+    xd: float
+    pitch: float
+    pitch_rate: float
+    roll: float
+    roll_rate: float
+    yaw: float
+    yaw_rate: float
+    alpha: np.ndarray
+    alpha_rate: np.ndarray
+    height: np.ndarray
+    height_rate: np.ndarray
+    accel: float  # |specific force| from the accelerometer, m/s^2 (about 0 in free fall)
+    hip_angles: np.ndarray = None  # (4,) per motor: left front, left rear, right front, right rear, rad
+    hip_rates: np.ndarray = None  # (4,), rad/s
+
+    @property
+    def balance_state(self) -> np.ndarray:
+        """``[x, xd, theta, thetad]`` of the wheeled pendulum."""
+        return np.array([self.x, self.xd, self.pitch, self.pitch_rate])
+
+
+def euler_zyx(quat) -> tuple[float, float, float]:
+    """``(roll, pitch, yaw)`` of a unit quaternion ``(w, x, y, z)``, Z-Y-X convention, rad."""
+    w, x, y, z = quat
+    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
+    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return float(roll), float(pitch), float(yaw)
+
+
+def euler_rates(roll: float, pitch: float, gyro) -> tuple[float, float, float]:
+    """Z-Y-X Euler angle rates from the body-frame angular velocity (gyro), rad/s."""
+    wx, wy, wz = gyro
+    sr, cr = np.sin(roll), np.cos(roll)
+    cp, tp = np.cos(pitch), np.tan(pitch)
+    return (
+        float(wx + sr * tp * wy + cr * tp * wz),
+        float(cr * wy - sr * wz),
+        float((sr * wy + cr * wz) / cp),
+    )
+
+
+def shank_angle(alpha, geometry: LegGeometry) -> tuple[np.ndarray, np.ndarray]:
+    """Front shank's pitch relative to the body and its derivative in ``alpha``.
+
+    The knee is ``a = l1 - l2 cos(alpha)`` ahead of the centre line and the shank
+    (length ``l3``) reaches the axle on that line, so the shank is rotated
+    ``phi = asin(a / l3)`` about +y from hanging straight down;
+    ``dphi/dalpha = l2 sin(alpha) / sqrt(l3^2 - a^2)``.
+    """
+    alpha = five_bar.check_alpha(alpha, geometry.l1, geometry.l2, geometry.l3)
+    a = geometry.l1 - geometry.l2 * np.cos(alpha)
+    return np.arcsin(a / geometry.l3), geometry.l2 * np.sin(alpha) / np.sqrt(geometry.l3**2 - a**2)
+
+
+class Estimator:
+    """Turns one sample of sensor readings into an :class:`Estimate`.
+
+    Odometry starts at ``x = 0`` on the first update; yaw is unwrapped so a turn
+    through +-180 deg stays continuous.
+    """
+
+    def __init__(self, geometry: LegGeometry):
+        self.geometry = geometry
+        self._x0: float | None = None
+        self._yaw_prev: float | None = None
+        self._yaw_turns = 0.0
+
+    def update(self, quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel) -> Estimate:
+        """One estimate.
+
+        Args:
+          quat: IMU orientation ``(w, x, y, z)``; gyro: body angular velocity, rad/s, (3,);
+          accel: accelerometer, m/s^2, (3,).
+          hip_pos, hip_vel: hip encoders ``(left front, left rear, right front, right rear)``, rad, rad/s.
+          wheel_pos, wheel_vel: wheel encoders ``(left, right)``, rad, rad/s (relative to the shank).
+
+        Raises:
+          ValueError: a non-finite reading (a sensor fault or a diverged simulation).
+        """
+        readings = [np.asarray(v, dtype=float) for v in (quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel)]
+        if not all(np.isfinite(v).all() for v in readings):
+            raise ValueError("non-finite sensor reading: the state cannot be estimated")
+        quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = readings
+        g = self.geometry
+        roll, pitch, yaw = euler_zyx(quat)
+        roll_rate, pitch_rate, yaw_rate = euler_rates(roll, pitch, gyro)
+
+        if self._yaw_prev is not None:
+            jump = yaw - self._yaw_prev
+            self._yaw_turns -= 2 * np.pi * np.round(jump / (2 * np.pi))
+        self._yaw_prev = yaw
+
+        alpha = np.array([hip_pos[0:2].mean(), hip_pos[2:4].mean()])
+        alpha = np.clip(alpha, *five_bar.REACHABLE)  # a transient overshoot must not stop the estimate
+        alpha_rate = np.array([hip_vel[0:2].mean(), hip_vel[2:4].mean()])
+        y, y1, _ = five_bar.height_derivatives(alpha, g.l1, g.l2, g.l3)
+        phi, dphi = shank_angle(alpha, g)
+        # Wheel rotation in the world = encoder + shank pitch (body pitch + phi); rolling
+        # without slip, the axle moves r times that.
+        wheel_angle = wheel_pos + pitch + phi
+        wheel_rate = wheel_vel + pitch_rate + dphi * alpha_rate
+        x = g.r * float(wheel_angle.mean())
+        if self._x0 is None:
+            self._x0 = x
+        return Estimate(
+            x=x - self._x0,
+            xd=g.r * float(wheel_rate.mean()),
+            pitch=pitch,
+            pitch_rate=pitch_rate,
+            roll=roll,
+            roll_rate=roll_rate,
+            yaw=yaw + self._yaw_turns,
+            yaw_rate=yaw_rate,
+            alpha=alpha,
+            alpha_rate=alpha_rate,
+            height=y,
+            height_rate=y1 * alpha_rate,
+            accel=float(np.linalg.norm(accel)),
+            hip_angles=hip_pos,
+            hip_rates=hip_vel,
+        )

@@ -1,0 +1,128 @@
+"""Jump state machine of the wheel-legged biped (seed 004 §2.3, with lift-off detection).
+
+Phases, in order::
+
+    balance -> crouch -> thrust -> retract -> flight -> landing -> balance
+
+- crouch: legs pulled to ``alpha_crouch`` (the bottom of the stroke) while balancing;
+- thrust: every hip motor at full torque until the legs reach ``alpha_takeoff``
+  (the extension phase of eq. 2.35);
+- retract: legs pulled up hard to ``alpha_flight``, lifting the wheels;
+- flight: entered when the accelerometer reads free fall (specific force below
+  ``freefall_accel``); legs extend to ``alpha_land`` to meet the ground;
+- landing: entered on touchdown (specific force above ``touchdown_accel``); legs
+  compliant at ``alpha_land`` for ``landing_time`` while balance resumes.
+
+The machine only decides phases and leg targets; :mod:`controllers.biped`
+turns them into torques.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Phase", "JumpPlan", "JumpStateMachine"]
+
+
+class Phase(str, enum.Enum):
+    BALANCE = "balance"
+    CROUCH = "crouch"
+    THRUST = "thrust"
+    RETRACT = "retract"
+    FLIGHT = "flight"
+    LANDING = "landing"
+
+
+@dataclass(frozen=True)
+class JumpPlan:
+    """When and how to jump (angles in rad, times in s, accelerations in m/s^2).
+
+    Attributes:
+      start: time the jump is triggered.
+      alpha_crouch, alpha_takeoff: the thrust stroke (SPEC default 190 -> 250 deg).
+      alpha_flight: leg angle held in the air (retracted).
+      alpha_land: leg angle at touchdown.
+      crouch_time: time allowed to reach the crouch.
+      thrust_torque: hip torque during thrust, N m (the motors' peak).
+      freefall_accel, touchdown_accel: accelerometer thresholds for lift-off and touchdown.
+      retract_timeout: longest retraction before giving up on flight (the robot never left).
+      landing_time: compliant landing before normal balance.
+    """
+
+    start: float = 1.0
+    alpha_crouch: float = np.radians(190.0)
+    alpha_takeoff: float = np.radians(250.0)
+    alpha_flight: float = np.radians(195.0)
+    alpha_land: float = np.radians(205.0)
+    crouch_time: float = 0.6
+    thrust_torque: float = 17.0
+    freefall_accel: float = 4.0
+    touchdown_accel: float = 14.0
+    retract_timeout: float = 0.3
+    landing_time: float = 0.5
+
+
+@dataclass
+class JumpStateMachine:
+    """Steps through the jump phases from time and the robot's estimate.
+
+    Attributes:
+      plan: the :class:`JumpPlan`.
+      phase: the current phase.
+      transitions: ``[(t, phase), ...]`` every phase change, for metrics and plots.
+    """
+
+    plan: JumpPlan
+    phase: Phase = Phase.BALANCE
+    transitions: list = field(default_factory=list)
+    _since: float = 0.0
+    _done: bool = False
+
+    def _enter(self, t: float, phase: Phase) -> None:
+        self.phase, self._since = phase, t
+        self.transitions.append((float(t), phase.value))
+
+    def update(self, t: float, alpha_mean: float, accel: float) -> Phase:
+        """Advance the machine; returns the phase for this control step.
+
+        Args:
+          t: time, s.  alpha_mean: mean leg angle, rad.  accel: |specific force|, m/s^2.
+        """
+        p, dwell = self.plan, t - self._since
+        if self.phase is Phase.BALANCE and not self._done and t >= p.start:
+            self._enter(t, Phase.CROUCH)
+        elif self.phase is Phase.CROUCH and dwell >= p.crouch_time:
+            self._enter(t, Phase.THRUST)
+        elif self.phase is Phase.THRUST and alpha_mean >= p.alpha_takeoff:
+            self._enter(t, Phase.RETRACT)
+        elif self.phase is Phase.RETRACT:
+            if accel < p.freefall_accel:
+                self._enter(t, Phase.FLIGHT)
+            elif dwell >= p.retract_timeout:  # never left the ground: land in place
+                self._enter(t, Phase.LANDING)
+        elif self.phase is Phase.FLIGHT and accel > p.touchdown_accel:
+            self._enter(t, Phase.LANDING)
+        elif self.phase is Phase.LANDING and dwell >= p.landing_time:
+            self._done = True
+            self._enter(t, Phase.BALANCE)
+        return self.phase
+
+    def leg_target(self) -> tuple[str, float]:
+        """``("torque", tau)`` during thrust, else ``("alpha", target)`` (or ``("vmc", nan)`` in balance)."""
+        p = self.plan
+        return {
+            Phase.BALANCE: ("vmc", float("nan")),
+            Phase.CROUCH: ("alpha", p.alpha_crouch),
+            Phase.THRUST: ("torque", p.thrust_torque),
+            Phase.RETRACT: ("alpha", p.alpha_flight),
+            Phase.FLIGHT: ("alpha", p.alpha_land),
+            Phase.LANDING: ("alpha", p.alpha_land),
+        }[self.phase]
+
+    @property
+    def airborne(self) -> bool:
+        """Wheels presumed off the ground: wheel torques are useless (and spin the wheels)."""
+        return self.phase in (Phase.RETRACT, Phase.FLIGHT)
