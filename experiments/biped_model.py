@@ -18,7 +18,7 @@ Variants (keyword arguments of :func:`build`):
   linearization, because MuJoCo scales a soft constraint's regularization with the
   inverse mass it sees, which light links make large);
 - ``com_offset=(dx, dz)`` move the body's CoM off the hip line, m;
-- ``fixed_body=True`` weld the body to the world (a leg test rig);
+- ``fixed_body=True`` weld the body to the world, contacts off (a leg test rig);
 - ``gravity=False`` switch gravity off.
 
 ``build()`` with no arguments is the realistic robot.
@@ -41,6 +41,7 @@ __all__ = [
     "SIDES",
     "HIPS",
     "LEG_MASS_IDEAL",
+    "STAND_SINK",
     "BipedParams",
     "build",
     "biped_params",
@@ -58,9 +59,16 @@ KNEES = tuple(f"{side}_{end}_knee" for side in SIDES for end in ("front", "rear"
 WHEELS = tuple(f"{side}_wheel" for side in SIDES)
 LINKS = tuple(f"{side}_{end}_{part}" for side in SIDES for end in ("front", "rear") for part in ("thigh", "shank"))
 
-# "Nearly massless" leg links: 1e-6 of a shank, so their weight and inertia are
-# ~1e-7 of the body's, far below the 1 % and 1e-4 checks, yet M stays invertible.
-LEG_MASS_IDEAL = 2e-7  # kg
+# "Nearly massless" leg links: 1e-4 kg each, 8e-4 kg for all links, ~1e-4 of the
+# body.  Much lighter links make MuJoCo's soft constraints too soft (each is
+# regularized in proportion to the inverse inertia it sees): at 2e-7 kg the jointed
+# loop opened by centimetres; at 1e-4 kg static leg forces come out within 1e-4.
+LEG_MASS_IDEAL = 1e-4  # kg
+
+# Standing poses sink the wheels 1 nm into the floor: a contact at exactly zero
+# distance may or may not be active (round-off decides), while 1 nm adds only
+# ~2.5e-4 m/s^2 of reference acceleration with the contacts' 2 ms solref.
+STAND_SINK = 1e-9  # m
 
 
 @dataclass(frozen=True)
@@ -135,7 +143,9 @@ def build(
             # A joint equality holds qpos - qpos0 = data[0]; qpos0 is the hip's ref (pi).
             eq.data[:5] = [lock_alpha - np.pi, 0.0, 0.0, 0.0, 0.0]
     if fixed_body:
+        # A leg rig in the air: no floor contact (the legs may reach through it).
         spec.delete(spec.joint("root"))
+        spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
     if not gravity:
         spec.option.gravity = [0.0, 0.0, 0.0]
     if timestep is not None:
@@ -279,7 +289,7 @@ def stand_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None =
             qpos[model.joint(kn).qposadr[0]] = knee
     if _has_joint(model, "root"):
         adr = model.joint("root").qposadr[0]
-        qpos[adr : adr + 3] = [0.0, 0.0, p.leg_height(alpha) + p.pendulum.r]
+        qpos[adr : adr + 3] = [0.0, 0.0, p.leg_height(alpha) + p.pendulum.r - STAND_SINK]
         qpos[adr + 3 : adr + 7] = [1.0, 0.0, 0.0, 0.0]
     return qpos
 
@@ -319,7 +329,7 @@ def balance_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None
     theta = 0.0
     for _ in range(20):
         # Rotate the body about the axle (at height r, x = 0) by theta.
-        qpos[0:3] = [y * np.sin(theta), 0.0, p.pendulum.r + y * np.cos(theta)]
+        qpos[0:3] = [y * np.sin(theta), 0.0, p.pendulum.r + y * np.cos(theta) - STAND_SINK]
         qpos[3:7] = [np.cos(theta / 2), 0.0, np.sin(theta / 2), 0.0]
         data.qpos[:] = qpos
         mujoco.mj_kinematics(model, data)
@@ -331,7 +341,9 @@ def balance_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None
         theta += step
         if abs(step) < 1e-14:
             break
-    if _has_joint(model, "root"):
+    if _has_joint(model, "root") and not _has_joint(model, HIPS[0]):
+        # Only a rigid-leg robot has a well-defined static sink: with hip joints the
+        # legs would fold during the search.  Jointed robots keep zero penetration.
         qpos[2] = _settle_height(model, data, qpos)
     return qpos, theta
 
