@@ -30,6 +30,7 @@ MODULES: tuple[str, ...] = (
     "experiments.derivation",
     "experiments.box",
     "experiments.inertia_table",
+    "experiments.biped",
 )
 
 
