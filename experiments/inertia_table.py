@@ -22,7 +22,8 @@ import mujoco
 import numpy as np
 
 from analytic import inertia
-from experiments.registry import Param, experiment
+from experiments import plots
+from experiments.registry import experiment
 from experiments.results import Context
 
 __all__ = ["Row", "cone_mesh", "build_model", "inertia_rows", "markdown_table"]
@@ -186,6 +187,19 @@ def run(ctx: Context) -> dict:
     rows = inertia_rows(model)
     table = markdown_table(rows)
     (ctx.out_dir / "inertia_table.md").write_text(table)
+
+    fig, ax = plots.figure(1, 1, width=8.0, height=3.4)
+    labels = [f"{r.shape.split(' (')[0]}\nabout {r.about}" for r in rows]
+    x = np.arange(len(rows))
+    ax.bar(x, [max(r.rel_error, 1e-17) for r in rows], color=["tab:blue" if r.passed else "tab:red" for r in rows])
+    ax.step(np.r_[x - 0.5, x[-1] + 0.5], [r.rtol for r in rows] + [rows[-1].rtol], where="post", color="k",
+            ls="--", lw=0.8, label="tolerance")
+    ax.set_yscale("log")
+    ax.set_xticks(x, labels, fontsize=7)
+    ax.set_ylabel("relative error, formula vs MuJoCo")
+    ax.set_title("seed 000 appendix inertias vs MuJoCo (1e-17 drawn for exact zeros)")
+    ax.legend(fontsize=7)
+    ctx.savefig(fig, "inertia_errors.png")
     # The naive comparison the apex formula invites: MuJoCo's body inertia is about the CoM.
     I_cone, com = _principal_world(model, "cone")
     naive = float(np.abs(np.diag(I_cone)[0] - inertia.solid_cone_apex(MASS, CONE_H, CONE_R)[0, 0])
