@@ -72,7 +72,8 @@ def main() -> None:
     t_ours_M = best_time(lambda: mass_matrix_and_bias(functools.partial(rnea, tree), q, qd), args.repeats) / n
     print(f"{args.model} (nv = {model.nv}), {n} states, best of {args.repeats}")
     print(f"  Python loop of mj_inverse           {t_mj * 1e6:8.3f} us/state")
-    print(f"  batched analytic.rnea               {t_ours * 1e6:8.3f} us/state   rnea/mj_inverse = {t_ours / t_mj:.2f} (aim <= 1)")
+    print(f"  batched analytic.rnea               {t_ours * 1e6:8.3f} us/state   "
+          f"rnea/mj_inverse = {t_ours / t_mj:.2f} (aim <= 1)")
     print(f"  Python loop of mj_forward+mj_fullM  {t_mj_M * 1e6:8.3f} us/state")
     print(f"  unit-vector A, b (nv+1 RNEA passes) {t_ours_M * 1e6:8.3f} us/state   ratio = {t_ours_M / t_mj_M:.2f}")
 

@@ -105,3 +105,11 @@ def test_load_derivation_returns_the_function():
     assert callable(fn) and fn.__name__ == "correct"
     with pytest.raises(DerivationError, match="no function 'nope'"):
         load_derivation(f"{USER}:nope")
+
+
+def test_cli_floating_base_derivation(tmp_path, capsys):
+    target = f"{USER.parent / 'tree_rnea.py'}:free_tree"
+    assert main(["check", "derivation", target, "--mjcf", "free_tree", "--samples", SAMPLES,
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "PASS" in out and "root.rz" in out  # a free joint's six dofs are named one by one

@@ -1,0 +1,15 @@
+"""A derivation for a floating-base model: seed 000's spatial RNEA on the free tree.
+
+``crossdyn check derivation tests/derivations/tree_rnea.py:free_tree --mjcf free_tree``
+checks a 10-dof floating-base tree (MuJoCo's free-joint layout) term by term.
+"""
+
+from analytic.rnea import rnea
+from experiments.derivation import tree_from_model
+from experiments.truth import load_model
+
+TREE = tree_from_model(load_model("free_tree"))
+
+
+def free_tree(q, qd, qdd):
+    return rnea(TREE, q, qd, qdd)
