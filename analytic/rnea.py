@@ -28,6 +28,11 @@ and ``qvel = [v (world velocity of the body origin), w (angular velocity in the
 body frame)]``.  Several joints in one body act in order, each about the frame
 left by the previous ones (MuJoCo's ``mj_kinematics``).
 
+For speed the 6 x 6 matrices are applied, not formed: ``I^S xi`` is multiplied
+out in :func:`apply_spatial_inertia` (checked against :func:`spatial_inertia`, the
+seed's matrix, in the tests), and the batch is processed joint by joint with
+every state of the batch in one array operation.
+
 This module is NumPy only; the tree's numbers come from the compiled model through
 ``experiments.derivation.tree_from_model``.
 """
@@ -315,11 +320,10 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
         frames.append((R, p, xi, dxi))
 
         c = p + _times_const(R, tree.com[b])
-        # World-frame inertia about the CoM times w: R I_body R^T w.
-        inertia_times = lambda w: _mv(R, _mtv(R, w) @ tree.inertia[b].T)  # noqa: B023, E731 - used at once
-        momentum = apply_spatial_inertia(tree.mass[b], c, inertia_times(xi[:, 3:]), xi)
-        wrench[b] = (apply_spatial_inertia(tree.mass[b], c, inertia_times(dxi[:, 3:]), dxi)
-                     + _cross_force(xi, momentum))
+        # The world-frame inertia about the CoM, R I_body R^T, applied to w and dw.
+        I_w, I_dw = (_mv(R, _mtv(R, w) @ tree.inertia[b].T) for w in (xi[:, 3:], dxi[:, 3:]))
+        momentum = apply_spatial_inertia(tree.mass[b], c, I_w, xi)
+        wrench[b] = apply_spatial_inertia(tree.mass[b], c, I_dw, dxi) + _cross_force(xi, momentum)
 
     for b in range(nb - 1, -1, -1):  # leaves inward: each body carries its subtree
         if tree.parent[b] >= 0:
