@@ -378,6 +378,20 @@ def errata_experiment(ctx: Context) -> dict:
         "N (left wheel normal force)")
     passed = all(r["verdict"] == "printed wrong, corrected right" for r in rows)
 
+    fig, ax = plots.figure(1, 1, width=7.0, height=3.2)
+    x = np.arange(len(rows))
+    floor = 1e-17  # exact agreement cannot be drawn on a log axis
+    ax.bar(x - 0.2, [max(r["printed_rel_error"], floor) for r in rows], width=0.4, color="tab:red", label="as printed")
+    ax.bar(x + 0.2, [max(r["corrected_rel_error"], floor) for r in rows], width=0.4, color="tab:green",
+           label="corrected")
+    ax.scatter(x, [r["tol"] for r in rows], marker="_", s=600, color="k", label="tolerance", zorder=3)
+    ax.set_yscale("log")
+    ax.set_xticks(x, [r["where"].replace("004 ", "") for r in rows])
+    ax.set(ylabel="relative error vs MuJoCo", title="seed 004 errata")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    ctx.savefig(fig, "errata.png")
+
     lines = ["| where | printed | corrected | MuJoCo | printed rel. err | corrected rel. err | verdict |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
