@@ -359,7 +359,7 @@ def steering_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, d
     R = data.xmat[model.body("body").id].reshape(3, 3)
     yaw_acc = float((R @ data.qacc[3:6])[2])  # free-joint angular acceleration is in the body frame
     p = params.pendulum
-    wheel_yaw = params.extra["wheel_yaw_inertia"]
+    wheel_yaw = params.wheel_yaw_inertia
     extended = wp.PendulumParams(p.M, p.m, p.r, p.I, p.J_pitch, p.J_yaw + 2 * wheel_yaw, p.D, p.g)
     lump, _ = composite_params(model, data, params)
     lumped = wp.PendulumParams(p.M, p.m, p.r, p.I, p.J_pitch, lump.J_yaw + 2 * wheel_yaw, p.D, p.g)
