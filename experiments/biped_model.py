@@ -32,7 +32,7 @@ import mujoco
 import numpy as np
 
 import mjcf
-from analytic.five_bar import check_alpha, height
+from analytic.five_bar import REACHABLE, height
 from analytic.wheeled_pendulum import PendulumParams
 from experiments.errors import ModelError
 
@@ -136,7 +136,10 @@ def build(
     if rigid_alpha is not None:
         _weld_legs(spec, rigid_alpha)
     if lock_alpha is not None:
-        check_alpha(lock_alpha, 0.1, 0.16, 1.0)  # range only; lengths do not matter here
+        low, high = REACHABLE
+        if not low <= lock_alpha <= high:
+            raise ValueError(f"lock_alpha={np.degrees(lock_alpha):.2f} deg is outside the reachable range "
+                             f"[{np.degrees(low):.0f}, {np.degrees(high):.0f}] deg")
         for hip in HIPS:
             eq = spec.add_equality()
             eq.type = mujoco.mjtEq.mjEQ_JOINT
