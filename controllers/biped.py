@@ -124,6 +124,9 @@ class BipedController:
       dt: control period, s (integrates the position reference).
       hip_limit, wheel_limit: motor torque limits, N m.
       jump: a jump plan, or None.
+      height_rate_limit: the leg-height set-point moves towards ``Reference.height``
+        at most this fast, m/s (a step in the reference would otherwise ask the
+        virtual spring for a force that throws the robot off the ground).
     """
 
     params: PendulumParams
@@ -133,7 +136,9 @@ class BipedController:
     hip_limit: float
     wheel_limit: float
     jump: JumpPlan | None = None
+    height_rate_limit: float = 0.3
     x_ref: float = 0.0
+    height_ref: float | None = None
     machine: JumpStateMachine | None = field(default=None, init=False)
 
     def __post_init__(self):
@@ -153,13 +158,19 @@ class BipedController:
         wheels = split_wheel_torque(total, differential, self.wheel_limit)
         if self.machine is not None and self.machine.airborne:
             wheels, total = (0.0, 0.0), 0.0
-            self.x_ref = est.x  # do not fight for the take-off spot after landing
+        if self.machine is not None and phase in (Phase.RETRACT, Phase.FLIGHT, Phase.LANDING):
+            self.x_ref = est.x  # odometry is meaningless in the air and on impact: hold no position
 
         # Hips.
         mode, value = self.machine.leg_target() if self.machine else ("vmc", np.nan)
+        if self.height_ref is None or mode != "vmc":
+            self.height_ref = length  # start (or resume after a jump) from where the legs are
+        step = float(np.clip(ref.height - self.height_ref, -self.height_rate_limit * self.dt,
+                             self.height_rate_limit * self.dt))
+        self.height_ref += step
         if mode == "vmc":
-            F_y, T_x = virtual_forces(self.gains.legs, length, float(est.height_rate.mean()), ref.height,
-                                      est.roll, est.roll_rate)
+            F_y, T_x = virtual_forces(self.gains.legs, length, float(est.height_rate.mean()), self.height_ref,
+                                      est.roll, est.roll_rate, height_rate_ref=step / self.dt)
             hips = hip_torques(self.params, (g.l1, g.l2, g.l3), est.alpha[0], est.alpha[1], F_y, T_x, self.hip_limit)
         elif mode == "torque":
             hips = (value, value)

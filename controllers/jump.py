@@ -10,8 +10,10 @@ Phases, in order::
 - retract: legs pulled up hard to ``alpha_flight``, lifting the wheels;
 - flight: entered when the accelerometer reads free fall (specific force below
   ``freefall_accel``); legs extend to ``alpha_land`` to meet the ground;
-- landing: entered on touchdown (specific force above ``touchdown_accel``); legs
-  compliant at ``alpha_land`` for ``landing_time`` while balance resumes.
+- landing: entered on touchdown (specific force above ``touchdown_accel``); the
+  virtual-model height loop takes the legs from ``alpha_land`` down to the stance
+  height, so the whole stroke absorbs the impact, for ``landing_time`` while
+  balance resumes.
 
 The machine only decides phases and leg targets; :mod:`controllers.biped`
 turns them into torques.
@@ -49,6 +51,8 @@ class JumpPlan:
       thrust_torque: hip torque during thrust, N m (the motors' peak).
       freefall_accel, touchdown_accel: accelerometer thresholds for lift-off and touchdown.
       retract_timeout: longest retraction before giving up on flight (the robot never left).
+      min_flight: touchdown is not believed before this long in the air: pulling the
+        legs up shakes the body enough to trip the accelerometer threshold.
       landing_time: compliant landing before normal balance.
     """
 
@@ -56,12 +60,13 @@ class JumpPlan:
     alpha_crouch: float = np.radians(190.0)
     alpha_takeoff: float = np.radians(250.0)
     alpha_flight: float = np.radians(195.0)
-    alpha_land: float = np.radians(205.0)
+    alpha_land: float = np.radians(235.0)
     crouch_time: float = 0.6
     thrust_torque: float = 17.0
     freefall_accel: float = 4.0
     touchdown_accel: float = 14.0
     retract_timeout: float = 0.3
+    min_flight: float = 0.1
     landing_time: float = 0.5
 
 
@@ -103,7 +108,7 @@ class JumpStateMachine:
                 self._enter(t, Phase.FLIGHT)
             elif dwell >= p.retract_timeout:  # never left the ground: land in place
                 self._enter(t, Phase.LANDING)
-        elif self.phase is Phase.FLIGHT and accel > p.touchdown_accel:
+        elif self.phase is Phase.FLIGHT and dwell >= p.min_flight and accel > p.touchdown_accel:
             self._enter(t, Phase.LANDING)
         elif self.phase is Phase.LANDING and dwell >= p.landing_time:
             self._done = True
@@ -111,7 +116,7 @@ class JumpStateMachine:
         return self.phase
 
     def leg_target(self) -> tuple[str, float]:
-        """``("torque", tau)`` during thrust, else ``("alpha", target)`` (or ``("vmc", nan)`` in balance)."""
+        """``("torque", tau)`` in thrust, ``("vmc", nan)`` in balance and landing, else ``("alpha", target)``."""
         p = self.plan
         return {
             Phase.BALANCE: ("vmc", float("nan")),
@@ -119,7 +124,7 @@ class JumpStateMachine:
             Phase.THRUST: ("torque", p.thrust_torque),
             Phase.RETRACT: ("alpha", p.alpha_flight),
             Phase.FLIGHT: ("alpha", p.alpha_land),
-            Phase.LANDING: ("alpha", p.alpha_land),
+            Phase.LANDING: ("vmc", float("nan")),
         }[self.phase]
 
     @property

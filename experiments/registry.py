@@ -31,6 +31,7 @@ MODULES: tuple[str, ...] = (
     "experiments.box",
     "experiments.inertia_table",
     "experiments.biped",
+    "experiments.biped_control",
 )
 
 
