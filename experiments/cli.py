@@ -187,6 +187,10 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``crossdyn`` console script; returns the exit status."""
     os.environ.setdefault("MPLBACKEND", "Agg")
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--video" in argv:
+        os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede importing mujoco
     from experiments.errors import CrossdynError
 
     parser = build_parser()
