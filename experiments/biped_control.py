@@ -37,7 +37,8 @@ from experiments.errors import ModelError, ParameterError
 from experiments.registry import Param, experiment
 from experiments.results import Context
 
-__all__ = ["settling_time", "robot", "controller_for"]
+__all__ = ["settling_time", "robot", "controller_for", "balance_scenario", "balanced", "push_scenario",
+           "push_recovered"]
 
 CONTROL_PERIOD = 0.001  # s: 1 kHz; at 2 ms the leg-swing loop chatters (measured)
 ALPHA_NOMINAL = np.radians(215.0)  # mid-stroke stance, y = 0.313 m
@@ -101,6 +102,32 @@ def settling_time(t: np.ndarray, ok: np.ndarray, start: float = 0.0) -> float:
     if bad[-1] + 1 >= t.size:
         return float("inf")
     return float(t[bad[-1] + 1] - start)
+
+
+def balance_scenario(initial_tilt_deg: float, duration: float = 4.0) -> Scenario:
+    """The balance-recovery run: mid-stroke stance tilted forward by ``initial_tilt_deg``, height held."""
+    height = _height(ALPHA_NOMINAL)
+    return Scenario(duration=duration, alpha0=ALPHA_NOMINAL, reference=lambda t: Reference(height=height),
+                    initial_tilt=np.radians(initial_tilt_deg), control_period=CONTROL_PERIOD)
+
+
+def balanced(trace: Trace) -> np.ndarray:
+    """Per control step, upright and still by balance-recovery's measure: |theta| < 0.5 deg, |xd| < 0.02 m/s."""
+    return (np.abs(np.degrees(trace.true_pitch)) < 0.5) & (np.abs(trace.true_xd) < 0.02)
+
+
+PUSH_START = 0.5  # s: the push comes after the estimator has settled
+
+
+def push_scenario(impulse: float, length: float = 0.1, after: float = 3.0) -> Scenario:
+    """Upright at mid-stroke, pushed forward on the body by ``impulse`` N s over ``length`` s, watched ``after`` s."""
+    return replace(balance_scenario(0.0, PUSH_START + after), push=(PUSH_START, impulse / length, length))
+
+
+def push_recovered(trace: Trace) -> bool:
+    """Still up, within 2 deg of upright over the last 0.5 s."""
+    end = trace.window(trace.t[-1] - 0.5)
+    return bool(not trace.fell and np.abs(np.degrees(trace.true_pitch[end])).max() < 2.0)
 
 
 def _saturation(trace: Trace) -> dict:
@@ -190,11 +217,8 @@ def _height(alpha: float) -> float:
 def balance_recovery(ctx: Context) -> dict:
     height = _height(ALPHA_NOMINAL)
     ctrl = controller_for(ctx.params)
-    sc = Scenario(duration=4.0, alpha0=ALPHA_NOMINAL, reference=lambda t: Reference(height=height),
-                  initial_tilt=np.radians(ctx.params["initial_tilt_deg"]))
-    trace = _run(ctx, sc, ctrl=ctrl)
-    ok = (np.abs(np.degrees(trace.true_pitch)) < 0.5) & (np.abs(trace.true_xd) < 0.02)
-    settle = settling_time(trace.t, ok) if not trace.fell else float("inf")
+    trace = _run(ctx, balance_scenario(ctx.params["initial_tilt_deg"]), ctrl=ctrl)
+    settle = settling_time(trace.t, balanced(trace)) if not trace.fell else float("inf")
     _plot(ctx, trace, f"balance recovery from {ctx.params['initial_tilt_deg']:g} deg")
     return {
         "passed": bool(not trace.fell and settle <= 3.0),
@@ -341,18 +365,14 @@ def roll_leveling(ctx: Context) -> dict:
                    max_impulse=Param(30.0, "upper end of the search, N s", 1.0, 200.0)),
 )
 def push_recovery(ctx: Context) -> dict:
-    length, start = float(ctx.params["push_duration_s"]), 0.5
-    height = _height(ALPHA_NOMINAL)
+    length = float(ctx.params["push_duration_s"])
     model = robot(ctx.params)
     ctrl0 = controller_for(ctx.params)
 
     def recovered(impulse: float) -> tuple[bool, Trace]:
-        sc = Scenario(duration=start + 3.0, alpha0=ALPHA_NOMINAL, reference=lambda t: Reference(height=height),
-                      push=(start, impulse / length, length))
-        trace = _run(ctx, sc, model=model, ctrl=copy.deepcopy(ctrl0), video_name=f"push_{impulse:.2f}")
-        end = trace.window(trace.t[-1] - 0.5)
-        calm = not trace.fell and np.abs(np.degrees(trace.true_pitch[end])).max() < 2.0
-        return bool(calm), trace
+        trace = _run(ctx, push_scenario(impulse, length), model=model, ctrl=copy.deepcopy(ctrl0),
+                     video_name=f"push_{impulse:.2f}")
+        return push_recovered(trace), trace
 
     low, high = 0.0, float(ctx.params["max_impulse"])
     ok, best = recovered(high)
