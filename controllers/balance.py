@@ -135,8 +135,11 @@ class GainSchedule:
         """Gain ``(nu, nx)`` at a leg length, clamped to the tabulated range."""
         if not np.isfinite(length):
             raise ValueError(f"leg length must be finite, got {length}")
-        l = float(np.clip(length, self.lengths[0], self.lengths[-1]))
-        return np.tensordot(l ** np.arange(self.coeffs.shape[0] - 1, -1, -1), self.coeffs, axes=1)
+        l = min(max(float(length), self.lengths[0]), self.lengths[-1])
+        gain = self.coeffs[0].copy()
+        for c in self.coeffs[1:]:  # Horner's rule, highest power first
+            gain = gain * l + c
+        return gain
 
 
 def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], lengths, Q, R, degree: int = 3) -> GainSchedule:

@@ -146,14 +146,15 @@ class BipedController:
 
     def __call__(self, t: float, est: Estimate, ref: Reference) -> Command:
         g = self.geometry
-        phase = self.machine.update(t, float(est.alpha.mean()), est.accel) if self.machine else Phase.BALANCE
+        alpha_mean = 0.5 * float(est.alpha[0] + est.alpha[1])
+        phase = self.machine.update(t, alpha_mean, est.accel) if self.machine else Phase.BALANCE
 
         # Wheels: LQR on the moving set-point, then steering.
         self.x_ref += ref.velocity * self.dt
-        length = float(est.height.mean())
+        length = 0.5 * float(est.height[0] + est.height[1])
         K = self.gains.schedule(length)
         error = est.balance_state - np.array([self.x_ref, ref.velocity, 0.0, 0.0])
-        total = float(np.clip(-(K @ error).item(), -2 * self.wheel_limit, 2 * self.wheel_limit))
+        total = _clip(-float(K[0] @ error), 2 * self.wheel_limit)
         differential = yaw_torque(self.gains.yaw, est.yaw, est.yaw_rate, ref.yaw)
         wheels = split_wheel_torque(total, differential, self.wheel_limit)
         if self.machine is not None and self.machine.airborne:
@@ -165,11 +166,11 @@ class BipedController:
         mode, value = self.machine.leg_target() if self.machine else ("vmc", np.nan)
         if self.height_ref is None or mode != "vmc":
             self.height_ref = length  # start (or resume after a jump) from where the legs are
-        step = float(np.clip(ref.height - self.height_ref, -self.height_rate_limit * self.dt,
-                             self.height_rate_limit * self.dt))
+        step = _clip(ref.height - self.height_ref, self.height_rate_limit * self.dt)
         self.height_ref += step
         if mode == "vmc":
-            F_y, T_x = virtual_forces(self.gains.legs, length, float(est.height_rate.mean()), self.height_ref,
+            F_y, T_x = virtual_forces(self.gains.legs, length, 0.5 * float(est.height_rate[0] + est.height_rate[1]),
+                                      self.height_ref,
                                       est.roll, est.roll_rate, height_rate_ref=step / self.dt)
             hips = hip_torques(self.params, (g.l1, g.l2, g.l3), est.alpha[0], est.alpha[1], F_y, T_x, self.hip_limit)
         elif mode == "torque":
@@ -177,10 +178,9 @@ class BipedController:
         else:  # leg-angle PD (jump phases) with the body's weight fed forward while on the ground
             on_ground = phase in (Phase.CROUCH, Phase.LANDING)
             hips = tuple(
-                float(np.clip(
-                    self.gains.alpha_kp * (value - a) - self.gains.alpha_kd * ad
-                    + (five_bar.hip_torque(a, self.params.M * self.params.g / 2, g.l1, g.l2, g.l3) if on_ground else 0.0),
-                    -self.hip_limit, self.hip_limit))
+                _clip(self.gains.alpha_kp * (value - a) - self.gains.alpha_kd * ad
+                      + (float(five_bar.hip_torque(a, self.params.M * self.params.g / 2, g.l1, g.l2, g.l3))
+                         if on_ground else 0.0), self.hip_limit)
                 for a, ad in zip(est.alpha, est.alpha_rate)
             )
         # Keep each leg symmetric: a PD on alpha_front - alpha_rear, equal and
@@ -190,6 +190,10 @@ class BipedController:
             front, rear = 2 * leg, 2 * leg + 1
             swing = -(self.gains.swing_kp * (est.hip_angles[front] - est.hip_angles[rear])
                       + self.gains.swing_kd * (est.hip_rates[front] - est.hip_rates[rear])) / 2
-            motors += [float(np.clip(common + swing, -self.hip_limit, self.hip_limit)),
-                       float(np.clip(common - swing, -self.hip_limit, self.hip_limit))]
+            motors += [_clip(common + swing, self.hip_limit), _clip(common - swing, self.hip_limit)]
         return Command(wheels=wheels, hips=tuple(motors), legs=tuple(hips), phase=phase.value, wheel_total=total)
+
+
+def _clip(value: float, limit: float) -> float:
+    """``value`` clipped to ``[-limit, limit]`` (a float; ``np.clip`` costs microseconds per scalar)."""
+    return min(max(float(value), -limit), limit)

@@ -92,9 +92,13 @@ def shank_angle(alpha, geometry: LegGeometry) -> tuple[np.ndarray, np.ndarray]:
     ``phi = asin(a / l3)`` about +y from hanging straight down;
     ``dphi/dalpha = l2 sin(alpha) / sqrt(l3^2 - a^2)``.
     """
-    alpha = five_bar.check_alpha(alpha, geometry.l1, geometry.l2, geometry.l3)
-    a = geometry.l1 - geometry.l2 * np.cos(alpha)
-    return np.arcsin(a / geometry.l3), geometry.l2 * np.sin(alpha) / np.sqrt(geometry.l3**2 - a**2)
+    return _shank_angle(five_bar.check_alpha(alpha, geometry.l1, geometry.l2, geometry.l3), geometry)
+
+
+def _shank_angle(alpha: np.ndarray, g: LegGeometry) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`shank_angle` for an ``alpha`` already validated (the estimator's hot path)."""
+    a = g.l1 - g.l2 * np.cos(alpha)
+    return np.arcsin(a / g.l3), g.l2 * np.sin(alpha) / np.sqrt(g.l3**2 - a**2)
 
 
 class Estimator:
@@ -123,7 +127,7 @@ class Estimator:
           ValueError: a non-finite reading (a sensor fault or a diverged simulation).
         """
         readings = [np.asarray(v, dtype=float) for v in (quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel)]
-        if not all(np.isfinite(v).all() for v in readings):
+        if not np.isfinite(np.concatenate(readings)).all():
             raise ValueError("non-finite sensor reading: the state cannot be estimated")
         quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = readings
         g = self.geometry
@@ -135,21 +139,21 @@ class Estimator:
             self._yaw_turns -= 2 * np.pi * np.round(jump / (2 * np.pi))
         self._yaw_prev = yaw
 
-        alpha = np.array([hip_pos[0:2].mean(), hip_pos[2:4].mean()])
+        alpha = 0.5 * (hip_pos[0::2] + hip_pos[1::2])  # (left, right): mean of front and rear motor
         alpha = np.clip(alpha, *five_bar.REACHABLE)  # a transient overshoot must not stop the estimate
-        alpha_rate = np.array([hip_vel[0:2].mean(), hip_vel[2:4].mean()])
-        y, y1, _ = five_bar.height_derivatives(alpha, g.l1, g.l2, g.l3)
-        phi, dphi = shank_angle(alpha, g)
+        alpha_rate = 0.5 * (hip_vel[0::2] + hip_vel[1::2])
+        y, y1, _ = five_bar.height_derivatives(alpha, g.l1, g.l2, g.l3)  # validates alpha
+        phi, dphi = _shank_angle(alpha, g)
         # Wheel rotation in the world = encoder + shank pitch (body pitch + phi); rolling
         # without slip, the axle moves r times that.
         wheel_angle = wheel_pos + pitch + phi
         wheel_rate = wheel_vel + pitch_rate + dphi * alpha_rate
-        x = g.r * float(wheel_angle.mean())
+        x = g.r * 0.5 * float(wheel_angle[0] + wheel_angle[1])
         if self._x0 is None:
             self._x0 = x
         return Estimate(
             x=x - self._x0,
-            xd=g.r * float(wheel_rate.mean()),
+            xd=g.r * 0.5 * float(wheel_rate[0] + wheel_rate[1]),
             pitch=pitch,
             pitch_rate=pitch_rate,
             roll=roll,

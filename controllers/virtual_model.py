@@ -69,7 +69,6 @@ def hip_torques(params: PendulumParams, legs: tuple[float, float, float], alpha_
     Raises:
       ValueError: an alpha outside the five-bar's reachable range.
     """
-    P_L, P_R = leg_forces(params, F_y, T_x)
-    tau_L = float(five_bar.hip_torque(alpha_left, P_L, *legs))
-    tau_R = float(five_bar.hip_torque(alpha_right, P_R, *legs))
-    return float(np.clip(tau_L, -limit, limit)), float(np.clip(tau_R, -limit, limit))
+    forces = np.array(leg_forces(params, F_y, T_x))
+    tau = five_bar.hip_torque(np.array([alpha_left, alpha_right]), forces, *legs)  # both legs in one call
+    return min(max(float(tau[0]), -limit), limit), min(max(float(tau[1]), -limit), limit)
