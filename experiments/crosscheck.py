@@ -414,7 +414,7 @@ def check(
         states = sample_states(model, samples, seed)
     qpos, qvel, qacc = as_state_batch(model, *states)
     data = mujoco.MjData(model)
-    reference = lambda q, qd, qdd: inverse_dynamics(model, q, qd, qdd, data=data)  # noqa: E731
+    reference = lambda q, qd, qdd: inverse_dynamics(model, q, qd, qdd, data=data, unconstrained=True)  # noqa: E731
     return compare(
         batched(tau_fn, model.nv, label),
         reference,

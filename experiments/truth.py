@@ -121,7 +121,8 @@ def check_exact_dynamics(model: mujoco.MjModel) -> None:
         )
 
 
-def inverse_dynamics(model: mujoco.MjModel, qpos, qvel, qacc, data: mujoco.MjData | None = None) -> np.ndarray:
+def inverse_dynamics(model: mujoco.MjModel, qpos, qvel, qacc, data: mujoco.MjData | None = None,
+                     unconstrained: bool = False) -> np.ndarray:
     """MuJoCo's inverse dynamics ``qfrc_inverse`` row by row.
 
     Args:
@@ -130,11 +131,17 @@ def inverse_dynamics(model: mujoco.MjModel, qpos, qvel, qacc, data: mujoco.MjDat
       qvel: velocities, ``(N, nv)`` or ``(nv,)``.
       qacc: accelerations, ``(N, nv)`` or ``(nv,)``.
       data: optional scratch ``MjData`` to reuse.
+      unconstrained: refuse any state at which a constraint is active (a contact,
+        a reached joint limit): its force would be in ``qfrc_inverse``.
 
     Returns:
       Generalized forces, ``(N, nv)`` (N m for hinges, N for slides).  Includes
       whatever passive and constraint forces the model has (SPEC §0); use
       :func:`check_exact_dynamics` first for an exact rigid-body comparison.
+
+    Raises:
+      ModelError: with ``unconstrained``, a state with active constraints (the
+        message names the state and the constraint kinds).
     """
     qpos, qvel, qacc = as_state_batch(model, qpos, qvel, qacc)
     data = mujoco.MjData(model) if data is None else data
@@ -144,6 +151,14 @@ def inverse_dynamics(model: mujoco.MjModel, qpos, qvel, qacc, data: mujoco.MjDat
         data.qvel[:] = qvel[k]
         data.qacc[:] = qacc[k]
         mujoco.mj_inverse(model, data)
+        if unconstrained and data.nefc:
+            kinds = sorted({mujoco.mjtConstraint(int(c)).name.removeprefix("mjCNSTR_").lower()
+                            for c in data.efc_type[: data.nefc]})
+            raise ModelError(
+                f"at state {k} (q = {np.round(qpos[k], 4).tolist()}) {data.nefc} constraint row(s) are active "
+                f"({', '.join(kinds)}): mj_inverse then includes constraint forces (SPEC §0). Disable "
+                "contacts (contype/conaffinity 0) and joint limits, or check at other states."
+            )
         out[k] = data.qfrc_inverse
     return out
 

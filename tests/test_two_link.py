@@ -230,3 +230,16 @@ def test_states_file_is_checked(tmp_path):
     q, qd, qdd = sample_states(load_model("two_link_arm"), 20, seed=8)
     np.savetxt(tmp_path / "states.csv", np.hstack([q, qd, qdd]), delimiter=",")
     assert main(["check", "two-link", "--states", str(tmp_path / "states.csv"), "--out", str(tmp_path)]) == 0
+
+
+def test_active_constraints_are_refused(tmp_path):
+    """A contact or a reached joint limit puts constraint forces into mj_inverse."""
+    limited = USER_ARM.replace('name="elbow" type="hinge" axis="0 0 1"',
+                               'name="elbow" type="hinge" axis="0 0 1" range="-0.1 0.1"')
+    path = tmp_path / "limited.xml"
+    path.write_text(limited)
+    model = load_model(path)
+    params = two_link_params(model)
+    states = (np.array([[0.3, 0.5]]), np.zeros((1, 2)), np.zeros((1, 2)))  # elbow past its limit
+    with pytest.raises(ModelError, match=r"constraint row\(s\) are active \(limit_joint\)"):
+        check(functools.partial(VARIANTS["lagrange"], params), model, states=states)
