@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import time
 
 import mujoco
 import numpy as np
@@ -25,15 +24,7 @@ import numpy as np
 from analytic import rigid_body as rb
 from experiments.box import OMEGA0, mujoco_trajectory, rigid_body_params
 from experiments.truth import load_model
-
-
-def _best(fn, repeats: int) -> tuple[float, object]:
-    best, out = np.inf, None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
+from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
 
 
 def main() -> None:
@@ -58,7 +49,7 @@ def main() -> None:
         "MuJoCo RK4": mj(mujoco.mjtIntegrator.mjINT_RK4),
         "MuJoCo Euler": mj(mujoco.mjtIntegrator.mjINT_EULER),
     }
-    results = {name: _best(fn, args.repeats) for name, fn in runs.items()}
+    results = {name: best_time(fn, args.repeats) for name, fn in runs.items()}
     base = results["MuJoCo RK4"][0]
     print(f"{args.steps} steps of dt = {dt * 1e3:g} ms, best of {args.repeats}")
     print(f"{'integrator':<16}{'us/step':>10}{'x MuJoCo RK4':>14}{'|L| drift':>12}")

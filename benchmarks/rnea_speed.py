@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import time
 
 import mujoco
 import numpy as np
@@ -26,15 +25,7 @@ from analytic.unit_vector import mass_matrix_and_bias
 from experiments.crosscheck import sample_states
 from experiments.derivation import tree_from_model
 from experiments.truth import load_model
-
-
-def best_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
 
 
 def main() -> None:
@@ -66,10 +57,10 @@ def main() -> None:
             mujoco.mj_forward(model, data)
             mujoco.mj_fullM(model, data, dense)
 
-    t_mj = best_time(bare_inverse, args.repeats) / n
-    t_ours = best_time(lambda: rnea(tree, q, qd, qdd), args.repeats) / n
-    t_mj_M = best_time(bare_mass_matrix, args.repeats) / n
-    t_ours_M = best_time(lambda: mass_matrix_and_bias(functools.partial(rnea, tree), q, qd), args.repeats) / n
+    t_mj = best_time(bare_inverse, args.repeats)[0] / n
+    t_ours = best_time(lambda: rnea(tree, q, qd, qdd), args.repeats)[0] / n
+    t_mj_M = best_time(bare_mass_matrix, args.repeats)[0] / n
+    t_ours_M = best_time(lambda: mass_matrix_and_bias(functools.partial(rnea, tree), q, qd), args.repeats)[0] / n
     print(f"{args.model} (nv = {model.nv}), {n} states, best of {args.repeats}")
     print(f"  Python loop of mj_inverse           {t_mj * 1e6:8.3f} us/state")
     print(f"  batched analytic.rnea               {t_ours * 1e6:8.3f} us/state   "

@@ -13,7 +13,6 @@ wrapper <= 2x the bare loop.  Best of a few repeats, since the machine is shared
 from __future__ import annotations
 
 import argparse
-import time
 
 import mujoco
 import numpy as np
@@ -21,15 +20,7 @@ import numpy as np
 from analytic.two_link import VARIANTS
 from experiments.crosscheck import sample_states
 from experiments.truth import inverse_dynamics, load_model, two_link_params
-
-
-def best_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
 
 
 def main() -> None:
@@ -51,14 +42,14 @@ def main() -> None:
             mujoco.mj_inverse(model, data)
 
     n = args.states
-    t_bare = best_time(bare_loop, args.repeats) / n
-    t_wrap = best_time(lambda: inverse_dynamics(model, q, qd, qdd, data=data), args.repeats) / n
+    t_bare = best_time(bare_loop, args.repeats)[0] / n
+    t_wrap = best_time(lambda: inverse_dynamics(model, q, qd, qdd, data=data), args.repeats)[0] / n
     print(f"{n} states, best of {args.repeats}")
     print(f"  bare mj_inverse loop          {t_bare * 1e6:8.3f} us/state")
     print(f"  inverse_dynamics wrapper      {t_wrap * 1e6:8.3f} us/state   wrapper/bare = {t_wrap / t_bare:.2f} (aim <= 2)")
     for name in ("lagrange", "newton-euler"):
         fn = VARIANTS[name]
-        t = best_time(lambda: fn(params, q, qd, qdd), args.repeats) / n
+        t = best_time(lambda: fn(params, q, qd, qdd), args.repeats)[0] / n
         print(f"  analytic {name:<20} {t * 1e6:8.3f} us/state   analytic/wrapper = {t / t_wrap:.3f} (aim <= 0.1)")
 
 
