@@ -4,6 +4,8 @@
     crossdyn check two-link [--variant V] [--mjcf PATH] [--samples N] [--seed S] [--states FILE] [--out DIR]
     crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--samples N] [--seed S] [--out DIR]
     crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...]
+    crossdyn tune balance [--samples N | --grid NAME=VALUES ...] [--workers K] [--seed S] [--scheduler ADDR] [--out DIR]
+    crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--out DIR]
 
 Exit status: 0 when everything is as expected, 1 when a check or an experiment's
 expected outcome fails, 2 for bad input (missing file, malformed model, bad
@@ -13,6 +15,7 @@ state, unknown name), always with a one-line message and no traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -139,6 +142,106 @@ def _cmd_run(args) -> int:
     return 0 if not failed else 1
 
 
+def _fmt_weights(weights: dict) -> str:
+    return " ".join(f"{k}={v:.4g}" for k, v in weights.items())
+
+
+def _fmt_metrics(s: dict) -> str:
+    return (f"settle {s['settling_time_s']:.2f} s, effort {s['effort_N2m2s']:.3f} (N m)^2 s, "
+            f"overshoot {s['overshoot_deg']:.2f} deg, max |T| {s['max_wheel_torque']:.2f} N m [{s['outcome']}]")
+
+
+def _tune_engine(args) -> dict:
+    if args.workers is not None and args.scheduler:
+        from experiments.errors import ParameterError
+
+        raise ParameterError("--workers is for local runs; a Dask cluster's size is set by its workers")
+    return {"workers": args.workers or os.cpu_count() or 1, "scheduler": args.scheduler,
+            "progress": sys.stderr.isatty() and not args.no_progress}
+
+
+def _tune_interrupted(path: Path) -> int:
+    print(f"crossdyn: interrupted; finished samples are kept in {path}; the same command resumes",
+          file=sys.stderr)
+    return 130
+
+
+def _cmd_tune_balance(args) -> int:
+    from experiments import tune
+
+    grid = tune.parse_values(args.grid) if args.grid else None
+    samples = args.samples if args.samples is not None or grid is not None else 32
+    out = Path(args.out)
+    try:
+        result = tune.sweep(out, samples=samples, grid=grid, seed=args.seed, ranges=tune.parse_range(args.range),
+                            duration=args.duration, initial_tilt_deg=args.tilt, push_check=args.push,
+                            **_tune_engine(args))
+    except KeyboardInterrupt:
+        return _tune_interrupted(out / "samples.csv")
+    how = f"grid of {len(result.rows) - 1}" if grid else f"{samples} Latin-hypercube (seed {args.seed})"
+    print(f"tune balance: {len(result.rows)} samples ({how} + the defaults); {result.computed} run in "
+          f"{result.seconds:.1f} s, {result.resumed} resumed from {result.csv}")
+    print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
+    best = json.loads((out / "best.json").read_text())
+    default, chosen = best["defaults"], best["chosen"]
+    print(f"  defaults  {_fmt_weights(default['weights'])}: {_fmt_metrics(default)}")
+    if chosen is None:
+        print("  no sample balanced without saturating: nothing to recommend")
+        return 1
+    print(f"  best      {_fmt_weights(chosen['weights'])}: {_fmt_metrics(chosen)}")
+    print("            gains at stance K = [" + ", ".join(f"{k:.3f}" for k in chosen["gains_at_stance"]) + "]")
+    if default["outcome"] == "ok":
+        dt = default["settling_time_s"] - chosen["settling_time_s"]
+        de = 100 * (1 - chosen["effort_N2m2s"] / default["effort_N2m2s"])
+        verdict = "at least as good as" if dt >= 0 and de >= 0 else "not better on both counts than"
+        print(f"  best settles {dt:+.2f} s sooner with {de:+.1f} % less effort: {verdict} the defaults")
+    print(f"  results in {out} (samples.csv, best.json, pareto.png, weights.png, heatmap.png; timings.csv)")
+    return 0
+
+
+def _cmd_tune_robustness(args) -> int:
+    from experiments import tune
+
+    weights = tune.weights_from(args.weights_from) if args.weights_from else {}
+    weights.update({k: float(v) for k, vs in tune.parse_values(args.weight).items() for v in vs[:1]})
+    if any(len(v) != 1 for v in tune.parse_values(args.weight).values()):
+        from experiments.errors import ParameterError
+
+        raise ParameterError("--weight takes one value per weight (NAME=VALUE)")
+    axes = tune.parse_values(args.axis, kind="perturbation") if args.axis else None
+    out = Path(args.out)
+    try:
+        result = tune.robustness(out, weights=weights, axes=axes, duration=args.duration, **_tune_engine(args))
+    except KeyboardInterrupt:
+        return _tune_interrupted(out / "robustness.csv")
+    summary = json.loads((out / "robustness.json").read_text())
+    held = sum(r["outcome"] in ("ok", "saturated") for r in result.rows)
+    print(f"tune robustness: {_fmt_weights(summary['weights'])}")
+    print(f"  holds in {held}/{len(result.rows)} cells of " + " x ".join(summary["axes"]) + f"; {result.computed} run "
+          f"in {result.seconds:.1f} s, {result.resumed} resumed")
+    print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
+    print(f"  results in {out} (robustness.csv, robustness.png, robustness.json; timings.csv)")
+    return 0
+
+
+_GRID_HELP = """\
+Weights: q_x (1/m^2), q_xd (s^2/m^2), q_theta (1/rad^2), q_thetad (s^2/rad^2) on
+the LQR state [x, xd, theta, thetad], and r (1/(N m)^2) on the total wheel torque.
+Defaults q_x=20 q_xd=10 q_theta=100 q_thetad=1 r=1.
+
+  --grid NAME=V1,V2,...   these values of one weight (repeat for more weights;
+  --grid NAME=LO:HI:N     every combination is run; N evenly spaced values)
+  --range NAME=LO:HI      Latin-hypercube bounds (log-uniform) instead of the
+                          built-in ones (q_x 1:1000, q_xd 0.1:300,
+                          q_theta 10:3000, q_thetad 0.1:30, r 0.1:10)
+
+Example: crossdyn tune balance --grid q_theta=10,100,1000 --grid r=0.1,1,10
+Sample 0 is always the defaults, the reference the best is compared with.
+Dask: start 'dask scheduler' and 'dask worker tcp://HOST:8786' on machines that
+have crossdyn installed, then add --scheduler tcp://HOST:8786.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     from analytic.two_link import VARIANTS
 
@@ -175,7 +278,43 @@ def build_parser() -> argparse.ArgumentParser:
                        help="set an experiment parameter (repeatable; see 'crossdyn list')")
     p_run.add_argument("--video", action="store_true", help="render MP4s where supported (MUJOCO_GL=egl)")
     p_run.set_defaults(func=_cmd_run)
+
+    p_tune = sub.add_parser("tune", help="tune controller gains: weight sweeps and robustness maps")
+    tunes = p_tune.add_subparsers(dest="what", required=True, metavar="WHAT")
+    p_bal = tunes.add_parser("balance", help="sweep the balance LQR weights over balance-recovery runs",
+                             formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_GRID_HELP)
+    how = p_bal.add_mutually_exclusive_group()
+    how.add_argument("--samples", type=_positive_int, help="Latin-hypercube samples (default 32)")
+    how.add_argument("--grid", type=_key_value, action="append", default=[], metavar="NAME=VALUES",
+                     help="grid values of one weight (repeatable; see below)")
+    p_bal.add_argument("--range", type=_key_value, action="append", default=[], metavar="NAME=LO:HI",
+                       help="Latin-hypercube bounds of one weight (repeatable)")
+    p_bal.add_argument("--tilt", type=float, default=10.0, metavar="DEG", help="initial tilt, deg (default 10)")
+    p_bal.add_argument("--push", type=float, default=0.0, metavar="NS",
+                       help="also require recovery from this push, N s over 0.1 s (default: no push run)")
+    _add_tune_common(p_bal, "tune-balance")
+    p_bal.set_defaults(func=_cmd_tune_balance)
+    p_rob = tunes.add_parser("robustness", help="success map over two perturbation axes for given weights")
+    p_rob.add_argument("--weight", type=_key_value, action="append", default=[], metavar="NAME=VALUE",
+                       help="an LQR weight (repeatable; others default)")
+    p_rob.add_argument("--weights-from", metavar="DIR", help="the chosen weights of a sweep (its folder or best.json)")
+    p_rob.add_argument("--axis", type=_key_value, action="append", default=[], metavar="NAME=VALUES",
+                       help="a perturbation axis, two needed: body_mass_scale, com_offset_x (m), initial_tilt_deg, "
+                            "push_impulse_Ns; values V1,V2,... or LO:HI:N "
+                            "(default body_mass_scale=0.6:1.8:7 initial_tilt_deg=5:25:5)")
+    _add_tune_common(p_rob, "tune-robustness")
+    p_rob.set_defaults(func=_cmd_tune_robustness)
     return parser
+
+
+def _add_tune_common(p: argparse.ArgumentParser, name: str) -> None:
+    p.add_argument("--duration", type=float, default=4.0, metavar="S", help="simulated time per run, s (default 4)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the Latin hypercube (default 0)")
+    p.add_argument("--workers", type=_positive_int, metavar="K", help="local worker processes (default: all cores)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
+    p.add_argument("--out", default=str(DEFAULT_OUT / name), metavar="DIR",
+                   help=f"output folder; rerun to resume (default results/{name})")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _add_sampling(p: argparse.ArgumentParser) -> None:

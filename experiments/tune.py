@@ -1,0 +1,753 @@
+"""Gain tuning at scale: sweeps of the balance LQR's weights and robustness maps.
+
+A *sample* is one closed-loop run of the biped (:mod:`experiments.biped_control`'s
+balance-recovery scenario on its perturbed robot, with a controller designed from
+LQR weights ``Q = diag(q_x, q_xd, q_theta, q_thetad)``, ``R = r``), scored on
+
+- settling time: from the tilt (or the end of the push) until
+  ``|theta| < 0.5 deg`` and ``|xd| < 0.02 m/s`` hold to the end, s;
+- overshoot: the largest pitch past upright on the far side, deg;
+- control effort: ``integral (T_left + T_right)^2 dt`` of the applied wheel
+  torques, (N m)^2 s;
+- torque saturation: the fraction of control steps with a wheel at its limit;
+- outcome: ``ok``, ``saturated`` (settled, but a wheel hit its limit),
+  ``unsettled``, ``fell``, ``diverged`` (NaN / bad accelerations), ``invalid``
+  (no stabilizing LQR design for these weights), ``push-failed`` (balance held
+  but the optional push was not recovered) or ``error`` (an unexpected exception,
+  message in ``detail``).  A failing sample is a recorded outcome, never a crash.
+
+:func:`sweep` runs a grid or a Latin hypercube over the weights (plus the
+hand-picked defaults as sample 0, the reference), :func:`robustness` a grid over
+two perturbation axes for fixed weights.  Samples run in local processes
+(``workers``) or on a Dask distributed cluster (``scheduler``); each row is
+appended to the CSV as it finishes, and at the end the file is rewritten in
+sample order, so the CSV depends on the arguments and seed only, not on the
+worker count or the engine.  Wall-clock times go to ``timings.csv`` beside it.
+Restarted with the same arguments, a sweep reads its CSV back and runs only the
+missing samples.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+import os
+import socket
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from controllers.biped import DEFAULT_Q, DEFAULT_R
+from experiments import plots
+from experiments.biped_control import (
+    ALPHA_NOMINAL,
+    COMMON,
+    CONTROL_PERIOD,
+    PUSH_START,
+    _common_metrics,
+    _height,
+    balance_scenario,
+    balanced,
+    controller_for,
+    push_recovered,
+    push_scenario,
+    robot,
+    settling_time,
+)
+from experiments.closed_loop import simulate
+from experiments.errors import CrossdynError, ParameterError
+from experiments.registry import Param
+from experiments.results import write_json
+
+__all__ = ["Sample", "SweepResult", "WEIGHTS", "PERTURBATIONS", "RANGES", "parse_values", "parse_range",
+           "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep", "robustness", "best_sample"]
+
+WEIGHTS = ("q_x", "q_xd", "q_theta", "q_thetad", "r")
+DEFAULT_WEIGHTS = dict(zip(WEIGHTS, (*DEFAULT_Q, DEFAULT_R)))
+
+# Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
+# either side of the defaults, wide enough to hold both sluggish and twitchy designs.
+RANGES = {"q_x": (1.0, 1000.0), "q_xd": (0.1, 300.0), "q_theta": (10.0, 3000.0), "q_thetad": (0.1, 30.0),
+          "r": (0.1, 10.0)}
+
+PUSH_LENGTH = 0.1  # s, as push-recovery
+PERTURBATIONS = {
+    "body_mass_scale": COMMON["body_mass_scale"],
+    "com_offset_x": COMMON["com_offset_x"],
+    "initial_tilt_deg": Param(10.0, "initial forward tilt, deg", -30.0, 30.0),
+    "push_impulse_Ns": Param(0.0, f"forward push on the body over {PUSH_LENGTH} s at {PUSH_START} s, N s",
+                             0.0, 200.0),
+}
+NOMINAL = {name: p.default for name, p in PERTURBATIONS.items()}
+
+GAINS = ("k_x", "k_xd", "k_theta", "k_thetad")
+METRICS = ("outcome", "settling_time_s", "overshoot_deg", "max_tilt_deg", "excursion_m", "effort_N2m2s",
+           "max_wheel_torque", "wheel_saturation_fraction", "hip_saturation_fraction", "push_recovered",
+           "push_max_tilt_deg", "detail")
+KEYS = ("sample", "kind", *WEIGHTS, *PERTURBATIONS, "duration_s", "push_check_Ns")
+COLUMNS = (*KEYS, *GAINS, *METRICS)
+FAILED = ("unsettled", "fell", "diverged", "invalid", "push-failed", "error")
+
+CONNECT_TIMEOUT = "5s"  # an unreachable scheduler fails fast instead of hanging
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One closed-loop run to do.
+
+    Attributes:
+      index: position in the sweep (the CSV's order).
+      kind: ``default`` (the hand-picked reference), ``grid``, ``lhs`` or ``map``.
+      weights: LQR weights by name (:data:`WEIGHTS`).
+      perturbation: robot and scenario perturbation by name (:data:`PERTURBATIONS`).
+      duration: simulated time, s.
+      push_check: if > 0, also run push-recovery's scenario at this impulse, N s,
+        and fail the sample if the push is not recovered.
+    """
+
+    index: int
+    kind: str
+    weights: dict = field(hash=False)
+    perturbation: dict = field(hash=False)
+    duration: float = 4.0
+    push_check: float = 0.0
+
+    def key(self) -> dict:
+        """The CSV columns that identify the sample (compared on resume)."""
+        return {"sample": str(self.index), "kind": self.kind, **{k: _fmt(self.weights[k]) for k in WEIGHTS},
+                **{k: _fmt(self.perturbation[k]) for k in PERTURBATIONS}, "duration_s": _fmt(self.duration),
+                "push_check_Ns": _fmt(self.push_check)}
+
+
+def _fmt(value) -> str:
+    """CSV text of a value: round-trip floats (repr), lower-case booleans, '' for missing."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (float, np.floating, int, np.integer)):
+        return repr(float(value))
+    return str(value)
+
+
+def _float(text: str) -> float:
+    return float(text) if text not in ("", None) else math.nan
+
+
+# ---------------------------------------------------------------------------------
+# Parsing the command line's NAME=... arguments.
+
+def _check_weight(name: str, value: float) -> float:
+    if name not in WEIGHTS:
+        raise ParameterError(f"unknown LQR weight {name!r}; the weights are {', '.join(WEIGHTS)}")
+    return COMMON[name].parse(name, repr(value))
+
+
+def _check_perturbation(name: str, value: float) -> float:
+    if name not in PERTURBATIONS:
+        raise ParameterError(f"unknown perturbation {name!r}; the axes are {', '.join(PERTURBATIONS)}")
+    return PERTURBATIONS[name].parse(name, repr(value))
+
+
+def _numbers(name: str, text: str) -> list[float]:
+    """``a,b,c`` or ``lo:hi:n`` (n evenly spaced values) as floats."""
+    text = text.strip()
+    if not text:
+        raise ParameterError(f"{name}=: empty list of values")
+    try:
+        if ":" in text:
+            lo, hi, n = text.split(":")
+            count = int(n)
+            if count < 1:
+                raise ValueError
+            return [float(v) for v in np.linspace(float(lo), float(hi), count)]
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ParameterError(f"{name}={text}: expected numbers 'a,b,c' or 'lo:hi:count'") from None
+
+
+def parse_values(items: list[tuple[str, str]], kind: str = "weight") -> dict[str, list[float]]:
+    """``[("q_theta", "10,100,1000"), ...]`` -> ``{"q_theta": [10.0, 100.0, 1000.0]}``, validated.
+
+    ``kind`` is ``weight`` (LQR weights, non-negative, ``r`` positive) or
+    ``perturbation`` (the robustness axes).
+
+    Raises:
+      ParameterError: unknown name, repeated name, empty list, a value out of range.
+    """
+    check = _check_weight if kind == "weight" else _check_perturbation
+    out: dict[str, list[float]] = {}
+    for name, text in items:
+        if name in out:
+            raise ParameterError(f"{name} given twice")
+        values = _numbers(name, text)
+        if not values:
+            raise ParameterError(f"{name}={text}: empty list of values")
+        out[name] = [check(name, v) for v in values]
+    return out
+
+
+def parse_range(items: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
+    """``[("q_x", "1:1000")]`` -> ``{"q_x": (1.0, 1000.0)}``: Latin-hypercube bounds, both > 0 (log scale)."""
+    out = {}
+    for name, text in items:
+        try:
+            lo, hi = (float(v) for v in text.split(":"))
+        except ValueError:
+            raise ParameterError(f"{name}={text}: expected a range 'low:high'") from None
+        lo, hi = _check_weight(name, lo), _check_weight(name, hi)
+        if not 0 < lo <= hi:
+            raise ParameterError(f"{name}={text}: need 0 < low <= high (sampled on a log scale)")
+        out[name] = (lo, hi)
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# Planning.
+
+def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None = None, seed: int = 0,
+               ranges: dict[str, tuple[float, float]] | None = None, duration: float = 4.0,
+               initial_tilt_deg: float = 10.0, push_check: float = 0.0) -> list[Sample]:
+    """The samples of a weight sweep; sample 0 is always the hand-picked defaults.
+
+    Args:
+      samples: number of Latin-hypercube draws (log-uniform within ``ranges``).
+      grid: instead, every combination of these values; weights not named stay
+        at their defaults.
+      seed: seed of the Latin hypercube.
+      ranges: per-weight ``(low, high)`` overriding :data:`RANGES`.
+      duration: simulated time of each run, s.
+      initial_tilt_deg: the balance-recovery tilt, deg.
+      push_check: also require recovery from this push, N s (0: no push run).
+
+    Raises:
+      ParameterError: both or neither of ``samples`` and ``grid``; a bad value.
+    """
+    if (samples is None) == (grid is None):
+        raise ParameterError("give either --samples N (Latin hypercube) or --grid NAME=VALUES, not both")
+    perturbation = {**NOMINAL, "initial_tilt_deg": _check_perturbation("initial_tilt_deg", initial_tilt_deg)}
+    if duration <= PUSH_START + PUSH_LENGTH:
+        raise ParameterError(f"duration {duration} s is too short for a closed-loop run (> 0.6 s)")
+
+    def sample(i, kind, weights):
+        return Sample(i, kind, {**DEFAULT_WEIGHTS, **weights}, perturbation, float(duration), float(push_check))
+
+    plan = [sample(0, "default", {})]
+    if grid is not None:
+        names = list(grid)
+        for values in itertools.product(*(grid[n] for n in names)):
+            plan.append(sample(len(plan), "grid", dict(zip(names, values))))
+        return plan
+    if samples < 1:
+        raise ParameterError(f"--samples must be at least 1, got {samples}")
+    from scipy.stats import qmc
+
+    bounds = {**RANGES, **(ranges or {})}
+    lo = np.log10([bounds[w][0] for w in WEIGHTS])
+    hi = np.log10([bounds[w][1] for w in WEIGHTS])
+    unit = qmc.LatinHypercube(d=len(WEIGHTS), rng=np.random.default_rng(seed)).random(samples)
+    for row in 10.0 ** (lo + unit * (hi - lo)):
+        plan.append(sample(len(plan), "lhs", {w: float(v) for w, v in zip(WEIGHTS, row)}))
+    return plan
+
+
+def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], duration: float = 4.0) -> list[Sample]:
+    """Every combination of two perturbation axes, for one set of LQR weights.
+
+    Perturbations not on an axis stay nominal (10 deg tilt, no push).
+
+    Raises:
+      ParameterError: not exactly two axes; an unknown weight.
+    """
+    if len(axes) != 2:
+        raise ParameterError(f"a robustness map needs exactly two --axis, got {len(axes)}")
+    weights = {**DEFAULT_WEIGHTS, **{k: _check_weight(k, v) for k, v in weights.items()}}
+    (a, va), (b, vb) = axes.items()
+    return [Sample(i, "map", dict(weights), {**NOMINAL, a: x, b: y}, float(duration))
+            for i, (x, y) in enumerate(itertools.product(va, vb))]
+
+
+# ---------------------------------------------------------------------------------
+# One sample.
+
+def _score(trace, tilt_deg: float, start: float) -> dict:
+    """Metrics of one balance trace (see the module docstring)."""
+    if trace.t.size == 0:  # diverged before the first control step completed
+        return {"outcome": "diverged"}
+    common = _common_metrics(trace)
+    settle = settling_time(trace.t, balanced(trace), start) if not trace.fell else math.inf
+    side = 1.0 if tilt_deg >= 0 else -1.0  # a push is forward, as a forward tilt
+    after = trace.t >= start
+    pitch = np.degrees(trace.true_pitch)
+    total = trace.wheel_torque.sum(axis=1)
+    metrics = {
+        "settling_time_s": settle,
+        "overshoot_deg": float(max(0.0, np.max(-side * pitch[after]))) if after.any() else math.nan,
+        "max_tilt_deg": common["max_tilt_deg"],
+        "excursion_m": float(np.abs(trace.true_x).max()),
+        "effort_N2m2s": float(np.sum(total**2) * CONTROL_PERIOD),
+        "max_wheel_torque": common["max_wheel_torque"],
+        "wheel_saturation_fraction": common["wheel_saturation_fraction"],
+        "hip_saturation_fraction": common["hip_saturation_fraction"],
+    }
+    if trace.diverged or not all(np.isfinite(v) for k, v in metrics.items() if k != "settling_time_s"):
+        metrics["outcome"] = "diverged"
+    elif trace.fell:
+        metrics["outcome"] = "fell"
+    elif not np.isfinite(settle):
+        metrics["outcome"] = "unsettled"
+    elif common["wheel_saturation_fraction"] > 0:
+        metrics["outcome"] = "saturated"
+    else:
+        metrics["outcome"] = "ok"
+    return metrics
+
+
+def evaluate(sample: Sample) -> dict[str, str]:
+    """Run one sample and return its CSV row (text, deterministic; no timings)."""
+    row = {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}}
+    p = sample.perturbation
+    try:
+        ctrl = controller_for(sample.weights)
+    except ParameterError as exc:
+        row.update(outcome="invalid", detail=str(exc))
+        return row
+    try:
+        row.update(zip(GAINS, (_fmt(k) for k in ctrl.gains.schedule(_height(ALPHA_NOMINAL)).ravel())))
+        model = robot(p)
+        sc = balance_scenario(p["initial_tilt_deg"], sample.duration)
+        start = 0.0
+        if p["push_impulse_Ns"] > 0:
+            start = PUSH_START + PUSH_LENGTH
+            sc = replace(sc, push=(PUSH_START, p["push_impulse_Ns"] / PUSH_LENGTH, PUSH_LENGTH))
+        metrics = _score(simulate(model, sc, ctrl), p["initial_tilt_deg"], start)
+        if sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated"):
+            trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH), controller_for(sample.weights))
+            metrics["push_recovered"] = push_recovered(trace)
+            metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
+            if not metrics["push_recovered"]:
+                metrics["outcome"] = "push-failed"
+    except CrossdynError as exc:
+        row.update(outcome="error", detail=str(exc))
+        return row
+    except Exception as exc:  # one bad sample must not lose a sweep; the message says what happened
+        row.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
+        return row
+    row.update({k: _fmt(v) for k, v in metrics.items()})
+    return row
+
+
+def _timed(sample: Sample) -> tuple[dict, float, str]:
+    """``evaluate`` with its wall time and where it ran (for timings.csv only)."""
+    start = time.perf_counter()
+    row = evaluate(sample)
+    return row, time.perf_counter() - start, f"{socket.gethostname()}:{os.getpid()}"
+
+
+# ---------------------------------------------------------------------------------
+# Running many, with resume.
+
+@dataclass
+class SweepResult:
+    """What a sweep produced.
+
+    Attributes:
+      rows: every sample's CSV row, in sample order.
+      computed: samples run by this call (the rest were read back from the CSV).
+      resumed: samples found already done.
+      seconds: wall time of this call, s.
+      csv: path of the CSV.
+      best: the chosen sample's row (weight sweeps only), or None.
+    """
+
+    rows: list[dict]
+    computed: int
+    resumed: int
+    seconds: float
+    csv: Path
+    best: dict | None = None
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for row in self.rows:
+            out[row["outcome"]] = out.get(row["outcome"], 0) + 1
+        return out
+
+
+def _read_done(path: Path, plan: list[Sample]) -> dict[int, dict]:
+    """Rows of ``path`` that belong to ``plan``; a torn last line is dropped.
+
+    Raises:
+      ParameterError: the file was written by a sweep with other arguments.
+    """
+    if not path.exists():
+        return {}
+    with path.open(newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None:
+            return {}
+        if tuple(header) != COLUMNS:
+            raise ParameterError(f"{path} is not a sweep table of this version; use another --out or delete it")
+        rows = [dict(zip(header, r)) for r in reader if len(r) == len(header)]
+    by_index = {s.index: s for s in plan}
+    done = {}
+    for row in rows:
+        try:
+            sample = by_index[int(row["sample"])]
+        except (KeyError, ValueError):
+            raise ParameterError(f"{path} holds sample {row['sample']!r}, which this sweep does not have: "
+                                 "it was made with other arguments; use another --out or delete it") from None
+        key = sample.key()
+        if any(row[k] != v for k, v in key.items()):
+            diff = next(k for k, v in key.items() if row[k] != v)
+            raise ParameterError(f"{path} sample {sample.index} has {diff}={row[diff]} but this sweep has "
+                                 f"{diff}={key[diff]}: it was made with other arguments; use another --out or "
+                                 "delete it")
+        if row["outcome"]:
+            done.setdefault(sample.index, row)
+    return done
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
+
+
+def _local(todo: list[Sample], workers: int):
+    """Yield ``_timed`` results as they finish, in local processes (inline for one worker)."""
+    if workers <= 1 or len(todo) <= 1:
+        for sample in todo:
+            yield _timed(sample)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # forkserver, preloaded: workers start fast and never fork a process that has
+    # threads running (a Dask client's, tqdm's monitor).
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["experiments.tune"])
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context)
+    try:
+        futures = [pool.submit(_timed, s) for s in todo]
+        for fut in as_completed(futures):
+            yield fut.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _connect(scheduler: str):
+    """A Dask client of the scheduler at ``scheduler`` (``tcp://HOST:PORT``).
+
+    Raises:
+      CrossdynError: Dask is not installed, the address is malformed, or nothing
+        answers there within :data:`CONNECT_TIMEOUT`.
+    """
+    try:
+        from distributed import Client
+        from distributed.comm import parse_address, parse_host_port
+    except ImportError:
+        raise CrossdynError("--scheduler needs Dask: pip install -e '.[dask]'") from None
+    try:
+        _, where = parse_address(scheduler, strict=True)
+        parse_host_port(where)  # raises without a port
+    except (ValueError, TypeError) as exc:
+        raise CrossdynError(f"bad Dask scheduler address {scheduler!r} ({exc}); expected tcp://HOST:PORT") from None
+    try:
+        return Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CrossdynError(f"cannot reach the Dask scheduler at {scheduler}: {reason}") from None
+
+
+def _dask(client, todo: list[Sample]):
+    """Yield ``_timed`` results as they finish on a Dask distributed cluster, then close the client."""
+    from distributed import as_completed
+
+    try:
+        # pure=False: every sample is its own task even if two have equal arguments.
+        futures = client.map(_timed, todo, pure=False)
+        for fut in as_completed(futures, loop=client.loop):
+            yield fut.result()
+    finally:
+        client.close()
+
+
+def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, scheduler: str | None = None,
+                progress: bool = False, desc: str = "tune") -> SweepResult:
+    """Run the samples of ``plan`` not yet in ``csv_path``; return all rows in sample order.
+
+    Each finished row is appended and flushed at once, so an interrupted run keeps
+    what it finished; at the end the CSV is rewritten in sample order.  Wall
+    times are appended to ``timings.csv`` in the same folder.
+
+    Raises:
+      ParameterError: ``csv_path`` was made by a sweep with other arguments.
+      CrossdynError: the Dask scheduler cannot be reached.
+    """
+    start = time.perf_counter()
+    csv_path = Path(csv_path)
+    done = _read_done(csv_path, plan)
+    todo = [s for s in plan if s.index not in done]
+    results = _dask(_connect(scheduler), todo) if scheduler and todo else _local(todo, workers)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    _write_csv(csv_path, [done[i] for i in sorted(done)])  # drops a torn last line before appending
+    timings = csv_path.parent / "timings.csv"
+    new_timings = not timings.exists()
+    failures = sum(row["outcome"] in FAILED for row in done.values())
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(plan), initial=len(done), desc=desc, unit="run", dynamic_ncols=True)
+        bar.set_postfix(failed=failures)
+    try:
+        with csv_path.open("a", newline="") as f, timings.open("a", newline="") as ft:
+            writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+            timer = csv.writer(ft, lineterminator="\n")
+            if new_timings:
+                timer.writerow(("sample", "wall_s", "where"))
+            for row, seconds, where in results:
+                writer.writerow(row)
+                f.flush()
+                timer.writerow((row["sample"], f"{seconds:.3f}", where))
+                ft.flush()
+                done[int(row["sample"])] = row
+                failures += row["outcome"] in FAILED
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(failed=failures)
+    finally:
+        if bar is not None:
+            bar.close()
+    rows = [done[s.index] for s in plan]
+    _write_csv(csv_path, rows)
+    return SweepResult(rows, len(todo), len(plan) - len(todo), time.perf_counter() - start, csv_path)
+
+
+# ---------------------------------------------------------------------------------
+# Choosing and showing.
+
+def _value(row: dict, key: str) -> float:
+    return _float(row.get(key, ""))
+
+
+def _pareto(rows: list[dict]) -> list[dict]:
+    """Rows not beaten on both settling time and effort by another row, by settling time."""
+    pts = sorted(rows, key=lambda r: (_value(r, "settling_time_s"), _value(r, "effort_N2m2s")))
+    front, best_effort = [], math.inf
+    for r in pts:
+        if _value(r, "effort_N2m2s") < best_effort:
+            front.append(r)
+            best_effort = _value(r, "effort_N2m2s")
+    return front
+
+
+def best_sample(rows: list[dict]) -> dict | None:
+    """The fastest-settling ``ok`` sample that uses no more effort than the defaults (sample 0).
+
+    If none uses no more effort, the fastest-settling ``ok`` sample; None if no
+    sample is ``ok``.  Ties on settling time go to the lower effort.
+    """
+    ok = [r for r in rows if r["outcome"] == "ok"]
+    if not ok:
+        return None
+    default = next((r for r in rows if r["kind"] == "default"), None)
+    key = lambda r: (_value(r, "settling_time_s"), _value(r, "effort_N2m2s"))  # noqa: E731
+    if default is not None and default["outcome"] == "ok":
+        thrifty = [r for r in ok if _value(r, "effort_N2m2s") <= _value(default, "effort_N2m2s")]
+        if thrifty:
+            return min(thrifty, key=key)
+    return min(ok, key=key)
+
+
+_COLORS = {"ok": "tab:green", "saturated": "tab:orange", "unsettled": "tab:purple", "fell": "tab:red",
+           "diverged": "black", "push-failed": "tab:pink"}
+
+
+def _plot_pareto(rows: list[dict], best: dict | None, path: Path) -> None:
+    fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
+    finite = [r for r in rows if np.isfinite(_value(r, "settling_time_s"))]
+    for outcome in _COLORS:
+        pts = [r for r in finite if r["outcome"] == outcome]
+        if pts:
+            ax.scatter([_value(r, "effort_N2m2s") for r in pts], [_value(r, "settling_time_s") for r in pts], s=18,
+                       color=_COLORS[outcome], label=f"{outcome} ({len(pts)})", alpha=0.8)
+    front = _pareto([r for r in rows if r["outcome"] == "ok"])
+    if front:
+        ax.step([_value(r, "effort_N2m2s") for r in front], [_value(r, "settling_time_s") for r in front],
+                where="post", color="tab:green", lw=1.0, label="Pareto front (ok)")
+    default = next((r for r in rows if r["kind"] == "default"), None)
+    for row, marker, label in ((default, "*", "defaults"), (best, "o", "chosen")):
+        if row is not None and np.isfinite(_value(row, "settling_time_s")):
+            ax.scatter([_value(row, "effort_N2m2s")], [_value(row, "settling_time_s")], s=160, marker=marker,
+                       facecolors="none", edgecolors="k", linewidths=1.5, label=label)
+    other = len(rows) - len(finite)
+    ax.set_xscale("log")
+    ax.set_xlabel("control effort  integral T^2 dt  ((N m)^2 s)")
+    ax.set_ylabel("settling time (s)")
+    ax.set_title(f"{len(rows)} samples; {other} never settled (fell, diverged, invalid) not shown")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
+def _plot_weights(rows: list[dict], path: Path) -> None:
+    """Settling time against each weight (log scale): which weights matter."""
+    fig, axes = plots.figure(1, len(WEIGHTS), width=14.0, height=3.0, sharey=True)
+    for ax, w in zip(axes, WEIGHTS):
+        for outcome, color in _COLORS.items():
+            pts = [r for r in rows if r["outcome"] == outcome and np.isfinite(_value(r, "settling_time_s"))]
+            ax.scatter([_value(r, w) for r in pts], [_value(r, "settling_time_s") for r in pts], s=10, color=color)
+        ax.axvline(DEFAULT_WEIGHTS[w], color="k", ls=":", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel(w)
+    axes[0].set_ylabel("settling time (s)")
+    fig.suptitle("settling time vs each LQR weight (dotted: default; colours as the Pareto plot)")
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
+def _heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", annotate=None):
+    """A heat-map of ``values[i, j]`` over ``xs[i]`` (columns) and ``ys[j]`` (rows), NaN blank."""
+    im = ax.imshow(values.T, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
+    ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs], fontsize=7, rotation=45)
+    ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys], fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    if annotate is not None:
+        for i, j in itertools.product(range(len(xs)), range(len(ys))):
+            ax.text(i, j, annotate[i][j], ha="center", va="center", fontsize=6)
+    fig.colorbar(im, ax=ax)
+
+
+def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: Path) -> bool:
+    """Settling time and effort over two weights.
+
+    A grid uses its first two swept weights (the best over the others per cell);
+    a Latin hypercube bins the two weights that settling time depends on most
+    (rank correlation) into 6 x 6 log-spaced cells.  Returns False if there are
+    not two varying weights.
+    """
+    ok = [r for r in rows if r["kind"] != "default"]
+    if grid is not None:
+        axes = [w for w in grid if len(grid[w]) > 1][:2]
+        if len(axes) < 2:
+            return False
+        xs, ys = sorted(grid[axes[0]]), sorted(grid[axes[1]])
+        xi = {_fmt(v): i for i, v in enumerate(xs)}
+        yi = {_fmt(v): j for j, v in enumerate(ys)}
+        cell = lambda r: (xi[r[axes[0]]], yi[r[axes[1]]])  # noqa: E731
+    else:
+        from scipy.stats import spearmanr
+
+        finite = [r for r in ok if np.isfinite(_value(r, "settling_time_s"))]
+        if len(finite) < 4:
+            return False
+        t = [_value(r, "settling_time_s") for r in finite]
+        score = {w: abs(spearmanr([_value(r, w) for r in finite], t).statistic) for w in WEIGHTS}
+        axes = sorted(WEIGHTS, key=lambda w: -np.nan_to_num(score[w]))[:2]
+        edges = [np.geomspace(min(_value(r, w) for r in ok), max(_value(r, w) for r in ok) * (1 + 1e-12), 7)
+                 for w in axes]
+        xs, ys = (np.sqrt(e[1:] * e[:-1]) for e in edges)  # geometric bin centres
+        cell = lambda r: tuple(int(np.searchsorted(e, _value(r, w), "right") - 1)  # noqa: E731
+                               for e, w in zip(edges, axes))
+    settle = np.full((len(xs), len(ys)), np.nan)
+    effort = np.full((len(xs), len(ys)), np.nan)
+    for r in ok:
+        if r["outcome"] not in ("ok", "saturated"):
+            continue
+        i, j = cell(r)
+        if not settle[i, j] <= _value(r, "settling_time_s"):  # NaN or worse: keep the best per cell
+            settle[i, j], effort[i, j] = _value(r, "settling_time_s"), _value(r, "effort_N2m2s")
+    fig, (a1, a2) = plots.figure(1, 2, width=12.0, height=4.5)
+    how = "best per cell" + ("" if grid is not None else ", binned Latin-hypercube samples")
+    _heat(a1, fig, xs, ys, settle, axes[0], axes[1], f"settling time (s), {how}; blank: none settled")
+    _heat(a2, fig, xs, ys, effort, axes[0], axes[1], "effort of that sample ((N m)^2 s)")
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return True
+
+
+def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]] | None = None, seed: int = 0,
+          ranges: dict[str, tuple[float, float]] | None = None, duration: float = 4.0,
+          initial_tilt_deg: float = 10.0, push_check: float = 0.0, workers: int = 1,
+          scheduler: str | None = None, progress: bool = False, plots_: bool = True) -> SweepResult:
+    """Sweep the balance LQR weights (see :func:`plan_sweep`) into ``out``.
+
+    Writes ``out/samples.csv``, ``out/timings.csv``, ``out/best.json`` (the
+    chosen sample next to the defaults) and, with ``plots_``, ``pareto.png``,
+    ``weights.png`` and ``heatmap.png``.
+    """
+    out = Path(out)
+    plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check)
+    result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress)
+    result.best = best_sample(result.rows)
+    default = result.rows[0]
+    write_json(out / "best.json", {
+        "chosen": _summary(result.best) if result.best else None,
+        "defaults": _summary(default),
+        "rule": "fastest-settling 'ok' sample using no more effort than the defaults",
+        "outcomes": result.counts(),
+    })
+    if plots_:
+        _plot_pareto(result.rows, result.best, out / "pareto.png")
+        _plot_weights(result.rows, out / "weights.png")
+        _plot_heatmap(result.rows, grid, out / "heatmap.png")
+    return result
+
+
+def _summary(row: dict) -> dict:
+    """A row as JSON numbers: weights, gains at stance, metrics."""
+    return {"sample": int(row["sample"]), "weights": {w: _value(row, w) for w in WEIGHTS},
+            "gains_at_stance": [_value(row, k) for k in GAINS], "outcome": row["outcome"],
+            **{k: _value(row, k) for k in ("settling_time_s", "overshoot_deg", "effort_N2m2s", "max_wheel_torque",
+                                           "wheel_saturation_fraction")}}
+
+
+def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict[str, list[float]] | None = None,
+               duration: float = 4.0, workers: int = 1, scheduler: str | None = None,
+               progress: bool = False) -> SweepResult:
+    """Success map over two perturbation axes for fixed LQR weights, into ``out``.
+
+    Success: did not fall and settled within the run.  Writes
+    ``out/robustness.csv``, ``out/timings.csv`` and ``out/robustness.png``.
+    Default axes: body mass scale 0.6-1.8 x initial tilt 5-25 deg.
+    """
+    axes = axes or {"body_mass_scale": [0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8],
+                    "initial_tilt_deg": [5.0, 10.0, 15.0, 20.0, 25.0]}
+    plan = plan_robustness(weights or {}, axes, duration)
+    result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
+                         progress=progress, desc="robustness")
+    (a, va), (b, vb) = axes.items()
+    held = np.zeros((len(va), len(vb)))
+    text = [["" for _ in vb] for _ in va]
+    for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb)))):
+        held[i, j] = row["outcome"] in ("ok", "saturated")
+        text[i][j] = f"{_value(row, 'settling_time_s'):.1f}s" if held[i, j] else row["outcome"]
+    fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
+    _heat(ax, fig, va, vb, held, a, b, "holds (1) or not (0); text: settling time or outcome", cmap="RdYlGn",
+          annotate=text)
+    fig.savefig(Path(out) / "robustness.png", dpi=110, bbox_inches="tight")
+    write_json(Path(out) / "robustness.json", {"weights": plan[0].weights, "axes": axes,
+                                               "held_fraction": float(held.mean()), "outcomes": result.counts()})
+    return result
+
+
+def weights_from(path: str) -> dict[str, float]:
+    """LQR weights from a sweep's ``best.json`` (its chosen sample) or a folder holding one."""
+    file = Path(path)
+    if file.is_dir():
+        file = file / "best.json"
+    try:
+        chosen = json.loads(file.read_text())["chosen"]
+        return {w: float(chosen["weights"][w]) for w in WEIGHTS}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ParameterError(f"cannot read chosen weights from {file}: {exc}") from None
