@@ -147,8 +147,9 @@ def _fmt_weights(weights: dict) -> str:
 
 
 def _fmt_metrics(s: dict) -> str:
-    return (f"settle {s['settling_time_s']:.2f} s, effort {s['effort_N2m2s']:.3f} (N m)^2 s, "
-            f"overshoot {s['overshoot_deg']:.2f} deg, max |T| {s['max_wheel_torque']:.2f} N m [{s['outcome']}]")
+    n = {k: float(v) for k, v in s.items() if k not in ("weights", "gains_at_stance", "outcome")}  # "inf" from JSON
+    return (f"settle {n['settling_time_s']:.2f} s, effort {n['effort_N2m2s']:.3f} (N m)^2 s, "
+            f"overshoot {n['overshoot_deg']:.2f} deg, max |T| {n['max_wheel_torque']:.2f} N m [{s['outcome']}]")
 
 
 def _tune_engine(args) -> dict:
@@ -190,11 +191,13 @@ def _cmd_tune_balance(args) -> int:
         return 1
     print(f"  best      {_fmt_weights(chosen['weights'])}: {_fmt_metrics(chosen)}")
     print("            gains at stance K = [" + ", ".join(f"{k:.3f}" for k in chosen["gains_at_stance"]) + "]")
-    if default["outcome"] == "ok":
+    if chosen["sample"] == 0:
+        print("  no sample settles sooner with no more effort: the defaults stay")
+    elif default["outcome"] == "ok":
         dt = default["settling_time_s"] - chosen["settling_time_s"]
         de = 100 * (1 - chosen["effort_N2m2s"] / default["effort_N2m2s"])
         verdict = "at least as good as" if dt >= 0 and de >= 0 else "not better on both counts than"
-        print(f"  best settles {dt:+.2f} s sooner with {de:+.1f} % less effort: {verdict} the defaults")
+        print(f"  best settles {dt:.2f} s sooner with {de:.1f} % less effort: {verdict} the defaults")
     print(f"  results in {out} (samples.csv, best.json, pareto.png, weights.png, heatmap.png; timings.csv)")
     return 0
 

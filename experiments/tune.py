@@ -618,8 +618,8 @@ def _plot_weights(rows: list[dict], path: Path) -> None:
 def _heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", annotate=None):
     """A heat-map of ``values[i, j]`` over ``xs[i]`` (columns) and ``ys[j]`` (rows), NaN blank."""
     im = ax.imshow(values.T, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
-    ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs], fontsize=7, rotation=45)
-    ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys], fontsize=7)
+    ax.set_xticks(range(len(xs)), [f"{x:.3g}" for x in xs], fontsize=7, rotation=45)
+    ax.set_yticks(range(len(ys)), [f"{y:.3g}" for y in ys], fontsize=7)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)

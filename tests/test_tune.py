@@ -1,0 +1,167 @@
+"""crossdyn tune: deterministic, resumable sweeps, locally or on a Dask cluster.
+
+The sweeps here are tiny (a few 1 s balance runs, which do not settle: the
+outcomes are still recorded) so the file stays within its time budget; the
+64-sample sweep that picks real gains is run from the CLI, not here.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import shutil
+import socket
+
+import pytest
+
+from experiments import tune
+from experiments.errors import ParameterError
+from experiments.cli import main
+
+SWEEP = dict(samples=3, seed=5, duration=1.0)  # 4 runs of 1 s: fast, and enough to reorder across workers
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The sweep run inline (one worker): the CSV every other engine must reproduce."""
+    out = tmp_path_factory.mktemp("reference")
+    result = tune.sweep(out, workers=1, plots_=False, **SWEEP)
+    return out / "samples.csv", result
+
+
+def test_reference_sweep_rows(reference):
+    path, result = reference
+    rows = _rows(path)
+    assert [r["sample"] for r in rows] == ["0", "1", "2", "3"]
+    assert rows[0]["kind"] == "default" and [float(rows[0][w]) for w in tune.WEIGHTS] == [20.0, 10.0, 100.0, 1.0, 1.0]
+    assert all(r["outcome"] for r in rows) and all(r["k_theta"] for r in rows)
+    assert result.computed == 4 and result.resumed == 0
+    header = path.read_text().splitlines()[0]
+    assert "wall" not in header and "time_s" not in header.replace("settling_time_s", "")  # no timings in the CSV
+    assert len(_rows(path.parent / "timings.csv")) == 4
+
+
+def test_same_seed_same_csv_with_two_workers(reference, tmp_path, capsys):
+    path, _ = reference
+    argv = ["tune", "balance", "--samples", "3", "--seed", "5", "--duration", "1.0", "--workers", "2",
+            "--no-progress", "--out", str(tmp_path)]
+    assert main(argv) in (0, 1)  # 1: no sample settled in 1 s, so nothing to recommend
+    assert (tmp_path / "samples.csv").read_bytes() == path.read_bytes()
+    assert {w.split(",")[2] for w in (tmp_path / "timings.csv").read_text().splitlines()[1:]}.__len__() == 2
+    assert "tune balance: 4 samples" in capsys.readouterr().out
+    for png in ("pareto.png", "weights.png"):
+        assert (tmp_path / png).stat().st_size > 0
+    # ... and the seed matters: another seed draws other weights.
+    other = tune.plan_sweep(3, None, seed=6, duration=1.0)
+    assert [s.key() for s in other[1:]] != [s.key() for s in tune.plan_sweep(**SWEEP)[1:]]
+
+
+def test_dask_local_cluster_gives_the_same_csv(reference, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    path, _ = reference
+    # Loopback TCP, workers as threads in this process: the real client/scheduler
+    # path without paying for worker processes.
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
+                                  host="127.0.0.1", dashboard_address=None) as cluster:
+        result = tune.sweep(tmp_path, scheduler=cluster.scheduler_address, plots_=False, **SWEEP)
+    assert result.computed == 4
+    assert (tmp_path / "samples.csv").read_bytes() == path.read_bytes()
+
+
+def test_resume_runs_only_the_missing_samples(reference, tmp_path):
+    path, _ = reference
+    lines = path.read_text().splitlines(keepends=True)
+    # As if killed halfway: two rows finished (out of order), a third torn mid-write.
+    (tmp_path / "samples.csv").write_text(lines[0] + lines[3] + lines[1] + lines[4][:30])
+    result = tune.sweep(tmp_path, workers=1, plots_=False, **SWEEP)
+    assert (result.resumed, result.computed) == (2, 2)
+    assert sorted(r["sample"] for r in _rows(tmp_path / "timings.csv")) == ["1", "3"]
+    assert (tmp_path / "samples.csv").read_bytes() == path.read_bytes()
+    again = tune.sweep(tmp_path, workers=1, plots_=False, **SWEEP)
+    assert (again.resumed, again.computed) == (4, 0)
+
+
+def test_resume_refuses_a_csv_from_other_arguments(reference, tmp_path):
+    path, _ = reference
+    shutil.copy(path, tmp_path / "samples.csv")
+    with pytest.raises(ParameterError, match="other arguments"):
+        tune.sweep(tmp_path, workers=1, plots_=False, **{**SWEEP, "seed": 6})
+
+
+def _sample(weights=None, **perturbation):
+    return tune.Sample(0, "map", {**tune.DEFAULT_WEIGHTS, **(weights or {})}, {**tune.NOMINAL, **perturbation},
+                       duration=1.0)
+
+
+def test_failures_are_outcomes_not_crashes(monkeypatch):
+    # No stabilizing LQR without any state weight.
+    invalid = tune.evaluate(_sample({"q_x": 0.0, "q_xd": 0.0, "q_theta": 0.0, "q_thetad": 0.0}))
+    assert invalid["outcome"] == "invalid" and "LQR" in invalid["detail"]
+    # A 60 N s shove (three times push-recovery's limit): it falls.
+    fell = tune.evaluate(_sample(initial_tilt_deg=0.0, push_impulse_Ns=60.0))
+    assert fell["outcome"] == "fell" and math.isinf(float(fell["settling_time_s"]))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("simulated crash")
+
+    monkeypatch.setattr(tune, "simulate", boom)
+    crashed = tune.evaluate(_sample())
+    assert crashed["outcome"] == "error" and "simulated crash" in crashed["detail"]
+
+
+def test_best_sample_rule():
+    def row(i, outcome, settle, effort):
+        return {"sample": str(i), "kind": "default" if i == 0 else "lhs", "outcome": outcome,
+                "settling_time_s": repr(settle), "effort_N2m2s": repr(effort)}
+
+    rows = [row(0, "ok", 2.3, 0.23), row(1, "ok", 1.2, 0.70), row(2, "ok", 1.5, 0.22), row(3, "fell", 0.1, 0.01),
+            row(4, "saturated", 1.0, 0.1), row(5, "ok", 1.5, 0.20)]
+    assert tune.best_sample(rows)["sample"] == "5"  # fastest with effort <= the defaults', tie to lower effort
+    assert tune.best_sample([row(0, "ok", 2.3, 0.1), row(1, "ok", 1.2, 0.7)])["sample"] == "0"  # none thriftier
+    assert tune.best_sample([row(0, "fell", math.inf, 0.1), row(1, "ok", 1.2, 0.7)])["sample"] == "1"
+    assert tune.best_sample([row(0, "fell", math.inf, 0.1)]) is None
+
+
+def test_robustness_map(tmp_path, capsys):
+    argv = ["tune", "robustness", "--weight", "r=2", "--axis", "body_mass_scale=1,2", "--axis", "initial_tilt_deg=5",
+            "--duration", "1.0", "--workers", "1", "--no-progress", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    rows = _rows(tmp_path / "robustness.csv")
+    assert [(r["body_mass_scale"], r["initial_tilt_deg"], r["r"]) for r in rows] == [("1.0", "5.0", "2.0"),
+                                                                                      ("2.0", "5.0", "2.0")]
+    assert (tmp_path / "robustness.png").stat().st_size > 0
+    assert "holds in" in capsys.readouterr().out
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["balance", "--grid", "q_z=1,2"], "unknown LQR weight 'q_z'"),
+        (["balance", "--grid", "q_theta=10,-5"], "out of range"),
+        (["balance", "--grid", "r="], "empty"),
+        (["balance", "--range", "q_x=0:10"], "0 < low"),
+        (["robustness", "--axis", "body_mass_scale=1,2"], "exactly two"),
+        (["robustness", "--axis", "gravity=1", "--axis", "initial_tilt_deg=5"], "unknown perturbation"),
+        (["balance", "--samples", "2", "--scheduler", "localhost"], "expected tcp://HOST:PORT"),
+        (["balance", "--samples", "2", "--scheduler", "tcp://127.0.0.1:{port}"], "cannot reach the Dask scheduler"),
+    ],
+)
+def test_bad_input_one_line_exit_2(tmp_path, capsys, monkeypatch, args, message):
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(tune, "CONNECT_TIMEOUT", "1s")  # nothing listens there; no need to wait long
+    args = [a.format(port=_closed_port()) for a in args]
+    assert main(["tune", *args, "--no-progress", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "out").exists()  # nothing written, nothing run
