@@ -16,6 +16,11 @@ Variants (``VARIANTS``), each ``tau = f(params, q, qd, qdd)`` with arrays of sha
     Seed 000 as printed: the same D-coefficients *without* I1, I2, i.e. each link
     a point mass at its CoM.  On a cylinder arm this is a real error, confined
     to the mass matrix (offsets I1 + I2, I2, I2).
+``seed-000-matrix-printed``
+    Seed 000's matrix form as printed (with the link inertias added, so only the
+    matrix form differs): its centrifugal matrix ``[[D111, D122], [D212, D221]]``
+    puts the Coriolis coefficient D212 (= 0) where D211 = h belongs, so joint 2
+    loses its ``h qd1^2`` term; the velocity terms of joint 1 are right.
 ``point-mass``
     Seed 001: all of a link's mass at its tip (p_i = l_i, I_i = 0).
 ``newton-euler``
@@ -36,6 +41,7 @@ __all__ = [
     "TwoLinkParams",
     "lagrange",
     "seed_000_printed",
+    "seed_000_matrix_printed",
     "point_mass",
     "newton_euler",
     "mass_matrix",
@@ -123,6 +129,27 @@ def seed_000_printed(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
     q, qd, qdd = _split(q, qd, qdd)
     p = params
     return _closed_form(p.m1, p.m2, p.l1, p.p1, p.p2, 0.0, 0.0, p.g, q, qd, qdd)
+
+
+def seed_000_matrix_printed(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
+    """Seed 000's matrix form as printed, term by term (link inertias included).
+
+    ``tau = D qdd + [[D111, D122], [D212, D221]] [qd1^2, qd2^2]
+    + [[D112, D121], [D212, D221]] [qd1 qd2, qd2 qd1] + [D1, D2]`` with the seed's
+    coefficients: D112 = -2h, D122 = -h, D212 = -h + h = 0, and D111, D121, D221
+    not defined (0).  Against the closed form it misses ``D211 qd1^2 = h qd1^2``
+    on joint 2 (SPEC §5).
+    """
+    q, qd, qdd = _split(q, qd, qdd)
+    p = params
+    h = p.m2 * p.l1 * p.p2 * np.sin(q[..., 1])
+    d111 = d121 = d221 = np.zeros_like(h)
+    d112, d122, d212 = -2 * h, -h, -h + h
+    qd1, qd2 = qd[..., 0], qd[..., 1]
+    centrifugal = np.stack([d111 * qd1**2 + d122 * qd2**2, d212 * qd1**2 + d221 * qd2**2], axis=-1)
+    coriolis = np.stack([d112 * qd1 * qd2 + d121 * qd2 * qd1, d212 * qd1 * qd2 + d221 * qd2 * qd1], axis=-1)
+    no_velocity = _closed_form(p.m1, p.m2, p.l1, p.p1, p.p2, p.i1, p.i2, p.g, q, np.zeros_like(qd), qdd)
+    return no_velocity + centrifugal + coriolis
 
 
 def point_mass(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
@@ -256,6 +283,7 @@ InverseDynamics = Callable[[TwoLinkParams, np.ndarray, np.ndarray, np.ndarray], 
 VARIANTS: dict[str, InverseDynamics] = {
     "lagrange": lagrange,
     "seed-000-printed": seed_000_printed,
+    "seed-000-matrix-printed": seed_000_matrix_printed,
     "point-mass": point_mass,
     "newton-euler": newton_euler,
 }

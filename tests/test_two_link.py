@@ -79,6 +79,18 @@ def test_seed_000_printed_is_flagged_in_the_mass_matrix_only(arm):
     assert "mass matrix off by up to 1.131e-03 on entry M[0,0]" in report.diagnosis
 
 
+def test_seed_000_matrix_form_is_flagged_in_joint_2_velocity_terms(arm):
+    model, p = arm
+    report, _ = check_variant("seed-000-matrix-printed", model, samples=500, seed=9)
+    assert report.failing_terms == ["velocity"]
+    assert report.terms["velocity"].worst_entry == (1,)  # joint 2
+    # Independent of MuJoCo: the printed form differs from the closed form by h qd1^2 on joint 2.
+    q, qd, qdd = sample_states(model, 50, seed=10)
+    h = p.m2 * p.l1 * p.p2 * np.sin(q[:, 1])
+    diff = VARIANTS["seed-000-matrix-printed"](p, q, qd, qdd) - lagrange(p, q, qd, qdd)
+    assert_close(diff, np.stack([np.zeros(50), -h * qd[:, 0] ** 2], -1), atol=1e-14, what="printed - closed form")
+
+
 def test_point_mass_on_the_cylinder_arm_is_a_real_mismatch(arm):
     model, _ = arm
     report, _ = check_variant("point-mass", model, samples=200, seed=4)
