@@ -1,0 +1,57 @@
+"""Wall time of one ``crossdyn tune balance`` sweep: 1 vs 2 local workers, local vs a Dask cluster.
+
+Runs the same Latin-hypercube sweep (default 15 samples + the defaults = 16
+balance-recovery runs of 4 s) three ways and prints
+
+  1. 2 local worker processes vs 1 (inline): speed-up, aim >= 1.7x;
+  2. a local Dask cluster (2 worker processes, loopback TCP, already running as a
+     user's cluster would be) vs the 2-process local pool: overhead, aim <= 1.2x;
+
+and checks that all three wrote the same samples.csv.  Pool and client start-up
+are inside the timings, as a user pays them.  The machine is shared, so the
+ratios are of single runs on whatever load there is; repeat to be sure.
+
+    python benchmarks/tune_speed.py [--samples N] [--duration S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from experiments import tune
+
+
+def _timed_sweep(out: Path, args, **engine) -> float:
+    start = time.perf_counter()
+    tune.sweep(out, samples=args.samples, seed=0, duration=args.duration, plots_=False, **engine)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=15)
+    parser.add_argument("--duration", type=float, default=4.0, help="simulated time per run, s")
+    args = parser.parse_args()
+    from distributed import LocalCluster
+
+    runs = args.samples + 1
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        one = _timed_sweep(tmp / "one", args, workers=1)
+        two = _timed_sweep(tmp / "two", args, workers=2)
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, protocol="tcp", host="127.0.0.1",
+                          dashboard_address=None) as cluster:
+            dask = _timed_sweep(tmp / "dask", args, scheduler=cluster.scheduler_address)
+        same = len({(tmp / d / "samples.csv").read_bytes() for d in ("one", "two", "dask")}) == 1
+    print(f"{runs} balance-recovery runs of {args.duration:g} s (sweep seed 0)")
+    print(f"  1 local worker        {one:7.1f} s  ({one / runs:.2f} s/run)")
+    print(f"  2 local workers       {two:7.1f} s  speed-up {one / two:.2f}x (aim >= 1.7x)")
+    print(f"  Dask, 2 workers       {dask:7.1f} s  overhead vs 2 local workers {dask / two:.2f}x (aim <= 1.2x)")
+    print(f"  samples.csv identical across the three: {same}")
+
+
+if __name__ == "__main__":
+    main()
