@@ -38,7 +38,7 @@ from experiments.registry import Param, experiment
 from experiments.results import Context
 
 __all__ = ["settling_time", "robot", "controller_for", "balance_scenario", "balanced", "push_scenario",
-           "push_recovered"]
+           "push_recovered", "holding"]
 
 CONTROL_PERIOD = 0.001  # s: 1 kHz; at 2 ms the leg-swing loop chatters (measured)
 ALPHA_NOMINAL = np.radians(215.0)  # mid-stroke stance, y = 0.313 m
@@ -128,6 +128,12 @@ def push_recovered(trace: Trace) -> bool:
     """Still up, within 2 deg of upright over the last 0.5 s."""
     end = trace.window(trace.t[-1] - 0.5)
     return bool(not trace.fell and np.abs(np.degrees(trace.true_pitch[end])).max() < 2.0)
+
+
+def holding(trace: Trace) -> bool:
+    """Up and no longer rolling, |xd| < 0.05 m/s over the last 0.5 s (robustness's measure: a steady lean is fine)."""
+    end = trace.window(trace.t[-1] - 0.5)
+    return bool(not trace.fell and np.abs(trace.true_xd[end]).max() < 0.05)
 
 
 def _saturation(trace: Trace) -> dict:
@@ -489,7 +495,7 @@ def robustness(ctx: Context) -> dict:
                       initial_tilt=np.radians(ctx.params["initial_tilt_deg"]))
         trace = _run(ctx, sc, model=robot(change), ctrl=controller_for({}), video_name=name.replace(" ", "_"))
         end = trace.window(trace.t[-1] - 0.5)
-        calm = not trace.fell and np.abs(trace.true_xd[end]).max() < 0.05
+        calm = holding(trace)
         why = None
         if trace.fell:
             why = "diverged" if trace.diverged else f"fell (max tilt {np.degrees(np.abs(trace.true_pitch)).max():.0f} deg)"
