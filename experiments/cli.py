@@ -218,7 +218,7 @@ def _cmd_tune_robustness(args) -> int:
     except KeyboardInterrupt:
         return _tune_interrupted(out / "robustness.csv")
     summary = json.loads((out / "robustness.json").read_text())
-    held = sum(r["outcome"] in ("ok", "saturated") for r in result.rows)
+    held = sum(r["held"] == "true" for r in result.rows)
     print(f"tune robustness: {_fmt_weights(summary['weights'])}")
     print(f"  holds in {held}/{len(result.rows)} cells of " + " x ".join(summary["axes"]) + f"; {result.computed} run "
           f"in {result.seconds:.1f} s, {result.resumed} resumed")
@@ -304,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_rob.add_argument("--axis", type=_key_value, action="append", default=[], metavar="NAME=VALUES",
                        help="a perturbation axis, two needed: body_mass_scale, com_offset_x (m), initial_tilt_deg, "
                             "push_impulse_Ns; values V1,V2,... or LO:HI:N "
-                            "(default body_mass_scale=0.6:1.8:7 initial_tilt_deg=5:25:5)")
+                            "(default com_offset_x=-0.04:0.04:5 push_impulse_Ns=5:30:6; a push map starts upright)")
     _add_tune_common(p_rob, "tune-robustness")
     p_rob.set_defaults(func=_cmd_tune_robustness)
     return parser

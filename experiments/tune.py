@@ -6,10 +6,13 @@ LQR weights ``Q = diag(q_x, q_xd, q_theta, q_thetad)``, ``R = r``), scored on
 
 - settling time: from the tilt (or the end of the push) until
   ``|theta| < 0.5 deg`` and ``|xd| < 0.02 m/s`` hold to the end, s;
-- overshoot: the largest pitch past upright on the far side, deg;
+- overshoot: the largest pitch past upright on the other side from the largest
+  excursion (the initial tilt, or the lean a push causes), deg;
 - control effort: ``integral (T_left + T_right)^2 dt`` of the applied wheel
   torques, (N m)^2 s;
 - torque saturation: the fraction of control steps with a wheel at its limit;
+- held: up and no longer rolling at the end (robustness's measure, which
+  accepts the steady lean a CoM offset needs);
 - outcome: ``ok``, ``saturated`` (settled, but a wheel hit its limit),
   ``unsettled``, ``fell``, ``diverged`` (NaN / bad accelerations), ``invalid``
   (no stabilizing LQR design for these weights), ``push-failed`` (balance held
@@ -53,6 +56,7 @@ from experiments.biped_control import (
     balance_scenario,
     balanced,
     controller_for,
+    holding,
     push_recovered,
     push_scenario,
     robot,
@@ -86,7 +90,7 @@ NOMINAL = {name: p.default for name, p in PERTURBATIONS.items()}
 
 GAINS = ("k_x", "k_xd", "k_theta", "k_thetad")
 METRICS = ("outcome", "settling_time_s", "overshoot_deg", "max_tilt_deg", "excursion_m", "effort_N2m2s",
-           "max_wheel_torque", "wheel_saturation_fraction", "hip_saturation_fraction", "push_recovered",
+           "max_wheel_torque", "wheel_saturation_fraction", "hip_saturation_fraction", "held", "push_recovered",
            "push_max_tilt_deg", "detail")
 KEYS = ("sample", "kind", *WEIGHTS, *PERTURBATIONS, "duration_s", "push_check_Ns")
 COLUMNS = (*KEYS, *GAINS, *METRICS)
@@ -258,7 +262,8 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
 def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], duration: float = 4.0) -> list[Sample]:
     """Every combination of two perturbation axes, for one set of LQR weights.
 
-    Perturbations not on an axis stay nominal (10 deg tilt, no push).
+    Perturbations not on an axis stay nominal (10 deg tilt, no push); a map with
+    a push axis but no tilt axis starts upright, as push-recovery does.
 
     Raises:
       ParameterError: not exactly two axes; an unknown weight.
@@ -267,32 +272,36 @@ def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], dur
         raise ParameterError(f"a robustness map needs exactly two --axis, got {len(axes)}")
     weights = {**DEFAULT_WEIGHTS, **{k: _check_weight(k, v) for k, v in weights.items()}}
     (a, va), (b, vb) = axes.items()
-    return [Sample(i, "map", dict(weights), {**NOMINAL, a: x, b: y}, float(duration))
+    base = dict(NOMINAL)
+    if "push_impulse_Ns" in axes and "initial_tilt_deg" not in axes:
+        base["initial_tilt_deg"] = 0.0
+    return [Sample(i, "map", dict(weights), {**base, a: x, b: y}, float(duration))
             for i, (x, y) in enumerate(itertools.product(va, vb))]
 
 
 # ---------------------------------------------------------------------------------
 # One sample.
 
-def _score(trace, tilt_deg: float, start: float) -> dict:
+def _score(trace, start: float) -> dict:
     """Metrics of one balance trace (see the module docstring)."""
     if trace.t.size == 0:  # diverged before the first control step completed
         return {"outcome": "diverged"}
     common = _common_metrics(trace)
     settle = settling_time(trace.t, balanced(trace), start) if not trace.fell else math.inf
-    side = 1.0 if tilt_deg >= 0 else -1.0  # a push is forward, as a forward tilt
-    after = trace.t >= start
     pitch = np.degrees(trace.true_pitch)
+    peak = int(np.argmax(np.abs(pitch)))
+    overshoot = max(0.0, float(np.max(-np.sign(pitch[peak]) * pitch[peak:])))
     total = trace.wheel_torque.sum(axis=1)
     metrics = {
         "settling_time_s": settle,
-        "overshoot_deg": float(max(0.0, np.max(-side * pitch[after]))) if after.any() else math.nan,
+        "overshoot_deg": overshoot,
         "max_tilt_deg": common["max_tilt_deg"],
         "excursion_m": float(np.abs(trace.true_x).max()),
         "effort_N2m2s": float(np.sum(total**2) * CONTROL_PERIOD),
         "max_wheel_torque": common["max_wheel_torque"],
         "wheel_saturation_fraction": common["wheel_saturation_fraction"],
         "hip_saturation_fraction": common["hip_saturation_fraction"],
+        "held": holding(trace),
     }
     if trace.diverged or not all(np.isfinite(v) for k, v in metrics.items() if k != "settling_time_s"):
         metrics["outcome"] = "diverged"
@@ -324,7 +333,7 @@ def evaluate(sample: Sample) -> dict[str, str]:
         if p["push_impulse_Ns"] > 0:
             start = PUSH_START + PUSH_LENGTH
             sc = replace(sc, push=(PUSH_START, p["push_impulse_Ns"] / PUSH_LENGTH, PUSH_LENGTH))
-        metrics = _score(simulate(model, sc, ctrl), p["initial_tilt_deg"], start)
+        metrics = _score(simulate(model, sc, ctrl), start)
         if sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated"):
             trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH), controller_for(sample.weights))
             metrics["push_recovered"] = push_recovered(trace)
@@ -615,9 +624,11 @@ def _plot_weights(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110, bbox_inches="tight")
 
 
-def _heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", annotate=None):
+def _heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", annotate=None, limits=(None, None),
+          colorbar=True):
     """A heat-map of ``values[i, j]`` over ``xs[i]`` (columns) and ``ys[j]`` (rows), NaN blank."""
-    im = ax.imshow(values.T, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
+    im = ax.imshow(values.T, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest", vmin=limits[0],
+                   vmax=limits[1])
     ax.set_xticks(range(len(xs)), [f"{x:.3g}" for x in xs], fontsize=7, rotation=45)
     ax.set_yticks(range(len(ys)), [f"{y:.3g}" for y in ys], fontsize=7)
     ax.set_xlabel(xlabel)
@@ -626,7 +637,8 @@ def _heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", anno
     if annotate is not None:
         for i, j in itertools.product(range(len(xs)), range(len(ys))):
             ax.text(i, j, annotate[i][j], ha="center", va="center", fontsize=6)
-    fig.colorbar(im, ax=ax)
+    if colorbar:
+        fig.colorbar(im, ax=ax)
 
 
 def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: Path) -> bool:
@@ -717,12 +729,14 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
                progress: bool = False) -> SweepResult:
     """Success map over two perturbation axes for fixed LQR weights, into ``out``.
 
-    Success: did not fall and settled within the run.  Writes
-    ``out/robustness.csv``, ``out/timings.csv`` and ``out/robustness.png``.
-    Default axes: body mass scale 0.6-1.8 x initial tilt 5-25 deg.
+    Success (the controller *holds*): up and no longer rolling at the end
+    (:func:`experiments.biped_control.holding`), settled or not.  Writes ``out/robustness.csv``, ``out/timings.csv``,
+    ``out/robustness.json`` and ``out/robustness.png``.  Default axes: CoM offset
+    -4..4 cm x push 5..30 N s (body mass x tilt holds everywhere in range with
+    the default gains: 0.3-3x, up to 30 deg).
     """
-    axes = axes or {"body_mass_scale": [0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8],
-                    "initial_tilt_deg": [5.0, 10.0, 15.0, 20.0, 25.0]}
+    axes = axes or {"com_offset_x": [-0.04, -0.02, 0.0, 0.02, 0.04],
+                    "push_impulse_Ns": [5.0, 10.0, 15.0, 20.0, 25.0, 30.0]}
     plan = plan_robustness(weights or {}, axes, duration)
     result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
                          progress=progress, desc="robustness")
@@ -730,11 +744,13 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     held = np.zeros((len(va), len(vb)))
     text = [["" for _ in vb] for _ in va]
     for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb)))):
-        held[i, j] = row["outcome"] in ("ok", "saturated")
-        text[i][j] = f"{_value(row, 'settling_time_s'):.1f}s" if held[i, j] else row["outcome"]
+        held[i, j] = row["held"] == "true"
+        settle = _value(row, "settling_time_s")
+        text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]
     fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
-    _heat(ax, fig, va, vb, held, a, b, "holds (1) or not (0); text: settling time or outcome", cmap="RdYlGn",
-          annotate=text)
+    _heat(ax, fig, va, vb, held, a, b, f"green: holds ({int(held.sum())}/{held.size}); "
+          "text: settling time, 'held' (steady, not settled) or outcome",
+          cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
     fig.savefig(Path(out) / "robustness.png", dpi=110, bbox_inches="tight")
     write_json(Path(out) / "robustness.json", {"weights": plan[0].weights, "axes": axes,
                                                "held_fraction": float(held.mean()), "outcomes": result.counts()})
