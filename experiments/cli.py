@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_bal.add_argument("--tilt", type=float, default=10.0, metavar="DEG", help="initial tilt, deg (default 10)")
     p_bal.add_argument("--push", type=float, default=0.0, metavar="NS",
                        help="also require recovery from this push, N s over 0.1 s (default: no push run)")
-    _add_tune_common(p_bal, "tune-balance")
+    _add_tune_common(p_bal, "tune-balance", duration=4.0)
     p_bal.set_defaults(func=_cmd_tune_balance)
     p_rob = tunes.add_parser("robustness", help="success map over two perturbation axes for given weights")
     p_rob.add_argument("--weight", type=_key_value, action="append", default=[], metavar="NAME=VALUE",
@@ -305,13 +305,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a perturbation axis, two needed: body_mass_scale, com_offset_x (m), initial_tilt_deg, "
                             "push_impulse_Ns; values V1,V2,... or LO:HI:N "
                             "(default com_offset_x=-0.04:0.04:5 push_impulse_Ns=5:30:6; a push map starts upright)")
-    _add_tune_common(p_rob, "tune-robustness")
+    _add_tune_common(p_rob, "tune-robustness", duration=6.0)
     p_rob.set_defaults(func=_cmd_tune_robustness)
     return parser
 
 
-def _add_tune_common(p: argparse.ArgumentParser, name: str) -> None:
-    p.add_argument("--duration", type=float, default=4.0, metavar="S", help="simulated time per run, s (default 4)")
+def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float) -> None:
+    p.add_argument("--duration", type=float, default=duration, metavar="S",
+                   help=f"simulated time per run, s (default {duration:g})")
     p.add_argument("--seed", type=int, default=0, help="seed of the Latin hypercube (default 0)")
     p.add_argument("--workers", type=_positive_int, metavar="K", help="local worker processes (default: all cores)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")

@@ -432,25 +432,36 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
 
 
 def _local(todo: list[Sample], workers: int):
-    """Yield ``_timed`` results as they finish, in local processes (inline for one worker)."""
+    """``_timed`` results as they finish, from local processes (inline for one worker).
+
+    The worker processes start here, before the caller's progress bar starts a
+    thread: they are forked from this process when it has no other thread
+    (instant, the modules are already imported), else started from a fresh
+    preloaded fork server, since forking a process whose other threads may hold
+    locks can deadlock the child.
+    """
     if workers <= 1 or len(todo) <= 1:
-        for sample in todo:
-            yield _timed(sample)
-        return
+        return (_timed(s) for s in todo)
     import multiprocessing
+    import threading
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    # forkserver, preloaded: workers start fast and never fork a process that has
-    # threads running (a Dask client's, tqdm's monitor).
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["experiments.tune"])
+    if threading.active_count() == 1:
+        context = multiprocessing.get_context("fork")
+    else:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["experiments.tune"])
     pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context)
-    try:
-        futures = [pool.submit(_timed, s) for s in todo]
-        for fut in as_completed(futures):
-            yield fut.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    futures = [pool.submit(_timed, s) for s in todo]
+
+    def results():
+        try:
+            for fut in as_completed(futures):
+                yield fut.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    return results()
 
 
 def _connect(scheduler: str):
@@ -725,7 +736,7 @@ def _summary(row: dict) -> dict:
 
 
 def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict[str, list[float]] | None = None,
-               duration: float = 4.0, workers: int = 1, scheduler: str | None = None,
+               duration: float = 6.0, workers: int = 1, scheduler: str | None = None,
                progress: bool = False) -> SweepResult:
     """Success map over two perturbation axes for fixed LQR weights, into ``out``.
 
@@ -733,7 +744,8 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     (:func:`experiments.biped_control.holding`), settled or not.  Writes ``out/robustness.csv``, ``out/timings.csv``,
     ``out/robustness.json`` and ``out/robustness.png``.  Default axes: CoM offset
     -4..4 cm x push 5..30 N s (body mass x tilt holds everywhere in range with
-    the default gains: 0.3-3x, up to 30 deg).
+    the default gains: 0.3-3x, up to 30 deg).  The default 6 s leaves a pushed
+    robot time to roll back to its spot and stop.
     """
     axes = axes or {"com_offset_x": [-0.04, -0.02, 0.0, 0.02, 0.04],
                     "push_impulse_Ns": [5.0, 10.0, 15.0, 20.0, 25.0, 30.0]}
