@@ -198,7 +198,8 @@ def _cmd_tune_balance(args) -> int:
         de = 100 * (1 - chosen["effort_N2m2s"] / default["effort_N2m2s"])
         verdict = "at least as good as" if dt >= 0 and de >= 0 else "not better on both counts than"
         print(f"  best settles {dt:.2f} s sooner with {de:.1f} % less effort: {verdict} the defaults")
-    print(f"  results in {out} (samples.csv, best.json, pareto.png, weights.png, heatmap.png; timings.csv)")
+    pngs = ", ".join(sorted(p.name for p in out.glob("*.png")))
+    print(f"  results in {out} (samples.csv, best.json, {pngs}; timings.csv)")
     return 0
 
 

@@ -647,7 +647,9 @@ def _heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", anno
     ax.set_title(title, fontsize=9)
     if annotate is not None:
         for i, j in itertools.product(range(len(xs)), range(len(ys))):
-            ax.text(i, j, annotate[i][j], ha="center", va="center", fontsize=6)
+            if annotate[i][j]:
+                ax.text(i, j, annotate[i][j], ha="center", va="center", fontsize=6,
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.6, "lw": 0})
     if colorbar:
         fig.colorbar(im, ax=ax)
 
@@ -693,8 +695,12 @@ def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: P
             settle[i, j], effort[i, j] = _value(r, "settling_time_s"), _value(r, "effort_N2m2s")
     fig, (a1, a2) = plots.figure(1, 2, width=12.0, height=4.5)
     how = "best per cell" + ("" if grid is not None else ", binned Latin-hypercube samples")
-    _heat(a1, fig, xs, ys, settle, axes[0], axes[1], f"settling time (s), {how}; blank: none settled")
-    _heat(a2, fig, xs, ys, effort, axes[0], axes[1], "effort of that sample ((N m)^2 s)")
+    def text(values):
+        return [[f"{v:.2f}" if np.isfinite(v) else "" for v in col] for col in values]
+
+    _heat(a1, fig, xs, ys, settle, axes[0], axes[1], f"settling time (s), {how}; blank: none settled",
+          annotate=text(settle))
+    _heat(a2, fig, xs, ys, effort, axes[0], axes[1], "effort of that sample ((N m)^2 s)", annotate=text(effort))
     fig.savefig(path, dpi=110, bbox_inches="tight")
     return True
 

@@ -106,6 +106,12 @@ def test_failures_are_outcomes_not_crashes(monkeypatch):
     fell = tune.evaluate(_sample(initial_tilt_deg=0.0, push_impulse_Ns=60.0))
     assert fell["outcome"] == "fell" and math.isinf(float(fell["settling_time_s"]))
 
+    # Balance held (3 s is past the defaults' 2.3 s settling), but the extra push run falls.
+    pushed = tune.evaluate(tune.Sample(0, "grid", dict(tune.DEFAULT_WEIGHTS), dict(tune.NOMINAL), duration=3.0,
+                                       push_check=60.0))
+    assert pushed["outcome"] == "push-failed" and pushed["push_recovered"] == "false"
+    assert float(pushed["settling_time_s"]) < 3.0
+
     def boom(*args, **kwargs):
         raise RuntimeError("simulated crash")
 
