@@ -83,16 +83,7 @@ def lqr(A, B, Q, R) -> LQRDesign:
       ValueError: bad weights, or a closed loop that is not stable (e.g. an
         unstabilizable pair).
     """
-    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
-    Q, R = _weights(Q, R, A.shape[0], B.shape[1])
-    try:
-        K, S, E = control.lqr(A, B, Q, R)
-    except (ValueError, np.linalg.LinAlgError, control.ControlArgument) as exc:
-        raise ValueError(f"LQR design failed: {exc}") from None
-    E = np.asarray(E)
-    if np.max(E.real) >= 0:
-        raise ValueError(f"LQR closed loop is not stable: poles {np.round(E, 4)}")
-    return LQRDesign(np.asarray(K), np.asarray(S), E, Q, R, discrete=False)
+    return _design(A, B, Q, R, discrete=False)
 
 
 def dlqr(A_d, B_d, Q, R) -> LQRDesign:
@@ -101,16 +92,22 @@ def dlqr(A_d, B_d, Q, R) -> LQRDesign:
     Raises:
       ValueError: bad weights, or closed-loop poles not inside the unit circle.
     """
-    A_d, B_d = np.asarray(A_d, dtype=float), np.asarray(B_d, dtype=float)
-    Q, R = _weights(Q, R, A_d.shape[0], B_d.shape[1])
+    return _design(A_d, B_d, Q, R, discrete=True)
+
+
+def _design(A, B, Q, R, discrete: bool) -> LQRDesign:
+    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
+    Q, R = _weights(Q, R, A.shape[0], B.shape[1])
+    kind = "discrete LQR" if discrete else "LQR"
     try:
-        K, S, E = control.dlqr(A_d, B_d, Q, R)
+        K, S, E = (control.dlqr if discrete else control.lqr)(A, B, Q, R)
     except (ValueError, np.linalg.LinAlgError, control.ControlArgument) as exc:
-        raise ValueError(f"discrete LQR design failed: {exc}") from None
+        raise ValueError(f"{kind} design failed: {exc}") from None
     E = np.asarray(E)
-    if np.max(np.abs(E)) >= 1:
-        raise ValueError(f"discrete LQR closed loop is not stable: poles {np.round(E, 4)}")
-    return LQRDesign(np.asarray(K), np.asarray(S), E, Q, R, discrete=True)
+    stable = np.max(np.abs(E)) < 1 if discrete else np.max(E.real) < 0
+    if not stable:
+        raise ValueError(f"{kind} closed loop is not stable: poles {np.round(E, 4)}")
+    return LQRDesign(np.asarray(K), np.asarray(S), E, Q, R, discrete=discrete)
 
 
 @dataclass(frozen=True)
