@@ -83,12 +83,16 @@ def height(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
     return height_derivatives(alpha, l1, l2, l3)[0]
 
 
-def height_derivatives(alpha, l1: float, l2: float, l3: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def height_derivatives(alpha, l1: float, l2: float, l3: float,
+                       validate: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``y(alpha)`` and its first two derivatives (seed 004, eq. 2.36).
 
     Args:
       alpha: thigh angle(s), any shape, rad.
       l1, l2, l3: link lengths, m.
+      validate: check ``alpha`` and the lengths (:func:`check_alpha`).  A caller
+        that validated its geometry over the whole reachable range once and keeps
+        ``alpha`` inside it (a controller at 1 kHz) may skip the per-call check.
 
     Returns:
       ``(y, y1, y2)``: height (m), ``dy/dalpha`` (m/rad), ``d2y/dalpha2`` (m/rad^2),
@@ -97,7 +101,7 @@ def height_derivatives(alpha, l1: float, l2: float, l3: float) -> tuple[np.ndarr
     Raises:
       ValueError: see :func:`check_alpha`.
     """
-    alpha = check_alpha(alpha, l1, l2, l3)
+    alpha = check_alpha(alpha, l1, l2, l3) if validate else np.asarray(alpha, dtype=float)
     c, s = np.cos(alpha), np.sin(alpha)
     a = l1 - l2 * c  # knee's distance from the centre line
     a1 = l2 * s  # da/dalpha

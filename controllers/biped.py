@@ -145,7 +145,6 @@ class BipedController:
         self.machine = JumpStateMachine(self.jump) if self.jump is not None else None
 
     def __call__(self, t: float, est: Estimate, ref: Reference) -> Command:
-        g = self.geometry
         alpha_mean = 0.5 * float(est.alpha[0] + est.alpha[1])
         phase = self.machine.update(t, alpha_mean, est.accel) if self.machine else Phase.BALANCE
 
@@ -172,16 +171,16 @@ class BipedController:
             F_y, T_x = virtual_forces(self.gains.legs, length, 0.5 * float(est.height_rate[0] + est.height_rate[1]),
                                       self.height_ref,
                                       est.roll, est.roll_rate, height_rate_ref=step / self.dt)
-            hips = hip_torques(self.params, (g.l1, g.l2, g.l3), est.alpha[0], est.alpha[1], F_y, T_x, self.hip_limit)
+            hips = hip_torques(self.params, est.height_slope, F_y, T_x, self.hip_limit)
         elif mode == "torque":
             hips = (value, value)
         else:  # leg-angle PD (jump phases) with the body's weight fed forward while on the ground
             on_ground = phase in (Phase.CROUCH, Phase.LANDING)
             hips = tuple(
                 _clip(self.gains.alpha_kp * (value - a) - self.gains.alpha_kd * ad
-                      + (float(five_bar.hip_torque(a, self.params.M * self.params.g / 2, g.l1, g.l2, g.l3))
-                         if on_ground else 0.0), self.hip_limit)
-                for a, ad in zip(est.alpha, est.alpha_rate)
+                      + (0.25 * self.params.M * self.params.g * y1 if on_ground else 0.0),  # eq. 2.30, P = M g / 2
+                      self.hip_limit)
+                for a, ad, y1 in zip(est.alpha, est.alpha_rate, est.height_slope)
             )
         # Keep each leg symmetric: a PD on alpha_front - alpha_rear, equal and
         # opposite on the leg's two motors, saturated so the sum stays in range.

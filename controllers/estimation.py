@@ -53,6 +53,7 @@ class Estimate:
     alpha_rate: np.ndarray
     height: np.ndarray
     height_rate: np.ndarray
+    height_slope: np.ndarray  # (left, right) dy/dalpha, m/rad: the five-bar's lever (eq. 2.29)
     accel: float  # |specific force| from the accelerometer, m/s^2 (about 0 in free fall)
     hip_angles: np.ndarray = None  # (4,) per motor: left front, left rear, right front, right rear, rad
     hip_rates: np.ndarray = None  # (4,), rad/s
@@ -63,24 +64,29 @@ class Estimate:
         return np.array([self.x, self.xd, self.pitch, self.pitch_rate])
 
 
-def euler_zyx(quat) -> tuple[float, float, float]:
-    """``(roll, pitch, yaw)`` of a unit quaternion ``(w, x, y, z)``, Z-Y-X convention, rad."""
-    w, x, y, z = quat
+def euler_zyx(quat):
+    """``(roll, pitch, yaw)`` of unit quaternions ``(..., 4)`` as ``(w, x, y, z)``, Z-Y-X convention, rad.
+
+    A single quaternion gives three floats; a batch gives three arrays ``(...)``.
+    """
+    quat = np.asarray(quat, dtype=float)
+    w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
     roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
     pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
     yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-    return float(roll), float(pitch), float(yaw)
+    return roll[()], pitch[()], yaw[()]
 
 
-def euler_rates(roll: float, pitch: float, gyro) -> tuple[float, float, float]:
-    """Z-Y-X Euler angle rates from the body-frame angular velocity (gyro), rad/s."""
-    wx, wy, wz = gyro
+def euler_rates(roll, pitch, gyro):
+    """Z-Y-X Euler angle rates from the body-frame angular velocity (gyro) ``(..., 3)``, rad/s."""
+    gyro = np.asarray(gyro, dtype=float)
+    wx, wy, wz = gyro[..., 0], gyro[..., 1], gyro[..., 2]
     sr, cr = np.sin(roll), np.cos(roll)
     cp, tp = np.cos(pitch), np.tan(pitch)
     return (
-        float(wx + sr * tp * wy + cr * tp * wz),
-        float(cr * wy - sr * wz),
-        float((sr * wy + cr * wz) / cp),
+        (wx + sr * tp * wy + cr * tp * wz)[()],
+        (cr * wy - sr * wz)[()],
+        ((sr * wy + cr * wz) / cp)[()],
     )
 
 
@@ -109,6 +115,9 @@ class Estimator:
     """
 
     def __init__(self, geometry: LegGeometry):
+        # Validate the leg over its whole reachable range once: every update clips
+        # alpha into that range, so the per-step geometry needs no further checks.
+        five_bar.check_alpha(np.linspace(*five_bar.REACHABLE, 721), geometry.l1, geometry.l2, geometry.l3)
         self.geometry = geometry
         self._x0: float | None = None
         self._yaw_prev: float | None = None
@@ -131,8 +140,8 @@ class Estimator:
             raise ValueError("non-finite sensor reading: the state cannot be estimated")
         quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = readings
         g = self.geometry
-        roll, pitch, yaw = euler_zyx(quat)
-        roll_rate, pitch_rate, yaw_rate = euler_rates(roll, pitch, gyro)
+        roll, pitch, yaw = (float(a) for a in euler_zyx(quat))
+        roll_rate, pitch_rate, yaw_rate = (float(a) for a in euler_rates(roll, pitch, gyro))
 
         if self._yaw_prev is not None:
             jump = yaw - self._yaw_prev
@@ -142,7 +151,7 @@ class Estimator:
         alpha = 0.5 * (hip_pos[0::2] + hip_pos[1::2])  # (left, right): mean of front and rear motor
         alpha = np.clip(alpha, *five_bar.REACHABLE)  # a transient overshoot must not stop the estimate
         alpha_rate = 0.5 * (hip_vel[0::2] + hip_vel[1::2])
-        y, y1, _ = five_bar.height_derivatives(alpha, g.l1, g.l2, g.l3)  # validates alpha
+        y, y1, _ = five_bar.height_derivatives(alpha, g.l1, g.l2, g.l3, validate=False)  # checked in __init__
         phi, dphi = _shank_angle(alpha, g)
         # Wheel rotation in the world = encoder + shank pitch (body pitch + phi); rolling
         # without slip, the axle moves r times that.
@@ -164,6 +173,7 @@ class Estimator:
             alpha_rate=alpha_rate,
             height=y,
             height_rate=y1 * alpha_rate,
+            height_slope=y1,
             accel=float(np.linalg.norm(accel)),
             hip_angles=hip_pos,
             hip_rates=hip_vel,

@@ -62,7 +62,7 @@ def split_wheel_torque(total: float, differential: float, limit: float) -> tuple
     (``2 limit``), then the differential is reduced until neither wheel exceeds
     ``limit``.  Returns N m.
     """
-    total = float(np.clip(total, -2 * limit, 2 * limit))
+    total = min(max(float(total), -2 * limit), 2 * limit)
     room = 2 * limit - abs(total)  # the largest |dT| that keeps both wheels in range
-    differential = float(np.clip(differential, -room, room))
+    differential = min(max(float(differential), -room), room)
     return 0.5 * (total + differential), 0.5 * (total - differential)

@@ -7,7 +7,7 @@ The chain, per control step:
    ``T_x`` (N m, about the forward axis, positive lifting the left side);
 2. the support statics, eq. 2.27 (``analytic.wheeled_pendulum.leg_forces``), turn
    them into leg forces ``P_L, P_R`` with the body's weight fed forward;
-3. the five-bar's virtual work, eq. 2.30 (``analytic.five_bar.hip_torque``),
+3. the five-bar's virtual work, eq. 2.30 (as ``analytic.five_bar.hip_torque``),
    gives each hip motor's torque ``tau = (P / 2) y1(alpha)``; both motors of a leg
    get the same command (equal and opposite in the world).
 
@@ -55,20 +55,16 @@ def virtual_forces(gains: LegGains, height, height_rate, height_ref, roll, roll_
     return float(F_y), float(T_x)
 
 
-def hip_torques(params: PendulumParams, legs: tuple[float, float, float], alpha_left: float, alpha_right: float,
-                F_y: float, T_x: float, limit: float) -> tuple[float, float]:
+def hip_torques(params: PendulumParams, slopes, F_y: float, T_x: float, limit: float) -> tuple[float, float]:
     """Hip torque per motor for the left and right leg (N m), saturated to ``+-limit``.
 
     Args:
       params: the pendulum parameters (body mass ``M``, track ``D``, ``g``) for eq. 2.27.
-      legs: five-bar lengths ``(l1, l2, l3)``, m.
-      alpha_left, alpha_right: each leg's thigh angle, rad.
+      slopes: each leg's lever ``y1 = dy/dalpha`` (left, right), m/rad, from
+        ``analytic.five_bar.height_derivatives`` (the estimator provides it).
       F_y, T_x: virtual force and roll torque from :func:`virtual_forces`.
       limit: motor torque limit, N m.
-
-    Raises:
-      ValueError: an alpha outside the five-bar's reachable range.
     """
-    forces = np.array(leg_forces(params, F_y, T_x))
-    tau = five_bar.hip_torque(np.array([alpha_left, alpha_right]), forces, *legs)  # both legs in one call
-    return min(max(float(tau[0]), -limit), limit), min(max(float(tau[1]), -limit), limit)
+    P_L, P_R = leg_forces(params, F_y, T_x)
+    tau_L, tau_R = 0.5 * float(P_L) * float(slopes[0]), 0.5 * float(P_R) * float(slopes[1])  # eq. 2.30
+    return min(max(tau_L, -limit), limit), min(max(tau_R, -limit), limit)

@@ -11,7 +11,7 @@ from the tracking camera.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -21,7 +21,7 @@ import numpy as np
 from controllers.biped import BipedController, Reference, design
 from controllers.estimation import Estimate, Estimator, LegGeometry, euler_rates, euler_zyx
 from controllers.jump import JumpPlan
-from experiments.biped_model import HIPS, BipedParams, balance_pose, biped_params, closure_error
+from experiments.biped_model import HIPS, BipedParams, balance_pose, biped_params
 from experiments.errors import CrossdynError
 
 __all__ = ["Scenario", "Trace", "simulate", "make_controller", "geometry", "FALL_PITCH"]
@@ -176,41 +176,37 @@ def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | 
     free_v = model.joint("root").dofadr[0]
 
     n = int(round(sc.duration / sc.control_period))
-    log = {k: [] for k in ("t", "true_x", "true_xd", "true_pitch", "true_pitch_rate", "true_roll", "true_yaw",
-                           "true_yaw_rate", "est_x", "est_xd", "est_pitch", "height", "alpha", "body_z", "wheel_z",
-                           "wheel_torque", "hip_torque", "wheel_total", "phase", "closure", "reference")}
+    # The loop records raw state only; the derived truth (Euler angles, travel along
+    # the heading, loop closure) is computed for the whole run at the end, so the
+    # per-step cost stays with the controller and the physics.
+    sites = [model.site(name).id for name in ("left_axle", "right_axle", "left_rear_foot", "right_rear_foot")]
+    raw = {k: [] for k in ("t", "quat", "omega", "sites", "axle_vel", "body_z", "wheel_z")}
+    log = {k: [] for k in ("est_x", "est_xd", "est_pitch", "height", "alpha", "wheel_torque", "hip_torque",
+                           "wheel_total", "phase", "reference")}
     renderer = frames = None
     if video is not None:
         renderer, frames = mujoco.Renderer(model, 360, 640), []
     fell = diverged = False
-    truth0 = None
-    for k in range(n):
+    for _ in range(n):
         t = data.time
-        roll, pitch, yaw = euler_zyx(data.qpos[3:7])
-        roll_rate, pitch_rate, yaw_rate = euler_rates(roll, pitch, data.qvel[free_v + 3 : free_v + 6])
-        heading = np.array([np.cos(yaw), np.sin(yaw)])
-        axle = 0.5 * (data.site_xpos[axles[0]] + data.site_xpos[axles[1]])
-        if truth0 is None:
-            truth0 = axle[:2].copy()
-        axle_vel = 0.5 * sum(_site_velocity(model, data, s)[:2] for s in axles)
-        true_x, true_xd = float((axle[:2] - truth0) @ heading), float(axle_vel @ heading)
+        quat, omega = data.qpos[3:7].copy(), data.qvel[free_v + 3 : free_v + 6].copy()
+        axle_vel = 0.5 * (_site_velocity(model, data, axles[0]) + _site_velocity(model, data, axles[1]))
+        for key, value in zip(raw, (t, quat, omega, data.site_xpos[sites], axle_vel, data.xpos[body, 2],
+                                    data.xpos[wheels, 2] - p.pendulum.r)):
+            raw[key].append(value)
         try:
             est = estimator.update(*sensors.read(data))
         except ValueError:
             diverged = True
             break
         if sc.ground_truth:
-            est = Estimate(true_x, true_xd, pitch, pitch_rate, roll, roll_rate, yaw, yaw_rate, est.alpha,
-                           est.alpha_rate, est.height, est.height_rate, est.accel, est.hip_angles, est.hip_rates)
+            est = _true_estimate(est, quat, omega, data.site_xpos[sites[:2]], axle_vel, raw["sites"][0])
         ref = sc.reference(t)
         cmd = controller(t, est, ref)
         data.ctrl[wheel_act] = cmd.wheels
         data.ctrl[hip_act] = cmd.hips
-
-        row = (t, true_x, true_xd, pitch, pitch_rate, roll, yaw, yaw_rate, est.x, est.xd, est.pitch, est.height,
-               est.alpha, data.xpos[body, 2], [data.xpos[w, 2] - p.pendulum.r for w in wheels], cmd.wheels, cmd.legs,
-               cmd.wheel_total, cmd.phase, closure_error(model, data), (ref.velocity, ref.yaw, ref.height))
-        for key, value in zip(log, row):
+        for key, value in zip(log, (est.x, est.xd, est.pitch, est.height, est.alpha, cmd.wheels, cmd.legs,
+                                    cmd.wheel_total, cmd.phase, (ref.velocity, ref.yaw, ref.height))):
             log[key].append(value)
 
         for _ in range(steps_per_control):
@@ -224,16 +220,58 @@ def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | 
         if not np.isfinite(data.qacc).all() or data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0:
             diverged = True
             break
-        if abs(pitch) > FALL_PITCH:
+        w, x, y, z = quat
+        if abs(np.arcsin(min(max(2 * (w * y - z * x), -1.0), 1.0))) > FALL_PITCH:  # pitch, as euler_zyx
             fell = True
             break
     if renderer is not None:
         renderer.close()
         _write_video(video, frames, fps)
+    steps = len(log["phase"])  # a break after recording the state leaves one raw row over
+    raw = {k: np.array(v[:steps]) for k, v in raw.items()}
     arrays = {k: np.array(v) for k, v in log.items()}
-    return Trace(**arrays, fell=fell or diverged, diverged=diverged, wheel_limit=p.wheel_torque_limit,
+    return Trace(t=raw["t"], **_truth(raw), body_z=raw["body_z"], wheel_z=raw["wheel_z"], **arrays,
+                 fell=fell or diverged, diverged=diverged, wheel_limit=p.wheel_torque_limit,
                  hip_limit=p.hip_torque_limit,
                  transitions=list(controller.machine.transitions) if controller.machine else [])
+
+
+def _truth(raw: dict) -> dict:
+    """MuJoCo's state as the controller's quantities, for a whole run at once.
+
+    ``true_x`` is the axle midpoint's travel from its start, projected on the
+    current heading; ``true_xd`` its velocity along the heading; ``closure`` the
+    larger loop-closure gap of the two legs (rear shank tip to axle), m.
+    """
+    if raw["t"].size == 0:
+        empty = np.zeros(0)
+        return {k: empty for k in ("true_x", "true_xd", "true_pitch", "true_pitch_rate", "true_roll", "true_yaw",
+                                   "true_yaw_rate", "closure")}
+    roll, pitch, yaw = euler_zyx(raw["quat"])
+    roll_rate, pitch_rate, yaw_rate = euler_rates(roll, pitch, raw["omega"])
+    heading = np.stack([np.cos(yaw), np.sin(yaw)], axis=-1)
+    axle = 0.5 * (raw["sites"][:, 0, :2] + raw["sites"][:, 1, :2])
+    return {
+        "true_x": np.einsum("ni,ni->n", axle - axle[0], heading),
+        "true_xd": np.einsum("ni,ni->n", raw["axle_vel"][:, :2], heading),
+        "true_pitch": pitch,
+        "true_pitch_rate": pitch_rate,
+        "true_roll": roll,
+        "true_yaw": np.unwrap(yaw),
+        "true_yaw_rate": yaw_rate,
+        "closure": np.linalg.norm(raw["sites"][:, 2:] - raw["sites"][:, :2], axis=-1).max(axis=1),
+    }
+
+
+def _true_estimate(est: Estimate, quat, omega, axles, axle_vel, sites0) -> Estimate:
+    """``est`` with its pose, rates and travel replaced by MuJoCo's (``--set ground_truth=true``)."""
+    roll, pitch, yaw = (float(a) for a in euler_zyx(quat))
+    roll_rate, pitch_rate, yaw_rate = (float(a) for a in euler_rates(roll, pitch, omega))
+    heading = np.array([np.cos(yaw), np.sin(yaw)])
+    start = 0.5 * (sites0[0, :2] + sites0[1, :2])
+    x = float((0.5 * (axles[0, :2] + axles[1, :2]) - start) @ heading)
+    return replace(est, x=x, xd=float(axle_vel[:2] @ heading), pitch=pitch, pitch_rate=pitch_rate, roll=roll,
+                   roll_rate=roll_rate, yaw=yaw, yaw_rate=yaw_rate)
 
 
 def _site_velocity(model, data, site: int) -> np.ndarray:

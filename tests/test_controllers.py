@@ -130,21 +130,27 @@ def test_virtual_model_chain_matches_statics():
     p = PendulumParams(M=6.0, m=0.4, r=0.06, I=7.2e-4, J_pitch=0.05, J_yaw=0.07, D=0.4)
     legs = (0.10, 0.16, 0.32)
     alpha = np.radians(215.0)
+    _, y1, _ = five_bar.height_derivatives(alpha, *legs)
     gains = LegGains(kp_height=400.0, kd_height=40.0, kp_roll=50.0, kd_roll=5.0)
 
-    # Level at the reference height: each leg carries half the weight.
+    # Level at the reference height: each leg carries half the weight, and the
+    # torque is eq. 2.30's (five_bar.hip_torque) for that force.
     F_y, T_x = virtual_forces(gains, 0.3, 0.0, 0.3, 0.0, 0.0)
-    tau_L, tau_R = hip_torques(p, legs, alpha, alpha, F_y, T_x, limit=17.0)
-    _, y1, _ = five_bar.height_derivatives(alpha, *legs)
-    assert tau_L == pytest.approx(p.M * p.g / 4 * y1) and tau_L == tau_R
+    tau_L, tau_R = hip_torques(p, (y1, y1), F_y, T_x, limit=17.0)
+    assert tau_L == pytest.approx(float(five_bar.hip_torque(alpha, p.M * p.g / 2, *legs))) and tau_L == tau_R
 
     # Left side up (positive roll) -> push the right leg harder; the leg forces
     # recovered from the torques give back the commanded (F_y, T_x) through 2.23-2.24.
     F_y, T_x = virtual_forces(gains, 0.28, 0.0, 0.3, np.radians(3.0), 0.0)
-    tau_L, tau_R = hip_torques(p, legs, alpha, alpha, F_y, T_x, limit=17.0)
+    tau_L, tau_R = hip_torques(p, (y1, y1), F_y, T_x, limit=17.0)
     assert tau_R > tau_L and F_y > 0 and T_x < 0
     P_L, P_R = 2 * tau_L / y1, 2 * tau_R / y1
     assert_close(statics(p, P_L, P_R), (F_y, T_x), atol=1e-12, rtol=1e-12, what="(F_y, T_x) round trip")
+    assert hip_torques(p, (y1, y1), 1e4, 0.0, limit=17.0) == (17.0, 17.0)  # saturated at the motor limit
 
-    with pytest.raises(ValueError, match="reachable"):
-        hip_torques(p, legs, np.radians(100.0), alpha, F_y, T_x, limit=17.0)
+
+def test_estimator_refuses_a_leg_that_cannot_close():
+    from controllers.estimation import Estimator, LegGeometry
+
+    with pytest.raises(ValueError, match="cannot close"):
+        Estimator(LegGeometry(l1=0.10, l2=0.16, l3=0.20, r=0.06))  # shank too short near 180 deg
