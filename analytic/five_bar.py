@@ -25,11 +25,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["REACHABLE", "height", "height_derivatives", "hip_torque", "check_alpha"]
+__all__ = ["REACHABLE", "STROKE", "height", "height_derivatives", "hip_torque", "check_alpha"]
 
 # The working range of alpha (rad): from the thigh pointing straight outward to
 # straight down.  Outside it the leg folds through itself or the knee points inward.
 REACHABLE = (np.pi, 1.5 * np.pi)
+
+# The testbed's default extension stroke (SPEC §4): crouched at 190 deg, extended at
+# 250 deg (y = 0.218 m and 0.430 m with the seed's legs).
+STROKE = (np.radians(190.0), np.radians(250.0))
 
 
 def check_alpha(alpha, l1: float, l2: float, l3: float) -> np.ndarray:

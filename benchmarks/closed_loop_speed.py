@@ -15,11 +15,9 @@ import time
 import mujoco
 import numpy as np
 
-from controllers.biped import Reference
-from experiments.biped_control import ALPHA_NOMINAL, CONTROL_PERIOD, controller_for
-from experiments.biped_model import HIPS, build
-from experiments.closed_loop import Scenario, _initial_state, simulate
-from experiments.biped_model import biped_params
+from experiments.biped_control import CONTROL_PERIOD, balance_scenario, controller_for
+from experiments.biped_model import HIPS, biped_params, build
+from experiments.closed_loop import _initial_state, simulate
 
 
 def main() -> None:
@@ -30,8 +28,7 @@ def main() -> None:
 
     model = build()
     p = biped_params(model)
-    sc = Scenario(duration=args.duration, alpha0=ALPHA_NOMINAL, reference=lambda t: Reference(height=0.313),
-                  initial_tilt=np.radians(10.0), control_period=CONTROL_PERIOD)
+    sc = balance_scenario(10.0, args.duration)
     closed, trace = [], None
     for _ in range(args.repeats):
         start = time.perf_counter()

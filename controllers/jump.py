@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analytic import five_bar
+
 __all__ = ["Phase", "JumpPlan", "JumpStateMachine"]
 
 
@@ -57,8 +59,8 @@ class JumpPlan:
     """
 
     start: float = 1.0
-    alpha_crouch: float = np.radians(190.0)
-    alpha_takeoff: float = np.radians(250.0)
+    alpha_crouch: float = five_bar.STROKE[0]
+    alpha_takeoff: float = five_bar.STROKE[1]
     alpha_flight: float = np.radians(195.0)
     alpha_land: float = np.radians(235.0)
     crouch_time: float = 0.6

@@ -31,15 +31,16 @@ from experiments.biped_checks import (
     steering_instant,
     wheel_dynamics_instant,
 )
-from experiments.biped_model import biped_params, build
+from analytic.five_bar import STROKE
+from experiments.biped_model import STANCE, biped_params, build
 from experiments.registry import Param, experiment
 from experiments.results import Context
 
 __all__ = ["STROKE_DEG", "RETRACTION_TIME"]
 
-STROKE_DEG = (190.0, 250.0)  # testbed default stroke (SPEC §4), deg
+STROKE_DEG = tuple(float(a) for a in np.degrees(STROKE))  # testbed default stroke (SPEC §4), deg
 RETRACTION_TIME = 0.3  # s, seed 004's leg retraction time t
-STAND_DEG = 215.0  # mid-stroke pose for the single-pose checks, deg
+STAND_DEG = float(np.degrees(STANCE))  # mid-stroke pose for the single-pose checks, deg
 
 # Five-bar: eq. 3.2 against MuJoCo's kinematics is exact up to the Gauss-Newton
 # tolerance (1e-14 m), so 1e-9 leaves room for round-off only.  Rigid statics of

@@ -24,6 +24,7 @@ import mujoco
 import numpy as np
 
 import mjcf
+from analytic.five_bar import STROKE
 from analytic.jump import extension_stroke
 from analytic.wheeled_pendulum import linearize
 from controllers.balance import dlqr, lqr
@@ -31,7 +32,7 @@ from controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Reference
 from controllers.jump import JumpPlan
 from experiments import plots
 from experiments.biped_checks import reduced_linearization
-from experiments.biped_model import MODEL, balance_pose, biped_params, build, pitch
+from experiments.biped_model import MODEL, STANCE, balance_pose, biped_params, build, pitch
 from experiments.closed_loop import FALL_PITCH, Scenario, Trace, make_controller, simulate, video_environment
 from experiments.errors import ModelError, ParameterError
 from experiments.registry import Param, experiment
@@ -41,7 +42,7 @@ __all__ = ["settling_time", "robot", "controller_for", "balance_scenario", "bala
            "push_recovered", "holding"]
 
 CONTROL_PERIOD = 0.001  # s: 1 kHz; at 2 ms the leg-swing loop chatters (measured)
-ALPHA_NOMINAL = np.radians(215.0)  # mid-stroke stance, y = 0.313 m
+ALPHA_NOMINAL = STANCE  # mid-stroke stance (experiments.biped_model.STANCE)
 
 # Parameters every closed-loop experiment accepts through --set.
 COMMON = {
@@ -303,9 +304,9 @@ def turn(ctx: Context) -> dict:
     params=_params(),
 )
 def height_change(ctx: Context) -> dict:
-    low, high = _height(np.radians(190.0)), _height(np.radians(250.0))
+    low, high = _height(STROKE[0]), _height(STROKE[1])
     up, down, end = 0.5, 3.0, 5.5
-    sc = Scenario(duration=end, alpha0=np.radians(190.0),
+    sc = Scenario(duration=end, alpha0=STROKE[0],
                   reference=lambda t: Reference(height=high if up <= t < down else low))
     trace = _run(ctx, sc)
     h = trace.height.mean(axis=1)

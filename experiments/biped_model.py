@@ -37,6 +37,7 @@ from analytic.wheeled_pendulum import PendulumParams
 from experiments.errors import ModelError
 
 __all__ = [
+    "STANCE",
     "MODEL",
     "SIDES",
     "HIPS",
@@ -53,6 +54,7 @@ __all__ = [
 ]
 
 MODEL = "wheel_legged_biped"
+STANCE = np.radians(215.0)  # mid-stroke pose of the single-pose checks and closed loops, rad (y = 0.313 m)
 SIDES = ("left", "right")
 HIPS = tuple(f"{side}_{end}_hip" for side in SIDES for end in ("front", "rear"))
 KNEES = tuple(f"{side}_{end}_knee" for side in SIDES for end in ("front", "rear"))

@@ -10,25 +10,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from controllers.biped import Reference
 from controllers.estimation import Estimator, LegGeometry, euler_rates, euler_zyx
-from experiments.biped_control import controller_for, robot, settling_time
-from experiments.biped_model import build
+from experiments.biped_control import balance_scenario, controller_for, robot, settling_time
+from experiments.biped_model import STANCE, build
 from experiments.cli import main
-from experiments.closed_loop import Scenario, simulate
+from experiments.closed_loop import simulate
 from experiments.errors import ParameterError
 from support import assert_close
 
-ALPHA = np.radians(215.0)
+ALPHA = STANCE
 
 
 @pytest.fixture(scope="module")
 def recovery():
     """A 2 s balance recovery from 8 deg, sensor-based (shared by several tests)."""
-    model = build()
-    sc = Scenario(duration=2.0, alpha0=ALPHA, reference=lambda t: Reference(height=0.313),
-                  initial_tilt=np.radians(8.0), control_period=0.001)
-    return simulate(model, sc, controller_for({}))
+    return simulate(build(), balance_scenario(8.0, 2.0), controller_for({}))
 
 
 def test_estimate_follows_ground_truth(recovery):
@@ -48,10 +44,7 @@ def test_estimate_follows_ground_truth(recovery):
 
 
 def test_same_scenario_same_trace(recovery):
-    model = build()
-    sc = Scenario(duration=2.0, alpha0=ALPHA, reference=lambda t: Reference(height=0.313),
-                  initial_tilt=np.radians(8.0), control_period=0.001)
-    again = simulate(model, sc, controller_for({}))
+    again = simulate(build(), balance_scenario(8.0, 2.0), controller_for({}))
     np.testing.assert_array_equal(again.true_pitch, recovery.true_pitch)  # bit-identical
     np.testing.assert_array_equal(again.wheel_torque, recovery.wheel_torque)
 
@@ -152,8 +145,7 @@ def test_video_is_written(tmp_path):
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
-    sc = Scenario(duration=0.5, alpha0=ALPHA, reference=lambda t: Reference(height=0.313), control_period=0.001)
-    simulate(build(), sc, controller_for({}), video=tmp_path / "clip.mp4", fps=20)
+    simulate(build(), balance_scenario(0.0, 0.5), controller_for({}), video=tmp_path / "clip.mp4", fps=20)
     frames = iio.imread(tmp_path / "clip.mp4")
     assert frames.shape[0] == 10 and frames.shape[-1] == 3
     assert frames.std() > 5  # a rendered scene, not a blank frame
