@@ -62,6 +62,7 @@ def test_params_are_spec_numbers(robot):
     expected = [6.0, 0.4, 0.06, 0.5 * 0.4 * 0.06**2, 6 / 12 * (0.24**2 + 0.10**2), 6 / 12 * (0.24**2 + 0.30**2), 0.40]
     got = [pend.M, pend.m, pend.r, pend.I, pend.J_pitch, pend.J_yaw, pend.D]
     assert_close(got, expected, atol=1e-12)
+    # Numbers typed in the MJCF, read back through compile: round-off.
     assert_close([p.l1, p.l2, p.l3, p.thigh_mass, p.shank_mass], [0.10, 0.16, 0.32, 0.15, 0.20], atol=1e-12)
     assert (p.hip_torque_limit, p.wheel_torque_limit) == (17.0, 6.0)
     assert p.com_offset == (0.0, 0.0)

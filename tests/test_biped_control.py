@@ -57,6 +57,7 @@ def test_euler_angles_and_rates():
         cr, sr, cp, sp, cy, sy = (f(a / 2) for a in (roll, pitch, yaw) for f in (np.cos, np.sin))
         quat = [cy * cp * cr + sy * sp * sr, cy * cp * sr - sy * sp * cr,
                 cy * sp * cr + sy * cp * sr, sy * cp * cr - cy * sp * sr]
+        # Closed-form inverse of the same trig: round-off.
         assert_close(euler_zyx(quat), (roll, pitch, yaw), atol=1e-12, what="euler")
     # Level body: Euler rates are the gyro's components.
     assert_close(euler_rates(0.0, 0.0, [0.1, 0.2, 0.3]), (0.1, 0.2, 0.3), atol=1e-15, what="rates")
@@ -85,6 +86,7 @@ def test_perturbed_robot():
     nominal, heavy = build(), robot({"body_mass_scale": 1.3})
     body = nominal.body("body").id
     assert heavy.body_mass[body] == pytest.approx(1.3 * nominal.body_mass[body])
+    # A scalar product of ~0.05 kg m^2: round-off.
     assert_close(heavy.body_inertia[body], 1.3 * nominal.body_inertia[body], atol=1e-15, what="inertia")
 
 
@@ -117,6 +119,7 @@ def test_set_changes_the_run(tmp_path):
                  "--out", str(tmp_path)]) == 0
     metrics = json.loads((tmp_path / "balance-recovery" / "metrics.json").read_text())
     assert metrics["params"]["initial_tilt_deg"] == 4.0 and metrics["params"]["ground_truth"] is True
+    # The initial pose is set to the tilt exactly; 0.01 deg for the first logged step.
     assert metrics["max_tilt_deg"] == pytest.approx(4.0, abs=0.01)
 
 

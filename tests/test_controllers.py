@@ -44,6 +44,7 @@ def test_lqr_realised_cost_matches_riccati():
         u = -design.K @ x
         return np.concatenate([A @ x + B @ u, [x @ Q @ x + u @ R @ u]])
 
+    # Integrator tolerance 1e-10 on an O(0.05) cost.
     sol = solve_ivp(rhs, (0, 30), np.concatenate([x0, [0.0]]), rtol=1e-10, atol=1e-12)
     # 30 s is > 50 time constants of the slowest pole; solver tolerance 1e-10.
     assert sol.y[4, -1] == pytest.approx(design.cost(x0), rel=1e-6)
@@ -69,6 +70,7 @@ def test_gain_schedule_fits_the_table():
     mid = 0.5 * (lengths[3] + lengths[4])
     exact = lqr(*_pendulum(mid), np.diag([1, 1, 10, 1]), 0.1).K
     assert_close(sched(mid), exact, atol=0, rtol=2e-2, what="K between table points")
+    # Clamped: the very same evaluation.
     assert_close(sched(10.0), sched(lengths[-1]), atol=0, what="clamped above the range")
 
 
@@ -106,6 +108,7 @@ def test_yaw_gains_place_the_poles():
     j, wn, zeta = 0.05, 6.0, 0.9
     g = yaw_gains(j, wn, zeta)
     poles = np.roots([j, g.kd, g.kp])
+    # Roots of a quadratic with O(100) coefficients: round-off.
     assert_close(np.sort_complex(poles), np.sort_complex(np.roots([1, 2 * zeta * wn, wn**2])), atol=1e-12, what="poles")
     # To turn left (yaw up about +z) the right wheel must push harder: T_L - T_R < 0.
     assert yaw_torque(g, yaw=0.0, rate=0.0, yaw_ref=0.1) < 0
@@ -145,6 +148,7 @@ def test_virtual_model_chain_matches_statics():
     tau_L, tau_R = hip_torques(p, (y1, y1), F_y, T_x, limit=17.0)
     assert tau_R > tau_L and F_y > 0 and T_x < 0
     P_L, P_R = 2 * tau_L / y1, 2 * tau_R / y1
+    # Linear round trip of the same doubles.
     assert_close(statics(p, P_L, P_R), (F_y, T_x), atol=1e-12, rtol=1e-12, what="(F_y, T_x) round trip")
     assert hip_torques(p, (y1, y1), 1e4, 0.0, limit=17.0) == (17.0, 17.0)  # saturated at the motor limit
 

@@ -37,6 +37,7 @@ def test_stroke_ends_at_alpha1_and_extends_monotonically(stroke):
     assert stroke.alpha[0] == A0 and stroke.alpha[-1] == A1
     assert stroke.alpha_dot[0] == 0.0
     assert np.all(np.diff(stroke.alpha) > 0) and np.all(np.diff(stroke.height) > 0)
+    # The same expression evaluated twice.
     assert_close(stroke.stroke_height, height(A1, L1, L2, L3) - height(A0, L1, L2, L3), atol=1e-15)
     assert stroke.apex_height(0.3) == pytest.approx(stroke.stroke_height + 0.5 * G * 0.09)
 

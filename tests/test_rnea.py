@@ -86,6 +86,7 @@ def test_free_joint_velocity_layout():
     w = R @ np.array([2.0, 0.0, 0.0])
     r = R @ tree.com[0]
     expected = tree.mass[0] * np.cross(w, np.cross(w, r))
+    # O(1) N forces: round-off.
     assert_close(force, expected, atol=1e-12, what="force holding a spinning torso's origin")
 
 

@@ -88,6 +88,7 @@ def test_seed_000_matrix_form_is_flagged_in_joint_2_velocity_terms(arm):
     q, qd, qdd = sample_states(model, 50, seed=10)
     h = p.m2 * p.l1 * p.p2 * np.sin(q[:, 1])
     diff = VARIANTS["seed-000-matrix-printed"](p, q, qd, qdd) - lagrange(p, q, qd, qdd)
+    # Torques <= ~1 N m: round-off.
     assert_close(diff, np.stack([np.zeros(50), -h * qd[:, 0] ** 2], -1), atol=1e-14, what="printed - closed form")
 
 
@@ -114,6 +115,7 @@ def test_variants_accept_single_states_and_batches(arm):
     for fn in VARIANTS.values():
         batch = fn(p, q, qd, qdd)
         assert batch.shape == (7, 2)
+        # Same arithmetic on a row of the batch.
         assert_close(fn(p, q[3], qd[3], qdd[3]), batch[3], atol=1e-15, what="single vs batch")
     assert mass_matrix(p, q).shape == (7, 2, 2)
 

@@ -81,7 +81,7 @@ def test_leg_forces_invert_the_statics_and_the_printed_form_does_not():
 
 def test_wheel_equation_printed_form_is_dimensionally_wrong():
     T = wp.wheel_drive_torque(P, 2.0, 1.0)
-    assert_close(T, r * ((m + P.I / r**2) * 2.0 + 1.0), atol=1e-15)
+    assert_close(T, r * ((m + P.I / r**2) * 2.0 + 1.0), atol=1e-15)  # O(1) N m from a few products: round-off
     assert wp.wheel_drive_torque(P, 2.0, 1.0, printed=True) > 100 * T
 
 
