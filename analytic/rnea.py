@@ -34,7 +34,7 @@ seed's matrix, in the tests), and the batch is processed joint by joint with
 every state of the batch in one array operation.
 
 This module is NumPy only; the tree's numbers come from the compiled model through
-``experiments.derivation.tree_from_model``.
+``experiments.core.derivation.tree_from_model``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Tree", "rnea", "spatial_inertia", "apply_spatial_inertia", "quat_to_mat", "JOINT_TYPES"]
+from crossdyn.analytic.rotation import quat_to_matrix, skew
+
+__all__ = ["Tree", "rnea", "spatial_inertia", "apply_spatial_inertia", "JOINT_TYPES"]
 
 # Generalized-coordinate sizes (nq, nv) per joint type.
 JOINT_TYPES: dict[str, tuple[int, int]] = {"hinge": (1, 1), "slide": (1, 1), "free": (7, 6)}
@@ -140,27 +142,6 @@ class Tree:
         return np.cumsum([0] + [JOINT_TYPES[k][1] for k in self.joint_type])[:-1]
 
 
-def _hat(v: np.ndarray) -> np.ndarray:
-    """Skew matrices ``v^`` with ``v^ u = v x u``, ``(..., 3)`` -> ``(..., 3, 3)``."""
-    z = np.zeros_like(v[..., 0])
-    x, y, w = v[..., 0], v[..., 1], v[..., 2]
-    return np.stack([np.stack([z, -w, y], -1), np.stack([w, z, -x], -1), np.stack([-y, x, z], -1)], -2)
-
-
-def quat_to_mat(quat: np.ndarray) -> np.ndarray:
-    """Rotation matrices of quaternions ``[w, x, y, z]`` (normalized first), ``(..., 4)`` -> ``(..., 3, 3)``."""
-    quat = np.asarray(quat, dtype=float)
-    w, x, y, z = np.moveaxis(quat / np.linalg.norm(quat, axis=-1, keepdims=True), -1, 0)
-    return np.stack(
-        [
-            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
-        ],
-        -2,
-    )
-
-
 def _rotate_about(R: np.ndarray, axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     """``R Rot(axis, angle)`` by Rodrigues, ``Rot = E + sin(angle) a^ + (1 - cos(angle)) a^2``.
 
@@ -168,7 +149,7 @@ def _rotate_about(R: np.ndarray, axis: np.ndarray, angle: np.ndarray) -> np.ndar
       R: frame orientations, ``(N, 3, 3)``; axis: fixed unit axis in that frame, ``(3,)``;
       angle: ``(N,)`` rad.
     """
-    a = _hat(axis)
+    a = skew(axis)
     s, c = np.sin(angle)[:, None, None], np.cos(angle)[:, None, None]
     return R + s * _times_const(R, a) + (1.0 - c) * _times_const(R, a @ a)
 
@@ -223,7 +204,7 @@ def spatial_inertia(mass: float, c: np.ndarray, inertia: np.ndarray) -> np.ndarr
       c: CoM in the world, ``(..., 3)`` m.
       inertia: world-frame inertia about the CoM, ``(..., 3, 3)`` kg m^2.
     """
-    ch = _hat(np.asarray(c, dtype=float))
+    ch = skew(np.asarray(c, dtype=float))
     top = np.concatenate([np.broadcast_to(mass * np.eye(3), ch.shape), mass * np.swapaxes(ch, -1, -2)], axis=-1)
     bottom = np.concatenate([mass * ch, mass * ch @ np.swapaxes(ch, -1, -2) + inertia], axis=-1)
     return np.concatenate([top, bottom], axis=-2)
@@ -289,13 +270,13 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
             kind, qa, da = tree.joint_type[j], qadr[j], dadr[j]
             if kind == "free":
                 p = qpos[:, qa : qa + 3]
-                R = quat_to_mat(qpos[:, qa + 3 : qa + 7])
+                R = quat_to_matrix(qpos[:, qa + 3 : qa + 7])
                 # Translation along the world axes (s = [e_i; 0], fixed in the world, so
                 # ds = 0), rotation about the body axes a_k = R e_k through the origin p
                 # (s = [p x a_k; a_k], fixed in the body, so ds = (xi_body x) s).
                 S = np.zeros((n, 6, 6))
                 S[:, :3, :3] = np.eye(3)
-                S[:, :3, 3:] = _hat(p) @ R
+                S[:, :3, 3:] = skew(p) @ R
                 S[:, 3:, 3:] = R
                 xi_trans = xi + np.concatenate([qvel[:, da : da + 3], np.zeros((n, 3))], axis=1)
                 xi_rot = sum(S[:, :, 3 + k] * qvel[:, da + 3 + k, None] for k in range(3))

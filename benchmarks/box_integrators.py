@@ -2,8 +2,8 @@
 
 Prints, for the torque-free box of ``mjcf/rigid_box.xml`` (omega0 = [1, 1, 1]
 rad/s, dt = 1 ms), the per-step wall time of
-  1. ``analytic.rigid_body.seed_euler`` (Python loop, one step = one Euler update),
-  2. ``analytic.rigid_body.rk4`` (Python loop, four stages),
+  1. ``analytic.rigid_box.seed_euler`` (Python loop, one step = one Euler update),
+  2. ``analytic.rigid_box.rk4`` (Python loop, four stages),
   3. MuJoCo's RK4 and Euler (``mj_step`` from Python, through the same sampling
      wrapper the experiments use, which copies the state out after every step),
 and each one's ratio to MuJoCo's RK4, next to the |L| drift it reaches over the
@@ -21,9 +21,9 @@ import copy
 import mujoco
 import numpy as np
 
-from analytic import rigid_body as rb
-from experiments.box import OMEGA0, mujoco_trajectory, rigid_body_params
-from experiments.truth import load_model
+from crossdyn.analytic import rigid_box as rb
+from crossdyn.experiments.rigid_box import OMEGA0, mujoco_trajectory, rigid_body_params
+from crossdyn.experiments.core.models import load_model
 from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
 
 

@@ -15,9 +15,9 @@ import time
 import mujoco
 import numpy as np
 
-from experiments.biped_control import CONTROL_PERIOD, balance_scenario, controller_for
-from experiments.biped_model import HIPS, biped_params, build
-from experiments.closed_loop import _initial_state, simulate
+from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, balance_scenario, controller_for
+from crossdyn.experiments.biped.model import HIPS, biped_params, build
+from crossdyn.experiments.biped.closed_loop import initial_state, simulate
 
 
 def main() -> None:
@@ -45,7 +45,7 @@ def main() -> None:
     bare = []
     for _ in range(args.repeats):
         data = mujoco.MjData(model)
-        data.qpos[:] = _initial_state(model, p, sc)
+        data.qpos[:] = initial_state(model, p, sc)
         mujoco.mj_forward(model, data)
         start = time.perf_counter()
         for k in range(trace.t.size):

@@ -20,11 +20,11 @@ import functools
 import mujoco
 import numpy as np
 
-from analytic.rnea import rnea
-from analytic.unit_vector import mass_matrix_and_bias
-from experiments.crosscheck import sample_states
-from experiments.derivation import tree_from_model
-from experiments.truth import load_model
+from crossdyn.analytic.rnea import rnea
+from crossdyn.analytic.unit_vector import mass_matrix_and_bias
+from crossdyn.experiments.core.crosscheck import sample_states
+from crossdyn.experiments.core.derivation import tree_from_model
+from crossdyn.experiments.core.models import load_model
 from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
 
 

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments import tune
+from crossdyn.experiments.biped import tune
 
 
 def _timed_sweep(out: Path, args, **engine) -> float:

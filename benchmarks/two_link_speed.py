@@ -2,7 +2,7 @@
 
 Prints, for N states (default 100,000), the per-state time of
   1. the vectorized analytic ``lagrange`` and ``newton-euler`` variants,
-  2. the ``experiments.truth.inverse_dynamics`` wrapper (row loop over mj_inverse),
+  2. the ``experiments.core.truth.inverse_dynamics`` wrapper (row loop over mj_inverse),
   3. a bare Python loop of ``mj_inverse``,
 and the ratios the foundation issue aims at: analytic <= 0.1x the MuJoCo path,
 wrapper <= 2x the bare loop.  Best of a few repeats, since the machine is shared.
@@ -17,9 +17,11 @@ import argparse
 import mujoco
 import numpy as np
 
-from analytic.two_link import VARIANTS
-from experiments.crosscheck import sample_states
-from experiments.truth import inverse_dynamics, load_model, two_link_params
+from crossdyn.analytic.two_link import VARIANTS
+from crossdyn.experiments.core.crosscheck import sample_states
+from crossdyn.experiments.core.truth import inverse_dynamics
+from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.two_link import two_link_params
 from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
 
 

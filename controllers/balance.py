@@ -2,7 +2,7 @@
 
 State ``x = [x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive
 leaning forward) and input ``T = T_L + T_R`` (N m, total wheel torque), as in the
-linearized model of seed 004, eq. 2.19 (``analytic.wheeled_pendulum.linearize``).
+linearized model of seed 004, eq. 2.19 (``analytic.biped.wheeled_pendulum.linearize``).
 
 Two designs can be compared:
 
@@ -173,5 +173,5 @@ def balance_torque(K: np.ndarray, state, reference=None, limit: float | None = N
     if not np.isfinite(state).all():
         raise ValueError(f"balance state must be finite, got {state}")
     error = state if reference is None else state - np.asarray(reference, dtype=float)
-    torque = float(-(np.asarray(K) @ error).item())
-    return torque if limit is None else float(np.clip(torque, -limit, limit))
+    torque = -float(np.asarray(K, dtype=float).reshape(-1) @ error)
+    return torque if limit is None else min(max(torque, -limit), limit)

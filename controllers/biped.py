@@ -19,17 +19,17 @@ rolling resistance).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from analytic import five_bar
-from analytic.wheeled_pendulum import PendulumParams, linearize
-from controllers.balance import GainSchedule, schedule
-from controllers.estimation import Estimate, LegGeometry
-from controllers.jump import JumpPlan, JumpStateMachine, Phase
-from controllers.steering import YawGains, split_wheel_torque, yaw_gains, yaw_torque
-from controllers.virtual_model import LegGains, hip_torques, virtual_forces
+from crossdyn.analytic.biped import five_bar
+from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, linearize
+from crossdyn.controllers.balance import GainSchedule, balance_torque, schedule
+from crossdyn.controllers.estimation import Estimate, LegGeometry
+from crossdyn.controllers.jump import JumpPlan, JumpStateMachine, Phase
+from crossdyn.controllers.steering import YawGains, split_wheel_torque, yaw_gains, yaw_torque
+from crossdyn.controllers.virtual_model import LegGains, hip_torques, virtual_forces
 
 __all__ = ["BipedGains", "Reference", "Command", "BipedController", "design", "yaw_inertia", "DEFAULT_Q", "DEFAULT_R"]
 
@@ -38,6 +38,9 @@ __all__ = ["BipedGains", "Reference", "Command", "BipedController", "design", "y
 # pitch heavily so a 10 deg tilt is caught at once; R sets torque use.
 DEFAULT_Q = (20.0, 10.0, 100.0, 1.0)  # x (1/m^2), xd (s^2/m^2), theta (1/rad^2), thetad (s^2/rad^2)
 DEFAULT_R = 1.0  # 1/(N m)^2
+# The gain schedule covers the stroke and a margin either side, rad: the legs pass
+# below the stroke when a landing compresses them and above it at take-off.
+SCHEDULE_MARGIN = (np.radians(5.0), np.radians(10.0))
 
 
 @dataclass(frozen=True)
@@ -68,11 +71,15 @@ class BipedGains:
 
 @dataclass
 class Reference:
-    """What the robot is asked to do: forward speed (m/s), heading (rad), leg height (m)."""
+    """What the robot is asked to do: forward speed (m/s), heading (rad), leg height (m).
+
+    ``height=None`` holds the legs at the height they have when the controller
+    starts (the robot's own stance), so no height is typed twice.
+    """
 
     velocity: float = 0.0
     yaw: float = 0.0
-    height: float = 0.3
+    height: float | None = None
 
 
 @dataclass(frozen=True)
@@ -99,14 +106,17 @@ def design(params: PendulumParams, geometry: LegGeometry, Q=DEFAULT_Q, R=DEFAULT
     """Design every gain from the analytic models.
 
     Args:
-      params: pendulum parameters (from ``experiments.biped_model.biped_params``).
+      params: pendulum parameters (from ``experiments.biped.model.biped_params``).
       geometry: five-bar lengths and wheel radius.
       Q: LQR state weights (diagonal); R: input weight.
-      alphas: leg angles (rad) to tabulate the schedule at; default the stroke 190..250 deg.
+      alphas: leg angles (rad) to tabulate the schedule at; default 16 across the
+        stroke (``five_bar.STROKE``) widened by :data:`SCHEDULE_MARGIN`.
       yaw_frequency: yaw loop natural frequency, rad/s (critically damped).
       legs: virtual-model gains; default a stiff, well-damped height and roll loop.
     """
-    alphas = np.radians(np.linspace(185.0, 260.0, 16)) if alphas is None else np.asarray(alphas)
+    if alphas is None:
+        alphas = np.linspace(five_bar.STROKE[0] - SCHEDULE_MARGIN[0], five_bar.STROKE[1] + SCHEDULE_MARGIN[1], 16)
+    alphas = np.asarray(alphas)
     heights = five_bar.height(alphas, geometry.l1, geometry.l2, geometry.l3)
     sched = schedule(functools.partial(linearize, params), heights, np.diag(Q), np.atleast_2d(R), degree=3)
     legs = legs or LegGains(kp_height=800.0, kd_height=60.0, kp_roll=150.0, kd_roll=12.0)
@@ -142,6 +152,8 @@ class BipedController:
     machine: JumpStateMachine | None = field(default=None, init=False)
 
     def __post_init__(self):
+        if self.jump is not None and self.jump.thrust_torque is None:  # full thrust: the motors' limit
+            self.jump = replace(self.jump, thrust_torque=self.hip_limit)
         self.machine = JumpStateMachine(self.jump) if self.jump is not None else None
 
     def __call__(self, t: float, est: Estimate, ref: Reference) -> Command:
@@ -151,9 +163,8 @@ class BipedController:
         # Wheels: LQR on the moving set-point, then steering.
         self.x_ref += ref.velocity * self.dt
         length = 0.5 * float(est.height[0] + est.height[1])
-        K = self.gains.schedule(length)
-        error = est.balance_state - np.array([self.x_ref, ref.velocity, 0.0, 0.0])
-        total = _clip(-float(K[0] @ error), 2 * self.wheel_limit)
+        total = balance_torque(self.gains.schedule(length), est.balance_state, (self.x_ref, ref.velocity, 0.0, 0.0),
+                               limit=2 * self.wheel_limit)
         differential = yaw_torque(self.gains.yaw, est.yaw, est.yaw_rate, ref.yaw)
         wheels = split_wheel_torque(total, differential, self.wheel_limit)
         if self.machine is not None and self.machine.airborne:
@@ -165,7 +176,8 @@ class BipedController:
         mode, value = self.machine.leg_target() if self.machine else ("vmc", np.nan)
         if self.height_ref is None or mode != "vmc":
             self.height_ref = length  # start (or resume after a jump) from where the legs are
-        step = _clip(ref.height - self.height_ref, self.height_rate_limit * self.dt)
+        target = self.height_ref if ref.height is None else ref.height
+        step = _clip(target - self.height_ref, self.height_rate_limit * self.dt)
         self.height_ref += step
         if mode == "vmc":
             F_y, T_x = virtual_forces(self.gains.legs, length, 0.5 * float(est.height_rate[0] + est.height_rate[1]),

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analytic import five_bar
+from crossdyn.analytic.biped import five_bar
+from crossdyn.analytic.rotation import euler_rates, euler_zyx
 
-__all__ = ["LegGeometry", "Estimate", "Estimator", "euler_zyx", "euler_rates", "shank_angle"]
+__all__ = ["LegGeometry", "Estimate", "Estimator", "shank_angle"]
 
 
 @dataclass(frozen=True)
@@ -62,32 +63,6 @@ class Estimate:
     def balance_state(self) -> np.ndarray:
         """``[x, xd, theta, thetad]`` of the wheeled pendulum."""
         return np.array([self.x, self.xd, self.pitch, self.pitch_rate])
-
-
-def euler_zyx(quat):
-    """``(roll, pitch, yaw)`` of unit quaternions ``(..., 4)`` as ``(w, x, y, z)``, Z-Y-X convention, rad.
-
-    A single quaternion gives three floats; a batch gives three arrays ``(...)``.
-    """
-    quat = np.asarray(quat, dtype=float)
-    w, x, y, z = quat[..., 0], quat[..., 1], quat[..., 2], quat[..., 3]
-    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
-    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
-    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-    return roll[()], pitch[()], yaw[()]
-
-
-def euler_rates(roll, pitch, gyro):
-    """Z-Y-X Euler angle rates from the body-frame angular velocity (gyro) ``(..., 3)``, rad/s."""
-    gyro = np.asarray(gyro, dtype=float)
-    wx, wy, wz = gyro[..., 0], gyro[..., 1], gyro[..., 2]
-    sr, cr = np.sin(roll), np.cos(roll)
-    cp, tp = np.cos(pitch), np.tan(pitch)
-    return (
-        (wx + sr * tp * wy + cr * tp * wz)[()],
-        (cr * wy - sr * wz)[()],
-        ((sr * wy + cr * wz) / cp)[()],
-    )
 
 
 def shank_angle(alpha, geometry: LegGeometry) -> tuple[np.ndarray, np.ndarray]:

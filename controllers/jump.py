@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analytic import five_bar
+from crossdyn.analytic.biped import five_bar
 
 __all__ = ["Phase", "JumpPlan", "JumpStateMachine"]
 
@@ -50,7 +50,8 @@ class JumpPlan:
       alpha_flight: leg angle held in the air (retracted).
       alpha_land: leg angle at touchdown.
       crouch_time: time allowed to reach the crouch.
-      thrust_torque: hip torque during thrust, N m (the motors' peak).
+      thrust_torque: hip torque during thrust, N m; ``None`` is the hip motors' limit
+        (:class:`~crossdyn.controllers.biped.BipedController` fills it in).
       freefall_accel, touchdown_accel: accelerometer thresholds for lift-off and touchdown.
       retract_timeout: longest retraction before giving up on flight (the robot never left).
       min_flight: touchdown is not believed before this long in the air: pulling the
@@ -64,7 +65,7 @@ class JumpPlan:
     alpha_flight: float = np.radians(195.0)
     alpha_land: float = np.radians(235.0)
     crouch_time: float = 0.6
-    thrust_torque: float = 17.0
+    thrust_torque: float | None = None
     freefall_accel: float = 4.0
     touchdown_accel: float = 14.0
     retract_timeout: float = 0.3

@@ -5,9 +5,9 @@ The chain, per control step:
 1. a height PD gives the virtual vertical force ``F_y`` (N, the net vertical force
    wanted on the body beyond its weight) and a roll PD the virtual roll torque
    ``T_x`` (N m, about the forward axis, positive lifting the left side);
-2. the support statics, eq. 2.27 (``analytic.wheeled_pendulum.leg_forces``), turn
+2. the support statics, eq. 2.27 (``analytic.biped.wheeled_pendulum.leg_forces``), turn
    them into leg forces ``P_L, P_R`` with the body's weight fed forward;
-3. the five-bar's virtual work, eq. 2.30 (as ``analytic.five_bar.hip_torque``),
+3. the five-bar's virtual work, eq. 2.30 (as ``analytic.biped.five_bar.hip_torque``),
    gives each hip motor's torque ``tau = (P / 2) y1(alpha)``; both motors of a leg
    get the same command (equal and opposite in the world).
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analytic import five_bar
-from analytic.wheeled_pendulum import PendulumParams, leg_forces
+from crossdyn.analytic.biped import five_bar
+from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, leg_forces
 
 __all__ = ["LegGains", "virtual_forces", "hip_torques"]
 
@@ -61,7 +61,7 @@ def hip_torques(params: PendulumParams, slopes, F_y: float, T_x: float, limit: f
     Args:
       params: the pendulum parameters (body mass ``M``, track ``D``, ``g``) for eq. 2.27.
       slopes: each leg's lever ``y1 = dy/dalpha`` (left, right), m/rad, from
-        ``analytic.five_bar.height_derivatives`` (the estimator provides it).
+        ``analytic.biped.five_bar.height_derivatives`` (the estimator provides it).
       F_y, T_x: virtual force and roll torque from :func:`virtual_forces`.
       limit: motor torque limit, N m.
     """

@@ -11,25 +11,34 @@ Experiments:
 - ``two-link-scope``: seed 002's scope figure (torque along a 5 s trajectory, MuJoCo
   and each variant, and their differences) plus a forward check: the analytic
   torque replayed as feedforward in MuJoCo tracks the trajectory.
+- ``derivation-attribution``: four derivations of the arm (correct, seed 000 as
+  printed, gravity sign flipped, Coriolis term dropped), each checked against
+  MuJoCo; the checker must blame the right term (:data:`FAULTS`).
+
+:func:`two_link_params` reads a user's arm from its MJCF (SPEC §1's convention).
 """
 
 from __future__ import annotations
 
-import copy as copy_module
+import dataclasses
 import functools
+from typing import Callable
 
 import mujoco
 import numpy as np
 
-from analytic.two_link import VARIANTS, TwoLinkParams
-from experiments import plots
-from experiments.crosscheck import Report, check, sample_states
-from experiments.errors import ParameterError
-from experiments.registry import Param, experiment
-from experiments.results import Context
-from experiments.truth import inverse_dynamics, load_model, two_link_params
+from crossdyn.analytic import two_link
+from crossdyn.analytic.two_link import VARIANTS, TwoLinkParams
+from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.crosscheck import Report, check, sample_states
+from crossdyn.experiments.core.errors import ModelError, ParameterError
+from crossdyn.experiments.core.models import load_model, with_options
+from crossdyn.experiments.core.registry import Param, experiment
+from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.truth import inverse_dynamics
 
-__all__ = ["default_model", "check_variant", "trajectory", "feedforward_drift"]
+__all__ = ["two_link_params", "default_model", "check_variant", "trajectory", "feedforward_drift", "FAULTS",
+           "faulty_two_link"]
 
 # Exact variants must agree with mj_inverse to round-off: torques here are at most
 # ~2 N m, so double-precision round-off is ~1e-15 N m; 1e-10 N m leaves 5 orders.
@@ -39,6 +48,109 @@ SAMPLES, SHORT_SAMPLES = 10_000, 500
 # Seed-000's reported mass-matrix offsets must equal the missing inertias to this
 # (both are sums of the same few doubles).
 OFFSET_TOL = 1e-12
+
+
+# Geometric tolerance for "planar" and "parallel" when reading a user's model:
+# MJCF numbers are typed with ~6 significant digits, far above round-off.
+_GEOM_TOL = 1e-9
+
+
+def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
+    """Read a planar two-link arm's parameters from a compiled model.
+
+    The model must follow SPEC §1: two hinge joints in a chain from the world,
+    both axes along world z, gravity along -y, link 1 hanging straight down at
+    ``q = 0`` with link 2 continuing it, each CoM on its link's line.  Lengths:
+    ``l1`` is the distance between the joint anchors; ``l2`` is the distance from
+    joint 2 to a site named ``tip`` on link 2 if there is one, else ``2 p2`` (a
+    uniform link).  ``i_k`` is the inertia about the world z axis through the CoM.
+
+    Raises:
+      ModelError: naming what is not as required (joint count or type, axis,
+        gravity direction, zero pose, CoM placement) and the value found.
+    """
+    if model.njnt != 2 or model.nv != 2:
+        raise ModelError(f"a two-link arm needs exactly 2 joints, this model has {model.njnt} (nv={model.nv})")
+    for j in range(2):
+        if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
+            kind = mujoco.mjtJoint(model.jnt_type[j]).name
+            raise ModelError(f"joint {model.joint(j).name!r} is {kind}; a two-link arm needs two hinge joints")
+    b1, b2 = int(model.jnt_bodyid[0]), int(model.jnt_bodyid[1])
+    if model.body_parentid[b1] != 0 or model.body_parentid[b2] != b1:
+        raise ModelError("the two joints must form a chain world -> link 1 -> link 2")
+    others = np.ones(model.nbody, dtype=bool)
+    others[[b1, b2]] = False
+    other_mass = float(model.body_mass[others].sum())
+    if other_mass > 0:
+        raise ModelError(f"bodies other than the two links carry {other_mass:g} kg; the closed form has two bodies")
+
+    gravity = np.array(model.opt.gravity)
+    g = float(np.linalg.norm(gravity))
+    if g == 0 or np.linalg.norm(gravity / g - [0.0, -1.0, 0.0]) > _GEOM_TOL:
+        raise ModelError(f"gravity must point along -y (SPEC §1), this model has gravity={gravity.tolist()}")
+
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)  # at qpos0: the reference pose
+    if np.any(model.qpos0 != 0):
+        raise ModelError(f"qpos0 must be zero (the hanging pose), found {model.qpos0.tolist()}")
+    for j in range(2):
+        axis = data.xaxis[j]
+        if abs(abs(axis[2]) - 1.0) > _GEOM_TOL:
+            raise ModelError(f"joint {model.joint(j).name!r} axis is {axis.round(6).tolist()} in the world; it must be +z")
+        if axis[2] < 0:
+            raise ModelError(f"joint {model.joint(j).name!r} axis is -z; SPEC §1 takes +z (counter-clockwise positive)")
+    anchor1, anchor2 = data.xanchor[0], data.xanchor[1]
+    com1, com2 = data.xipos[b1], data.xipos[b2]
+    for name, point in (("joint 2 anchor", anchor2), ("link 1 CoM", com1), ("link 2 CoM", com2)):
+        if abs(point[2] - anchor1[2]) > _GEOM_TOL:
+            raise ModelError(f"{name} is off the arm's plane by {point[2] - anchor1[2]:.3g} m in z")
+
+    down = np.array([0.0, -1.0, 0.0])
+    link1 = anchor2 - anchor1
+    l1 = float(np.linalg.norm(link1))
+    if l1 == 0:
+        raise ModelError("joint 2 sits on joint 1's axis; link 1 has zero length")
+    if np.linalg.norm(link1 / l1 - down) > 1e-6:
+        raise ModelError(
+            f"at q = 0 link 1 must hang straight down (-y), it points along {(link1 / l1).round(6).tolist()}"
+        )
+
+    def along(point, origin, name):
+        offset = point - origin
+        lateral = offset - (offset @ down) * down
+        if np.linalg.norm(lateral) > 1e-6:
+            raise ModelError(
+                f"{name} is {np.linalg.norm(lateral):.3g} m off the link's line at q = 0; "
+                "the closed form needs each CoM on its link"
+            )
+        return float(offset @ down)
+
+    p1 = along(com1, anchor1, "link 1 CoM")
+    p2 = along(com2, anchor2, "link 2 CoM")
+    try:
+        tip = model.site("tip")
+    except KeyError:
+        l2 = 2.0 * p2
+    else:
+        if model.site_bodyid[tip.id] != b2:
+            raise ModelError("site 'tip' must be on link 2")
+        l2 = along(data.site_xpos[tip.id], anchor2, "site 'tip'")
+
+    def inertia_zz(body):
+        rot = data.ximat[body].reshape(3, 3)
+        return float((rot @ np.diag(model.body_inertia[body]) @ rot.T)[2, 2])
+
+    return TwoLinkParams(
+        l1=l1,
+        l2=l2,
+        m1=float(model.body_mass[b1]),
+        m2=float(model.body_mass[b2]),
+        p1=p1,
+        p2=p2,
+        i1=inertia_zz(b1),
+        i2=inertia_zz(b2),
+        g=g,
+    )
 
 
 def default_model(variant: str) -> str:
@@ -106,7 +218,7 @@ def feedforward_drift(model: mujoco.MjModel, tau_fn, timestep: float, midpoint: 
     like O(dt); evaluated at the step's midpoint it is second order.  Open loop,
     any error is then amplified by the arm's own (chaotic) dynamics.
     """
-    model = _copy_with_timestep(model, timestep)
+    model = with_options(model, timestep=timestep, integrator=mujoco.mjtIntegrator.mjINT_RK4)
     data = mujoco.MjData(model)
     steps = int(round(DURATION / timestep))
     t = np.arange(steps + 1) * timestep
@@ -120,13 +232,6 @@ def feedforward_drift(model: mujoco.MjModel, tau_fn, timestep: float, midpoint: 
         mujoco.mj_step(model, data)
         error[k + 1] = data.qpos - q_ref[k + 1]
     return error
-
-
-def _copy_with_timestep(model: mujoco.MjModel, timestep: float) -> mujoco.MjModel:
-    copy = copy_module.copy(model)
-    copy.opt.timestep = timestep
-    copy.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
-    return copy
 
 
 def _mass_matrix_offsets(report: Report, params: TwoLinkParams, model, samples: int, seed: int) -> dict:
@@ -295,4 +400,63 @@ def scope(ctx: Context) -> dict:
             "the arm leaves the reference (radians within 5 s); held at the midpoint it stays "
             "below a milliradian."
         ),
+    }
+
+
+# --- Wrong derivations of the two-link arm, for the attribution showcase ----------
+
+
+def _gravity_flipped(params, q, qd, qdd):
+    # Potential energy written with the wrong sign of g.
+    return two_link.lagrange(dataclasses.replace(params, g=-params.g), q, qd, qdd)
+
+
+def _coriolis_dropped(params, q, qd, qdd):
+    # The closed form with tau1's Coriolis term -2 h qd1 qd2 forgotten.
+    q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+    h = params.m2 * params.l1 * params.p2 * np.sin(q[..., 1])
+    tau = two_link.lagrange(params, q, qd, qdd)
+    tau[..., 0] += 2 * h * qd[..., 0] * qd[..., 1]
+    return tau
+
+
+# fault -> (derivation(params, q, qd, qdd), the term the checker must blame or None)
+FAULTS: dict[str, tuple[Callable, str | None]] = {
+    "correct": (two_link.lagrange, None),
+    "seed-000-printed": (two_link.seed_000_printed, "mass_matrix"),
+    "gravity-sign-flipped": (_gravity_flipped, "gravity"),
+    "coriolis-dropped": (_coriolis_dropped, "velocity"),
+}
+
+
+def faulty_two_link(fault: str, params: two_link.TwoLinkParams) -> Callable:
+    """A two-link derivation ``tau(q, qd, qdd)`` with a known fault (``FAULTS``)."""
+    return functools.partial(FAULTS[fault][0], params)
+
+
+@experiment(
+    "derivation-attribution",
+    summary="check derivation on four two-link derivations: correct, seed-000-printed, "
+    "gravity flipped, Coriolis dropped",
+    expected="correct passes; the others fail in exactly mass matrix / gravity / velocity",
+    params={"samples": Param(1000, "number of random states", 1, 1_000_000)},
+)
+def derivation_attribution(ctx: Context) -> dict:
+    model = load_model("two_link_arm")
+    params = two_link_params(model)
+    samples = 200 if ctx.short else int(ctx.params["samples"])
+    cases, all_ok = {}, True
+    for fault, (_, blamed) in FAULTS.items():
+        report = check(faulty_two_link(fault, params), model, samples=samples, seed=ctx.seed, label=fault)
+        expected = [] if blamed is None else [blamed]
+        ok = report.failing_terms == expected and report.passed == (blamed is None)
+        all_ok &= ok
+        cases[fault] = {"expected_failing_terms": expected, "failing_terms": report.failing_terms,
+                        "as_expected": bool(ok), "diagnosis": report.diagnosis,
+                        "max_abs_error": report.max_abs_error}
+        ctx.savefig(plots.term_errors(report, f"two-link derivation '{fault}' vs mj_inverse"), f"{fault}.png")
+    return {
+        "passed": bool(all_ok),
+        "measured": "; ".join(f"{k}: {','.join(v['failing_terms']) or 'pass'}" for k, v in cases.items()),
+        "cases": cases,
     }

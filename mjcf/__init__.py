@@ -1,6 +1,6 @@
 """MJCF models: the single source of physical parameters for crossdyn.
 
-Each ``NAME.xml`` here is a built-in model that ``experiments.truth.load_model``
+Each ``NAME.xml`` here is a built-in model that ``experiments.core.models.load_model``
 resolves by name.  ``common.xml`` holds the shared visual settings and materials
 and is included by every model.
 """

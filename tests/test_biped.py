@@ -6,9 +6,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from analytic import wheeled_pendulum as wp
-from analytic.five_bar import height, hip_torque
-from experiments.biped_checks import (
+from crossdyn.analytic.biped import wheeled_pendulum as wp
+from crossdyn.analytic.biped.five_bar import height, hip_torque
+from crossdyn.experiments.biped.measurements import (
     discretize,
     five_bar_point,
     jump_run,
@@ -17,7 +17,7 @@ from experiments.biped_checks import (
     statics_point,
     steering_instant,
 )
-from experiments.biped_model import (
+from crossdyn.experiments.biped.model import (
     HIPS,
     balance_pose,
     biped_params,
@@ -25,8 +25,8 @@ from experiments.biped_model import (
     closure_error,
     stand_pose,
 )
-from experiments.errors import ModelError
-from experiments.truth import load_model
+from crossdyn.experiments.core.errors import ModelError
+from crossdyn.experiments.core.models import load_model
 from support import assert_close
 
 STAND = np.radians(215.0)
@@ -161,7 +161,7 @@ def test_bad_variants_are_rejected(robot):
     with pytest.raises(ModelError, match="legs"):
         build(legs="wooden")
     with pytest.raises(ValueError, match="reachable range"):
-        build(lock_alpha=np.radians(300.0))
+        build(rigid_alpha=np.radians(300.0))
     with pytest.raises(ValueError, match="reachable range"):
         stand_pose(robot[0], np.radians(100.0), robot[1])
     with pytest.raises(ModelError, match="biped"):

@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from controllers.estimation import Estimator, LegGeometry, euler_rates, euler_zyx
-from experiments.biped_control import balance_scenario, controller_for, robot, settling_time
-from experiments.biped_model import STANCE, build
-from experiments.cli import main
-from experiments.closed_loop import simulate
-from experiments.errors import ParameterError
+from crossdyn.analytic.rotation import euler_rates, euler_zyx
+from crossdyn.controllers.estimation import Estimator, LegGeometry
+from crossdyn.experiments.biped.scenarios import balance_scenario, controller_for, robot, settling_time
+from crossdyn.experiments.biped.model import STANCE, build
+from crossdyn.experiments.core.cli import main
+from crossdyn.experiments.biped.closed_loop import simulate
+from crossdyn.experiments.core.errors import ParameterError
 from support import assert_close
 
 ALPHA = STANCE

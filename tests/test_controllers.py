@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from controllers.balance import balance_torque, dlqr, lqr, schedule
-from controllers.steering import split_wheel_torque, yaw_gains, yaw_torque
+from crossdyn.controllers.balance import balance_torque, dlqr, lqr, schedule
+from crossdyn.controllers.steering import split_wheel_torque, yaw_gains, yaw_torque
 from support import assert_close
 
 
@@ -126,9 +126,9 @@ def test_split_wheel_torque_keeps_balance_priority():
 
 def test_virtual_model_chain_matches_statics():
     """Hip torques from the VMC chain hold the body's weight and roll as eq. 2.27/2.30 say."""
-    from analytic import five_bar
-    from analytic.wheeled_pendulum import PendulumParams, virtual_forces as statics
-    from controllers.virtual_model import LegGains, hip_torques, virtual_forces
+    from crossdyn.analytic.biped import five_bar
+    from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, virtual_forces as statics
+    from crossdyn.controllers.virtual_model import LegGains, hip_torques, virtual_forces
 
     p = PendulumParams(M=6.0, m=0.4, r=0.06, I=7.2e-4, J_pitch=0.05, J_yaw=0.07, D=0.4)
     legs = (0.10, 0.16, 0.32)
@@ -154,7 +154,7 @@ def test_virtual_model_chain_matches_statics():
 
 
 def test_estimator_refuses_a_leg_that_cannot_close():
-    from controllers.estimation import Estimator, LegGeometry
+    from crossdyn.controllers.estimation import Estimator, LegGeometry
 
     with pytest.raises(ValueError, match="cannot close"):
         Estimator(LegGeometry(l1=0.10, l2=0.16, l3=0.20, r=0.06))  # shank too short near 180 deg

@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from experiments.cli import main
-from experiments.registry import experiments, get
-from experiments.results import run_experiments
+from crossdyn.experiments.core.cli import main
+from crossdyn.experiments.core.registry import experiments, get
+from crossdyn.experiments.core.results import run_experiments
 
 REGISTRY = experiments()
 
@@ -63,7 +63,7 @@ def test_run_bad_input(tmp_path, capsys, argv, message):
 
 def test_a_crashing_experiment_loses_nothing(tmp_path, monkeypatch):
     """A crash is recorded with its traceback; the experiments after it still run."""
-    from experiments.registry import Experiment
+    from crossdyn.experiments.core.registry import Experiment
 
     def boom(ctx):
         raise RuntimeError("simulated failure")

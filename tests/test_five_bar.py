@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analytic.five_bar import height, height_derivatives, hip_torque
+from crossdyn.analytic.biped.five_bar import height, height_derivatives, hip_torque
 from support import assert_close
 
 L1, L2, L3 = 0.10, 0.16, 0.32  # SPEC §4 (seed 004 §3 link lengths), m

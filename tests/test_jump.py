@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analytic.five_bar import height
-from analytic.jump import extension_stroke
+from crossdyn.analytic.biped.five_bar import height
+from crossdyn.analytic.biped.jump import extension_stroke
 from support import assert_close
 
 L1, L2, L3 = 0.10, 0.16, 0.32  # m, SPEC §4

@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from analytic.lagrange import derive, pr_arm, rr_arm, rr_closed_form
-from analytic.rnea import rnea
-from analytic.two_link import lagrange
-from experiments.crosscheck import check
-from experiments.derivation import pr_arm_tree
-from experiments.truth import load_model, two_link_params
+from crossdyn.analytic.lagrange import derive, pr_arm, rr_arm, rr_closed_form
+from crossdyn.analytic.rnea import rnea
+from crossdyn.analytic.two_link import lagrange
+from crossdyn.experiments.core.crosscheck import check
+from crossdyn.experiments.lagrange import pr_arm_tree
+from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.two_link import two_link_params
 from support import assert_close
 
 # Illustrative PR-arm numbers (seed 003 gives none), SI units.

@@ -11,8 +11,8 @@ import mujoco
 import numpy as np
 import pytest
 
-import mjcf
-from experiments.truth import load_model
+from crossdyn import mjcf
+from crossdyn.experiments.core.models import load_model
 
 # (nq, nv, nu) per built-in model.
 PINNED = {

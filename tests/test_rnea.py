@@ -8,12 +8,14 @@ import mujoco
 import numpy as np
 import pytest
 
-from analytic.rnea import Tree, apply_spatial_inertia, rnea, spatial_inertia
-from analytic.two_link import lagrange, newton_euler
-from experiments.crosscheck import sample_states
-from experiments.derivation import tree_from_model
-from experiments.errors import ModelError
-from experiments.truth import inverse_dynamics, load_model, model_path, two_link_params
+from crossdyn.analytic.rnea import Tree, apply_spatial_inertia, rnea, spatial_inertia
+from crossdyn.analytic.two_link import lagrange, newton_euler
+from crossdyn.experiments.core.crosscheck import sample_states
+from crossdyn.experiments.core.derivation import tree_from_model
+from crossdyn.experiments.core.errors import ModelError
+from crossdyn.experiments.core.truth import inverse_dynamics
+from crossdyn.experiments.core.models import load_model, model_path
+from crossdyn.experiments.two_link import two_link_params
 from support import assert_close
 
 # The bound: |error| <= 1e-9 (1 + |tau|).  Torques reach ~500 N m at these

@@ -14,9 +14,9 @@ import socket
 
 import pytest
 
-from experiments import tune
-from experiments.errors import ParameterError
-from experiments.cli import main
+from crossdyn.experiments.biped import tune
+from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.cli import main
 
 SWEEP = dict(samples=3, seed=5, duration=1.0)  # 4 runs of 1 s: fast, and enough to reorder across workers
 

@@ -7,11 +7,13 @@ import functools
 import numpy as np
 import pytest
 
-from analytic.two_link import VARIANTS, TwoLinkParams, lagrange, mass_matrix, newton_euler
-from experiments.crosscheck import check, sample_states
-from experiments.errors import ModelError
-from experiments.truth import inverse_dynamics, load_model, two_link_params
-from experiments.two_link import ATOL, check_variant, trajectory
+from crossdyn.analytic.two_link import VARIANTS, TwoLinkParams, lagrange, mass_matrix, newton_euler
+from crossdyn.experiments.core.crosscheck import check, sample_states
+from crossdyn.experiments.core.errors import ModelError
+from crossdyn.experiments.core.truth import inverse_dynamics
+from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.two_link import two_link_params
+from crossdyn.experiments.two_link import ATOL, check_variant, trajectory
 from support import assert_close
 
 # Torques here are at most ~2 N m; double round-off is ~1e-15 N m, so the issue's
@@ -166,7 +168,7 @@ USER_ARM = """
 
 def test_users_own_arm_is_read_and_checked(tmp_path, capsys):
     """Another arm, written without the link-frame rotation and with other numbers."""
-    from experiments.cli import main
+    from crossdyn.experiments.core.cli import main
 
     path = tmp_path / "user_arm.xml"
     path.write_text(USER_ARM)
@@ -204,7 +206,7 @@ def test_not_a_two_link_arm_is_named(tmp_path, case):
 
 
 def _cli_error(capsys, argv):
-    from experiments.cli import main
+    from crossdyn.experiments.core.cli import main
 
     code = main(argv)
     err = capsys.readouterr().err.strip()
@@ -239,7 +241,7 @@ def test_bad_input_is_one_line_nonzero(tmp_path, capsys, setup, expect):
 
 
 def test_states_file_is_checked(tmp_path):
-    from experiments.cli import main
+    from crossdyn.experiments.core.cli import main
 
     q, qd, qdd = sample_states(load_model("two_link_arm"), 20, seed=8)
     np.savetxt(tmp_path / "states.csv", np.hstack([q, qd, qdd]), delimiter=",")

@@ -8,12 +8,15 @@ import mujoco
 import numpy as np
 import pytest
 
-from analytic.rnea import rnea
-from analytic.two_link import seed_000_printed
-from analytic.unit_vector import forward_dynamics, integrate_pos, mass_matrix_and_bias, simulate
-from experiments.crosscheck import sample_states
-from experiments.derivation import mujoco_euler, simulator_error, tree_from_model
-from experiments.truth import bias_force, load_model, mass_matrix, two_link_params
+from crossdyn.analytic.rnea import rnea
+from crossdyn.analytic.two_link import seed_000_printed
+from crossdyn.analytic.unit_vector import forward_dynamics, integrate_pos, mass_matrix_and_bias, simulate
+from crossdyn.experiments.core.crosscheck import sample_states
+from crossdyn.experiments.unit_vector import mujoco_euler, simulator_error
+from crossdyn.experiments.core.derivation import tree_from_model
+from crossdyn.experiments.core.truth import bias_force, mass_matrix
+from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.two_link import two_link_params
 from support import assert_close
 
 # A and b vs mj_fullM and qfrc_bias: the 1e-10 x scale.  Both sides are

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analytic import wheeled_pendulum as wp
+from crossdyn.analytic.biped import wheeled_pendulum as wp
 from support import assert_close
 
 # SPEC §4 testbed numbers; the body a 0.24 x 0.30 x 0.10 m box of 6 kg.

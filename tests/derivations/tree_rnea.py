@@ -4,9 +4,9 @@
 checks a 10-dof floating-base tree (MuJoCo's free-joint layout) term by term.
 """
 
-from analytic.rnea import rnea
-from experiments.derivation import tree_from_model
-from experiments.truth import load_model
+from crossdyn.analytic.rnea import rnea
+from crossdyn.experiments.core.derivation import tree_from_model
+from crossdyn.experiments.core.models import load_model
 
 TREE = tree_from_model(load_model("free_tree"))
 

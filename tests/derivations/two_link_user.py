@@ -16,7 +16,8 @@ Usage: ``crossdyn check derivation tests/derivations/two_link_user.py:correct --
 
 import numpy as np
 
-from experiments.truth import load_model, two_link_params
+from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.two_link import two_link_params
 
 P = two_link_params(load_model("two_link_arm"))
 

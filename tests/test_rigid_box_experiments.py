@@ -1,4 +1,4 @@
-"""The rigid box against MuJoCo (experiments/box.py, experiments/inertia_table.py).
+"""The rigid box against MuJoCo (experiments/rigid_box.py, experiments/inertia.py).
 
 Each comparison is run once per module (fixtures); each check also has a
 counterpart showing it can fail (a wrong inertia, a held force, MuJoCo's default
@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 from support import assert_close
 
-import mjcf
-from analytic import rigid_body as rb
-from experiments import box, inertia_table
-from experiments.errors import ModelError
-from experiments.truth import load_model
+from crossdyn import mjcf
+from crossdyn.analytic import rigid_box as rb
+from crossdyn.experiments import inertia as inertia_table
+from crossdyn.experiments import rigid_box as box
+from crossdyn.experiments.core.errors import ModelError
+from crossdyn.experiments.core.models import load_model
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,8 @@ from typing import Callable
 import mujoco
 import numpy as np
 
-from experiments.errors import DerivationError
-from experiments.truth import as_state_batch, check_exact_dynamics, inverse_dynamics
+from crossdyn.experiments.core.errors import DerivationError
+from crossdyn.experiments.core.truth import as_state_batch, check_exact_dynamics, inverse_dynamics
 
 __all__ = [
     "TermReport",

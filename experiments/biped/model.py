@@ -10,8 +10,6 @@ Variants (keyword arguments of :func:`build`):
 
 - ``legs="realistic"`` the file as written (thigh 0.15 kg, shank 0.20 kg);
   ``legs="massless"`` leg links of ``LEG_MASS_IDEAL`` (the seed's massless legs);
-- ``lock_alpha=a`` hold all four hips at ``alpha = a`` with joint equality
-  constraints (the seed's rigid legs of fixed length);
 - ``rigid_alpha=a`` weld both legs at ``alpha = a``: hip and knee joints and the
   loop closures are removed, the links fixed in the closed pose, so the legs are
   exactly rigid with no soft constraint (the seed's rigid legs; preferred for the
@@ -26,15 +24,17 @@ Variants (keyword arguments of :func:`build`):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
-import mjcf
-from analytic.five_bar import REACHABLE, height
-from analytic.wheeled_pendulum import PendulumParams
-from experiments.errors import ModelError
+from crossdyn import mjcf
+from crossdyn.analytic.biped.five_bar import height
+from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams
+from crossdyn.experiments.core.errors import ModelError
+from crossdyn.experiments.core.models import body_inertia
 
 __all__ = [
     "STANCE",
@@ -46,11 +46,11 @@ __all__ = [
     "BipedParams",
     "build",
     "biped_params",
+    "nominal_params",
     "stand_pose",
     "balance_pose",
     "closure_error",
     "composite_com",
-    "pitch",
 ]
 
 MODEL = "wheel_legged_biped"
@@ -115,7 +115,6 @@ def _spec() -> mujoco.MjSpec:
 def build(
     *,
     legs: str = "realistic",
-    lock_alpha: float | None = None,
     rigid_alpha: float | None = None,
     com_offset: tuple[float, float] = (0.0, 0.0),
     fixed_body: bool = False,
@@ -126,7 +125,6 @@ def build(
 
     Raises:
       ModelError: unknown ``legs`` or the spec does not compile.
-      ValueError: ``lock_alpha`` outside the five-bar's reachable range.
     """
     spec = _spec()
     if legs == "massless":
@@ -137,18 +135,6 @@ def build(
         raise ModelError(f"biped variant: legs={legs!r}; choose 'realistic' or 'massless'")
     if rigid_alpha is not None:
         _weld_legs(spec, rigid_alpha)
-    if lock_alpha is not None:
-        low, high = REACHABLE
-        if not low <= lock_alpha <= high:
-            raise ValueError(f"lock_alpha={np.degrees(lock_alpha):.2f} deg is outside the reachable range "
-                             f"[{np.degrees(low):.0f}, {np.degrees(high):.0f}] deg")
-        for hip in HIPS:
-            eq = spec.add_equality()
-            eq.type = mujoco.mjtEq.mjEQ_JOINT
-            eq.name = f"lock_{hip}"
-            eq.name1 = hip
-            # A joint equality holds qpos - qpos0 = data[0]; qpos0 is the hip's ref (pi).
-            eq.data[:5] = [lock_alpha - np.pi, 0.0, 0.0, 0.0, 0.0]
     if fixed_body:
         # A leg rig in the air: no floor contact (the legs may reach through it).
         spec.delete(spec.joint("root"))
@@ -217,12 +203,7 @@ def biped_params(model: mujoco.MjModel) -> BipedParams:
         raise ModelError(f"not a wheel-legged biped model (mjcf/{MODEL}.xml): missing {exc}") from None
 
     def inertia_about(bid: int, axis) -> float:
-        # Body inertia is stored principal (body_inertia) in the frame body_iquat.
-        rot = np.zeros(9)
-        mujoco.mju_quat2Mat(rot, model.body_iquat[bid])
-        rot = rot.reshape(3, 3)
-        full = rot @ np.diag(model.body_inertia[bid]) @ rot.T
-        return float(axis @ full @ axis)
+        return float(axis @ body_inertia(model, bid) @ axis)
 
     l1 = 0.5 * float(front.pos[0] - rear.pos[0])
     l2 = float(np.linalg.norm(knee_body.pos))
@@ -269,6 +250,16 @@ def biped_params(model: mujoco.MjModel) -> BipedParams:
     )
 
 
+@functools.lru_cache(maxsize=1)
+def nominal_params() -> BipedParams:
+    """:func:`biped_params` of the built-in robot as written (read once, then cached).
+
+    Defaults that are properties of the robot (the hip motors' peak torque, the
+    stance height) are read from here rather than typed again.
+    """
+    return biped_params(build())
+
+
 def knee_angle(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
     """Knee joint angle that closes the loop at hip angle ``alpha`` (both chains), rad.
 
@@ -307,12 +298,6 @@ def _has_joint(model: mujoco.MjModel, name: str) -> bool:
     except KeyError:
         return False
     return True
-
-
-def pitch(quat) -> float:
-    """Pitch (rotation about +y, positive leaning forward) of a body quaternion, rad."""
-    w, x, y, z = quat
-    return float(np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0)))
 
 
 def composite_com(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:

@@ -12,16 +12,16 @@ Experiments (``crossdyn run NAME``):
 - ``errata``: every seed-004 row of SPEC §5, printed vs corrected vs MuJoCo.
 
 Parameters all come from ``mjcf/wheel_legged_biped.xml`` through
-:func:`experiments.biped_model.biped_params`.
+:func:`experiments.biped.model.biped_params`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from analytic import five_bar
-from experiments import plots
-from experiments.biped_checks import (
+from crossdyn.analytic.biped import five_bar
+from crossdyn.experiments.core import plots
+from crossdyn.experiments.biped.measurements import (
     drive_and_turn,
     five_bar_point,
     jump_run,
@@ -31,16 +31,17 @@ from experiments.biped_checks import (
     steering_instant,
     wheel_dynamics_instant,
 )
-from analytic.five_bar import STROKE
-from experiments.biped_model import STANCE, biped_params, build
-from experiments.registry import Param, experiment
-from experiments.results import Context
+from crossdyn.analytic.biped.five_bar import STROKE
+from crossdyn.experiments.biped.model import STANCE, biped_params, build, nominal_params
+from crossdyn.experiments.core.registry import Param, experiment
+from crossdyn.experiments.core.results import Context
 
 __all__ = ["STROKE_DEG", "RETRACTION_TIME"]
 
 STROKE_DEG = tuple(float(a) for a in np.degrees(STROKE))  # testbed default stroke (SPEC §4), deg
 RETRACTION_TIME = 0.3  # s, seed 004's leg retraction time t
 STAND_DEG = float(np.degrees(STANCE))  # mid-stroke pose for the single-pose checks, deg
+HIP_LIMIT = nominal_params().hip_torque_limit  # N m, the hip motors' peak (the MJCF's ctrlrange x gear)
 
 # Five-bar: eq. 3.2 against MuJoCo's kinematics is exact up to the Gauss-Newton
 # tolerance (1e-14 m), so 1e-9 leaves room for round-off only.  Rigid statics of
@@ -278,7 +279,7 @@ def statics_experiment(ctx: Context) -> dict:
     "jump-stroke",
     summary="seed figure 2-9 (eq. 2.35) and the same constant-torque stroke in MuJoCo",
     expected="ODE take-off speed above g t; MuJoCo's lower by the legs' share of the work; closure < 0.5 mm",
-    params={"tau": Param(17.0, "torque of each hip motor, N m", 1.0, 17.0)},
+    params={"tau": Param(HIP_LIMIT, "torque of each hip motor, N m (default: the motors' limit)", 1.0, HIP_LIMIT)},
 )
 def jump_stroke_experiment(ctx: Context) -> dict:
     model = build()

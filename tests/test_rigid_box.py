@@ -1,7 +1,7 @@
-"""The one-body Newton-Euler model (analytic/rigid_body.py) and the inertia formulas.
+"""The one-body Newton-Euler model (analytic/rigid_box.py) and the inertia formulas.
 
 No MuJoCo here except through the box model's parameters (read by
-``experiments.box.rigid_body_params``, so no physical number is retyped).
+``experiments.rigid_box.rigid_body_params``, so no physical number is retyped).
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import pytest
 from scipy.spatial.transform import Rotation
 from support import assert_close
 
-from analytic import inertia
-from analytic import rigid_body as rb
-from experiments.box import OMEGA0, rigid_body_params
-from experiments.truth import load_model
+from crossdyn.analytic import inertia
+from crossdyn.analytic import rigid_box as rb
+from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix
+from crossdyn.experiments.rigid_box import OMEGA0, rigid_body_params
+from crossdyn.experiments.core.models import load_model
 
 DT = 1e-3  # s, SPEC §3
 STEPS = 10_000  # 10 s
@@ -98,7 +99,7 @@ def test_quaternion_round_trip():
     rng = np.random.default_rng(5)
     for R in Rotation.random(20, random_state=rng).as_matrix():
         # Conversions are a few flops each: round-off.
-        assert_close(rb.quat_to_matrix(rb.matrix_to_quat(R)), R, atol=1e-14)
+        assert_close(quat_to_matrix(matrix_to_quat(R)), R, atol=1e-14)
 
 
 def test_force_at_point_gives_torque_about_com():

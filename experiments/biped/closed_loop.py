@@ -18,13 +18,14 @@ from typing import Callable
 import mujoco
 import numpy as np
 
-from controllers.biped import BipedController, Reference, design
-from controllers.estimation import Estimate, Estimator, LegGeometry, euler_rates, euler_zyx
-from controllers.jump import JumpPlan
-from experiments.biped_model import HIPS, BipedParams, balance_pose, biped_params
-from experiments.errors import CrossdynError
+from crossdyn.controllers.biped import BipedController, Reference, design
+from crossdyn.analytic.rotation import euler_rates, euler_zyx, pitch
+from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
+from crossdyn.controllers.jump import JumpPlan
+from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params
+from crossdyn.experiments.core.errors import CrossdynError
 
-__all__ = ["Scenario", "Trace", "simulate", "make_controller", "geometry", "FALL_PITCH"]
+__all__ = ["Scenario", "Trace", "simulate", "make_controller", "geometry", "initial_state", "FALL_PITCH"]
 
 FALL_PITCH = np.radians(60.0)  # past this the robot has fallen (the body box nears the floor)
 
@@ -134,7 +135,7 @@ class _Sensors:
                 np.array([s[a][0] for a in self.wheel_pos]), np.array([s[a][0] for a in self.wheel_vel]))
 
 
-def _initial_state(model, p: BipedParams, sc: Scenario) -> np.ndarray:
+def initial_state(model, p: BipedParams, sc: Scenario) -> np.ndarray:
     """Balanced standing pose, then tilted about the axle (and rolled) as asked."""
     qpos, theta_eq = balance_pose(model, sc.alpha0, p)
     y = p.leg_height(sc.alpha0)
@@ -163,7 +164,7 @@ def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | 
                             f"{model.opt.timestep} s")
     controller = controller or make_controller(p, sc.control_period, jump=sc.jump)
     data = mujoco.MjData(model)
-    data.qpos[:] = _initial_state(model, p, sc)
+    data.qpos[:] = initial_state(model, p, sc)
     mujoco.mj_forward(model, data)
 
     sensors = _Sensors(model)
@@ -220,8 +221,7 @@ def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | 
         if not np.isfinite(data.qacc).all() or data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0:
             diverged = True
             break
-        w, x, y, z = quat
-        if abs(np.arcsin(min(max(2 * (w * y - z * x), -1.0), 1.0))) > FALL_PITCH:  # pitch, as euler_zyx
+        if abs(pitch(quat)) > FALL_PITCH:
             fell = True
             break
     if renderer is not None:

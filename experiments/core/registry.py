@@ -7,7 +7,7 @@ An experiment module registers a function with :func:`experiment`::
         ...
         return {"passed": ..., "measured": "max |error| 1.3e-15 N m", ...}
 
-The function receives a :class:`~experiments.results.Context` (output folder,
+The function receives a :class:`~experiments.core.results.Context` (output folder,
 short mode, seed, parameters) and returns its metrics; ``"passed"`` (the expected
 outcome was met) and ``"measured"`` (the headline figure, one short line) are
 required.  Experiment modules are imported lazily by :func:`experiments`, so the
@@ -20,18 +20,20 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from experiments.errors import ParameterError
+from crossdyn.experiments.core.errors import ParameterError
 
-__all__ = ["Param", "Experiment", "experiment", "experiments", "get", "MODULES"]
+__all__ = ["Param", "Verdict", "Experiment", "experiment", "experiments", "get", "MODULES"]
 
 # Modules that define experiments, in the order ``crossdyn run`` runs them.
 MODULES: tuple[str, ...] = (
-    "experiments.two_link",
-    "experiments.derivation",
-    "experiments.box",
-    "experiments.inertia_table",
-    "experiments.biped",
-    "experiments.biped_control",
+    "crossdyn.experiments.two_link",
+    "crossdyn.experiments.rnea",
+    "crossdyn.experiments.unit_vector",
+    "crossdyn.experiments.lagrange",
+    "crossdyn.experiments.rigid_box",
+    "crossdyn.experiments.inertia",
+    "crossdyn.experiments.biped.checks",
+    "crossdyn.experiments.biped.control",
 )
 
 
@@ -67,6 +69,23 @@ class Param:
             if self.low is not None and value < self.low or self.high is not None and value > self.high:
                 raise ParameterError(f"{key}={value}: out of range [{self.low}, {self.high}] ({self.help})")
         return value
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An experiment's judgement: did the outcome meet the expectation, and the headline figure.
+
+    Attributes:
+      passed: the expected outcome was met.
+      measured: the headline figure, one short line (the summary table's column).
+    """
+
+    passed: bool
+    measured: str
+
+    def as_metrics(self) -> dict:
+        """``{"passed", "measured"}``, the two keys every experiment's metrics carry."""
+        return {"passed": bool(self.passed), "measured": self.measured}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from experiments.crosscheck import TERMS, Report
+from crossdyn.experiments.core.crosscheck import TERMS, Report
 
 __all__ = ["figure", "term_errors"]
 

@@ -1,6 +1,6 @@
 """Gain tuning at scale: sweeps of the balance LQR's weights and robustness maps.
 
-A *sample* is one closed-loop run of the biped (:mod:`experiments.biped_control`'s
+A *sample* is one closed-loop run of the biped (:mod:`experiments.biped.scenarios`'s
 balance-recovery scenario on its perturbed robot, with a controller designed from
 LQR weights ``Q = diag(q_x, q_xd, q_theta, q_thetad)``, ``R = r``), scored on
 
@@ -44,34 +44,35 @@ from pathlib import Path
 
 import numpy as np
 
-from controllers.biped import DEFAULT_Q, DEFAULT_R
-from experiments import plots
-from experiments.biped_control import (
+from crossdyn.experiments.core import plots
+from crossdyn.experiments.biped.control import COMMON
+from crossdyn.experiments.biped.scenarios import (
     ALPHA_NOMINAL,
-    COMMON,
     CONTROL_PERIOD,
+    DEFAULT_WEIGHTS,
     PUSH_START,
-    _common_metrics,
-    _height,
+    WEIGHTS,
+    Setup,
     balance_scenario,
     balanced,
+    common_metrics,
     controller_for,
     holding,
     push_recovered,
     push_scenario,
     robot,
     settling_time,
+    stance_height,
 )
-from experiments.closed_loop import simulate
-from experiments.errors import CrossdynError, ParameterError
-from experiments.registry import Param
-from experiments.results import write_json
+from crossdyn.experiments.biped.closed_loop import simulate
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.registry import Param
+from crossdyn.experiments.core.results import make_out_dir, write_json
 
-__all__ = ["Sample", "SweepResult", "WEIGHTS", "PERTURBATIONS", "RANGES", "parse_values", "parse_range",
-           "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep", "robustness", "best_sample"]
+__all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
+           "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
+           "robustness", "best_sample", "weights_from"]
 
-WEIGHTS = ("q_x", "q_xd", "q_theta", "q_thetad", "r")
-DEFAULT_WEIGHTS = dict(zip(WEIGHTS, (*DEFAULT_Q, DEFAULT_R)))
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
 # either side of the defaults, wide enough to hold both sluggish and twitchy designs.
@@ -87,6 +88,10 @@ PERTURBATIONS = {
                              0.0, 200.0),
 }
 NOMINAL = {name: p.default for name, p in PERTURBATIONS.items()}
+# The robustness map's axes when none are given: mass x tilt holds everywhere in
+# range with the default gains, so CoM offset x push is the map that shows an edge.
+DEFAULT_AXES = {"com_offset_x": [-0.04, -0.02, 0.0, 0.02, 0.04],
+                "push_impulse_Ns": [5.0, 10.0, 15.0, 20.0, 25.0, 30.0]}
 
 GAINS = ("k_x", "k_xd", "k_theta", "k_thetad")
 METRICS = ("outcome", "settling_time_s", "overshoot_deg", "max_tilt_deg", "excursion_m", "effort_N2m2s",
@@ -286,7 +291,7 @@ def _score(trace, start: float) -> dict:
     """Metrics of one balance trace (see the module docstring)."""
     if trace.t.size == 0:  # diverged before the first control step completed
         return {"outcome": "diverged"}
-    common = _common_metrics(trace)
+    common = common_metrics(trace)
     settle = settling_time(trace.t, balanced(trace), start) if not trace.fell else math.inf
     pitch = np.degrees(trace.true_pitch)
     peak = int(np.argmax(np.abs(pitch)))
@@ -321,13 +326,13 @@ def evaluate(sample: Sample) -> dict[str, str]:
     row = {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}}
     p = sample.perturbation
     try:
-        ctrl = controller_for(sample.weights)
+        ctrl = controller_for(Setup(weights=sample.weights))
     except ParameterError as exc:
         row.update(outcome="invalid", detail=str(exc))
         return row
     try:
-        row.update(zip(GAINS, (_fmt(k) for k in ctrl.gains.schedule(_height(ALPHA_NOMINAL)).ravel())))
-        model = robot(p)
+        row.update(zip(GAINS, (_fmt(k) for k in ctrl.gains.schedule(stance_height(ALPHA_NOMINAL)).ravel())))
+        model = robot(Setup(body_mass_scale=p["body_mass_scale"], com_offset_x=p["com_offset_x"]))
         sc = balance_scenario(p["initial_tilt_deg"], sample.duration)
         start = 0.0
         if p["push_impulse_Ns"] > 0:
@@ -335,7 +340,7 @@ def evaluate(sample: Sample) -> dict[str, str]:
             sc = replace(sc, push=(PUSH_START, p["push_impulse_Ns"] / PUSH_LENGTH, PUSH_LENGTH))
         metrics = _score(simulate(model, sc, ctrl), start)
         if sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated"):
-            trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH), controller_for(sample.weights))
+            trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH), controller_for(Setup(weights=sample.weights)))
             metrics["push_recovered"] = push_recovered(trace)
             metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
             if not metrics["push_recovered"]:
@@ -450,7 +455,7 @@ def _local(todo: list[Sample], workers: int):
         context = multiprocessing.get_context("fork")
     else:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["experiments.tune"])
+        context.set_forkserver_preload(["crossdyn.experiments.biped.tune"])
     pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context)
     futures = [pool.submit(_timed, s) for s in todo]
 
@@ -518,7 +523,7 @@ def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, schedul
     done = _read_done(csv_path, plan)
     todo = [s for s in plan if s.index not in done]
     results = _dask(_connect(scheduler), todo) if scheduler and todo else _local(todo, workers)
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    make_out_dir(csv_path.parent)
     _write_csv(csv_path, [done[i] for i in sorted(done)])  # drops a torn last line before appending
     timings = csv_path.parent / "timings.csv"
     new_timings = not timings.exists()
@@ -747,14 +752,13 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     """Success map over two perturbation axes for fixed LQR weights, into ``out``.
 
     Success (the controller *holds*): up and no longer rolling at the end
-    (:func:`experiments.biped_control.holding`), settled or not.  Writes ``out/robustness.csv``, ``out/timings.csv``,
+    (:func:`experiments.biped.scenarios.holding`), settled or not.  Writes ``out/robustness.csv``, ``out/timings.csv``,
     ``out/robustness.json`` and ``out/robustness.png``.  Default axes: CoM offset
     -4..4 cm x push 5..30 N s (body mass x tilt holds everywhere in range with
     the default gains: 0.3-3x, up to 30 deg).  The default 6 s leaves a pushed
     robot time to roll back to its spot and stop.
     """
-    axes = axes or {"com_offset_x": [-0.04, -0.02, 0.0, 0.02, 0.04],
-                    "push_impulse_Ns": [5.0, 10.0, 15.0, 20.0, 25.0, 30.0]}
+    axes = axes or DEFAULT_AXES
     plan = plan_robustness(weights or {}, axes, duration)
     result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
                          progress=progress, desc="robustness")

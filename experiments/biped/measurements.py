@@ -1,6 +1,6 @@
 """The biped's cross-checks: each hand model of seed 004 against MuJoCo, as functions.
 
-The registered experiments (``experiments/biped.py``) and the tests call these;
+The registered experiments (``experiments/biped/checks.py``) and the tests call these;
 each returns plain numbers so a check can be shown to fail on a wrong model
 (the seed's printed forms are run through the same functions).
 """
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from analytic import five_bar, wheeled_pendulum as wp
-from analytic.jump import extension_stroke
-from experiments.biped_model import (
+from crossdyn.analytic.biped import five_bar, wheeled_pendulum as wp
+from crossdyn.analytic.biped.jump import extension_stroke
+from crossdyn.experiments.biped.model import (
     HIPS,
     KNEES,
     SIDES,
@@ -23,10 +23,11 @@ from experiments.biped_model import (
     biped_params,
     build,
     closure_error,
-    pitch,
     stand_pose,
 )
-from experiments.errors import StateError
+from crossdyn.analytic.rotation import pitch
+from crossdyn.experiments.core.errors import StateError
+from crossdyn.experiments.core.models import body_inertia
 
 __all__ = [
     "solve_closure",
@@ -279,9 +280,8 @@ def composite_params(model: mujoco.MjModel, data: mujoco.MjData, params: BipedPa
     com = (mass[:, None] * data.xipos[ids]).sum(0) / mass.sum()
     J = np.zeros((3, 3))
     for i, m_i in zip(ids, mass):
-        R = data.ximat[i].reshape(3, 3)
         d = data.xipos[i] - com
-        J += R @ np.diag(model.body_inertia[i]) @ R.T + m_i * (d @ d * np.eye(3) - np.outer(d, d))
+        J += body_inertia(model, i, data) + m_i * (d @ d * np.eye(3) - np.outer(d, d))
     axle_z = data.site_xpos[model.site("left_axle").id][2]
     p = params.pendulum
     lump = wp.PendulumParams(M=float(mass.sum()), m=p.m, r=p.r, I=p.I, J_pitch=float(J[1, 1]),

@@ -4,7 +4,7 @@ Experiments (SPEC §3; the box is ``mjcf/rigid_box.xml``, the ground variant
 ``mjcf/rigid_box_ground.xml``):
 
 - ``box-free-rotation``: omega0 = [1, 1, 1] rad/s, 10 s at dt = 1 ms, zero gravity.
-  The seed's integrator, RK4 (``analytic.rigid_body.rk4``), and MuJoCo's RK4,
+  The seed's integrator, RK4 (``analytic.rigid_box.rk4``), and MuJoCo's RK4,
   Euler, implicit and implicitfast integrators, all against the SciPy reference:
   drift of |L| and of the kinetic energy, the intermediate-axis flip, and why the
   seed's integrator and MuJoCo's Euler give the same numbers.
@@ -23,18 +23,19 @@ applied force are experiment inputs.
 
 from __future__ import annotations
 
-import copy as copy_module
+import copy
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 
-from analytic import rigid_body as rb
-from experiments import plots
-from experiments.errors import ModelError
-from experiments.registry import Param, experiment
-from experiments.results import Context
-from experiments.truth import load_model
+from crossdyn.analytic import rigid_box as rb
+from crossdyn.analytic.rotation import matrix_to_quat
+from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.errors import ModelError
+from crossdyn.experiments.core.registry import Param, experiment
+from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.models import body_inertia, load_model, with_options
 
 __all__ = [
     "rigid_body_params",
@@ -110,9 +111,7 @@ def rigid_body_params(model: mujoco.MjModel, name: str = BODY) -> rb.RigidBodyPa
             f"body {name!r} has its CoM at {ipos.tolist()} in its frame; the box experiments need the body "
             "frame at the CoM (<inertial pos=\"0 0 0\">)"
         )
-    rot = rb.quat_to_matrix(model.body_iquat[body.id])
-    inertia = rot @ np.diag(model.body_inertia[body.id]) @ rot.T
-    return rb.RigidBodyParams(float(model.body_mass[body.id]), inertia)
+    return rb.RigidBodyParams(float(model.body_mass[body.id]), body_inertia(model, body.id))
 
 
 def application_point(model: mujoco.MjModel, site: str) -> np.ndarray:
@@ -125,15 +124,6 @@ def application_point(model: mujoco.MjModel, site: str) -> np.ndarray:
     except KeyError:
         raise ModelError(f"model has no site named {site!r}") from None
     return np.array(model.site_pos[s.id])
-
-
-def _with(model: mujoco.MjModel, *, integrator=None, timestep=None) -> mujoco.MjModel:
-    out = copy_module.copy(model)
-    if integrator is not None:
-        out.opt.integrator = integrator
-    if timestep is not None:
-        out.opt.timestep = timestep
-    return out
 
 
 # --------------------------------------------------------------------------- running MuJoCo
@@ -158,7 +148,7 @@ def mujoco_trajectory(model: mujoco.MjModel, state: rb.BodyState, steps: int, *,
     qadr, vadr = int(model.jnt_qposadr[jnt]), int(model.jnt_dofadr[jnt])
     data = mujoco.MjData(model)
     data.qpos[qadr : qadr + 3] = state.c
-    data.qpos[qadr + 3 : qadr + 7] = rb.matrix_to_quat(state.R)
+    data.qpos[qadr + 3 : qadr + 7] = matrix_to_quat(state.R)
     data.qvel[vadr : vadr + 3] = state.v
     data.qvel[vadr + 3 : vadr + 6] = state.R.T @ state.omega
     if ctrl is not None:
@@ -220,7 +210,7 @@ def free_rotation(duration: float = DURATION, omega0=OMEGA0, model: mujoco.MjMod
         "rk4": rb.rk4(params, state, dt, steps),
     }
     for name, integrator in INTEGRATORS.items():
-        runs[name] = mujoco_trajectory(_with(model, integrator=integrator), state, steps)
+        runs[name] = mujoco_trajectory(with_options(model, integrator=integrator), state, steps)
     momentum, energy, omega_err = {}, {}, {}
     ref_wb = runs["reference"].omega_body
     for name, tr in runs.items():
@@ -388,7 +378,7 @@ def pulled(point_site: str, duration: float = DURATION, force=FORCE, model: mujo
     held, held_ref = {}, {}
     for h in held_timesteps:
         n = int(round(duration / h))
-        held[h] = mujoco_trajectory(_with(model, timestep=h), state, n, held_wrench=_world_point_wrench(force, point))
+        held[h] = mujoco_trajectory(with_options(model, timestep=h), state, n, held_wrench=_world_point_wrench(force, point))
         held_ref[h] = runs["reference"] if h == dt else rb.reference(params, state, np.arange(n + 1) * h, wrench)
     return {"params": params, "point": point, "trajectories": runs, "held": held, "held_reference": held_ref}
 
@@ -663,7 +653,7 @@ def drop(slide_speed: float = 0.0, duration: float = CONTACT_DURATION, model: mu
     model = model or load_model(GROUND_MODEL)
     params = contact_params(model)
     if solimp is not None:
-        model = copy_module.copy(model)
+        model = copy.copy(model)
         model.geom_solimp[model.geom("box").id] = solimp
     dt = model.opt.timestep
     steps = int(round(duration / dt))

@@ -21,10 +21,11 @@ from typing import Callable
 import mujoco
 import numpy as np
 
-from analytic import inertia
-from experiments import plots
-from experiments.registry import experiment
-from experiments.results import Context
+from crossdyn.analytic import inertia
+from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.models import body_inertia
+from crossdyn.experiments.core.registry import experiment
+from crossdyn.experiments.core.results import Context
 
 __all__ = ["Row", "cone_mesh", "build_model", "inertia_rows", "markdown_table"]
 
@@ -124,11 +125,7 @@ def build_model() -> mujoco.MjModel:
 def _principal_world(model: mujoco.MjModel, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Body inertia about its CoM as a tensor in the body frame, and the CoM position."""
     b = model.body(name).id
-    q = model.body_iquat[b]
-    rot = np.zeros(9)
-    mujoco.mju_quat2Mat(rot, q)
-    rot = rot.reshape(3, 3)
-    return rot @ np.diag(model.body_inertia[b]) @ rot.T, np.array(model.body_ipos[b])
+    return body_inertia(model, b), np.array(model.body_ipos[b])
 
 
 def inertia_rows(model: mujoco.MjModel | None = None) -> list[Row]:

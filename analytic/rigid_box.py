@@ -40,15 +40,14 @@ from typing import Callable
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix, skew
+
 __all__ = [
     "RigidBodyParams",
     "BodyState",
     "Trajectory",
     "Wrench",
-    "skew",
     "rodrigues",
-    "quat_to_matrix",
-    "matrix_to_quat",
     "wrench_about_com",
     "point_force",
     "seed_euler",
@@ -192,16 +191,6 @@ class Trajectory:
 # --------------------------------------------------------------------------- rotations
 
 
-def skew(v) -> np.ndarray:
-    """The cross-product matrix ``v^`` with ``v^ u = v x u``; ``(..., 3) -> (..., 3, 3)``."""
-    v = np.asarray(v, dtype=float)
-    out = np.zeros(v.shape + (3,))
-    out[..., 0, 1], out[..., 0, 2] = -v[..., 2], v[..., 1]
-    out[..., 1, 0], out[..., 1, 2] = v[..., 2], -v[..., 0]
-    out[..., 2, 0], out[..., 2, 1] = -v[..., 1], v[..., 0]
-    return out
-
-
 def rodrigues(omega, dt: float) -> np.ndarray:
     """Rotation by ``|omega| dt`` about ``omega`` (seed 000's update, SPEC §3).
 
@@ -219,38 +208,6 @@ def rodrigues(omega, dt: float) -> np.ndarray:
     a = skew(omega / speed)
     angle = speed * dt
     return np.eye(3) + a * np.sin(angle) + a @ a * (1.0 - np.cos(angle))
-
-
-def quat_to_matrix(q) -> np.ndarray:
-    """Rotation matrix of a quaternion ``[w, x, y, z]`` (normalized first), ``(3, 3)``."""
-    w, x, y, z = np.asarray(q, dtype=float) / np.linalg.norm(q)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
-def matrix_to_quat(R) -> np.ndarray:
-    """Quaternion ``[w, x, y, z]`` of a rotation matrix, sign chosen so ``w >= 0``."""
-    R = np.asarray(R, dtype=float)
-    trace = np.trace(R)
-    if trace > 0:
-        s = 2.0 * np.sqrt(1.0 + trace)
-        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
-    else:
-        i = int(np.argmax(np.diag(R)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        q = np.zeros(4)
-        q[0] = (R[k, j] - R[j, k]) / s
-        q[1 + i] = 0.25 * s
-        q[1 + j] = (R[j, i] + R[i, j]) / s
-        q[1 + k] = (R[k, i] + R[i, k]) / s
-    q = np.asarray(q, dtype=float)
-    return q if q[0] >= 0 else -q
 
 
 # --------------------------------------------------------------------------- loads

@@ -2,7 +2,7 @@
 
 The body (mass ``M``, a point on massless five-bar legs) is pushed up by four hip
 motors, each giving torque ``tau``, while the wheels stay on the ground.  With the
-body height ``y(alpha)`` of eq. 3.2 (:mod:`analytic.five_bar`), Lagrange's equation
+body height ``y(alpha)`` of eq. 3.2 (:mod:`analytic.biped.five_bar`), Lagrange's equation
 in ``alpha`` is
 
     (1/4) M y1 (y2 alphad^2 + y1 alphadd + g) = tau          (eq. 2.35)
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from analytic.five_bar import check_alpha, height_derivatives
+from crossdyn.analytic.biped.five_bar import check_alpha, height_derivatives
 
 __all__ = ["Stroke", "extension_stroke", "alpha_acceleration"]
 
@@ -97,7 +97,7 @@ def extension_stroke(
       tau: torque of each of the four hip motors, N m.
       l1, l2, l3: five-bar link lengths, m.
       alpha0, alpha1: start and take-off hip angles, rad, ``alpha0 < alpha1``, both
-        in the reachable range of :func:`analytic.five_bar.check_alpha`.
+        in the reachable range of :func:`analytic.biped.five_bar.check_alpha`.
       g: gravity, m/s^2.
       max_time: give up after this long, s.
 

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.errors import CrossdynError, ParameterError
-from experiments.registry import Experiment
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.registry import Experiment
 
-__all__ = ["Context", "Outcome", "run_experiments", "write_json", "summary_table"]
+__all__ = ["Context", "Outcome", "run", "run_experiments", "make_out_dir", "write_json", "summary_table"]
 
 
 def _jsonable(value):
@@ -48,6 +48,22 @@ def _jsonable(value):
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+def make_out_dir(path: str | os.PathLike) -> Path:
+    """Create an output folder (and its parents).
+
+    Raises:
+      ParameterError: it cannot be created or written (the OS's reason, one line).
+    """
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParameterError(f"cannot create output folder {path}: {exc.strerror or exc}") from None
+    if not os.access(path, os.W_OK):
+        raise ParameterError(f"cannot write to output folder {path}")
+    return path
 
 
 def write_json(path: Path, obj) -> None:
@@ -179,3 +195,38 @@ def summary_table(outcomes: list[Outcome], markdown: bool = False) -> str:
     lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
     lines += [fmt.format(*r) for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def run(
+    names: str | list[str] | None = None,
+    *,
+    out: str | os.PathLike = "results",
+    short: bool = False,
+    seed: int = 0,
+    params: dict | None = None,
+    video: bool = False,
+) -> list[Outcome]:
+    """Run registered experiments from Python, as ``crossdyn run`` does.
+
+    Args:
+      names: one experiment name, a list of them, or None for all.
+      out: output folder (each experiment writes ``out/NAME/``).
+      short: the reduced versions the test suite runs.
+      seed: seed of every random draw.
+      params: experiment parameters by name, as ``--set`` takes them (values
+        may be numbers or strings; each is validated against its ``Param``).
+      video: render MP4s where an experiment supports it.
+
+    Returns:
+      One :class:`Outcome` per experiment, in run order.
+
+    Raises:
+      ParameterError: an unknown experiment or parameter, or a bad value.
+    """
+    from crossdyn.experiments.core.registry import experiments, get
+
+    if isinstance(names, str):
+        names = [names]
+    selected = [get(name) for name in names] if names else list(experiments().values())
+    overrides = {key: str(value) for key, value in (params or {}).items()}
+    return run_experiments(selected, Path(out), short=short, seed=seed, overrides=overrides, video=video)

@@ -1,0 +1,71 @@
+"""The MuJoCo layer of crossdyn: cross-checks, closed loops, results, plots, the CLI.
+
+The short API for scripts and notebooks::
+
+    from crossdyn.experiments import load_model, check_derivation, run, experiment, Param
+
+    report = check_derivation(my_inverse_dynamics, load_model("two_link_arm"))
+    print(report.diagnosis)
+
+    from crossdyn.experiments import balance_recovery
+    trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
+
+Layout: :mod:`.core` holds the machinery every system shares (models, ground
+truth, the term-wise checker, the registry and runner, plots, the command line);
+one module or subpackage per system holds its experiments: :mod:`.two_link`,
+:mod:`.rnea`, :mod:`.unit_vector`, :mod:`.lagrange`, :mod:`.rigid_box`,
+:mod:`.inertia` and the :mod:`.biped` subpackage.
+
+Names are imported on first use, so ``import crossdyn.experiments`` (and the CLI's
+start-up) stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# public name -> module that defines it
+_API = {
+    "load_model": "crossdyn.experiments.core.models",
+    "with_options": "crossdyn.experiments.core.models",
+    "check_derivation": "crossdyn.experiments.core.derivation",
+    "tree_from_model": "crossdyn.experiments.core.derivation",
+    "Report": "crossdyn.experiments.core.crosscheck",
+    "run": "crossdyn.experiments.core.results",
+    "Context": "crossdyn.experiments.core.results",
+    "Outcome": "crossdyn.experiments.core.results",
+    "experiment": "crossdyn.experiments.core.registry",
+    "experiments": "crossdyn.experiments.core.registry",
+    "Param": "crossdyn.experiments.core.registry",
+    "Verdict": "crossdyn.experiments.core.registry",
+    "CrossdynError": "crossdyn.experiments.core.errors",
+    "Setup": "crossdyn.experiments.biped.scenarios",
+    "balance_recovery": "crossdyn.experiments.biped.scenarios",
+    "velocity_tracking": "crossdyn.experiments.biped.scenarios",
+    "turn": "crossdyn.experiments.biped.scenarios",
+    "height_change": "crossdyn.experiments.biped.scenarios",
+    "roll_leveling": "crossdyn.experiments.biped.scenarios",
+    "push_recovery": "crossdyn.experiments.biped.scenarios",
+    "jump": "crossdyn.experiments.biped.scenarios",
+    "robustness": "crossdyn.experiments.biped.scenarios",
+    "lqr_cost": "crossdyn.experiments.biped.scenarios",
+    "simulate": "crossdyn.experiments.biped.closed_loop",
+    "Trace": "crossdyn.experiments.biped.closed_loop",
+    "plot_states": "crossdyn.experiments.biped.control",
+}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    try:
+        module = _API[name]
+    except KeyError:
+        raise AttributeError(f"module 'crossdyn.experiments' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

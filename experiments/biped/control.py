@@ -1,0 +1,346 @@
+"""Closed-loop experiments of the wheel-legged biped: judged and plotted.
+
+Each experiment runs one scenario of :mod:`crossdyn.experiments.biped.scenarios`
+(the computation, callable on its own), judges its metrics against the expected
+outcome (the ``judge_*`` functions) and plots the trace (:func:`plot_states`):
+
+``balance-recovery``  10 deg initial tilt back to upright;
+``velocity-tracking`` 0 -> 1 m/s -> 0;
+``turn``              90 deg in place;
+``height-change``     crouched <-> extended while balancing;
+``roll-leveling``     one wheel on a 4 cm step, body kept level;
+``push-recovery``     largest horizontal impulse recovered, by bisection;
+``jump``              crouch, thrust, flight, landing, balance again;
+``robustness``        body mass +-30 %, CoM 2 cm off, with nominal gains;
+``lqr-cost``          the ideal robot's realised LQR cost vs x0' S x0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R
+from crossdyn.experiments.biped import scenarios
+from crossdyn.experiments.biped.closed_loop import Trace, video_environment
+from crossdyn.experiments.biped.model import nominal_params
+from crossdyn.experiments.biped.scenarios import Setup
+from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.registry import Param, Verdict, experiment
+from crossdyn.experiments.core.results import Context
+
+__all__ = ["COMMON", "plot_states", "plot_jump_heights", "plot_ideal_run"] + [
+    f"judge_{name}" for name in ("balance_recovery", "velocity_tracking", "turn", "height_change", "roll_leveling",
+                                 "push_recovery", "jump", "robustness", "lqr_cost")]
+
+HIP_LIMIT = nominal_params().hip_torque_limit  # N m, the hip motors' peak (the MJCF's ctrlrange x gear)
+
+# Parameters every closed-loop experiment accepts through --set (the fields of a Setup).
+COMMON = {
+    "ground_truth": Param(False, "feed the controller MuJoCo's state instead of the sensors"),
+    "body_mass_scale": Param(1.0, "body mass and inertia scale (gains stay nominal)", 0.3, 3.0),
+    "com_offset_x": Param(0.0, "body CoM shift forward, m (gains stay nominal)", -0.1, 0.1),
+    "q_x": Param(DEFAULT_Q[0], "LQR weight on position, 1/m^2", 0.0, 1e6),
+    "q_xd": Param(DEFAULT_Q[1], "LQR weight on speed, s^2/m^2", 0.0, 1e6),
+    "q_theta": Param(DEFAULT_Q[2], "LQR weight on pitch, 1/rad^2", 0.0, 1e6),
+    "q_thetad": Param(DEFAULT_Q[3], "LQR weight on pitch rate, s^2/rad^2", 0.0, 1e6),
+    "r": Param(DEFAULT_R, "LQR weight on total wheel torque, 1/(N m)^2", 1e-6, 1e6),
+}
+
+
+def _params(**extra) -> dict:
+    return {**COMMON, **extra}
+
+
+def _setup(ctx: Context) -> dict:
+    """The :class:`Setup` fields from the experiment's parameters, as keyword arguments."""
+    s = Setup.from_values(ctx.params)
+    return {"weights": s.weights, "body_mass_scale": s.body_mass_scale, "com_offset_x": s.com_offset_x,
+            "ground_truth": s.ground_truth}
+
+
+def _video(ctx: Context, name: str | None = None):
+    """Where to write the experiment's video, or None (``--video`` not given)."""
+    if not ctx.video:
+        return None
+    video_environment()
+    return ctx.out_dir / f"{name or ctx.name}.mp4"
+
+
+def _video_dir(ctx: Context):
+    if not ctx.video:
+        return None
+    video_environment()
+    return ctx.out_dir
+
+
+# --------------------------------------------------------------------------- judges
+
+
+def judge_balance_recovery(m: dict) -> Verdict:
+    """Upright and still (|theta| < 0.5 deg, |xd| < 0.02 m/s) within 3 s, without falling."""
+    settle = m["settling_time_s"]
+    measured = f"settled in {settle:.2f} s" if np.isfinite(settle) else ("fell" if m["fell"] else "did not settle")
+    return Verdict(not m["fell"] and settle <= 3.0, measured)
+
+
+def judge_velocity_tracking(m: dict) -> Verdict:
+    """95 % of the speed within 2 s, steady-state error under 2 %."""
+    return Verdict(not m["fell"] and m["rise_time_95_s"] <= 2.0 and m["steady_state_error_pct"] < 2.0,
+                   f"95 % in {m['rise_time_95_s']:.2f} s, steady-state error {m['steady_state_error_pct']:.2f} %")
+
+
+def judge_turn(m: dict) -> Verdict:
+    """Within 3 deg of the target heading within 2 s."""
+    return Verdict(not m["fell"] and m["settling_time_s"] <= 2.0,
+                   f"within 3 deg after {m['settling_time_s']:.2f} s, final error {m['final_yaw_error_deg']:+.2f} deg")
+
+
+def judge_height_change(m: dict) -> Verdict:
+    """The full stroke each way within 1.5 s, without falling."""
+    return Verdict(not m["fell"] and m["extend_time_s"] <= 1.5 and m["retract_time_s"] <= 1.5,
+                   f"up in {m['extend_time_s']:.2f} s, down in {m['retract_time_s']:.2f} s")
+
+
+def judge_roll_leveling(m: dict) -> Verdict:
+    """Body roll under 1 deg in steady state."""
+    return Verdict(not m["fell"] and m["steady_roll_deg"] < 1.0,
+                   f"steady roll {m['steady_roll_deg']:.2f} deg (from {m['initial_roll_deg']:.1f} deg)")
+
+
+def judge_push_recovery(m: dict) -> Verdict:
+    """Some push is recovered; the measure is the largest one, with its bracket."""
+    low, high = m["max_recovered_impulse_Ns"], m["first_failing_impulse_Ns"]
+    measured = f"recovered {low:.2f} N s (fails by {high:.2f} N s)" if high is not None else f">= {low:.2f} N s"
+    return Verdict(low > 0, measured)
+
+
+def judge_jump(m: dict) -> Verdict:
+    """Both wheels at least 0.10 m up at the apex, landed, balanced within 2 s of landing."""
+    apex, balanced_at = m["apex_clearance_m"], m["balanced_after_landing_s"]
+    passed = apex >= 0.10 and m["landed"] and not m["fell"] and balanced_at is not None and balanced_at <= 2.0
+    return Verdict(passed, f"apex clearance {apex:.3f} m, take-off {m['takeoff_speed_m_s']:.2f} m/s, "
+                   + (f"balanced {balanced_at:.2f} s after landing" if balanced_at is not None else "not balanced"))
+
+
+def judge_robustness(m: dict) -> Verdict:
+    """Every perturbed robot holds (failures named with why)."""
+    failing = [n for n, r in m["variants"].items() if not r["balanced"]]
+    return Verdict(not failing, "all balance" if not failing
+                   else "failing: " + ", ".join(f"{n} ({m['variants'][n]['why']})" for n in failing))
+
+
+def judge_lqr_cost(m: dict) -> Verdict:
+    """The realised cost of the analytic design within 5 % of ``x0' S x0``."""
+    return Verdict(m["designs"]["analytic"]["relative_error"] <= 0.05,
+                   f"realised/predicted cost {m['cost_ratio']:.4f}")
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def plot_states(trace: Trace, title: str) -> Figure:
+    """States and torques over time, with references and the torque limits shaded."""
+    fig, axes = plots.figure(4, 2, width=12.0, height=2.3, sharex=True)
+    t = trace.t
+    ax = axes[0, 0]
+    ax.plot(t, np.degrees(trace.true_pitch), label="true")
+    ax.plot(t, np.degrees(trace.est_pitch), "--", label="estimate")
+    ax.set_ylabel("pitch (deg)")
+    ax.legend(fontsize=7)
+    ax = axes[0, 1]
+    ax.plot(t, trace.true_xd, label="true")
+    ax.plot(t, trace.est_xd, "--", label="estimate")
+    ax.plot(t, trace.reference[:, 0], "k:", label="reference")
+    ax.set_ylabel("speed (m/s)")
+    ax.legend(fontsize=7)
+    ax = axes[1, 0]
+    ax.plot(t, np.degrees(trace.true_yaw), label="yaw")
+    ax.plot(t, np.degrees(trace.reference[:, 1]), "k:", label="reference")
+    ax.set_ylabel("yaw (deg)")
+    ax = axes[1, 1]
+    ax.plot(t, trace.height[:, 0], label="left")
+    ax.plot(t, trace.height[:, 1], label="right")
+    ax.plot(t, trace.reference[:, 2], "k:", label="reference")
+    ax.set_ylabel("leg height (m)")
+    ax.legend(fontsize=7)
+    ax = axes[2, 0]
+    ax.plot(t, np.degrees(trace.true_roll))
+    ax.set_ylabel("roll (deg)")
+    ax = axes[2, 1]
+    ax.plot(t, trace.true_x, label="true")
+    ax.plot(t, trace.est_x, "--", label="odometry")
+    ax.set_ylabel("x (m)")
+    ax.legend(fontsize=7)
+    for ax, values, limit, name in ((axes[3, 0], trace.wheel_torque, trace.wheel_limit, "wheel torque (N m)"),
+                                    (axes[3, 1], trace.hip_torque, trace.hip_limit, "leg torque (N m)")):
+        ax.plot(t, values[:, 0], label="left")
+        ax.plot(t, values[:, 1], label="right")
+        for sign in (-1, 1):
+            ax.axhline(sign * limit, color="r", lw=0.8, ls="--")
+        saturated = (np.abs(values) >= limit - 1e-9).any(axis=1)
+        ax.fill_between(t, -limit, limit, where=saturated, color="r", alpha=0.15, lw=0, label="saturated")
+        ax.set_ylabel(name)
+        ax.set_xlabel("t (s)")
+        ax.legend(fontsize=7)
+    for phase_t, phase in trace.transitions:
+        for ax in axes.flat:
+            ax.axvline(phase_t, color="gray", lw=0.6, alpha=0.6)
+        axes[0, 0].annotate(phase, (phase_t, 0), fontsize=6, rotation=90, va="bottom")
+    fig.suptitle(title)
+    return fig
+
+
+def plot_jump_heights(trace: Trace) -> Figure:
+    """Wheel bottoms and body height through the jump, with the 0.10 m requirement."""
+    fig, ax = plots.figure(1, 1, width=7.0, height=3.0)
+    ax.plot(trace.t, trace.wheel_z[:, 0], label="left wheel bottom")
+    ax.plot(trace.t, trace.wheel_z[:, 1], label="right wheel bottom")
+    ax.plot(trace.t, trace.body_z, label="body")
+    ax.axhline(0.10, color="r", ls="--", lw=0.8, label="0.10 m requirement")
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("height (m)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def plot_ideal_run(run: scenarios.IdealRun) -> Figure:
+    """Pitch and wheel torque of the ideal robot under the analytic LQR."""
+    fig, axes = plots.figure(1, 2, width=10.0, height=3.0)
+    t = np.arange(run.states.shape[0]) * run.dt
+    axes[0].plot(t, np.degrees(run.states[:, 2]))
+    axes[0].set_ylabel("pitch (deg)")
+    axes[1].plot(t, run.torques)
+    axes[1].set_ylabel("T (N m)")
+    for ax in axes:
+        ax.set_xlabel("t (s)")
+    fig.suptitle("ideal robot under the analytic LQR")
+    return fig
+
+
+# --------------------------------------------------------------------------- experiments
+
+
+@experiment(
+    "balance-recovery",
+    summary="LQR balance from a 10 deg forward tilt (sensor-based estimate)",
+    expected="|theta| < 0.5 deg and |xd| < 0.02 m/s within 3 s",
+    params=_params(initial_tilt_deg=Param(10.0, "initial forward tilt, deg", -30.0, 30.0)),
+)
+def _balance_recovery(ctx: Context) -> dict:
+    tilt = ctx.params["initial_tilt_deg"]
+    trace, metrics = scenarios.balance_recovery(tilt, video=_video(ctx), **_setup(ctx))
+    ctx.savefig(plot_states(trace, f"balance recovery from {tilt:g} deg"), "states.png")
+    return {**judge_balance_recovery(metrics).as_metrics(), **metrics}
+
+
+@experiment(
+    "velocity-tracking",
+    summary="speed reference 0 -> 1 m/s -> 0 through the LQR's moving set-point",
+    expected="95 % of 1 m/s within 2 s; steady-state error < 2 %",
+    params=_params(speed=Param(1.0, "cruise speed, m/s", -2.0, 2.0)),
+)
+def _velocity_tracking(ctx: Context) -> dict:
+    speed = float(ctx.params["speed"])
+    trace, metrics = scenarios.velocity_tracking(speed, video=_video(ctx), **_setup(ctx))
+    ctx.savefig(plot_states(trace, f"velocity tracking 0 -> {speed:g} m/s -> 0"), "states.png")
+    return {**judge_velocity_tracking(metrics).as_metrics(), **metrics}
+
+
+@experiment(
+    "turn",
+    summary="turn in place by the yaw PD's differential wheel torque (eq. 2.22)",
+    expected="90 deg +- 3 deg within 2 s",
+    params=_params(turn_deg=Param(90.0, "turn angle, deg (positive: left)", -360.0, 360.0)),
+)
+def _turn(ctx: Context) -> dict:
+    trace, metrics = scenarios.turn(ctx.params["turn_deg"], video=_video(ctx), **_setup(ctx))
+    ctx.savefig(plot_states(trace, f"turn {ctx.params['turn_deg']:g} deg in place"), "states.png")
+    return {**judge_turn(metrics).as_metrics(), **metrics}
+
+
+@experiment(
+    "height-change",
+    summary="leg height crouched (190 deg) -> extended (250 deg) -> crouched while balancing",
+    expected="full stroke each way within 1.5 s without falling",
+    params=_params(),
+)
+def _height_change(ctx: Context) -> dict:
+    trace, metrics = scenarios.height_change(video=_video(ctx), **_setup(ctx))
+    ctx.savefig(plot_states(trace, "height change across the stroke"), "states.png")
+    return {**judge_height_change(metrics).as_metrics(), **metrics}
+
+
+@experiment(
+    "roll-leveling",
+    summary="one wheel on a 4 cm step: the virtual roll torque levels the body",
+    expected="body roll < 1 deg in steady state",
+    params=_params(step_m=Param(0.04, "step height under the left wheel, m", 0.0, 0.12)),
+)
+def _roll_leveling(ctx: Context) -> dict:
+    step = float(ctx.params["step_m"])
+    trace, metrics = scenarios.roll_leveling(step, video=_video(ctx), **_setup(ctx))
+    ctx.savefig(plot_states(trace, f"roll leveling, left wheel on a {step * 100:g} cm step"), "states.png")
+    return {**judge_roll_leveling(metrics).as_metrics(), **metrics}
+
+
+@experiment(
+    "push-recovery",
+    summary="largest horizontal push (0.1 s on the body) recovered, found by bisection",
+    expected="a recovered impulse reported with its bracket",
+    params=_params(push_duration_s=Param(0.1, "push length, s", 0.01, 0.5),
+                   max_impulse=Param(30.0, "upper end of the search, N s", 1.0, 200.0)),
+)
+def _push_recovery(ctx: Context) -> dict:
+    best, metrics = scenarios.push_recovery(float(ctx.params["push_duration_s"]), float(ctx.params["max_impulse"]),
+                                            bisections=4 if ctx.short else 8, video_dir=_video_dir(ctx),
+                                            **_setup(ctx))
+    low = metrics["max_recovered_impulse_Ns"]
+    if best is not None and low > 0:
+        ctx.savefig(plot_states(best, f"largest recovered push: {low:.2f} N s"), "states.png")
+    return {**judge_push_recovery(metrics).as_metrics(), **metrics}
+
+
+@experiment(
+    "jump",
+    summary="jump state machine: crouch, thrust at full hip torque, retract, flight, land, balance",
+    expected="both wheels >= 0.10 m up at apex, lands, balanced within 2 s",
+    params=_params(thrust_torque=Param(HIP_LIMIT, "hip torque during thrust, N m (default: the motors' limit)", 1.0,
+                                       HIP_LIMIT)),
+)
+def _jump(ctx: Context) -> dict:
+    trace, metrics = scenarios.jump(float(ctx.params["thrust_torque"]), video=_video(ctx), **_setup(ctx))
+    ctx.savefig(plot_states(trace, "jump"), "states.png")
+    ctx.savefig(plot_jump_heights(trace), "heights.png")
+    return {**judge_jump(metrics).as_metrics(), **metrics}
+
+
+@experiment(
+    "robustness",
+    summary="balance recovery with nominal gains on perturbed robots (mass +-30 %, CoM +-2 cm)",
+    expected="every variant balances (failures reported with why)",
+    params={"initial_tilt_deg": Param(10.0, "initial forward tilt, deg", -30.0, 30.0),
+            "ground_truth": COMMON["ground_truth"]},
+)
+def _robustness(ctx: Context) -> dict:
+    traces, metrics = scenarios.robustness(ctx.params["initial_tilt_deg"], video_dir=_video_dir(ctx),
+                                           ground_truth=bool(ctx.params["ground_truth"]))
+    for name, trace in traces.items():
+        ctx.savefig(plot_states(trace, f"robustness: {name}"), f"states_{name.replace(' ', '_').replace('%', 'pct')}.png")
+    return {**judge_robustness(metrics).as_metrics(), **metrics}
+
+
+@experiment(
+    "lqr-cost",
+    summary="ideal robot (rigid massless legs): realised LQR cost vs x0' S x0; analytic vs MuJoCo-linearization design",
+    expected="realised cost within 5 % of the Riccati prediction",
+    params={"initial_tilt_deg": Param(2.0, "initial tilt, deg (small: the linear regime)", 0.1, 10.0),
+            "q_x": COMMON["q_x"], "q_xd": COMMON["q_xd"], "q_theta": COMMON["q_theta"],
+            "q_thetad": COMMON["q_thetad"], "r": COMMON["r"]},
+)
+def _lqr_cost(ctx: Context) -> dict:
+    weights = {k: float(ctx.params[k]) for k in scenarios.WEIGHTS}
+    run, metrics = scenarios.lqr_cost(ctx.params["initial_tilt_deg"], duration=6.0 if ctx.short else 10.0,
+                                      weights=weights)
+    ctx.savefig(plot_ideal_run(run), "ideal_lqr.png")
+    return {**judge_lqr_cost(metrics).as_metrics(), **metrics}

@@ -1,0 +1,64 @@
+"""The ``crossdyn`` command line.
+
+    crossdyn list
+    crossdyn check two-link [--variant V] [--mjcf PATH] [--samples N] [--seed S] [--states FILE] [--out DIR]
+    crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--samples N] [--seed S] [--out DIR]
+    crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...]
+    crossdyn tune balance [--samples N | --grid NAME=VALUES ...] [--workers K] [--seed S] [--scheduler ADDR] [--out DIR]
+    crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--out DIR]
+
+Exit status: 0 when everything is as expected, 1 when a check or an experiment's
+expected outcome fails, 2 for bad input (missing file, malformed model, bad
+state, unknown name), always with a one-line message and no traceback.
+
+Each command lives in its own module (:mod:`.check`, :mod:`.run`, :mod:`.tune`)
+and takes its options' types from :mod:`.arguments`, the one validation layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from crossdyn.experiments.core.cli import check, run, tune
+
+    parser = argparse.ArgumentParser(
+        prog="crossdyn",
+        description="Cross-check hand-derived robot dynamics and controllers against MuJoCo.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run.add_list_parser(sub)
+    check.add_parser(sub)
+    run.add_parser(sub)
+    tune.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``crossdyn`` console script; returns the exit status."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--video" in argv:
+        os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede importing mujoco
+    from crossdyn.experiments.core.errors import CrossdynError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except CrossdynError as exc:
+        print(f"crossdyn: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("crossdyn: interrupted; finished experiments' results are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

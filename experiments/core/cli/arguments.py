@@ -1,0 +1,100 @@
+"""One validation layer for what the command line takes: seeds, counts, times, impulses, paths.
+
+Every command builds its options from these types, so a bad value is refused the
+same way everywhere: argparse prints one ``crossdyn ...: error: ...`` line and
+exits 2, before anything runs.  The limits are documented here and in ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from crossdyn.experiments.core.results import make_out_dir
+
+__all__ = [
+    "SEED_MAX",
+    "seed",
+    "count",
+    "number",
+    "key_value",
+    "out_dir",
+    "make_out_dir",
+]
+
+# NumPy's generators take any non-negative integer; 2**32 - 1 keeps seeds the size
+# every other tool (and a CSV column) reads without surprise.
+SEED_MAX = 2**32 - 1
+
+
+def seed(text: str) -> int:
+    """A seed: a whole number from 0 to :data:`SEED_MAX`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to {SEED_MAX}, got {value}")
+    return value
+
+
+def count(low: int = 1, high: int | None = None, what: str = "count"):
+    """An argparse type: a whole number in ``[low, high]``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or high is not None and value > high:
+            bound = f"from {low:,} to {high:,}" if high is not None else f"at least {low:,}"
+            raise argparse.ArgumentTypeError(f"{what} must be {bound}, got {value:,}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
+
+
+def number(low: float | None = None, high: float | None = None, what: str = "value", *,
+           low_open: bool = False):
+    """An argparse type: a finite float in ``[low, high]`` (``(low, high]`` with ``low_open``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{what} must be a finite number, got {text}")
+        too_low = low is not None and (value <= low if low_open else value < low)
+        if too_low or high is not None and value > high:
+            left = "(" if low_open else "["
+            raise argparse.ArgumentTypeError(f"{what} must be in {left}{low:g}, {high:g}], got {value:g}")
+        return value
+
+    parse.__name__ = what
+    return parse
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as a pair of stripped strings."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def out_dir(text: str) -> Path:
+    """An output folder that exists or can be made: not a file, not under a file."""
+    if not text:
+        raise argparse.ArgumentTypeError("the output folder is empty")
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} exists and is not a folder")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
+            break
+    return path

@@ -1,0 +1,168 @@
+"""A user's own derivation against MuJoCo: ``crossdyn check derivation`` and its API.
+
+- :func:`tree_from_model` reads an :class:`~crossdyn.analytic.rnea.Tree` from a
+  compiled model, refusing (with :class:`ModelError`) anything the rigid-body
+  algorithms do not describe, instead of silently dropping it.
+- :func:`load_derivation` imports ``FILE.py:FUNC``; :func:`check_derivation`
+  checks a derivation (a function or ``FILE.py:FUNC``) against ``mj_inverse`` term
+  by term (:func:`crossdyn.experiments.core.crosscheck.check`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Callable
+
+import mujoco
+import numpy as np
+
+from crossdyn.analytic.rnea import Tree
+from crossdyn.analytic.rotation import quat_to_matrix
+from crossdyn.experiments.core.crosscheck import Report, check
+from crossdyn.experiments.core.errors import DerivationError, ModelError
+from crossdyn.experiments.core.models import body_inertia, load_model
+from crossdyn.experiments.core.truth import check_exact_dynamics
+
+__all__ = ["tree_from_model", "load_derivation", "check_derivation"]
+
+_TYPES = {
+    int(mujoco.mjtJoint.mjJNT_HINGE): "hinge",
+    int(mujoco.mjtJoint.mjJNT_SLIDE): "slide",
+    int(mujoco.mjtJoint.mjJNT_FREE): "free",
+}
+
+
+def tree_from_model(model: mujoco.MjModel) -> Tree:
+    """Describe a compiled model as a :class:`~analytic.rnea.Tree`.
+
+    Reads body placements (``body_pos``, ``body_quat``), inertial frames
+    (``body_ipos``, ``body_iquat``, ``body_inertia``: the principal inertia is
+    rotated back to a full tensor in the body frame), joint axes and anchors
+    (``jnt_axis``, ``jnt_pos``), reference positions (``qpos0``) and gravity
+    (zero if the gravity flag is disabled).
+
+    Raises:
+      ModelError: a ball joint (not supported: replace it with three hinges),
+        armature, damping, stiffness, frictionloss or active equality constraints
+        (``experiments.core.truth.check_exact_dynamics``), gravity compensation, fluid
+        forces, or tendon springs/dampers: all would make ``mj_inverse`` differ from
+        the rigid-body model, so they are refused rather than ignored.
+    """
+    check_exact_dynamics(model)
+    problems = []
+    for j in range(model.njnt):
+        if int(model.jnt_type[j]) not in _TYPES:
+            problems.append(f"joint {model.joint(j).name!r} is a ball joint (use three hinges)")
+    for b in np.flatnonzero(model.body_gravcomp != 0):
+        problems.append(f"body {model.body(int(b)).name!r} has gravcomp={model.body_gravcomp[b]:g}")
+    if model.opt.density != 0 or model.opt.viscosity != 0 or np.any(model.opt.wind != 0):
+        problems.append("fluid forces are on (option density, viscosity or wind)")
+    if model.ntendon and (np.any(model.tendon_stiffness != 0) or np.any(model.tendon_damping != 0)):
+        problems.append("a tendon has stiffness or damping")
+    if problems:
+        raise ModelError("model cannot be described as a rigid-body tree for analytic.rnea: "
+                         + "; ".join(problems) + ".")
+
+    nb = model.nbody - 1  # MuJoCo's body 0 is the world
+    gravity = np.array(model.opt.gravity, dtype=float)
+    if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY:
+        gravity = np.zeros(3)
+    inertia = np.array([body_inertia(model, b + 1) for b in range(nb)]).reshape(nb, 3, 3)
+    kinds = tuple(_TYPES[int(k)] for k in model.jnt_type)
+    ref = np.array([model.qpos0[model.jnt_qposadr[j]] if kinds[j] != "free" else 0.0 for j in range(model.njnt)])
+    try:
+        tree = Tree(
+            parent=np.asarray(model.body_parentid[1:], dtype=int) - 1,
+            pos=np.array(model.body_pos[1:], dtype=float),
+            rot=quat_to_matrix(model.body_quat[1:]).reshape(nb, 3, 3),
+            mass=np.array(model.body_mass[1:], dtype=float),
+            com=np.array(model.body_ipos[1:], dtype=float),
+            inertia=inertia,
+            joint_body=np.asarray(model.jnt_bodyid, dtype=int) - 1,
+            joint_type=kinds,
+            joint_axis=np.array(model.jnt_axis, dtype=float).reshape(-1, 3),
+            joint_pos=np.array(model.jnt_pos, dtype=float).reshape(-1, 3),
+            joint_ref=ref,
+            gravity=gravity,
+            body_names=tuple(model.body(b + 1).name for b in range(nb)),
+            joint_names=tuple(model.joint(j).name for j in range(model.njnt)),
+        )
+    except ValueError as exc:
+        raise ModelError(f"model cannot be described as a tree for analytic.rnea: {exc}") from None
+    if not (np.array_equal(tree.qpos_adr, model.jnt_qposadr) and np.array_equal(tree.dof_adr, model.jnt_dofadr)):
+        raise ModelError("the model's joint coordinates are not packed joint by joint; cannot map them")
+    return tree
+
+
+def load_derivation(spec: str) -> Callable:
+    """Import ``FILE.py:FUNC`` and return the function.
+
+    Raises:
+      DerivationError: malformed spec, missing file, the file fails to import, no
+        such function, or it is not callable.
+    """
+    path_text, sep, name = spec.rpartition(":")
+    if not sep or not path_text or not name:
+        raise DerivationError(f"expected FILE.py:FUNC, got {spec!r}")
+    path = Path(path_text).expanduser()
+    if not path.is_file():
+        raise DerivationError(f"no derivation file {path_text!r}")
+    module_name = f"crossdyn_user_{path.stem}_{abs(hash(str(path.resolve())))}"
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise DerivationError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:  # the user's module: show what it raised, on one line
+        sys.modules.pop(module_name, None)
+        detail = " ".join(str(exc).split())
+        raise DerivationError(f"{path} failed to import: {type(exc).__name__}: {detail}") from None
+    fn = getattr(module, name, None)
+    if fn is None:
+        public = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
+        defined = ", ".join(public) or "nothing callable"
+        raise DerivationError(f"{path} has no function {name!r} (it defines: {defined})")
+    if not callable(fn):
+        raise DerivationError(f"{path}: {name!r} is a {type(fn).__name__}, not a function")
+    return fn
+
+
+def check_derivation(
+    derivation: Callable | str,
+    model: mujoco.MjModel | str | os.PathLike,
+    *,
+    samples: int = 1000,
+    seed: int = 0,
+    states: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    atol: float = 1e-9,
+    rtol: float = 1e-9,
+) -> Report:
+    """Check a hand derivation ``tau = f(q, qd, qdd)`` against ``mj_inverse``.
+
+    Args:
+      derivation: the function (one state or a batch, MuJoCo's coordinate layout)
+        or ``"FILE.py:FUNC"``.
+      model: the compiled model it describes, or a built-in name or MJCF path.
+      samples, seed: how many seeded random states to draw.
+      states: explicit ``(qpos (N, nq), qvel (N, nv), qacc (N, nv))`` instead.
+      atol, rtol: an entry passes if ``|error| <= atol + rtol |reference|``.
+
+    Returns:
+      The term-wise :class:`~crossdyn.experiments.core.crosscheck.Report`.
+
+    Raises:
+      DerivationError: the function cannot be loaded, raises, or returns the
+        wrong shape; ModelError: the model has passive or constraint forces.
+    """
+    if isinstance(derivation, str):
+        fn, label = load_derivation(derivation), os.path.basename(derivation)
+    else:
+        fn, label = derivation, getattr(derivation, "__name__", "derivation")
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    return check(fn, model, samples=samples, seed=seed, atol=atol, rtol=rtol, states=states, label=label)

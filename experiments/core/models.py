@@ -1,0 +1,95 @@
+"""MuJoCo models: loading by name or path, copies with other options, body inertia.
+
+The one home of the helpers every system's experiments need to get numbers out of
+a compiled ``MjModel``: the MJCF stays the single source of physical parameters.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from crossdyn import mjcf
+from crossdyn.analytic.rotation import quat_to_matrix
+from crossdyn.experiments.core.errors import ModelError
+
+__all__ = ["model_path", "load_model", "with_options", "body_inertia"]
+
+
+def model_path(name_or_path: str | os.PathLike) -> Path:
+    """Resolve a built-in model name (``mjcf/NAME.xml``) or a file path.
+
+    Raises:
+      ModelError: neither a built-in name nor an existing file.
+    """
+    text = os.fspath(name_or_path)
+    builtin = mjcf.path(text)
+    if "/" not in text and not text.endswith(".xml") and builtin.is_file():
+        return builtin
+    path = Path(text).expanduser()
+    if path.is_file():
+        return path.resolve()
+    known = ", ".join(mjcf.names())
+    raise ModelError(f"no model file {text!r} (not a file, and not a built-in model: {known})")
+
+
+def load_model(name_or_path: str | os.PathLike) -> mujoco.MjModel:
+    """Compile an MJCF model from a built-in name or a path.
+
+    Args:
+      name_or_path: ``"two_link_arm"`` for ``mjcf/two_link_arm.xml``, or a path to
+        any MJCF (or URDF) file MuJoCo reads.
+
+    Raises:
+      ModelError: the file is missing or MuJoCo cannot compile it; the message
+        carries the path and MuJoCo's first error line.
+    """
+    path = model_path(name_or_path)
+    try:
+        return mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as exc:  # MuJoCo reports parse and compile errors as ValueError.
+        detail = " ".join(str(exc).split())
+        raise ModelError(f"cannot compile {path}: {detail}") from None
+
+
+def with_options(model: mujoco.MjModel, **options) -> mujoco.MjModel:
+    """A copy of ``model`` with some of its ``opt`` fields changed.
+
+    Args:
+      model: compiled model (left unchanged).
+      **options: ``MjOption`` fields, e.g. ``integrator=mujoco.mjtIntegrator.mjINT_EULER``,
+        ``timestep=5e-4``, ``disableflags=...``; ``None`` values are skipped.
+
+    Raises:
+      AttributeError: no such option field.
+    """
+    out = copy.copy(model)
+    for name, value in options.items():
+        if value is None:
+            continue
+        if not hasattr(out.opt, name):
+            raise AttributeError(f"MjOption has no field {name!r}")
+        setattr(out.opt, name, value)
+    return out
+
+
+def body_inertia(model: mujoco.MjModel, body: int | str, data: mujoco.MjData | None = None) -> np.ndarray:
+    """Inertia tensor of one body about its CoM, ``(3, 3)``, kg m^2.
+
+    MuJoCo stores the principal moments (``body_inertia``) in the principal frame
+    ``body_iquat``; this rotates them back: ``R diag(I) R^T``.
+
+    Args:
+      model: compiled model.
+      body: body id or name.
+      data: if given, the tensor is expressed in the world frame at ``data``'s
+        pose (``R = ximat``, which ``mj_kinematics`` fills); otherwise in the body
+        frame.
+    """
+    bid = model.body(body).id
+    R = data.ximat[bid].reshape(3, 3) if data is not None else quat_to_matrix(model.body_iquat[bid])
+    return R @ np.diag(model.body_inertia[bid]) @ R.T
