@@ -6,7 +6,9 @@ a compiled ``MjModel``: the MJCF stays the single source of physical parameters.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import logging
 import os
 from pathlib import Path
 
@@ -17,7 +19,9 @@ from crossdyn import mjcf
 from crossdyn.analytic.rotation import quat_to_matrix
 from crossdyn.experiments.core.errors import ModelError
 
-__all__ = ["model_path", "load_model", "with_options", "body_inertia"]
+__all__ = ["model_path", "load_model", "compile_warnings", "with_options", "body_inertia"]
+
+_log = logging.getLogger("crossdyn")
 
 
 def model_path(name_or_path: str | os.PathLike) -> Path:
@@ -49,11 +53,40 @@ def load_model(name_or_path: str | os.PathLike) -> mujoco.MjModel:
         carries the path and MuJoCo's first error line.
     """
     path = model_path(name_or_path)
+    with compile_warnings(path) as warnings:
+        try:
+            model = mujoco.MjModel.from_xml_path(str(path))
+        except ValueError as exc:  # MuJoCo reports parse and compile errors as ValueError.
+            detail = " ".join(str(exc).split())
+            raise ModelError(f"cannot compile {path}: {detail}") from None
+    for text in warnings:
+        _log.warning("%s: MuJoCo: %s", path, text)
+    return model
+
+
+@contextlib.contextmanager
+def compile_warnings(path: str | os.PathLike):
+    """Collect MuJoCo's warnings while a model compiles, instead of letting it print them.
+
+    MuJoCo's default handler prints ``WARNING: ...`` to the terminal (and appends
+    to ``MUJOCO_LOG.TXT`` in the working folder), beside crossdyn's own one-line
+    message.  Inside this context the warnings are collected into the yielded
+    list; a NaN in the file, which MuJoCo only warns about (and then ignores the
+    value), is raised as an error.
+
+    Raises:
+      ModelError: MuJoCo found a NaN in the file.
+    """
+    collected: list[str] = []
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(lambda text: collected.append(" ".join(str(text).split())))
     try:
-        return mujoco.MjModel.from_xml_path(str(path))
-    except ValueError as exc:  # MuJoCo reports parse and compile errors as ValueError.
-        detail = " ".join(str(exc).split())
-        raise ModelError(f"cannot compile {path}: {detail}") from None
+        yield collected
+    finally:
+        mujoco.set_mju_user_warning(previous)
+    nan = [text for text in collected if "nan" in text.lower()]
+    if nan:
+        raise ModelError(f"{path} contains a NaN ({nan[0]}); MuJoCo only warns about it and may ignore the value, so fix it in the file")
 
 
 def with_options(model: mujoco.MjModel, **options) -> mujoco.MjModel:

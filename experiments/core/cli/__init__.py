@@ -24,10 +24,21 @@ import sys
 __all__ = ["main", "build_parser"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``PROG: error: MESSAGE (see PROG --help)``, exit 2.
+
+    argparse's own errors print the usage block first; crossdyn's rule is one
+    line on stderr for any bad input.  Subcommand parsers inherit this class.
+    """
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from crossdyn.experiments.core.cli import check, run, tune
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="crossdyn",
         description="Cross-check hand-derived robot dynamics and controllers against MuJoCo.",
     )

@@ -1,0 +1,162 @@
+"""Bad input, across every command and option: exit 2, one line on stderr, no traceback.
+
+One table: each row is a command line (with ``{tmp}`` for a scratch folder holding
+the bad files below) and a phrase its one-line message must contain.  The rows
+cover the reliability pass's findings and their siblings: seeds, counts, times,
+impulses, paths (missing, a file where a folder belongs, under a file, in
+/proc), models (missing, malformed, NaN, the wrong kind), state files, user
+functions, experiment names and parameters.  Nothing may be written into the
+output folder when the input is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from crossdyn.experiments.core.cli import main
+
+BAD_FILES = {
+    "malformed.xml": "<mujoco><worldbody><body></worldbody></mujoco>",
+    "nan_mass.xml": """<mujoco><worldbody><body name="a"><joint name="j1" type="hinge" axis="0 0 1"/>
+      <geom type="capsule" fromto="0 0 0 0 -0.3 0" size="0.01" mass="nan"/></body></worldbody></mujoco>""",
+    "three_joints.xml": """<mujoco><option gravity="0 -9.81 0"/><worldbody>
+      <body name="a"><joint name="j1" type="hinge" axis="0 0 1"/><geom type="sphere" size="0.01" pos="0 -0.1 0"/>
+      <body name="b" pos="0 -0.2 0"><joint name="j2" type="hinge" axis="0 0 1"/><geom type="sphere" size="0.01" pos="0 -0.1 0"/>
+      <body name="c" pos="0 -0.2 0"><joint name="j3" type="hinge" axis="0 0 1"/><geom type="sphere" size="0.01" pos="0 -0.1 0"/>
+      </body></body></body></worldbody></mujoco>""",
+    "a_file": "not a folder",
+    "raises.py": "raise RuntimeError('broken at import')\n",
+    "fine.py": "import numpy as np\ndef tau(q, qd, qdd):\n    return np.zeros(2)\n",
+    "nan_states.csv": "0,0,0,0,nan,0\n",
+    "short_rows.csv": "0,0,0\n",
+}
+
+# (arguments, phrase in the message).  {tmp} is the folder holding BAD_FILES.
+CASES = [
+    # seeds
+    (["check", "two-link", "--seed", "-1"], "seed"),
+    (["check", "two-link", "--seed", "abc"], "whole number"),
+    (["check", "two-link", "--seed", "99999999999"], "seed"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--seed", "-1"], "seed"),
+    (["run", "two-link-lagrange", "--seed", "-1"], "seed"),
+    (["tune", "balance", "--seed", "-1"], "seed"),
+    # counts
+    (["check", "two-link", "--samples", "0"], "--samples"),
+    (["check", "two-link", "--samples", "-5"], "--samples"),
+    (["check", "two-link", "--samples", "1e3"], "whole number"),
+    (["tune", "balance", "--samples", "0"], "--samples"),
+    (["tune", "balance", "--samples", "100000000"], "--samples"),
+    (["tune", "balance", "--workers", "0"], "--workers"),
+    # times, angles and impulses
+    (["tune", "balance", "--duration", "nan"], "finite"),
+    (["tune", "balance", "--duration", "inf"], "finite"),
+    (["tune", "balance", "--duration", "-1"], "--duration"),
+    (["tune", "balance", "--duration", "1e9"], "--duration"),
+    (["tune", "balance", "--push", "nan"], "finite"),
+    (["tune", "balance", "--push", "-5"], "--push"),
+    (["tune", "balance", "--tilt", "100"], "--tilt"),
+    (["tune", "robustness", "--duration", "nan"], "finite"),
+    # output folders
+    (["check", "two-link", "--out", "{tmp}/a_file"], "not a folder"),
+    (["check", "two-link", "--out", "{tmp}/a_file/below"], "is a file"),
+    (["check", "two-link", "--samples", "5", "--out", "/proc/crossdyn"], "cannot create output folder"),
+    (["run", "two-link-lagrange", "--out", "{tmp}/a_file"], "not a folder"),
+    (["run", "two-link-lagrange", "--short", "--out", "/proc/crossdyn"], "cannot create output folder"),
+    (["tune", "balance", "--out", "{tmp}/a_file/below"], "is a file"),
+    (["tune", "robustness", "--out", "{tmp}/a_file"], "not a folder"),
+    # models
+    (["check", "two-link", "--mjcf", "{tmp}/missing.xml"], "no model file"),
+    (["check", "two-link", "--mjcf", "{tmp}/malformed.xml"], "cannot compile"),
+    (["check", "two-link", "--mjcf", "{tmp}/nan_mass.xml"], "NaN"),
+    (["check", "two-link", "--mjcf", "{tmp}/three_joints.xml"], "2 joints"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "{tmp}/missing.xml"], "no model file"),
+    (["check", "two-link", "--variant", "hamiltonian"], "invalid choice"),
+    # state files
+    (["check", "two-link", "--states", "{tmp}/missing.csv"], "no states file"),
+    (["check", "two-link", "--states", "{tmp}/nan_states.csv"], "non-finite"),
+    (["check", "two-link", "--states", "{tmp}/short_rows.csv"], "each row needs 6"),
+    # user functions
+    (["check", "derivation", "{tmp}/missing.py:tau", "--mjcf", "two_link_arm"], "no derivation file"),
+    (["check", "derivation", "{tmp}/fine.py", "--mjcf", "two_link_arm"], "FILE.py:FUNC"),
+    (["check", "derivation", "{tmp}/fine.py:nope", "--mjcf", "two_link_arm"], "no function 'nope'"),
+    (["check", "derivation", "{tmp}/raises.py:tau", "--mjcf", "two_link_arm"], "failed to import"),
+    # experiments and their parameters
+    (["run", "no-such-experiment"], "no experiment"),
+    (["run", "turn", "--set", "spin=3"], "spin"),
+    (["run", "turn", "--set", "turn_deg=left"], "expected a float"),
+    (["run", "turn", "--set", "turn_deg=1000"], "out of range"),
+    (["run", "turn", "--set", "turn_deg=nan"], "not a number"),
+    (["run", "turn", "--set", "turn_deg"], "KEY=VALUE"),
+    # tuning inputs
+    (["tune", "balance", "--grid", "q_z=1,2"], "unknown LQR weight"),
+    (["tune", "balance", "--grid", "q_x="], "empty"),
+    (["tune", "balance", "--grid", "q_x=-1"], "out of range"),
+    (["tune", "balance", "--range", "q_x=10:1"], "low <= high"),
+    (["tune", "robustness", "--weights-from", "{tmp}/missing"], "cannot read chosen weights"),
+    (["tune", "robustness", "--axis", "body_mass_scale=1,2"], "exactly two"),
+    (["tune", "robustness", "--weight", "q_x=1,2"], "one value"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("bad")
+    for name, text in BAD_FILES.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def _run_main(args, capsys) -> tuple[int, str]:
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's errors
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, phrase", CASES, ids=[" ".join(a)[:60] for a, _ in CASES])
+def test_bad_input_is_one_line_and_exit_2(args, phrase, bad_files, tmp_path, capsys):
+    args = [a.format(tmp=bad_files) for a in args]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "out")]
+    code, err = _run_main(args, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2, f"exit {code}: {err}"
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and phrase in lines[0], lines[0]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*")), "refused input wrote output"
+
+
+def test_nothing_chosen_sweep_is_one_line(tmp_path, capsys):
+    """--weights-from a sweep whose best.json chose nothing (every sample failed)."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "best.json").write_text(json.dumps({"chosen": None, "defaults": {}}))
+    code, err = _run_main(["tune", "robustness", "--weights-from", str(sweep), "--out", str(tmp_path / "out")],
+                          capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def test_mujoco_warning_stays_off_the_terminal(bad_files, tmp_path):
+    """MuJoCo prints its own WARNING line for a NaN; crossdyn's one line replaces it (and no MUJOCO_LOG.TXT)."""
+    out = subprocess.run([sys.executable, "-m", "crossdyn.experiments", "check", "two-link", "--mjcf",
+                          str(bad_files / "nan_mass.xml"), "--out", str(tmp_path / "out")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "MPLBACKEND": "Agg"})
+    assert out.returncode == 2
+    assert out.stdout == "" and len(out.stderr.strip().splitlines()) == 1 and "NaN" in out.stderr, out
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+
+
+def test_the_table_reaches_every_command():
+    """Every command and subcommand of the CLI has at least one bad-input row."""
+    commands = {" ".join(a[:2]) if a[0] in ("check", "tune") else a[0] for a, _ in CASES}
+    assert commands >= {"check two-link", "check derivation", "run", "tune balance", "tune robustness"}, commands
+    assert len(CASES) >= 40
