@@ -42,6 +42,15 @@ DEFAULT_R = 1.0  # 1/(N m)^2
 # below the stroke when a landing compresses them and above it at take-off.
 SCHEDULE_MARGIN = (np.radians(5.0), np.radians(10.0))
 
+# The leg loops' PD gains per unit of what each loop moves, so a heavier or larger
+# robot gets proportionally stiffer legs (the same natural frequency and damping).
+# Each pair is (stiffness, damping) per unit inertia, i.e. (wn^2, 2 zeta wn); the
+# values keep the gains the built-in 6 kg robot was tuned with.
+HEIGHT_PD = (400.0 / 3.0, 10.0)  # per kg of body mass M: wn 11.5 rad/s, zeta 0.43 -> N/m, N s/m
+ROLL_PD = (625.0, 50.0)  # per kg m^2 of M D^2 / 4 (the body's mass at the legs' lateral lever): wn 25 rad/s, zeta 1
+ALPHA_PD = (976.5625, 26.041666666666668)  # per kg m^2 of M l2^2 (the body on a thigh's lever): wn 31 rad/s, zeta 0.42
+SWING_PD = (1302.0833333333333, 39.0625)  # per kg m^2 of M l2^2: wn 36 rad/s, zeta 0.54
+
 
 @dataclass(frozen=True)
 class BipedGains:
@@ -61,10 +70,10 @@ class BipedGains:
     schedule: GainSchedule
     yaw: YawGains
     legs: LegGains
-    alpha_kp: float = 150.0
-    alpha_kd: float = 4.0
-    swing_kp: float = 200.0
-    swing_kd: float = 6.0
+    alpha_kp: float
+    alpha_kd: float
+    swing_kp: float
+    swing_kd: float
     Q: tuple = DEFAULT_Q
     R: float = DEFAULT_R
 
@@ -112,15 +121,24 @@ def design(params: PendulumParams, geometry: LegGeometry, Q=DEFAULT_Q, R=DEFAULT
       alphas: leg angles (rad) to tabulate the schedule at; default 16 across the
         stroke (``five_bar.STROKE``) widened by :data:`SCHEDULE_MARGIN`.
       yaw_frequency: yaw loop natural frequency, rad/s (critically damped).
-      legs: virtual-model gains; default a stiff, well-damped height and roll loop.
+      legs: virtual-model gains; default :data:`HEIGHT_PD` and :data:`ROLL_PD`
+        scaled by the robot's body mass and track.
+
+    The leg-angle and swing PDs scale with ``M l2^2`` (:data:`ALPHA_PD`,
+    :data:`SWING_PD`); every gain follows from ``params`` and ``geometry``.
     """
     if alphas is None:
         alphas = np.linspace(five_bar.STROKE[0] - SCHEDULE_MARGIN[0], five_bar.STROKE[1] + SCHEDULE_MARGIN[1], 16)
     alphas = np.asarray(alphas)
     heights = five_bar.height(alphas, geometry.l1, geometry.l2, geometry.l3)
     sched = schedule(functools.partial(linearize, params), heights, np.diag(Q), np.atleast_2d(R), degree=3)
-    legs = legs or LegGains(kp_height=800.0, kd_height=60.0, kp_roll=150.0, kd_roll=12.0)
-    return BipedGains(sched, yaw_gains(yaw_inertia(params), yaw_frequency, 1.0), legs, Q=tuple(Q), R=float(R))
+    roll_inertia = params.M * params.D**2 / 4
+    legs = legs or LegGains(kp_height=params.M * HEIGHT_PD[0], kd_height=params.M * HEIGHT_PD[1],
+                            kp_roll=roll_inertia * ROLL_PD[0], kd_roll=roll_inertia * ROLL_PD[1])
+    leg_inertia = params.M * geometry.l2**2
+    return BipedGains(sched, yaw_gains(yaw_inertia(params), yaw_frequency, 1.0), legs,
+                      alpha_kp=leg_inertia * ALPHA_PD[0], alpha_kd=leg_inertia * ALPHA_PD[1],
+                      swing_kp=leg_inertia * SWING_PD[0], swing_kd=leg_inertia * SWING_PD[1], Q=tuple(Q), R=float(R))
 
 
 @dataclass

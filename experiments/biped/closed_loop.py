@@ -150,8 +150,12 @@ def initial_state(model, p: BipedParams, sc: Scenario) -> np.ndarray:
 
 
 def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | None = None,
-             video: Path | None = None, fps: int = 30) -> Trace:
+             video: Path | None = None, fps: int = 30, hardware=None) -> Trace:
     """Run a scenario in closed loop and return its trace.
+
+    ``hardware`` (an :class:`~crossdyn.experiments.biped.imperfections.Hardware`,
+    or None for perfect sensors and motors) sees every sensor reading before the
+    estimator and every command before it is applied.
 
     Raises:
       CrossdynError: the model lacks the biped's sensors or actuators, or the
@@ -195,8 +199,11 @@ def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | 
         for key, value in zip(raw, (t, quat, omega, data.site_xpos[sites], axle_vel, data.xpos[body, 2],
                                     data.xpos[wheels, 2] - p.pendulum.r)):
             raw[key].append(value)
+        readings = sensors.read(data)
+        if hardware is not None:
+            readings = hardware.sense(t, readings)
         try:
-            est = estimator.update(*sensors.read(data))
+            est = estimator.update(*readings)
         except ValueError:
             diverged = True
             break
@@ -204,8 +211,11 @@ def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | 
             est = _true_estimate(est, quat, omega, data.site_xpos[sites[:2]], axle_vel, raw["sites"][0])
         ref = sc.reference(t)
         cmd = controller(t, est, ref)
-        data.ctrl[wheel_act] = cmd.wheels
-        data.ctrl[hip_act] = cmd.hips
+        wheels_cmd, hips_cmd = cmd.wheels, cmd.hips
+        if hardware is not None:
+            wheels_cmd, hips_cmd = hardware.command(t, wheels_cmd, hips_cmd, data)
+        data.ctrl[wheel_act] = wheels_cmd
+        data.ctrl[hip_act] = hips_cmd
         for key, value in zip(log, (est.x, est.xd, est.pitch, est.height, est.alpha, cmd.wheels, cmd.legs,
                                     cmd.wheel_total, cmd.phase, (ref.velocity, ref.yaw, ref.height))):
             log[key].append(value)

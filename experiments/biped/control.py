@@ -13,6 +13,15 @@ outcome (the ``judge_*`` functions) and plots the trace (:func:`plot_states`):
 ``jump``              crouch, thrust, flight, landing, balance again;
 ``robustness``        body mass +-30 %, CoM 2 cm off, with nominal gains;
 ``lqr-cost``          the ideal robot's realised LQR cost vs x0' S x0.
+
+Every experiment takes ``--set mjcf=PATH`` (the user's robot, or a model of
+crossdyn's ``mjcf/`` folder by name, e.g. ``wheel_legged_biped_large``).  Every
+closed loop but ``lqr-cost`` (a check of the LQR's own theory on the ideal robot)
+also takes the imperfections of
+:mod:`~crossdyn.experiments.biped.imperfections` and ``realistic=true``, and
+reports its metrics both ways: the run as set, and under the other of ideal /
+realistic in a sub-dict (``realistic`` or ``ideal``), each with the estimator's
+error.
 """
 
 from __future__ import annotations
@@ -21,19 +30,23 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R
-from crossdyn.experiments.biped import scenarios
+from crossdyn.experiments.biped import imperfections, scenarios
 from crossdyn.experiments.biped.closed_loop import Trace, video_environment
-from crossdyn.experiments.biped.model import nominal_params
 from crossdyn.experiments.biped.scenarios import Setup
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 
-__all__ = ["COMMON", "plot_states", "plot_jump_heights", "plot_ideal_run"] + [
+__all__ = ["COMMON", "MJCF", "IMPERFECTIONS", "plot_states", "plot_jump_heights", "plot_ideal_run"] + [
     f"judge_{name}" for name in ("balance_recovery", "velocity_tracking", "turn", "height_change", "roll_leveling",
                                  "push_recovery", "jump", "robustness", "lqr_cost")]
 
-HIP_LIMIT = nominal_params().hip_torque_limit  # N m, the hip motors' peak (the MJCF's ctrlrange x gear)
+MJCF = Param("", "the robot's MJCF: a path, or a model name in crossdyn's mjcf/ folder (default: the built-in robot)")
+# The imperfections (one --set parameter each) and their preset.
+IMPERFECTIONS = {
+    **imperfections.PARAMS,
+    "realistic": Param(False, "the realistic preset of sensor, motor and ground imperfections (README)"),
+}
 
 # Parameters every closed-loop experiment accepts through --set (the fields of a Setup).
 COMMON = {
@@ -45,6 +58,8 @@ COMMON = {
     "q_theta": Param(DEFAULT_Q[2], "LQR weight on pitch, 1/rad^2", 0.0, 1e6),
     "q_thetad": Param(DEFAULT_Q[3], "LQR weight on pitch rate, s^2/rad^2", 0.0, 1e6),
     "r": Param(DEFAULT_R, "LQR weight on total wheel torque, 1/(N m)^2", 1e-6, 1e6),
+    "mjcf": MJCF,
+    **IMPERFECTIONS,
 }
 
 
@@ -53,10 +68,28 @@ def _params(**extra) -> dict:
 
 
 def _setup(ctx: Context) -> dict:
-    """The :class:`Setup` fields from the experiment's parameters, as keyword arguments."""
-    s = Setup.from_values(ctx.params)
+    """The :class:`Setup` fields from the experiment's parameters (and seed), as keyword arguments."""
+    s = Setup.from_values({**ctx.params, "seed": ctx.seed})
     return {"weights": s.weights, "body_mass_scale": s.body_mass_scale, "com_offset_x": s.com_offset_x,
-            "ground_truth": s.ground_truth}
+            "ground_truth": s.ground_truth, "mjcf": s.mjcf, "imperfections": s.imperfections, "seed": s.seed}
+
+
+def _other(ctx: Context) -> tuple[str, dict]:
+    """The run to compare with: the realistic preset if this run is ideal, else the ideal robot.
+
+    Returns its name (``realistic`` / ``ideal``) and its setup keywords.
+    """
+    setup = _setup(ctx)
+    if ctx.params.get("realistic"):
+        return "ideal", {**setup, "imperfections": imperfections.Imperfections()}
+    return "realistic", {**setup, "imperfections": imperfections.REALISTIC}
+
+
+def _with_other(ctx: Context, judge, run) -> dict:
+    """``{name: {passed, measured, imperfections, ...metrics}}`` of ``run(**setup)`` under :func:`_other`."""
+    name, setup = _other(ctx)
+    metrics = run(**setup)
+    return {name: {**judge(metrics).as_metrics(), "imperfections": setup["imperfections"].as_dict(), **metrics}}
 
 
 def _video(ctx: Context, name: str | None = None):
@@ -231,7 +264,8 @@ def _balance_recovery(ctx: Context) -> dict:
     tilt = ctx.params["initial_tilt_deg"]
     trace, metrics = scenarios.balance_recovery(tilt, video=_video(ctx), **_setup(ctx))
     ctx.savefig(plot_states(trace, f"balance recovery from {tilt:g} deg"), "states.png")
-    return {**judge_balance_recovery(metrics).as_metrics(), **metrics}
+    other = _with_other(ctx, judge_balance_recovery, lambda **s: scenarios.balance_recovery(tilt, **s)[1])
+    return {**judge_balance_recovery(metrics).as_metrics(), **metrics, **other}
 
 
 @experiment(
@@ -244,7 +278,8 @@ def _velocity_tracking(ctx: Context) -> dict:
     speed = float(ctx.params["speed"])
     trace, metrics = scenarios.velocity_tracking(speed, video=_video(ctx), **_setup(ctx))
     ctx.savefig(plot_states(trace, f"velocity tracking 0 -> {speed:g} m/s -> 0"), "states.png")
-    return {**judge_velocity_tracking(metrics).as_metrics(), **metrics}
+    other = _with_other(ctx, judge_velocity_tracking, lambda **s: scenarios.velocity_tracking(speed, **s)[1])
+    return {**judge_velocity_tracking(metrics).as_metrics(), **metrics, **other}
 
 
 @experiment(
@@ -256,7 +291,8 @@ def _velocity_tracking(ctx: Context) -> dict:
 def _turn(ctx: Context) -> dict:
     trace, metrics = scenarios.turn(ctx.params["turn_deg"], video=_video(ctx), **_setup(ctx))
     ctx.savefig(plot_states(trace, f"turn {ctx.params['turn_deg']:g} deg in place"), "states.png")
-    return {**judge_turn(metrics).as_metrics(), **metrics}
+    other = _with_other(ctx, judge_turn, lambda **s: scenarios.turn(ctx.params["turn_deg"], **s)[1])
+    return {**judge_turn(metrics).as_metrics(), **metrics, **other}
 
 
 @experiment(
@@ -268,7 +304,8 @@ def _turn(ctx: Context) -> dict:
 def _height_change(ctx: Context) -> dict:
     trace, metrics = scenarios.height_change(video=_video(ctx), **_setup(ctx))
     ctx.savefig(plot_states(trace, "height change across the stroke"), "states.png")
-    return {**judge_height_change(metrics).as_metrics(), **metrics}
+    other = _with_other(ctx, judge_height_change, lambda **s: scenarios.height_change(**s)[1])
+    return {**judge_height_change(metrics).as_metrics(), **metrics, **other}
 
 
 @experiment(
@@ -281,7 +318,8 @@ def _roll_leveling(ctx: Context) -> dict:
     step = float(ctx.params["step_m"])
     trace, metrics = scenarios.roll_leveling(step, video=_video(ctx), **_setup(ctx))
     ctx.savefig(plot_states(trace, f"roll leveling, left wheel on a {step * 100:g} cm step"), "states.png")
-    return {**judge_roll_leveling(metrics).as_metrics(), **metrics}
+    other = _with_other(ctx, judge_roll_leveling, lambda **s: scenarios.roll_leveling(step, **s)[1])
+    return {**judge_roll_leveling(metrics).as_metrics(), **metrics, **other}
 
 
 @experiment(
@@ -292,27 +330,31 @@ def _roll_leveling(ctx: Context) -> dict:
                    max_impulse=Param(30.0, "upper end of the search, N s", 1.0, 200.0)),
 )
 def _push_recovery(ctx: Context) -> dict:
-    best, metrics = scenarios.push_recovery(float(ctx.params["push_duration_s"]), float(ctx.params["max_impulse"]),
-                                            bisections=4 if ctx.short else 8, video_dir=_video_dir(ctx),
-                                            **_setup(ctx))
+    def search(video_dir=None, **setup):
+        return scenarios.push_recovery(float(ctx.params["push_duration_s"]), float(ctx.params["max_impulse"]),
+                                       bisections=4 if ctx.short else 8, video_dir=video_dir, **setup)
+
+    best, metrics = search(_video_dir(ctx), **_setup(ctx))
     low = metrics["max_recovered_impulse_Ns"]
     if best is not None and low > 0:
         ctx.savefig(plot_states(best, f"largest recovered push: {low:.2f} N s"), "states.png")
-    return {**judge_push_recovery(metrics).as_metrics(), **metrics}
+    other = _with_other(ctx, judge_push_recovery, lambda **s: search(**s)[1])
+    return {**judge_push_recovery(metrics).as_metrics(), **metrics, **other}
 
 
 @experiment(
     "jump",
     summary="jump state machine: crouch, thrust at full hip torque, retract, flight, land, balance",
     expected="both wheels >= 0.10 m up at apex, lands, balanced within 2 s",
-    params=_params(thrust_torque=Param(HIP_LIMIT, "hip torque during thrust, N m (default: the motors' limit)", 1.0,
-                                       HIP_LIMIT)),
+    params=_params(thrust_torque=Param(0.0, "hip torque during thrust, N m (0: the robot's motor limit)", 0.0, 1e4)),
 )
 def _jump(ctx: Context) -> dict:
-    trace, metrics = scenarios.jump(float(ctx.params["thrust_torque"]), video=_video(ctx), **_setup(ctx))
+    thrust = float(ctx.params["thrust_torque"]) or None
+    trace, metrics = scenarios.jump(thrust, video=_video(ctx), **_setup(ctx))
     ctx.savefig(plot_states(trace, "jump"), "states.png")
     ctx.savefig(plot_jump_heights(trace), "heights.png")
-    return {**judge_jump(metrics).as_metrics(), **metrics}
+    other = _with_other(ctx, judge_jump, lambda **s: scenarios.jump(thrust, **s)[1])
+    return {**judge_jump(metrics).as_metrics(), **metrics, **other}
 
 
 @experiment(
@@ -320,14 +362,19 @@ def _jump(ctx: Context) -> dict:
     summary="balance recovery with nominal gains on perturbed robots (mass +-30 %, CoM +-2 cm)",
     expected="every variant balances (failures reported with why)",
     params={"initial_tilt_deg": Param(10.0, "initial forward tilt, deg", -30.0, 30.0),
-            "ground_truth": COMMON["ground_truth"]},
+            "ground_truth": COMMON["ground_truth"], "mjcf": MJCF, **IMPERFECTIONS},
 )
 def _robustness(ctx: Context) -> dict:
-    traces, metrics = scenarios.robustness(ctx.params["initial_tilt_deg"], video_dir=_video_dir(ctx),
-                                           ground_truth=bool(ctx.params["ground_truth"]))
+    setup = {k: v for k, v in _setup(ctx).items() if k in ("ground_truth", "mjcf", "imperfections", "seed")}
+    traces, metrics = scenarios.robustness(ctx.params["initial_tilt_deg"], video_dir=_video_dir(ctx), **setup)
     for name, trace in traces.items():
         ctx.savefig(plot_states(trace, f"robustness: {name}"), f"states_{name.replace(' ', '_').replace('%', 'pct')}.png")
-    return {**judge_robustness(metrics).as_metrics(), **metrics}
+    name, other = _other(ctx)
+    other = {k: v for k, v in other.items() if k in setup}
+    _, other_metrics = scenarios.robustness(ctx.params["initial_tilt_deg"], **other)
+    return {**judge_robustness(metrics).as_metrics(), **metrics,
+            name: {**judge_robustness(other_metrics).as_metrics(), "imperfections": other["imperfections"].as_dict(),
+                   **other_metrics}}
 
 
 @experiment(
@@ -336,11 +383,11 @@ def _robustness(ctx: Context) -> dict:
     expected="realised cost within 5 % of the Riccati prediction",
     params={"initial_tilt_deg": Param(2.0, "initial tilt, deg (small: the linear regime)", 0.1, 10.0),
             "q_x": COMMON["q_x"], "q_xd": COMMON["q_xd"], "q_theta": COMMON["q_theta"],
-            "q_thetad": COMMON["q_thetad"], "r": COMMON["r"]},
+            "q_thetad": COMMON["q_thetad"], "r": COMMON["r"], "mjcf": MJCF},
 )
 def _lqr_cost(ctx: Context) -> dict:
     weights = {k: float(ctx.params[k]) for k in scenarios.WEIGHTS}
     run, metrics = scenarios.lqr_cost(ctx.params["initial_tilt_deg"], duration=6.0 if ctx.short else 10.0,
-                                      weights=weights)
+                                      weights=weights, mjcf=ctx.params["mjcf"])
     ctx.savefig(plot_ideal_run(run), "ideal_lqr.png")
     return {**judge_lqr_cost(metrics).as_metrics(), **metrics}

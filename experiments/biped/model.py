@@ -17,15 +17,21 @@ Variants (keyword arguments of :func:`build`):
   inverse mass it sees, which light links make large);
 - ``com_offset=(dx, dz)`` move the body's CoM off the hip line, m;
 - ``fixed_body=True`` weld the body to the world, contacts off (a leg test rig);
-- ``gravity=False`` switch gravity off.
+- ``gravity=False`` switch gravity off;
+- ``ground=Ground(...)`` another floor: friction, slope, a bump to drive over;
+- ``payload=(kg, x)`` a mass fixed to the body ``x`` m ahead of the hip line.
 
-``build()`` with no arguments is the realistic robot.
+``build()`` with no arguments is the realistic robot; ``build(mjcf=PATH)`` reads
+the user's own robot instead, which must meet :func:`contract_problems`' contract
+(checked once per file, every problem named in one :class:`ModelError`).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -34,7 +40,7 @@ from crossdyn import mjcf
 from crossdyn.analytic.biped.five_bar import height
 from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams
 from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.models import body_inertia
+from crossdyn.experiments.core.models import body_inertia, model_path
 
 __all__ = [
     "STANCE",
@@ -44,6 +50,10 @@ __all__ = [
     "LEG_MASS_IDEAL",
     "STAND_SINK",
     "BipedParams",
+    "Ground",
+    "robot_path",
+    "contract_problems",
+    "check_contract",
     "build",
     "biped_params",
     "nominal_params",
@@ -108,8 +118,152 @@ class BipedParams:
         return height(alpha, self.l1, self.l2, self.l3)
 
 
-def _spec() -> mujoco.MjSpec:
-    return mujoco.MjSpec.from_file(str(mjcf.path(MODEL)))
+@dataclass(frozen=True)
+class Ground:
+    """The floor the robot drives on, as a model edit (:func:`build`).
+
+    Attributes:
+      friction: sliding friction coefficient of the floor and the wheels, or
+        None for the model's own (MuJoCo uses the larger of two geoms' values, so
+        both are set).
+      slope: floor inclination about the y axis, rad; positive rises ahead (+x),
+        so a robot driving forward climbs.
+      bump: height of a bump across the path, m (0: none); a box ``BUMP_LENGTH``
+        long starting ``BUMP_START`` ahead of the start, on the (sloped) floor.
+      left_step: height of a raised strip under the left wheel's track, m (0:
+        none; roll-leveling's step), 4 m long and 0.2 m wide.
+    """
+
+    friction: float | None = None
+    slope: float = 0.0
+    bump: float = 0.0
+    left_step: float = 0.0
+
+    @property
+    def flat(self) -> bool:
+        return self.friction is None and self.slope == 0.0 and self.bump == 0.0 and self.left_step == 0.0
+
+
+BUMP_START = 1.0  # m ahead of the start: past balance-recovery's roll-back, on velocity-tracking's path
+BUMP_LENGTH = 0.3  # m along the path
+
+
+def robot_path(mjcf: str | os.PathLike = "") -> Path:
+    """The biped's MJCF: ``""`` the built-in robot, a bare name a model in crossdyn's
+    ``mjcf/`` folder (``wheel_legged_biped_large``), else a file path.
+
+    Raises:
+      ModelError: no such file or built-in model.
+    """
+    text = os.fspath(mjcf)
+    return model_path(text if text else MODEL)
+
+
+# The MJCF contract (README "Your own robot"): names, element kinds, five-bar conventions.
+_JOINTS = {"root": mujoco.mjtJoint.mjJNT_FREE, **{j: mujoco.mjtJoint.mjJNT_HINGE for j in HIPS + KNEES + WHEELS}}
+_BODIES = ("body", *LINKS, *WHEELS)
+_SITES = ("imu", *(f"{side}_axle" for side in SIDES), *(f"{side}_rear_foot" for side in SIDES))
+_SENSORS = {
+    "imu_quat": mujoco.mjtSensor.mjSENS_FRAMEQUAT,
+    "imu_gyro": mujoco.mjtSensor.mjSENS_GYRO,
+    "imu_accel": mujoco.mjtSensor.mjSENS_ACCELEROMETER,
+    **{f"{j}_pos": mujoco.mjtSensor.mjSENS_JOINTPOS for j in HIPS + WHEELS},
+    **{f"{j}_vel": mujoco.mjtSensor.mjSENS_JOINTVEL for j in HIPS + WHEELS},
+}
+_EQUALITIES = tuple(f"{side}_closure" for side in SIDES)
+_AXIS_Y = np.array([0.0, 1.0, 0.0])
+
+
+def contract_problems(model: mujoco.MjModel) -> list[str]:
+    """Everything in ``model`` that breaks the biped's MJCF contract, one phrase each (empty: it complies).
+
+    The contract: a free joint ``root`` on body ``body``; per side (``left`` at +y,
+    ``right`` at -y) a five-bar of bodies ``SIDE_{front,rear}_{thigh,shank}`` with
+    hinges ``SIDE_{front,rear}_{hip,knee}`` (front about +y, rear about -y, hips
+    with ``ref`` 180 deg so the joint angle is alpha), a wheel body and hinge
+    ``SIDE_wheel`` about +y on the front shank with a sphere geom
+    ``SIDE_wheel_contact`` (its radius is the wheel's), sites ``SIDE_axle`` (front
+    shank tip) and ``SIDE_rear_foot`` (rear shank tip) tied by a ``connect``
+    equality ``SIDE_closure``; motors named as their joints on the four hips and
+    two wheels; sensors ``imu_quat`` (framequat), ``imu_gyro``, ``imu_accel`` on
+    site ``imu``, ``JOINT_pos``/``JOINT_vel`` on every hip and wheel; a plane geom
+    ``floor``.
+    """
+    problems: list[str] = []
+
+    def get(kind: str, name: str):
+        try:
+            return getattr(model, kind)(name)
+        except KeyError:
+            problems.append(f"missing {kind} {name!r}")
+            return None
+
+    for name, kind in _JOINTS.items():
+        joint = get("joint", name)
+        if joint is not None and joint.type[0] != kind:
+            problems.append(f"joint {name!r} must be {'free' if kind == mujoco.mjtJoint.mjJNT_FREE else 'a hinge'}")
+    for name in _BODIES:
+        get("body", name)
+    for name in _SITES:
+        get("site", name)
+    for name in ("floor", *(f"{w}_contact" for w in WHEELS)):
+        geom = get("geom", name)
+        want = mujoco.mjtGeom.mjGEOM_PLANE if name == "floor" else mujoco.mjtGeom.mjGEOM_SPHERE
+        if geom is not None and geom.type[0] != want:
+            problems.append(f"geom {name!r} must be a {'plane' if name == 'floor' else 'sphere'}")
+    for name in HIPS + WHEELS:
+        act = get("actuator", name)
+        if act is None:
+            continue
+        joint = _has_joint(model, name) and model.joint(name).id
+        if act.trntype[0] != mujoco.mjtTrn.mjTRN_JOINT or act.trnid[0] != joint:
+            problems.append(f"actuator {name!r} must drive joint {name!r}")
+        elif not model.actuator_ctrllimited[act.id] or act.ctrlrange[1] <= 0:
+            problems.append(f"actuator {name!r} needs a ctrlrange (its torque limit)")
+    for name, kind in _SENSORS.items():
+        sensor = get("sensor", name)
+        if sensor is not None and sensor.type[0] != kind:
+            problems.append(f"sensor {name!r} has the wrong type (want {mujoco.mjtSensor(kind).name[8:].lower()})")
+    for name in _EQUALITIES:
+        eq = get("equality", name)
+        if eq is not None and eq.type[0] != mujoco.mjtEq.mjEQ_CONNECT:
+            problems.append(f"equality {name!r} must be a connect (the loop closure)")
+    for hip in HIPS:
+        if not _has_joint(model, hip):
+            continue
+        axis = model.joint(hip).axis * (1 if "_front_" in hip else -1)
+        if np.abs(axis - _AXIS_Y).max() > 1e-9:
+            problems.append(f"joint {hip!r} must turn about {'+y' if '_front_' in hip else '-y'}")
+        if abs(model.qpos0[model.joint(hip).qposadr[0]] - np.pi) > 1e-9:
+            problems.append(f"joint {hip!r} needs ref=180 deg (alpha measured from the inward horizontal)")
+    return problems
+
+
+def check_contract(model: mujoco.MjModel, source: str | os.PathLike = "the model") -> None:
+    """Raise one :class:`ModelError` listing every breach of the contract (see :func:`contract_problems`)."""
+    problems = contract_problems(model)
+    if problems:
+        raise ModelError(f"{os.fspath(source)} is not a wheel-legged biped per crossdyn's contract: "
+                         + "; ".join(problems))
+
+
+@functools.lru_cache(maxsize=16)
+def _checked(path: Path, mtime: float) -> None:
+    """Compile the file as written and check its contract, once per file version."""
+    try:
+        model = mujoco.MjSpec.from_file(str(path)).compile()
+    except ValueError as exc:
+        raise ModelError(f"cannot compile {path}: {' '.join(str(exc).split())}") from None
+    check_contract(model, path)
+
+
+def _spec(mjcf: str | os.PathLike = "") -> mujoco.MjSpec:
+    path = robot_path(mjcf)
+    _checked(path, path.stat().st_mtime)
+    try:
+        return mujoco.MjSpec.from_file(str(path))
+    except ValueError as exc:
+        raise ModelError(f"cannot read {path}: {' '.join(str(exc).split())}") from None
 
 
 def build(
@@ -120,13 +274,23 @@ def build(
     fixed_body: bool = False,
     gravity: bool = True,
     timestep: float | None = None,
+    mjcf: str | os.PathLike = "",
+    ground: Ground | None = None,
+    payload: tuple[float, float] = (0.0, 0.0),
 ) -> mujoco.MjModel:
     """Compile a variant of the biped (see the module docstring).
 
+    Args:
+      mjcf: the robot (:func:`robot_path`); ``""`` is the built-in one.
+      ground: another floor (:class:`Ground`), or None for the model's.
+      payload: ``(mass kg, x m)``: a point-like mass fixed to the body ``x`` ahead
+        of its frame origin (the hip line); ``(0, 0)`` adds nothing.
+
     Raises:
-      ModelError: unknown ``legs`` or the spec does not compile.
+      ModelError: unknown ``legs``, a missing or non-compiling file, a model
+        that breaks the contract, or a variant that does not compile.
     """
-    spec = _spec()
+    spec = _spec(mjcf)
     if legs == "massless":
         for name in LINKS:
             for geom in spec.body(name).geoms:
@@ -143,6 +307,12 @@ def build(
         spec.option.gravity = [0.0, 0.0, 0.0]
     if timestep is not None:
         spec.option.timestep = timestep
+    if ground is not None and not ground.flat:
+        _edit_ground(spec, ground)
+    if payload[0] > 0:
+        carrier = spec.body("body").add_body(name="payload", pos=[payload[1], 0.0, 0.0])
+        carrier.add_geom(name="payload", type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.01, 0, 0], mass=payload[0],
+                         contype=0, conaffinity=0, rgba=[0.9, 0.7, 0.1, 1])
     try:
         model = spec.compile()
     except ValueError as exc:
@@ -154,6 +324,38 @@ def build(
         model.body_ipos[bid] += [com_offset[0], 0.0, com_offset[1]]
         mujoco.mj_setConst(model, mujoco.MjData(model))
     return model
+
+
+def _edit_ground(spec: mujoco.MjSpec, ground: Ground) -> None:
+    """Friction, slope and a bump on the floor (see :class:`Ground`)."""
+    floor = spec.geom("floor")
+    contacts = [spec.geom(f"{w}_contact") for w in WHEELS]
+    if ground.friction is not None:
+        for geom in (floor, *contacts):
+            geom.friction = [ground.friction, *list(geom.friction)[1:]]
+    r = float(contacts[0].size[0])
+    rot = np.array([np.cos(ground.slope / 2), 0.0, -np.sin(ground.slope / 2), 0.0])  # about -y: rises towards +x
+    # The tilted plane is lowered so a wheel standing at x = 0 still touches it:
+    # the axle's distance to the plane along its normal stays r.
+    drop = r - r / np.cos(ground.slope)
+    if ground.slope:
+        floor.quat, floor.pos = rot, [0.0, 0.0, drop]
+    normal = np.array([-np.sin(ground.slope), 0.0, np.cos(ground.slope)])
+    along = np.array([np.cos(ground.slope), 0.0, np.sin(ground.slope)])
+    origin = np.array([0.0, 0.0, drop])
+    if ground.bump > 0:
+        centre = origin + (BUMP_START + BUMP_LENGTH / 2) * along + ground.bump / 2 * normal
+        spec.worldbody.add_geom(name="bump", type=mujoco.mjtGeom.mjGEOM_BOX,
+                                size=[BUMP_LENGTH / 2, 5.0, ground.bump / 2], pos=centre, quat=rot,
+                                contype=1, conaffinity=1, condim=3, friction=list(floor.friction),
+                                solref=list(floor.solref), solimp=list(floor.solimp), material="grid")
+    if ground.left_step > 0:
+        # A strip centred on the left wheel's track (the leg's lateral position), 0.2 m wide.
+        track = float(spec.body("left_front_thigh").pos[1])
+        centre = origin + [0.0, track, 0.0] + ground.left_step / 2 * normal
+        spec.worldbody.add_geom(name="step", type=mujoco.mjtGeom.mjGEOM_BOX, size=[2.0, 0.1, ground.left_step / 2],
+                                pos=centre, quat=rot, contype=1, conaffinity=1, condim=3,
+                                friction=list(floor.friction), material="grid")
 
 
 def _weld_legs(spec: mujoco.MjSpec, alpha: float) -> None:
@@ -250,14 +452,20 @@ def biped_params(model: mujoco.MjModel) -> BipedParams:
     )
 
 
-@functools.lru_cache(maxsize=1)
-def nominal_params() -> BipedParams:
-    """:func:`biped_params` of the built-in robot as written (read once, then cached).
+def nominal_params(mjcf: str | os.PathLike = "") -> BipedParams:
+    """:func:`biped_params` of a robot as written (``""``: the built-in one; read once per file, then cached).
 
     Defaults that are properties of the robot (the hip motors' peak torque, the
-    stance height) are read from here rather than typed again.
+    stance height) are read from here rather than typed again; the controllers'
+    gains are designed from it.
     """
-    return biped_params(build())
+    path = robot_path(mjcf)
+    return _nominal(path, path.stat().st_mtime)
+
+
+@functools.lru_cache(maxsize=16)
+def _nominal(path: Path, mtime: float) -> BipedParams:
+    return biped_params(build(mjcf=path))
 
 
 def knee_angle(alpha, l1: float, l2: float, l3: float) -> np.ndarray:

@@ -13,8 +13,9 @@ trace are done elsewhere (:mod:`crossdyn.experiments.biped.control`).
 
 The robot and the controller are described by a :class:`Setup`, whose fields every
 scenario takes as keyword arguments (``weights``, ``body_mass_scale``,
-``com_offset_x``, ``ground_truth``).  The gains are always designed on the
-nominal robot; the perturbations change only the robot they drive.
+``com_offset_x``, ``ground_truth``, ``mjcf``, ``imperfections``, ``seed``).  The
+gains are always designed on the nominal robot (the built-in one or the user's
+``mjcf``); the perturbations and imperfections change only the robot they drive.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn import mjcf
 from crossdyn.analytic.biped.five_bar import STROKE
 from crossdyn.analytic.biped.jump import extension_stroke
 from crossdyn.analytic.biped.wheeled_pendulum import linearize
@@ -36,9 +36,10 @@ from crossdyn.controllers.balance import dlqr, lqr
 from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Reference
 from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped.closed_loop import FALL_PITCH, Scenario, Trace, make_controller, simulate
+from crossdyn.experiments.biped.imperfections import Hardware, Imperfections
 from crossdyn.experiments.biped.measurements import reduced_linearization
-from crossdyn.experiments.biped.model import MODEL, STANCE, balance_pose, biped_params, build, nominal_params
-from crossdyn.experiments.core.errors import ModelError, ParameterError
+from crossdyn.experiments.biped.model import STANCE, Ground, balance_pose, biped_params, build, nominal_params
+from crossdyn.experiments.core.errors import ParameterError
 
 __all__ = [
     "CONTROL_PERIOD",
@@ -53,6 +54,8 @@ __all__ = [
     "holding",
     "push_recovered",
     "common_metrics",
+    "estimator_error",
+    "hardware_for",
     "balance_scenario",
     "push_scenario",
     "balance_recovery",
@@ -86,12 +89,20 @@ class Setup:
         stay nominal).
       com_offset_x: body CoM shift forward, m (gains stay nominal).
       ground_truth: feed the controller MuJoCo's state instead of its sensors.
+      mjcf: the robot: ``""`` the built-in one, a model name in crossdyn's
+        ``mjcf/`` folder or a path (:func:`~crossdyn.experiments.biped.model.robot_path`).
+      imperfections: sensor, motor and ground imperfections
+        (:class:`~crossdyn.experiments.biped.imperfections.Imperfections`).
+      seed: seed of the imperfections' random draws.
     """
 
     weights: dict = field(default_factory=dict)
     body_mass_scale: float = 1.0
     com_offset_x: float = 0.0
     ground_truth: bool = False
+    mjcf: str = ""
+    imperfections: Imperfections = field(default_factory=Imperfections)
+    seed: int = 0
 
     def __post_init__(self):
         unknown = sorted(set(self.weights) - set(WEIGHTS))
@@ -100,9 +111,14 @@ class Setup:
 
     @classmethod
     def from_values(cls, values: dict) -> "Setup":
-        """A setup from flat parameter values (``--set`` names), ignoring other keys."""
-        names = {f.name for f in dataclasses.fields(cls)} - {"weights"}
+        """A setup from flat parameter values (``--set`` names), ignoring other keys.
+
+        The imperfections come from their own names and ``realistic``
+        (:meth:`Imperfections.from_values`).
+        """
+        names = {f.name for f in dataclasses.fields(cls)} - {"weights", "imperfections"}
         return cls(weights={k: float(values[k]) for k in WEIGHTS if k in values},
+                   imperfections=Imperfections.from_values(values),
                    **{k: values[k] for k in names if k in values})
 
     def with_(self, **changes) -> "Setup":
@@ -110,10 +126,13 @@ class Setup:
         return replace(self, **changes)
 
 
-def robot(setup: Setup | dict | None = None) -> mujoco.MjModel:
-    """The realistic robot with the setup's perturbations (mass scale, CoM offset)."""
+def robot(setup: Setup | dict | None = None, ground: Ground | None = None) -> mujoco.MjModel:
+    """The setup's robot with its perturbations (mass scale, CoM offset) and its
+    imperfections' floor and payload (``ground``, if given, replaces the floor)."""
     setup = _setup(setup)
-    model = build(com_offset=(float(setup.com_offset_x), 0.0))
+    imp = setup.imperfections
+    model = build(com_offset=(float(setup.com_offset_x), 0.0), mjcf=setup.mjcf, ground=ground or imp.ground(),
+                  payload=imp.payload())
     scale = float(setup.body_mass_scale)
     if scale != 1.0:
         body = model.body("body").id
@@ -130,7 +149,7 @@ def controller_for(setup: Setup | dict | None = None, jump: JumpPlan | None = No
       ParameterError: the weights admit no stabilizing design.
     """
     setup = _setup(setup)
-    p = nominal_params()
+    p = nominal_params(setup.mjcf)
     weights = {**DEFAULT_WEIGHTS, **setup.weights}
     Q = tuple(float(weights[k]) for k in WEIGHTS[:4])
     R = float(weights["r"])
@@ -146,14 +165,22 @@ def _setup(setup) -> Setup:
     return setup if isinstance(setup, Setup) else Setup.from_values(setup)
 
 
-def stance_height(alpha: float = ALPHA_NOMINAL) -> float:
+def stance_height(alpha: float = ALPHA_NOMINAL, mjcf: str = "") -> float:
     """The nominal robot's hip-line height above the axle at leg angle ``alpha``, m."""
-    return float(nominal_params().leg_height(alpha))
+    return float(nominal_params(mjcf).leg_height(alpha))
+
+
+def hardware_for(setup: Setup) -> Hardware | None:
+    """The setup's sensing and actuation imperfections, seeded, or None when it has none."""
+    if not setup.imperfections.on_hardware:
+        return None
+    return Hardware(setup.imperfections, setup.seed, nominal_params(setup.mjcf), CONTROL_PERIOD)
 
 
 def _run(sc: Scenario, setup: Setup, model=None, ctrl=None, video: Path | None = None) -> Trace:
     sc = replace(sc, ground_truth=bool(setup.ground_truth), control_period=CONTROL_PERIOD)
-    return simulate(model if model is not None else robot(setup), sc, ctrl or controller_for(setup), video=video)
+    return simulate(model if model is not None else robot(setup), sc, ctrl or controller_for(setup), video=video,
+                    hardware=hardware_for(setup))
 
 
 # --------------------------------------------------------------------------- measures of a trace
@@ -206,22 +233,32 @@ def common_metrics(trace: Trace) -> dict:
         "closure_error_max_mm": float(trace.closure.max() * 1e3),
         "duration_s": float(trace.t[-1]) if trace.t.size else 0.0,
         **_saturation(trace),
+        "estimator_error": estimator_error(trace),
     }
+
+
+def estimator_error(trace: Trace) -> dict:
+    """How far the controller's estimate was from MuJoCo's state: pitch (deg), speed (m/s), travel (m)."""
+    pitch = np.degrees(trace.est_pitch - trace.true_pitch)
+    speed = trace.est_xd - trace.true_xd
+    travel = trace.est_x - trace.true_x
+    return {"pitch_rms_deg": float(np.sqrt(np.mean(pitch**2))), "pitch_max_deg": float(np.abs(pitch).max()),
+            "speed_rms_m_s": float(np.sqrt(np.mean(speed**2))), "x_max_m": float(np.abs(travel).max())}
 
 
 # --------------------------------------------------------------------------- scenarios
 
 
-def balance_scenario(initial_tilt_deg: float, duration: float = 4.0) -> Scenario:
+def balance_scenario(initial_tilt_deg: float, duration: float = 4.0, mjcf: str = "") -> Scenario:
     """The balance-recovery run: mid-stroke stance tilted forward by ``initial_tilt_deg``, height held."""
-    height = stance_height(ALPHA_NOMINAL)
+    height = stance_height(ALPHA_NOMINAL, mjcf)
     return Scenario(duration=duration, alpha0=ALPHA_NOMINAL, reference=lambda t: Reference(height=height),
                     initial_tilt=np.radians(initial_tilt_deg), control_period=CONTROL_PERIOD)
 
 
-def push_scenario(impulse: float, length: float = 0.1, after: float = 3.0) -> Scenario:
+def push_scenario(impulse: float, length: float = 0.1, after: float = 3.0, mjcf: str = "") -> Scenario:
     """Upright at mid-stroke, pushed forward on the body by ``impulse`` N s over ``length`` s, watched ``after`` s."""
-    return replace(balance_scenario(0.0, PUSH_START + after), push=(PUSH_START, impulse / length, length))
+    return replace(balance_scenario(0.0, PUSH_START + after, mjcf), push=(PUSH_START, impulse / length, length))
 
 
 def balance_recovery(tilt_deg: float = 10.0, *, duration: float = 4.0, video: Path | None = None,
@@ -234,12 +271,12 @@ def balance_recovery(tilt_deg: float = 10.0, *, duration: float = 4.0, video: Pa
     """
     setup = Setup(**setup)
     ctrl = controller_for(setup)
-    trace = _run(balance_scenario(tilt_deg, duration), setup, ctrl=ctrl, video=video)
+    trace = _run(balance_scenario(tilt_deg, duration, setup.mjcf), setup, ctrl=ctrl, video=video)
     settle = settling_time(trace.t, balanced(trace)) if not trace.fell else float("inf")
     return trace, {
         "settling_time_s": settle,
         "gain_schedule_fit_error": ctrl.gains.schedule.fit_error,
-        "gain_at_stance": ctrl.gains.schedule(stance_height(ALPHA_NOMINAL)).tolist(),
+        "gain_at_stance": ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, setup.mjcf)).tolist(),
         "final_x_m": float(trace.true_x[-1]),
         "max_odometry_error_m": float(np.abs(trace.est_x - trace.true_x).max()),
         **common_metrics(trace),
@@ -259,7 +296,7 @@ def velocity_tracking(speed: float = 1.0, *, video: Path | None = None, **setup)
     start, stop = 0.5, 5.0
     if speed == 0:
         raise ParameterError("velocity-tracking needs a non-zero speed")
-    height = stance_height(ALPHA_NOMINAL)
+    height = stance_height(ALPHA_NOMINAL, setup.mjcf)
     sc = Scenario(duration=7.5, alpha0=ALPHA_NOMINAL,
                   reference=lambda t: Reference(velocity=speed if start <= t < stop else 0.0, height=height))
     trace = _run(sc, setup, video=video)
@@ -286,7 +323,7 @@ def turn(turn_deg: float = 90.0, *, video: Path | None = None, **setup) -> tuple
     """
     setup = Setup(**setup)
     target, start = np.radians(turn_deg), 0.5
-    height = stance_height(ALPHA_NOMINAL)
+    height = stance_height(ALPHA_NOMINAL, setup.mjcf)
     sc = Scenario(duration=4.0, alpha0=ALPHA_NOMINAL,
                   reference=lambda t: Reference(yaw=target if t >= start else 0.0, height=height))
     trace = _run(sc, setup, video=video)
@@ -308,7 +345,7 @@ def height_change(*, video: Path | None = None, **setup) -> tuple[Trace, dict]:
     height is within 5 % of the stroke of its target for good.
     """
     setup = Setup(**setup)
-    low, high = stance_height(STROKE[0]), stance_height(STROKE[1])
+    low, high = stance_height(STROKE[0], setup.mjcf), stance_height(STROKE[1], setup.mjcf)
     up, down, end = 0.5, 3.0, 5.5
     sc = Scenario(duration=end, alpha0=STROKE[0],
                   reference=lambda t: Reference(height=high if up <= t < down else low))
@@ -325,18 +362,6 @@ def height_change(*, video: Path | None = None, **setup) -> tuple[Trace, dict]:
     }
 
 
-def step_model(step: float) -> mujoco.MjModel:
-    """The realistic robot with a raised strip of ``step`` m under the left wheel's track."""
-    spec = mujoco.MjSpec.from_file(str(mjcf.path(MODEL)))
-    spec.worldbody.add_geom(name="step", type=mujoco.mjtGeom.mjGEOM_BOX, size=[2.0, 0.1, step / 2],
-                            pos=[0.0, 0.2, step / 2], contype=1, conaffinity=1, condim=3, friction=[2.0, 0.005, 1e-4],
-                            material="grid")
-    try:
-        return spec.compile()
-    except ValueError as exc:
-        raise ModelError(f"cannot add the step: {exc}") from None
-
-
 def roll_leveling(step_m: float = 0.04, *, video: Path | None = None, **setup) -> tuple[Trace, dict]:
     """Start with the left wheel on a ``step_m`` step; the virtual roll torque levels the body; 3 s.
 
@@ -344,7 +369,7 @@ def roll_leveling(step_m: float = 0.04, *, video: Path | None = None, **setup) -
     initial roll and the legs' height difference that levels the body.
     """
     setup = Setup(**setup)
-    model = step_model(step_m)
+    model = robot(setup, ground=replace(setup.imperfections.ground(), left_step=step_m) if step_m > 0 else None)
     p = biped_params(model)
     height = float(p.leg_height(ALPHA_NOMINAL))
     roll0 = float(np.arcsin(step_m / p.pendulum.D))
@@ -375,7 +400,7 @@ def push_recovery(push_duration_s: float = 0.1, max_impulse: float = 30.0, *, bi
 
     def recovered(impulse: float) -> tuple[bool, Trace]:
         video = None if video_dir is None else Path(video_dir) / f"push_{impulse:.2f}.mp4"
-        trace = _run(push_scenario(impulse, push_duration_s), setup, model=model, ctrl=copy.deepcopy(ctrl0),
+        trace = _run(push_scenario(impulse, push_duration_s, mjcf=setup.mjcf), setup, model=model, ctrl=copy.deepcopy(ctrl0),
                      video=video)
         return push_recovered(trace), trace
 
@@ -412,8 +437,12 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
     ballistic prediction, time to balance after landing, the phase transitions.
     """
     setup = Setup(**setup)
+    p = nominal_params(setup.mjcf)
+    if thrust_torque is not None and not 0 < thrust_torque <= p.hip_torque_limit:
+        raise ParameterError(f"thrust_torque={thrust_torque:g} N m: the hip motors give at most "
+                             f"{p.hip_torque_limit:g} N m")
     plan = JumpPlan(thrust_torque=thrust_torque)
-    low = stance_height(plan.alpha_crouch)
+    low = stance_height(plan.alpha_crouch, setup.mjcf)
     sc = Scenario(duration=4.0, alpha0=np.radians(200.0), reference=lambda t: Reference(height=low), jump=plan)
     ctrl = controller_for(setup, jump=plan)
     trace = _run(sc, setup, ctrl=ctrl, video=video)
@@ -433,7 +462,6 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
     # Ballistic body rise after take-off, measured and as the stroke ODE predicts it.
     t_off = phases.get("flight", trace.t[-1])
     body_rise = float(trace.body_z[trace.t >= t_off].max() - trace.body_z[trace.t >= t_off][0]) if takeoff else 0.0
-    p = nominal_params()
     thrust = ctrl.jump.thrust_torque
     stroke = extension_stroke(p.pendulum.M, thrust, p.l1, p.l2, p.l3, plan.alpha_crouch, plan.alpha_takeoff)
     return trace, {
@@ -480,7 +508,7 @@ def robustness(tilt_deg: float = 10.0, *, variants: dict | None = None, video_di
     for name, change in (variants or ROBUSTNESS_VARIANTS).items():
         robot_setup = setup.with_(**change)
         video = None if video_dir is None else Path(video_dir) / f"{name.replace(' ', '_')}.mp4"
-        trace = _run(balance_scenario(tilt_deg), robot_setup, model=robot(robot_setup),
+        trace = _run(balance_scenario(tilt_deg, mjcf=setup.mjcf), robot_setup, model=robot(robot_setup),
                      ctrl=controller_for(setup.with_(weights={})), video=video)
         end = trace.window(trace.t[-1] - 0.5)
         calm = holding(trace)
@@ -507,7 +535,8 @@ class IdealRun:
     dt: float
 
 
-def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | None = None) -> tuple[IdealRun, dict]:
+def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | None = None,
+             mjcf: str = "") -> tuple[IdealRun, dict]:
     """The ideal robot (rigid massless legs): realised LQR cost vs the Riccati prediction ``x0' S x0``.
 
     Designs the LQR twice, from the analytic eq. 2.19 and from MuJoCo's own
@@ -517,7 +546,7 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
     """
     alpha = ALPHA_NOMINAL
     w = {**DEFAULT_WEIGHTS, **(weights or {})}
-    model = build(legs="massless", rigid_alpha=alpha)
+    model = build(legs="massless", rigid_alpha=alpha, mjcf=mjcf)
     p = biped_params(model)
     l = float(p.leg_height(alpha))
     Q = np.diag([w[k] for k in WEIGHTS[:4]])
