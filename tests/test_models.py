@@ -23,6 +23,7 @@ PINNED = {
     "rigid_box": (7, 6, 2),
     "rigid_box_ground": (7, 6, 0),
     "wheel_legged_biped": (17, 16, 6),
+    "wheel_legged_biped_large": (17, 16, 6),
 }
 
 
