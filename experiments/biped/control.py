@@ -32,6 +32,7 @@ from matplotlib.figure import Figure
 from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R
 from crossdyn.experiments.biped import imperfections, scenarios
 from crossdyn.experiments.biped.closed_loop import Trace, video_environment
+from crossdyn.experiments.biped.model import MJCF
 from crossdyn.experiments.biped.scenarios import Setup
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
@@ -41,7 +42,6 @@ __all__ = ["COMMON", "MJCF", "IMPERFECTIONS", "plot_states", "plot_jump_heights"
     f"judge_{name}" for name in ("balance_recovery", "velocity_tracking", "turn", "height_change", "roll_leveling",
                                  "push_recovery", "jump", "robustness", "lqr_cost")]
 
-MJCF = Param("", "the robot's MJCF: a path, or a model name in crossdyn's mjcf/ folder (default: the built-in robot)")
 # The imperfections (one --set parameter each) and their preset.
 IMPERFECTIONS = {
     **imperfections.PARAMS,

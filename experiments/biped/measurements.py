@@ -304,7 +304,7 @@ def _relative_entry_errors(candidate: tuple, truth: tuple) -> dict:
     }
 
 
-def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0.0)) -> dict:
+def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0.0), mjcf: str = "") -> dict:
     """One leg pose: MuJoCo's reduced (A, B) vs the analytic models that could explain it.
 
     Candidates: ``analytic`` (eq. 2.19 with the body's own M, J and l = y(alpha)),
@@ -313,9 +313,10 @@ def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0
 
     Returns:
       dict with ``l`` (m), ``mujoco`` (A_d, B_d), per-candidate error dicts, and
-      the unstable pole (1/s) from MuJoCo and from the analytic model.
+      the unstable pole (1/s) from MuJoCo and from the analytic model; ``mjcf``
+      is the robot (``""``: the built-in one).
     """
-    model = build(legs=legs, rigid_alpha=alpha, com_offset=com_offset)
+    model = build(legs=legs, rigid_alpha=alpha, com_offset=com_offset, mjcf=mjcf)
     params = biped_params(model)
     data = mujoco.MjData(model)
     data.qpos[:], _ = balance_pose(model, alpha, params)

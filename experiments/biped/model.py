@@ -41,6 +41,7 @@ from crossdyn.analytic.biped.five_bar import height
 from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams
 from crossdyn.experiments.core.errors import ModelError
 from crossdyn.experiments.core.models import body_inertia, model_path
+from crossdyn.experiments.core.registry import Param
 
 __all__ = [
     "STANCE",
@@ -51,6 +52,7 @@ __all__ = [
     "STAND_SINK",
     "BipedParams",
     "Ground",
+    "MJCF",
     "robot_path",
     "contract_problems",
     "check_contract",
@@ -146,6 +148,11 @@ class Ground:
 
 BUMP_START = 1.0  # m ahead of the start: past balance-recovery's roll-back, on velocity-tracking's path
 BUMP_LENGTH = 0.3  # m along the path
+
+
+# The --set parameter every biped experiment takes for the robot to run on.
+MJCF = Param("", "the robot's MJCF: a path, or a model name in crossdyn's mjcf/ folder such as "
+             "wheel_legged_biped_large (default: the built-in robot)")
 
 
 def robot_path(mjcf: str | os.PathLike = "") -> Path:
