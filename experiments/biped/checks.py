@@ -32,7 +32,8 @@ from crossdyn.experiments.biped.measurements import (
     wheel_dynamics_instant,
 )
 from crossdyn.analytic.biped.five_bar import STROKE
-from crossdyn.experiments.biped.model import STANCE, biped_params, build, nominal_params
+from crossdyn.experiments.biped.model import MJCF, STANCE, biped_params, build
+from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.registry import Param, experiment
 from crossdyn.experiments.core.results import Context
 
@@ -41,7 +42,6 @@ __all__ = ["STROKE_DEG", "RETRACTION_TIME"]
 STROKE_DEG = tuple(float(a) for a in np.degrees(STROKE))  # testbed default stroke (SPEC §4), deg
 RETRACTION_TIME = 0.3  # s, seed 004's leg retraction time t
 STAND_DEG = float(np.degrees(STANCE))  # mid-stroke pose for the single-pose checks, deg
-HIP_LIMIT = nominal_params().hip_torque_limit  # N m, the hip motors' peak (the MJCF's ctrlrange x gear)
 
 # Five-bar: eq. 3.2 against MuJoCo's kinematics is exact up to the Gauss-Newton
 # tolerance (1e-14 m), so 1e-9 leaves room for round-off only.  Rigid statics of
@@ -69,10 +69,10 @@ def _deg(values):
     "five-bar",
     summary="five-bar leg: MuJoCo's closed geometry and static hip torques vs eq. 3.2 and 2.30",
     expected=f"height within {HEIGHT_RTOL:g}, torques within {TORQUE_RTOL:g} relative",
-    params={"force": Param(30.0, "vertical leg force P, N", -200.0, 200.0)},
+    params={"force": Param(30.0, "vertical leg force P, N", -200.0, 200.0), "mjcf": MJCF},
 )
 def five_bar_experiment(ctx: Context) -> dict:
-    rig = build(fixed_body=True, gravity=False)
+    rig = build(fixed_body=True, gravity=False, mjcf=ctx.params["mjcf"])
     p = biped_params(rig)
     alphas = _deg(np.linspace(*STROKE_DEG, 7 if ctx.short else 61))
     force = float(ctx.params["force"])
@@ -129,14 +129,15 @@ def five_bar_experiment(ctx: Context) -> dict:
     "linearization",
     summary="mjd_transitionFD of the balancing robot vs eq. 2.19 across the stroke; assumption ladder",
     expected=f"ideal variant within {LIN_RTOL:.0%} on every non-zero entry; realistic mismatch attributed",
+    params={"mjcf": MJCF},
 )
 def linearization_experiment(ctx: Context) -> dict:
     alphas = _deg([190, 220, 250] if ctx.short else np.linspace(*STROKE_DEG, 7))
     rows = {"ideal": [], "realistic": [], "com_offset": []}
     for a in alphas:
-        rows["ideal"].append(linearization_point(a, legs="massless"))
-        rows["realistic"].append(linearization_point(a, legs="realistic"))
-        rows["com_offset"].append(linearization_point(a, legs="massless", com_offset=(0.0, 0.02)))
+        rows["ideal"].append(linearization_point(a, legs="massless", mjcf=ctx.params["mjcf"]))
+        rows["realistic"].append(linearization_point(a, legs="realistic", mjcf=ctx.params["mjcf"]))
+        rows["com_offset"].append(linearization_point(a, legs="massless", com_offset=(0.0, 0.02), mjcf=ctx.params["mjcf"]))
 
     def column(variant, candidate):
         return [r["errors"][candidate]["max_rel"] for r in rows[variant]]
@@ -198,14 +199,14 @@ def linearization_experiment(ctx: Context) -> dict:
     "steering",
     summary="yaw acceleration for a differential wheel torque, MuJoCo vs eq. 2.22",
     expected=f"ideal robot within {STEER_RTOL:.0%}; residual = wheels' own yaw inertia; heavy legs explained by lumping",
-    params={"torque": Param(1.0, "differential wheel torque dT (T_L = dT, T_R = -dT), N m", 0.01, 6.0)},
+    params={"torque": Param(1.0, "differential wheel torque dT (T_L = dT, T_R = -dT), N m", 0.01, 6.0), "mjcf": MJCF},
 )
 def steering_experiment(ctx: Context) -> dict:
     alpha = np.radians(STAND_DEG)
     dT = float(ctx.params["torque"])
     out = {}
     for legs in ("massless", "realistic"):
-        model = build(legs=legs, rigid_alpha=alpha)
+        model = build(legs=legs, rigid_alpha=alpha, mjcf=ctx.params["mjcf"])
         params = biped_params(model)
         point = steering_instant(model, params, alpha, dT)
         out[legs] = {
@@ -238,9 +239,10 @@ def steering_experiment(ctx: Context) -> dict:
     "statics",
     summary="wheel contact forces under a commanded virtual force F_y and roll torque T_x vs eq. 2.27",
     expected=f"corrected 2.27 within {STATICS_RTOL:g}; printed (F_y - M g)/2 fails",
+    params={"mjcf": MJCF},
 )
 def statics_experiment(ctx: Context) -> dict:
-    model = build(legs="massless")
+    model = build(legs="massless", mjcf=ctx.params["mjcf"])
     params = biped_params(model)
     alphas = [200.0, 235.0] if ctx.short else [195.0, 215.0, 235.0, 245.0]
     commands = [(0.0, 0.0), (10.0, 3.0), (-15.0, -2.0), (20.0, 0.0)]
@@ -279,12 +281,15 @@ def statics_experiment(ctx: Context) -> dict:
     "jump-stroke",
     summary="seed figure 2-9 (eq. 2.35) and the same constant-torque stroke in MuJoCo",
     expected="ODE take-off speed above g t; MuJoCo's lower by the legs' share of the work; closure < 0.5 mm",
-    params={"tau": Param(HIP_LIMIT, "torque of each hip motor, N m (default: the motors' limit)", 1.0, HIP_LIMIT)},
+    params={"tau": Param(0.0, "torque of each hip motor, N m (0: the robot's motor limit)", 0.0, 1e4),
+            "mjcf": MJCF},
 )
 def jump_stroke_experiment(ctx: Context) -> dict:
-    model = build()
+    model = build(mjcf=ctx.params["mjcf"])
     params = biped_params(model)
-    tau = float(ctx.params["tau"])
+    tau = float(ctx.params["tau"]) or params.hip_torque_limit
+    if tau > params.hip_torque_limit:
+        raise ParameterError(f"tau={tau:g} N m: the hip motors give at most {params.hip_torque_limit:g} N m")
     a0, a1 = _deg(STROKE_DEG)
     ode = ode_stroke(params, tau, a0, a1)
     need = ode.requirement(RETRACTION_TIME)
@@ -333,10 +338,11 @@ def jump_stroke_experiment(ctx: Context) -> dict:
     "errata",
     summary="every seed-004 erratum of SPEC §5: printed vs corrected vs MuJoCo",
     expected="each printed form fails and each corrected form passes against MuJoCo",
+    params={"mjcf": MJCF},
 )
 def errata_experiment(ctx: Context) -> dict:
     alpha = np.radians(STAND_DEG)
-    ideal = build(legs="massless", rigid_alpha=alpha)
+    ideal = build(legs="massless", rigid_alpha=alpha, mjcf=ctx.params["mjcf"])
     params = biped_params(ideal)
     rows = []
 
@@ -358,7 +364,7 @@ def errata_experiment(ctx: Context) -> dict:
     drive = drive_and_turn(ideal, params, alpha, T_L=0.4, T_R=0.1, duration=0.1)
     row("004 (2.7)", "xdd = (xdd_L + xd_R)/2", "xdd = (xdd_L + xdd_R)/2",
         drive["xdd_mujoco"], drive["xdd_printed"], drive["xdd_corrected"], KINEMATIC_RTOL, "m/s^2")
-    lin = linearization_point(alpha, legs="massless")
+    lin = linearization_point(alpha, legs="massless", mjcf=ctx.params["mjcf"])
     row("004 (2.19)", "r (M + 2m + 2l/r^2) xdd = ...", "r (M + 2m + 2I/r^2) xdd = ...",
         0.0, lin["errors"]["printed"]["max_rel"], lin["errors"]["analytic"]["max_rel"], LIN_RTOL,
         "max rel. entry error of (A_d - I, B_d)")
@@ -369,7 +375,7 @@ def errata_experiment(ctx: Context) -> dict:
     rows[-1]["verdict"] = "printed wrong, corrected right" if ok else "NOT DEMONSTRATED"
     row("004 (2.21)", "deltadd = (xd_L - x_R)/D", "deltadd = (xdd_L - xdd_R)/D",
         drive["yaw_acc_mujoco"], drive["yaw_acc_printed"], drive["yaw_acc_corrected"], KINEMATIC_RTOL, "rad/s^2")
-    jointed = build(legs="massless")
+    jointed = build(legs="massless", mjcf=ctx.params["mjcf"])
     jp = biped_params(jointed)
     good = statics_point(jointed, jp, alpha, 10.0, 3.0)
     bad = statics_point(jointed, jp, alpha, 10.0, 3.0, printed=True)
