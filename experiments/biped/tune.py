@@ -21,7 +21,11 @@ LQR weights ``Q = diag(q_x, q_xd, q_theta, q_thetad)``, ``R = r``), scored on
 
 :func:`sweep` runs a grid or a Latin hypercube over the weights (plus the
 hand-picked defaults as sample 0, the reference), :func:`robustness` a grid over
-two perturbation axes for fixed weights.  Samples run in local processes
+two perturbation axes for fixed weights: the robot's mass and CoM, the tilt and
+push, and every imperfection of :mod:`~crossdyn.experiments.biped.imperfections`
+(gyro noise x control delay and slope x friction are the README's two maps),
+each map with its holding region.  Both run on the built-in robot or the user's
+(``mjcf``); the imperfections' noise is drawn from ``seed``.  Samples run in local processes
 (``workers``) or on a Dask distributed cluster (``scheduler``); each row is
 appended to the CSV as it finishes, and at the end the file is rewritten in
 sample order, so the CSV depends on the arguments and seed only, not on the
@@ -46,6 +50,8 @@ import numpy as np
 
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.biped.control import COMMON
+from crossdyn.experiments.biped.imperfections import PARAMS as IMPERFECTION_PARAMS
+from crossdyn.experiments.biped.imperfections import Imperfections
 from crossdyn.experiments.biped.scenarios import (
     ALPHA_NOMINAL,
     CONTROL_PERIOD,
@@ -57,6 +63,7 @@ from crossdyn.experiments.biped.scenarios import (
     balanced,
     common_metrics,
     controller_for,
+    hardware_for,
     holding,
     push_recovered,
     push_scenario,
@@ -65,13 +72,14 @@ from crossdyn.experiments.biped.scenarios import (
     stance_height,
 )
 from crossdyn.experiments.biped.closed_loop import simulate
+from crossdyn.experiments.biped.model import nominal_params
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
 from crossdyn.experiments.core.results import make_out_dir, write_json
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
            "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
-           "robustness", "best_sample", "weights_from"]
+           "robustness", "holding_region", "best_sample", "weights_from"]
 
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
@@ -86,6 +94,7 @@ PERTURBATIONS = {
     "initial_tilt_deg": Param(10.0, "initial forward tilt, deg", -30.0, 30.0),
     "push_impulse_Ns": Param(0.0, f"forward push on the body over {PUSH_LENGTH} s at {PUSH_START} s, N s",
                              0.0, 200.0),
+    **IMPERFECTION_PARAMS,
 }
 NOMINAL = {name: p.default for name, p in PERTURBATIONS.items()}
 # The robustness map's axes when none are given: mass x tilt holds everywhere in
@@ -97,7 +106,7 @@ GAINS = ("k_x", "k_xd", "k_theta", "k_thetad")
 METRICS = ("outcome", "settling_time_s", "overshoot_deg", "max_tilt_deg", "excursion_m", "effort_N2m2s",
            "max_wheel_torque", "wheel_saturation_fraction", "hip_saturation_fraction", "held", "push_recovered",
            "push_max_tilt_deg", "detail")
-KEYS = ("sample", "kind", *WEIGHTS, *PERTURBATIONS, "duration_s", "push_check_Ns")
+KEYS = ("sample", "kind", *WEIGHTS, *PERTURBATIONS, "duration_s", "push_check_Ns", "seed", "mjcf")
 COLUMNS = (*KEYS, *GAINS, *METRICS)
 FAILED = ("unsettled", "fell", "diverged", "invalid", "push-failed", "error")
 
@@ -116,6 +125,8 @@ class Sample:
       duration: simulated time, s.
       push_check: if > 0, also run push-recovery's scenario at this impulse, N s,
         and fail the sample if the push is not recovered.
+      seed: seed of the imperfections' noise.
+      mjcf: the robot (``""``: the built-in one).
     """
 
     index: int
@@ -124,12 +135,19 @@ class Sample:
     perturbation: dict = field(hash=False)
     duration: float = 4.0
     push_check: float = 0.0
+    seed: int = 0
+    mjcf: str = ""
 
     def key(self) -> dict:
         """The CSV columns that identify the sample (compared on resume)."""
         return {"sample": str(self.index), "kind": self.kind, **{k: _fmt(self.weights[k]) for k in WEIGHTS},
                 **{k: _fmt(self.perturbation[k]) for k in PERTURBATIONS}, "duration_s": _fmt(self.duration),
-                "push_check_Ns": _fmt(self.push_check)}
+                "push_check_Ns": _fmt(self.push_check), "seed": str(self.seed), "mjcf": self.mjcf}
+
+    def imperfections(self) -> Imperfections:
+        """The imperfections among the perturbations (whole numbers where the field is one)."""
+        return Imperfections(**{k: type(IMPERFECTION_PARAMS[k].default)(self.perturbation[k])
+                                for k in IMPERFECTION_PARAMS})
 
 
 def _fmt(value) -> str:
@@ -159,7 +177,10 @@ def _check_weight(name: str, value: float) -> float:
 def _check_perturbation(name: str, value: float) -> float:
     if name not in PERTURBATIONS:
         raise ParameterError(f"unknown perturbation {name!r}; the axes are {', '.join(PERTURBATIONS)}")
-    return PERTURBATIONS[name].parse(name, repr(value))
+    param = PERTURBATIONS[name]
+    if isinstance(param.default, int) and float(value).is_integer():
+        return float(param.parse(name, str(int(value))))  # a whole-number axis (delay, encoder counts)
+    return float(param.parse(name, repr(value)))
 
 
 def _numbers(name: str, text: str) -> list[float]:
@@ -220,7 +241,7 @@ def parse_range(items: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
 
 def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None = None, seed: int = 0,
                ranges: dict[str, tuple[float, float]] | None = None, duration: float = 4.0,
-               initial_tilt_deg: float = 10.0, push_check: float = 0.0) -> list[Sample]:
+               initial_tilt_deg: float = 10.0, push_check: float = 0.0, mjcf: str = "") -> list[Sample]:
     """The samples of a weight sweep; sample 0 is always the hand-picked defaults.
 
     Args:
@@ -232,18 +253,21 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
       duration: simulated time of each run, s.
       initial_tilt_deg: the balance-recovery tilt, deg.
       push_check: also require recovery from this push, N s (0: no push run).
+      mjcf: the robot (``""``: the built-in one).
 
     Raises:
       ParameterError: both or neither of ``samples`` and ``grid``; a bad value.
     """
     if (samples is None) == (grid is None):
         raise ParameterError("give either --samples N (Latin hypercube) or --grid NAME=VALUES, not both")
+    nominal_params(mjcf)  # a missing file or a broken contract is refused before anything runs
     perturbation = {**NOMINAL, "initial_tilt_deg": _check_perturbation("initial_tilt_deg", initial_tilt_deg)}
     if duration <= PUSH_START + PUSH_LENGTH:
         raise ParameterError(f"duration {duration} s is too short for a closed-loop run (> 0.6 s)")
 
     def sample(i, kind, weights):
-        return Sample(i, kind, {**DEFAULT_WEIGHTS, **weights}, perturbation, float(duration), float(push_check))
+        return Sample(i, kind, {**DEFAULT_WEIGHTS, **weights}, perturbation, float(duration), float(push_check),
+                      seed=seed, mjcf=mjcf)
 
     plan = [sample(0, "default", {})]
     if grid is not None:
@@ -264,23 +288,26 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
     return plan
 
 
-def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], duration: float = 4.0) -> list[Sample]:
+def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], duration: float = 4.0, seed: int = 0,
+                    mjcf: str = "") -> list[Sample]:
     """Every combination of two perturbation axes, for one set of LQR weights.
 
-    Perturbations not on an axis stay nominal (10 deg tilt, no push); a map with
-    a push axis but no tilt axis starts upright, as push-recovery does.
+    Perturbations not on an axis stay nominal (10 deg tilt, no push, no
+    imperfection); a map with a push axis but no tilt axis starts upright, as
+    push-recovery does.  Every sample draws its noise from ``seed``.
 
     Raises:
       ParameterError: not exactly two axes; an unknown weight.
     """
     if len(axes) != 2:
         raise ParameterError(f"a robustness map needs exactly two --axis, got {len(axes)}")
+    nominal_params(mjcf)  # a missing file or a broken contract is refused before anything runs
     weights = {**DEFAULT_WEIGHTS, **{k: _check_weight(k, v) for k, v in weights.items()}}
     (a, va), (b, vb) = axes.items()
     base = dict(NOMINAL)
     if "push_impulse_Ns" in axes and "initial_tilt_deg" not in axes:
         base["initial_tilt_deg"] = 0.0
-    return [Sample(i, "map", dict(weights), {**base, a: x, b: y}, float(duration))
+    return [Sample(i, "map", dict(weights), {**base, a: x, b: y}, float(duration), seed=seed, mjcf=mjcf)
             for i, (x, y) in enumerate(itertools.product(va, vb))]
 
 
@@ -326,21 +353,26 @@ def evaluate(sample: Sample) -> dict[str, str]:
     row = {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}}
     p = sample.perturbation
     try:
-        ctrl = controller_for(Setup(weights=sample.weights))
+        ctrl = controller_for(Setup(weights=sample.weights, mjcf=sample.mjcf))
     except ParameterError as exc:
         row.update(outcome="invalid", detail=str(exc))
         return row
     try:
-        row.update(zip(GAINS, (_fmt(k) for k in ctrl.gains.schedule(stance_height(ALPHA_NOMINAL)).ravel())))
-        model = robot(Setup(body_mass_scale=p["body_mass_scale"], com_offset_x=p["com_offset_x"]))
-        sc = balance_scenario(p["initial_tilt_deg"], sample.duration)
+        stance = stance_height(ALPHA_NOMINAL, sample.mjcf)
+        row.update(zip(GAINS, (_fmt(k) for k in ctrl.gains.schedule(stance).ravel())))
+        setup = Setup(body_mass_scale=p["body_mass_scale"], com_offset_x=p["com_offset_x"], mjcf=sample.mjcf,
+                      imperfections=sample.imperfections(), seed=sample.seed)
+        model = robot(setup)
+        sc = balance_scenario(p["initial_tilt_deg"], sample.duration, sample.mjcf)
         start = 0.0
         if p["push_impulse_Ns"] > 0:
             start = PUSH_START + PUSH_LENGTH
             sc = replace(sc, push=(PUSH_START, p["push_impulse_Ns"] / PUSH_LENGTH, PUSH_LENGTH))
-        metrics = _score(simulate(model, sc, ctrl), start)
+        metrics = _score(simulate(model, sc, ctrl, hardware=hardware_for(setup)), start)
         if sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated"):
-            trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH), controller_for(Setup(weights=sample.weights)))
+            trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH, mjcf=sample.mjcf),
+                             controller_for(Setup(weights=sample.weights, mjcf=sample.mjcf)),
+                             hardware=hardware_for(setup))
             metrics["push_recovered"] = push_recovered(trace)
             metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
             if not metrics["push_recovered"]:
@@ -713,7 +745,7 @@ def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: P
 def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]] | None = None, seed: int = 0,
           ranges: dict[str, tuple[float, float]] | None = None, duration: float = 4.0,
           initial_tilt_deg: float = 10.0, push_check: float = 0.0, workers: int = 1,
-          scheduler: str | None = None, progress: bool = False, plots_: bool = True) -> SweepResult:
+          scheduler: str | None = None, progress: bool = False, plots_: bool = True, mjcf: str = "") -> SweepResult:
     """Sweep the balance LQR weights (see :func:`plan_sweep`) into ``out``.
 
     Writes ``out/samples.csv``, ``out/timings.csv``, ``out/best.json`` (the
@@ -721,7 +753,7 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
     ``weights.png`` and ``heatmap.png``.
     """
     out = Path(out)
-    plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check)
+    plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check, mjcf)
     result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress)
     result.best = best_sample(result.rows)
     default = result.rows[0]
@@ -748,18 +780,20 @@ def _summary(row: dict) -> dict:
 
 def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict[str, list[float]] | None = None,
                duration: float = 6.0, workers: int = 1, scheduler: str | None = None,
-               progress: bool = False) -> SweepResult:
+               progress: bool = False, seed: int = 0, mjcf: str = "") -> SweepResult:
     """Success map over two perturbation axes for fixed LQR weights, into ``out``.
 
     Success (the controller *holds*): up and no longer rolling at the end
     (:func:`experiments.biped.scenarios.holding`), settled or not.  Writes ``out/robustness.csv``, ``out/timings.csv``,
-    ``out/robustness.json`` and ``out/robustness.png``.  Default axes: CoM offset
+    ``out/robustness.json`` (with the holding region, :func:`holding_region`) and
+    ``out/robustness.png`` (the region outlined).  Default axes: CoM offset
     -4..4 cm x push 5..30 N s (body mass x tilt holds everywhere in range with
     the default gains: 0.3-3x, up to 30 deg).  The default 6 s leaves a pushed
-    robot time to roll back to its spot and stop.
+    robot time to roll back to its spot and stop.  ``seed`` seeds the
+    imperfections' noise; ``mjcf`` is the robot.
     """
     axes = axes or DEFAULT_AXES
-    plan = plan_robustness(weights or {}, axes, duration)
+    plan = plan_robustness(weights or {}, axes, duration, seed, mjcf)
     result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
                          progress=progress, desc="robustness")
     (a, va), (b, vb) = axes.items()
@@ -769,14 +803,41 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
         held[i, j] = row["held"] == "true"
         settle = _value(row, "settling_time_s")
         text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]
+    region = holding_region(axes, held)
     fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
     _heat(ax, fig, va, vb, held, a, b, f"green: holds ({int(held.sum())}/{held.size}); "
           "text: settling time, 'held' (steady, not settled) or outcome",
           cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
+    if 0 < held.sum() < held.size:  # outline the holding region's cells
+        ax.contour(np.arange(len(va)), np.arange(len(vb)), held.T, levels=[0.5], colors="k", linewidths=1.5)
     fig.savefig(Path(out) / "robustness.png", dpi=110, bbox_inches="tight")
-    write_json(Path(out) / "robustness.json", {"weights": plan[0].weights, "axes": axes,
-                                               "held_fraction": float(held.mean()), "outcomes": result.counts()})
+    write_json(Path(out) / "robustness.json", {"weights": plan[0].weights, "axes": axes, "seed": seed, "mjcf": mjcf,
+                                               "held_fraction": float(held.mean()), "holding_region": region,
+                                               "outcomes": result.counts()})
     return result
+
+
+def holding_region(axes: dict[str, list[float]], held: np.ndarray) -> dict:
+    """Where a map holds: per value of the first axis, the second axis's holding values and their span.
+
+    Args:
+      axes: the map's two axes ``{a: values (n,), b: values (m,)}``.
+      held: ``(n, m)`` booleans.
+
+    Returns:
+      ``{"held_cells": [[a, b], ...], "by": a, "rows": [{a: value, b: [held values], "span": [lo, hi] or None,
+      "contiguous": bool}, ...]}``; ``contiguous`` is False where a failing cell
+      lies between holding ones (a region with a hole).
+    """
+    (a, va), (b, vb) = axes.items()
+    rows = []
+    for i, x in enumerate(va):
+        ok = np.flatnonzero(held[i])
+        rows.append({a: float(x), b: [float(vb[j]) for j in ok],
+                     "span": [float(vb[ok[0]]), float(vb[ok[-1]])] if ok.size else None,
+                     "contiguous": bool(ok.size == 0 or ok[-1] - ok[0] + 1 == ok.size)})
+    cells = [[float(va[i]), float(vb[j])] for i, j in zip(*np.nonzero(held))]
+    return {"held_cells": cells, "by": a, "rows": rows}
 
 
 def weights_from(path: str) -> dict[str, float]:

@@ -51,7 +51,7 @@ def _cmd_tune_balance(args) -> int:
     out = Path(args.out)  # made by the sweep once every input is known to be good
     try:
         result = tune.sweep(out, samples=samples, grid=grid, seed=args.seed, ranges=ranges, duration=args.duration,
-                            initial_tilt_deg=args.tilt, push_check=args.push, **engine)
+                            initial_tilt_deg=args.tilt, push_check=args.push, mjcf=args.mjcf, **engine)
     except KeyboardInterrupt:
         return _tune_interrupted(out / "samples.csv")
     how = f"grid of {len(result.rows) - 1}" if grid else f"{samples} Latin-hypercube (seed {args.seed})"
@@ -91,7 +91,8 @@ def _cmd_tune_robustness(args) -> int:
     engine = _tune_engine(args)
     out = Path(args.out)  # made by the sweep once every input is known to be good
     try:
-        result = tune.robustness(out, weights=weights, axes=axes, duration=args.duration, **engine)
+        result = tune.robustness(out, weights=weights, axes=axes, duration=args.duration, seed=args.seed,
+                                 mjcf=args.mjcf, **engine)
     except KeyboardInterrupt:
         return _tune_interrupted(out / "robustness.csv")
     summary = json.loads((out / "robustness.json").read_text())
@@ -100,6 +101,12 @@ def _cmd_tune_robustness(args) -> int:
     print(f"  holds in {held}/{len(result.rows)} cells of " + " x ".join(summary["axes"]) + f"; {result.computed} run "
           f"in {result.seconds:.1f} s, {result.resumed} resumed")
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
+    region = summary["holding_region"]
+    b = next(k for k in summary["axes"] if k != region["by"])
+    for row in region["rows"]:
+        span = "nowhere" if row["span"] is None else f"{row['span'][0]:g}..{row['span'][1]:g}"
+        print(f"  {region['by']}={row[region['by']]:g}: holds for {b} {span}"
+              + ("" if row["contiguous"] else " (with gaps)"))
     print(f"  results in {out} (robustness.csv, robustness.png, robustness.json; timings.csv)")
     return 0
 
@@ -166,11 +173,16 @@ def add_parser(sub) -> None:
     p_rob.add_argument("--axis", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUES",
                        help=f"a perturbation axis, two needed: {', '.join(tune.PERTURBATIONS)}; values V1,V2,... "
                             f"or LO:HI:N (default {axes}; a push map starts upright)")
+    p_rob.add_argument("--seed", type=arguments.seed, default=0,
+                       help=f"seed of the imperfections' noise and biases (default 0; 0 to {arguments.SEED_MAX})")
     _add_tune_common(p_rob, "tune-robustness", duration=6.0)
     p_rob.set_defaults(func=_cmd_tune_robustness)
 
 
 def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float) -> None:
+    p.add_argument("--mjcf", default="", metavar="PATH",
+                   help="the robot: an MJCF meeting crossdyn's contract, or a model name in crossdyn's mjcf/ folder "
+                        "(default: the built-in robot); gains are designed from its parameters")
     p.add_argument("--duration", type=arguments.number(0.0, DURATION_MAX, "--duration", low_open=True),
                    default=duration, metavar="S",
                    help=f"simulated time per run, s (default {duration:g}, at most {DURATION_MAX:g})")
