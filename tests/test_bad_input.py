@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from crossdyn import mjcf
 from crossdyn.experiments.core.cli import main
 
 BAD_FILES = {
@@ -37,6 +38,14 @@ BAD_FILES = {
     "nan_states.csv": "0,0,0,0,nan,0\n",
     "short_rows.csv": "0,0,0\n",
 }
+
+# Bipeds that break the MJCF contract (beside the common.xml they include).
+_BIPED = mjcf.path("wheel_legged_biped").read_text()
+BAD_FILES.update({
+    "common.xml": mjcf.path("common").read_text(),
+    "no_wheel_motor.xml": _BIPED.replace('<motor name="left_wheel" joint="left_wheel" ctrlrange="-6 6"/>', ""),
+    "no_closure.xml": _BIPED.replace('<connect name="right_closure" site1="right_rear_foot" site2="right_axle"/>', ""),
+})
 
 # (arguments, phrase in the message).  {tmp} is the folder holding BAD_FILES.
 CASES = [
@@ -102,6 +111,21 @@ CASES = [
     (["tune", "robustness", "--weights-from", "{tmp}/missing"], "cannot read chosen weights"),
     (["tune", "robustness", "--axis", "body_mass_scale=1,2"], "exactly two"),
     (["tune", "robustness", "--weight", "q_x=1,2"], "one value"),
+    # your own robot, imperfections, robustness axes
+    (["run", "balance-recovery", "--set", "mjcf={tmp}/no_wheel_motor.xml"], "missing actuator 'left_wheel'"),
+    (["run", "turn", "--set", "mjcf={tmp}/no_closure.xml"], "missing equality 'right_closure'"),
+    (["run", "five-bar", "--set", "mjcf={tmp}/missing.xml"], "no model file"),
+    (["run", "jump", "--set", "mjcf={tmp}/malformed.xml"], "cannot compile"),
+    (["tune", "balance", "--mjcf", "{tmp}/no_wheel_motor.xml"], "missing actuator 'left_wheel'"),
+    (["tune", "robustness", "--mjcf", "{tmp}/missing.xml"], "no model file"),
+    (["tune", "robustness", "--seed", "-1"], "seed"),
+    (["tune", "robustness", "--seed", "x"], "whole number"),
+    (["tune", "robustness", "--axis", "delay=0.5", "--axis", "friction=1"], "expected a int"),
+    (["tune", "robustness", "--axis", "gyro_noise=-1", "--axis", "delay=1"], "out of range"),
+    (["run", "turn", "--set", "delay=-1"], "out of range"),
+    (["run", "turn", "--set", "gyro_noise=nan"], "not a number"),
+    (["run", "turn", "--set", "realistic=maybe"], "expected a bool"),
+    (["run", "lqr-cost", "--set", "realistic=true"], "has parameter(s) realistic"),
 ]
 
 

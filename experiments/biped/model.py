@@ -150,9 +150,14 @@ BUMP_START = 1.0  # m ahead of the start: past balance-recovery's roll-back, on 
 BUMP_LENGTH = 0.3  # m along the path
 
 
+def _check_robot(mjcf: str) -> None:
+    """Refuse a missing file or a model that breaks the contract when the parameter is given."""
+    nominal_params(mjcf)
+
+
 # The --set parameter every biped experiment takes for the robot to run on.
 MJCF = Param("", "the robot's MJCF: a path, or a model name in crossdyn's mjcf/ folder such as "
-             "wheel_legged_biped_large (default: the built-in robot)")
+             "wheel_legged_biped_large (default: the built-in robot)", check=_check_robot)
 
 
 def robot_path(mjcf: str | os.PathLike = "") -> Path:

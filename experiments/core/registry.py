@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from crossdyn.experiments.core.errors import ParameterError
 
@@ -45,12 +45,15 @@ class Param:
       default: the value used when not set (its type is the parameter's type).
       help: one line, with units.
       low, high: the accepted closed range, or None for unbounded.
+      check: ``check(value)`` raising a :class:`CrossdynError` for a value the
+        type and range cannot judge (e.g. a model file that must exist), or None.
     """
 
     default: float | int | bool | str
     help: str
     low: float | None = None
     high: float | None = None
+    check: Callable[[Any], None] | None = field(default=None, compare=False)
 
     def parse(self, key: str, text: str):
         kind = type(self.default)
@@ -68,6 +71,8 @@ class Param:
                 raise ParameterError(f"{key}={text!r}: not a number")
             if self.low is not None and value < self.low or self.high is not None and value > self.high:
                 raise ParameterError(f"{key}={value}: out of range [{self.low}, {self.high}] ({self.help})")
+        if self.check is not None:
+            self.check(value)
         return value
 
 
