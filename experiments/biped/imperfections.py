@@ -162,7 +162,7 @@ REALISTIC = Imperfections(
     hip_no_load_speed=30.0,  # CubeMars AK70-10 class QDD actuator: ~300 rpm at 48 V
     torque_lag=0.001,  # 1 ms: FOC current loop and the winding's L/R (assumption)
     friction=0.7,  # rubber tyre on an indoor floor: 0.6-0.9
-    slope_deg=1.0,  # a "level" floor may slope up to 2 % (ADA 2010 sec. 302.1/403.3) ~ 1.1 deg
+    slope_deg=1.0,  # walking surfaces: cross slope at most 1:48 = 1.2 deg (ADA 2010 sec. 403.3)
     bump_m=0.01,  # a cable or a door threshold
     payload_kg=0.5,  # battery or sensor not in the model
 )
