@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import mujoco
 import numpy as np
@@ -174,3 +175,33 @@ def test_from_values_overrides_the_preset():
     assert Imperfections.from_values({**values, "realistic": True}) == REALISTIC
     tweaked = Imperfections.from_values({**values, "realistic": True, "delay": 2})
     assert tweaked == dataclasses.replace(REALISTIC, delay=2)
+
+
+def test_holding_region_spans_and_gaps():
+    from crossdyn.experiments.biped.tune import holding_region
+
+    axes = {"slope_deg": [0.0, 5.0, 10.0], "friction": [0.2, 0.4, 0.7, 1.0]}
+    held = np.array([[1, 1, 1, 1], [0, 1, 0, 1], [0, 0, 0, 0]], dtype=bool)
+    region = holding_region(axes, held)
+    assert region["by"] == "slope_deg"
+    rows = region["rows"]
+    assert rows[0]["span"] == [0.2, 1.0] and rows[0]["contiguous"]
+    assert rows[1]["friction"] == [0.4, 1.0] and not rows[1]["contiguous"]
+    assert rows[2]["span"] is None
+    assert len(region["held_cells"]) == int(held.sum())
+
+
+def test_robustness_map_over_imperfections_is_seeded(tmp_path):
+    """Imperfection axes (whole-number delay included) run, the seed is recorded and honoured."""
+    from crossdyn.experiments.biped import tune
+
+    axes = tune.parse_values([("gyro_noise", "0.004"), ("delay", "0,1")], kind="perturbation")
+    runs = {}
+    for seed in (1, 1, 2):
+        out = tmp_path / f"map{len(runs)}"
+        result = tune.robustness(out, axes=axes, duration=1.0, seed=seed)
+        summary = json.loads((out / "robustness.json").read_text())
+        assert summary["seed"] == seed and len(summary["holding_region"]["rows"]) == 1
+        assert [row["delay"] for row in result.rows] == ["0.0", "1.0"] and result.rows[0]["seed"] == str(seed)
+        runs[len(runs)] = [row["effort_N2m2s"] for row in result.rows]  # the noise reaches the torques
+    assert runs[0] == runs[1] and runs[0] != runs[2]
