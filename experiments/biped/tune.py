@@ -808,13 +808,23 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     _heat(ax, fig, va, vb, held, a, b, f"green: holds ({int(held.sum())}/{held.size}); "
           "text: settling time, 'held' (steady, not settled) or outcome",
           cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
-    if 0 < held.sum() < held.size:  # outline the holding region's cells
-        ax.contour(np.arange(len(va)), np.arange(len(vb)), held.T, levels=[0.5], colors="k", linewidths=1.5)
+    _outline(ax, held.astype(bool))
     fig.savefig(Path(out) / "robustness.png", dpi=110, bbox_inches="tight")
     write_json(Path(out) / "robustness.json", {"weights": plan[0].weights, "axes": axes, "seed": seed, "mjcf": mjcf,
                                                "held_fraction": float(held.mean()), "holding_region": region,
                                                "outcomes": result.counts()})
     return result
+
+
+def _outline(ax, held: np.ndarray) -> None:
+    """Draw the border of the holding cells ``held[i, j]`` (column i, row j of the heat-map)."""
+    n, m = held.shape
+    for i, j in zip(*np.nonzero(held)):
+        for di, dj, (x0, x1, y0, y1) in ((-1, 0, (-.5, -.5, -.5, .5)), (1, 0, (.5, .5, -.5, .5)),
+                                         (0, -1, (-.5, .5, -.5, -.5)), (0, 1, (-.5, .5, .5, .5))):
+            inside = 0 <= i + di < n and 0 <= j + dj < m
+            if not inside or not held[i + di, j + dj]:
+                ax.plot([i + x0, i + x1], [j + y0, j + y1], color="k", lw=2.0)
 
 
 def holding_region(axes: dict[str, list[float]], held: np.ndarray) -> dict:
