@@ -1,4 +1,4 @@
-"""Two-link arm: every hand derivation of SPEC §1 against MuJoCo.
+"""Two-link arm: every hand derivation of the closed form (SPEC §1) against MuJoCo.
 
 Experiments:
 
@@ -15,7 +15,8 @@ Experiments:
   printed, gravity sign flipped, Coriolis term dropped), each checked against
   MuJoCo; the checker must blame the right term (:data:`FAULTS`).
 
-:func:`two_link_params` reads a user's arm from its MJCF (SPEC §1's convention).
+:func:`two_link_params` reads a user's arm from its MJCF (the convention of README
+"Check a two-link arm derivation").
 """
 
 from __future__ import annotations
@@ -55,86 +56,96 @@ OFFSET_TOL = 1e-12
 _GEOM_TOL = 1e-9
 
 
+_CONVENTION = "see README 'Check a two-link arm derivation'"
+_ELSEWHERE = ("for an arm drawn in another convention, check your own derivation with "
+              "'crossdyn check derivation FILE.py:FUNC --mjcf MODEL' (README 'Check your own derivation of your own robot')")
+
+
 def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
     """Read a planar two-link arm's parameters from a compiled model.
 
-    The model must follow SPEC §1: two hinge joints in a chain from the world,
-    both axes along world z, gravity along -y, link 1 hanging straight down at
-    ``q = 0`` with link 2 continuing it, each CoM on its link's line.  Lengths:
-    ``l1`` is the distance between the joint anchors; ``l2`` is the distance from
-    joint 2 to a site named ``tip`` on link 2 if there is one, else ``2 p2`` (a
-    uniform link).  ``i_k`` is the inertia about the world z axis through the CoM.
+    The model must follow the closed form's convention (README "Check a two-link
+    arm derivation"): two hinge joints in a chain from the world, both axes along
+    world +z, gravity along -y, link 1 hanging straight down at ``q = 0`` with
+    link 2 continuing it, each CoM on its link's line.  Lengths: ``l1`` is the
+    distance between the joint anchors; ``l2`` is the distance from joint 2 to a
+    site named ``tip`` on link 2 if there is one, else ``2 p2`` (a uniform link).
+    ``i_k`` is the inertia about the world z axis through the CoM.
 
     Raises:
-      ModelError: naming what is not as required (joint count or type, axis,
-        gravity direction, zero pose, CoM placement) and the value found.
+      ModelError: naming *every* way the model departs from the convention at
+        once (joint count or type, chain, extra masses, axes, gravity direction,
+        zero pose, CoM placement) with the values found, and pointing an arm in
+        another convention to ``check derivation``.
     """
+    structure = []
     if model.njnt != 2 or model.nv != 2:
-        raise ModelError(f"a two-link arm needs exactly 2 joints, this model has {model.njnt} (nv={model.nv})")
-    for j in range(2):
+        structure.append(f"a two-link arm needs exactly 2 joints, this model has {model.njnt} (nv={model.nv})")
+    for j in range(min(model.njnt, 2)):
         if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
             kind = mujoco.mjtJoint(model.jnt_type[j]).name
-            raise ModelError(f"joint {model.joint(j).name!r} is {kind}; a two-link arm needs two hinge joints")
-    b1, b2 = int(model.jnt_bodyid[0]), int(model.jnt_bodyid[1])
-    if model.body_parentid[b1] != 0 or model.body_parentid[b2] != b1:
-        raise ModelError("the two joints must form a chain world -> link 1 -> link 2")
+            structure.append(f"joint {model.joint(j).name!r} is {kind}; a two-link arm needs two hinge joints")
+    if model.njnt >= 2:
+        b1, b2 = int(model.jnt_bodyid[0]), int(model.jnt_bodyid[1])
+        if model.body_parentid[b1] != 0 or model.body_parentid[b2] != b1:
+            structure.append("the two joints must form a chain world -> link 1 -> link 2")
+    problems = list(structure)
+    gravity = np.array(model.opt.gravity)
+    g = float(np.linalg.norm(gravity))
+    if g == 0 or np.linalg.norm(gravity / g - [0.0, -1.0, 0.0]) > _GEOM_TOL:
+        problems.append(f"gravity must point along -y, this model has gravity={gravity.tolist()}")
+    if np.any(model.qpos0 != 0):
+        problems.append(f"qpos0 must be zero (the hanging pose), found {model.qpos0.tolist()}")
+    if structure:  # without two hinges in a chain there is no geometry to read
+        raise ModelError(_violations(problems))
+
     others = np.ones(model.nbody, dtype=bool)
     others[[b1, b2]] = False
     other_mass = float(model.body_mass[others].sum())
     if other_mass > 0:
-        raise ModelError(f"bodies other than the two links carry {other_mass:g} kg; the closed form has two bodies")
-
-    gravity = np.array(model.opt.gravity)
-    g = float(np.linalg.norm(gravity))
-    if g == 0 or np.linalg.norm(gravity / g - [0.0, -1.0, 0.0]) > _GEOM_TOL:
-        raise ModelError(f"gravity must point along -y (SPEC §1), this model has gravity={gravity.tolist()}")
+        problems.append(f"bodies other than the two links carry {other_mass:g} kg; the closed form has two bodies")
 
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)  # at qpos0: the reference pose
-    if np.any(model.qpos0 != 0):
-        raise ModelError(f"qpos0 must be zero (the hanging pose), found {model.qpos0.tolist()}")
     for j in range(2):
         axis = data.xaxis[j]
         if abs(abs(axis[2]) - 1.0) > _GEOM_TOL:
-            raise ModelError(f"joint {model.joint(j).name!r} axis is {axis.round(6).tolist()} in the world; it must be +z")
-        if axis[2] < 0:
-            raise ModelError(f"joint {model.joint(j).name!r} axis is -z; SPEC §1 takes +z (counter-clockwise positive)")
+            problems.append(f"joint {model.joint(j).name!r} axis is {axis.round(6).tolist()} in the world; it must be +z")
+        elif axis[2] < 0:
+            problems.append(f"joint {model.joint(j).name!r} axis is -z; the convention takes +z (counter-clockwise positive)")
     anchor1, anchor2 = data.xanchor[0], data.xanchor[1]
     com1, com2 = data.xipos[b1], data.xipos[b2]
     for name, point in (("joint 2 anchor", anchor2), ("link 1 CoM", com1), ("link 2 CoM", com2)):
         if abs(point[2] - anchor1[2]) > _GEOM_TOL:
-            raise ModelError(f"{name} is off the arm's plane by {point[2] - anchor1[2]:.3g} m in z")
+            problems.append(f"{name} is off the arm's plane by {point[2] - anchor1[2]:.3g} m in z")
 
     down = np.array([0.0, -1.0, 0.0])
     link1 = anchor2 - anchor1
     l1 = float(np.linalg.norm(link1))
     if l1 == 0:
-        raise ModelError("joint 2 sits on joint 1's axis; link 1 has zero length")
-    if np.linalg.norm(link1 / l1 - down) > 1e-6:
-        raise ModelError(
-            f"at q = 0 link 1 must hang straight down (-y), it points along {(link1 / l1).round(6).tolist()}"
-        )
+        problems.append("joint 2 sits on joint 1's axis; link 1 has zero length")
+    elif np.linalg.norm(link1 / l1 - down) > 1e-6:
+        problems.append(f"at q = 0 link 1 must hang straight down (-y), it points along {(link1 / l1).round(6).tolist()}")
 
     def along(point, origin, name):
         offset = point - origin
         lateral = offset - (offset @ down) * down
         if np.linalg.norm(lateral) > 1e-6:
-            raise ModelError(
-                f"{name} is {np.linalg.norm(lateral):.3g} m off the link's line at q = 0; "
-                "the closed form needs each CoM on its link"
-            )
+            problems.append(f"{name} is {np.linalg.norm(lateral):.3g} m off the link's line at q = 0; "
+                            "the closed form needs each CoM on its link")
         return float(offset @ down)
 
     p1 = along(com1, anchor1, "link 1 CoM")
     p2 = along(com2, anchor2, "link 2 CoM")
-    try:
+    l2 = 2.0 * p2
+    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, "tip") >= 0:
         tip = model.site("tip")
-    except KeyError:
-        l2 = 2.0 * p2
-    else:
         if model.site_bodyid[tip.id] != b2:
-            raise ModelError("site 'tip' must be on link 2")
-        l2 = along(data.site_xpos[tip.id], anchor2, "site 'tip'")
+            problems.append("site 'tip' must be on link 2")
+        else:
+            l2 = along(data.site_xpos[tip.id], anchor2, "site 'tip'")
+    if problems:
+        raise ModelError(_violations(problems))
 
     def inertia_zz(body):
         rot = data.ximat[body].reshape(3, 3)
@@ -151,6 +162,12 @@ def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
         i2=inertia_zz(b2),
         g=g,
     )
+
+
+def _violations(problems: list[str]) -> str:
+    """Every convention violation in one line, then where to look and what else to use."""
+    count = f"{len(problems)} departure{'s' if len(problems) != 1 else ''} from the two-link convention"
+    return f"{count} ({_CONVENTION}): " + "; ".join(problems) + f". {_ELSEWHERE[0].upper()}{_ELSEWHERE[1:]}."
 
 
 def default_model(variant: str) -> str:

@@ -205,6 +205,20 @@ def test_not_a_two_link_arm_is_named(tmp_path, case):
         two_link_params(load_model(path))
 
 
+def test_every_violation_is_named_at_once(tmp_path):
+    """An arm in another convention (gravity -z, elbow about x) hears of both, and of check derivation."""
+    xml = NOT_AN_ARM["gravity"][0].replace('name="elbow" type="hinge" axis="0 0 1"',
+                                           'name="elbow" type="hinge" axis="1 0 0"')
+    path = tmp_path / "model.xml"
+    path.write_text(xml)
+    with pytest.raises(ModelError) as caught:
+        two_link_params(load_model(path))
+    message = str(caught.value)
+    assert message.startswith("2 departures from the two-link convention (see README 'Check a two-link arm")
+    assert "gravity must point along -y" in message and "'elbow' axis is [1.0, 0.0, 0.0]" in message
+    assert "crossdyn check derivation FILE.py:FUNC" in message and "SPEC" not in message
+
+
 def _cli_error(capsys, argv):
     from crossdyn.experiments.core.cli import main
 
