@@ -50,6 +50,8 @@ def load_states(path: str, nq: int, nv: int):
         raise StateError(f"cannot read states from {path}: {detail}; {expected}") from None
     if rows.dtype.kind not in "iuf":
         raise StateError(f"{path} holds {rows.dtype.name} values, not real numbers; {expected}")
+    if rows.ndim == 1:  # one state saved as a flat array
+        rows = rows[None, :]
     if rows.ndim != 2:
         raise StateError(f"{path} holds a {rows.ndim}-D array of shape {rows.shape}; {expected}, a 2-D table")
     if rows.shape[0] == 0:
