@@ -46,6 +46,8 @@ __all__ = [
     "batched",
     "TERMS",
     "CHUNK",
+    "ATOL",
+    "RTOL",
 ]
 
 IDFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -61,6 +63,13 @@ CHUNK = 2048
 PLOT_SAMPLES = 20_000
 # A progress bar (on a terminal only) once a check has more states than this.
 PROGRESS_STATES = 20_000
+# The default tolerance of a check: |error| <= ATOL + RTOL |reference|.  An exact
+# derivation differs from mj_inverse by double-precision round-off, ~1e-16 of the
+# torque scale times the number of operations (~1e-13 for a 30-dof tree); 1e-9
+# leaves four orders of magnitude, and is still far below any modelling error.
+ATOL = 1e-9
+RTOL = 1e-9
+TOLERANCE_REASON = "double-precision round-off with four orders of magnitude to spare"
 # An entry whose error varies by under a millionth of its size across the states
 # is a constant offset (a missing or extra constant parameter, like an inertia).
 CONSTANT = 1e-6
@@ -435,8 +444,8 @@ def check(
     samples: int = 1000,
     seed: int = 0,
     *,
-    atol: float = 1e-9,
-    rtol: float = 1e-9,
+    atol: float = ATOL,
+    rtol: float = RTOL,
     states: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     label: str = "derivation",
     dynamics: str = "rigid-body",
@@ -456,8 +465,8 @@ def check(
         see :func:`batched`); MuJoCo's coordinate layout.
       model: the MuJoCo model it claims to describe, as it comes.
       samples, seed: how many seeded random states (:func:`state_chunks`).
-      atol, rtol: tolerance; the default ``1e-9 (1 + |tau|)`` is round-off with
-        room to spare for double precision.
+      atol, rtol: tolerance, ``|error| <= atol + rtol |reference|``; defaults
+        :data:`ATOL`, :data:`RTOL` (round-off with room to spare).
       states: explicit ``(qpos, qvel, qacc)`` instead of random ones.
       label: how the function is named in error messages.
       dynamics: ``"rigid-body"`` or ``"as-modeled"``.

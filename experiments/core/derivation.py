@@ -20,7 +20,7 @@ import numpy as np
 from crossdyn.analytic.rnea import Tree
 from crossdyn.analytic.rotation import quat_to_matrix
 from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.crosscheck import Report, check
+from crossdyn.experiments.core.crosscheck import ATOL, RTOL, Report, check
 from crossdyn.experiments.core.errors import DerivationError, ModelError
 from crossdyn.experiments.core.models import body_inertia, load_model
 
@@ -112,15 +112,6 @@ def load_derivation(spec: str) -> Callable:
     if not callable(fn):
         raise DerivationError(f"{path}: {name!r} is a {type(fn).__name__}, not a function")
     return fn
-
-
-# The default tolerance of a check: |error| <= ATOL + RTOL |reference|.  An exact
-# derivation differs from mj_inverse by double-precision round-off, ~1e-16 of the
-# torque scale times the number of operations (~1e-13 for a 30-dof tree); 1e-9
-# leaves four orders of magnitude, and is still far below any modelling error.
-ATOL = 1e-9
-RTOL = 1e-9
-TOLERANCE_REASON = "double-precision round-off with four orders of magnitude to spare"
 
 
 def check_derivation(

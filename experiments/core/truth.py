@@ -2,7 +2,10 @@
 
 ``mj_inverse`` returns ``qfrc_inverse = M qacc + bias - qfrc_passive -
 qfrc_constraint``; the functions here evaluate it (and ``mj_fullM``,
-``qfrc_bias``) over batches of states in MuJoCo's coordinate layout.
+``qfrc_bias``) over batches of states in MuJoCo's coordinate layout, and
+:func:`truth_model` makes the copy of a model as it comes whose ``mj_inverse`` a
+check compares with (``--dynamics rigid-body`` or ``as-modeled``, constraints off);
+:class:`ConstraintTally` counts what switching the constraints off left out.
 """
 
 from __future__ import annotations

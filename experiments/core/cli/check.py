@@ -117,7 +117,7 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
 def add_parser(sub) -> None:
     """Add ``check`` and its systems to the ``crossdyn`` subcommands."""
     from crossdyn.analytic.two_link import VARIANTS
-    from crossdyn.experiments.core.derivation import ATOL, RTOL, TOLERANCE_REASON
+    from crossdyn.experiments.core.crosscheck import ATOL, RTOL, TOLERANCE_REASON
     from crossdyn.experiments.core.truth import DYNAMICS
 
     p_check = sub.add_parser("check", help="cross-check a derivation against mj_inverse")
