@@ -25,6 +25,7 @@ from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.derivation import check_derivation, load_derivation
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.report import off_entries
 from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 
 HERE = Path(__file__).parent
@@ -219,3 +220,13 @@ def test_fluid_forces_are_left_out_and_said_so(tmp_path):
     report = check_derivation(f"{PASSIVE}:rigid_body", model, samples=SAMPLES, seed=12)
     assert report.passed, report.diagnosis
     assert "fluid forces left out (density 1.2, viscosity 0.1): they are never compared" in report.switched_off
+
+
+def test_spring_about_qpos0_instead_of_springref_is_a_constant_gravity_offset(passive):
+    """The spring pulls toward qpos_spring (springref 0.3 rad), not qpos0: k * 0.3 = 0.45 N m, constant, on g[wrist]."""
+    fn = load_derivation(f"{PASSIVE}:as_modeled")
+    k = np.asarray(passive.jnt_stiffness)[passive.dof_jntid]
+    about_qpos0 = lambda q, qd, qdd: fn(q, qd, qdd) + k * np.asarray(passive.qpos_spring)  # noqa: E731
+    report = check_derivation(about_qpos0, passive, dynamics="as-modeled", samples=SAMPLES, seed=13)
+    assert report.failing_terms == ["gravity"] and report.explanation == []
+    assert off_entries(report) == ["gravity: g[2] (wrist) off by 0.45, constant"]
