@@ -839,6 +839,7 @@ class ContactResult:
 
     @property
     def params(self) -> BoxContactParams:
+        """The box, ground and gravity every run shares (read from the ground model)."""
         return self.drop.params
 
 
