@@ -144,3 +144,18 @@ def test_applied_spatial_inertia_is_the_seed_matrix():
     expected = np.einsum("nij,nj->ni", matrix, xi)
     applied = apply_spatial_inertia(2.5, c, np.einsum("nij,nj->ni", inertia, xi[:, 3:]), xi)
     assert_close(applied, expected, atol=1e-12, what="I^S xi")  # O(10) entries: round-off
+
+
+def test_rnea_experiment_compute_judge_plot(tmp_path):
+    """The experiment's parts: computed without a Context, judged, drawn; the judge can say FAIL."""
+    from crossdyn.experiments import rnea as rnea_experiment
+
+    result = rnea_experiment.rnea_check("free_tree", samples=50, seed=0)
+    assert (result.nq, result.nv) == (load_model("free_tree").nq, load_model("free_tree").nv)
+    verdict, metrics = rnea_experiment.judge_rnea(result)
+    assert verdict.passed and metrics["passed"] is True and metrics["model"] == "free_tree"
+    # A mass matrix off by 1e-6 of its scale (far above round-off, below any plot's eye): FAIL.
+    off = {**result.matrices, "mass_matrix_max_abs_error": 1e-6 * result.matrices["mass_matrix_scale"]}
+    verdict, _ = rnea_experiment.judge_rnea(dataclasses.replace(result, matrices=off))
+    assert not verdict.passed
+    assert [p.name for p in rnea_experiment.plot_rnea(result, tmp_path)] == ["term_errors.png"]
