@@ -102,6 +102,12 @@ CASES = [
     (["tune", "robustness", "--weights-from", "{tmp}/missing"], "cannot read chosen weights"),
     (["tune", "robustness", "--axis", "body_mass_scale=1,2"], "exactly two"),
     (["tune", "robustness", "--weight", "q_x=1,2"], "one value"),
+    # sizes: refused before anything is planned or allocated
+    (["tune", "balance", "--grid", "q_x=1:2:100000000"], "at most 100,000 values"),
+    (["tune", "balance", "--grid", "q_x=1:2:1000", "--grid", "q_xd=1:2:1000"], "1,000,000 combinations"),
+    (["tune", "robustness", "--axis", "com_offset_x=0:0.01:100000000", "--axis", "push_impulse_Ns=1"], "at most"),
+    (["tune", "robustness", "--duration", "inf"], "finite"),
+    (["tune", "robustness", "--duration", "1e9"], "--duration"),
 ]
 
 
@@ -142,6 +148,7 @@ def test_nothing_chosen_sweep_is_one_line(tmp_path, capsys):
     code, err = _run_main(["tune", "robustness", "--weights-from", str(sweep), "--out", str(tmp_path / "out")],
                           capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "chose no weights" in err and "NoneType" not in err, err
 
 
 def test_mujoco_warning_stays_off_the_terminal(bad_files, tmp_path):

@@ -33,16 +33,19 @@ missing samples.
 from __future__ import annotations
 
 import csv
+import functools
 import itertools
 import json
 import math
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.biped.control import COMMON
@@ -64,14 +67,15 @@ from crossdyn.experiments.biped.scenarios import (
     settling_time,
     stance_height,
 )
-from crossdyn.experiments.biped.closed_loop import simulate
+from crossdyn.experiments.biped.closed_loop import make_controller, simulate
+from crossdyn.experiments.biped.model import nominal_params
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
 from crossdyn.experiments.core.results import make_out_dir, write_json
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
            "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
-           "robustness", "best_sample", "weights_from"]
+           "robustness", "best_sample", "weights_from", "SAMPLES_MAX"]
 
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
@@ -102,6 +106,10 @@ COLUMNS = (*KEYS, *GAINS, *METRICS)
 FAILED = ("unsettled", "fell", "diverged", "invalid", "push-failed", "error")
 
 CONNECT_TIMEOUT = "5s"  # an unreachable scheduler fails fast instead of hanging
+# The most runs one sweep plans (Latin-hypercube samples, grid cells or search
+# trials): about a CPU-day at ~1 s a run, and a plan of that size is a few tens of MB.
+# A bigger sweep is refused before anything is allocated; split it over --out folders.
+SAMPLES_MAX = 100_000
 
 
 @dataclass(frozen=True)
@@ -173,6 +181,8 @@ def _numbers(name: str, text: str) -> list[float]:
             count = int(n)
             if count < 1:
                 raise ValueError
+            if count > SAMPLES_MAX:
+                raise ParameterError(f"{name}={text}: at most {SAMPLES_MAX:,} values per weight, got {count:,}")
             return [float(v) for v in np.linspace(float(lo), float(hi), count)]
         return [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -248,11 +258,14 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
     plan = [sample(0, "default", {})]
     if grid is not None:
         names = list(grid)
+        cells = math.prod(len(v) for v in grid.values())
+        if cells > SAMPLES_MAX:
+            raise ParameterError(f"the grid has {cells:,} combinations; at most {SAMPLES_MAX:,} per sweep")
         for values in itertools.product(*(grid[n] for n in names)):
             plan.append(sample(len(plan), "grid", dict(zip(names, values))))
         return plan
-    if samples < 1:
-        raise ParameterError(f"--samples must be at least 1, got {samples}")
+    if not 1 <= samples <= SAMPLES_MAX:
+        raise ParameterError(f"--samples must be from 1 to {SAMPLES_MAX:,}, got {samples:,}")
     from scipy.stats import qmc
 
     bounds = {**RANGES, **(ranges or {})}
@@ -321,18 +334,46 @@ def _score(trace, start: float) -> dict:
     return metrics
 
 
+@functools.lru_cache(maxsize=8)
+def _robot(body_mass_scale: float, com_offset_x: float):
+    """The perturbed robot, compiled once per process (a model is read-only while it runs)."""
+    return robot(Setup(body_mass_scale=body_mass_scale, com_offset_x=com_offset_x))
+
+
+@functools.lru_cache(maxsize=64)
+def _gains(weights: tuple):
+    """The controller's gains for ``weights`` (sorted ``(name, value)`` pairs), designed once per process.
+
+    A controller carries state (its set-points, the jump machine), so each run
+    gets a fresh one built from these gains.
+
+    Raises:
+      ParameterError: the weights admit no stabilizing design.
+    """
+    return controller_for(Setup(weights=dict(weights))).gains
+
+
+def _controller(weights: dict):
+    """A fresh controller with the (cached) gains for ``weights``."""
+    return make_controller(nominal_params(), CONTROL_PERIOD, gains=_gains(tuple(sorted(weights.items()))))
+
+
 def evaluate(sample: Sample) -> dict[str, str]:
-    """Run one sample and return its CSV row (text, deterministic; no timings)."""
+    """Run one sample and return its CSV row (text, deterministic; no timings).
+
+    The model and the gains come from per-process caches, so a sweep pays for each
+    compile and design once per worker, not once per run.
+    """
     row = {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}}
     p = sample.perturbation
     try:
-        ctrl = controller_for(Setup(weights=sample.weights))
+        ctrl = _controller(sample.weights)
     except ParameterError as exc:
         row.update(outcome="invalid", detail=str(exc))
         return row
     try:
         row.update(zip(GAINS, (_fmt(k) for k in ctrl.gains.schedule(stance_height(ALPHA_NOMINAL)).ravel())))
-        model = robot(Setup(body_mass_scale=p["body_mass_scale"], com_offset_x=p["com_offset_x"]))
+        model = _robot(float(p["body_mass_scale"]), float(p["com_offset_x"]))
         sc = balance_scenario(p["initial_tilt_deg"], sample.duration)
         start = 0.0
         if p["push_impulse_Ns"] > 0:
@@ -340,7 +381,7 @@ def evaluate(sample: Sample) -> dict[str, str]:
             sc = replace(sc, push=(PUSH_START, p["push_impulse_Ns"] / PUSH_LENGTH, PUSH_LENGTH))
         metrics = _score(simulate(model, sc, ctrl), start)
         if sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated"):
-            trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH), controller_for(Setup(weights=sample.weights)))
+            trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH), _controller(sample.weights))
             metrics["push_recovered"] = push_recovered(trace)
             metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
             if not metrics["push_recovered"]:
@@ -356,9 +397,15 @@ def evaluate(sample: Sample) -> dict[str, str]:
 
 
 def _timed(sample: Sample) -> tuple[dict, float, str]:
-    """``evaluate`` with its wall time and where it ran (for timings.csv only)."""
+    """``evaluate`` with its wall time and where it ran (for timings.csv only).
+
+    BLAS runs single-threaded meanwhile: the gain design's Riccati solves are 8 x 8,
+    and OpenBLAS's threads on a loaded machine made each design 0.67 s instead of
+    0.09 s (measured); the sweep's parallelism is its processes.
+    """
     start = time.perf_counter()
-    row = evaluate(sample)
+    with threadpool_limits(1, user_api="blas"):
+        row = evaluate(sample)
     return row, time.perf_counter() - start, f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -443,30 +490,72 @@ def _local(todo: list[Sample], workers: int):
     thread: they are forked from this process when it has no other thread
     (instant, the modules are already imported), else started from a fresh
     preloaded fork server, since forking a process whose other threads may hold
-    locks can deadlock the child.
+    locks can deadlock the child.  Each worker starts with :func:`_worker_init`
+    (bound to this process's life, nominal robot compiled); at most
+    :data:`IN_FLIGHT` samples per worker are submitted ahead, so a long sweep
+    never holds all its tasks at once.
     """
     if workers <= 1 or len(todo) <= 1:
         return (_timed(s) for s in todo)
     import multiprocessing
     import threading
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     if threading.active_count() == 1:
         context = multiprocessing.get_context("fork")
     else:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["crossdyn.experiments.biped.tune"])
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context)
-    futures = [pool.submit(_timed, s) for s in todo]
+    workers = min(workers, len(todo))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init,
+                               initargs=(os.getpid(),))
+    pending = iter(todo)
+    running = {pool.submit(_timed, s) for s in itertools.islice(pending, IN_FLIGHT * workers)}
 
     def results():
         try:
-            for fut in as_completed(futures):
-                yield fut.result()
+            while running:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    running.discard(fut)
+                    running.update(pool.submit(_timed, s) for s in itertools.islice(pending, 1))
+                    yield fut.result()
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=not running, cancel_futures=True)
 
     return results()
+
+
+IN_FLIGHT = 2  # samples submitted ahead per local worker: keeps every worker busy, bounds memory
+
+
+def _worker_init(parent: int) -> None:
+    """Start a local sweep worker: die with the parent, compile the nominal robot once.
+
+    On Linux the kernel sends the worker SIGKILL when its parent dies, however the
+    parent dies (SIGTERM, SIGKILL, a crash), so no worker outlives a sweep.  If the
+    parent is already gone by now, exit at once.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent and _gone(parent):
+        os._exit(1)
+    _robot(NOMINAL["body_mass_scale"], NOMINAL["com_offset_x"])
+
+
+def _gone(parent: int) -> bool:
+    """Whether process ``parent`` no longer exists (a forkserver child's own parent is the server)."""
+    try:
+        os.kill(parent, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _connect(scheduler: str):
@@ -786,6 +875,9 @@ def weights_from(path: str) -> dict[str, float]:
         file = file / "best.json"
     try:
         chosen = json.loads(file.read_text())["chosen"]
+        if chosen is None:
+            raise ParameterError(f"{file}: that sweep chose no weights (no sample balanced without saturating); "
+                                 "pass --weight NAME=VALUE or another sweep")
         return {w: float(chosen["weights"][w]) for w in WEIGHTS}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ParameterError(f"cannot read chosen weights from {file}: {exc}") from None

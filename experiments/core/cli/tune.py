@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -13,7 +15,6 @@ from crossdyn.experiments.core.cli import arguments
 __all__ = ["add_parser"]
 
 DEFAULT_OUT = Path("results")
-SAMPLES_MAX = 100_000  # Latin-hypercube samples; ~1 s of CPU each
 DURATION_MAX = 600.0  # s simulated per run
 
 
@@ -36,6 +37,27 @@ def _tune_engine(args) -> dict:
             "progress": sys.stderr.isatty() and not args.no_progress}
 
 
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM ends a sweep as Ctrl-C does: local workers are shut down, finished samples kept.
+
+    (A SIGKILL cannot be caught; the workers then die with the parent on their own,
+    see ``tune._worker_init``.)
+    """
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _tune_interrupted(path: Path) -> int:
     print(f"crossdyn: interrupted; finished samples are kept in {path}; the same command resumes",
           file=sys.stderr)
@@ -50,8 +72,9 @@ def _cmd_tune_balance(args) -> int:
     ranges, engine = tune.parse_range(args.range), _tune_engine(args)
     out = Path(args.out)  # made by the sweep once every input is known to be good
     try:
-        result = tune.sweep(out, samples=samples, grid=grid, seed=args.seed, ranges=ranges, duration=args.duration,
-                            initial_tilt_deg=args.tilt, push_check=args.push, **engine)
+        with _sigterm_interrupts():
+            result = tune.sweep(out, samples=samples, grid=grid, seed=args.seed, ranges=ranges,
+                                duration=args.duration, initial_tilt_deg=args.tilt, push_check=args.push, **engine)
     except KeyboardInterrupt:
         return _tune_interrupted(out / "samples.csv")
     how = f"grid of {len(result.rows) - 1}" if grid else f"{samples} Latin-hypercube (seed {args.seed})"
@@ -91,7 +114,8 @@ def _cmd_tune_robustness(args) -> int:
     engine = _tune_engine(args)
     out = Path(args.out)  # made by the sweep once every input is known to be good
     try:
-        result = tune.robustness(out, weights=weights, axes=axes, duration=args.duration, **engine)
+        with _sigterm_interrupts():
+            result = tune.robustness(out, weights=weights, axes=axes, duration=args.duration, **engine)
     except KeyboardInterrupt:
         return _tune_interrupted(out / "robustness.csv")
     summary = json.loads((out / "robustness.json").read_text())
@@ -140,8 +164,8 @@ def add_parser(sub) -> None:
     p_bal = tunes.add_parser("balance", help="sweep the balance LQR weights over balance-recovery runs",
                              formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_grid_help())
     how = p_bal.add_mutually_exclusive_group()
-    how.add_argument("--samples", type=arguments.count(1, SAMPLES_MAX, "--samples"),
-                     help=f"Latin-hypercube samples (default 32, at most {SAMPLES_MAX:,})")
+    how.add_argument("--samples", type=arguments.count(1, tune.SAMPLES_MAX, "--samples"),
+                     help=f"Latin-hypercube samples (default 32, at most {tune.SAMPLES_MAX:,})")
     how.add_argument("--grid", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUES",
                      help="grid values of one weight (repeatable; see below)")
     p_bal.add_argument("--range", type=arguments.key_value, action="append", default=[], metavar="NAME=LO:HI",
