@@ -108,6 +108,16 @@ CASES = [
     (["tune", "robustness", "--axis", "com_offset_x=0:0.01:100000000", "--axis", "push_impulse_Ns=1"], "at most"),
     (["tune", "robustness", "--duration", "inf"], "finite"),
     (["tune", "robustness", "--duration", "1e9"], "--duration"),
+    # the Optuna search
+    (["tune", "balance", "--search", "bogus"], "invalid choice"),
+    (["tune", "balance", "--search", "optuna", "--trials", "0"], "--trials"),
+    (["tune", "balance", "--search", "optuna", "--trials", "-3"], "--trials"),
+    (["tune", "balance", "--search", "optuna", "--trials", "2.5"], "whole number"),
+    (["tune", "balance", "--search", "optuna", "--trials", "100000000"], "--trials"),
+    (["tune", "balance", "--search", "optuna", "--samples", "5"], "not --samples"),
+    (["tune", "balance", "--trials", "5"], "--search optuna"),
+    (["tune", "balance", "--search", "optuna", "--duration", "nan"], "finite"),
+    (["tune", "balance", "--search", "optuna", "--push", "-5"], "--push"),
 ]
 
 

@@ -32,6 +32,7 @@ missing samples.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import itertools
@@ -43,6 +44,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -75,7 +77,7 @@ from crossdyn.experiments.core.results import make_out_dir, write_json
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
            "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
-           "robustness", "best_sample", "weights_from", "SAMPLES_MAX"]
+           "robustness", "best_sample", "weights_from", "SAMPLES_MAX", "engine", "Engine", "finish"]
 
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
@@ -497,33 +499,82 @@ def _local(todo: list[Sample], workers: int):
     """
     if workers <= 1 or len(todo) <= 1:
         return (_timed(s) for s in todo)
+    workers = min(workers, len(todo))
+    pool = _open_pool(workers)
+
+    def results():
+        running = set()
+        try:
+            yield from _bounded(pool, todo, workers, running)
+        finally:
+            pool.shutdown(wait=not running, cancel_futures=True)
+
+    return results()
+
+
+def _open_pool(workers: int):
+    """A process pool of ``workers`` sweep workers (see :func:`_local` for the start method)."""
     import multiprocessing
     import threading
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import ProcessPoolExecutor
 
     if threading.active_count() == 1:
         context = multiprocessing.get_context("fork")
     else:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["crossdyn.experiments.biped.tune"])
-    workers = min(workers, len(todo))
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init,
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init,
                                initargs=(os.getpid(),))
-    pending = iter(todo)
-    running = {pool.submit(_timed, s) for s in itertools.islice(pending, IN_FLIGHT * workers)}
 
-    def results():
+
+def _bounded(pool, todo: list[Sample], workers: int, running: set):
+    """``_timed`` results from ``pool`` as they finish, with at most IN_FLIGHT per worker submitted.
+
+    ``running`` holds the submitted, unfinished futures (the caller sees them if it stops early).
+    """
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    pending = iter(todo)
+    running.update(pool.submit(_timed, s) for s in itertools.islice(pending, IN_FLIGHT * workers))
+    while running:
+        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        for fut in done:
+            running.discard(fut)
+            running.update(pool.submit(_timed, s) for s in itertools.islice(pending, 1))
+            yield fut.result()
+
+
+class Engine(NamedTuple):
+    """An open engine: ``run(todo)`` yields ``_timed`` results as they finish; ``size`` samples run at once."""
+
+    run: Callable[[list], Iterator]
+    size: int
+
+
+@contextlib.contextmanager
+def engine(workers: int = 1, scheduler: str | None = None):
+    """An open :class:`Engine` for several batches of samples, closed on exit.
+
+    The local pool or the Dask client starts once and serves every batch (a search
+    asks for its trials a batch at a time).
+
+    Raises:
+      CrossdynError: the Dask scheduler cannot be reached.
+    """
+    if scheduler:
+        client = _connect(scheduler)
         try:
-            while running:
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    running.discard(fut)
-                    running.update(pool.submit(_timed, s) for s in itertools.islice(pending, 1))
-                    yield fut.result()
+            yield Engine(lambda todo: _dask(client, todo, close=False), max(1, sum(client.nthreads().values())))
+        finally:
+            client.close()
+    elif workers <= 1:
+        yield Engine(lambda todo: (_timed(s) for s in todo), 1)
+    else:
+        pool, running = _open_pool(workers), set()
+        try:
+            yield Engine(lambda todo: _bounded(pool, todo, workers, running), workers)
         finally:
             pool.shutdown(wait=not running, cancel_futures=True)
-
-    return results()
 
 
 IN_FLIGHT = 2  # samples submitted ahead per local worker: keeps every worker busy, bounds memory
@@ -582,8 +633,8 @@ def _connect(scheduler: str):
         raise CrossdynError(f"cannot reach the Dask scheduler at {scheduler}: {reason}") from None
 
 
-def _dask(client, todo: list[Sample]):
-    """Yield ``_timed`` results as they finish on a Dask distributed cluster, then close the client."""
+def _dask(client, todo: list[Sample], close: bool = True):
+    """Yield ``_timed`` results as they finish on a Dask distributed cluster, then close the client (if ``close``)."""
     from distributed import as_completed
 
     try:
@@ -592,7 +643,8 @@ def _dask(client, todo: list[Sample]):
         for fut in as_completed(futures, loop=client.loop):
             yield fut.result()
     finally:
-        client.close()
+        if close:
+            client.close()
 
 
 def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, scheduler: str | None = None,
@@ -812,6 +864,12 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
     out = Path(out)
     plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check)
     result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress)
+    finish(out, result, plots_, grid)
+    return result
+
+
+def finish(out: Path, result: SweepResult, plots_: bool, grid: dict[str, list[float]] | None = None) -> None:
+    """Choose the best sample (:func:`best_sample`) and write ``best.json`` and the plots of a weight sweep or search."""
     result.best = best_sample(result.rows)
     default = result.rows[0]
     write_json(out / "best.json", {
@@ -824,7 +882,6 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
         _plot_pareto(result.rows, result.best, out / "pareto.png")
         _plot_weights(result.rows, out / "weights.png")
         _plot_heatmap(result.rows, grid, out / "heatmap.png")
-    return result
 
 
 def _summary(row: dict) -> dict:
