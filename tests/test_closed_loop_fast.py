@@ -157,3 +157,20 @@ def test_a_user_controller_function_drives_simulate():
                     lambda t, est, ref: Command((0.0, 0.0), (0.0, 0.0, 0.0, 0.0)))
     assert idle.t.size == 50 and (idle.wheel_torque == 0).all() and set(idle.phase) == {"balance"}
     assert isinstance(inner, BipedController)
+
+
+def test_readme_user_controller_example_runs(tmp_path):
+    """README's 'Your own controller in the loop' example runs as printed and balances."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    section = (Path(__file__).resolve().parents[1] / "README.md").read_text().split(
+        "### Your own controller in the loop", 1)[1]
+    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "MPLBACKEND": "Agg"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("fell: False"), out.stdout

@@ -4,7 +4,7 @@
     crossdyn check two-link [--variant V] [--mjcf PATH] [--samples N] [--seed S] [--states FILE] [--out DIR]
     crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--samples N] [--seed S] [--out DIR]
     crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...]
-    crossdyn tune balance [--samples N | --grid NAME=VALUES ...] [--workers K] [--seed S] [--scheduler ADDR] [--out DIR]
+    crossdyn tune balance [--samples N | --grid NAME=VALUES ... | --search optuna --trials N] [--workers K] [--seed S] [--scheduler ADDR] [--out DIR]
     crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--out DIR]
 
 Exit status: 0 when everything is as expected, 1 when a check or an experiment's
