@@ -190,12 +190,12 @@ def balance_torque(K, state, reference=None, limit: float | None = None) -> floa
     Raises:
       ValueError: a non-finite state.
     """
-    k = np.ravel(K).tolist() if isinstance(K, np.ndarray) else K
-    x, xd, theta, thetad = (float(v) for v in state)
+    k0, k1, k2, k3 = np.ravel(K).tolist() if isinstance(K, np.ndarray) else K
+    x, xd, theta, thetad = state
     if not (isfinite(x) and isfinite(xd) and isfinite(theta) and isfinite(thetad)):
-        raise ValueError(f"balance state must be finite, got {[x, xd, theta, thetad]}")
+        raise ValueError(f"balance state must be finite, got {list(state)}")
     if reference is not None:
-        r = [float(v) for v in reference]
-        x, xd, theta, thetad = x - r[0], xd - r[1], theta - r[2], thetad - r[3]
-    torque = -(k[0] * x + k[1] * xd + k[2] * theta + k[3] * thetad)
+        x_ref, xd_ref, theta_ref, thetad_ref = reference
+        x, xd, theta, thetad = x - x_ref, xd - xd_ref, theta - theta_ref, thetad - thetad_ref
+    torque = -float(k0 * x + k1 * xd + k2 * theta + k3 * thetad)
     return torque if limit is None else min(max(torque, -limit), limit)

@@ -220,7 +220,8 @@ def leg_forces(p: PendulumParams, F_y, T_x, printed: bool = False):
       ``(P_L, P_R)``: vertical force each leg pushes the body up with, N.
     """
     weight = -p.M * p.g if printed else p.M * p.g
-    F_y, T_x = (v if isinstance(v, float) else np.asarray(v, dtype=float) for v in (F_y, T_x))
+    if not (isinstance(F_y, float) and isinstance(T_x, float)):
+        F_y, T_x = np.asarray(F_y, dtype=float), np.asarray(T_x, dtype=float)
     common = 0.5 * (F_y + weight)
     roll = T_x / p.D
     return common + roll, common - roll
