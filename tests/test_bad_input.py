@@ -106,6 +106,8 @@ CASES = [
     (["tune", "balance", "--grid", "q_x=1:2:100000000"], "at most 100,000 values"),
     (["tune", "balance", "--grid", "q_x=1:2:1000", "--grid", "q_xd=1:2:1000"], "1,000,000 combinations"),
     (["tune", "robustness", "--axis", "com_offset_x=0:0.01:100000000", "--axis", "push_impulse_Ns=1"], "at most"),
+    (["tune", "robustness", "--axis", "com_offset_x=0:0.01:1000", "--axis", "push_impulse_Ns=1:2:1000"],
+     "1,000,000 cells"),
     (["tune", "robustness", "--duration", "inf"], "finite"),
     (["tune", "robustness", "--duration", "1e9"], "--duration"),
     # the Optuna search

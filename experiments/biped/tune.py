@@ -292,6 +292,8 @@ def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], dur
         raise ParameterError(f"a robustness map needs exactly two --axis, got {len(axes)}")
     weights = {**DEFAULT_WEIGHTS, **{k: _check_weight(k, v) for k, v in weights.items()}}
     (a, va), (b, vb) = axes.items()
+    if len(va) * len(vb) > SAMPLES_MAX:
+        raise ParameterError(f"the map has {len(va) * len(vb):,} cells; at most {SAMPLES_MAX:,} per sweep")
     base = dict(NOMINAL)
     if "push_impulse_Ns" in axes and "initial_tilt_deg" not in axes:
         base["initial_tilt_deg"] = 0.0
