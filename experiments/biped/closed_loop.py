@@ -20,7 +20,7 @@ from typing import Callable
 import mujoco
 import numpy as np
 
-from crossdyn.controllers.biped import BipedController, Reference, design
+from crossdyn.controllers.biped import BipedController, Command, Reference, design
 from crossdyn.analytic.rotation import euler_rates, euler_zyx, pitch
 from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
 from crossdyn.controllers.jump import JumpPlan
@@ -132,7 +132,8 @@ class _Sensors:
     def read(self, sensordata: np.ndarray) -> tuple:
         """``(quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel)`` as tuples of floats."""
         s = sensordata.tolist()  # one copy into Python floats; the picks below allocate no arrays
-        return tuple(pick(s) for pick in self._picks)
+        quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = self._picks
+        return quat(s), gyro(s), accel(s), hip_pos(s), hip_vel(s), wheel_pos(s), wheel_vel(s)
 
 
 def _picker(indices) -> Callable[[list], tuple]:
@@ -155,9 +156,14 @@ def initial_state(model, p: BipedParams, sc: Scenario) -> np.ndarray:
     return qpos
 
 
-def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | None = None,
+def simulate(model: mujoco.MjModel, sc: Scenario,
+             controller: BipedController | Callable[[float, Estimate, Reference], Command] | None = None,
              video: Path | None = None, fps: int = 30) -> Trace:
     """Run a scenario in closed loop and return its trace.
+
+    ``controller`` is a :class:`~crossdyn.controllers.biped.BipedController` (by
+    default one designed for ``model``) or any function ``(t, est, ref) -> Command``
+    (a user's own; see README, "Your own controller in the loop").
 
     Per control step: read the sensors (``readings``), estimate, ask the
     controller for ``(wheels, hips)`` torques, write them to ``data.ctrl`` and
