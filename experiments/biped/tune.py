@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.biped.control import COMMON
@@ -407,6 +406,8 @@ def _timed(sample: Sample) -> tuple[dict, float, str]:
     and OpenBLAS's threads on a loaded machine made each design 0.67 s instead of
     0.09 s (measured); the sweep's parallelism is its processes.
     """
+    from threadpoolctl import threadpool_limits
+
     start = time.perf_counter()
     with threadpool_limits(1, user_api="blas"):
         row = evaluate(sample)
