@@ -28,6 +28,15 @@ sample order, so the CSV depends on the arguments and seed only, not on the
 worker count or the engine.  Wall-clock times go to ``timings.csv`` beside it.
 Restarted with the same arguments, a sweep reads its CSV back and runs only the
 missing samples.
+
+A run costs little beyond its physics: each worker process compiles a robot once
+per perturbation and designs the gains once per set of weights (per-process
+caches), BLAS runs single-threaded inside a run, local workers are started once
+(forked, nominal robot compiled in their initializer, bound to the parent's life)
+and fed at most :data:`IN_FLIGHT` samples each ahead.  :func:`engine` keeps a pool
+or Dask client open across batches (the Optuna search of
+:mod:`~crossdyn.experiments.biped.search` uses it).  At most :data:`SAMPLES_MAX`
+samples per sweep.
 """
 
 from __future__ import annotations
