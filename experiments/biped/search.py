@@ -87,7 +87,7 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
     found = _read_rows(csv_path)
     bounds = {**RANGES, **(ranges or {})}
     perturbation = {**NOMINAL, "initial_tilt_deg": float(initial_tilt_deg)}
-    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True)
+    sampler = optuna.samplers.TPESampler(seed=seed)
     study = optuna.create_study(directions=["minimize", "minimize"], sampler=sampler)
     study.enqueue_trial(dict(DEFAULT_WEIGHTS))
     total = trials + 1
