@@ -179,7 +179,8 @@ def _check_same(path: Path, row: dict, sample: Sample) -> None:
     for key, value in sample.key().items():
         if row[key] != value:
             raise ParameterError(f"{path} trial {sample.index} has {key}={row[key]} but this search has "
-                                 f"{key}={value}: it was made with other arguments; use another --out or delete it")
+                                 f"{key}={value}: it was made with other arguments (seed, ranges, or worker count: "
+                                 "trials are drawn a batch of workers at a time); use another --out or delete it")
 
 
 def _objectives(row: dict, duration: float) -> tuple[float, float]:
