@@ -202,12 +202,13 @@ class BipedController:
         # opposite on the leg's two motors, saturated so the sum stays in range.
         angles, rates, kp, kd, limit = est.hip_angles, est.hip_rates, self.gains.swing_kp, self.gains.swing_kd, \
             self.hip_limit
-        motors = []
-        for leg, common in enumerate(hips):
-            front, rear = 2 * leg, 2 * leg + 1
-            swing = -(kp * (angles[front] - angles[rear]) + kd * (rates[front] - rates[rear])) / 2
-            motors += [_clip(common + swing, limit), _clip(common - swing, limit)]
-        return Command(wheels=wheels, hips=tuple(motors), legs=tuple(hips), phase=phase.value, wheel_total=total)
+        left, right = hips
+        swing_left = -(kp * (angles[0] - angles[1]) + kd * (rates[0] - rates[1])) / 2
+        swing_right = -(kp * (angles[2] - angles[3]) + kd * (rates[2] - rates[3])) / 2
+        motors = (_clip(left + swing_left, limit), _clip(left - swing_left, limit),
+                  _clip(right + swing_right, limit), _clip(right - swing_right, limit))
+        # Positional, and the phase's string as its stored value: this runs every step.
+        return Command(wheels, motors, (left, right), phase._value_, total)
 
 
 def _clip(value: float, limit: float) -> float:
