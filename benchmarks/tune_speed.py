@@ -3,6 +3,9 @@
 Runs the same Latin-hypercube sweep (default 15 samples + the defaults = 16
 balance-recovery runs of 4 s) three ways and prints
 
+  0. one run's wall time in the 1-worker sweep (sweep wall / runs: start-up,
+     compile, gain design, loop, scoring, CSV) against the bare physics of a run
+     (``mj_step`` replaying the default run's torques), bound <= 1.5x;
   1. 2 local worker processes vs 1 (inline): speed-up, aim >= 1.7x;
   2. a local Dask cluster (2 worker processes, loopback TCP, already running as a
      user's cluster would be) vs the 2-process local pool: overhead, aim <= 1.2x;
@@ -31,11 +34,53 @@ def _timed_sweep(out: Path, args, **engine) -> float:
     return time.perf_counter() - start
 
 
+def _cpu_sweep(out: Path, args) -> float:
+    """CPU time of the inline (1-worker) sweep, s: what other load on the machine inflates least."""
+    start = time.process_time()
+    tune.sweep(out, samples=args.samples, seed=0, duration=args.duration, plots_=False, workers=1)
+    return time.process_time() - start
+
+
 def _per_run(out: Path) -> float:
     """Mean wall time of one run inside its worker, from timings.csv, s."""
     with (out / "timings.csv").open() as f:
         walls = [float(r["wall_s"]) for r in csv.DictReader(f)]
     return sum(walls) / len(walls)
+
+
+def _bare_physics(duration: float) -> tuple[float, float]:
+    """Wall and CPU time of the bare physics of one balance-recovery run: its recorded torques replayed, s (best of 3)."""
+    import mujoco
+
+    from crossdyn.experiments.biped.closed_loop import initial_state, simulate
+    from crossdyn.experiments.biped.model import HIPS, biped_params
+    from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, balance_scenario, controller_for, robot
+
+    model, commands, biped = robot(), [], controller_for({})
+    sc = balance_scenario(10.0, duration)
+
+    def recording(t, est, ref):
+        cmd = biped(t, est, ref)
+        commands.append((cmd.wheels, cmd.hips))
+        return cmd
+
+    simulate(model, sc, recording)
+    steps = int(round(CONTROL_PERIOD / model.opt.timestep))
+    hip_act = [model.actuator(h).id for h in HIPS]
+    wheel_act = [model.actuator(f"{s}_wheel").id for s in ("left", "right")]
+    best = cpu = float("inf")
+    for _ in range(3):
+        data = mujoco.MjData(model)
+        data.qpos[:] = initial_state(model, biped_params(model), sc)
+        mujoco.mj_forward(model, data)
+        wall, start = time.perf_counter(), time.process_time()
+        for wheels, hips in commands:
+            data.ctrl[wheel_act] = wheels
+            data.ctrl[hip_act] = hips
+            mujoco.mj_step(model, data, steps)
+        cpu = min(cpu, time.process_time() - start)
+        best = min(best, time.perf_counter() - wall)
+    return best, cpu
 
 
 def main() -> None:
@@ -48,6 +93,8 @@ def main() -> None:
     runs = args.samples + 1
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        bare, bare_cpu = _bare_physics(args.duration)
+        one_cpu = _cpu_sweep(tmp / "cpu", args)
         one = _timed_sweep(tmp / "one", args, workers=1)
         two = _timed_sweep(tmp / "two", args, workers=2)
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, protocol="tcp", host="127.0.0.1",
@@ -56,6 +103,9 @@ def main() -> None:
         same = len({(tmp / d / "samples.csv").read_bytes() for d in ("one", "two", "dask")}) == 1
         per_run = {d: _per_run(tmp / d) for d in ("one", "two", "dask")}
     print(f"{runs} balance-recovery runs of {args.duration:g} s (sweep seed 0)")
+    print(f"  bare physics of one run {bare:5.2f} s; 1-worker sweep {one / runs:.2f} s per run = "
+          f"{one / runs / bare:.2f}x the bare physics (bound <= 1.5x)")
+    print(f"  in CPU time: bare {bare_cpu:.2f} s, sweep {one_cpu / runs:.2f} s per run = {one_cpu / runs / bare_cpu:.2f}x")
     print(f"  1 local worker        {one:7.1f} s  ({per_run['one']:.2f} s per run inside the worker)")
     print(f"  2 local workers       {two:7.1f} s  speed-up {one / two:.2f}x (aim >= 1.7x)"
           f"  ({per_run['two']:.2f} s per run)")

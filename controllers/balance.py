@@ -17,6 +17,7 @@ The control law is ``T = -K (x - x_ref)``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import isfinite
 from typing import Callable
 
 import control
@@ -130,13 +131,30 @@ class GainSchedule:
 
     def __call__(self, length: float) -> np.ndarray:
         """Gain ``(nu, nx)`` at a leg length, clamped to the tabulated range."""
-        if not np.isfinite(length):
+        return np.array(self.row(length)).reshape(self.coeffs.shape[1:])
+
+    def row(self, length: float) -> tuple[float, ...]:
+        """The gain at a leg length as a flat tuple of floats (``K.ravel()``), clamped to the range.
+
+        The controller's per-step path: Horner's rule in plain floats, the same
+        operations as on the arrays, without allocating any.
+
+        Raises:
+          ValueError: a non-finite length.
+        """
+        if not isfinite(length):
             raise ValueError(f"leg length must be finite, got {length}")
-        l = min(max(float(length), self.lengths[0]), self.lengths[-1])
-        gain = self.coeffs[0].copy()
-        for c in self.coeffs[1:]:  # Horner's rule, highest power first
-            gain = gain * l + c
-        return gain
+        l = min(max(float(length), self._low), self._high)
+        gains = list(self._powers[0])
+        for c in self._powers[1:]:  # highest power first
+            gains = [k * l + ck for k, ck in zip(gains, c)]
+        return tuple(gains)
+
+    def __post_init__(self):
+        # Plain-float copies for ``row`` (the dataclass is frozen; these are derived, not fields).
+        object.__setattr__(self, "_low", float(self.lengths[0]))
+        object.__setattr__(self, "_high", float(self.lengths[-1]))
+        object.__setattr__(self, "_powers", tuple(tuple(c.ravel().tolist()) for c in self.coeffs))
 
 
 def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], lengths, Q, R, degree: int = 3) -> GainSchedule:
@@ -160,18 +178,24 @@ def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], length
     return GainSchedule(lengths, gains, coeffs.reshape((degree + 1,) + gains.shape[1:]), fit_error)
 
 
-def balance_torque(K: np.ndarray, state, reference=None, limit: float | None = None) -> float:
+def balance_torque(K, state, reference=None, limit: float | None = None) -> float:
     """Total wheel torque ``T = -K (x - x_ref)``, saturated to ``+-limit`` (N m).
 
     Args:
-      K: gain ``(1, 4)``.
+      K: gain ``(1, 4)`` or its 4 entries (a tuple of floats is the fast path).
       state: ``[x, xd, theta, thetad]``.
       reference: the same, default zero (stand still).
       limit: total torque limit (both wheels), or None.
+
+    Raises:
+      ValueError: a non-finite state.
     """
-    state = np.asarray(state, dtype=float)
-    if not np.isfinite(state).all():
-        raise ValueError(f"balance state must be finite, got {state}")
-    error = state if reference is None else state - np.asarray(reference, dtype=float)
-    torque = -float(np.asarray(K, dtype=float).reshape(-1) @ error)
+    k0, k1, k2, k3 = np.ravel(K).tolist() if isinstance(K, np.ndarray) else K
+    x, xd, theta, thetad = state
+    if not (isfinite(x) and isfinite(xd) and isfinite(theta) and isfinite(thetad)):
+        raise ValueError(f"balance state must be finite, got {list(state)}")
+    if reference is not None:
+        x_ref, xd_ref, theta_ref, thetad_ref = reference
+        x, xd, theta, thetad = x - x_ref, xd - xd_ref, theta - theta_ref, thetad - thetad_ref
+    torque = -float(k0 * x + k1 * xd + k2 * theta + k3 * thetad)
     return torque if limit is None else min(max(torque, -limit), limit)

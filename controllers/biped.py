@@ -19,7 +19,9 @@ rolling resistance).
 from __future__ import annotations
 
 import functools
+from math import nan
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -91,11 +93,11 @@ class Reference:
     height: float | None = None
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     """Motor torques, N m: ``wheels (left, right)``; ``hips`` per motor (left front,
     left rear, right front, right rear); ``legs (left, right)``, the common leg
-    torque before the swing correction; the jump phase."""
+    torque before the swing correction; the jump phase.  A named tuple of floats:
+    one is made every control step."""
 
     wheels: tuple[float, float]
     hips: tuple[float, float, float, float]
@@ -175,30 +177,32 @@ class BipedController:
         self.machine = JumpStateMachine(self.jump) if self.jump is not None else None
 
     def __call__(self, t: float, est: Estimate, ref: Reference) -> Command:
-        alpha_mean = 0.5 * float(est.alpha[0] + est.alpha[1])
-        phase = self.machine.update(t, alpha_mean, est.accel) if self.machine else Phase.BALANCE
+        """Torques for one control step (plain floats throughout: it runs at 1 kHz)."""
+        alpha_mean = 0.5 * (est.alpha[0] + est.alpha[1])
+        machine = self.machine
+        phase = machine.update(t, alpha_mean, est.accel) if machine else Phase.BALANCE
 
         # Wheels: LQR on the moving set-point, then steering.
         self.x_ref += ref.velocity * self.dt
-        length = 0.5 * float(est.height[0] + est.height[1])
-        total = balance_torque(self.gains.schedule(length), est.balance_state, (self.x_ref, ref.velocity, 0.0, 0.0),
-                               limit=2 * self.wheel_limit)
+        length = 0.5 * (est.height[0] + est.height[1])
+        total = balance_torque(self.gains.schedule.row(length), (est.x, est.xd, est.pitch, est.pitch_rate),
+                               (self.x_ref, ref.velocity, 0.0, 0.0), limit=2 * self.wheel_limit)
         differential = yaw_torque(self.gains.yaw, est.yaw, est.yaw_rate, ref.yaw)
         wheels = split_wheel_torque(total, differential, self.wheel_limit)
-        if self.machine is not None and self.machine.airborne:
+        if machine is not None and machine.airborne:
             wheels, total = (0.0, 0.0), 0.0
-        if self.machine is not None and phase in (Phase.RETRACT, Phase.FLIGHT, Phase.LANDING):
+        if machine is not None and phase in (Phase.RETRACT, Phase.FLIGHT, Phase.LANDING):
             self.x_ref = est.x  # odometry is meaningless in the air and on impact: hold no position
 
         # Hips.
-        mode, value = self.machine.leg_target() if self.machine else ("vmc", np.nan)
+        mode, value = machine.leg_target() if machine else ("vmc", nan)
         if self.height_ref is None or mode != "vmc":
             self.height_ref = length  # start (or resume after a jump) from where the legs are
         target = self.height_ref if ref.height is None else ref.height
         step = _clip(target - self.height_ref, self.height_rate_limit * self.dt)
         self.height_ref += step
         if mode == "vmc":
-            F_y, T_x = virtual_forces(self.gains.legs, length, 0.5 * float(est.height_rate[0] + est.height_rate[1]),
+            F_y, T_x = virtual_forces(self.gains.legs, length, 0.5 * (est.height_rate[0] + est.height_rate[1]),
                                       self.height_ref,
                                       est.roll, est.roll_rate, height_rate_ref=step / self.dt)
             hips = hip_torques(self.params, est.height_slope, F_y, T_x, self.hip_limit)
@@ -214,13 +218,15 @@ class BipedController:
             )
         # Keep each leg symmetric: a PD on alpha_front - alpha_rear, equal and
         # opposite on the leg's two motors, saturated so the sum stays in range.
-        motors = []
-        for leg, common in enumerate(hips):
-            front, rear = 2 * leg, 2 * leg + 1
-            swing = -(self.gains.swing_kp * (est.hip_angles[front] - est.hip_angles[rear])
-                      + self.gains.swing_kd * (est.hip_rates[front] - est.hip_rates[rear])) / 2
-            motors += [_clip(common + swing, self.hip_limit), _clip(common - swing, self.hip_limit)]
-        return Command(wheels=wheels, hips=tuple(motors), legs=tuple(hips), phase=phase.value, wheel_total=total)
+        angles, rates, kp, kd, limit = est.hip_angles, est.hip_rates, self.gains.swing_kp, self.gains.swing_kd, \
+            self.hip_limit
+        left, right = hips
+        swing_left = -(kp * (angles[0] - angles[1]) + kd * (rates[0] - rates[1])) / 2
+        swing_right = -(kp * (angles[2] - angles[3]) + kd * (rates[2] - rates[3])) / 2
+        motors = (_clip(left + swing_left, limit), _clip(left - swing_left, limit),
+                  _clip(right + swing_right, limit), _clip(right - swing_right, limit))
+        # Positional, and the phase's string as its stored value: this runs every step.
+        return Command(wheels, motors, (left, right), phase._value_, total)
 
 
 def _clip(value: float, limit: float) -> float:

@@ -15,11 +15,12 @@ straight below the hip-line midpoint in the body frame).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import asin, atan2, cos, isfinite, pi, sin, sqrt, tan
+from typing import NamedTuple
 
 import numpy as np
 
 from crossdyn.analytic.biped import five_bar
-from crossdyn.analytic.rotation import euler_rates, euler_zyx
 
 __all__ = ["LegGeometry", "Estimate", "Estimator", "shank_angle"]
 
@@ -34,12 +35,14 @@ class LegGeometry:
     r: float
 
 
-@dataclass(frozen=True)
-class Estimate:
+class Estimate(NamedTuple):
     """The controller's view of the robot at one instant (SI units, rad).
 
-    ``alpha``, ``alpha_rate``, ``height`` are ``(left, right)`` arrays; ``height``
-    is each leg's hip-line height above its axle, eq. 3.2.
+    ``alpha``, ``alpha_rate``, ``height``, ``height_rate``, ``height_slope`` are
+    ``(left, right)`` tuples of floats; ``height`` is each leg's hip-line height
+    above its axle, eq. 3.2.  A named tuple of floats, not a dataclass of arrays:
+    the estimator builds one every control step, and this costs a fraction of a
+    microsecond (``est._replace(x=...)`` makes a changed copy).
     """
 
     x: float
@@ -50,14 +53,14 @@ class Estimate:
     roll_rate: float
     yaw: float
     yaw_rate: float
-    alpha: np.ndarray
-    alpha_rate: np.ndarray
-    height: np.ndarray
-    height_rate: np.ndarray
-    height_slope: np.ndarray  # (left, right) dy/dalpha, m/rad: the five-bar's lever (eq. 2.29)
+    alpha: tuple
+    alpha_rate: tuple
+    height: tuple
+    height_rate: tuple
+    height_slope: tuple  # (left, right) dy/dalpha, m/rad: the five-bar's lever (eq. 2.29)
     accel: float  # |specific force| from the accelerometer, m/s^2 (about 0 in free fall)
-    hip_angles: np.ndarray = None  # (4,) per motor: left front, left rear, right front, right rear, rad
-    hip_rates: np.ndarray = None  # (4,), rad/s
+    hip_angles: tuple = None  # (4,) per motor: left front, left rear, right front, right rear, rad
+    hip_rates: tuple = None  # (4,), rad/s
 
     @property
     def balance_state(self) -> np.ndarray:
@@ -73,11 +76,8 @@ def shank_angle(alpha, geometry: LegGeometry) -> tuple[np.ndarray, np.ndarray]:
     ``phi = asin(a / l3)`` about +y from hanging straight down;
     ``dphi/dalpha = l2 sin(alpha) / sqrt(l3^2 - a^2)``.
     """
-    return _shank_angle(five_bar.check_alpha(alpha, geometry.l1, geometry.l2, geometry.l3), geometry)
-
-
-def _shank_angle(alpha: np.ndarray, g: LegGeometry) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`shank_angle` for an ``alpha`` already validated (the estimator's hot path)."""
+    alpha = five_bar.check_alpha(alpha, geometry.l1, geometry.l2, geometry.l3)
+    g = geometry
     a = g.l1 - g.l2 * np.cos(alpha)
     return np.arcsin(a / g.l3), g.l2 * np.sin(alpha) / np.sqrt(g.l3**2 - a**2)
 
@@ -87,6 +87,11 @@ class Estimator:
 
     Odometry starts at ``x = 0`` on the first update; yaw is unwrapped so a turn
     through +-180 deg stays continuous.
+
+    The update runs at every control step, so it is written in plain floats
+    (``math``, no NumPy): each leg's five-bar (eq. 3.2, 2.29) and shank angle are
+    evaluated for one ``alpha`` at a time, which costs a few microseconds where
+    the same formulas on 2-element arrays cost tens.
     """
 
     def __init__(self, geometry: LegGeometry):
@@ -106,50 +111,80 @@ class Estimator:
           accel: accelerometer, m/s^2, (3,).
           hip_pos, hip_vel: hip encoders ``(left front, left rear, right front, right rear)``, rad, rad/s.
           wheel_pos, wheel_vel: wheel encoders ``(left, right)``, rad, rad/s (relative to the shank).
+          Any sequences of numbers (tuples of floats are the fastest).
 
         Raises:
           ValueError: a non-finite reading (a sensor fault or a diverged simulation).
         """
-        readings = [np.asarray(v, dtype=float) for v in (quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel)]
-        if not np.isfinite(np.concatenate(readings)).all():
+        w, qx, qy, qz = quat
+        wx, wy, wz = gyro
+        ax, ay, az = accel
+        hip_pos, hip_vel = tuple(hip_pos), tuple(hip_vel)
+        wheel_pos_l, wheel_pos_r = wheel_pos
+        wheel_vel_l, wheel_vel_r = wheel_vel
+        # A NaN or infinity anywhere makes the sum non-finite; a finite sum means every
+        # reading is finite (checked one by one only when the sum overflows).
+        total = (w + qx + qy + qz + wx + wy + wz + ax + ay + az + sum(hip_pos) + sum(hip_vel) + wheel_pos_l
+                 + wheel_pos_r + wheel_vel_l + wheel_vel_r)
+        if not isfinite(total) and not all(isfinite(v) for v in (w, qx, qy, qz, wx, wy, wz, ax, ay, az, *hip_pos,
+                                                                  *hip_vel, *wheel_pos, *wheel_vel)):
             raise ValueError("non-finite sensor reading: the state cannot be estimated")
-        quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = readings
         g = self.geometry
-        roll, pitch, yaw = (float(a) for a in euler_zyx(quat))
-        roll_rate, pitch_rate, yaw_rate = (float(a) for a in euler_rates(roll, pitch, gyro))
+
+        # Z-Y-X Euler angles and their rates (analytic.rotation.euler_zyx / euler_rates, one sample).
+        roll = atan2(2 * (w * qx + qy * qz), 1 - 2 * (qx * qx + qy * qy))
+        s = 2 * (w * qy - qz * qx)
+        pitch = asin(1.0 if s > 1.0 else -1.0 if s < -1.0 else s)
+        yaw = atan2(2 * (w * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
+        sr, cr, cp, tp = sin(roll), cos(roll), cos(pitch), tan(pitch)
+        roll_rate = wx + sr * tp * wy + cr * tp * wz
+        pitch_rate = cr * wy - sr * wz
+        yaw_rate = (sr * wy + cr * wz) / cp
 
         if self._yaw_prev is not None:
-            jump = yaw - self._yaw_prev
-            self._yaw_turns -= 2 * np.pi * np.round(jump / (2 * np.pi))
+            self._yaw_turns -= 2 * pi * round((yaw - self._yaw_prev) / (2 * pi))
         self._yaw_prev = yaw
 
-        alpha = 0.5 * (hip_pos[0::2] + hip_pos[1::2])  # (left, right): mean of front and rear motor
-        alpha = np.clip(alpha, *five_bar.REACHABLE)  # a transient overshoot must not stop the estimate
-        alpha_rate = 0.5 * (hip_vel[0::2] + hip_vel[1::2])
-        y, y1, _ = five_bar.height_derivatives(alpha, g.l1, g.l2, g.l3, validate=False)  # checked in __init__
-        phi, dphi = _shank_angle(alpha, g)
+        al, adl, yl, y1l, phil, dphil = self._leg(hip_pos[0], hip_pos[1], hip_vel[0], hip_vel[1])
+        ar, adr, yr, y1r, phir, dphir = self._leg(hip_pos[2], hip_pos[3], hip_vel[2], hip_vel[3])
         # Wheel rotation in the world = encoder + shank pitch (body pitch + phi); rolling
         # without slip, the axle moves r times that.
-        wheel_angle = wheel_pos + pitch + phi
-        wheel_rate = wheel_vel + pitch_rate + dphi * alpha_rate
-        x = g.r * 0.5 * float(wheel_angle[0] + wheel_angle[1])
+        x = g.r * 0.5 * ((wheel_pos_l + pitch + phil) + (wheel_pos_r + pitch + phir))
         if self._x0 is None:
             self._x0 = x
         return Estimate(
             x=x - self._x0,
-            xd=g.r * 0.5 * float(wheel_rate[0] + wheel_rate[1]),
+            xd=g.r * 0.5 * ((wheel_vel_l + pitch_rate + dphil * adl) + (wheel_vel_r + pitch_rate + dphir * adr)),
             pitch=pitch,
             pitch_rate=pitch_rate,
             roll=roll,
             roll_rate=roll_rate,
             yaw=yaw + self._yaw_turns,
             yaw_rate=yaw_rate,
-            alpha=alpha,
-            alpha_rate=alpha_rate,
-            height=y,
-            height_rate=y1 * alpha_rate,
-            height_slope=y1,
-            accel=float(np.linalg.norm(accel)),
+            alpha=(al, ar),
+            alpha_rate=(adl, adr),
+            height=(yl, yr),
+            height_rate=(y1l * adl, y1r * adr),
+            height_slope=(y1l, y1r),
+            accel=sqrt(ax * ax + ay * ay + az * az),
             hip_angles=hip_pos,
             hip_rates=hip_vel,
         )
+
+    def _leg(self, front: float, rear: float, front_rate: float, rear_rate: float) -> tuple:
+        """One leg from its two hip encoders: ``(alpha, alpha_rate, y, y1, phi, dphi)``.
+
+        ``alpha`` is the mean of the front and rear motor, clipped into the reachable
+        range (a transient overshoot must not stop the estimate); ``y, y1`` are
+        eq. 3.2 and 2.29 and ``phi, dphi`` the shank angle (:func:`shank_angle`),
+        in plain floats.
+        """
+        g = self.geometry
+        low, high = five_bar.REACHABLE
+        alpha = 0.5 * (front + rear)
+        alpha = low if alpha < low else high if alpha > high else alpha
+        c, s = cos(alpha), sin(alpha)
+        a = g.l1 - g.l2 * c  # knee's distance from the centre line
+        root = sqrt(g.l3**2 - a**2)  # axle's depth below the knee
+        return (alpha, 0.5 * (front_rate + rear_rate), root - g.l2 * s, -a * (g.l2 * s) / root - g.l2 * c,
+                asin(a / g.l3), g.l2 * s / root)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
+from math import pi
 
 __all__ = ["YawGains", "yaw_gains", "yaw_torque", "split_wheel_torque"]
 
@@ -51,7 +51,7 @@ def yaw_torque(gains: YawGains, yaw: float, rate: float, yaw_ref: float = 0.0, r
     The yaw error is wrapped to (-pi, pi]; the minus sign converts the wanted
     counter-clockwise acceleration into eq. 2.22's clockwise-positive ``dT``.
     """
-    error = (yaw_ref - yaw + np.pi) % (2 * np.pi) - np.pi
+    error = (yaw_ref - yaw + pi) % (2 * pi) - pi
     return float(-(gains.kp * error + gains.kd * (rate_ref - rate)))
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, leg_forces
@@ -65,6 +64,6 @@ def hip_torques(params: PendulumParams, slopes, F_y: float, T_x: float, limit: f
       F_y, T_x: virtual force and roll torque from :func:`virtual_forces`.
       limit: motor torque limit, N m.
     """
-    P_L, P_R = leg_forces(params, F_y, T_x)
-    tau_L, tau_R = 0.5 * float(P_L) * float(slopes[0]), 0.5 * float(P_R) * float(slopes[1])  # eq. 2.30
+    P_L, P_R = leg_forces(params, float(F_y), float(T_x))
+    tau_L, tau_R = 0.5 * P_L * slopes[0], 0.5 * P_R * slopes[1]  # eq. 2.30
     return min(max(tau_L, -limit), limit), min(max(tau_R, -limit), limit)

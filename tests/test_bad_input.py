@@ -161,6 +161,24 @@ CASES = [
     (["run", "turn", "--set", "gyro_noise=nan"], "not a number"),
     (["run", "turn", "--set", "realistic=maybe"], "expected a bool"),
     (["run", "lqr-cost", "--set", "realistic=true"], "has parameter(s) realistic"),
+    # sizes: refused before anything is planned or allocated
+    (["tune", "balance", "--grid", "q_x=1:2:100000000"], "at most 100,000 values"),
+    (["tune", "balance", "--grid", "q_x=1:2:1000", "--grid", "q_xd=1:2:1000"], "1,000,000 combinations"),
+    (["tune", "robustness", "--axis", "com_offset_x=0:0.01:100000000", "--axis", "push_impulse_Ns=1"], "at most"),
+    (["tune", "robustness", "--axis", "com_offset_x=0:0.01:1000", "--axis", "push_impulse_Ns=1:2:1000"],
+     "1,000,000 cells"),
+    (["tune", "robustness", "--duration", "inf"], "finite"),
+    (["tune", "robustness", "--duration", "1e9"], "--duration"),
+    # the Optuna search
+    (["tune", "balance", "--search", "bogus"], "invalid choice"),
+    (["tune", "balance", "--search", "optuna", "--trials", "0"], "--trials"),
+    (["tune", "balance", "--search", "optuna", "--trials", "-3"], "--trials"),
+    (["tune", "balance", "--search", "optuna", "--trials", "2.5"], "whole number"),
+    (["tune", "balance", "--search", "optuna", "--trials", "100000000"], "--trials"),
+    (["tune", "balance", "--search", "optuna", "--samples", "5"], "not --samples"),
+    (["tune", "balance", "--trials", "5"], "--search optuna"),
+    (["tune", "balance", "--search", "optuna", "--duration", "nan"], "finite"),
+    (["tune", "balance", "--search", "optuna", "--push", "-5"], "--push"),
 ]
 
 
@@ -203,6 +221,7 @@ def test_nothing_chosen_sweep_is_one_line(tmp_path, capsys):
     code, err = _run_main(["tune", "robustness", "--weights-from", str(sweep), "--out", str(tmp_path / "out")],
                           capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "chose no weights" in err and "NoneType" not in err, err
 
 
 def test_mujoco_warning_stays_off_the_terminal(bad_files, tmp_path):

@@ -73,7 +73,7 @@ def test_encoders_are_quantized():
     step = 2 * np.pi / 4096
     rng = np.random.default_rng(0)
     hips, wheels = rng.uniform(3, 4, 4), rng.uniform(-20, 20, 2)
-    out = hw.sense(0.0, (*STILL[:3], hips, np.ones(4), wheels, np.ones(2)))
+    out = [np.asarray(r) for r in hw.sense(0.0, (*STILL[:3], hips, np.ones(4), wheels, np.ones(2)))]
     for got, true in ((out[3], hips), (out[5], wheels)):
         assert_close(got / step, np.round(got / step), atol=1e-9, what="whole counts")
         assert np.abs(got - true).max() <= step / 2 + 1e-12

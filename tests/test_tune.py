@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import shutil
+import signal
 import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +177,64 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, monkeypatch, args, message)
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
     assert not (tmp_path / "out").exists()  # nothing written, nothing run
+
+
+def test_huge_sweeps_are_refused_before_anything_is_allocated():
+    """Issue 15 #2: 1e8 samples (19 GB before one ran) is refused at once, by the API as by the CLI."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ParameterError, match="100,000"):
+        tune.plan_sweep(100_000_000, None, seed=0)
+    with pytest.raises(ParameterError, match="combinations"):
+        tune.plan_sweep(None, tune.parse_values([("q_x", "1:2:1000"), ("q_xd", "1:2:1000")]))
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # kB: nothing big was built
+    assert len(tune.plan_sweep(tune.SAMPLES_MAX, None, seed=0)) == tune.SAMPLES_MAX + 1  # the cap itself plans
+
+
+def _children(pid: int) -> set[int]:
+    """Live processes whose parent is ``pid`` (from /proc)."""
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.add(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_killing_the_sweep_leaves_no_worker_alive(tmp_path, sig):
+    """Issue 15 #5: workers of a killed sweep are gone within a few seconds."""
+    proc = subprocess.Popen([sys.executable, "-m", "crossdyn.experiments", "tune", "balance", "--samples", "40",
+                             "--duration", "2", "--workers", "2", "--no-progress", "--out", str(tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "MPLBACKEND": "Agg"})
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers := _children(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(workers) >= 2, "the sweep never started its workers"
+        time.sleep(1.0)  # let them take samples
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(w) for w in workers), f"workers {workers} outlived the parent"
+        if sig == signal.SIGTERM:  # handled as an interruption: one line, finished samples kept
+            err = proc.stderr.read().decode()
+            assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    finally:
+        proc.kill()
+        proc.wait()

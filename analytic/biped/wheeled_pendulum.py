@@ -214,13 +214,16 @@ def leg_forces(p: PendulumParams, F_y, T_x, printed: bool = False):
       F_y: virtual vertical force on the body beyond its weight (``M yddot``), N.
       T_x: virtual roll torque about +x (forward), N m.
       printed: the seed's ``(F_y - M g)/2``.
+      Floats give floats (the controller calls this every step), arrays give arrays.
 
     Returns:
       ``(P_L, P_R)``: vertical force each leg pushes the body up with, N.
     """
     weight = -p.M * p.g if printed else p.M * p.g
-    common = 0.5 * (np.asarray(F_y, dtype=float) + weight)
-    roll = np.asarray(T_x, dtype=float) / p.D
+    if not (isinstance(F_y, float) and isinstance(T_x, float)):
+        F_y, T_x = np.asarray(F_y, dtype=float), np.asarray(T_x, dtype=float)
+    common = 0.5 * (F_y + weight)
+    roll = T_x / p.D
     return common + roll, common - roll
 
 

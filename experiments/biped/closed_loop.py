@@ -11,14 +11,16 @@ from the tracking camera.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from math import isfinite, nan
+from operator import itemgetter
 from pathlib import Path
 from typing import Callable
 
 import mujoco
 import numpy as np
 
-from crossdyn.controllers.biped import BipedController, Reference, design
+from crossdyn.controllers.biped import BipedController, Command, Reference, design
 from crossdyn.analytic.rotation import euler_rates, euler_zyx, pitch
 from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
 from crossdyn.controllers.jump import JumpPlan
@@ -112,27 +114,32 @@ def make_controller(p: BipedParams, control_period: float, Q=None, R=None, jump:
 
 
 class _Sensors:
-    """Sensor slices by name, looked up once."""
+    """The sensors the estimator reads, as index tuples into ``sensordata``, looked up by name once."""
 
     def __init__(self, model: mujoco.MjModel):
         def adr(name):
             s = model.sensor(name)
-            return slice(int(s.adr[0]), int(s.adr[0] + s.dim[0]))
+            return tuple(range(int(s.adr[0]), int(s.adr[0] + s.dim[0])))
 
         try:
-            self.quat, self.gyro, self.accel = adr("imu_quat"), adr("imu_gyro"), adr("imu_accel")
-            self.hip_pos = [adr(f"{h}_pos") for h in HIPS]
-            self.hip_vel = [adr(f"{h}_vel") for h in HIPS]
-            self.wheel_pos = [adr(f"{s}_wheel_pos") for s in ("left", "right")]
-            self.wheel_vel = [adr(f"{s}_wheel_vel") for s in ("left", "right")]
+            groups = (adr("imu_quat"), adr("imu_gyro"), adr("imu_accel"),
+                      sum((adr(f"{h}_pos") for h in HIPS), ()), sum((adr(f"{h}_vel") for h in HIPS), ()),
+                      adr("left_wheel_pos") + adr("right_wheel_pos"), adr("left_wheel_vel") + adr("right_wheel_vel"))
         except KeyError as exc:
             raise CrossdynError(f"closed loop needs the biped's sensors; missing {exc}") from None
+        self._picks = tuple(_picker(group) for group in groups)
 
-    def read(self, d: mujoco.MjData):
-        s = d.sensordata
-        return (s[self.quat], s[self.gyro], s[self.accel],
-                np.array([s[a][0] for a in self.hip_pos]), np.array([s[a][0] for a in self.hip_vel]),
-                np.array([s[a][0] for a in self.wheel_pos]), np.array([s[a][0] for a in self.wheel_vel]))
+    def read(self, sensordata: np.ndarray) -> tuple:
+        """``(quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel)`` as tuples of floats."""
+        s = sensordata.tolist()  # one copy into Python floats; the picks below allocate no arrays
+        quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = self._picks
+        return quat(s), gyro(s), accel(s), hip_pos(s), hip_vel(s), wheel_pos(s), wheel_vel(s)
+
+
+def _picker(indices) -> Callable[[list], tuple]:
+    """``values -> tuple(values[i] for i in indices)``, as one C call (``operator.itemgetter``)."""
+    get = itemgetter(*indices)
+    return get if len(indices) > 1 else lambda values: (get(values),)
 
 
 def initial_state(model, p: BipedParams, sc: Scenario) -> np.ndarray:
@@ -149,13 +156,23 @@ def initial_state(model, p: BipedParams, sc: Scenario) -> np.ndarray:
     return qpos
 
 
-def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | None = None,
+def simulate(model: mujoco.MjModel, sc: Scenario,
+             controller: BipedController | Callable[[float, Estimate, Reference], Command] | None = None,
              video: Path | None = None, fps: int = 30, hardware=None) -> Trace:
     """Run a scenario in closed loop and return its trace.
 
-    ``hardware`` (an :class:`~crossdyn.experiments.biped.imperfections.Hardware`,
-    or None for perfect sensors and motors) sees every sensor reading before the
-    estimator and every command before it is applied.
+    ``controller`` is a :class:`~crossdyn.controllers.biped.BipedController` (by
+    default one designed for ``model``) or any function ``(t, est, ref) -> Command``
+    (a user's own; see README, "Your own controller in the loop").
+
+    Per control step: read the sensors (``readings``), estimate, ask the
+    controller for ``(wheels, hips)`` torques, write them to ``data.ctrl`` and
+    step the physics.  The step's own cost is kept near the physics': sensors
+    are read as index tuples into one ``sensordata.tolist()``, the estimator and
+    controller work in plain floats, MuJoCo's arrays are bound once (views
+    stay valid for the run), the log is one tuple of floats per step, and the
+    derived truth (Euler angles, travel, loop closure) is computed for the whole
+    run at the end.
 
     Raises:
       CrossdynError: the model lacks the biped's sensors or actuators, or the
@@ -173,33 +190,47 @@ def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | 
 
     sensors = _Sensors(model)
     estimator = Estimator(geometry(p))
-    hip_act = [model.actuator(h).id for h in HIPS]
     wheel_act = [model.actuator(f"{s}_wheel").id for s in ("left", "right")]
+    hip_act = [model.actuator(h).id for h in HIPS]
     body = model.body("body").id
     axles = [model.site(f"{s}_axle").id for s in ("left", "right")]
-    wheels = [model.body(f"{s}_wheel").id for s in ("left", "right")]
+    wheel_bodies = [model.body(f"{s}_wheel").id for s in ("left", "right")]
     free_v = model.joint("root").dofadr[0]
+    quat_adr = model.joint("root").qposadr[0] + 3
+    sites = [model.site(name).id for name in ("left_axle", "right_axle", "left_rear_foot", "right_rear_foot")]
+    # MuJoCo's arrays, bound once (views stay valid for the life of ``data``), and
+    # what the loop records of them as index pickers into their ``tolist()``.
+    qpos, qvel, qacc, ctrl, sensordata = data.qpos, data.qvel, data.qacc, data.ctrl, data.sensordata
+    site_flat, xpos_flat = data.site_xpos.reshape(-1), data.xpos.reshape(-1)
+    site_vel = np.zeros((2, 6))  # mj_objectVelocity's outputs (angular, linear), reused
+    vel_left, vel_right, vel_flat = site_vel[0], site_vel[1], site_vel.reshape(-1)
+    pick_quat = _picker(range(quat_adr, quat_adr + 4))
+    pick_omega = _picker(range(free_v + 3, free_v + 6))
+    pick_sites = _picker([3 * s + i for s in sites for i in range(3)])
+    pick_vel = _picker((3, 4, 5, 9, 10, 11))  # the two axles' linear velocities
+    pick_z = _picker([3 * b + 2 for b in (body, *wheel_bodies)])
+    bad_qacc = data.warning[mujoco.mjtWarning.mjWARN_BADQACC]
+    push_body = data.xfrc_applied[body]
+    reference, ground_truth = sc.reference, sc.ground_truth
 
     n = int(round(sc.duration / sc.control_period))
-    # The loop records raw state only; the derived truth (Euler angles, travel along
-    # the heading, loop closure) is computed for the whole run at the end, so the
-    # per-step cost stays with the controller and the physics.
-    sites = [model.site(name).id for name in ("left_axle", "right_axle", "left_rear_foot", "right_rear_foot")]
-    raw = {k: [] for k in ("t", "quat", "omega", "sites", "axle_vel", "body_z", "wheel_z")}
-    log = {k: [] for k in ("est_x", "est_xd", "est_pitch", "height", "alpha", "wheel_torque", "hip_torque",
-                           "wheel_total", "phase", "reference")}
+    # The loop records raw state only, one tuple of floats per step (columns: _RAW); the
+    # derived truth (Euler angles, travel along the heading, loop closure) is computed
+    # for the whole run at the end.
+    raw, log, phases = [], [], []  # state before the step, what the controller saw and did (_LOG), phase
     renderer = frames = None
     if video is not None:
         renderer, frames = mujoco.Renderer(model, 360, 640), []
     fell = diverged = False
     for _ in range(n):
         t = data.time
-        quat, omega = data.qpos[3:7].copy(), data.qvel[free_v + 3 : free_v + 6].copy()
-        axle_vel = 0.5 * (_site_velocity(model, data, axles[0]) + _site_velocity(model, data, axles[1]))
-        for key, value in zip(raw, (t, quat, omega, data.site_xpos[sites], axle_vel, data.xpos[body, 2],
-                                    data.xpos[wheels, 2] - p.pendulum.r)):
-            raw[key].append(value)
-        readings = sensors.read(data)
+        quat = pick_quat(qpos.tolist())
+        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, axles[0], vel_left, 0)
+        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, axles[1], vel_right, 0)
+        raw.append((t, *quat, *pick_omega(qvel.tolist()), *pick_sites(site_flat.tolist()),
+                    *pick_vel(vel_flat.tolist()), *pick_z(xpos_flat.tolist())))
+
+        readings = sensors.read(sensordata)
         if hardware is not None:
             readings = hardware.sense(t, readings)
         try:
@@ -207,28 +238,30 @@ def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | 
         except ValueError:
             diverged = True
             break
-        if sc.ground_truth:
-            est = _true_estimate(est, quat, omega, data.site_xpos[sites[:2]], axle_vel, raw["sites"][0])
-        ref = sc.reference(t)
+        if ground_truth:
+            est = _true_estimate(est, raw[-1], raw[0])
+        ref = reference(t)
         cmd = controller(t, est, ref)
-        wheels_cmd, hips_cmd = cmd.wheels, cmd.hips
+        wheels, hips = cmd.wheels, cmd.hips
         if hardware is not None:
-            wheels_cmd, hips_cmd = hardware.command(t, wheels_cmd, hips_cmd, data)
-        data.ctrl[wheel_act] = wheels_cmd
-        data.ctrl[hip_act] = hips_cmd
-        for key, value in zip(log, (est.x, est.xd, est.pitch, est.height, est.alpha, cmd.wheels, cmd.legs,
-                                    cmd.wheel_total, cmd.phase, (ref.velocity, ref.yaw, ref.height))):
-            log[key].append(value)
+            wheels, hips = hardware.command(t, wheels, hips, data)
+        ctrl[wheel_act[0]], ctrl[wheel_act[1]] = wheels
+        ctrl[hip_act[0]], ctrl[hip_act[1]], ctrl[hip_act[2]], ctrl[hip_act[3]] = hips
+        log.append((est.x, est.xd, est.pitch, *est.height, *est.alpha, *cmd.wheels, *cmd.legs, cmd.wheel_total,
+                    ref.velocity, ref.yaw, nan if ref.height is None else ref.height))
+        phases.append(cmd.phase)
 
-        for _ in range(steps_per_control):
-            if sc.push is not None:
-                t0, force, length = sc.push
-                data.xfrc_applied[body, 0] = force if t0 <= data.time < t0 + length else 0.0
-            mujoco.mj_step(model, data)
+        if sc.push is not None:
+            t0, force, length = sc.push
+            for _ in range(steps_per_control):
+                push_body[0] = force if t0 <= data.time < t0 + length else 0.0
+                mujoco.mj_step(model, data)
+        else:
+            mujoco.mj_step(model, data, steps_per_control)
         if frames is not None and len(frames) < data.time * fps:
             renderer.update_scene(data, camera="track")
             frames.append(renderer.render().copy())
-        if not np.isfinite(data.qacc).all() or data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0:
+        if bad_qacc.number > 0 or not isfinite(sum(qacc.tolist())):  # a NaN or inf makes the sum one
             diverged = True
             break
         if abs(pitch(quat)) > FALL_PITCH:
@@ -237,13 +270,40 @@ def simulate(model: mujoco.MjModel, sc: Scenario, controller: BipedController | 
     if renderer is not None:
         renderer.close()
         _write_video(video, frames, fps)
-    steps = len(log["phase"])  # a break after recording the state leaves one raw row over
-    raw = {k: np.array(v[:steps]) for k, v in raw.items()}
-    arrays = {k: np.array(v) for k, v in log.items()}
-    return Trace(t=raw["t"], **_truth(raw), body_z=raw["body_z"], wheel_z=raw["wheel_z"], **arrays,
+    steps = len(phases)  # a break after recording the state leaves one raw row over
+    machine = getattr(controller, "machine", None)  # a user's controller function has none
+    state = _columns(raw[:steps], _RAW)
+    logged = _columns(log, _LOG)
+    truth = _truth({"t": state["t"], "quat": state["quat"], "omega": state["omega"],
+                    "sites": state["sites"].reshape(steps, 4, 3),
+                    "axle_vel": 0.5 * (state["axle_vel"][:, :3] + state["axle_vel"][:, 3:])})
+    return Trace(t=state["t"], **truth, est_x=logged["est_x"], est_xd=logged["est_xd"],
+                 est_pitch=logged["est_pitch"], height=logged["height"], alpha=logged["alpha"],
+                 body_z=state["z"][:, 0], wheel_z=state["z"][:, 1:] - p.pendulum.r,
+                 wheel_torque=logged["wheel_torque"], hip_torque=logged["hip_torque"],
+                 wheel_total=logged["wheel_total"], phase=np.array(phases), reference=logged["reference"],
                  fell=fell or diverged, diverged=diverged, wheel_limit=p.wheel_torque_limit,
                  hip_limit=p.hip_torque_limit,
-                 transitions=list(controller.machine.transitions) if controller.machine else [])
+                 transitions=list(machine.transitions) if machine is not None else [])
+
+
+# The per-step tuples' columns: (name, width), in order.  _RAW is MuJoCo's state before
+# the step (time; root quaternion; body angular velocity; the two axle and two rear-foot
+# sites' positions; the two axles' linear velocities; body and wheel-centre heights),
+# _LOG what the controller saw and did.
+_RAW = (("t", 1), ("quat", 4), ("omega", 3), ("sites", 12), ("axle_vel", 6), ("z", 3))
+_LOG = (("est_x", 1), ("est_xd", 1), ("est_pitch", 1), ("height", 2), ("alpha", 2), ("wheel_torque", 2),
+        ("hip_torque", 2), ("wheel_total", 1), ("reference", 3))
+
+
+def _columns(rows: list[tuple], layout: tuple) -> dict[str, np.ndarray]:
+    """Rows of floats -> ``{name: (N,) or (N, width) array}`` by ``layout``."""
+    table = np.array(rows, dtype=float).reshape(len(rows), sum(w for _, w in layout))
+    out, start = {}, 0
+    for name, width in layout:
+        out[name] = table[:, start] if width == 1 else table[:, start : start + width]
+        start += width
+    return out
 
 
 def _truth(raw: dict) -> dict:
@@ -273,22 +333,20 @@ def _truth(raw: dict) -> dict:
     }
 
 
-def _true_estimate(est: Estimate, quat, omega, axles, axle_vel, sites0) -> Estimate:
-    """``est`` with its pose, rates and travel replaced by MuJoCo's (``--set ground_truth=true``)."""
-    roll, pitch, yaw = (float(a) for a in euler_zyx(quat))
-    roll_rate, pitch_rate, yaw_rate = (float(a) for a in euler_rates(roll, pitch, omega))
+def _true_estimate(est: Estimate, raw: tuple, raw0: tuple) -> Estimate:
+    """``est`` with its pose, rates and travel replaced by MuJoCo's (``--set ground_truth=true``).
+
+    ``raw``: this step's raw state tuple (:data:`_RAW`); ``raw0``: the first step's.
+    """
+    quat, omega, sites, sites0 = raw[1:5], raw[5:8], np.reshape(raw[8:20], (4, 3)), np.reshape(raw0[8:20], (4, 3))
+    axle_vel = 0.5 * (np.array(raw[20:23]) + np.array(raw[23:26]))
+    roll, pitch_, yaw = (float(a) for a in euler_zyx(quat))
+    roll_rate, pitch_rate, yaw_rate = (float(a) for a in euler_rates(roll, pitch_, omega))
     heading = np.array([np.cos(yaw), np.sin(yaw)])
     start = 0.5 * (sites0[0, :2] + sites0[1, :2])
-    x = float((0.5 * (axles[0, :2] + axles[1, :2]) - start) @ heading)
-    return replace(est, x=x, xd=float(axle_vel[:2] @ heading), pitch=pitch, pitch_rate=pitch_rate, roll=roll,
-                   roll_rate=roll_rate, yaw=yaw, yaw_rate=yaw_rate)
-
-
-def _site_velocity(model, data, site: int) -> np.ndarray:
-    """World linear velocity of a site, m/s."""
-    vel = np.zeros(6)
-    mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, site, vel, 0)
-    return vel[3:6]
+    x = float((0.5 * (sites[0, :2] + sites[1, :2]) - start) @ heading)
+    return est._replace(x=x, xd=float(axle_vel[:2] @ heading), pitch=pitch_, pitch_rate=pitch_rate, roll=roll,
+                        roll_rate=roll_rate, yaw=yaw, yaw_rate=yaw_rate)
 
 
 def _write_video(path: Path, frames: list, fps: int) -> None:

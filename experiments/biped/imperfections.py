@@ -199,7 +199,7 @@ class Hardware:
     def sense(self, t: float, readings: tuple) -> tuple:
         """The readings a real robot would get (same order as the simulation's:
         quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel)."""
-        quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = readings
+        quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = (np.asarray(r, dtype=float) for r in readings)
         imp = self.imperfections
         if imp.imu:
             gyro = gyro + self._gyro_bias
@@ -212,7 +212,8 @@ class Hardware:
         if self._step:
             hip_pos = np.round(hip_pos / self._step) * self._step
             wheel_pos = np.round(wheel_pos / self._step) * self._step
-        return quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel
+        # tuples of floats, the form the estimator reads fastest (and the simulation's own)
+        return tuple(tuple(r.tolist()) for r in (quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel))
 
     def _attitude(self, true_quat: np.ndarray, gyro: np.ndarray, accel: np.ndarray) -> np.ndarray:
         """One Mahony step: integrate the gyro, pulled towards the accelerometer's "up"."""

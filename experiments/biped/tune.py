@@ -32,19 +32,32 @@ sample order, so the CSV depends on the arguments and seed only, not on the
 worker count or the engine.  Wall-clock times go to ``timings.csv`` beside it.
 Restarted with the same arguments, a sweep reads its CSV back and runs only the
 missing samples.
+
+A run costs little beyond its physics: each worker process compiles a robot once
+per perturbation and designs the gains once per set of weights (per-process
+caches), BLAS runs single-threaded inside a run, local workers are started once
+(forked, nominal robot compiled in their initializer, bound to the parent's life)
+and fed at most :data:`IN_FLIGHT` samples each ahead.  :func:`engine` keeps a pool
+or Dask client open across batches (the Optuna search of
+:mod:`~crossdyn.experiments.biped.search` uses it).  At most :data:`SAMPLES_MAX`
+samples per sweep.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import functools
 import itertools
 import json
 import math
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -71,7 +84,7 @@ from crossdyn.experiments.biped.scenarios import (
     settling_time,
     stance_height,
 )
-from crossdyn.experiments.biped.closed_loop import simulate
+from crossdyn.experiments.biped.closed_loop import make_controller, simulate
 from crossdyn.experiments.biped.model import nominal_params
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
@@ -79,7 +92,8 @@ from crossdyn.experiments.core.results import make_out_dir, write_json
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
            "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
-           "robustness", "holding_region", "best_sample", "weights_from"]
+           "robustness", "holding_region", "best_sample", "weights_from", "SAMPLES_MAX", "engine", "Engine",
+           "finish"]
 
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
@@ -111,6 +125,10 @@ COLUMNS = (*KEYS, *GAINS, *METRICS)
 FAILED = ("unsettled", "fell", "diverged", "invalid", "push-failed", "error")
 
 CONNECT_TIMEOUT = "5s"  # an unreachable scheduler fails fast instead of hanging
+# The most runs one sweep plans (Latin-hypercube samples, grid cells or search
+# trials): about a CPU-day at ~1 s a run, and a plan of that size is a few tens of MB.
+# A bigger sweep is refused before anything is allocated; split it over --out folders.
+SAMPLES_MAX = 100_000
 
 
 @dataclass(frozen=True)
@@ -194,6 +212,8 @@ def _numbers(name: str, text: str) -> list[float]:
             count = int(n)
             if count < 1:
                 raise ValueError
+            if count > SAMPLES_MAX:
+                raise ParameterError(f"{name}={text}: at most {SAMPLES_MAX:,} values per weight, got {count:,}")
             return [float(v) for v in np.linspace(float(lo), float(hi), count)]
         return [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
@@ -272,11 +292,14 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
     plan = [sample(0, "default", {})]
     if grid is not None:
         names = list(grid)
+        cells = math.prod(len(v) for v in grid.values())
+        if cells > SAMPLES_MAX:
+            raise ParameterError(f"the grid has {cells:,} combinations; at most {SAMPLES_MAX:,} per sweep")
         for values in itertools.product(*(grid[n] for n in names)):
             plan.append(sample(len(plan), "grid", dict(zip(names, values))))
         return plan
-    if samples < 1:
-        raise ParameterError(f"--samples must be at least 1, got {samples}")
+    if not 1 <= samples <= SAMPLES_MAX:
+        raise ParameterError(f"--samples must be from 1 to {SAMPLES_MAX:,}, got {samples:,}")
     from scipy.stats import qmc
 
     bounds = {**RANGES, **(ranges or {})}
@@ -304,6 +327,8 @@ def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], dur
     nominal_params(mjcf)  # a missing file or a broken contract is refused before anything runs
     weights = {**DEFAULT_WEIGHTS, **{k: _check_weight(k, v) for k, v in weights.items()}}
     (a, va), (b, vb) = axes.items()
+    if len(va) * len(vb) > SAMPLES_MAX:
+        raise ParameterError(f"the map has {len(va) * len(vb):,} cells; at most {SAMPLES_MAX:,} per sweep")
     base = dict(NOMINAL)
     if "push_impulse_Ns" in axes and "initial_tilt_deg" not in axes:
         base["initial_tilt_deg"] = 0.0
@@ -348,21 +373,53 @@ def _score(trace, start: float) -> dict:
     return metrics
 
 
+@functools.lru_cache(maxsize=8)
+def _robot(body_mass_scale: float, com_offset_x: float, mjcf: str = "", imperfections: Imperfections = Imperfections()):
+    """The perturbed robot (with the imperfections' floor and payload), compiled once
+    per process (a model is read-only while it runs)."""
+    return robot(Setup(body_mass_scale=body_mass_scale, com_offset_x=com_offset_x, mjcf=mjcf,
+                       imperfections=imperfections))
+
+
+@functools.lru_cache(maxsize=64)
+def _gains(weights: tuple, mjcf: str = ""):
+    """The controller's gains for ``weights`` (sorted ``(name, value)`` pairs), designed once per process.
+
+    A controller carries state (its set-points, the jump machine), so each run
+    gets a fresh one built from these gains.
+
+    Raises:
+      ParameterError: the weights admit no stabilizing design.
+    """
+    return controller_for(Setup(weights=dict(weights), mjcf=mjcf)).gains
+
+
+def _controller(weights: dict, mjcf: str = ""):
+    """A fresh controller for the robot ``mjcf`` with the (cached) gains for ``weights``."""
+    return make_controller(nominal_params(mjcf), CONTROL_PERIOD, gains=_gains(tuple(sorted(weights.items())), mjcf))
+
+
 def evaluate(sample: Sample) -> dict[str, str]:
-    """Run one sample and return its CSV row (text, deterministic; no timings)."""
+    """Run one sample and return its CSV row (text, deterministic; no timings).
+
+    The model and the gains come from per-process caches, so a sweep pays for each
+    compile and design once per worker, not once per run.
+    """
     row = {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}}
     p = sample.perturbation
     try:
-        ctrl = controller_for(Setup(weights=sample.weights, mjcf=sample.mjcf))
+        ctrl = _controller(sample.weights, sample.mjcf)
     except ParameterError as exc:
         row.update(outcome="invalid", detail=str(exc))
         return row
     try:
-        stance = stance_height(ALPHA_NOMINAL, sample.mjcf)
-        row.update(zip(GAINS, (_fmt(k) for k in ctrl.gains.schedule(stance).ravel())))
+        row.update(zip(GAINS, (_fmt(k) for k in ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, sample.mjcf)).ravel())))
+        imperfections = sample.imperfections()
         setup = Setup(body_mass_scale=p["body_mass_scale"], com_offset_x=p["com_offset_x"], mjcf=sample.mjcf,
-                      imperfections=sample.imperfections(), seed=sample.seed)
-        model = robot(setup)
+                      imperfections=imperfections, seed=sample.seed)
+        floor = Imperfections(friction=imperfections.friction, slope_deg=imperfections.slope_deg,
+                              bump_m=imperfections.bump_m, payload_kg=imperfections.payload_kg)
+        model = _robot(float(p["body_mass_scale"]), float(p["com_offset_x"]), sample.mjcf, floor)
         sc = balance_scenario(p["initial_tilt_deg"], sample.duration, sample.mjcf)
         start = 0.0
         if p["push_impulse_Ns"] > 0:
@@ -371,8 +428,7 @@ def evaluate(sample: Sample) -> dict[str, str]:
         metrics = _score(simulate(model, sc, ctrl, hardware=hardware_for(setup)), start)
         if sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated"):
             trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH, mjcf=sample.mjcf),
-                             controller_for(Setup(weights=sample.weights, mjcf=sample.mjcf)),
-                             hardware=hardware_for(setup))
+                             _controller(sample.weights, sample.mjcf), hardware=hardware_for(setup))
             metrics["push_recovered"] = push_recovered(trace)
             metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
             if not metrics["push_recovered"]:
@@ -388,9 +444,17 @@ def evaluate(sample: Sample) -> dict[str, str]:
 
 
 def _timed(sample: Sample) -> tuple[dict, float, str]:
-    """``evaluate`` with its wall time and where it ran (for timings.csv only)."""
+    """``evaluate`` with its wall time and where it ran (for timings.csv only).
+
+    BLAS runs single-threaded meanwhile: the gain design's Riccati solves are 8 x 8,
+    and OpenBLAS's threads on a loaded machine made each design 0.67 s instead of
+    0.09 s (measured); the sweep's parallelism is its processes.
+    """
+    from threadpoolctl import threadpool_limits
+
     start = time.perf_counter()
-    row = evaluate(sample)
+    with threadpool_limits(1, user_api="blas"):
+        row = evaluate(sample)
     return row, time.perf_counter() - start, f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -475,30 +539,121 @@ def _local(todo: list[Sample], workers: int):
     thread: they are forked from this process when it has no other thread
     (instant, the modules are already imported), else started from a fresh
     preloaded fork server, since forking a process whose other threads may hold
-    locks can deadlock the child.
+    locks can deadlock the child.  Each worker starts with :func:`_worker_init`
+    (bound to this process's life, nominal robot compiled); at most
+    :data:`IN_FLIGHT` samples per worker are submitted ahead, so a long sweep
+    never holds all its tasks at once.
     """
     if workers <= 1 or len(todo) <= 1:
         return (_timed(s) for s in todo)
+    workers = min(workers, len(todo))
+    pool = _open_pool(workers)
+
+    def results():
+        running = set()
+        try:
+            yield from _bounded(pool, todo, workers, running)
+        finally:
+            pool.shutdown(wait=not running, cancel_futures=True)
+
+    return results()
+
+
+def _open_pool(workers: int):
+    """A process pool of ``workers`` sweep workers (see :func:`_local` for the start method)."""
     import multiprocessing
     import threading
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import ProcessPoolExecutor
 
     if threading.active_count() == 1:
         context = multiprocessing.get_context("fork")
     else:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["crossdyn.experiments.biped.tune"])
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context)
-    futures = [pool.submit(_timed, s) for s in todo]
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init,
+                               initargs=(os.getpid(),))
 
-    def results():
+
+def _bounded(pool, todo: list[Sample], workers: int, running: set):
+    """``_timed`` results from ``pool`` as they finish, with at most IN_FLIGHT per worker submitted.
+
+    ``running`` holds the submitted, unfinished futures (the caller sees them if it stops early).
+    """
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    pending = iter(todo)
+    running.update(pool.submit(_timed, s) for s in itertools.islice(pending, IN_FLIGHT * workers))
+    while running:
+        done, _ = wait(running, return_when=FIRST_COMPLETED)
+        for fut in done:
+            running.discard(fut)
+            running.update(pool.submit(_timed, s) for s in itertools.islice(pending, 1))
+            yield fut.result()
+
+
+class Engine(NamedTuple):
+    """An open engine: ``run(todo)`` yields ``_timed`` results as they finish; ``size`` samples run at once."""
+
+    run: Callable[[list], Iterator]
+    size: int
+
+
+@contextlib.contextmanager
+def engine(workers: int = 1, scheduler: str | None = None):
+    """An open :class:`Engine` for several batches of samples, closed on exit.
+
+    The local pool or the Dask client starts once and serves every batch (a search
+    asks for its trials a batch at a time).
+
+    Raises:
+      CrossdynError: the Dask scheduler cannot be reached.
+    """
+    if scheduler:
+        client = _connect(scheduler)
         try:
-            for fut in as_completed(futures):
-                yield fut.result()
+            yield Engine(lambda todo: _dask(client, todo, close=False), max(1, sum(client.nthreads().values())))
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            client.close()
+    elif workers <= 1:
+        yield Engine(lambda todo: (_timed(s) for s in todo), 1)
+    else:
+        pool, running = _open_pool(workers), set()
+        try:
+            yield Engine(lambda todo: _bounded(pool, todo, workers, running), workers)
+        finally:
+            pool.shutdown(wait=not running, cancel_futures=True)
 
-    return results()
+
+IN_FLIGHT = 2  # samples submitted ahead per local worker: keeps every worker busy, bounds memory
+
+
+def _worker_init(parent: int) -> None:
+    """Start a local sweep worker: die with the parent, compile the nominal robot once.
+
+    On Linux the kernel sends the worker SIGKILL when its parent dies, however the
+    parent dies (SIGTERM, SIGKILL, a crash), so no worker outlives a sweep.  If the
+    parent is already gone by now, exit at once.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent and _gone(parent):
+        os._exit(1)
+    _robot(NOMINAL["body_mass_scale"], NOMINAL["com_offset_x"])
+
+
+def _gone(parent: int) -> bool:
+    """Whether process ``parent`` no longer exists (a forkserver child's own parent is the server)."""
+    try:
+        os.kill(parent, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _connect(scheduler: str):
@@ -525,8 +680,8 @@ def _connect(scheduler: str):
         raise CrossdynError(f"cannot reach the Dask scheduler at {scheduler}: {reason}") from None
 
 
-def _dask(client, todo: list[Sample]):
-    """Yield ``_timed`` results as they finish on a Dask distributed cluster, then close the client."""
+def _dask(client, todo: list[Sample], close: bool = True):
+    """Yield ``_timed`` results as they finish on a Dask distributed cluster, then close the client (if ``close``)."""
     from distributed import as_completed
 
     try:
@@ -535,7 +690,8 @@ def _dask(client, todo: list[Sample]):
         for fut in as_completed(futures, loop=client.loop):
             yield fut.result()
     finally:
-        client.close()
+        if close:
+            client.close()
 
 
 def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, scheduler: str | None = None,
@@ -755,6 +911,12 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
     out = Path(out)
     plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check, mjcf)
     result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress)
+    finish(out, result, plots_, grid)
+    return result
+
+
+def finish(out: Path, result: SweepResult, plots_: bool, grid: dict[str, list[float]] | None = None) -> None:
+    """Choose the best sample (:func:`best_sample`) and write ``best.json`` and the plots of a weight sweep or search."""
     result.best = best_sample(result.rows)
     default = result.rows[0]
     write_json(out / "best.json", {
@@ -767,7 +929,6 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
         _plot_pareto(result.rows, result.best, out / "pareto.png")
         _plot_weights(result.rows, out / "weights.png")
         _plot_heatmap(result.rows, grid, out / "heatmap.png")
-    return result
 
 
 def _summary(row: dict) -> dict:
@@ -857,6 +1018,9 @@ def weights_from(path: str) -> dict[str, float]:
         file = file / "best.json"
     try:
         chosen = json.loads(file.read_text())["chosen"]
+        if chosen is None:
+            raise ParameterError(f"{file}: that sweep chose no weights (no sample balanced without saturating); "
+                                 "pass --weight NAME=VALUE or another sweep")
         return {w: float(chosen["weights"][w]) for w in WEIGHTS}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ParameterError(f"cannot read chosen weights from {file}: {exc}") from None

@@ -5,7 +5,7 @@
     crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--dynamics rigid-body|as-modeled] [--samples N] [--seed S]
                               [--states FILE] [--atol A] [--rtol R] [--out DIR]
     crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...]
-    crossdyn tune balance [--samples N | --grid NAME=VALUES ...] [--workers K] [--seed S] [--scheduler ADDR] [--out DIR]
+    crossdyn tune balance [--samples N | --grid NAME=VALUES ... | --search optuna --trials N] [--workers K] [--seed S] [--scheduler ADDR] [--out DIR]
     crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--out DIR]
 
 Exit status: 0 when everything is as expected, 1 when a check or an experiment's

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -13,7 +15,6 @@ from crossdyn.experiments.core.cli import arguments
 __all__ = ["add_parser"]
 
 DEFAULT_OUT = Path("results")
-SAMPLES_MAX = 100_000  # Latin-hypercube samples; ~1 s of CPU each
 DURATION_MAX = 600.0  # s simulated per run
 
 
@@ -36,6 +37,27 @@ def _tune_engine(args) -> dict:
             "progress": sys.stderr.isatty() and not args.no_progress}
 
 
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM ends a sweep as Ctrl-C does: local workers are shut down, finished samples kept.
+
+    (A SIGKILL cannot be caught; the workers then die with the parent on their own,
+    see ``tune._worker_init``.)
+    """
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _tune_interrupted(path: Path) -> int:
     print(f"crossdyn: interrupted; finished samples are kept in {path}; the same command resumes",
           file=sys.stderr)
@@ -43,18 +65,31 @@ def _tune_interrupted(path: Path) -> int:
 
 
 def _cmd_tune_balance(args) -> int:
-    from crossdyn.experiments.biped import tune
+    from crossdyn.experiments.biped import search, tune
+    from crossdyn.experiments.core.errors import ParameterError
 
+    optuna = args.search == "optuna"
+    if optuna and (args.samples is not None or args.grid):
+        raise ParameterError("--search optuna takes --trials N, not --samples or --grid")
+    if args.trials is not None and not optuna:
+        raise ParameterError("--trials is for --search optuna; a Latin hypercube takes --samples N")
     grid = tune.parse_values(args.grid) if args.grid else None
     samples = args.samples if args.samples is not None or grid is not None else 32
+    trials = args.trials if args.trials is not None else 64
     ranges, engine = tune.parse_range(args.range), _tune_engine(args)
     out = Path(args.out)  # made by the sweep once every input is known to be good
+    common = dict(seed=args.seed, ranges=ranges, duration=args.duration, initial_tilt_deg=args.tilt,
+                  push_check=args.push, mjcf=args.mjcf, **engine)
     try:
-        result = tune.sweep(out, samples=samples, grid=grid, seed=args.seed, ranges=ranges, duration=args.duration,
-                            initial_tilt_deg=args.tilt, push_check=args.push, mjcf=args.mjcf, **engine)
+        with _sigterm_interrupts():
+            if optuna:
+                result = search.search(out, trials=trials, **common)
+            else:
+                result = tune.sweep(out, samples=samples, grid=grid, **common)
     except KeyboardInterrupt:
         return _tune_interrupted(out / "samples.csv")
-    how = f"grid of {len(result.rows) - 1}" if grid else f"{samples} Latin-hypercube (seed {args.seed})"
+    how = (f"{trials} Optuna TPE trials (seed {args.seed})" if optuna else f"grid of {len(result.rows) - 1}" if grid
+           else f"{samples} Latin-hypercube (seed {args.seed})")
     print(f"tune balance: {len(result.rows)} samples ({how} + the defaults); {result.computed} run in "
           f"{result.seconds:.1f} s, {result.resumed} resumed from {result.csv}")
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
@@ -91,8 +126,9 @@ def _cmd_tune_robustness(args) -> int:
     engine = _tune_engine(args)
     out = Path(args.out)  # made by the sweep once every input is known to be good
     try:
-        result = tune.robustness(out, weights=weights, axes=axes, duration=args.duration, seed=args.seed,
-                                 mjcf=args.mjcf, **engine)
+        with _sigterm_interrupts():
+            result = tune.robustness(out, weights=weights, axes=axes, duration=args.duration, seed=args.seed,
+                                     mjcf=args.mjcf, **engine)
     except KeyboardInterrupt:
         return _tune_interrupted(out / "robustness.csv")
     summary = json.loads((out / "robustness.json").read_text())
@@ -132,6 +168,9 @@ Defaults {defaults}.
                           built-in ones ({ranges})
 
 Example: crossdyn tune balance --grid q_theta=10,100,1000 --grid r=0.1,1,10
+Search:  crossdyn tune balance --search optuna --trials 64 --seed 0
+         (trials run a batch of --workers at a time; the same seed and worker
+         count give the same samples.csv; one worker is the serial search)
 Sample 0 is always the defaults, the reference the best is compared with.
 Dask: start 'dask scheduler' and 'dask worker tcp://HOST:8786' on machines that
 have crossdyn installed, then add --scheduler tcp://HOST:8786.
@@ -140,17 +179,22 @@ have crossdyn installed, then add --scheduler tcp://HOST:8786.
 
 def add_parser(sub) -> None:
     """Add ``tune`` and its two commands to the ``crossdyn`` subcommands."""
-    from crossdyn.experiments.biped import tune
+    from crossdyn.experiments.biped import search, tune
 
     p_tune = sub.add_parser("tune", help="tune controller gains: weight sweeps and robustness maps")
     tunes = p_tune.add_subparsers(dest="what", required=True, metavar="WHAT")
     p_bal = tunes.add_parser("balance", help="sweep the balance LQR weights over balance-recovery runs",
                              formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_grid_help())
     how = p_bal.add_mutually_exclusive_group()
-    how.add_argument("--samples", type=arguments.count(1, SAMPLES_MAX, "--samples"),
-                     help=f"Latin-hypercube samples (default 32, at most {SAMPLES_MAX:,})")
+    how.add_argument("--samples", type=arguments.count(1, tune.SAMPLES_MAX, "--samples"),
+                     help=f"Latin-hypercube samples (default 32, at most {tune.SAMPLES_MAX:,})")
     how.add_argument("--grid", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUES",
                      help="grid values of one weight (repeatable; see below)")
+    p_bal.add_argument("--search", choices=search.SEARCHES, default="lhs",
+                       help="lhs: sample blindly (--samples or --grid; default); optuna: Optuna's multi-objective "
+                            "TPE chooses each batch of weights from the runs made (settling time x effort)")
+    p_bal.add_argument("--trials", type=arguments.count(1, search.TRIALS_MAX, "--trials"), metavar="N",
+                       help=f"trials of --search optuna after the defaults (default 64, at most {search.TRIALS_MAX:,})")
     p_bal.add_argument("--range", type=arguments.key_value, action="append", default=[], metavar="NAME=LO:HI",
                        help="Latin-hypercube bounds of one weight (repeatable)")
     tilt = tune.PERTURBATIONS["initial_tilt_deg"]
@@ -161,7 +205,7 @@ def add_parser(sub) -> None:
                        help=f"also require recovery from this push, N s over {tune.PUSH_LENGTH:g} s "
                             f"(default: no push run; at most {push.high:g})")
     p_bal.add_argument("--seed", type=arguments.seed, default=0,
-                       help=f"seed of the Latin hypercube (default 0; 0 to {arguments.SEED_MAX})")
+                       help=f"seed of the Latin hypercube or the search (default 0; 0 to {arguments.SEED_MAX})")
     _add_tune_common(p_bal, "tune-balance", duration=4.0)
     p_bal.set_defaults(func=_cmd_tune_balance)
 

@@ -1,0 +1,61 @@
+"""At an equal budget of runs, the Optuna search's best gains vs the Latin hypercube's best.
+
+For each seed: ``crossdyn tune balance --samples N-1`` (Latin hypercube) and
+``--search optuna --trials N-1`` (each plus the defaults: N runs), both choosing by
+the same rule (the fastest-settling ``ok`` sample with no more effort than the
+defaults).  Prints every seed, including any the search loses, with both bests'
+settling time and effort and whether the search's best settles sooner, and
+whether it does so with no more effort than the hypercube's best too.
+
+    python benchmarks/search_vs_lhs.py [--runs 64] [--seeds 0 1 2] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from crossdyn.experiments.biped import search, tune
+
+
+def _best(result) -> tuple[float, float]:
+    best = result.best
+    if best is None:
+        return float("inf"), float("inf")
+    return float(best["settling_time_s"]), float(best["effort_N2m2s"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=64, help="runs per method, the defaults included")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--duration", type=float, default=4.0)
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in args.seeds:
+            common = dict(seed=seed, duration=args.duration, workers=args.workers, plots_=False)
+            lhs = tune.sweep(Path(tmp) / f"lhs{seed}", samples=args.runs - 1, **common)
+            found = search.search(Path(tmp) / f"optuna{seed}", trials=args.runs - 1, **common)
+            default = float(lhs.rows[0]["settling_time_s"]), float(lhs.rows[0]["effort_N2m2s"])
+            rows.append((seed, default, _best(lhs), _best(found)))
+            print(f"seed {seed} done", flush=True)
+    print(f"\n{args.runs} runs per method ({args.duration:g} s balance recovery from 10 deg); best = fastest-settling "
+          "'ok' sample with no more effort than the defaults")
+    print(f"{'seed':>4}  {'defaults settle/effort':>22}  {'LHS best settle/effort':>22}  "
+          f"{'search best settle/effort':>25}  {'sooner':>6}  {'sooner, effort <= LHS':>21}")
+    wins = 0
+    for seed, (ds, de), (ls, le), (ss, se) in rows:
+        sooner = ss < ls
+        dominant = sooner and se <= le
+        wins += sooner
+        print(f"{seed:>4}  {ds:>10.3f} s {de:>8.3f}  {ls:>10.3f} s {le:>8.3f}  {ss:>13.3f} s {se:>8.3f}  "
+              f"{'yes' if sooner else 'NO':>6}  {'yes' if dominant else 'no':>21}")
+    print(f"search's best settles sooner than the hypercube's in {wins} of {len(rows)} seeds "
+          "(effort in (N m)^2 s; both bests use no more effort than the defaults)")
+
+
+if __name__ == "__main__":
+    main()
