@@ -1,9 +1,10 @@
 """The ``crossdyn`` command line.
 
-    crossdyn list
+    crossdyn list [--from FILE.py|MODULE ...]
     crossdyn check two-link [--variant V] [--mjcf PATH] [--samples N] [--seed S] [--states FILE] [--out DIR]
     crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--samples N] [--seed S] [--out DIR]
-    crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...]
+    crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...] [--from FILE.py|MODULE ...]
+                 [--baseline DIR] [--save-baseline DIR] [--junit FILE] [--workers K]
     crossdyn tune balance [--samples N | --grid NAME=VALUES ...] [--workers K] [--seed S] [--scheduler ADDR] [--out DIR]
     crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--out DIR]
 
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(argv)  # the command line, as the HTML report shows it
     try:
         return args.func(args)
     except CrossdynError as exc:
