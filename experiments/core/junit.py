@@ -45,7 +45,10 @@ def _case(outcome, out: Path) -> tuple[ET.Element, str | None]:
             messages.append(f"expected {outcome.expected}; measured {outcome.measured}")
             types.append("expectation")
         if outcome.baseline is not None and not outcome.baseline.passed:
-            messages.append(f"baseline: {outcome.baseline.headline}")
+            named = [f"{d.metric} {d.change}" for d in outcome.baseline.drifted]
+            named += [f"{metric} missing" for metric in outcome.baseline.missing]
+            shown = ", ".join(named[:5]) + (", ..." if len(named) > 5 else "")
+            messages.append(f"baseline: {outcome.baseline.headline}" + (f" ({shown})" if named else ""))
             types.append("baseline")
             body += outcome.baseline.lines()
         if messages:
