@@ -5,12 +5,18 @@
 - summary.md's cells escape ``|``; the "expected" column honours ``--set``.
 - An interrupted run leaves no previous summary beside its new metrics.
 - ``write_json`` from two processes at once: a reader only ever sees whole JSON.
+- Ctrl-C stops a parallel run and its workers; a killed parent leaves no worker.
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import shutil
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -112,3 +118,64 @@ def test_write_json_from_two_processes_never_shows_a_partial_file(tmp_path):
     assert json.loads(path.read_text())["i"] == 399
     assert reads > 10 and seen & {0, 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]  # no temp file left behind
+
+
+def _start_parallel_run(out) -> tuple[subprocess.Popen, list[int]]:
+    """A ``--workers 2`` run in its own process group, once its workers are busy: (process, worker pids)."""
+    run = subprocess.Popen([sys.executable, "-m", "crossdyn.experiments", "run", *SLOW, "--short", "--workers", "2",
+                            "--out", str(out)], start_new_session=True, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env={**os.environ, "MPLBACKEND": "Agg"},
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in a terminal
+    deadline = time.monotonic() + 300
+    while not (out / "summary.json").exists() and time.monotonic() < deadline:  # a first experiment finished
+        time.sleep(0.2)
+    children = subprocess.run(["pgrep", "-P", str(run.pid), "-f", "multiprocessing.spawn"], capture_output=True,
+                              text=True).stdout.split()
+    assert len(children) == 2, children
+    return run, [int(pid) for pid in children]
+
+
+def _gone(pids: list[int], within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        if not alive:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+# Several seconds each in short mode, so that workers are mid-experiment when the signal comes.
+SLOW = ["box-pulled", "box-ground-contact", "box-free-rotation", "robustness", "push-recovery", "lqr-cost"]
+
+
+@pytest.mark.skipif(shutil.which("pgrep") is None, reason="needs pgrep (procps)")
+def test_ctrl_c_stops_a_parallel_run_and_its_workers(tmp_path):
+    run, workers = _start_parallel_run(tmp_path / "out")
+    try:
+        os.killpg(run.pid, signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+    finally:  # a failing run must not outlive the test
+        for pid in workers + [run.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert run.returncode == 130 and err.strip().splitlines() == [
+        "crossdyn: interrupted; finished experiments' results are kept"], err
+    assert _gone(workers, within=10.0)
+    assert not (tmp_path / "out" / "summary.md").exists()
+
+
+@pytest.mark.skipif(shutil.which("pgrep") is None, reason="needs pgrep (procps)")
+def test_killed_parent_leaves_no_worker(tmp_path):
+    run, workers = _start_parallel_run(tmp_path / "out")
+    run.kill()  # SIGKILL: no handler runs in the parent; the workers notice on their own
+    run.communicate(timeout=60)
+    assert _gone(workers, within=10.0)  # each polls its parent every PARENT_POLL_S = 1 s

@@ -99,8 +99,9 @@ def _as_finished(pool, futures):
         for future in as_completed(futures):
             yield future.result()
     except BaseException:  # Ctrl-C or a worker lost: stop the others now
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in list((getattr(pool, "_processes", None) or {}).values()):  # no public way to stop a task
+        # No public way to stop a running task; take the processes before shutdown() forgets them.
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
             process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
