@@ -11,12 +11,15 @@ true cone, an O((2 pi / N)^2) difference.
 
 The shapes' sizes and masses below are test specimens, not parameters of a
 modelled system, so they live here rather than in an MJCF file.
+
+:func:`compare_inertias` computes (a frozen :class:`InertiaResult`, no files),
+:func:`judge_inertia` judges, :func:`plot_inertia` writes the table and the plot.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -24,10 +27,11 @@ import numpy as np
 from crossdyn.analytic import inertia
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.models import body_inertia
-from crossdyn.experiments.core.registry import experiment
+from crossdyn.experiments.core.registry import Verdict, experiment
 from crossdyn.experiments.core.results import Context
 
-__all__ = ["Row", "cone_mesh", "build_model", "inertia_rows", "markdown_table"]
+__all__ = ["Row", "cone_mesh", "build_model", "inertia_rows", "markdown_table", "InertiaResult", "compare_inertias",
+           "judge_inertia", "plot_inertia"]
 
 MASS = 1.5  # kg, every specimen
 SPHERE_R = 0.1  # m
@@ -45,7 +49,7 @@ PRIMITIVE_RTOL = 1e-9
 MESH_RTOL = 1e-3
 
 
-@dataclass
+@dataclass(frozen=True)
 class Row:
     """One line of the table.
 
@@ -174,17 +178,69 @@ def markdown_table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@experiment(
-    "inertia-table",
-    summary="seed 000 appendix: sphere, shell, ellipsoid, box, rod, cone (mesh) inertia formulas vs MuJoCo's",
-    expected=f"primitives agree to {PRIMITIVE_RTOL:g} relative, the mesh cone to {MESH_RTOL:g}",
-)
-def run(ctx: Context) -> dict:
-    model = build_model()
-    rows = inertia_rows(model)
-    table = markdown_table(rows)
-    (ctx.out_dir / "inertia_table.md").write_text(table)
+@dataclass(frozen=True)
+class InertiaResult:
+    """The appendix formulas against MuJoCo's inertias.
 
+    Attributes:
+      rows: one :class:`Row` per formula and point.
+      cone_centroid_from_apex_m: where MuJoCo puts the mesh cone's CoM, m from the apex.
+      cone_apex_formula_vs_mujoco_com_inertia_rel: the apex formula's transverse moment
+        against MuJoCo's CoM inertia, relative (the naive comparison, off by m (3h/4)^2).
+    """
+
+    rows: tuple[Row, ...]
+    cone_centroid_from_apex_m: float
+    cone_apex_formula_vs_mujoco_com_inertia_rel: float
+
+
+def compare_inertias(model: mujoco.MjModel | None = None) -> InertiaResult:
+    """Every appendix formula vs MuJoCo, and the apex formula compared at the wrong point (no files written)."""
+    model = model or build_model()
+    # The naive comparison the apex formula invites: MuJoCo's body inertia is about the CoM.
+    I_cone, com = _principal_world(model, "cone")
+    apex = inertia.solid_cone_apex(MASS, CONE_H, CONE_R)[0, 0]
+    return InertiaResult(tuple(inertia_rows(model)), float(np.linalg.norm(com)),
+                         float(np.abs(np.diag(I_cone)[0] - apex) / apex))
+
+
+def judge_inertia(result: InertiaResult) -> tuple[Verdict, dict]:
+    """Every row within its tolerance (primitives :data:`PRIMITIVE_RTOL`, the mesh cone :data:`MESH_RTOL`).
+
+    Returns:
+      The verdict and the experiment's metrics (the verdict's keys included).
+    """
+    rows = result.rows
+    worst_primitive = max(r.rel_error for r in rows if r.rtol == PRIMITIVE_RTOL)
+    worst_mesh = max(r.rel_error for r in rows if r.rtol == MESH_RTOL)
+    verdict = Verdict(all(r.passed for r in rows), f"primitives {worst_primitive:.1e} rel, mesh cone {worst_mesh:.1e} rel")
+    naive, centroid = result.cone_apex_formula_vs_mujoco_com_inertia_rel, result.cone_centroid_from_apex_m
+    return verdict, {
+        **verdict.as_metrics(),
+        "table": markdown_table(rows),
+        "rows": [{"shape": r.shape, "about": r.about, "formula": r.formula, "analytic": r.analytic,
+                  "mujoco": r.mujoco, "rel_error": r.rel_error, "rtol": r.rtol, "passed": r.passed} for r in rows],
+        "cone_centroid_from_apex_m": centroid,
+        "cone_apex_formula_vs_mujoco_com_inertia_rel": naive,
+        "explanation": (
+            "MuJoCo's body_inertia is always about the body's CoM, in its principal frame. The sphere, shell "
+            "(geom shellinertia), ellipsoid and box use the same closed forms as the appendix, so they agree "
+            "to round-off. The rod is a cylinder of radius 1e-5 m (its extra 3 r^2/l^2 = 3e-10 is inside the "
+            "tolerance; its axial moment, 0 in the rod formula, is not compared); 'about the end' is MuJoCo's "
+            "inertia moved by l/2 with the parallel-axis theorem. The seed's cone formula is about the apex: "
+            "compared directly with MuJoCo's CoM inertia it is off by "
+            f"{100 * naive:.0f}% (the term m (3h/4)^2); moved to the apex (MuJoCo puts the mesh CoM "
+            f"{centroid:.6f} m from the apex, 3h/4 = {0.75 * CONE_H:.6f}) it agrees to the mesh's "
+            f"resolution, {worst_mesh:.1e}: the {CONE_SEGMENTS}-gon base is slightly smaller than the circle."
+        ),
+    }
+
+
+def plot_inertia(result: InertiaResult, out_dir) -> list[Path]:
+    """The table as markdown (``inertia_table.md``) and each row's relative error as bars, into ``out_dir``."""
+    rows = result.rows
+    table = Path(out_dir) / "inertia_table.md"
+    table.write_text(markdown_table(rows))
     fig, ax = plots.figure(1, 1, width=8.0, height=3.4)
     labels = [f"{r.shape.split(' (')[0]}\nabout {r.about}" for r in rows]
     x = np.arange(len(rows))
@@ -196,30 +252,15 @@ def run(ctx: Context) -> dict:
     ax.set_ylabel("relative error, formula vs MuJoCo")
     ax.set_title("seed 000 appendix inertias vs MuJoCo (1e-17 drawn for exact zeros)")
     ax.legend(fontsize=7)
-    ctx.savefig(fig, "inertia_errors.png")
-    # The naive comparison the apex formula invites: MuJoCo's body inertia is about the CoM.
-    I_cone, com = _principal_world(model, "cone")
-    naive = float(np.abs(np.diag(I_cone)[0] - inertia.solid_cone_apex(MASS, CONE_H, CONE_R)[0, 0])
-                  / inertia.solid_cone_apex(MASS, CONE_H, CONE_R)[0, 0])
-    worst_primitive = max(r.rel_error for r in rows if r.rtol == PRIMITIVE_RTOL)
-    worst_mesh = max(r.rel_error for r in rows if r.rtol == MESH_RTOL)
-    return {
-        "passed": all(r.passed for r in rows),
-        "measured": f"primitives {worst_primitive:.1e} rel, mesh cone {worst_mesh:.1e} rel",
-        "table": table,
-        "rows": [{"shape": r.shape, "about": r.about, "formula": r.formula, "analytic": r.analytic,
-                  "mujoco": r.mujoco, "rel_error": r.rel_error, "rtol": r.rtol, "passed": r.passed} for r in rows],
-        "cone_centroid_from_apex_m": float(np.linalg.norm(com)),
-        "cone_apex_formula_vs_mujoco_com_inertia_rel": naive,
-        "explanation": (
-            "MuJoCo's body_inertia is always about the body's CoM, in its principal frame. The sphere, shell "
-            "(geom shellinertia), ellipsoid and box use the same closed forms as the appendix, so they agree "
-            "to round-off. The rod is a cylinder of radius 1e-5 m (its extra 3 r^2/l^2 = 3e-10 is inside the "
-            "tolerance; its axial moment, 0 in the rod formula, is not compared); 'about the end' is MuJoCo's "
-            "inertia moved by l/2 with the parallel-axis theorem. The seed's cone formula is about the apex: "
-            "compared directly with MuJoCo's CoM inertia it is off by "
-            f"{100 * naive:.0f}% (the term m (3h/4)^2); moved to the apex (MuJoCo puts the mesh CoM "
-            f"{np.linalg.norm(com):.6f} m from the apex, 3h/4 = {0.75 * CONE_H:.6f}) it agrees to the mesh's "
-            f"resolution, {worst_mesh:.1e}: the {CONE_SEGMENTS}-gon base is slightly smaller than the circle."
-        ),
-    }
+    return [table, plots.save(fig, out_dir, "inertia_errors.png")]
+
+
+@experiment(
+    "inertia-table",
+    summary="seed 000 appendix: sphere, shell, ellipsoid, box, rod, cone (mesh) inertia formulas vs MuJoCo's",
+    expected=f"primitives agree to {PRIMITIVE_RTOL:g} relative, the mesh cone to {MESH_RTOL:g}",
+)
+def run(ctx: Context) -> dict:
+    result = compare_inertias()
+    plot_inertia(result, ctx.out_dir)
+    return judge_inertia(result)[1]

@@ -4,9 +4,14 @@ Experiment ``lagrange-symbolic``: the RR arm derived in SymPy equals SPEC §1's
 closed form symbolically, M is SPD and ``Mdot - 2C`` skew-symmetric, and its
 torques match ``mj_inverse``; the PR arm matches ``analytic.rnea`` on an
 independent :class:`~crossdyn.analytic.rnea.Tree` (:func:`pr_arm_tree`).
+:func:`symbolic_lagrange` computes (no files), :func:`judge_symbolic` judges,
+:func:`plot_symbolic` draws.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import sympy as sp
@@ -14,14 +19,15 @@ import sympy as sp
 from crossdyn.analytic import lagrange as lagrange_module
 from crossdyn.analytic.rnea import Tree, rnea
 from crossdyn.experiments.core import plots
-from crossdyn.experiments.core.crosscheck import check
+from crossdyn.experiments.core.crosscheck import Report, check
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import experiment
+from crossdyn.experiments.core.registry import Verdict, experiment
 from crossdyn.experiments.core.results import Context
 from crossdyn.experiments.rnea import RNEA_TOL
 from crossdyn.experiments.two_link import two_link_params
 
-__all__ = ["pr_arm_tree", "symbolic_properties"]
+__all__ = ["pr_arm_tree", "symbolic_properties", "SymbolicResult", "symbolic_lagrange", "judge_symbolic",
+           "plot_symbolic"]
 
 
 def pr_arm_tree(values: dict) -> Tree:
@@ -62,13 +68,33 @@ def symbolic_properties(lm: lagrange_module.LagrangeModel, values: dict, samples
     }
 
 
-@experiment(
-    "lagrange-symbolic",
-    summary="seed 003's Lagrange recipe in SymPy: PR and RR arms; RR vs SPEC §1 and mj_inverse, PR vs RNEA",
-    expected="RR equals the closed form symbolically; M SPD, Mdot-2C skew; numeric checks to 1e-9",
-)
-def lagrange_symbolic(ctx: Context) -> dict:
-    samples = 200 if ctx.short else 2000
+@dataclass(frozen=True)
+class SymbolicResult:
+    """Seed 003's recipe on the RR and PR arms, checked symbolically and numerically.
+
+    Attributes:
+      symbolic_equal: check -> whether the RR arm's symbolic difference simplifies to
+        zero (``"M"``, ``"c"``, ``"g"`` against SPEC §1, ``"Mdot_minus_2C_skew"``,
+        ``"c_is_C_qd"``).
+      rr, pr: the derived models (SymPy expressions inside).
+      rr_report: the RR arm with ``two_link_arm``'s parameters vs ``mj_inverse`` (N m).
+      rr_properties, pr_properties: :func:`symbolic_properties` at seeded states.
+      pr_values: the PR arm's illustrative parameters (kg, m, kg m^2).
+      pr_vs_rnea: max |PR torque - ``analytic.rnea`` on :func:`pr_arm_tree`|, N or N m.
+    """
+
+    symbolic_equal: dict[str, bool]
+    rr: lagrange_module.LagrangeModel
+    pr: lagrange_module.LagrangeModel
+    rr_report: Report
+    rr_properties: dict[str, float]
+    pr_properties: dict[str, float]
+    pr_values: dict[str, float]
+    pr_vs_rnea: float
+
+
+def symbolic_lagrange(samples: int = 2000, seed: int = 0) -> SymbolicResult:
+    """Derive both arms in SymPy and check them at ``samples`` seeded states (no files)."""
     rr = lagrange_module.rr_arm()
     D, vel, grav = lagrange_module.rr_closed_form(rr)
     qdv = sp.Matrix(rr.qd)
@@ -81,35 +107,63 @@ def lagrange_symbolic(ctx: Context) -> dict:
     }
     model = load_model("two_link_arm")
     params = two_link_params(model)
-    report = check(rr.inverse_dynamics(vars(params)), model, samples=samples, seed=ctx.seed,
+    report = check(rr.inverse_dynamics(vars(params)), model, samples=samples, seed=seed,
                    atol=RNEA_TOL, rtol=RNEA_TOL, label="lagrange rr_arm")
-    ctx.savefig(plots.term_errors(report, "symbolic RR arm vs mj_inverse"), "term_errors.png")
-    rr_props = symbolic_properties(rr, vars(params), samples, ctx.seed)
+    rr_props = symbolic_properties(rr, vars(params), samples, seed)
 
     pr = lagrange_module.pr_arm()
     pr_values = {"m1": 1.5, "m2": 0.8, "dc1": 0.1, "dc2": 0.25, "I2zz": 0.02}  # illustrative, SI
-    rng = np.random.default_rng(ctx.seed)
+    rng = np.random.default_rng(seed)
     q, qd, qdd = (rng.uniform(-3, 3, (samples, 2)) for _ in range(3))
     pr_tau = pr.inverse_dynamics(pr_values)(q, qd, qdd)
     pr_vs_rnea = float(np.abs(pr_tau - rnea(pr_arm_tree(pr_values), q, qd, qdd)).max())
-    pr_props = symbolic_properties(pr, pr_values, samples, ctx.seed)
+    return SymbolicResult({k: bool(v) for k, v in symbolic_diff.items()}, rr, pr, report, rr_props,
+                          symbolic_properties(pr, pr_values, samples, seed), pr_values, pr_vs_rnea)
 
-    numeric_ok = (report.passed and pr_vs_rnea <= RNEA_TOL
+
+def judge_symbolic(result: SymbolicResult) -> tuple[Verdict, dict]:
+    """Every symbolic difference zero; RR vs MuJoCo and PR vs RNEA within ``RNEA_TOL``; both
+    M exactly symmetric and positive definite, ``Mdot - 2C`` skew to 1e-12 (round-off).
+
+    Returns:
+      The verdict and the experiment's metrics (the verdict's keys included).
+    """
+    rr, pr, report = result.rr, result.pr, result.rr_report
+    symbolic_ok = all(result.symbolic_equal.values())
+    numeric_ok = (report.passed and result.pr_vs_rnea <= RNEA_TOL
                   and all(p["M_min_eigenvalue"] > 0 and p["skew_error"] <= 1e-12 and p["M_asymmetry"] == 0
-                          for p in (rr_props, pr_props)))
-    return {
-        "passed": bool(all(symbolic_diff.values()) and numeric_ok),
-        "measured": f"symbolic diff zero: {all(symbolic_diff.values())}; RR vs MuJoCo {report.max_abs_error:.0e}; "
-        f"PR vs RNEA {pr_vs_rnea:.0e}",
-        "symbolic_equal_to_closed_form": {k: bool(v) for k, v in symbolic_diff.items()},
+                          for p in (result.rr_properties, result.pr_properties)))
+    verdict = Verdict(symbolic_ok and numeric_ok,
+                      f"symbolic diff zero: {symbolic_ok}; RR vs MuJoCo {report.max_abs_error:.0e}; "
+                      f"PR vs RNEA {result.pr_vs_rnea:.0e}")
+    return verdict, {
+        **verdict.as_metrics(),
+        "symbolic_equal_to_closed_form": result.symbolic_equal,
         "rr_M": str(rr.M),
         "rr_c": str(rr.c.T),
         "rr_g": str(rr.g.T),
         "pr_M": str(pr.M),
         "pr_c": str(pr.c.T),
         "rr_vs_mj_inverse": report.to_dict(),
-        "rr_properties": rr_props,
-        "pr_properties": pr_props,
-        "pr_vs_rnea_max_abs_error": pr_vs_rnea,
-        "pr_values": pr_values,
+        "rr_properties": result.rr_properties,
+        "pr_properties": result.pr_properties,
+        "pr_vs_rnea_max_abs_error": result.pr_vs_rnea,
+        "pr_values": result.pr_values,
     }
+
+
+def plot_symbolic(result: SymbolicResult, out_dir) -> list[Path]:
+    """The RR arm's term errors against ``mj_inverse`` (``term_errors.png``) into ``out_dir``."""
+    return [plots.save(plots.term_errors(result.rr_report, "symbolic RR arm vs mj_inverse"), out_dir,
+                       "term_errors.png")]
+
+
+@experiment(
+    "lagrange-symbolic",
+    summary="seed 003's Lagrange recipe in SymPy: PR and RR arms; RR vs SPEC §1 and mj_inverse, PR vs RNEA",
+    expected="RR equals the closed form symbolically; M SPD, Mdot-2C skew; numeric checks to 1e-9",
+)
+def lagrange_symbolic(ctx: Context) -> dict:
+    result = symbolic_lagrange(200 if ctx.short else 2000, ctx.seed)
+    plot_symbolic(result, ctx.out_dir)
+    return judge_symbolic(result)[1]

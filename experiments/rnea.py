@@ -5,28 +5,82 @@ Experiments ``rnea-two-link-arm``, ``rnea-spatial-arm``, ``rnea-free-tree``:
 read from each model (:func:`~crossdyn.experiments.core.derivation.tree_from_model`)
 vs ``mj_inverse`` at seeded random states, term by term; the unit-vector mass
 matrix and bias (:mod:`crossdyn.experiments.unit_vector`) vs ``mj_fullM`` and
-``qfrc_bias``.
+``qfrc_bias``.  :func:`rnea_check` computes (no files), :func:`judge_rnea`
+judges, :func:`plot_rnea` draws.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from pathlib import Path
 
 from crossdyn.analytic.rnea import rnea
 from crossdyn.experiments.core import plots
-from crossdyn.experiments.core.crosscheck import check
+from crossdyn.experiments.core.crosscheck import Report, check
 from crossdyn.experiments.core.derivation import tree_from_model
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, experiment
+from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 from crossdyn.experiments.unit_vector import MATRIX_RTOL, unit_vector_errors
 
-__all__ = ["RNEA_TOL", "RNEA_MODELS"]
+__all__ = ["RNEA_TOL", "RNEA_MODELS", "RneaCheck", "rnea_check", "judge_rnea", "plot_rnea"]
 
 # rnea vs mj_inverse: |error| <= 1e-9 (1 + |tau|).  Torques reach ~500 N m on the
 # free tree (fast random states), so round-off is ~1e-13 N m; 1e-9 leaves 4 orders.
 RNEA_TOL = 1e-9
 RNEA_MODELS = ("two_link_arm", "spatial_arm", "free_tree")
+
+
+@dataclass(frozen=True)
+class RneaCheck:
+    """Seed 000's spatial RNEA and the unit-vector A, b against MuJoCo on one model.
+
+    Attributes:
+      model: the MJCF's name.
+      nq, nv: its position and velocity coordinate counts.
+      report: ``rnea`` vs ``mj_inverse``, term by term (torques in N m or N).
+      matrices: :func:`~crossdyn.experiments.unit_vector.unit_vector_errors` at up to
+        200 of the same states: max errors of A and b and their scales.
+    """
+
+    model: str
+    nq: int
+    nv: int
+    report: Report
+    matrices: dict[str, float]
+
+
+def rnea_check(name: str, samples: int = 1000, seed: int = 0) -> RneaCheck:
+    """Check ``analytic.rnea`` on the model ``name`` at seeded random states (no files)."""
+    model = load_model(name)
+    tree = tree_from_model(model)
+    report = check(functools.partial(rnea, tree), model, samples=samples, seed=seed,
+                   atol=RNEA_TOL, rtol=RNEA_TOL, label="analytic.rnea")
+    return RneaCheck(name, model.nq, model.nv, report, unit_vector_errors(model, min(samples, 200), seed))
+
+
+def judge_rnea(result: RneaCheck) -> tuple[Verdict, dict]:
+    """tau within :data:`RNEA_TOL` (1 + |tau|); A and b within :data:`MATRIX_RTOL` x their scales.
+
+    Returns:
+      The verdict and the experiment's metrics (the verdict's keys included).
+    """
+    report, matrices = result.report, result.matrices
+    ok_matrices = (matrices["mass_matrix_max_abs_error"] <= MATRIX_RTOL * matrices["mass_matrix_scale"]
+                   and matrices["bias_max_abs_error"] <= MATRIX_RTOL * matrices["bias_scale"])
+    verdict = Verdict(report.passed and ok_matrices,
+                      f"tau {report.max_abs_error:.1e} (rel {report.max_rel_error:.0e}); "
+                      f"A {matrices['mass_matrix_max_abs_error']:.0e}, b {matrices['bias_max_abs_error']:.0e}")
+    metrics = {**report.to_dict(), **matrices, "model": result.model, "nq": result.nq, "nv": result.nv}
+    metrics.update(verdict.as_metrics())
+    return verdict, metrics
+
+
+def plot_rnea(result: RneaCheck, out_dir) -> list[Path]:
+    """Each term's per-sample error with the tolerance (``term_errors.png``) into ``out_dir``."""
+    title = f"spatial RNEA vs mj_inverse on {result.model} ({result.report.samples} states)"
+    return [plots.save(plots.term_errors(result.report, title), out_dir, "term_errors.png")]
 
 
 def _rnea_experiment(name: str):
@@ -37,26 +91,9 @@ def _rnea_experiment(name: str):
         params={"samples": Param(1000, "number of random states", 1, 1_000_000)},
     )
     def run(ctx: Context) -> dict:
-        model = load_model(name)
-        tree = tree_from_model(model)
-        samples = 200 if ctx.short else int(ctx.params["samples"])
-        report = check(functools.partial(rnea, tree), model, samples=samples, seed=ctx.seed,
-                       atol=RNEA_TOL, rtol=RNEA_TOL, label="analytic.rnea")
-        matrices = unit_vector_errors(model, min(samples, 200), ctx.seed)
-        ctx.savefig(plots.term_errors(report, f"spatial RNEA vs mj_inverse on {name} ({samples} states)"),
-                    "term_errors.png")
-        ok_matrices = (matrices["mass_matrix_max_abs_error"] <= MATRIX_RTOL * matrices["mass_matrix_scale"]
-                       and matrices["bias_max_abs_error"] <= MATRIX_RTOL * matrices["bias_scale"])
-        return {
-            **report.to_dict(),
-            **matrices,
-            "model": name,
-            "nq": model.nq,
-            "nv": model.nv,
-            "passed": bool(report.passed and ok_matrices),
-            "measured": f"tau {report.max_abs_error:.1e} (rel {report.max_rel_error:.0e}); "
-            f"A {matrices['mass_matrix_max_abs_error']:.0e}, b {matrices['bias_max_abs_error']:.0e}",
-        }
+        result = rnea_check(name, 200 if ctx.short else int(ctx.params["samples"]), ctx.seed)
+        plot_rnea(result, ctx.out_dir)
+        return judge_rnea(result)[1]
 
     return run
 

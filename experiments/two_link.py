@@ -1,4 +1,4 @@
-"""Two-link arm: every hand derivation of SPEC §1 against MuJoCo.
+"""Two-link arm: every hand derivation of the closed form (SPEC §1) against MuJoCo.
 
 Experiments:
 
@@ -15,17 +15,24 @@ Experiments:
   printed, gravity sign flipped, Coriolis term dropped), each checked against
   MuJoCo; the checker must blame the right term (:data:`FAULTS`).
 
-:func:`two_link_params` reads a user's arm from its MJCF (SPEC §1's convention).
+:func:`two_link_params` reads a user's arm from its MJCF (the convention of README
+"Check a two-link arm derivation").
+
+Each experiment is a computation returning a frozen result (:func:`crosscheck_variant`,
+:func:`scope_traces`, :func:`attribute_faults`; no files), a ``judge_*`` giving the
+``Verdict`` and the metrics, and a ``plot_*`` writing PNGs into a folder.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+from pathlib import Path
 from typing import Callable
 
 import mujoco
 import numpy as np
+from matplotlib.figure import Figure
 
 from crossdyn.analytic import two_link
 from crossdyn.analytic.two_link import VARIANTS, TwoLinkParams
@@ -33,12 +40,14 @@ from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.crosscheck import Report, check, sample_states
 from crossdyn.experiments.core.errors import ModelError, ParameterError
 from crossdyn.experiments.core.models import load_model, with_options
-from crossdyn.experiments.core.registry import Param, experiment
+from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 from crossdyn.experiments.core.truth import inverse_dynamics
 
 __all__ = ["two_link_params", "default_model", "check_variant", "trajectory", "feedforward_drift", "FAULTS",
-           "faulty_two_link"]
+           "faulty_two_link", "VariantCheck", "crosscheck_variant", "judge_variant", "plot_variant", "ScopeResult",
+           "scope_traces", "judge_scope", "plot_scope", "AttributionResult", "attribute_faults", "judge_attribution",
+           "plot_attribution"]
 
 # Exact variants must agree with mj_inverse to round-off: torques here are at most
 # ~2 N m, so double-precision round-off is ~1e-15 N m; 1e-10 N m leaves 5 orders.
@@ -55,86 +64,96 @@ OFFSET_TOL = 1e-12
 _GEOM_TOL = 1e-9
 
 
+_CONVENTION = "see README 'Check a two-link arm derivation'"
+_ELSEWHERE = ("for an arm drawn in another convention, check your own derivation with "
+              "'crossdyn check derivation FILE.py:FUNC --mjcf MODEL' (README 'Check your own derivation of your own robot')")
+
+
 def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
     """Read a planar two-link arm's parameters from a compiled model.
 
-    The model must follow SPEC §1: two hinge joints in a chain from the world,
-    both axes along world z, gravity along -y, link 1 hanging straight down at
-    ``q = 0`` with link 2 continuing it, each CoM on its link's line.  Lengths:
-    ``l1`` is the distance between the joint anchors; ``l2`` is the distance from
-    joint 2 to a site named ``tip`` on link 2 if there is one, else ``2 p2`` (a
-    uniform link).  ``i_k`` is the inertia about the world z axis through the CoM.
+    The model must follow the closed form's convention (README "Check a two-link
+    arm derivation"): two hinge joints in a chain from the world, both axes along
+    world +z, gravity along -y, link 1 hanging straight down at ``q = 0`` with
+    link 2 continuing it, each CoM on its link's line.  Lengths: ``l1`` is the
+    distance between the joint anchors; ``l2`` is the distance from joint 2 to a
+    site named ``tip`` on link 2 if there is one, else ``2 p2`` (a uniform link).
+    ``i_k`` is the inertia about the world z axis through the CoM.
 
     Raises:
-      ModelError: naming what is not as required (joint count or type, axis,
-        gravity direction, zero pose, CoM placement) and the value found.
+      ModelError: naming *every* way the model departs from the convention at
+        once (joint count or type, chain, extra masses, axes, gravity direction,
+        zero pose, CoM placement) with the values found, and pointing an arm in
+        another convention to ``check derivation``.
     """
+    structure = []
     if model.njnt != 2 or model.nv != 2:
-        raise ModelError(f"a two-link arm needs exactly 2 joints, this model has {model.njnt} (nv={model.nv})")
-    for j in range(2):
+        structure.append(f"a two-link arm needs exactly 2 joints, this model has {model.njnt} (nv={model.nv})")
+    for j in range(min(model.njnt, 2)):
         if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
             kind = mujoco.mjtJoint(model.jnt_type[j]).name
-            raise ModelError(f"joint {model.joint(j).name!r} is {kind}; a two-link arm needs two hinge joints")
-    b1, b2 = int(model.jnt_bodyid[0]), int(model.jnt_bodyid[1])
-    if model.body_parentid[b1] != 0 or model.body_parentid[b2] != b1:
-        raise ModelError("the two joints must form a chain world -> link 1 -> link 2")
+            structure.append(f"joint {model.joint(j).name!r} is {kind}; a two-link arm needs two hinge joints")
+    if model.njnt >= 2:
+        b1, b2 = int(model.jnt_bodyid[0]), int(model.jnt_bodyid[1])
+        if model.body_parentid[b1] != 0 or model.body_parentid[b2] != b1:
+            structure.append("the two joints must form a chain world -> link 1 -> link 2")
+    problems = list(structure)
+    gravity = np.array(model.opt.gravity)
+    g = float(np.linalg.norm(gravity))
+    if g == 0 or np.linalg.norm(gravity / g - [0.0, -1.0, 0.0]) > _GEOM_TOL:
+        problems.append(f"gravity must point along -y, this model has gravity={gravity.tolist()}")
+    if np.any(model.qpos0 != 0):
+        problems.append(f"qpos0 must be zero (the hanging pose), found {model.qpos0.tolist()}")
+    if structure:  # without two hinges in a chain there is no geometry to read
+        raise ModelError(_violations(problems))
+
     others = np.ones(model.nbody, dtype=bool)
     others[[b1, b2]] = False
     other_mass = float(model.body_mass[others].sum())
     if other_mass > 0:
-        raise ModelError(f"bodies other than the two links carry {other_mass:g} kg; the closed form has two bodies")
-
-    gravity = np.array(model.opt.gravity)
-    g = float(np.linalg.norm(gravity))
-    if g == 0 or np.linalg.norm(gravity / g - [0.0, -1.0, 0.0]) > _GEOM_TOL:
-        raise ModelError(f"gravity must point along -y (SPEC §1), this model has gravity={gravity.tolist()}")
+        problems.append(f"bodies other than the two links carry {other_mass:g} kg; the closed form has two bodies")
 
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)  # at qpos0: the reference pose
-    if np.any(model.qpos0 != 0):
-        raise ModelError(f"qpos0 must be zero (the hanging pose), found {model.qpos0.tolist()}")
     for j in range(2):
         axis = data.xaxis[j]
         if abs(abs(axis[2]) - 1.0) > _GEOM_TOL:
-            raise ModelError(f"joint {model.joint(j).name!r} axis is {axis.round(6).tolist()} in the world; it must be +z")
-        if axis[2] < 0:
-            raise ModelError(f"joint {model.joint(j).name!r} axis is -z; SPEC §1 takes +z (counter-clockwise positive)")
+            problems.append(f"joint {model.joint(j).name!r} axis is {axis.round(6).tolist()} in the world; it must be +z")
+        elif axis[2] < 0:
+            problems.append(f"joint {model.joint(j).name!r} axis is -z; the convention takes +z (counter-clockwise positive)")
     anchor1, anchor2 = data.xanchor[0], data.xanchor[1]
     com1, com2 = data.xipos[b1], data.xipos[b2]
     for name, point in (("joint 2 anchor", anchor2), ("link 1 CoM", com1), ("link 2 CoM", com2)):
         if abs(point[2] - anchor1[2]) > _GEOM_TOL:
-            raise ModelError(f"{name} is off the arm's plane by {point[2] - anchor1[2]:.3g} m in z")
+            problems.append(f"{name} is off the arm's plane by {point[2] - anchor1[2]:.3g} m in z")
 
     down = np.array([0.0, -1.0, 0.0])
     link1 = anchor2 - anchor1
     l1 = float(np.linalg.norm(link1))
     if l1 == 0:
-        raise ModelError("joint 2 sits on joint 1's axis; link 1 has zero length")
-    if np.linalg.norm(link1 / l1 - down) > 1e-6:
-        raise ModelError(
-            f"at q = 0 link 1 must hang straight down (-y), it points along {(link1 / l1).round(6).tolist()}"
-        )
+        problems.append("joint 2 sits on joint 1's axis; link 1 has zero length")
+    elif np.linalg.norm(link1 / l1 - down) > 1e-6:
+        problems.append(f"at q = 0 link 1 must hang straight down (-y), it points along {(link1 / l1).round(6).tolist()}")
 
     def along(point, origin, name):
         offset = point - origin
         lateral = offset - (offset @ down) * down
         if np.linalg.norm(lateral) > 1e-6:
-            raise ModelError(
-                f"{name} is {np.linalg.norm(lateral):.3g} m off the link's line at q = 0; "
-                "the closed form needs each CoM on its link"
-            )
+            problems.append(f"{name} is {np.linalg.norm(lateral):.3g} m off the link's line at q = 0; "
+                            "the closed form needs each CoM on its link")
         return float(offset @ down)
 
     p1 = along(com1, anchor1, "link 1 CoM")
     p2 = along(com2, anchor2, "link 2 CoM")
-    try:
+    l2 = 2.0 * p2
+    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, "tip") >= 0:
         tip = model.site("tip")
-    except KeyError:
-        l2 = 2.0 * p2
-    else:
         if model.site_bodyid[tip.id] != b2:
-            raise ModelError("site 'tip' must be on link 2")
-        l2 = along(data.site_xpos[tip.id], anchor2, "site 'tip'")
+            problems.append("site 'tip' must be on link 2")
+        else:
+            l2 = along(data.site_xpos[tip.id], anchor2, "site 'tip'")
+    if problems:
+        raise ModelError(_violations(problems))
 
     def inertia_zz(body):
         rot = data.ximat[body].reshape(3, 3)
@@ -151,6 +170,12 @@ def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
         i2=inertia_zz(b2),
         g=g,
     )
+
+
+def _violations(problems: list[str]) -> str:
+    """Every convention violation in one line, then where to look and what else to use."""
+    count = f"{len(problems)} departure{'s' if len(problems) != 1 else ''} from the two-link convention"
+    return f"{count} ({_CONVENTION}): " + "; ".join(problems) + f". {_ELSEWHERE[0].upper()}{_ELSEWHERE[1:]}."
 
 
 def default_model(variant: str) -> str:
@@ -234,53 +259,122 @@ def feedforward_drift(model: mujoco.MjModel, tau_fn, timestep: float, midpoint: 
     return error
 
 
-def _mass_matrix_offsets(report: Report, params: TwoLinkParams, model, samples: int, seed: int) -> dict:
-    """Seed 000 as printed: the error must be the missing inertias, constant, in M only."""
+# --- two-link-<variant>: one variant against mj_inverse ------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantCheck:
+    """One analytic variant against ``mj_inverse``: random states and a trajectory.
+
+    Attributes:
+      variant: the name in ``analytic.two_link.VARIANTS``.
+      model: the MJCF it was checked on (:func:`default_model`).
+      params: the arm's parameters, read from that model.
+      report: the term-wise check at the random states (torques in N m).
+      trajectory_max_abs_error: max |variant - mj_inverse| along the 5 s
+        :func:`trajectory` (501 samples), N m.
+      attribution: for a printed erratum (:data:`EXPECTED_MISMATCH`), the numbers
+        that locate its error (N m or kg m^2); empty for the other variants.
+    """
+
+    variant: str
+    model: str
+    params: TwoLinkParams
+    report: Report
+    trajectory_max_abs_error: float
+    attribution: dict = dataclasses.field(default_factory=dict)
+
+
+def crosscheck_variant(variant: str, samples: int = SAMPLES, seed: int = 0) -> VariantCheck:
+    """Check one variant on its built-in model at seeded random states and along the trajectory (no files)."""
+    model = load_model(default_model(variant))
+    report, params = check_variant(variant, model, samples=samples, seed=seed)
+    q, qd, qdd = trajectory(np.linspace(0.0, DURATION, 501))
+    along = float(np.abs(VARIANTS[variant](params, q, qd, qdd) - inverse_dynamics(model, q, qd, qdd)).max())
+    attribution = EXPECTED_MISMATCH[variant][1](params, report, model, samples, seed) if variant in EXPECTED_MISMATCH else {}
+    return VariantCheck(variant, default_model(variant), params, report, along, attribution)
+
+
+def _mass_matrix_offsets(params: TwoLinkParams, report: Report, model, samples: int, seed: int) -> dict:
+    """Seed 000 as printed: how far the mean mass-matrix error is from the missing inertias, kg m^2."""
     missing = np.array([[params.i1 + params.i2, params.i2], [params.i2, params.i2]])
     offset_error = float(np.abs(np.array(report.terms["mass_matrix"].mean_error) + missing).max())
-    found = report.failing_terms == ["mass_matrix"] and offset_error <= OFFSET_TOL
-    return {
-        "passed": bool(found),
-        "expected_offsets": (-missing).tolist(),
-        "offset_error": offset_error,
-        "measured": f"mass matrix only; offsets match I1+I2, I2 to {offset_error:.0e}" if found
-        else f"not attributed as expected: {report.diagnosis}",
-    }
+    return {"expected_offsets": (-missing).tolist(), "offset_error": offset_error}
 
 
-def _missing_centrifugal(report: Report, params: TwoLinkParams, model, samples: int, seed: int) -> dict:
-    """Seed 000's matrix form: velocity terms only, joint 2 only, equal to -h qd1^2."""
+def _judge_mass_matrix_offsets(result: VariantCheck) -> Verdict:
+    """The error must be the missing inertias, constant, in M only."""
+    found = result.report.failing_terms == ["mass_matrix"] and result.attribution["offset_error"] <= OFFSET_TOL
+    return Verdict(found, f"mass matrix only; offsets match I1+I2, I2 to {result.attribution['offset_error']:.0e}"
+                   if found else f"not attributed as expected: {result.report.diagnosis}")
+
+
+def _missing_centrifugal(params: TwoLinkParams, report: Report, model, samples: int, seed: int) -> dict:
+    """Seed 000's matrix form: its velocity-term error per joint, and what is left of joint 2's
+    once the missing ``h qd1^2`` is put back, N m (at the states the check drew)."""
     q, qd, _ = sample_states(model, samples, seed)  # the states check() drew
     zero = np.zeros_like(q)
     variant = VARIANTS["seed-000-matrix-printed"]
     error = (variant(params, q, qd, zero) - variant(params, q, zero, zero)) - (
         inverse_dynamics(model, q, qd, zero) - inverse_dynamics(model, q, zero, zero))
     h = params.m2 * params.l1 * params.p2 * np.sin(q[:, 1])
-    joint1 = float(np.abs(error[:, 0]).max())
-    residual = float(np.abs(error[:, 1] + h * qd[:, 0] ** 2).max())  # what is left once h qd1^2 is put back
-    found = report.failing_terms == ["velocity"] and joint1 <= ATOL and residual <= ATOL
     return {
-        "passed": bool(found),
-        "velocity_error_joint1": joint1,
+        "velocity_error_joint1": float(np.abs(error[:, 0]).max()),
         "velocity_error_joint2_max": float(np.abs(error[:, 1]).max()),
-        "residual_after_h_qd1_squared": residual,
-        "measured": f"velocity terms of joint 2 only; error is -h qd1^2 to {residual:.0e}" if found
-        else f"not attributed as expected: {report.diagnosis}",
+        "residual_after_h_qd1_squared": float(np.abs(error[:, 1] + h * qd[:, 0] ** 2).max()),
     }
+
+
+def _judge_missing_centrifugal(result: VariantCheck) -> Verdict:
+    """Velocity terms only, joint 2 only, equal to -h qd1^2."""
+    a = result.attribution
+    found = (result.report.failing_terms == ["velocity"] and a["velocity_error_joint1"] <= ATOL
+             and a["residual_after_h_qd1_squared"] <= ATOL)
+    return Verdict(found, f"velocity terms of joint 2 only; error is -h qd1^2 to {a['residual_after_h_qd1_squared']:.0e}"
+                   if found else f"not attributed as expected: {result.report.diagnosis}")
 
 
 # Variants that reproduce a printed erratum: the experiment passes when the
 # checker finds exactly that error (SPEC §5), not when the variant agrees.
+# variant -> (expected outcome, measure(params, report, model, samples, seed) -> numbers, judge)
 EXPECTED_MISMATCH = {
-    "seed-000-printed": ("mismatch, in the mass matrix only: offsets -(I1+I2, I2, I2)", _mass_matrix_offsets),
+    "seed-000-printed": ("mismatch, in the mass matrix only: offsets -(I1+I2, I2, I2)", _mass_matrix_offsets,
+                         _judge_mass_matrix_offsets),
     "seed-000-matrix-printed": ("mismatch, in the velocity terms of joint 2 only: the missing h qd1^2",
-                                _missing_centrifugal),
+                                _missing_centrifugal, _judge_missing_centrifugal),
 }
+
+
+def judge_variant(result: VariantCheck) -> tuple[Verdict, dict]:
+    """An exact variant must agree to :data:`ATOL` at the states and along the trajectory; a
+    printed erratum must fail in exactly its own term (:data:`EXPECTED_MISMATCH`).
+
+    Returns:
+      The verdict and the experiment's metrics (the verdict's keys included).
+    """
+    report = result.report
+    metrics = {"variant": result.variant, "model": result.model, **report.to_dict(),
+               "trajectory_max_abs_error": result.trajectory_max_abs_error}
+    if result.variant in EXPECTED_MISMATCH:
+        verdict = EXPECTED_MISMATCH[result.variant][2](result)
+        metrics.update({"checker_passed": report.passed, "passed": bool(verdict.passed), **result.attribution,
+                        "measured": verdict.measured})
+    else:
+        along = result.trajectory_max_abs_error
+        verdict = Verdict(report.passed and along <= ATOL, f"max |error| {max(report.max_abs_error, along):.1e} N m")
+        metrics.update(verdict.as_metrics())
+    return verdict, metrics
+
+
+def plot_variant(result: VariantCheck, out_dir) -> list[Path]:
+    """Each term's per-sample error with the tolerance (``term_errors.png``) into ``out_dir``."""
+    title = f"{result.variant} vs mj_inverse ({result.report.samples} states)"
+    return [plots.save(plots.term_errors(result.report, title), out_dir, "term_errors.png")]
 
 
 def _crosscheck_experiment(variant: str):
     """Register the cross-check experiment of one variant (one function, a parameter)."""
-    expected, attribute = EXPECTED_MISMATCH.get(variant, (f"agree with mj_inverse to {ATOL:g} N m", None))
+    expected = EXPECTED_MISMATCH[variant][0] if variant in EXPECTED_MISMATCH else f"agree with mj_inverse to {ATOL:g} N m"
 
     @experiment(
         f"two-link-{variant}",
@@ -289,23 +383,9 @@ def _crosscheck_experiment(variant: str):
         params={"samples": Param(SAMPLES, "number of random states", 1, 10_000_000)},
     )
     def run(ctx: Context) -> dict:
-        model = load_model(default_model(variant))
-        samples = SHORT_SAMPLES if ctx.short else int(ctx.params["samples"])
-        report, params = check_variant(variant, model, samples=samples, seed=ctx.seed)
-
-        t = np.linspace(0.0, DURATION, 501)
-        q, qd, qdd = trajectory(t)
-        along = np.abs(VARIANTS[variant](params, q, qd, qdd) - inverse_dynamics(model, q, qd, qdd)).max()
-
-        metrics = {"variant": variant, "model": default_model(variant), **report.to_dict(),
-                   "trajectory_max_abs_error": float(along)}
-        ctx.savefig(plots.term_errors(report, f"{variant} vs mj_inverse ({report.samples} states)"), "term_errors.png")
-        if attribute is not None:
-            metrics.update({"checker_passed": report.passed, **attribute(report, params, model, samples, ctx.seed)})
-        else:
-            metrics["passed"] = bool(report.passed and along <= ATOL)
-            metrics["measured"] = f"max |error| {max(report.max_abs_error, along):.1e} N m"
-        return metrics
+        result = crosscheck_variant(variant, SHORT_SAMPLES if ctx.short else int(ctx.params["samples"]), ctx.seed)
+        plot_variant(result, ctx.out_dir)
+        return judge_variant(result)[1]
 
     return run
 
@@ -314,20 +394,102 @@ for _variant in VARIANTS:
     _crosscheck_experiment(_variant)
 
 
-@experiment(
-    "two-link-scope",
-    summary="seed 002's scope: torque along a 5 s trajectory, MuJoCo vs each variant; feedforward replay",
-    expected="exact variants agree along the path; feedforward drift shrinks O(dt) / O(dt^2)",
-)
-def scope(ctx: Context) -> dict:
-    model = load_model("two_link_arm")
+# --- two-link-scope: seed 002's scope figure and a feedforward replay ----------------
+
+# (time step s, torque held from the step's midpoint?) of the four replays
+_REPLAYS = ((1e-3, False), (5e-4, False), (1e-3, True), (5e-4, True))
+
+
+@dataclasses.dataclass(frozen=True)
+class ScopeResult:
+    """Torques along the 5 s trajectory and the analytic torque replayed open loop.
+
+    Attributes:
+      t: sample times, ``(1001,)``, s.
+      tau_mujoco: ``mj_inverse`` along the trajectory, ``(1001, 2)``, N m.
+      tau: variant -> its torque along the trajectory, ``(1001, 2)``, N m.
+      drift: replay -> ``q_sim - q_ref`` of the ``lagrange`` torque replayed in
+        MuJoCo (RK4), ``(steps + 1, 2)``, rad; replays are named
+        ``"start_dt1ms"``, ``"start_dt0.5ms"``, ``"midpoint_dt1ms"``, ``"midpoint_dt0.5ms"``.
+      drift_timestep: replay -> its time step, s.
+    """
+
+    t: np.ndarray
+    tau_mujoco: np.ndarray
+    tau: dict[str, np.ndarray]
+    drift: dict[str, np.ndarray]
+    drift_timestep: dict[str, float]
+
+
+def scope_traces(model: mujoco.MjModel | None = None) -> ScopeResult:
+    """Every variant's torque along the trajectory, and four feedforward replays (no files)."""
+    model = model or load_model("two_link_arm")
     params = two_link_params(model)
     t = np.linspace(0.0, DURATION, 1001)
     q, qd, qdd = trajectory(t)
-    tau_mj = inverse_dynamics(model, q, qd, qdd)
-    tau = {name: fn(params, q, qd, qdd) for name, fn in VARIANTS.items()}
-    diff = {name: np.abs(v - tau_mj).max() for name, v in tau.items()}
+    # Forward check: replay the lagrange torque open loop.  Two time steps and two
+    # hold points measure the order of the error instead of asserting a number.
+    tau_fn = functools.partial(VARIANTS["lagrange"], params)
+    keys = {(dt, mid): f"{'midpoint' if mid else 'start'}_dt{dt * 1e3:g}ms" for dt, mid in _REPLAYS}
+    return ScopeResult(t, inverse_dynamics(model, q, qd, qdd),
+                       {name: fn(params, q, qd, qdd) for name, fn in VARIANTS.items()},
+                       {key: feedforward_drift(model, tau_fn, dt, mid) for (dt, mid), key in keys.items()},
+                       {key: dt for (dt, _), key in keys.items()})
 
+
+def judge_scope(result: ScopeResult) -> tuple[Verdict, dict]:
+    """The exact variants within :data:`ATOL` along the path; the replay's drift first order
+    (start hold) and second order (midpoint hold), +-0.3; the midpoint replay within
+    :data:`MIDPOINT_DRIFT_MAX`.
+
+    Returns:
+      The verdict and the experiment's metrics (the verdict's keys included).
+    """
+    diff = {name: np.abs(v - result.tau_mujoco).max() for name, v in result.tau.items()}
+    drift = {key: float(np.abs(e).max()) for key, e in result.drift.items()}
+    # The start-of-step hold drifts far enough for the chaotic arm to leave the
+    # reference entirely within 5 s, so its order is measured over the first
+    # second, while the error is still small and grows linearly in dt.
+    early = {k: float(np.abs(e[: int(round(ORDER_WINDOW / result.drift_timestep[k])) + 1]).max())
+             for k, e in result.drift.items()}
+    order_start = np.log2(early["start_dt1ms"] / early["start_dt0.5ms"])
+    order_mid = np.log2(drift["midpoint_dt1ms"] / drift["midpoint_dt0.5ms"])
+    exact_ok = diff["lagrange"] <= ATOL and diff["newton-euler"] <= ATOL
+    # A first-order hold should halve the drift when dt halves (order ~1); the
+    # midpoint hold should quarter it (order ~2).  +-0.3 allows for the chaotic
+    # amplification not being exactly the same at both step sizes.
+    orders_ok = abs(order_start - 1.0) < 0.3 and abs(order_mid - 2.0) < 0.3
+    tracks = drift["midpoint_dt1ms"] <= MIDPOINT_DRIFT_MAX
+    verdict = Verdict(exact_ok and orders_ok and tracks,
+                      f"replay drift {drift['midpoint_dt1ms']:.1e} rad (order {order_mid:.2f}); "
+                      f"start-hold order {order_start:.2f}")
+    return verdict, {
+        **verdict.as_metrics(),
+        "max_abs_error": float(max(diff["lagrange"], diff["newton-euler"])),
+        "trajectory_error": {k: float(v) for k, v in diff.items()},
+        "feedforward_drift_rad": drift,
+        "feedforward_drift_first_second_rad": early,
+        "drift_order_start_hold": float(order_start),
+        "drift_order_midpoint_hold": float(order_mid),
+        "explanation": (
+            "The analytic torque equals mj_inverse to round-off, so the replay's drift is the "
+            "integration of a torque held constant over each RK4 step: first order in dt when "
+            "sampled at the step start, second order at the midpoint, then amplified open loop "
+            "by the double pendulum's sensitivity. Held at the step start the error grows until "
+            "the arm leaves the reference (radians within 5 s); held at the midpoint it stays "
+            "below a milliradian."
+        ),
+    }
+
+
+def plot_scope(result: ScopeResult, out_dir) -> list[Path]:
+    """Seed 002's scope figure (``scope.png``) and the replays' drift (``feedforward_drift.png``) into ``out_dir``."""
+    return [plots.save(_plot_scope_torques(result), out_dir, "scope.png"),
+            plots.save(_plot_feedforward_drift(result), out_dir, "feedforward_drift.png")]
+
+
+def _plot_scope_torques(result: ScopeResult) -> Figure:
+    t, tau, tau_mj = result.t, result.tau, result.tau_mujoco
     fig, axes = plots.figure(3, 2, width=11.0, height=2.6, sharex=True)
     for j in range(2):
         ax = axes[0, j]
@@ -345,62 +507,30 @@ def scope(ctx: Context) -> dict:
     axes[0, 0].legend(fontsize=7)
     axes[1, 0].legend(fontsize=7)
     axes[2, 0].legend(fontsize=7)
-    ctx.savefig(fig, "scope.png")
+    return fig
 
-    # Forward check: replay the lagrange torque open loop.  Two time steps and two
-    # hold points measure the order of the error instead of asserting a number.
-    tau_fn = functools.partial(VARIANTS["lagrange"], params)
-    drift = {}
-    runs = [(1e-3, False), (5e-4, False), (1e-3, True), (5e-4, True)]
-    errors = {}
-    for dt, mid in runs:
-        key = f"{'midpoint' if mid else 'start'}_dt{dt * 1e3:g}ms"
-        errors[key] = feedforward_drift(model, tau_fn, dt, mid)
-        drift[key] = float(np.abs(errors[key]).max())
-    # The start-of-step hold drifts far enough for the chaotic arm to leave the
-    # reference entirely within 5 s, so its order is measured over the first
-    # second, while the error is still small and grows linearly in dt.
-    early = {k: float(np.abs(e[: int(round(ORDER_WINDOW / (1e-3 if "dt1ms" in k else 5e-4))) + 1]).max())
-             for k, e in errors.items()}
-    order_start = np.log2(early["start_dt1ms"] / early["start_dt0.5ms"])
-    order_mid = np.log2(drift["midpoint_dt1ms"] / drift["midpoint_dt0.5ms"])
 
+def _plot_feedforward_drift(result: ScopeResult) -> Figure:
     fig, ax = plots.figure(1, 1, width=7.0, height=3.2)
-    for key, err in errors.items():
-        dt = 1e-3 if "dt1ms" in key else 5e-4
-        ts = np.arange(err.shape[0]) * dt
+    for key, err in result.drift.items():
+        ts = np.arange(err.shape[0]) * result.drift_timestep[key]
         ax.semilogy(ts, np.maximum(np.abs(err).max(axis=1), 1e-18), label=key)
     ax.set_xlabel("t (s)")
     ax.set_ylabel("max |q_sim - q_ref| (rad)")
     ax.set_title("analytic torque replayed open loop in MuJoCo (RK4)")
     ax.legend(fontsize=7)
-    ctx.savefig(fig, "feedforward_drift.png")
+    return fig
 
-    exact_ok = diff["lagrange"] <= ATOL and diff["newton-euler"] <= ATOL
-    # A first-order hold should halve the drift when dt halves (order ~1); the
-    # midpoint hold should quarter it (order ~2).  +-0.3 allows for the chaotic
-    # amplification not being exactly the same at both step sizes.
-    orders_ok = abs(order_start - 1.0) < 0.3 and abs(order_mid - 2.0) < 0.3
-    tracks = drift["midpoint_dt1ms"] <= MIDPOINT_DRIFT_MAX
-    return {
-        "passed": bool(exact_ok and orders_ok and tracks),
-        "measured": f"replay drift {drift['midpoint_dt1ms']:.1e} rad (order {order_mid:.2f}); "
-        f"start-hold order {order_start:.2f}",
-        "max_abs_error": float(max(diff["lagrange"], diff["newton-euler"])),
-        "trajectory_error": {k: float(v) for k, v in diff.items()},
-        "feedforward_drift_rad": drift,
-        "feedforward_drift_first_second_rad": early,
-        "drift_order_start_hold": float(order_start),
-        "drift_order_midpoint_hold": float(order_mid),
-        "explanation": (
-            "The analytic torque equals mj_inverse to round-off, so the replay's drift is the "
-            "integration of a torque held constant over each RK4 step: first order in dt when "
-            "sampled at the step start, second order at the midpoint, then amplified open loop "
-            "by the double pendulum's sensitivity. Held at the step start the error grows until "
-            "the arm leaves the reference (radians within 5 s); held at the midpoint it stays "
-            "below a milliradian."
-        ),
-    }
+
+@experiment(
+    "two-link-scope",
+    summary="seed 002's scope: torque along a 5 s trajectory, MuJoCo vs each variant; feedforward replay",
+    expected="exact variants agree along the path; feedforward drift shrinks O(dt) / O(dt^2)",
+)
+def scope(ctx: Context) -> dict:
+    result = scope_traces()
+    plot_scope(result, ctx.out_dir)
+    return judge_scope(result)[1]
 
 
 # --- Wrong derivations of the two-link arm, for the attribution showcase ----------
@@ -434,6 +564,50 @@ def faulty_two_link(fault: str, params: two_link.TwoLinkParams) -> Callable:
     return functools.partial(FAULTS[fault][0], params)
 
 
+@dataclasses.dataclass(frozen=True)
+class AttributionResult:
+    """Each derivation of :data:`FAULTS` checked against ``mj_inverse`` on ``two_link_arm``.
+
+    Attributes:
+      reports: fault -> its term-wise report (torques in N m).
+    """
+
+    reports: dict[str, Report]
+
+
+def attribute_faults(samples: int = 1000, seed: int = 0) -> AttributionResult:
+    """Check every derivation of :data:`FAULTS` at the same seeded states (no files)."""
+    model = load_model("two_link_arm")
+    params = two_link_params(model)
+    return AttributionResult({fault: check(faulty_two_link(fault, params), model, samples=samples, seed=seed,
+                                           label=fault) for fault in FAULTS})
+
+
+def judge_attribution(result: AttributionResult) -> tuple[Verdict, dict]:
+    """The correct derivation passes; each faulty one fails in exactly the term :data:`FAULTS` names.
+
+    Returns:
+      The verdict and the experiment's metrics (the verdict's keys included).
+    """
+    cases = {}
+    for fault, report in result.reports.items():
+        blamed = FAULTS[fault][1]
+        expected = [] if blamed is None else [blamed]
+        ok = report.failing_terms == expected and report.passed == (blamed is None)
+        cases[fault] = {"expected_failing_terms": expected, "failing_terms": report.failing_terms,
+                        "as_expected": bool(ok), "diagnosis": report.diagnosis,
+                        "max_abs_error": report.max_abs_error}
+    verdict = Verdict(all(c["as_expected"] for c in cases.values()),
+                      "; ".join(f"{k}: {','.join(v['failing_terms']) or 'pass'}" for k, v in cases.items()))
+    return verdict, {**verdict.as_metrics(), "cases": cases}
+
+
+def plot_attribution(result: AttributionResult, out_dir) -> list[Path]:
+    """One term-error plot per derivation, ``FAULT.png``, into ``out_dir``."""
+    return [plots.save(plots.term_errors(report, f"two-link derivation '{fault}' vs mj_inverse"), out_dir,
+                       f"{fault}.png") for fault, report in result.reports.items()]
+
+
 @experiment(
     "derivation-attribution",
     summary="check derivation on four two-link derivations: correct, seed-000-printed, "
@@ -442,21 +616,6 @@ def faulty_two_link(fault: str, params: two_link.TwoLinkParams) -> Callable:
     params={"samples": Param(1000, "number of random states", 1, 1_000_000)},
 )
 def derivation_attribution(ctx: Context) -> dict:
-    model = load_model("two_link_arm")
-    params = two_link_params(model)
-    samples = 200 if ctx.short else int(ctx.params["samples"])
-    cases, all_ok = {}, True
-    for fault, (_, blamed) in FAULTS.items():
-        report = check(faulty_two_link(fault, params), model, samples=samples, seed=ctx.seed, label=fault)
-        expected = [] if blamed is None else [blamed]
-        ok = report.failing_terms == expected and report.passed == (blamed is None)
-        all_ok &= ok
-        cases[fault] = {"expected_failing_terms": expected, "failing_terms": report.failing_terms,
-                        "as_expected": bool(ok), "diagnosis": report.diagnosis,
-                        "max_abs_error": report.max_abs_error}
-        ctx.savefig(plots.term_errors(report, f"two-link derivation '{fault}' vs mj_inverse"), f"{fault}.png")
-    return {
-        "passed": bool(all_ok),
-        "measured": "; ".join(f"{k}: {','.join(v['failing_terms']) or 'pass'}" for k, v in cases.items()),
-        "cases": cases,
-    }
+    result = attribute_faults(200 if ctx.short else int(ctx.params["samples"]), ctx.seed)
+    plot_attribution(result, ctx.out_dir)
+    return judge_attribution(result)[1]

@@ -3,12 +3,16 @@
 - :func:`unit_vector_errors`: ``A``, ``b`` built from ``rnea`` by the unit-vector
   method vs ``mj_fullM`` and ``qfrc_bias`` (used by the ``rnea-*`` experiments).
 - ``unit-vector-simulator``: the unit-vector forward dynamics integrated by
-  semi-implicit Euler vs MuJoCo's Euler integrator, fixed and floating base.
+  semi-implicit Euler vs MuJoCo's Euler integrator, fixed and floating base:
+  :func:`simulator_comparison` computes (no files), :func:`judge_simulator`
+  judges, :func:`plot_simulator` draws.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -19,11 +23,12 @@ from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.crosscheck import sample_states
 from crossdyn.experiments.core.derivation import tree_from_model
 from crossdyn.experiments.core.models import load_model, with_options
-from crossdyn.experiments.core.registry import Param, experiment
+from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 from crossdyn.experiments.core.truth import bias_force, mass_matrix
 
-__all__ = ["MATRIX_RTOL", "TRAJECTORY_TOL", "initial_state", "unit_vector_errors", "mujoco_euler", "simulator_error"]
+__all__ = ["MATRIX_RTOL", "TRAJECTORY_TOL", "initial_state", "unit_vector_errors", "mujoco_euler", "simulator_error",
+           "SimulatorResult", "simulator_comparison", "judge_simulator", "plot_simulator"]
 
 # Unit-vector A and b vs mj_fullM / qfrc_bias: 1e-10 x the largest entry; both are
 # sums of a few dozen products, so round-off is ~1e-15 x scale.
@@ -80,7 +85,6 @@ def mujoco_euler(model: mujoco.MjModel, qpos, qvel, steps: int) -> tuple[np.ndar
     return np.array(qs), np.array(vs)
 
 
-
 def simulator_error(model: mujoco.MjModel, seconds: float, seed: int) -> np.ndarray:
     """Unit-vector simulator vs MuJoCo's Euler from the same start; max |q error| per step.
 
@@ -94,49 +98,61 @@ def simulator_error(model: mujoco.MjModel, seconds: float, seed: int) -> np.ndar
     return np.maximum(np.abs(q_ours - q_mj).max(axis=1), np.abs(v_ours - v_mj).max(axis=1) * model.opt.timestep)
 
 
-@experiment(
-    "unit-vector-simulator",
-    summary="unit-vector forward dynamics (spatial RNEA inside) + semi-implicit Euler vs MuJoCo's Euler",
-    expected=f"2 s trajectories agree to {TRAJECTORY_TOL:g} (two-link, free tree); spatial arm over 0.5 s",
-    params={"seconds": Param(2.0, "simulated time for the two-link arm and the free tree, s", 0.01, 20.0)},
-)
-def unit_vector_simulator(ctx: Context) -> dict:
-    seconds = 0.5 if ctx.short else float(ctx.params["seconds"])
+@dataclass(frozen=True)
+class SimulatorResult:
+    """The unit-vector simulator against MuJoCo's Euler on each model.
+
+    Attributes:
+      horizon: model name -> simulated time, s.
+      timestep: model name -> its time step, s.
+      errors: model name -> :func:`simulator_error` per step, ``(steps + 1,)``
+        (rad or m; velocities scaled by dt).
+      self_divergence: model name -> max |qpos difference| between two MuJoCo runs
+        whose start velocities differ by 1e-14: the amplification any round-off meets.
+    """
+
+    horizon: dict[str, float]
+    timestep: dict[str, float]
+    errors: dict[str, np.ndarray]
+    self_divergence: dict[str, float]
+
+
+def simulator_comparison(seconds: float = 2.0, seed: int = 0) -> SimulatorResult:
+    """Run the unit-vector simulator and MuJoCo's Euler on the two-link arm, the free tree
+    (``seconds``) and the spatial arm (at most 0.5 s), from seeded starts (no files)."""
     # The spatial arm's mass matrix reaches condition number ~3e6 (a 0.3 kg hand on a
     # 2 kg base), so 1e-13 round-off differences in A become ~1e-9 relative in qacc,
     # and after ~1 s its chaotic motion grows them ~1e4-fold per 0.5 s, as MuJoCo's
     # own run does from a 1e-13 start offset.  So it is compared over 0.5 s.
     horizon = {"two_link_arm": seconds, "free_tree": seconds, "spatial_arm": min(seconds, 0.5)}
-    errors = {name: simulator_error(load_model(name), t, ctx.seed) for name, t in horizon.items()}
-    worst = {name: float(e.max()) for name, e in errors.items()}
+    models = {name: load_model(name) for name in horizon}
+    errors = {name: simulator_error(models[name], t, seed) for name, t in horizon.items()}
     # How far MuJoCo drifts from *itself* when its start moves by 1e-14 (a few ulps
     # of a ~1 rad angle): the sensitivity that amplifies any round-off difference.
     sensitivity = {}
     for name, t in horizon.items():
-        model = load_model(name)
-        qpos, qvel = initial_state(model, ctx.seed)
-        steps = int(round(t / model.opt.timestep))
-        a, _ = mujoco_euler(model, qpos, qvel, steps)
-        b, _ = mujoco_euler(model, qpos, qvel + 1e-14, steps)
+        qpos, qvel = initial_state(models[name], seed)
+        steps = int(round(t / models[name].opt.timestep))
+        a, _ = mujoco_euler(models[name], qpos, qvel, steps)
+        b, _ = mujoco_euler(models[name], qpos, qvel + 1e-14, steps)
         sensitivity[name] = float(np.abs(a - b).max())
+    return SimulatorResult(horizon, {name: m.opt.timestep for name, m in models.items()}, errors, sensitivity)
 
-    fig, ax = plots.figure(1, 1, width=7.0, height=3.2)
-    for name, e in errors.items():
-        dt = load_model(name).opt.timestep
-        ax.semilogy(np.arange(e.size) * dt, np.maximum(e, 1e-18), label=name)
-    ax.axhline(TRAJECTORY_TOL, color="k", ls="--", lw=0.8, label=f"{TRAJECTORY_TOL:g}")
-    ax.set_xlabel("t (s)")
-    ax.set_ylabel("max |ours - MuJoCo Euler|")
-    ax.set_title("semi-implicit Euler on unit-vector dynamics vs mj_step (Euler)")
-    ax.legend(fontsize=7)
-    ctx.savefig(fig, "trajectory_error.png")
-    passed = all(v <= TRAJECTORY_TOL for v in worst.values())
-    return {
-        "passed": bool(passed),
-        "measured": ", ".join(f"{k} {v:.0e}" for k, v in worst.items()),
+
+def judge_simulator(result: SimulatorResult) -> tuple[Verdict, dict]:
+    """Every model's trajectory within :data:`TRAJECTORY_TOL` of MuJoCo's.
+
+    Returns:
+      The verdict and the experiment's metrics (the verdict's keys included).
+    """
+    worst = {name: float(e.max()) for name, e in result.errors.items()}
+    verdict = Verdict(all(v <= TRAJECTORY_TOL for v in worst.values()),
+                      ", ".join(f"{k} {v:.0e}" for k, v in worst.items()))
+    return verdict, {
+        **verdict.as_metrics(),
         "max_error": worst,
-        "mujoco_self_divergence_from_1e-14_start_offset": sensitivity,
-        "horizon_s": horizon,
+        "mujoco_self_divergence_from_1e-14_start_offset": result.self_divergence,
+        "horizon_s": result.horizon,
         "explanation": (
             "qpos compared directly; qvel error scaled by dt (its effect on qpos in one step). "
             "The spatial arm is compared over at most 0.5 s: its mass matrix is ill-conditioned "
@@ -144,3 +160,28 @@ def unit_vector_simulator(ctx: Context) -> dict:
             "1e-8 after ~1 s exactly as MuJoCo diverges from itself after a 1e-13 start offset."
         ),
     }
+
+
+def plot_simulator(result: SimulatorResult, out_dir) -> list[Path]:
+    """Each model's error against time, with the tolerance (``trajectory_error.png``), into ``out_dir``."""
+    fig, ax = plots.figure(1, 1, width=7.0, height=3.2)
+    for name, e in result.errors.items():
+        ax.semilogy(np.arange(e.size) * result.timestep[name], np.maximum(e, 1e-18), label=name)
+    ax.axhline(TRAJECTORY_TOL, color="k", ls="--", lw=0.8, label=f"{TRAJECTORY_TOL:g}")
+    ax.set_xlabel("t (s)")
+    ax.set_ylabel("max |ours - MuJoCo Euler|")
+    ax.set_title("semi-implicit Euler on unit-vector dynamics vs mj_step (Euler)")
+    ax.legend(fontsize=7)
+    return [plots.save(fig, out_dir, "trajectory_error.png")]
+
+
+@experiment(
+    "unit-vector-simulator",
+    summary="unit-vector forward dynamics (spatial RNEA inside) + semi-implicit Euler vs MuJoCo's Euler",
+    expected=f"2 s trajectories agree to {TRAJECTORY_TOL:g} (two-link, free tree); spatial arm over 0.5 s",
+    params={"seconds": Param(2.0, "simulated time for the two-link arm and the free tree, s", 0.01, 20.0)},
+)
+def unit_vector_simulator(ctx: Context) -> dict:
+    result = simulator_comparison(0.5 if ctx.short else float(ctx.params["seconds"]), ctx.seed)
+    plot_simulator(result, ctx.out_dir)
+    return judge_simulator(result)[1]

@@ -45,6 +45,18 @@ BAD_FILES = {
                         "def run(ctx):\n    return {}\n"),
     "baselines/other-experiment.json": '{"metrics": {}}',
     "not_baselines/two-link-lagrange.json": "[1, 2]",
+    "empty.csv": "",
+    "comments_only.csv": "# q1, q2, qd1, qd2, qdd1, qdd2\n",
+}
+
+# State files that must be binary (.npy), written by the bad_files fixture.
+BAD_ARRAYS = {
+    "strings.npy": np.array([["a", "b", "c", "d", "e", "f"]]),
+    "no_rows.npy": np.zeros((0, 6)),
+    "cube.npy": np.zeros((2, 3, 6)),
+    "one_row_1d_short.npy": np.zeros(5),
+    "seven_columns.npy": np.zeros((2, 7)),
+    "nan.npy": np.array([[0, 0, np.nan, 0, 0, 0]]),
 }
 
 # (arguments, phrase in the message).  {tmp} is the folder holding BAD_FILES.
@@ -131,6 +143,29 @@ CASES = [
     (["run", "two-link-lagrange", "--workers", "-1"], "--workers"),
     (["run", "two-link-lagrange", "--workers", "100000"], "--workers"),
     (["run", "two-link-lagrange", "--workers", "two"], "whole number"),
+    # check derivation's options for models as they come (issue 11), and state files (issue 15 #6)
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--dynamics", "exact"], "invalid choice"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--atol", "nan"], "finite"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--atol", "-1e-9"], "--atol"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--rtol", "2"], "--rtol"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--rtol", "x"], "not a number"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--states", "{tmp}/missing.csv"],
+     "no states file"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--states", "{tmp}/short_rows.csv"],
+     "each row needs 6 numbers (q, qd, qdd), found 3"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--states", "{tmp}/nan.npy"],
+     "non-finite"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--samples", "2000000000"],
+     "--samples"),
+    (["check", "two-link", "--states", "{tmp}/strings.npy"], "holds str"),
+    (["check", "two-link", "--states", "{tmp}/empty.csv"], "has no rows; expected rows of 6 numbers"),
+    (["check", "two-link", "--states", "{tmp}/comments_only.csv"], "has no rows"),
+    (["check", "two-link", "--states", "{tmp}/no_rows.npy"], "has no rows"),
+    (["check", "two-link", "--states", "{tmp}/cube.npy"], "holds a 3-D array of shape (2, 3, 6)"),
+    (["check", "two-link", "--states", "{tmp}/one_row_1d_short.npy"], "found 5"),
+    (["check", "two-link", "--states", "{tmp}/seven_columns.npy"], "found 7"),
+    (["check", "two-link", "--states", "{tmp}/malformed.xml"], "cannot read states"),
+    (["check", "two-link", "--samples", "2000000000"], "--samples"),
 ]
 
 
@@ -140,6 +175,8 @@ def bad_files(tmp_path_factory) -> Path:
     for name, text in BAD_FILES.items():
         (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_text(text)
+    for name, array in BAD_ARRAYS.items():
+        np.save(folder / name, array)
     return folder
 
 

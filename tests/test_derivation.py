@@ -76,6 +76,19 @@ def _armature_model(tmp_path: Path) -> str:
     return str(path)
 
 
+def test_armature_arm_is_checked_as_it_comes(tmp_path, capsys):
+    """An arm with armature is no longer refused: rigid-body passes, as-modeled blames the armature."""
+    mjcf = _armature_model(tmp_path)
+    argv = ["check", "derivation", f"{USER}:correct", "--mjcf", mjcf, "--samples", "20", "--out", str(tmp_path / "out")]
+    assert main(argv) == 0
+    assert "-armature 0.01" in capsys.readouterr().out
+    assert main(argv + ["--dynamics", "as-modeled"]) == 1
+    out = capsys.readouterr().out
+    assert "M[0,0], M[1,1] each off by -0.01, constant" in out
+    assert "armature (rotor inertia) of joint 'q1' (0.01), joint 'q2' (0.01)" in out
+    assert "--dynamics rigid-body agrees" in out
+
+
 @pytest.mark.parametrize(
     "target,mjcf,message",
     [
@@ -87,13 +100,10 @@ def _armature_model(tmp_path: Path) -> str:
         ("{user}", "two_link_arm", "expected FILE.py:FUNC"),
         ("{tmp}/broken.py:f", "two_link_arm", "failed to import: NameError"),
         ("{user}:correct", "{tmp}/no_model.xml", "no model file"),
-        ("{user}:correct", "ARMATURE", "armature=0.01"),
     ],
 )
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, target, mjcf, message):
     (tmp_path / "broken.py").write_text("x = undefined_name\n")
-    if mjcf == "ARMATURE":
-        mjcf = _armature_model(tmp_path)
     argv = ["check", "derivation", target.format(user=USER, tmp=tmp_path), "--mjcf", mjcf.format(tmp=tmp_path),
             "--samples", "20", "--out", str(tmp_path / "out")]
     assert main(argv) == 2

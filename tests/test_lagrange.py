@@ -99,3 +99,19 @@ def test_a_missing_inertia_shows_in_the_symbolic_difference(rr):
 def test_missing_parameter_value_is_a_clear_error(pr):
     with pytest.raises(ValueError, match="missing parameter value.*I2zz"):
         pr.numeric({k: v for k, v in PR_VALUES.items() if k != "I2zz"})
+
+
+def test_symbolic_experiment_compute_judge_plot(tmp_path):
+    """The experiment's parts: computed without a Context, judged, drawn; the judge can say FAIL."""
+    import dataclasses
+
+    from crossdyn.experiments import lagrange as lagrange_experiment
+
+    result = lagrange_experiment.symbolic_lagrange(samples=50, seed=0)
+    verdict, metrics = lagrange_experiment.judge_symbolic(result)
+    assert verdict.passed and metrics["passed"] is True and metrics["pr_values"] == PR_VALUES
+    # The closed form's mass matrix not reproduced, or Mdot - 2C not skew: each FAILs.
+    for wrong in (dataclasses.replace(result, symbolic_equal={**result.symbolic_equal, "M": False}),
+                  dataclasses.replace(result, pr_properties={**result.pr_properties, "skew_error": 1e-6})):
+        assert not lagrange_experiment.judge_symbolic(wrong)[0].passed
+    assert [p.name for p in lagrange_experiment.plot_symbolic(result, tmp_path)] == ["term_errors.png"]

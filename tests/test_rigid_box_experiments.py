@@ -8,6 +8,7 @@ impedance, the cone formula at the wrong point).
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import mujoco
 import numpy as np
@@ -79,56 +80,56 @@ def test_actuator_without_refsite_is_refused():
 
 
 def test_reference_vs_mujoco_rk4_omega(free):
-    ref = free["trajectories"]["reference"].omega_body[-1]
+    ref = free.trajectories["reference"].omega_body[-1]
     # The issue's bound; RK4's error at dt = 1 ms is ~1e-13 rad/s here (measured 5e-14).
-    assert_close(free["trajectories"]["mujoco_rk4"].omega_body[-1], ref, atol=box.OMEGA_TOL)
+    assert_close(free.trajectories["mujoco_rk4"].omega_body[-1], ref, atol=box.OMEGA_TOL)
 
 
 def test_wrong_inertia_is_caught(free):
     """The same check with Ixx and Iyy swapped in the reference fails by orders of magnitude."""
-    params = free["params"]
+    params = free.params
     wrong = rb.RigidBodyParams(params.mass, params.inertia[[1, 0, 2]][:, [1, 0, 2]])
-    ref = free["trajectories"]["reference"]
+    ref = free.trajectories["reference"]
     bad = rb.reference(wrong, rb.BodyState.at_rest(omega=box.OMEGA0), ref.t)
-    assert np.abs(bad.omega_body[-1] - free["trajectories"]["mujoco_rk4"].omega_body[-1]).max() > 1e-3
+    assert np.abs(bad.omega_body[-1] - free.trajectories["mujoco_rk4"].omega_body[-1]).max() > 1e-3
 
 
 def test_momentum_drift_metrics(free):
-    drift = free["momentum_drift"]
+    drift = free.momentum_drift
     assert {"seed", "rk4", "mujoco_rk4", "mujoco_euler", "mujoco_implicit"} <= set(drift)
     assert abs(drift["rk4"]) * box.DRIFT_RATIO_MIN <= abs(drift["seed"])
-    assert abs(free["energy_drift"]["rk4"]) * box.DRIFT_RATIO_MIN <= abs(free["energy_drift"]["seed"])
+    assert abs(free.energy_drift["rk4"]) * box.DRIFT_RATIO_MIN <= abs(free.energy_drift["seed"])
 
 
 def test_seed_is_mujoco_euler(free):
     """The seed's step and MuJoCo's (semi-implicit) Euler step are the same map."""
-    seed, euler = free["trajectories"]["seed"], free["trajectories"]["mujoco_euler"]
+    seed, euler = free.trajectories["seed"], free.trajectories["mujoco_euler"]
     # Same operations in a different order and frame: round-off accumulated over 1e4 steps.
     assert_close(seed.omega, euler.omega, atol=1e-10)
     assert box.rotation_angle(seed.R, euler.R).max() < 1e-10
     # ...and not the same as RK4 (the comparison can tell maps apart).
-    assert np.abs(seed.omega - free["trajectories"]["mujoco_rk4"].omega).max() > 1e-3
+    assert np.abs(seed.omega - free.trajectories["mujoco_rk4"].omega).max() > 1e-3
 
 
 # --------------------------------------------------------------------------- pulled box
 
 
 def test_pulled_a_is_pure_translation(pulled_a):
-    params = pulled_a["params"]
+    params = pulled_a.params
     for name in ("rk4", "mujoco_rk4", "reference", "seed"):
-        tr = pulled_a["trajectories"][name]
+        tr = pulled_a.trajectories[name]
         assert np.all(tr.omega == 0.0), name  # no torque: exactly zero, not small
-    t_end = pulled_a["trajectories"]["reference"].t[-1]
+    t_end = pulled_a.trajectories["reference"].t[-1]
     exact = 0.5 * box.FORCE[0] / params.mass * t_end**2
     for name in ("rk4", "mujoco_rk4"):
         # RK4 integrates a constant acceleration exactly: round-off only.
-        assert_close(pulled_a["trajectories"][name].c[-1, 0], exact, rtol=box.TRANSLATION_RTOL, atol=0.0, what=name)
+        assert_close(pulled_a.trajectories[name].c[-1, 0], exact, rtol=box.TRANSLATION_RTOL, atol=0.0, what=name)
 
 
 def test_pulled_b_agrees(pulled_b):
-    ref = pulled_b["trajectories"]["reference"]
+    ref = pulled_b.trajectories["reference"]
     for name in ("rk4", "mujoco_rk4"):
-        tr = pulled_b["trajectories"][name]
+        tr = pulled_b.trajectories[name]
         # The issue's bound; both are 4th order with the force evaluated at every stage (measured 2e-11).
         assert_close(tr.c, ref.c, atol=box.POSE_TOL, what=f"{name} CoM")
         assert box.rotation_angle(tr.R, ref.R).max() <= box.POSE_TOL, name
@@ -136,7 +137,7 @@ def test_pulled_b_agrees(pulled_b):
 
 def test_held_xfrc_is_first_order(pulled_b):
     """xfrc_applied set once per step misses the point's motion: an O(dt) error."""
-    errors = {h: box.rotation_angle(tr.R, pulled_b["held_reference"][h].R).max() for h, tr in pulled_b["held"].items()}
+    errors = {h: box.rotation_angle(tr.R, pulled_b.held_reference[h].R).max() for h, tr in pulled_b.held.items()}
     assert min(errors.values()) > 1e3 * box.POSE_TOL, errors  # far outside the per-stage result
     order = np.log2(errors[1e-3] / errors[5e-4])
     # First order; +-0.2 for the next term.
@@ -158,9 +159,9 @@ def test_contact_solref_is_the_conversion():
 
 
 def test_drop_rest_penetration_and_bounce(drop):
-    params = drop["params"]
-    p = box.contact_metrics(drop["penalty"], params.half_sizes)
-    m = box.contact_metrics(drop["mujoco"], params.half_sizes)
+    params = drop.params
+    p = box.contact_metrics(drop.penalty, params.half_sizes)
+    m = box.contact_metrics(drop.mujoco, params.half_sizes)
     rest = params.body.mass * -params.gravity[2] / (4 * params.ground.K)
     # Penalty at rest: 4 corners carry m g exactly (settled to well below 1e-9 m).
     assert p["rest_penetration_m"] == pytest.approx(rest, rel=1e-6)
@@ -172,10 +173,60 @@ def test_drop_rest_penetration_and_bounce(drop):
 def test_default_impedance_does_not_match(drop):
     """With MuJoCo's default solimp the same solref is a stiff constraint, not the penalty spring."""
     stiff = box.drop(0.0, duration=1.5, solimp=box.DEFAULT_SOLIMP)
-    params = drop["params"]
+    params = drop.params
     rest = params.body.mass * -params.gravity[2] / (4 * params.ground.K)
-    m = box.contact_metrics(stiff["mujoco"], params.half_sizes)
+    m = box.contact_metrics(stiff.mujoco, params.half_sizes)
     assert m["rest_penetration_m"] < 0.5 * rest
+
+
+# --------------------------------------------------------------------------- compute, judge, plot apart
+
+
+def test_free_rotation_judge_and_plot(free, tmp_path):
+    verdict, metrics = box.judge_free_rotation(free)
+    assert verdict.passed and metrics["passed"] is True and metrics["measured"] == verdict.measured
+    assert metrics["flip"]["omega_y_sign_changes"] == len(free.flip_times) > 0
+    # MuJoCo's RK4 1e-6 rad/s off the reference, or our RK4 drifting like the seed: each fails.
+    off = dataclasses.replace(free, omega_error_end={**free.omega_error_end, "mujoco_rk4": 1e3 * box.OMEGA_TOL})
+    drifty = dataclasses.replace(free, momentum_drift={**free.momentum_drift, "rk4": free.momentum_drift["seed"]})
+    for wrong in (off, drifty):
+        verdict, metrics = box.judge_free_rotation(wrong)
+        assert not verdict.passed and metrics["passed"] is False
+    paths = box.plot_free_rotation(free, tmp_path)
+    assert [p.name for p in paths] == ["momentum_and_velocity.png", "drift.png", "flip.png"]
+    assert all(p.stat().st_size > 0 for p in paths)
+
+
+def test_pulled_judge_fails_with_held_force(pulled_a, pulled_b, tmp_path):
+    result = box.PulledResult(box.DURATION, box.FORCE, pulled_a, pulled_b)
+    verdict, metrics = box.judge_pulled(result)
+    assert verdict.passed, verdict.measured
+    assert metrics["B_held_xfrc_order"] == pytest.approx(1.0, abs=0.2)  # first order, as the judge requires
+    # MuJoCo's "RK4" replaced by the held-xfrc run: a real O(dt) error the judge must reject.
+    held = dict(pulled_b.trajectories, mujoco_rk4=pulled_b.held[1e-3])
+    wrong = dataclasses.replace(result, b=dataclasses.replace(pulled_b, trajectories=held))
+    verdict, metrics = box.judge_pulled(wrong)
+    assert not verdict.passed and metrics["B_error_vs_reference"]["mujoco_rk4"]["angle_rad"] > box.POSE_TOL
+    assert [p.name for p in box.plot_pulled(result, tmp_path)] == ["pulled.png"]
+
+
+@pytest.fixture(scope="module")
+def contact():
+    return box.ground_contact(box.SLIDE_SPEED, box.SHORT_CONTACT_DURATION)
+
+
+def test_ground_contact_compute_judge_plot(contact, tmp_path):
+    verdict, metrics = box.judge_contact(contact)
+    assert verdict.passed, verdict.measured
+    predicted = metrics["predictions"]["rest_penetration_m"]
+    m, g, K = contact.params.body.mass, -contact.params.gravity[2], contact.params.ground.K
+    assert predicted == pytest.approx(m * g / (4 * K), rel=1e-15)  # same formula, another path: round-off
+    # MuJoCo's default impedance as if it were the matched contact: a stiff constraint, not the spring.
+    wrong = dataclasses.replace(contact, drop=dataclasses.replace(contact.drop, mujoco=contact.drop_default_solimp.mujoco))
+    verdict, metrics = box.judge_contact(wrong)
+    assert not verdict.passed and metrics["passed"] is False
+    names = [p.name for p in box.plot_contact(contact, tmp_path)]
+    assert names == ["contact.png", "impact_force.png"]
 
 
 # --------------------------------------------------------------------------- inertia table
@@ -200,3 +251,17 @@ def test_cone_formula_is_about_the_apex(rows):
     centroid = next(r for r in rows if r.shape.startswith("solid cone") and r.about == "centroid")
     wrong = inertia_table.Row("cone", "mixed", "", apex.analytic, centroid.mujoco, inertia_table.MESH_RTOL)
     assert not wrong.passed and wrong.rel_error > 0.5  # m (3h/4)^2 of 0.083 kg m^2 is 91% here
+
+
+def test_inertia_compute_judge_plot(tmp_path):
+    result = inertia_table.compare_inertias()
+    verdict, metrics = inertia_table.judge_inertia(result)
+    assert verdict.passed and metrics["table"] == inertia_table.markdown_table(result.rows)
+    assert result.cone_apex_formula_vs_mujoco_com_inertia_rel > 0.5  # the naive comparison: m (3h/4)^2 off
+    # The apex formula set against MuJoCo's CoM inertia as if it were a row: the judge says FAIL.
+    apex = next(r for r in result.rows if r.about == "apex")
+    centroid = next(r for r in result.rows if r.about == "centroid")
+    wrong = inertia_table.Row(apex.shape, "apex", apex.formula, apex.analytic, centroid.mujoco, apex.rtol)
+    verdict, metrics = inertia_table.judge_inertia(dataclasses.replace(result, rows=result.rows + (wrong,)))
+    assert not verdict.passed and metrics["passed"] is False
+    assert [p.name for p in inertia_table.plot_inertia(result, tmp_path)] == ["inertia_table.md", "inertia_errors.png"]

@@ -13,7 +13,7 @@ from crossdyn.analytic.two_link import lagrange, newton_euler
 from crossdyn.experiments.core.crosscheck import sample_states
 from crossdyn.experiments.core.derivation import tree_from_model
 from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.truth import inverse_dynamics
+from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 from crossdyn.experiments.core.models import load_model, model_path
 from crossdyn.experiments.two_link import two_link_params
 from support import assert_close
@@ -98,19 +98,29 @@ def _edit(name, edit):
     return spec.compile()
 
 
-@pytest.mark.parametrize(
-    "edit,message",
-    [
-        (lambda s: setattr(s.joint("elbow"), "type", mujoco.mjtJoint.mjJNT_BALL), "ball joint"),
-        (lambda s: setattr(s.joint("elbow"), "armature", 0.01), "armature"),
-        (lambda s: setattr(s.joint("elbow"), "frictionloss", 0.1), "frictionloss"),
-        (lambda s: setattr(s.body("hand"), "gravcomp", 1.0), "gravcomp"),
-    ],
-)
-def test_unsupported_elements_are_refused(edit, message):
-    model = _edit("spatial_arm", edit)
-    with pytest.raises(ModelError, match=message):
+def test_ball_joint_is_refused():
+    model = _edit("spatial_arm", lambda s: setattr(s.joint("elbow"), "type", mujoco.mjtJoint.mjJNT_BALL))
+    with pytest.raises(ModelError, match="ball joint"):
         tree_from_model(model)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: setattr(s.joint("elbow"), "armature", 0.01),
+        lambda s: setattr(s.joint("elbow"), "damping", [0.3, 0.0, 0.0]),  # MuJoCo 4: damping polynomial
+        lambda s: setattr(s.body("hand"), "gravcomp", 1.0),
+    ],
+    ids=["armature", "damping", "gravcomp"],
+)
+def test_tree_is_the_rigid_body_part(edit):
+    """A model with passive effects gives the tree of its rigid bodies: RNEA equals the rigid-body truth, not mj_inverse."""
+    model = _edit("spatial_arm", edit)
+    q, qd, qdd = sample_states(model, 20, seed=11)
+    tau = rnea(tree_from_model(model), q, qd, qdd)
+    # O(10) N m torques: round-off.
+    assert_close(tau, inverse_dynamics(truth_model(model, "rigid-body"), q, qd, qdd), atol=1e-10, what="RNEA")
+    assert np.abs(tau - inverse_dynamics(model, q, qd, qdd)).max() > 1e-6  # the effect is really there
 
 
 def test_tree_validates_its_arrays():
@@ -134,3 +144,18 @@ def test_applied_spatial_inertia_is_the_seed_matrix():
     expected = np.einsum("nij,nj->ni", matrix, xi)
     applied = apply_spatial_inertia(2.5, c, np.einsum("nij,nj->ni", inertia, xi[:, 3:]), xi)
     assert_close(applied, expected, atol=1e-12, what="I^S xi")  # O(10) entries: round-off
+
+
+def test_rnea_experiment_compute_judge_plot(tmp_path):
+    """The experiment's parts: computed without a Context, judged, drawn; the judge can say FAIL."""
+    from crossdyn.experiments import rnea as rnea_experiment
+
+    result = rnea_experiment.rnea_check("free_tree", samples=50, seed=0)
+    assert (result.nq, result.nv) == (load_model("free_tree").nq, load_model("free_tree").nv)
+    verdict, metrics = rnea_experiment.judge_rnea(result)
+    assert verdict.passed and metrics["passed"] is True and metrics["model"] == "free_tree"
+    # A mass matrix off by 1e-6 of its scale (far above round-off, below any plot's eye): FAIL.
+    off = {**result.matrices, "mass_matrix_max_abs_error": 1e-6 * result.matrices["mass_matrix_scale"]}
+    verdict, _ = rnea_experiment.judge_rnea(dataclasses.replace(result, matrices=off))
+    assert not verdict.passed
+    assert [p.name for p in rnea_experiment.plot_rnea(result, tmp_path)] == ["term_errors.png"]

@@ -205,6 +205,20 @@ def test_not_a_two_link_arm_is_named(tmp_path, case):
         two_link_params(load_model(path))
 
 
+def test_every_violation_is_named_at_once(tmp_path):
+    """An arm in another convention (gravity -z, elbow about x) hears of both, and of check derivation."""
+    xml = NOT_AN_ARM["gravity"][0].replace('name="elbow" type="hinge" axis="0 0 1"',
+                                           'name="elbow" type="hinge" axis="1 0 0"')
+    path = tmp_path / "model.xml"
+    path.write_text(xml)
+    with pytest.raises(ModelError) as caught:
+        two_link_params(load_model(path))
+    message = str(caught.value)
+    assert message.startswith("2 departures from the two-link convention (see README 'Check a two-link arm")
+    assert "gravity must point along -y" in message and "'elbow' axis is [1.0, 0.0, 0.0]" in message
+    assert "crossdyn check derivation FILE.py:FUNC" in message and "SPEC" not in message
+
+
 def _cli_error(capsys, argv):
     from crossdyn.experiments.core.cli import main
 
@@ -248,8 +262,8 @@ def test_states_file_is_checked(tmp_path):
     assert main(["check", "two-link", "--states", str(tmp_path / "states.csv"), "--out", str(tmp_path)]) == 0
 
 
-def test_active_constraints_are_refused(tmp_path):
-    """A contact or a reached joint limit puts constraint forces into mj_inverse."""
+def test_active_limit_is_switched_off_and_said_so(tmp_path):
+    """A reached joint limit would put constraint forces into mj_inverse: the truth switches it off, the report says so."""
     limited = USER_ARM.replace('name="elbow" type="hinge" axis="0 0 1"',
                                'name="elbow" type="hinge" axis="0 0 1" range="-0.1 0.1"')
     path = tmp_path / "limited.xml"
@@ -257,5 +271,6 @@ def test_active_constraints_are_refused(tmp_path):
     model = load_model(path)
     params = two_link_params(model)
     states = (np.array([[0.3, 0.5]]), np.zeros((1, 2)), np.zeros((1, 2)))  # elbow past its limit
-    with pytest.raises(ModelError, match=r"constraint row\(s\) are active \(limit_joint\)"):
-        check(functools.partial(VARIANTS["lagrange"], params), model, states=states)
+    report = check(functools.partial(VARIANTS["lagrange"], params), model, states=states)
+    assert report.passed, report.diagnosis
+    assert report.switched_off == ["limits off: 1 row was active at state 0 (at 1 of 1 states)"]

@@ -86,3 +86,20 @@ def test_simulator_tells_a_wrong_model_apart():
     ours, _ = simulate(id_fn, ("hinge", "hinge"), q0, qd0, model.opt.timestep, 500)
     theirs, _ = mujoco_euler(model, q0, qd0, 500)
     assert np.abs(ours - theirs).max() > 1e3 * TRAJECTORY_TOL
+
+
+def test_simulator_compute_judge_plot(tmp_path):
+    """The experiment's parts: computed without a Context, judged, drawn; the judge can say FAIL."""
+    from crossdyn.experiments import unit_vector as uv
+
+    result = uv.simulator_comparison(seconds=0.2, seed=0)
+    assert result.horizon == {"two_link_arm": 0.2, "free_tree": 0.2, "spatial_arm": 0.2}
+    verdict, metrics = uv.judge_simulator(result)
+    assert verdict.passed and metrics["passed"] is True and metrics["measured"] == verdict.measured
+    # One step 1e-6 off on the free tree (a dropped term would do far worse): FAIL.
+    bad = result.errors["free_tree"].copy()
+    bad[-1] = 1e-6
+    verdict, metrics = uv.judge_simulator(uv.SimulatorResult(result.horizon, result.timestep,
+                                                             {**result.errors, "free_tree": bad}, result.self_divergence))
+    assert not verdict.passed and metrics["max_error"]["free_tree"] == 1e-6
+    assert [p.name for p in uv.plot_simulator(result, tmp_path)] == ["trajectory_error.png"]

@@ -2,7 +2,7 @@
 
 The comparison evaluates both functions at seeded random states and, besides the
 torque error, splits each function into its terms by the unit-vector idea of
-seed 000 §10.3 (SPEC §2):
+seed 000 §10.3:
 
 - gravity            g(q)     = ID(q, 0, 0)
 - velocity terms     c(q, qd) = ID(q, qd, 0) - g(q)
@@ -12,6 +12,11 @@ Each term is compared separately, so a report reads "mass matrix off by up to X 
 entry (i, j); velocity and gravity agree to 1e-15" rather than "torques differ".
 Errors are always ``candidate - reference``.
 
+States stream through in chunks of :data:`CHUNK` (random ones are drawn chunk by
+chunk), and the report keeps running per-entry statistics, so memory does not
+grow with the number of states: ``--samples 100000000`` runs in the memory of one
+chunk, with a progress bar on a terminal.
+
 An inverse-dynamics function here takes batched MuJoCo-layout states
 ``(qpos (N, nq), qvel (N, nv), qacc (N, nv))`` and returns ``(N, nv)``.
 """
@@ -19,29 +24,55 @@ An inverse-dynamics function here takes batched MuJoCo-layout states
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 import mujoco
 import numpy as np
+from tqdm import tqdm
 
+from crossdyn.experiments.core import user_code
+from crossdyn.experiments.core.attribution import Attribution
 from crossdyn.experiments.core.errors import DerivationError
-from crossdyn.experiments.core.truth import as_state_batch, check_exact_dynamics, inverse_dynamics
+from crossdyn.experiments.core.truth import (ConstraintTally, effects_present, inverse_dynamics, as_state_batch,
+                                             truth_model)
 
 __all__ = [
     "TermReport",
     "Report",
-    "compare",
     "check",
     "sample_states",
+    "state_chunks",
     "dof_names",
     "batched",
     "TERMS",
+    "CHUNK",
+    "ATOL",
+    "RTOL",
 ]
 
 IDFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+Chunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]]
 
 TERMS = ("mass_matrix", "velocity", "gravity")
 _TERM_LABEL = {"mass_matrix": "mass matrix", "velocity": "velocity terms", "gravity": "gravity"}
+
+# States per chunk: the memory of a check is a few (CHUNK, nv, nv) arrays, 2048 x
+# 30 x 30 doubles = 15 MB for a 30-dof robot, whatever the number of states.
+CHUNK = 2048
+# Per-sample errors kept for the plot: the first PLOT_SAMPLES states (bounded memory).
+PLOT_SAMPLES = 20_000
+# A progress bar (on a terminal only) once a check has more states than this.
+PROGRESS_STATES = 20_000
+# The default tolerance of a check: |error| <= ATOL + RTOL |reference|.  An exact
+# derivation differs from mj_inverse by double-precision round-off, ~1e-16 of the
+# torque scale times the number of operations (~1e-13 for a 30-dof tree); 1e-9
+# leaves four orders of magnitude, and is still far below any modelling error.
+ATOL = 1e-9
+RTOL = 1e-9
+TOLERANCE_REASON = "double-precision round-off with four orders of magnitude to spare"
+# An entry whose error varies by under a millionth of its size across the states
+# is a constant offset (a missing or extra constant parameter, like an inertia).
+CONSTANT = 1e-6
 
 
 @dataclass
@@ -56,10 +87,14 @@ class TermReport:
       worst_entry: index of the worst entry: ``(i, j)`` for the mass matrix, ``(i,)``
         otherwise.
       worst_sample: row of the sampled states where the worst error occurs.
-      mean_error: mean error over the samples, per entry (nested lists).  A
-        constant offset, like a missing inertia, shows up here exactly.
-      spread: largest deviation of the error from ``mean_error``; zero (to
-        round-off) when the error is a constant offset.
+      mean_error: mean error over the samples, per entry (nested lists, the
+        term's shape: ``(nv, nv)`` or ``(nv,)``).  A constant offset, like a
+        missing inertia, shows up here exactly.
+      spread: largest half-range ``(max - min) / 2`` of an entry's error over the
+        samples; zero (to round-off) when the error is a constant offset.
+      entry_max_abs: largest ``|error|`` per entry (nested lists, term's shape).
+      entry_range: ``max - min`` of the error per entry (nested lists).
+      entry_passed: per entry, within tolerance at every state (nested lists).
     """
 
     name: str
@@ -70,6 +105,9 @@ class TermReport:
     worst_sample: int
     mean_error: list
     spread: float
+    entry_max_abs: list = field(default_factory=list)
+    entry_range: list = field(default_factory=list)
+    entry_passed: list = field(default_factory=list)
 
     def describe(self, names: list[str]) -> str:
         label = _TERM_LABEL[self.name]
@@ -80,9 +118,7 @@ class TermReport:
             where = f"{names[self.worst_entry[0]]}"
         if self.passed:
             return f"{label} agree to {self.max_abs_error:.1e}"
-        # An error that varies by under a millionth of its size across the samples
-        # is a constant offset (a missing or extra constant parameter).
-        kind = "a constant offset" if self.spread <= 1e-6 * self.max_abs_error else "state-dependent"
+        kind = "a constant offset" if self.spread <= CONSTANT * self.max_abs_error else "state-dependent"
         return f"{label} off by up to {self.max_abs_error:.3e} on {where} ({kind})"
 
 
@@ -100,7 +136,16 @@ class Report:
       atol, rtol: the tolerance, ``|error| <= atol + rtol |reference|``.
       samples, seed: how the states were drawn.
       names: dof names used in messages.
-      per_sample: per term, the largest error at each sample ``(N,)``, for plots.
+      per_sample: per term (and ``"torque"``), the largest error at each of the
+        first :data:`PLOT_SAMPLES` states, for plots.
+      dynamics: the truth compared against, ``"rigid-body"`` or ``"as-modeled"``
+        (``experiments.core.truth.truth_model``).
+      left_out: per model element carrying something the mode left out or put
+        in, ``{"element", "in", "out"}`` (``experiments.core.report.elements``).
+      switched_off: sentences on what the truth switched off, e.g.
+        ``"contacts off: 36 rows were active at state 0"``.
+      explanation: sentences naming a passive effect the mismatch equals, and
+        the mode that agrees (``experiments.core.attribution``); empty if none.
     """
 
     passed: bool
@@ -115,6 +160,10 @@ class Report:
     seed: int | None
     names: list[str]
     per_sample: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+    dynamics: str = "rigid-body"
+    left_out: list[dict] = field(default_factory=list)
+    switched_off: list[str] = field(default_factory=list)
+    explanation: list[str] = field(default_factory=list)
 
     @property
     def failing_terms(self) -> list[str]:
@@ -154,6 +203,9 @@ class Report:
                     "worst_sample": int(t.worst_sample),
                     "mean_error": t.mean_error,
                     "spread": float(t.spread),
+                    "entry_max_abs": t.entry_max_abs,
+                    "entry_range": t.entry_range,
+                    "entry_passed": t.entry_passed,
                 }
                 for name, t in self.terms.items()
             },
@@ -163,6 +215,10 @@ class Report:
             "tolerance": {"atol": self.atol, "rtol": self.rtol},
             "samples": self.samples,
             "seed": self.seed,
+            "dynamics": self.dynamics,
+            "left_out": self.left_out,
+            "switched_off": self.switched_off,
+            "explanation": self.explanation,
         }
 
 
@@ -180,7 +236,31 @@ def dof_names(model: mujoco.MjModel) -> list[str]:
     return names
 
 
-def sample_states(
+def _draw(model: mujoco.MjModel, rng: np.random.Generator, n: int, q_max: float, qd_max: float,
+          qdd_max: float, slide_max: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` random states from ``rng`` (the ranges of :func:`sample_states`)."""
+    qpos = np.zeros((n, model.nq))
+    for j in range(model.njnt):
+        adr, kind = model.jnt_qposadr[j], model.jnt_type[j]
+        limited = bool(model.jnt_limited[j])
+        lo, hi = model.jnt_range[j]
+        if kind == mujoco.mjtJoint.mjJNT_HINGE:
+            qpos[:, adr] = rng.uniform(lo, hi, n) if limited else rng.uniform(-q_max, q_max, n)
+        elif kind == mujoco.mjtJoint.mjJNT_SLIDE:
+            qpos[:, adr] = rng.uniform(lo, hi, n) if limited else rng.uniform(-slide_max, slide_max, n)
+        else:
+            quat_adr = adr
+            if kind == mujoco.mjtJoint.mjJNT_FREE:
+                qpos[:, adr : adr + 3] = rng.uniform(-1.0, 1.0, (n, 3))
+                quat_adr = adr + 3
+            quat = rng.normal(size=(n, 4))
+            qpos[:, quat_adr : quat_adr + 4] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    qvel = rng.uniform(-qd_max, qd_max, (n, model.nv))
+    qacc = rng.uniform(-qdd_max, qdd_max, (n, model.nv))
+    return qpos, qvel, qacc
+
+
+def state_chunks(
     model: mujoco.MjModel,
     samples: int,
     seed: int,
@@ -188,40 +268,34 @@ def sample_states(
     qd_max: float = 10.0,
     qdd_max: float = 50.0,
     slide_max: float = 0.5,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Seeded random states in MuJoCo's layout.
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Seeded random states in MuJoCo's layout, ``CHUNK`` at a time (the last chunk shorter).
 
     Hinges are uniform in ``[-q_max, q_max]`` rad (or their range if limited),
     slides in ``[-slide_max, slide_max]`` m (or their range), free joints get a
     position in a 1 m cube and a uniformly random unit quaternion, ball joints a
     random unit quaternion.  Velocities are uniform in ``[-qd_max, qd_max]`` and
-    accelerations in ``[-qdd_max, qdd_max]`` on every dof.
+    accelerations in ``[-qdd_max, qdd_max]`` on every dof.  One generator draws
+    the chunks in turn, so the states depend on ``seed`` (and :data:`CHUNK`) only.
 
-    Returns:
-      ``qpos (samples, nq)``, ``qvel (samples, nv)``, ``qacc (samples, nv)``.
+    Yields:
+      ``qpos (n, nq)``, ``qvel (n, nv)``, ``qacc (n, nv)`` with ``n <= CHUNK``.
     """
     if samples < 1:
         raise ValueError(f"samples must be at least 1, got {samples}")
     rng = np.random.default_rng(seed)
-    qpos = np.zeros((samples, model.nq))
-    for j in range(model.njnt):
-        adr, kind = model.jnt_qposadr[j], model.jnt_type[j]
-        limited = bool(model.jnt_limited[j])
-        lo, hi = model.jnt_range[j]
-        if kind == mujoco.mjtJoint.mjJNT_HINGE:
-            qpos[:, adr] = rng.uniform(lo, hi, samples) if limited else rng.uniform(-q_max, q_max, samples)
-        elif kind == mujoco.mjtJoint.mjJNT_SLIDE:
-            qpos[:, adr] = rng.uniform(lo, hi, samples) if limited else rng.uniform(-slide_max, slide_max, samples)
-        else:
-            quat_adr = adr
-            if kind == mujoco.mjtJoint.mjJNT_FREE:
-                qpos[:, adr : adr + 3] = rng.uniform(-1.0, 1.0, (samples, 3))
-                quat_adr = adr + 3
-            quat = rng.normal(size=(samples, 4))
-            qpos[:, quat_adr : quat_adr + 4] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    qvel = rng.uniform(-qd_max, qd_max, (samples, model.nv))
-    qacc = rng.uniform(-qdd_max, qdd_max, (samples, model.nv))
-    return qpos, qvel, qacc
+    for start in range(0, samples, CHUNK):
+        yield _draw(model, rng, min(CHUNK, samples - start), q_max, qd_max, qdd_max, slide_max)
+
+
+def sample_states(model: mujoco.MjModel, samples: int, seed: int, **ranges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All of :func:`state_chunks` at once: the states a check with ``samples, seed`` uses.
+
+    Returns:
+      ``qpos (samples, nq)``, ``qvel (samples, nv)``, ``qacc (samples, nv)``.
+    """
+    chunks = list(state_chunks(model, samples, seed, **ranges))
+    return tuple(np.concatenate(parts) for parts in zip(*chunks))
 
 
 def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
@@ -230,28 +304,27 @@ def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
     The function may be written for one state (1-D arrays) or for a batch along
     the leading axis.  A probe on two different states decides which: the batch
     call is used only if it returns ``(2, nv)`` equal to the two single calls.
+    Every call goes through :func:`crossdyn.experiments.core.user_code.call`.
 
     Raises:
-      DerivationError: the function raises, or returns the wrong shape or NaN.
+      DerivationError: the function raises, calls ``sys.exit``, raises
+        ``KeyboardInterrupt`` itself, or returns anything but real numbers of the
+        right shape (or NaN).
     """
 
     def call(q, qd, qdd):
-        try:
-            out = fn(q, qd, qdd)
-        except Exception as exc:  # the user's code: any exception is theirs to see
-            raise DerivationError(f"{label} raised {type(exc).__name__}: {exc}") from None
-        return np.asarray(out, dtype=float)
+        return user_code.call(fn, q, qd, qdd, label=label)
 
     def single(q, qd, qdd):
-        rows = []
+        out = np.empty((q.shape[0], nv))
         for k in range(q.shape[0]):
-            out = call(q[k], qd[k], qdd[k])
-            if out.shape != (nv,):
+            row = call(q[k], qd[k], qdd[k])
+            if row.shape != (nv,):
                 raise DerivationError(
-                    f"{label} returned shape {out.shape} for one state; expected ({nv},) torques"
+                    f"{label} returned shape {row.shape} for one state; expected ({nv},) torques"
                 )
-            rows.append(out)
-        return np.array(rows)
+            out[k] = row
+        return out
 
     mode: dict[str, Callable] = {}
 
@@ -260,11 +333,13 @@ def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
             probe = slice(0, min(2, q.shape[0]))
             reference = single(q[probe], qd[probe], qdd[probe])
             try:
-                out = np.asarray(fn(q[probe], qd[probe], qdd[probe]), dtype=float)
+                out = call(q[probe], qd[probe], qdd[probe])
                 vectorized = out.shape == reference.shape and np.allclose(out, reference, rtol=1e-12, atol=1e-12)
-            except Exception:
+            except user_code.UserExit:
+                raise
+            except DerivationError:  # written for one state: it may fail on a batch
                 vectorized = False
-            mode["fn"] = (lambda a, b, c: call(a, b, c)) if vectorized else single
+            mode["fn"] = call if vectorized else single
         out = mode["fn"](q, qd, qdd)
         if out.shape != (q.shape[0], nv):
             raise DerivationError(f"{label} returned shape {out.shape}; expected ({q.shape[0]}, {nv})")
@@ -276,29 +351,7 @@ def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
     return wrapped
 
 
-def _term_report(name, cand, ref, atol, rtol) -> tuple[TermReport, np.ndarray]:
-    """Compare one term, arrays ``(N, ...)``; returns the report and per-sample max error."""
-    err = cand - ref
-    abs_err = np.abs(err)
-    flat = abs_err.reshape(abs_err.shape[0], -1)
-    per_sample = flat.max(axis=1)
-    sample = int(np.argmax(per_sample))
-    entry = np.unravel_index(int(np.argmax(abs_err[sample])), abs_err.shape[1:])
-    mean = err.mean(axis=0)
-    report = TermReport(
-        name=name,
-        passed=bool(np.all(abs_err <= atol + rtol * np.abs(ref))),
-        max_abs_error=float(abs_err.max()),
-        scale=float(np.abs(ref).max()),
-        worst_entry=tuple(int(i) for i in entry),
-        worst_sample=int(sample),
-        mean_error=mean.tolist(),
-        spread=float(np.abs(err - mean).max()),
-    )
-    return report, per_sample
-
-
-def _terms(id_fn: IDFunction, qpos, qvel, nv) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def split_terms(id_fn: IDFunction, qpos, qvel, nv) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split an inverse-dynamics function into (M (N, nv, nv), c (N, nv), g (N, nv))."""
     n = qpos.shape[0]
     zeros = np.zeros((n, nv))
@@ -312,72 +365,77 @@ def _terms(id_fn: IDFunction, qpos, qvel, nv) -> tuple[np.ndarray, np.ndarray, n
     return M, c, g
 
 
-def compare(
-    candidate: IDFunction,
-    reference: IDFunction,
-    qpos: np.ndarray,
-    qvel: np.ndarray,
-    qacc: np.ndarray,
-    *,
-    atol: float = 1e-9,
-    rtol: float = 1e-9,
-    names: list[str] | None = None,
-    seed: int | None = None,
-) -> Report:
-    """Compare two batched inverse-dynamics functions at the given states.
+class _Stats:
+    """Running per-entry statistics of ``error = candidate - reference``, chunk by chunk.
 
-    Args:
-      candidate: the derivation under test.
-      reference: the ground truth (usually MuJoCo's ``mj_inverse``).
-      qpos, qvel, qacc: states, ``(N, nq)``, ``(N, nv)``, ``(N, nv)``.
-      atol, rtol: an entry passes if ``|candidate - reference| <= atol + rtol |reference|``
-        (units of the term: N m or N for torques, kg m^2 or kg for M entries).
-      names: dof names for messages.
-      seed: recorded in the report.
-
-    Returns:
-      A :class:`Report` with the torque comparison and the three terms.
+    Keeps, per entry: the sum (for the mean), min, max, largest ``|error|``,
+    largest ``|reference|`` and whether every state was within tolerance; the
+    worst ``|error|`` with its state index; and per-state maxima for the first
+    :data:`PLOT_SAMPLES` states.  Memory is one term's shape, not ``N`` of them.
     """
-    nv = qvel.shape[1]
-    names = names or [f"dof{i}" for i in range(nv)]
-    tau_c, tau_r = candidate(qpos, qvel, qacc), reference(qpos, qvel, qacc)
-    err = np.abs(tau_c - tau_r)
-    scale = np.abs(tau_r).max(axis=0)
-    tiny = np.finfo(float).tiny
-    per_joint = [
-        {
-            "name": names[i],
-            "max_abs_error": float(err[:, i].max()),
-            "max_rel_error": float(err[:, i].max() / max(scale[i], tiny)),
-        }
-        for i in range(nv)
-    ]
-    worst = int(np.argmax(err.max(axis=1)))
 
-    terms, per_sample = {}, {"torque": err.max(axis=1)}
-    for name, cand, ref in zip(TERMS, _terms(candidate, qpos, qvel, nv), _terms(reference, qpos, qvel, nv)):
-        terms[name], per_sample[name] = _term_report(name, cand, ref, atol, rtol)
+    def __init__(self, shape: tuple[int, ...]):
+        self.sum, self.max_abs, self.scale = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        self.lo, self.hi = np.full(shape, np.inf), np.full(shape, -np.inf)
+        self.ok = np.ones(shape, dtype=bool)
+        self.worst = (-1.0, 0, (0,) * len(shape))
+        self.plot: list[np.ndarray] = []
+        self.n = 0
 
-    torque_ok = bool(np.all(err <= atol + rtol * np.abs(tau_r)))
-    return Report(
-        passed=torque_ok and all(t.passed for t in terms.values()),
-        max_abs_error=float(err.max()),
-        max_rel_error=float(err.max() / max(float(np.abs(tau_r).max()), tiny)),
-        per_joint=per_joint,
-        terms=terms,
-        worst_state={
-            "index": worst,
-            "q": qpos[worst].tolist(),
-            "qd": qvel[worst].tolist(),
-            "qdd": qacc[worst].tolist(),
-        },
-        atol=atol,
-        rtol=rtol,
-        samples=int(qpos.shape[0]),
-        seed=seed,
-        names=names,
-        per_sample=per_sample,
-    )
+    def add(self, err: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> None:
+        abs_err = np.abs(err)
+        self.sum += err.sum(axis=0)
+        self.lo, self.hi = np.minimum(self.lo, err.min(axis=0)), np.maximum(self.hi, err.max(axis=0))
+        self.max_abs = np.maximum(self.max_abs, abs_err.max(axis=0))
+        self.scale = np.maximum(self.scale, np.abs(ref).max(axis=0))
+        self.ok &= np.all(abs_err <= atol + rtol * np.abs(ref), axis=0)
+        per_state = abs_err.reshape(abs_err.shape[0], -1).max(axis=1)
+        k = int(np.argmax(per_state))
+        if per_state[k] > self.worst[0]:
+            entry = np.unravel_index(int(np.argmax(abs_err[k])), abs_err.shape[1:])
+            self.worst = (float(per_state[k]), self.n + k, tuple(int(i) for i in entry))
+        room = PLOT_SAMPLES - sum(len(p) for p in self.plot)
+        if room > 0:
+            self.plot.append(per_state[:room])
+        self.n += err.shape[0]
+
+    def term(self, name: str) -> TermReport:
+        return TermReport(
+            name=name,
+            passed=bool(self.ok.all()),
+            max_abs_error=float(self.max_abs.max()),
+            scale=float(self.scale.max()),
+            worst_entry=self.worst[2],
+            worst_sample=self.worst[1],
+            mean_error=(self.sum / self.n).tolist(),
+            spread=float(((self.hi - self.lo) / 2).max()),
+            entry_max_abs=self.max_abs.tolist(),
+            entry_range=(self.hi - self.lo).tolist(),
+            entry_passed=self.ok.tolist(),
+        )
+
+    def per_sample(self) -> np.ndarray:
+        return np.concatenate(self.plot)
+
+
+def _chunks_of(model: mujoco.MjModel, samples: int, seed: int, states) -> tuple[Chunks, int]:
+    """A re-startable source of state chunks (random or given) and its length."""
+    if states is None:
+        return (lambda: state_chunks(model, samples, seed)), samples
+    qpos, qvel, qacc = as_state_batch(model, *states)
+    n = qpos.shape[0]
+    return (lambda: ((qpos[a : a + CHUNK], qvel[a : a + CHUNK], qacc[a : a + CHUNK]) for a in range(0, n, CHUNK))), n
+
+
+def _progress(chunks: Iterable, total: int, what: str) -> Iterable:
+    """``chunks`` with a progress bar in states, on a terminal, for checks over PROGRESS_STATES."""
+    if total <= PROGRESS_STATES:
+        yield from chunks
+        return
+    with tqdm(total=total, unit="state", desc=what, disable=None, leave=False) as bar:
+        for chunk in chunks:
+            yield chunk
+            bar.update(chunk[0].shape[0])
 
 
 def check(
@@ -386,43 +444,121 @@ def check(
     samples: int = 1000,
     seed: int = 0,
     *,
-    atol: float = 1e-9,
-    rtol: float = 1e-9,
+    atol: float = ATOL,
+    rtol: float = RTOL,
     states: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     label: str = "derivation",
+    dynamics: str = "rigid-body",
 ) -> Report:
-    """Check a hand derivation ``tau_fn(q, qd, qdd)`` against ``mj_inverse``.
+    """Check a hand derivation ``tau_fn(q, qd, qdd)`` against ``mj_inverse``, term by term.
+
+    The truth is ``mj_inverse`` on :func:`~crossdyn.experiments.core.truth.truth_model`,
+    a copy of ``model`` with contacts, limits, equality constraints, frictionloss
+    and fluid forces off, and (``dynamics="rigid-body"``) armature, damping,
+    stiffness and gravity compensation removed.  The report says what that left
+    out, which constraint rows the model as it comes had active, and, on a
+    mismatch that equals some of the model's passive effects, which ones and
+    which mode agrees (a second pass over the same states).
 
     Args:
       tau_fn: the user's inverse dynamics, for one state or a batch (both work;
         see :func:`batched`); MuJoCo's coordinate layout.
-      model: the MuJoCo model it claims to describe; it must have no armature,
-        damping, stiffness, frictionloss or active equality constraints.
-      samples, seed: how many seeded random states (:func:`sample_states`).
-      atol, rtol: tolerance; the default ``1e-9 (1 + |tau|)`` is round-off with
-        room to spare for double precision.
+      model: the MuJoCo model it claims to describe, as it comes.
+      samples, seed: how many seeded random states (:func:`state_chunks`).
+      atol, rtol: tolerance, ``|error| <= atol + rtol |reference|``; defaults
+        :data:`ATOL`, :data:`RTOL` (round-off with room to spare).
       states: explicit ``(qpos, qvel, qacc)`` instead of random ones.
       label: how the function is named in error messages.
+      dynamics: ``"rigid-body"`` or ``"as-modeled"``.
 
     Raises:
-      ModelError: the model has passive or constraint forces.
-      DerivationError: ``tau_fn`` raises or returns the wrong shape.
+      ParameterError: unknown ``dynamics``.
+      DerivationError: ``tau_fn`` raises or returns the wrong shape or type.
       StateError: ``states`` has the wrong shape or NaN.
     """
-    check_exact_dynamics(model)
-    if states is None:
-        states = sample_states(model, samples, seed)
-    qpos, qvel, qacc = as_state_batch(model, *states)
-    data = mujoco.MjData(model)
-    reference = lambda q, qd, qdd: inverse_dynamics(model, q, qd, qdd, data=data, unconstrained=True)  # noqa: E731
-    return compare(
-        batched(tau_fn, model.nv, label),
-        reference,
-        qpos,
-        qvel,
-        qacc,
+    from crossdyn.experiments.core import report as report_text
+
+    truth = truth_model(model, dynamics)
+    chunks, total = _chunks_of(model, samples, seed, states)
+    nv, names = model.nv, dof_names(model)
+    candidate = batched(tau_fn, nv, label)
+    data = mujoco.MjData(truth)
+    reference = lambda q, qd, qdd: inverse_dynamics(truth, q, qd, qdd, data=data, unconstrained=True)  # noqa: E731
+
+    torque = _Stats((nv,))
+    stats = {"mass_matrix": _Stats((nv, nv)), "velocity": _Stats((nv,)), "gravity": _Stats((nv,))}
+    tally = ConstraintTally(model)
+    worst = (-1.0, None)
+    for qpos, qvel, qacc in _progress(chunks(), total, f"checking {label}"):
+        tau_c, tau_r = candidate(qpos, qvel, qacc), reference(qpos, qvel, qacc)
+        err = tau_c - tau_r
+        row = int(np.argmax(np.abs(err).max(axis=1)))
+        if np.abs(err[row]).max() > worst[0]:
+            worst = (float(np.abs(err[row]).max()), {"index": torque.n + row, "q": qpos[row].tolist(),
+                                                     "qd": qvel[row].tolist(), "qdd": qacc[row].tolist()})
+        torque.add(err, tau_r, atol, rtol)
+        for name, cand, ref in zip(TERMS, split_terms(candidate, qpos, qvel, nv),
+                                   split_terms(reference, qpos, qvel, nv)):
+            stats[name].add(cand - ref, ref, atol, rtol)
+        tally.add(qpos)
+
+    terms = {name: stats[name].term(name) for name in TERMS}
+    tiny = np.finfo(float).tiny
+    per_joint = [
+        {"name": names[i], "max_abs_error": float(torque.max_abs[i]),
+         "max_rel_error": float(torque.max_abs[i] / max(torque.scale[i], tiny))}
+        for i in range(nv)
+    ]
+    passed = bool(torque.ok.all()) and all(t.passed for t in terms.values())
+    explanation = []
+    if not passed and effects_present(model):
+        explanation = _explain(candidate, model, dynamics, chunks, total, atol, rtol, label)
+    return Report(
+        passed=passed,
+        max_abs_error=float(torque.max_abs.max()),
+        max_rel_error=float(torque.max_abs.max() / max(float(torque.scale.max()), tiny)),
+        per_joint=per_joint,
+        terms=terms,
+        worst_state=worst[1],
         atol=atol,
         rtol=rtol,
-        names=dof_names(model),
-        seed=seed,
+        samples=int(total),
+        seed=seed if states is None else None,
+        names=names,
+        per_sample={"torque": torque.per_sample(), **{name: stats[name].per_sample() for name in TERMS}},
+        dynamics=dynamics,
+        left_out=report_text.elements(model, dynamics),
+        switched_off=report_text.switched_off(model, tally),
+        explanation=explanation,
     )
+
+
+def _explain(candidate: IDFunction, model, dynamics: str, chunks: Chunks, total: int, atol: float, rtol: float,
+             label: str) -> list[str]:
+    """Second pass: does the mismatch equal some of the model's passive effects?
+
+    Each effect's contribution to each term is MuJoCo's own: the terms of
+    ``truth_model(model, keep=(effect,))`` minus those of the rigid-body truth.
+    """
+    nv = model.nv
+    base = truth_model(model, "rigid-body")
+    mode_truth = truth_model(model, dynamics)
+    effects = effects_present(model)
+    one = {e: truth_model(model, keep=(e,)) for e in effects}
+
+    def id_of(m):
+        data = mujoco.MjData(m)
+        return lambda q, qd, qdd: inverse_dynamics(m, q, qd, qdd, data=data)
+
+    attribution = Attribution(model, dynamics, effects, atol, rtol)
+    base_fn, mode_fn = id_of(base), id_of(mode_truth)
+    effect_fns = {e: id_of(m) for e, m in one.items()}
+    for qpos, qvel, _ in _progress(chunks(), total, f"explaining {label}"):
+        cand = split_terms(candidate, qpos, qvel, nv)
+        ref = split_terms(mode_fn, qpos, qvel, nv)
+        rigid = split_terms(base_fn, qpos, qvel, nv)
+        contributions = {e: tuple(a - b for a, b in zip(split_terms(fn, qpos, qvel, nv), rigid))
+                         for e, fn in effect_fns.items()}
+        attribution.add(dict(zip(TERMS, (c - r for c, r in zip(cand, ref)))), dict(zip(TERMS, ref)),
+                        {e: dict(zip(TERMS, parts)) for e, parts in contributions.items()})
+    return attribution.sentences()

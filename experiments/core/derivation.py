@@ -1,18 +1,16 @@
 """A user's own derivation against MuJoCo: ``crossdyn check derivation`` and its API.
 
-- :func:`tree_from_model` reads an :class:`~crossdyn.analytic.rnea.Tree` from a
-  compiled model, refusing (with :class:`ModelError`) anything the rigid-body
-  algorithms do not describe, instead of silently dropping it.
+- :func:`tree_from_model` reads the rigid-body :class:`~crossdyn.analytic.rnea.Tree`
+  of a compiled model (refusing ball joints, which it cannot describe).
 - :func:`load_derivation` imports ``FILE.py:FUNC``; :func:`check_derivation`
   checks a derivation (a function or ``FILE.py:FUNC``) against ``mj_inverse`` term
-  by term (:func:`crossdyn.experiments.core.crosscheck.check`).
+  by term (:func:`crossdyn.experiments.core.crosscheck.check`), on the model as it
+  comes: ``dynamics`` picks rigid-body or as-modeled truth.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -21,10 +19,10 @@ import numpy as np
 
 from crossdyn.analytic.rnea import Tree
 from crossdyn.analytic.rotation import quat_to_matrix
-from crossdyn.experiments.core.crosscheck import Report, check
+from crossdyn.experiments.core import user_code
+from crossdyn.experiments.core.crosscheck import ATOL, RTOL, Report, check
 from crossdyn.experiments.core.errors import DerivationError, ModelError
 from crossdyn.experiments.core.models import body_inertia, load_model
-from crossdyn.experiments.core.truth import check_exact_dynamics
 
 __all__ = ["tree_from_model", "load_derivation", "check_derivation"]
 
@@ -44,24 +42,18 @@ def tree_from_model(model: mujoco.MjModel) -> Tree:
     (``jnt_axis``, ``jnt_pos``), reference positions (``qpos0``) and gravity
     (zero if the gravity flag is disabled).
 
+    The tree is the rigid-body part only: what MuJoCo adds on top (armature,
+    damping, stiffness, gravity compensation, frictionloss, fluid forces,
+    contacts, limits, equality constraints) is not in it, so its RNEA equals the
+    truth of ``check derivation --dynamics rigid-body``.
+
     Raises:
-      ModelError: a ball joint (not supported: replace it with three hinges),
-        armature, damping, stiffness, frictionloss or active equality constraints
-        (``experiments.core.truth.check_exact_dynamics``), gravity compensation, fluid
-        forces, or tendon springs/dampers: all would make ``mj_inverse`` differ from
-        the rigid-body model, so they are refused rather than ignored.
+      ModelError: a ball joint (not supported: replace it with three hinges).
     """
-    check_exact_dynamics(model)
     problems = []
     for j in range(model.njnt):
         if int(model.jnt_type[j]) not in _TYPES:
             problems.append(f"joint {model.joint(j).name!r} is a ball joint (use three hinges)")
-    for b in np.flatnonzero(model.body_gravcomp != 0):
-        problems.append(f"body {model.body(int(b)).name!r} has gravcomp={model.body_gravcomp[b]:g}")
-    if model.opt.density != 0 or model.opt.viscosity != 0 or np.any(model.opt.wind != 0):
-        problems.append("fluid forces are on (option density, viscosity or wind)")
-    if model.ntendon and (np.any(model.tendon_stiffness != 0) or np.any(model.tendon_damping != 0)):
-        problems.append("a tendon has stiffness or damping")
     if problems:
         raise ModelError("model cannot be described as a rigid-body tree for analytic.rnea: "
                          + "; ".join(problems) + ".")
@@ -100,28 +92,18 @@ def tree_from_model(model: mujoco.MjModel) -> Tree:
 def load_derivation(spec: str) -> Callable:
     """Import ``FILE.py:FUNC`` and return the function.
 
+    The file is imported as ``python FILE.py`` would see its neighbours (its
+    folder first on ``sys.path``; :func:`crossdyn.experiments.core.user_code.import_file`).
+
     Raises:
-      DerivationError: malformed spec, missing file, the file fails to import, no
-        such function, or it is not callable.
+      DerivationError: malformed spec, missing file, the file fails to import (or
+        calls ``sys.exit``), no such function, or it is not callable.
     """
     path_text, sep, name = spec.rpartition(":")
     if not sep or not path_text or not name:
         raise DerivationError(f"expected FILE.py:FUNC, got {spec!r}")
     path = Path(path_text).expanduser()
-    if not path.is_file():
-        raise DerivationError(f"no derivation file {path_text!r}")
-    module_name = f"crossdyn_user_{path.stem}_{abs(hash(str(path.resolve())))}"
-    loader_spec = importlib.util.spec_from_file_location(module_name, path)
-    if loader_spec is None or loader_spec.loader is None:
-        raise DerivationError(f"{path}: not a Python file")
-    module = importlib.util.module_from_spec(loader_spec)
-    sys.modules[module_name] = module
-    try:
-        loader_spec.loader.exec_module(module)
-    except Exception as exc:  # the user's module: show what it raised, on one line
-        sys.modules.pop(module_name, None)
-        detail = " ".join(str(exc).split())
-        raise DerivationError(f"{path} failed to import: {type(exc).__name__}: {detail}") from None
+    module = user_code.import_file(path)
     fn = getattr(module, name, None)
     if fn is None:
         public = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
@@ -136,28 +118,37 @@ def check_derivation(
     derivation: Callable | str,
     model: mujoco.MjModel | str | os.PathLike,
     *,
+    dynamics: str = "rigid-body",
     samples: int = 1000,
     seed: int = 0,
     states: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-    atol: float = 1e-9,
-    rtol: float = 1e-9,
+    atol: float = ATOL,
+    rtol: float = RTOL,
 ) -> Report:
-    """Check a hand derivation ``tau = f(q, qd, qdd)`` against ``mj_inverse``.
+    """Check a hand derivation ``tau = f(q, qd, qdd)`` against ``mj_inverse``, model as it comes.
 
     Args:
       derivation: the function (one state or a batch, MuJoCo's coordinate layout)
         or ``"FILE.py:FUNC"``.
-      model: the compiled model it describes, or a built-in name or MJCF path.
+      model: the compiled model it describes, or a built-in name or MJCF/URDF path.
+      dynamics: ``"rigid-body"`` (default: the truth is ``M(q) qdd + c + g`` with
+        armature, damping, stiffness and gravity compensation removed) or
+        ``"as-modeled"`` (the truth keeps them).  Contacts, limits, equality
+        constraints, frictionloss and fluid forces are off in both.
       samples, seed: how many seeded random states to draw.
       states: explicit ``(qpos (N, nq), qvel (N, nv), qacc (N, nv))`` instead.
       atol, rtol: an entry passes if ``|error| <= atol + rtol |reference|``.
 
     Returns:
-      The term-wise :class:`~crossdyn.experiments.core.crosscheck.Report`.
+      The term-wise :class:`~crossdyn.experiments.core.crosscheck.Report`, with
+      what the mode left out, what was switched off and, on a mismatch that is
+      one of the model's passive effects, which one.
 
     Raises:
-      DerivationError: the function cannot be loaded, raises, or returns the
-        wrong shape; ModelError: the model has passive or constraint forces.
+      DerivationError: the function cannot be loaded, raises, exits, or returns
+        anything but real torques of the right shape; ModelError: the model
+        cannot be loaded; StateError: bad ``states``; ParameterError: unknown
+        ``dynamics``.
     """
     if isinstance(derivation, str):
         fn, label = load_derivation(derivation), os.path.basename(derivation)
@@ -165,4 +156,5 @@ def check_derivation(
         fn, label = derivation, getattr(derivation, "__name__", "derivation")
     if not isinstance(model, mujoco.MjModel):
         model = load_model(model)
-    return check(fn, model, samples=samples, seed=seed, atol=atol, rtol=rtol, states=states, label=label)
+    return check(fn, model, samples=samples, seed=seed, atol=atol, rtol=rtol, states=states, label=label,
+                 dynamics=dynamics)

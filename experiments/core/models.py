@@ -89,11 +89,14 @@ def compile_warnings(path: str | os.PathLike):
         raise ModelError(f"{path} contains a NaN ({nan[0]}); MuJoCo only warns about it and may ignore the value, so fix it in the file")
 
 
-def with_options(model: mujoco.MjModel, **options) -> mujoco.MjModel:
-    """A copy of ``model`` with some of its ``opt`` fields changed.
+def with_options(model: mujoco.MjModel, *, fields: dict[str, float] | None = None, **options) -> mujoco.MjModel:
+    """A copy of ``model`` with some of its ``opt`` fields (and model arrays) changed.
 
     Args:
-      model: compiled model (left unchanged).
+      model: compiled model (left unchanged; ``copy.copy`` of an ``MjModel`` copies
+        its arrays).
+      fields: model arrays to fill with one value, e.g. ``{"dof_armature": 0.0}``;
+        names this MuJoCo version lacks are skipped (``dof_dampingpoly`` is new in 4.0).
       **options: ``MjOption`` fields, e.g. ``integrator=mujoco.mjtIntegrator.mjINT_EULER``,
         ``timestep=5e-4``, ``disableflags=...``; ``None`` values are skipped.
 
@@ -107,6 +110,10 @@ def with_options(model: mujoco.MjModel, **options) -> mujoco.MjModel:
         if not hasattr(out.opt, name):
             raise AttributeError(f"MjOption has no field {name!r}")
         setattr(out.opt, name, value)
+    for name, value in (fields or {}).items():
+        array = getattr(out, name, None)
+        if array is not None:
+            array[...] = value
     return out
 
 

@@ -6,12 +6,15 @@ so no GUI backend is touched and no global figure state leaks between runs.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 from matplotlib.figure import Figure
 
 from crossdyn.experiments.core.crosscheck import TERMS, Report
 
-__all__ = ["figure", "term_errors"]
+__all__ = ["figure", "term_errors", "save"]
 
 _TERM_TITLE = {"torque": "torque", "mass_matrix": "mass matrix", "velocity": "velocity terms", "gravity": "gravity"}
 
@@ -46,3 +49,11 @@ def term_errors(report: Report, title: str) -> Figure:
     axes[0].legend(loc="lower right", fontsize=7)
     fig.suptitle(title)
     return fig
+
+
+def save(fig: Figure, out_dir: str | os.PathLike, filename: str) -> Path:
+    """Write ``fig`` as ``out_dir/filename`` (110 dpi, tight box, the folder created) and return the path."""
+    path = Path(out_dir) / filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return path

@@ -127,9 +127,9 @@ class Context:
 
     def savefig(self, fig, filename: str) -> Path:
         """Save a matplotlib figure as ``out_dir/filename`` and return the path."""
-        path = self.out_dir / filename
-        fig.savefig(path, dpi=110, bbox_inches="tight")
-        return path
+        from crossdyn.experiments.core.plots import save  # matplotlib only when a figure is saved
+
+        return save(fig, self.out_dir, filename)
 
 
 @dataclass

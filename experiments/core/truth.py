@@ -2,7 +2,10 @@
 
 ``mj_inverse`` returns ``qfrc_inverse = M qacc + bias - qfrc_passive -
 qfrc_constraint``; the functions here evaluate it (and ``mj_fullM``,
-``qfrc_bias``) over batches of states in MuJoCo's coordinate layout.
+``qfrc_bias``) over batches of states in MuJoCo's coordinate layout, and
+:func:`truth_model` makes the copy of a model as it comes whose ``mj_inverse`` a
+check compares with (``--dynamics rigid-body`` or ``as-modeled``, constraints off);
+:class:`ConstraintTally` counts what switching the constraints off left out.
 """
 
 from __future__ import annotations
@@ -10,13 +13,18 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ModelError, StateError
+from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
+from crossdyn.experiments.core.models import with_options
 
 __all__ = [
     "inverse_dynamics",
     "mass_matrix",
     "bias_force",
-    "check_exact_dynamics",
+    "EFFECTS",
+    "DYNAMICS",
+    "effects_present",
+    "truth_model",
+    "ConstraintTally",
     "as_state_batch",
 ]
 
@@ -46,35 +54,100 @@ def as_state_batch(model: mujoco.MjModel, qpos, qvel, qacc) -> tuple[np.ndarray,
     return tuple(np.broadcast_to(a, n + a.shape[1:]) for a in arrays)
 
 
-def check_exact_dynamics(model: mujoco.MjModel) -> None:
-    """Refuse a model whose ``mj_inverse`` is not ``M qacc + bias`` alone.
+# What MuJoCo adds to the rigid-body dynamics that a hand derivation can model
+# exactly, by the model arrays that carry it (names missing from a MuJoCo version
+# are skipped).  ``--dynamics rigid-body`` zeroes all of them in the truth's copy,
+# ``as-modeled`` keeps them.  Armature lands on M's diagonal, damping in the
+# velocity terms, stiffness (about ``qpos_spring``) and gravity compensation in
+# the gravity term: each in one term of the term-wise report.
+EFFECTS: dict[str, tuple[str, ...]] = {
+    "armature": ("dof_armature", "tendon_armature", "actuator_armature"),
+    "damping": ("dof_damping", "dof_dampingpoly", "tendon_damping", "tendon_dampingpoly",
+                "actuator_damping", "actuator_dampingpoly"),
+    "stiffness": ("jnt_stiffness", "jnt_stiffnesspoly", "tendon_stiffness", "tendon_stiffnesspoly"),
+    "gravcomp": ("body_gravcomp",),
+}
+DYNAMICS = ("rigid-body", "as-modeled")
 
-    ``qfrc_inverse = M qacc + bias - qfrc_passive - qfrc_constraint`` (SPEC §0), and
-    armature adds to M's diagonal.  An exact cross-check against a hand model of
-    rigid bodies needs all of those off.
+# Always off in the truth: constraint forces (contacts, joint and tendon limits,
+# equality constraints) and dry friction, which is a constraint in MuJoCo and not
+# a function of (q, qd, qdd).  Fluid forces are zeroed through opt (no flag).
+_CONSTRAINTS_OFF = (mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_LIMIT
+                    | mujoco.mjtDisableBit.mjDSBL_EQUALITY | mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS)
+
+
+def effects_present(model: mujoco.MjModel) -> tuple[str, ...]:
+    """The entries of :data:`EFFECTS` this model carries (some array nonzero), in order."""
+    return tuple(effect for effect, names in EFFECTS.items()
+                 if any(np.any(getattr(model, name, 0) != 0) for name in names))
+
+
+def truth_model(model: mujoco.MjModel, dynamics: str = "rigid-body",
+                keep: tuple[str, ...] | None = None) -> mujoco.MjModel:
+    """The copy of ``model`` whose ``mj_inverse`` is the truth of a check.
+
+    Its ``qfrc_inverse = M qacc + bias - qfrc_passive`` with no constraint force:
+    contacts, limits, equality constraints and frictionloss are switched off by
+    ``opt.disableflags`` and fluid forces by zero density, viscosity and wind.
+
+    Args:
+      model: the model as it comes (left unchanged).
+      dynamics: ``"rigid-body"`` (armature, damping, stiffness and gravity
+        compensation removed: ``M(q) qdd + c(q, qd) + g(q)``) or ``"as-modeled"``
+        (all of :data:`EFFECTS` kept).
+      keep: instead of ``dynamics``, exactly which :data:`EFFECTS` to keep.
 
     Raises:
-      ModelError: naming the element (joint or dof) and the attribute to zero.
+      ParameterError: unknown ``dynamics``.
     """
-    problems = []
-    for attr, label in (
-        ("dof_armature", "armature"),
-        ("dof_damping", "damping"),
-        ("dof_frictionloss", "frictionloss"),
-    ):
-        values = getattr(model, attr)
-        for dof in np.flatnonzero(values != 0):
-            joint = model.joint(int(model.dof_jntid[dof])).name or f"#{model.dof_jntid[dof]}"
-            problems.append(f"joint {joint!r} has {label}={values[dof]:g}")
-    for j in np.flatnonzero(model.jnt_stiffness != 0):
-        problems.append(f"joint {model.joint(int(j)).name!r} has stiffness={model.jnt_stiffness[j]:g}")
-    if model.neq and np.any(model.eq_active0):
-        problems.append(f"{int(np.sum(model.eq_active0))} active equality constraint(s)")
-    if problems:
-        raise ModelError(
-            "model is not suitable for an exact rigid-body cross-check (mj_inverse would include "
-            "passive or constraint forces, SPEC §0): " + "; ".join(problems) + ". Set these to zero."
-        )
+    if keep is None:
+        if dynamics not in DYNAMICS:
+            raise ParameterError(f"unknown dynamics {dynamics!r}; choose from {', '.join(DYNAMICS)}")
+        keep = tuple(EFFECTS) if dynamics == "as-modeled" else ()
+    fields = {name: 0.0 for effect, names in EFFECTS.items() if effect not in keep for name in names}
+    return with_options(model, fields=fields, disableflags=int(model.opt.disableflags) | int(_CONSTRAINTS_OFF),
+                        density=0.0, viscosity=0.0, wind=np.zeros(3))
+
+
+_KIND = {
+    int(mujoco.mjtConstraint.mjCNSTR_EQUALITY): "equality",
+    int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF): "frictionloss",
+    int(mujoco.mjtConstraint.mjCNSTR_FRICTION_TENDON): "frictionloss",
+    int(mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT): "limits",
+    int(mujoco.mjtConstraint.mjCNSTR_LIMIT_TENDON): "limits",
+}
+
+
+class ConstraintTally:
+    """Count, state by state, the constraint rows the model *as it comes* has active.
+
+    The truth switches them off; the report says what that left out, e.g.
+    "contacts off: 36 rows were active at state 0".  Kinds: ``contacts``,
+    ``limits``, ``equality``, ``frictionloss``.
+
+    Attributes:
+      first: per kind, ``(state index, rows)`` of the first state with rows active.
+      states: per kind, how many states had rows active.
+      total: states seen.
+    """
+
+    def __init__(self, model: mujoco.MjModel):
+        self.model, self.data = model, mujoco.MjData(model)
+        self.first: dict[str, tuple[int, int]] = {}
+        self.states: dict[str, int] = {}
+        self.total = 0
+
+    def add(self, qpos: np.ndarray) -> None:
+        """Tally a chunk of positions ``(N, nq)`` (rows depend on q only)."""
+        for q in qpos:
+            self.data.qpos[:] = q
+            mujoco.mj_fwdPosition(self.model, self.data)
+            if self.data.nefc:
+                kinds = [_KIND.get(int(t), "contacts") for t in self.data.efc_type[: self.data.nefc]]
+                for kind in set(kinds):
+                    self.first.setdefault(kind, (self.total, kinds.count(kind)))
+                    self.states[kind] = self.states.get(kind, 0) + 1
+            self.total += 1
 
 
 def inverse_dynamics(model: mujoco.MjModel, qpos, qvel, qacc, data: mujoco.MjData | None = None,
@@ -92,8 +165,8 @@ def inverse_dynamics(model: mujoco.MjModel, qpos, qvel, qacc, data: mujoco.MjDat
 
     Returns:
       Generalized forces, ``(N, nv)`` (N m for hinges, N for slides).  Includes
-      whatever passive and constraint forces the model has (SPEC §0); use
-      :func:`check_exact_dynamics` first for an exact rigid-body comparison.
+      whatever passive and constraint forces the model has; use
+      :func:`truth_model` first for a check.
 
     Raises:
       ModelError: with ``unconstrained``, a state with active constraints (the
@@ -112,8 +185,8 @@ def inverse_dynamics(model: mujoco.MjModel, qpos, qvel, qacc, data: mujoco.MjDat
                             for c in data.efc_type[: data.nefc]})
             raise ModelError(
                 f"at state {k} (q = {np.round(qpos[k], 4).tolist()}) {data.nefc} constraint row(s) are active "
-                f"({', '.join(kinds)}): mj_inverse then includes constraint forces (SPEC §0). Disable "
-                "contacts (contype/conaffinity 0) and joint limits, or check at other states."
+                f"({', '.join(kinds)}): mj_inverse then includes constraint forces; check on "
+                "truth_model(model), which switches them off (see README 'Check a real robot's model as it comes')."
             )
         out[k] = data.qfrc_inverse
     return out

@@ -2,7 +2,8 @@
 
     crossdyn list [--from FILE.py|MODULE ...]
     crossdyn check two-link [--variant V] [--mjcf PATH] [--samples N] [--seed S] [--states FILE] [--out DIR]
-    crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--samples N] [--seed S] [--out DIR]
+    crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--dynamics rigid-body|as-modeled] [--samples N] [--seed S]
+                              [--states FILE] [--atol A] [--rtol R] [--out DIR]
     crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...] [--from FILE.py|MODULE ...]
                  [--baseline DIR] [--save-baseline DIR] [--junit FILE] [--workers K]
     crossdyn tune balance [--samples N | --grid NAME=VALUES ...] [--workers K] [--seed S] [--scheduler ADDR] [--out DIR]

@@ -1,0 +1,175 @@
+"""A user's Python file and function, imported and called so they cannot fake a verdict.
+
+``crossdyn check derivation FILE.py:FUNC`` runs code crossdyn did not write.  Left
+alone, that code could end the process with ``sys.exit(0)`` (which CI reads as a
+pass, with no report), raise ``KeyboardInterrupt`` (reported as if the user had
+pressed Ctrl-C) or return something that is not torques (a string, a generator,
+complex numbers whose imaginary part NumPy drops).  Here each of those becomes a
+:class:`~crossdyn.experiments.core.errors.DerivationError` naming the cause, which
+the CLI prints as one line with exit 2.
+
+- :func:`import_file` imports a file the way ``python FILE.py`` would see its
+  neighbours: its folder goes first on ``sys.path``, so helper modules beside it
+  import.
+- :func:`call` calls a user function and checks that it returned real numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Callable
+
+import numpy as np
+
+from crossdyn.experiments.core.errors import DerivationError
+
+__all__ = ["UserExit", "import_file", "call", "as_numbers"]
+
+
+class UserExit(DerivationError):
+    """The user's code tried to end the run: ``sys.exit`` or a ``KeyboardInterrupt`` it raised.
+
+    Unlike an ordinary exception from the user's function, this is never taken as
+    "the function does not accept a batch": it always ends the check.
+    """
+
+
+class _CtrlC:
+    """Tells a real Ctrl-C from a ``KeyboardInterrupt`` raised by user code.
+
+    While :func:`_watch_ctrl_c` is active, SIGINT goes through a handler that
+    records it before raising ``KeyboardInterrupt``; an interrupt without that
+    record came from a ``raise`` in the user's code.  Signal handlers can only be
+    set from the main thread; elsewhere every ``KeyboardInterrupt`` is taken as
+    real.
+    """
+
+    pressed = False
+
+
+@contextlib.contextmanager
+def _watch_ctrl_c():
+    if threading.current_thread() is not threading.main_thread():
+        _CtrlC.pressed = True  # cannot tell: treat any interrupt as the user's Ctrl-C
+        yield
+        return
+
+    def handler(signum, frame):
+        _CtrlC.pressed = True
+        raise KeyboardInterrupt
+
+    _CtrlC.pressed = False
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _guard(what: str):
+    """Turn ``SystemExit`` and a raised ``KeyboardInterrupt`` inside ``what`` into :class:`UserExit`."""
+    with _watch_ctrl_c():
+        try:
+            yield
+        except SystemExit as exc:
+            raise UserExit(f"{what} called sys.exit({exc.code!r}); a derivation must return torques, "
+                           "not end the run") from None
+        except KeyboardInterrupt:
+            if _CtrlC.pressed:
+                raise
+            raise UserExit(f"{what} raised KeyboardInterrupt itself (no Ctrl-C was pressed)") from None
+
+
+def import_file(path: str | Path) -> ModuleType:
+    """Import a Python file as ``python FILE.py`` would see it: its folder first on ``sys.path``.
+
+    The module is registered under its file's stem (so helper modules that
+    ``import`` it get the same module) unless that name is taken by another
+    module, in which case it gets a private name.  The folder stays on
+    ``sys.path``: functions that import lazily still find their helpers.
+
+    Raises:
+      DerivationError: the file is missing or not Python, or importing it raises
+        (any exception, ``sys.exit``, or a ``KeyboardInterrupt`` it raised).
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise DerivationError(f"no derivation file {str(path)!r}")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = path.stem
+    existing = sys.modules.get(name)
+    if existing is not None and getattr(existing, "__file__", None) != str(path.resolve()):
+        name = f"crossdyn_user_{path.stem}_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path.resolve())
+    if spec is None or spec.loader is None:
+        raise DerivationError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        with _guard(f"{path} (while being imported)"):
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:  # the user's module: show what it raised, on one line
+                detail = " ".join(str(exc).split())
+                raise DerivationError(f"{path} failed to import: {type(exc).__name__}: {detail}") from None
+    except DerivationError:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def as_numbers(value, label: str) -> np.ndarray:
+    """A user's return value as a float array, refusing anything that is not real numbers.
+
+    Refused, each with its own message: ``None``, strings, bytes, dicts,
+    generators and other iterators, arrays of objects or strings, booleans, and
+    complex numbers (NumPy would silently drop the imaginary part).
+
+    Raises:
+      DerivationError: naming the type found and what is expected.
+    """
+    if isinstance(value, (str, bytes, bytearray, dict)) or value is None:
+        raise DerivationError(f"{label} returned a {type(value).__name__}; expected an array of torques")
+    if not isinstance(value, (np.ndarray, list, tuple, int, float, np.number)):
+        raise DerivationError(f"{label} returned a {type(value).__name__}; expected an array of torques "
+                              "(a NumPy array, list or tuple of numbers)")
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # ragged lists and the like
+        raise DerivationError(f"{label} returned something that is not an array of numbers: {exc}") from None
+    kind = array.dtype.kind
+    if kind == "c":
+        imag = float(np.abs(array.imag).max()) if array.size else 0.0
+        raise DerivationError(f"{label} returned complex numbers (largest imaginary part {imag:.3g}); "
+                              "torques are real")
+    if kind not in "iuf":
+        found = {"b": "booleans", "U": "strings", "S": "bytes", "O": "Python objects"}.get(kind, array.dtype.name)
+        raise DerivationError(f"{label} returned an array of {found}; expected real numbers (torques)")
+    return array.astype(float, copy=False)
+
+
+def call(fn: Callable, *args, label: str = "derivation") -> np.ndarray:
+    """Call a user's function and return its result as a float array.
+
+    Raises:
+      UserExit: it called ``sys.exit`` or raised ``KeyboardInterrupt`` itself (a
+        real Ctrl-C still propagates as ``KeyboardInterrupt``).
+      DerivationError: it raised an exception, or returned something that is not
+        real numbers (:func:`as_numbers`).
+    """
+    with _guard(label):
+        try:
+            out = fn(*args)
+        except Exception as exc:  # the user's code: any exception is theirs to see
+            detail = " ".join(str(exc).split())
+            raise DerivationError(f"{label} raised {type(exc).__name__}: {detail}") from None
+    return as_numbers(out, label)
