@@ -54,8 +54,10 @@ def main() -> None:
                                                                                     "*.md", "*.mp4"))
         timed = _timed_run(tmp / "timed", args.workers, args.short)
         walls = [json.loads(p.read_text())["wall_time_s"] for p in (tmp / "serial").glob("*/timing.json")]
-        same = _metrics(tmp / "serial") == _metrics(tmp / "fresh") == _metrics(tmp / "timed")
-        count = len(_metrics(tmp / "serial"))
+        runs = {name: _metrics(tmp / name) for name in ("serial", "fresh", "timed")}
+        differ = sorted({exp for exp, data in runs["serial"].items()
+                         if any(runs[other].get(exp) != data for other in ("fresh", "timed"))})
+        count = len(runs["serial"])
     bound = max(sum(walls) / args.workers, max(walls))
     print(f"crossdyn run{' --short' if args.short else ''}: {count} experiments, {os.cpu_count()} cores")
     print(f"  serial                          {serial:7.1f} s  (experiments alone {sum(walls):.1f} s, "
@@ -64,7 +66,8 @@ def main() -> None:
           f"(aim >= 1.6x)")
     print(f"  --workers {args.workers}, longest first      {timed:7.1f} s  speed-up {serial / timed:.2f}x")
     print(f"  bound max(total/{args.workers}, longest)       {bound:7.1f} s  speed-up {serial / bound:.2f}x at most")
-    print(f"  metrics identical across the three runs: {same}")
+    print(f"  metrics identical across the three runs: {not differ}" + (f" (differ: {', '.join(differ)})"
+                                                                         if differ else ""))
 
 
 if __name__ == "__main__":

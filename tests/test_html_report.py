@@ -92,3 +92,11 @@ def test_index_html_in_a_headless_browser(tmp_path):
     for colour, least in (((0xd9, 0xf2, 0xd9), 500), ((0x1f, 0x77, 0xb4), 200)):
         close = np.all(np.abs(pixels * 255 - np.array(colour)) < 12, axis=-1)
         assert close.sum() > least, f"colour {colour} covers {close.sum()} pixels"
+
+
+def test_plots_videos_and_other_files_are_linked_relative():
+    files = ["jump/states.png", "jump/jump.mp4", "errata/errata.md"]
+    page = _render([Outcome("jump", "up", "0.2 m", True, 1.0, files=files)])
+    assert '<img src="jump/states.png"' in page and '<video controls src="jump/jump.mp4"' in page
+    assert '<a href="errata/errata.md">' in page
+    assert "http://" not in page and "https://" not in page  # nothing to fetch from a network
