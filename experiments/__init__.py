@@ -52,6 +52,7 @@ _API = {
     "simulate": "crossdyn.experiments.biped.closed_loop",
     "Trace": "crossdyn.experiments.biped.closed_loop",
     "plot_states": "crossdyn.experiments.biped.control",
+    "Tolerance": "crossdyn.experiments.core.baseline",
 }
 
 __all__ = sorted(_API)

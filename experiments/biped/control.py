@@ -271,7 +271,7 @@ def _balance_recovery(ctx: Context) -> dict:
 @experiment(
     "velocity-tracking",
     summary="speed reference 0 -> 1 m/s -> 0 through the LQR's moving set-point",
-    expected="95 % of 1 m/s within 2 s; steady-state error < 2 %",
+    expected="95 % of {speed:g} m/s within 2 s; steady-state error < 2 %",
     params=_params(speed=Param(1.0, "cruise speed, m/s", -2.0, 2.0)),
 )
 def _velocity_tracking(ctx: Context) -> dict:
@@ -285,7 +285,7 @@ def _velocity_tracking(ctx: Context) -> dict:
 @experiment(
     "turn",
     summary="turn in place by the yaw PD's differential wheel torque (eq. 2.22)",
-    expected="90 deg +- 3 deg within 2 s",
+    expected="{turn_deg:g} deg +- 3 deg within 2 s",
     params=_params(turn_deg=Param(90.0, "turn angle, deg (positive: left)", -360.0, 360.0)),
 )
 def _turn(ctx: Context) -> dict:

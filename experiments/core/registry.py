@@ -12,17 +12,32 @@ short mode, seed, parameters) and returns its metrics; ``"passed"`` (the expecte
 outcome was met) and ``"measured"`` (the headline figure, one short line) are
 required.  Experiment modules are imported lazily by :func:`experiments`, so the
 CLI starts fast and a broken module names itself.
+
+Users register their own experiments the same way, in a file or module given to
+``crossdyn run --from`` (loaded by :func:`load_sources`) or in an installed
+package that declares the entry-point group :data:`ENTRY_POINT_GROUP`.  An
+``expected`` text may name parameters, ``"turn {turn_deg:g} deg"``: it is
+formatted with the values the run uses (``--set`` included).  ``tolerances``
+declares per-metric baseline tolerances (see :mod:`.baseline`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.metadata
+import importlib.util
+import string
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
-from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.baseline import Tolerance
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 
-__all__ = ["Param", "Verdict", "Experiment", "experiment", "experiments", "get", "MODULES"]
+__all__ = ["Param", "Verdict", "Experiment", "experiment", "experiments", "get", "load_sources", "MODULES",
+           "ENTRY_POINT_GROUP"]
 
 # Modules that define experiments, in the order ``crossdyn run`` runs them.
 MODULES: tuple[str, ...] = (
@@ -35,6 +50,9 @@ MODULES: tuple[str, ...] = (
     "crossdyn.experiments.biped.checks",
     "crossdyn.experiments.biped.control",
 )
+
+# Installed packages register experiments by naming a module (or module:attr) in this group.
+ENTRY_POINT_GROUP = "crossdyn.experiments"
 
 
 @dataclass(frozen=True)
@@ -100,9 +118,11 @@ class Experiment:
     Attributes:
       name: the CLI name, e.g. ``"two-link-lagrange"``.
       summary: what it does, one line.
-      expected: the expected outcome, one line (shown in the summary table).
+      expected: the expected outcome, one line (shown in the summary table); may
+        name parameters as ``{key}`` or ``{key:g}`` (see :meth:`expected_for`).
       run: ``run(ctx) -> metrics``.
       params: parameters settable with ``--set``.
+      tolerances: baseline tolerance per metric name (dotted for nested metrics).
     """
 
     name: str
@@ -110,6 +130,11 @@ class Experiment:
     expected: str
     run: Callable
     params: dict[str, Param] = field(default_factory=dict)
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)
+
+    def expected_for(self, values: dict) -> str:
+        """The expected outcome with the parameters' values filled in (``--set`` honoured)."""
+        return self.expected.format_map(values)
 
     def resolve_params(self, overrides: dict[str, str]) -> dict:
         """Defaults updated with ``--set`` overrides (strings), validated."""
@@ -125,23 +150,151 @@ class Experiment:
 _REGISTRY: dict[str, Experiment] = {}
 
 
-def experiment(name: str, *, summary: str, expected: str, params: dict[str, Param] | None = None):
-    """Decorator registering ``run(ctx) -> metrics`` as experiment ``name``."""
+def _check_expected(name: str, expected: str, params: dict[str, Param]) -> None:
+    """Every ``{field}`` of an expected text is a parameter, and the defaults format."""
+    try:
+        fields = {f for _, f, _, _ in string.Formatter().parse(expected) if f is not None}
+        unknown = sorted(f for f in fields if f not in params)
+        if unknown:
+            raise ParameterError(f"experiment {name!r}: expected text names {{{unknown[0]}}}, which is not one of "
+                                 f"its parameters (write {{{{ }}}} for a literal brace)")
+        expected.format_map({k: p.default for k, p in params.items()})
+    except (ValueError, IndexError) as exc:
+        raise ParameterError(f"experiment {name!r}: expected text {expected!r} does not format: {exc}") from None
+
+
+def experiment(name: str, *, summary: str, expected: str, params: dict[str, Param] | None = None,
+               tolerances: dict[str, float | Tolerance] | None = None):
+    """Decorator registering ``run(ctx) -> metrics`` as experiment ``name``.
+
+    Args:
+      name: the CLI name; unique across built-in and users' experiments.
+      summary: what it does, one line.
+      expected: the expected outcome, one line; ``{key}`` fields are formatted
+        with the parameter values of the run.
+      params: parameters settable with ``--set``.
+      tolerances: baseline tolerances by metric name: a number is a relative
+        tolerance (``{"settle_s": 0.02}``: +-2 %), or a :class:`Tolerance` with
+        ``rel`` and ``abs``.  Other metrics use the default
+        (:data:`~crossdyn.experiments.core.baseline.DEFAULT_TOLERANCE`).
+
+    Raises:
+      ParameterError: ``name`` is already registered by another function, the
+        expected text names an unknown parameter, or a tolerance is not a
+        non-negative number.
+    """
+    params = dict(params or {})
+    _check_expected(name, expected, params)
+    tolerances = {key: Tolerance.of(key, value) for key, value in (tolerances or {}).items()}
 
     def register(run: Callable) -> Callable:
-        if name in _REGISTRY and _REGISTRY[name].run.__qualname__ != run.__qualname__:
-            raise RuntimeError(f"experiment {name!r} registered twice")
-        _REGISTRY[name] = Experiment(name, summary, expected, run, dict(params or {}))
+        if name in _REGISTRY:
+            first = _REGISTRY[name].run
+            if (first.__module__, first.__qualname__) != (run.__module__, run.__qualname__):
+                raise ParameterError(f"experiment {name!r} registered twice: by {first.__module__}."
+                                     f"{first.__qualname__} and by {run.__module__}.{run.__qualname__}")
+        _REGISTRY[name] = Experiment(name, summary, expected, run, params, tolerances)
         return run
 
     return register
 
 
-def experiments() -> dict[str, Experiment]:
-    """All registered experiments, by name, in run order."""
+_entry_points_loaded = False
+
+
+def _load_entry_points() -> None:
+    """Import every module that installed packages list under :data:`ENTRY_POINT_GROUP` (once)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        where = f"entry point {entry.name!r} = {entry.value!r} (group {ENTRY_POINT_GROUP})"
+        _import_user_code(where, entry.load)
+    _entry_points_loaded = True
+
+
+def experiments(sources: tuple[str, ...] | list[str] = ()) -> dict[str, Experiment]:
+    """All registered experiments, by name, in run order.
+
+    Built-in experiments come first, then those of installed packages' entry
+    points, then those of ``sources`` (see :func:`load_sources`).
+    """
     for module in MODULES:
         importlib.import_module(module)
+    _load_entry_points()
+    load_sources(sources)
     return dict(_REGISTRY)
+
+
+def _import_user_code(where: str, load: Callable):
+    """Run ``load()`` (an import of a user's code); any failure is a one-line :class:`CrossdynError`."""
+    try:
+        return load()
+    except CrossdynError as exc:  # e.g. a duplicate name or a bad expected text
+        raise type(exc)(f"{where}: {exc}") from None
+    except SyntaxError as exc:
+        raise ParameterError(f"{where}: syntax error on line {exc.lineno}: {exc.msg}") from None
+    except SystemExit as exc:
+        raise ParameterError(f"{where}: called exit({exc.code!r}) while being imported") from None
+    except Exception as exc:
+        raise ParameterError(f"{where}: failed to import: {type(exc).__name__}: {exc}") from None
+
+
+_LOADED_FILES: dict[Path, str] = {}  # resolved path -> module name, so a file given twice loads once
+
+
+def _load_file(path: Path) -> None:
+    resolved = path.resolve()
+    if resolved in _LOADED_FILES:
+        return
+    if not resolved.is_file():
+        raise ParameterError(f"--from {path}: no such file (give a FILE.py or an importable module name)")
+    # A name of its own per file, so two users' 'experiments.py' do not collide in sys.modules.
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
+    module_name = f"crossdyn_user_{resolved.stem}_{digest}"
+    # As `python FILE.py` would: the file's folder is importable, so it can import its neighbours.
+    if str(resolved.parent) not in sys.path:
+        sys.path.insert(0, str(resolved.parent))
+    spec = importlib.util.spec_from_file_location(module_name, resolved)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look the module up here
+
+    def load():
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+
+    _import_user_code(f"--from {path}", load)
+    _LOADED_FILES[resolved] = module_name
+
+
+def load_sources(sources: tuple[str, ...] | list[str]) -> None:
+    """Register the experiments of users' files and modules (``crossdyn run --from``).
+
+    Args:
+      sources: each a path to a ``.py`` file, or a module name importable from
+        the current environment (``mypkg.experiments``).
+
+    Raises:
+      ParameterError: a file or module is missing, has a syntax error, raises or
+        exits while being imported, or registers a name already taken.
+    """
+    for source in sources:
+        if source.endswith(".py") or "/" in source or "\\" in source:
+            _load_file(Path(source).expanduser())
+            continue
+        _import_user_code(f"--from {source}", lambda: _import_module(source))
+
+
+def _import_module(name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):  # the module itself, not its imports
+            raise ParameterError("no such file or importable module") from None
+        raise
 
 
 def get(name: str) -> Experiment:

@@ -1,12 +1,15 @@
 """The ``crossdyn`` command line.
 
-    crossdyn list
+    crossdyn list [--from FILE.py|MODULE ...]
     crossdyn check two-link [--variant V] [--mjcf PATH] [--samples N] [--seed S] [--states FILE] [--out DIR]
     crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--dynamics rigid-body|as-modeled] [--samples N] [--seed S]
                               [--states FILE] [--atol A] [--rtol R] [--out DIR]
-    crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...]
-    crossdyn tune balance [--samples N | --grid NAME=VALUES ... | --search optuna --trials N] [--workers K] [--seed S] [--scheduler ADDR] [--out DIR]
-    crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--out DIR]
+    crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...] [--from FILE.py|MODULE ...]
+                 [--baseline DIR] [--save-baseline DIR] [--junit FILE] [--workers K]
+    crossdyn tune balance [--samples N | --grid NAME=VALUES ... | --search optuna --trials N] [--workers K] [--seed S]
+                          [--scheduler ADDR] [--mjcf PATH] [--out DIR]
+    crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--seed S]
+                             [--mjcf PATH] [--out DIR]
 
 Exit status: 0 when everything is as expected, 1 when a check or an experiment's
 expected outcome fails, 2 for bad input (missing file, malformed model, bad
@@ -62,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(argv)  # the command line, as the HTML report shows it
     try:
         return args.func(args)
     except CrossdynError as exc:

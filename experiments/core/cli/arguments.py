@@ -20,12 +20,16 @@ __all__ = [
     "number",
     "key_value",
     "out_dir",
+    "out_file",
     "make_out_dir",
+    "WORKERS_MAX",
 ]
 
 # NumPy's generators take any non-negative integer; 2**32 - 1 keeps seeds the size
 # every other tool (and a CSV column) reads without surprise.
 SEED_MAX = 2**32 - 1
+# Worker processes: far above any machine's cores, low enough that a typo is not a fork bomb.
+WORKERS_MAX = 512
 
 
 def seed(text: str) -> int:
@@ -92,6 +96,21 @@ def out_dir(text: str) -> Path:
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} exists and is not a folder")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
+            break
+    return path
+
+
+def out_file(text: str) -> Path:
+    """A file to write: not a folder, and its folder exists or can be made (not under a file)."""
+    if not text:
+        raise argparse.ArgumentTypeError("the file name is empty")
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():

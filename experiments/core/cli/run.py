@@ -15,22 +15,30 @@ DEFAULT_OUT = Path("results")
 def _cmd_list(args) -> int:
     from crossdyn.experiments.core.registry import experiments
 
-    registry = experiments()
+    registry = experiments(args.sources)
     width = max(len(name) for name in registry)
     for name, exp in registry.items():
         print(f"{name:<{width}}  {exp.summary}")
-        print(f"{'':<{width}}  expected: {exp.expected}")
+        print(f"{'':<{width}}  expected: {exp.expected_for({k: p.default for k, p in exp.params.items()})}")
         for key, p in exp.params.items():
             print(f"{'':<{width}}  --set {key}={p.default}  ({p.help})")
     return 0
 
 
 def _cmd_run(args) -> int:
+    import shlex
+
+    from crossdyn.experiments.core import baseline
     from crossdyn.experiments.core.registry import experiments, get
     from crossdyn.experiments.core.results import run_experiments, summary_table
 
-    selected = [get(name) for name in args.names] if args.names else list(experiments().values())
+    registry = experiments(args.sources)
+    selected = [get(name) for name in args.names] if args.names else list(registry.values())
+    stored = baseline.load(args.baseline, [e.name for e in selected]) if args.baseline else None
     out = arguments.make_out_dir(args.out)
+    for folder in (args.save_baseline, args.junit.parent if args.junit else None):
+        if folder is not None:
+            arguments.make_out_dir(folder)
     outcomes = run_experiments(
         selected,
         out,
@@ -39,31 +47,80 @@ def _cmd_run(args) -> int:
         overrides=dict(args.set),
         video=args.video,
         progress=sys.stderr.isatty(),
+        workers=args.workers,
+        sources=args.sources,
+        baseline=stored,
+        command=shlex.join(["crossdyn", *getattr(args, "argv", sys.argv[1:])]),
     )
     print(summary_table(outcomes), end="")
-    failed = [o for o in outcomes if not o.passed]
-    for o in failed:
+    for o in outcomes:
         if o.error:
             print(f"{o.name}: {o.error}", file=sys.stderr)
-    print(f"{len(outcomes) - len(failed)}/{len(outcomes)} as expected; results in {args.out}")
-    return 0 if not failed else 1
+    if stored is not None:
+        print(baseline.report([o.baseline for o in outcomes], args.baseline), end="")
+    if args.save_baseline:
+        _save_baseline(args.save_baseline, out, outcomes)
+    if args.junit:
+        from crossdyn.experiments.core.junit import write_junit
+
+        write_junit(args.junit, outcomes, out)
+    failed = [o for o in outcomes if not o.passed]
+    drifted = [o for o in outcomes if o.baseline is not None and not o.baseline.passed]
+    tail = f"; {len(drifted)} drifted from the baseline" if stored is not None else ""
+    print(f"{len(outcomes) - len(failed)}/{len(outcomes)} as expected{tail}; results in {args.out} "
+          f"(open {Path(args.out) / 'index.html'})")
+    return 0 if all(o.ok for o in outcomes) else 1
+
+
+def _save_baseline(folder: Path, out: Path, outcomes) -> None:
+    """Store the metrics of every experiment that ran to the end (a crash is no baseline)."""
+    import json
+
+    from crossdyn.experiments.core import baseline
+
+    kept = [o for o in outcomes if o.error is None]
+    baseline.save(folder, {o.name: json.loads((out / o.name / "metrics.json").read_text()) for o in kept})
+    skipped = [o.name for o in outcomes if o.error is not None]
+    note = f" (not {', '.join(skipped)}: they did not finish)" if skipped else ""
+    print(f"baseline of {len(kept)} experiments saved in {folder}{note}")
+
+
+def _add_sources(parser) -> None:
+    parser.add_argument("--from", dest="sources", action="append", default=[], metavar="FILE.py|MODULE",
+                        help="also load the experiments registered in a Python file or an importable module "
+                             "(repeatable; installed packages' 'crossdyn.experiments' entry points load always)")
 
 
 def add_list_parser(sub) -> None:
     p_list = sub.add_parser("list", help="list the registered experiments")
+    _add_sources(p_list)
     p_list.set_defaults(func=_cmd_list)
 
 
 def add_parser(sub) -> None:
     """Add ``run`` to the ``crossdyn`` subcommands."""
+    from crossdyn.experiments.core.baseline import DEFAULT_ATOL, DEFAULT_RTOL
+
     p_run = sub.add_parser("run", help="run registered experiments (all by default) and summarize")
     p_run.add_argument("names", nargs="*", metavar="NAME", help="experiments to run (see 'crossdyn list')")
     p_run.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, metavar="DIR",
-                       help="output folder (default results/)")
+                       help="output folder (default results/); the report is DIR/index.html")
     p_run.add_argument("--short", action="store_true", help="reduced runs (as the test suite does)")
     p_run.add_argument("--seed", type=arguments.seed, default=0,
                        help=f"seed for every random draw (default 0; 0 to {arguments.SEED_MAX})")
     p_run.add_argument("--set", type=arguments.key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="set an experiment parameter (repeatable; see 'crossdyn list')")
     p_run.add_argument("--video", action="store_true", help="render MP4s where supported (MUJOCO_GL=egl)")
+    _add_sources(p_run)
+    p_run.add_argument("--save-baseline", type=arguments.out_dir, metavar="DIR",
+                       help="store every experiment's numeric metrics in DIR/NAME.json")
+    p_run.add_argument("--baseline", type=Path, metavar="DIR",
+                       help="compare every numeric metric with the baseline in DIR; drift exits 1. Tolerance "
+                            f"|now - baseline| <= {DEFAULT_ATOL:g} + {DEFAULT_RTOL:g} |baseline| unless the "
+                            "experiment declares its own")
+    p_run.add_argument("--junit", type=arguments.out_file, metavar="FILE",
+                       help="write JUnit XML: one test case per experiment (missed expectation, drift, crash)")
+    p_run.add_argument("--workers", type=arguments.count(1, arguments.WORKERS_MAX, "--workers"), default=1,
+                       metavar="K", help="run experiments in K parallel processes (default 1; same metrics "
+                                         f"as a serial run; at most {arguments.WORKERS_MAX})")
     p_run.set_defaults(func=_cmd_run)

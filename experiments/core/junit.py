@@ -1,0 +1,88 @@
+"""JUnit XML of a run (``crossdyn run --junit FILE``), the format CI systems read.
+
+One ``<testcase>`` per experiment, in one ``<testsuite name="crossdyn">``:
+
+- a missed expectation is a ``<failure type="expectation">``;
+- drift from the baseline is a ``<failure type="baseline">`` (with a missed
+  expectation, one failure carries both messages: readers show one per case);
+- a crash, or an experiment refusing its input, is an ``<error>`` with the one-line
+  message and, in the body, the traceback from ``NAME/error.txt``.
+
+The measured figure goes to ``<system-out>``.  Written with the standard
+library's ``xml.etree`` (the format is a handful of elements).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+__all__ = ["write_junit", "to_xml"]
+
+SUITE = "crossdyn"
+# Characters XML 1.0 cannot hold even escaped (terminal colour codes in a traceback, say).
+_NOT_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _text(text: str) -> str:
+    return _NOT_XML.sub("?", text)
+
+
+def _case(outcome, out: Path) -> tuple[ET.Element, str | None]:
+    """The ``<testcase>`` of one outcome, and its kind of problem (``"failure"``, ``"error"`` or None)."""
+    case = ET.Element("testcase", classname=SUITE, name=outcome.name, time=f"{outcome.seconds:.3f}")
+    kind = None
+    if outcome.error is not None:
+        kind = "error"
+        error = ET.SubElement(case, "error", message=_text(outcome.error), type="crash")
+        trace = out / outcome.name / "error.txt"
+        error.text = _text(trace.read_text() if trace.is_file() else outcome.error)
+    else:
+        messages, types, body = [], [], []
+        if not outcome.passed:
+            messages.append(f"expected {outcome.expected}; measured {outcome.measured}")
+            types.append("expectation")
+        if outcome.baseline is not None and not outcome.baseline.passed:
+            named = [f"{d.metric} {d.change}" for d in outcome.baseline.drifted]
+            named += [f"{metric} missing" for metric in outcome.baseline.missing]
+            shown = ", ".join(named[:5]) + (", ..." if len(named) > 5 else "")
+            messages.append(f"baseline: {outcome.baseline.headline}" + (f" ({shown})" if named else ""))
+            types.append("baseline")
+            body += outcome.baseline.lines()
+        if messages:
+            kind = "failure"
+            failure = ET.SubElement(case, "failure", message=_text("; ".join(messages)), type="+".join(types))
+            failure.text = _text("\n".join(messages + body))
+    ET.SubElement(case, "system-out").text = _text(f"expected: {outcome.expected}\nmeasured: {outcome.measured}\n")
+    return case, kind
+
+
+def to_xml(outcomes, out: Path) -> ET.ElementTree:
+    """The run's outcomes as a JUnit ``<testsuites>`` tree.
+
+    Args:
+      outcomes: :class:`~.results.Outcome` of the run, in run order.
+      out: the run's output folder (tracebacks are read from ``NAME/error.txt``).
+    """
+    cases = [_case(o, Path(out)) for o in outcomes]
+    counts = {kind: sum(k == kind for _, k in cases) for kind in ("failure", "error")}
+    total = f"{sum(o.seconds for o in outcomes):.3f}"
+    root = ET.Element("testsuites", name=SUITE, tests=str(len(cases)), failures=str(counts["failure"]),
+                      errors=str(counts["error"]), time=total)
+    suite = ET.SubElement(root, "testsuite", name=SUITE, tests=str(len(cases)), failures=str(counts["failure"]),
+                          errors=str(counts["error"]), skipped="0", time=total,
+                          timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()))
+    suite.extend(case for case, _ in cases)
+    return ET.ElementTree(root)
+
+
+def write_junit(path: Path, outcomes, out: Path) -> Path:
+    """Write the JUnit XML of a run to ``path`` (atomically) and return it."""
+    from crossdyn.experiments.core.results import write_text
+
+    tree = to_xml(outcomes, out)
+    ET.indent(tree)
+    write_text(Path(path), ET.tostring(tree.getroot(), encoding="unicode", xml_declaration=True) + "\n")
+    return Path(path)
