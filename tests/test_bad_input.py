@@ -60,6 +60,9 @@ BAD_ARRAYS = {
     "nan.npy": np.array([[0, 0, np.nan, 0, 0, 0]]),
 }
 
+# Folders where a command writes a file (issue 15 #3: a samples.csv that is a directory).
+BAD_FOLDERS = ("sweep/samples.csv", "map/robustness.csv", "runs/two-link-lagrange/metrics.json")
+
 # Bipeds that break the MJCF contract (beside the common.xml they include).
 _BIPED = mjcf.path("wheel_legged_biped").read_text()
 BAD_FILES.update({
@@ -70,6 +73,13 @@ BAD_FILES.update({
 
 # (arguments, phrase in the message).  {tmp} is the folder holding BAD_FILES.
 CASES = [
+    # a folder where a command writes its table or metrics
+    (["tune", "balance", "--samples", "2", "--duration", "1", "--out", "{tmp}/sweep"], "samples.csv is not a file"),
+    (["tune", "balance", "--search", "optuna", "--trials", "2", "--duration", "1", "--out", "{tmp}/sweep"],
+     "samples.csv is not a file"),
+    (["tune", "robustness", "--axis", "body_mass_scale=1", "--axis", "com_offset_x=0", "--duration", "1", "--out",
+      "{tmp}/map"], "robustness.csv is not a file"),
+    (["run", "two-link-lagrange", "--short", "--out", "{tmp}/runs"], "metrics.json: Is a directory"),
     # seeds
     (["check", "two-link", "--seed", "-1"], "seed"),
     (["check", "two-link", "--seed", "abc"], "whole number"),
@@ -219,6 +229,8 @@ def bad_files(tmp_path_factory) -> Path:
         (folder / name).write_text(text)
     for name, array in BAD_ARRAYS.items():
         np.save(folder / name, array)
+    for name in BAD_FOLDERS:
+        (folder / name).mkdir(parents=True)
     return folder
 
 

@@ -156,7 +156,7 @@ def _read_rows(path: Path) -> dict[int, dict]:
     Raises:
       ParameterError: the file is not a table of this version.
     """
-    if not path.exists():
+    if not tune.table_exists(path):
         return {}
     with path.open(newline="") as f:
         reader = csv.reader(f)

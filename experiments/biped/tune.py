@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import functools
+import io
 import itertools
 import json
 import math
@@ -88,7 +89,7 @@ from crossdyn.experiments.biped.closed_loop import make_controller, simulate
 from crossdyn.experiments.biped.model import nominal_params
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
-from crossdyn.experiments.core.results import make_out_dir, write_json
+from crossdyn.experiments.core.results import make_out_dir, write_json, write_text
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
            "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
@@ -488,13 +489,26 @@ class SweepResult:
         return out
 
 
+def table_exists(path: Path) -> bool:
+    """Whether an earlier run left the table ``path`` to resume from.
+
+    Raises:
+      ParameterError: ``path`` exists but is not a file (a folder, say), so the
+        sweep could neither resume from it nor write it.
+    """
+    if path.exists() and not path.is_file():
+        raise ParameterError(f"{path} is not a file (a folder?): the sweep writes its table there; "
+                             "use another --out or move it")
+    return path.exists()
+
+
 def _read_done(path: Path, plan: list[Sample]) -> dict[int, dict]:
     """Rows of ``path`` that belong to ``plan``; a torn last line is dropped.
 
     Raises:
-      ParameterError: the file was written by a sweep with other arguments.
+      ParameterError: the file was written by a sweep with other arguments, or is not a file.
     """
-    if not path.exists():
+    if not table_exists(path):
         return {}
     with path.open(newline="") as f:
         reader = csv.reader(f)
@@ -524,12 +538,12 @@ def _read_done(path: Path, plan: list[Sample]) -> dict[int, dict]:
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, path)
+    """Write the sweep table atomically (:func:`~crossdyn.experiments.core.results.write_text`)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(path, buffer.getvalue())
 
 
 def _local(todo: list[Sample], workers: int):

@@ -74,6 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("crossdyn: interrupted; finished experiments' results are kept", file=sys.stderr)
         return 130
+    except OSError as exc:
+        # A path the machine refuses (permissions, a full disk, a folder where a file
+        # belongs) that no validator foresaw: still the user's input, still one line.
+        if exc.filename is None:
+            raise
+        path = exc.filename2 or exc.filename  # a rename names its destination second
+        print(f"crossdyn: error: {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
