@@ -151,23 +151,13 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
 
 
 def _read_rows(path: Path) -> dict[int, dict]:
-    """Finished rows of an earlier run of this search, by trial; a torn last line is dropped.
+    """Finished rows of an earlier run of this search, by trial (:func:`~crossdyn.experiments.biped.tune.read_table`).
 
     Raises:
-      ParameterError: the file is not a table of this version.
+      ParameterError: the file is not a sweep table of this version, or holds a bad trial number.
     """
-    if not tune.table_exists(path):
-        return {}
-    with path.open(newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if header is None:
-            return {}
-        if tuple(header) != COLUMNS:
-            raise ParameterError(f"{path} is not a sweep table of this version; use another --out or delete it")
-        rows = [dict(zip(header, r)) for r in reader if len(r) == len(header)]
     out = {}
-    for row in rows:
+    for row in tune.read_table(path):
         try:
             index = int(row["sample"])
         except ValueError:

@@ -93,8 +93,8 @@ from crossdyn.experiments.core.results import make_out_dir, write_json, write_te
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
            "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
-           "robustness", "holding_region", "best_sample", "weights_from", "SAMPLES_MAX", "engine", "Engine",
-           "finish"]
+           "robustness", "holding_region", "best_sample", "weights_from", "read_table", "SAMPLES_MAX", "engine",
+           "Engine", "finish"]
 
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
@@ -502,22 +502,32 @@ def table_exists(path: Path) -> bool:
     return path.exists()
 
 
-def _read_done(path: Path, plan: list[Sample]) -> dict[int, dict]:
-    """Rows of ``path`` that belong to ``plan``; a torn last line is dropped.
+def read_table(path: Path) -> list[dict[str, str]]:
+    """The rows an earlier sweep or search left in ``path`` (none if it is missing or
+    empty); a torn last line is dropped.
 
     Raises:
-      ParameterError: the file was written by a sweep with other arguments, or is not a file.
+      ParameterError: ``path`` is not a file, or not a sweep table of this version.
     """
     if not table_exists(path):
-        return {}
+        return []
     with path.open(newline="") as f:
         reader = csv.reader(f)
         header = next(reader, None)
         if header is None:
-            return {}
+            return []
         if tuple(header) != COLUMNS:
             raise ParameterError(f"{path} is not a sweep table of this version; use another --out or delete it")
-        rows = [dict(zip(header, r)) for r in reader if len(r) == len(header)]
+        return [dict(zip(header, r)) for r in reader if len(r) == len(header)]
+
+
+def _read_done(path: Path, plan: list[Sample]) -> dict[int, dict]:
+    """Finished rows of ``path`` that belong to ``plan``, by sample.
+
+    Raises:
+      ParameterError: the file was written by a sweep with other arguments, or is not a sweep table.
+    """
+    rows = read_table(path)
     by_index = {s.index: s for s in plan}
     done = {}
     for row in rows:
