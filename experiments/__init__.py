@@ -49,6 +49,8 @@ _API = {
     "jump": "crossdyn.experiments.biped.scenarios",
     "robustness": "crossdyn.experiments.biped.scenarios",
     "lqr_cost": "crossdyn.experiments.biped.scenarios",
+    "Imperfections": "crossdyn.experiments.biped.imperfections",
+    "REALISTIC": "crossdyn.experiments.biped.imperfections",
     "simulate": "crossdyn.experiments.biped.closed_loop",
     "Trace": "crossdyn.experiments.biped.closed_loop",
     "plot_states": "crossdyn.experiments.biped.control",
