@@ -9,12 +9,15 @@ height change, and a jump (crouch, thrust, retract, flight, landing).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 from biped_reference import ReferenceController, ReferenceEstimator
-from crossdyn.analytic.biped.wheeled_pendulum import leg_forces
-from crossdyn.controllers.biped import BipedController, Command
+from crossdyn.analytic.biped.wheeled_pendulum import leg_forces, linearize
+from crossdyn.controllers.balance import schedule
+from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Command
 from crossdyn.controllers.estimation import Estimator
 from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped import closed_loop, scenarios
@@ -131,6 +134,20 @@ def test_gain_row_is_the_schedule():
         np.testing.assert_array_equal(np.array(gains.row(length)).reshape(gains(length).shape), gains(length))
     with pytest.raises(ValueError, match="finite"):
         gains.row(float("nan"))
+
+
+@pytest.mark.parametrize("degree", [2, 3, 4])
+def test_gain_row_is_polyval_of_the_fit(degree):
+    """``row`` (written out for the default cubic, a loop otherwise) is Horner's rule as
+    ``np.polyval`` runs it: the same operations in the same order, so equal bit for bit."""
+    p = nominal_params()
+    lengths = np.linspace(0.12, 0.32, 9)
+    gains = schedule(functools.partial(linearize, p.pendulum), lengths, np.diag(DEFAULT_Q), np.atleast_2d(DEFAULT_R),
+                     degree=degree)
+    flat = gains.coeffs.reshape(degree + 1, -1)
+    for length in (0.12, 0.2, 0.2718, 0.32):
+        np.testing.assert_array_equal(gains.row(length), [np.polyval(flat[:, k], length) for k in range(4)])
+    assert gains.row(1.0) == gains.row(0.32) and gains.row(0.0) == gains.row(0.12)  # clamped to the table
 
 
 def test_leg_forces_floats_are_the_arrays():

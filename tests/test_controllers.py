@@ -95,6 +95,28 @@ def test_unstabilizable_pair_is_refused():
         lqr(A, B, np.eye(2), 1.0)
 
 
+def test_small_riccati_solves_run_blas_single_threaded(monkeypatch):
+    """A 4-state design runs BLAS on one thread (OpenBLAS's idle threads would spin
+    ~0.1 s of a second core after it); the limit is lifted afterwards."""
+    import control
+    from threadpoolctl import threadpool_info
+
+    from crossdyn.controllers import balance
+
+    seen, solve = [], control.lqr
+
+    def spy(*args):
+        seen.append(max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"))
+        return solve(*args)
+
+    monkeypatch.setattr(control, "lqr", spy)
+    before = max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
+    lqr(*_pendulum(0.3), np.diag([1, 1, 10, 1]), 0.1)
+    assert seen == [1]
+    assert max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas") == before
+    assert balance.SMALL_SYSTEM > 4
+
+
 def test_balance_torque_law_and_limit():
     K = np.array([[1.0, 2.0, 30.0, 4.0]])
     assert balance_torque(K, [0, 0, 0.1, 0]) == pytest.approx(-3.0)

@@ -10,9 +10,10 @@ from the tracking camera.
 
 from __future__ import annotations
 
+import gc
 import os
 from dataclasses import dataclass, field
-from math import isfinite, nan
+from math import asin, isfinite, nan
 from operator import itemgetter
 from pathlib import Path
 from typing import Callable
@@ -21,7 +22,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.controllers.biped import BipedController, Command, Reference, design
-from crossdyn.analytic.rotation import euler_rates, euler_zyx, pitch
+from crossdyn.analytic.rotation import euler_rates, euler_zyx
 from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
 from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params
@@ -170,9 +171,11 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
     step the physics.  The step's own cost is kept near the physics': sensors
     are read as index tuples into one ``sensordata.tolist()``, the estimator and
     controller work in plain floats, MuJoCo's arrays are bound once (views
-    stay valid for the run), the log is one tuple of floats per step, and the
-    derived truth (Euler angles, travel, loop closure) is computed for the whole
-    run at the end.
+    stay valid for the run), MuJoCo's state goes into a preallocated table by one
+    ``np.concatenate`` and the controller's log is one tuple of floats per step,
+    the cyclic garbage collector waits until the run ends, and the derived truth
+    (Euler angles, travel, axle velocities, loop closure) is computed for the
+    whole run at the end.
 
     Raises:
       CrossdynError: the model lacks the biped's sensors or actuators, or the
@@ -193,86 +196,81 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
     wheel_act = [model.actuator(f"{s}_wheel").id for s in ("left", "right")]
     hip_act = [model.actuator(h).id for h in HIPS]
     body = model.body("body").id
-    axles = [model.site(f"{s}_axle").id for s in ("left", "right")]
-    wheel_bodies = [model.body(f"{s}_wheel").id for s in ("left", "right")]
-    free_v = model.joint("root").dofadr[0]
-    quat_adr = model.joint("root").qposadr[0] + 3
-    sites = [model.site(name).id for name in ("left_axle", "right_axle", "left_rear_foot", "right_rear_foot")]
-    # MuJoCo's arrays, bound once (views stay valid for the life of ``data``), and
-    # what the loop records of them as index pickers into their ``tolist()``.
-    qpos, qvel, qacc, ctrl, sensordata = data.qpos, data.qvel, data.qacc, data.ctrl, data.sensordata
-    site_flat, xpos_flat = data.site_xpos.reshape(-1), data.xpos.reshape(-1)
-    site_vel = np.zeros((2, 6))  # mj_objectVelocity's outputs (angular, linear), reused
-    vel_left, vel_right, vel_flat = site_vel[0], site_vel[1], site_vel.reshape(-1)
-    pick_quat = _picker(range(quat_adr, quat_adr + 4))
-    pick_omega = _picker(range(free_v + 3, free_v + 6))
-    pick_sites = _picker([3 * s + i for s in sites for i in range(3)])
-    pick_vel = _picker((3, 4, 5, 9, 10, 11))  # the two axles' linear velocities
-    pick_z = _picker([3 * b + 2 for b in (body, *wheel_bodies)])
+    # MuJoCo's arrays, bound once (views stay valid for the life of ``data``).
+    qacc, ctrl, sensordata = data.qacc, data.ctrl, data.sensordata
+    state = _StateLog(model, data, int(round(sc.duration / sc.control_period)) + 1)
+    quat = state.quat
     bad_qacc = data.warning[mujoco.mjtWarning.mjWARN_BADQACC]
     push_body = data.xfrc_applied[body]
     reference, ground_truth = sc.reference, sc.ground_truth
 
     n = int(round(sc.duration / sc.control_period))
-    # The loop records raw state only, one tuple of floats per step (columns: _RAW); the
-    # derived truth (Euler angles, travel along the heading, loop closure) is computed
-    # for the whole run at the end.
-    raw, log, phases = [], [], []  # state before the step, what the controller saw and did (_LOG), phase
+    # The loop records MuJoCo's raw state as one row of a preallocated table per step
+    # (_StateLog) and what the controller saw and did as one tuple of floats (_LOG); the
+    # derived truth (Euler angles, travel along the heading, loop closure) is computed for
+    # the whole run at the end.
+    log, phases = [], []
     renderer = frames = None
     if video is not None:
         renderer, frames = mujoco.Renderer(model, 360, 640), []
     fell = diverged = False
-    for _ in range(n):
-        t = data.time
-        quat = pick_quat(qpos.tolist())
-        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, axles[0], vel_left, 0)
-        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, axles[1], vel_right, 0)
-        raw.append((t, *quat, *pick_omega(qvel.tolist()), *pick_sites(site_flat.tolist()),
-                    *pick_vel(vel_flat.tolist()), *pick_z(xpos_flat.tolist())))
+    # The loop allocates a few small tuples per step and keeps none in cycles; the cyclic
+    # collector's passes over the growing log would cost more than the step's own work.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for i in range(n):
+            t = data.time
+            state.record(i, t)
+            w, qx, qy, qz = quat.tolist()
+            sin_pitch = 2.0 * (w * qy - qz * qx)  # analytic.rotation.pitch, for the fall check below
 
-        readings = sensors.read(sensordata)
-        if hardware is not None:
-            readings = hardware.sense(t, readings)
-        try:
-            est = estimator.update(*readings)
-        except ValueError:
-            diverged = True
-            break
-        if ground_truth:
-            est = _true_estimate(est, raw[-1], raw[0])
-        ref = reference(t)
-        cmd = controller(t, est, ref)
-        wheels, hips = cmd.wheels, cmd.hips
-        if hardware is not None:
-            wheels, hips = hardware.command(t, wheels, hips, data)
-        ctrl[wheel_act[0]], ctrl[wheel_act[1]] = wheels
-        ctrl[hip_act[0]], ctrl[hip_act[1]], ctrl[hip_act[2]], ctrl[hip_act[3]] = hips
-        log.append((est.x, est.xd, est.pitch, *est.height, *est.alpha, *cmd.wheels, *cmd.legs, cmd.wheel_total,
-                    ref.velocity, ref.yaw, nan if ref.height is None else ref.height))
-        phases.append(cmd.phase)
+            readings = sensors.read(sensordata)
+            if hardware is not None:
+                readings = hardware.sense(t, readings)
+            try:
+                est = estimator.update(*readings)
+            except ValueError:
+                diverged = True
+                break
+            if ground_truth:
+                est = _true_estimate(est, state, i)
+            ref = reference(t)
+            cmd = controller(t, est, ref)
+            wheels, hips = cmd.wheels, cmd.hips
+            if hardware is not None:
+                wheels, hips = hardware.command(t, wheels, hips, data)
+            ctrl[wheel_act[0]], ctrl[wheel_act[1]] = wheels
+            ctrl[hip_act[0]], ctrl[hip_act[1]], ctrl[hip_act[2]], ctrl[hip_act[3]] = hips
+            log.append((est.x, est.xd, est.pitch, *est.height, *est.alpha, *cmd.wheels, *cmd.legs, cmd.wheel_total,
+                        ref.velocity, ref.yaw, nan if ref.height is None else ref.height))
+            phases.append(cmd.phase)
 
-        if sc.push is not None:
-            t0, force, length = sc.push
-            for _ in range(steps_per_control):
-                push_body[0] = force if t0 <= data.time < t0 + length else 0.0
-                mujoco.mj_step(model, data)
-        else:
-            mujoco.mj_step(model, data, steps_per_control)
-        if frames is not None and len(frames) < data.time * fps:
-            renderer.update_scene(data, camera="track")
-            frames.append(renderer.render().copy())
-        if bad_qacc.number > 0 or not isfinite(sum(qacc.tolist())):  # a NaN or inf makes the sum one
-            diverged = True
-            break
-        if abs(pitch(quat)) > FALL_PITCH:
-            fell = True
-            break
+            if sc.push is not None:
+                t0, force, length = sc.push
+                for _ in range(steps_per_control):
+                    push_body[0] = force if t0 <= data.time < t0 + length else 0.0
+                    mujoco.mj_step(model, data)
+            else:
+                mujoco.mj_step(model, data, steps_per_control)
+            if frames is not None and len(frames) < data.time * fps:
+                renderer.update_scene(data, camera="track")
+                frames.append(renderer.render().copy())
+            if bad_qacc.number > 0 or not isfinite(sum(qacc.tolist())):  # a NaN or inf makes the sum one
+                diverged = True
+                break
+            if abs(asin(min(max(sin_pitch, -1.0), 1.0))) > FALL_PITCH:
+                fell = True
+                break
+    finally:
+        if collecting:
+            gc.enable()
     if renderer is not None:
         renderer.close()
         _write_video(video, frames, fps)
-    steps = len(phases)  # a break after recording the state leaves one raw row over
+    steps = len(phases)  # a break after recording the state leaves one row over
     machine = getattr(controller, "machine", None)  # a user's controller function has none
-    state = _columns(raw[:steps], _RAW)
+    state = state.columns(steps)
     logged = _columns(log, _LOG)
     truth = _truth({"t": state["t"], "quat": state["quat"], "omega": state["omega"],
                     "sites": state["sites"].reshape(steps, 4, 3),
@@ -287,11 +285,68 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
                  transitions=list(machine.transitions) if machine is not None else [])
 
 
-# The per-step tuples' columns: (name, width), in order.  _RAW is MuJoCo's state before
-# the step (time; root quaternion; body angular velocity; the two axle and two rear-foot
-# sites' positions; the two axles' linear velocities; body and wheel-centre heights),
-# _LOG what the controller saw and did.
-_RAW = (("t", 1), ("quat", 4), ("omega", 3), ("sites", 12), ("axle_vel", 6), ("z", 3))
+class _StateLog:
+    """MuJoCo's state before each control step: one row of a preallocated table per step.
+
+    A row is the root quaternion, the body's angular velocity, every site's
+    position, the two axle bodies' ``cvel`` and their tree's ``subtree_com``, and
+    the body's and wheels' positions: views into ``data`` bound once, copied by one
+    ``np.concatenate``.  :meth:`columns` derives the rest for the whole run at the
+    end: the axles' linear velocities are ``mj_objectVelocity``'s transform of
+    ``cvel`` to the site, ``v - (p_site - p_com) x w`` (bit for bit the same).
+    """
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, rows: int):
+        root = model.joint("root")
+        self.quat = data.qpos[int(root.qposadr[0]) + 3 : int(root.qposadr[0]) + 7]  # a view, (4,)
+        free_v = int(root.dofadr[0])
+        axles = [model.site(f"{s}_axle").id for s in ("left", "right")]
+        axle_bodies = [int(model.site_bodyid[a]) for a in axles]
+        trees = {int(model.body_rootid[b]) for b in axle_bodies}
+        if len(trees) != 1:
+            raise CrossdynError("closed loop needs both axles on the robot's one floating body tree")
+        bodies = [model.body(name).id for name in ("body", "left_wheel", "right_wheel")]
+        self._parts = (self.quat, data.qvel[free_v + 3 : free_v + 6], data.site_xpos.reshape(-1),
+                       *(data.cvel[b] for b in axle_bodies), data.subtree_com[trees.pop()],
+                       *(data.xpos[b] for b in bodies))
+        start = np.cumsum([0] + [part.size for part in self._parts])
+        sites = np.array([model.site(name).id for name in ("left_axle", "right_axle", "left_rear_foot",
+                                                            "right_rear_foot")])
+        self._columns = {
+            "quat": np.arange(4),
+            "omega": 4 + np.arange(3),
+            "sites": start[2] + (3 * sites[:, None] + np.arange(3)).ravel(),  # (12,): four sites' x, y, z
+            "cvel": np.r_[start[3] : start[3] + 6, start[4] : start[4] + 6],  # the axle bodies' (angular, linear)
+            "com": start[5] + np.arange(3),
+            "z": start[6:9] + 2,
+        }
+        self._times = np.empty(rows)
+        self._table = np.empty((rows, start[-1]))
+
+    def record(self, i: int, t: float) -> None:
+        """Row ``i``: time ``t`` and MuJoCo's arrays as they are now."""
+        self._times[i] = t
+        np.concatenate(self._parts, out=self._table[i])
+
+    def columns(self, steps: int) -> dict[str, np.ndarray]:
+        """The first ``steps`` rows: ``{"t": (N,), "quat": (N, 4), "omega": (N, 3), "sites": (N, 12),
+        "axle_vel": (N, 6) the two axles' linear velocities, "z": (N, 3)}``."""
+        return self._select(self._table[:steps], self._times[:steps])
+
+    def at(self, i: int) -> dict[str, np.ndarray]:
+        """Row ``i``'s columns, as :meth:`columns` without the leading axis."""
+        return {name: value[0] for name, value in self._select(self._table[i : i + 1], self._times[i : i + 1]).items()}
+
+    def _select(self, table: np.ndarray, times: np.ndarray) -> dict[str, np.ndarray]:
+        out = {"t": times.copy(), **{name: table[:, self._columns[name]] for name in ("quat", "omega", "sites", "z")}}
+        n = len(table)
+        cvel = table[:, self._columns["cvel"]].reshape(n, 2, 6)
+        offset = out["sites"].reshape(n, 4, 3)[:, :2] - table[:, None, self._columns["com"]]
+        out["axle_vel"] = (cvel[:, :, 3:] - np.cross(offset, cvel[:, :, :3])).reshape(n, 6)
+        return out
+
+
+# The per-step log tuples' columns: (name, width), in order: what the controller saw and did.
 _LOG = (("est_x", 1), ("est_xd", 1), ("est_pitch", 1), ("height", 2), ("alpha", 2), ("wheel_torque", 2),
         ("hip_torque", 2), ("wheel_total", 1), ("reference", 3))
 
@@ -333,13 +388,14 @@ def _truth(raw: dict) -> dict:
     }
 
 
-def _true_estimate(est: Estimate, raw: tuple, raw0: tuple) -> Estimate:
+def _true_estimate(est: Estimate, state: _StateLog, i: int) -> Estimate:
     """``est`` with its pose, rates and travel replaced by MuJoCo's (``--set ground_truth=true``).
 
-    ``raw``: this step's raw state tuple (:data:`_RAW`); ``raw0``: the first step's.
+    ``state``: the run's state log, whose row ``i`` is this step's and row 0 the first step's.
     """
-    quat, omega, sites, sites0 = raw[1:5], raw[5:8], np.reshape(raw[8:20], (4, 3)), np.reshape(raw0[8:20], (4, 3))
-    axle_vel = 0.5 * (np.array(raw[20:23]) + np.array(raw[23:26]))
+    now, first = state.at(i), state.at(0)
+    quat, omega, sites, sites0 = now["quat"], now["omega"], now["sites"].reshape(4, 3), first["sites"].reshape(4, 3)
+    axle_vel = 0.5 * (now["axle_vel"][:3] + now["axle_vel"][3:])
     roll, pitch_, yaw = (float(a) for a in euler_zyx(quat))
     roll_rate, pitch_rate, yaw_rate = (float(a) for a in euler_rates(roll, pitch_, omega))
     heading = np.array([np.cos(yaw), np.sin(yaw)])
