@@ -719,7 +719,7 @@ def plot_errata(result: ErrataResult, out_dir) -> list[Path]:
 
 @experiment(
     "errata",
-    summary="every seed-004 erratum of SPEC §5: printed vs corrected vs MuJoCo",
+    summary="every erratum of the biped derivation (seed 004): printed vs corrected vs MuJoCo",
     expected="each printed form fails and each corrected form passes against MuJoCo",
     params={"mjcf": MJCF},
 )
