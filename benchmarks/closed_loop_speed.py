@@ -9,8 +9,10 @@ CPU time (``time.process_time``), which other jobs on the machine inflate less
 than wall time.  Both loops step the physics
 with ``mj_step(model, data, nstep)`` per control step, as ``simulate`` does.
 
-The last line is a user's own controller function in place of the biped
-controller: a trivial one that replays the recorded torques by time (so the
+The closed loop runs the built-in controller as one compiled step
+(``crossdyn.controllers.compiled``); the readable classes' own cost is printed
+beside it (``simulate(..., compiled=False)``).  The last line is a user's own
+controller function in place of the biped controller: a trivial one that replays the recorded torques by time (so the
 physics is the bare loop's), which shows what ``simulate`` itself costs beyond
 the physics and the user's function.
 
@@ -64,21 +66,22 @@ def main() -> None:
             mujoco.mj_step(model, data, steps)
         return time.process_time() - start
 
-    def closed(controller):
+    def closed(controller, compiled=True):
         start = time.process_time()
-        simulate(model, sc, controller)
+        simulate(model, sc, controller, compiled=compiled)
         return time.process_time() - start
 
     def user(t, est, ref):  # a user's trivial controller: the recorded torques, looked up by time
         wheels, hips = commands[int(t / CONTROL_PERIOD + 0.5)]
         return Command(wheels, hips)
 
-    times = {"closed": [], "bare": [], "user": []}
-    for _ in range(args.repeats):  # interleaved: load bursts hit all three alike
+    times = {"closed": [], "bare": [], "user": [], "readable": []}
+    for _ in range(args.repeats):  # interleaved: load bursts hit all of them alike
         times["closed"].append(closed(controller_for({})))
         times["bare"].append(bare())
         times["user"].append(closed(user))
-    c, b, u = (min(times[k]) for k in ("closed", "bare", "user"))
+        times["readable"].append(closed(controller_for({}), compiled=False))
+    c, b, u, r = (min(times[k]) for k in ("closed", "bare", "user", "readable"))
     per_step = 1e6 / trace.t.size
     print(f"{args.duration:g} s simulated, {trace.t.size} control steps of {CONTROL_PERIOD * 1e3:g} ms, "
           f"{steps} physics steps each; CPU time, best of {args.repeats}, runs interleaved")
@@ -86,6 +89,7 @@ def main() -> None:
     print(f"  bare mj_step loop, same torques                          {b:6.2f} s  ({b * per_step:.0f} us per step)")
     print(f"  ratio closed/bare = {c / b:.2f} (bound <= 2, aim 1.3): {(c - b) * per_step:.0f} us per control "
           "step beyond the physics")
+    print(f"  the same with the readable classes (compiled=False): {r:6.2f} s, ratio to bare {r / b:.2f}")
     print(f"  a user's trivial controller function: {u:6.2f} s, ratio to bare {u / b:.2f} "
           f"({(u - b) * per_step:.0f} us per step: sensors, estimate, logging)")
 

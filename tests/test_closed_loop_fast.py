@@ -45,7 +45,7 @@ def _record(sc, jump=None):
     original = closed_loop._Sensors.read
     closed_loop._Sensors.read = lambda self, data: readings.append(original(self, data)) or readings[-1]
     try:
-        simulate(scenarios.robot(), sc, recording)
+        simulate(scenarios.robot(), sc, recording, compiled=False)  # the readable path reads the sensors here
     finally:
         closed_loop._Sensors.read = original
     return readings[: len(calls)], calls

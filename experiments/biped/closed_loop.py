@@ -129,6 +129,7 @@ class _Sensors:
         except KeyError as exc:
             raise CrossdynError(f"closed loop needs the biped's sensors; missing {exc}") from None
         self._picks = tuple(_picker(group) for group in groups)
+        self.indices = sum(groups, ())  # all of them, in the estimator's order (the compiled step reads these)
 
     def read(self, sensordata: np.ndarray) -> tuple:
         """``(quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel)`` as tuples of floats."""
@@ -159,7 +160,7 @@ def initial_state(model, p: BipedParams, sc: Scenario) -> np.ndarray:
 
 def simulate(model: mujoco.MjModel, sc: Scenario,
              controller: BipedController | Callable[[float, Estimate, Reference], Command] | None = None,
-             video: Path | None = None, fps: int = 30, hardware=None) -> Trace:
+             video: Path | None = None, fps: int = 30, hardware=None, compiled: bool = True) -> Trace:
     """Run a scenario in closed loop and return its trace.
 
     ``controller`` is a :class:`~crossdyn.controllers.biped.BipedController` (by
@@ -176,6 +177,11 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
     the cyclic garbage collector waits until the run ends, and the derived truth
     (Euler angles, travel, axle velocities, loop closure) is computed for the
     whole run at the end.
+
+    With the built-in controller (a ``BipedController``), no hardware hooks and
+    no ground truth, the estimator and controller run as one compiled step
+    (:mod:`crossdyn.controllers.compiled`, Numba; bit-identical to the classes)
+    unless ``compiled=False`` or Numba is missing.
 
     Raises:
       CrossdynError: the model lacks the biped's sensors or actuators, or the
@@ -205,6 +211,13 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
     reference, ground_truth = sc.reference, sc.ground_truth
 
     n = int(round(sc.duration / sc.control_period))
+    plain = not compiled or hardware is not None or ground_truth
+    fast = None if plain else _compiled_step(controller, p, sensors, wheel_act + hip_act, n)
+    if fast is not None:
+        kernel, index, params, powers, kernel_state, log_table = fast
+    fast_estimate = None if plain or fast is not None else _compiled_estimator(p, sensors)
+    if fast_estimate is not None:
+        estimate, as_estimate, index, params, kernel_state, estimated = fast_estimate
     # The loop records MuJoCo's raw state as one row of a preallocated table per step
     # (_StateLog) and what the controller saw and did as one tuple of floats (_LOG); the
     # derived truth (Euler angles, travel along the heading, loop closure) is computed for
@@ -214,6 +227,7 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
     if video is not None:
         renderer, frames = mujoco.Renderer(model, 360, 640), []
     fell = diverged = False
+    steps = 0  # control steps whose torques were applied
     # The loop allocates a few small tuples per step and keeps none in cycles; the cyclic
     # collector's passes over the growing log would cost more than the step's own work.
     collecting = gc.isenabled()
@@ -225,26 +239,41 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
             w, qx, qy, qz = quat.tolist()
             sin_pitch = 2.0 * (w * qy - qz * qx)  # analytic.rotation.pitch, for the fall check below
 
-            readings = sensors.read(sensordata)
-            if hardware is not None:
-                readings = hardware.sense(t, readings)
-            try:
-                est = estimator.update(*readings)
-            except ValueError:
-                diverged = True
-                break
-            if ground_truth:
-                est = _true_estimate(est, state, i)
-            ref = reference(t)
-            cmd = controller(t, est, ref)
-            wheels, hips = cmd.wheels, cmd.hips
-            if hardware is not None:
-                wheels, hips = hardware.command(t, wheels, hips, data)
-            ctrl[wheel_act[0]], ctrl[wheel_act[1]] = wheels
-            ctrl[hip_act[0]], ctrl[hip_act[1]], ctrl[hip_act[2]], ctrl[hip_act[3]] = hips
-            log.append((est.x, est.xd, est.pitch, *est.height, *est.alpha, *cmd.wheels, *cmd.legs, cmd.wheel_total,
-                        ref.velocity, ref.yaw, nan if ref.height is None else ref.height))
-            phases.append(cmd.phase)
+            if fast is not None:
+                ref = reference(t)
+                if not kernel(t, ref.velocity, ref.yaw, nan if ref.height is None else ref.height, sensordata, index,
+                              ctrl, params, powers, kernel_state, log_table, i):
+                    diverged = True  # a non-finite sensor reading, as the estimator's ValueError below
+                    break
+                steps = i + 1
+            else:
+                if fast_estimate is not None:
+                    if not estimate(sensordata, index, params, kernel_state, estimated):
+                        diverged = True
+                        break
+                    est = as_estimate(estimated.tolist())
+                else:
+                    readings = sensors.read(sensordata)
+                    if hardware is not None:
+                        readings = hardware.sense(t, readings)
+                    try:
+                        est = estimator.update(*readings)
+                    except ValueError:
+                        diverged = True
+                        break
+                if ground_truth:
+                    est = _true_estimate(est, state, i)
+                ref = reference(t)
+                cmd = controller(t, est, ref)
+                wheels, hips = cmd.wheels, cmd.hips
+                if hardware is not None:
+                    wheels, hips = hardware.command(t, wheels, hips, data)
+                ctrl[wheel_act[0]], ctrl[wheel_act[1]] = wheels
+                ctrl[hip_act[0]], ctrl[hip_act[1]], ctrl[hip_act[2]], ctrl[hip_act[3]] = hips
+                log.append((est.x, est.xd, est.pitch, *est.height, *est.alpha, *cmd.wheels, *cmd.legs, cmd.wheel_total,
+                            ref.velocity, ref.yaw, nan if ref.height is None else ref.height))
+                phases.append(cmd.phase)
+                steps = len(phases)
 
             if sc.push is not None:
                 t0, force, length = sc.push
@@ -268,10 +297,18 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
     if renderer is not None:
         renderer.close()
         _write_video(video, frames, fps)
-    steps = len(phases)  # a break after recording the state leaves one row over
-    machine = getattr(controller, "machine", None)  # a user's controller function has none
+    # (a break after recording the state leaves one row over)
     state = state.columns(steps)
-    logged = _columns(log, _LOG)
+    if fast is not None:
+        from crossdyn.controllers import compiled as kernels
+
+        done = log_table[:steps]
+        kernels.unpack(controller, kernel_state, state["t"], done[:, -1])
+        logged = _columns(done[:, :-1], _LOG)
+        phases = [kernels.PHASES[k].value for k in done[:, -1].astype(int).tolist()]
+    else:
+        logged = _columns(log, _LOG)
+    machine = getattr(controller, "machine", None)  # a user's controller function has none
     truth = _truth({"t": state["t"], "quat": state["quat"], "omega": state["omega"],
                     "sites": state["sites"].reshape(steps, 4, 3),
                     "axle_vel": 0.5 * (state["axle_vel"][:, :3] + state["axle_vel"][:, 3:])})
@@ -283,6 +320,42 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
                  fell=fell or diverged, diverged=diverged, wheel_limit=p.wheel_torque_limit,
                  hip_limit=p.hip_torque_limit,
                  transitions=list(machine.transitions) if machine is not None else [])
+
+
+def _compiled_step(controller, p: BipedParams, sensors: _Sensors, actuators: list[int], n: int) -> tuple | None:
+    """The compiled step and its arrays for ``controller``, or None where the readable path runs.
+
+    Returns ``(step, index, params, powers, state, log)`` (:func:`crossdyn.controllers.compiled.step`'s
+    arguments) for a :class:`BipedController` itself (a subclass may override ``__call__``) with a
+    1 x 4 balance gain, when Numba imports.
+    """
+    if type(controller) is not BipedController:
+        return None
+    try:
+        from crossdyn.controllers import compiled
+    except ImportError:  # Numba is not installed: the classes run
+        return None
+    try:
+        params, powers, state = compiled.pack(controller, geometry(p))
+    except ValueError:
+        return None
+    index = np.array(sensors.indices + tuple(actuators), dtype=np.int64)
+    return compiled.step, index, params, powers, state, np.empty((n, compiled.LOG_WIDTH))
+
+
+def _compiled_estimator(p: BipedParams, sensors: _Sensors) -> tuple | None:
+    """The compiled estimator for a user's controller function, or None without Numba.
+
+    Returns ``(estimate, as_estimate, index, params, state, buffer)``
+    (:func:`crossdyn.controllers.compiled.estimate`'s arguments and its converter to an ``Estimate``).
+    """
+    try:
+        from crossdyn.controllers import compiled
+    except ImportError:
+        return None
+    params, state = compiled.pack_estimator(geometry(p))
+    index = np.array(sensors.indices, dtype=np.int64)
+    return compiled.estimate, compiled.as_estimate, index, params, state, np.empty(compiled.ESTIMATE)
 
 
 class _StateLog:
