@@ -6,8 +6,9 @@ followed by :meth:`BipedController.__call__ <crossdyn.controllers.biped.BipedCon
 jump state machine, the swing PD) written once more for Numba: the same operations in
 the same order, so its torques and log equal the readable classes' bit for bit
 (``tests/test_compiled.py`` drives both with recorded sensor readings).  The
-readable classes stay the reference, and they run every path this one does not
-(a user's controller function, the imperfections' hardware hooks, ground truth).
+readable classes stay the reference, and they run every path this one does not:
+the imperfections' hardware hooks, ground truth, a ``BipedController`` subclass.
+A user's own controller function gets its estimate from :func:`estimate`.
 
 Why a compiled copy: the closed loop runs it 1,000 times per simulated second
 between MuJoCo steps of about 57 us.  In Python the estimator and controller cost
@@ -284,7 +285,7 @@ def pack(controller: BipedController, geometry: LegGeometry) -> tuple[np.ndarray
             plan.thrust_torque, plan.freefall_accel, plan.touchdown_accel, plan.retract_timeout, plan.min_flight,
             plan.landing_time)
         state[[S_PHASE, S_SINCE, S_DONE]] = PHASES.index(machine.phase), machine._since, float(machine._done)
-    powers = np.ascontiguousarray(np.array(schedule._powers, dtype=float).reshape(len(schedule._powers), -1))
+    powers = np.ascontiguousarray(schedule.coeffs.reshape(schedule.coeffs.shape[0], -1), dtype=float)
     if powers.shape[1] != 4:
         raise ValueError(f"the compiled step needs a 1 x 4 balance gain, got {schedule.coeffs.shape[1:]}")
     return p, powers, state
