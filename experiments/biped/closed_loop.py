@@ -202,15 +202,14 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
     wheel_act = [model.actuator(f"{s}_wheel").id for s in ("left", "right")]
     hip_act = [model.actuator(h).id for h in HIPS]
     body = model.body("body").id
+    n = int(round(sc.duration / sc.control_period))
     # MuJoCo's arrays, bound once (views stay valid for the life of ``data``).
     qacc, ctrl, sensordata = data.qacc, data.ctrl, data.sensordata
-    state = _StateLog(model, data, int(round(sc.duration / sc.control_period)) + 1)
+    state = _StateLog(model, data, n + 1)
     quat = state.quat
     bad_qacc = data.warning[mujoco.mjtWarning.mjWARN_BADQACC]
     push_body = data.xfrc_applied[body]
     reference, ground_truth = sc.reference, sc.ground_truth
-
-    n = int(round(sc.duration / sc.control_period))
     plain = not compiled or hardware is not None or ground_truth
     fast = None if plain else _compiled_step(controller, p, sensors, wheel_act + hip_act, n)
     if fast is not None:
