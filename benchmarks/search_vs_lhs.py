@@ -10,7 +10,7 @@ column reads the search's Pareto front at the hypercube best's effort: its
 fastest-settling ``ok`` trial that uses no more effort than the hypercube's best
 (the multi-objective comparison: does the front dominate that point?).
 
-    python benchmarks/search_vs_lhs.py [--runs 64] [--seeds 0 1 2] [--workers 2]
+    python benchmarks/search_vs_lhs.py [--runs 64] [--seeds 0 1 2 3 4 5] [--workers 2]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _front_at(result, effort: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=64, help="runs per method, the defaults included")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--duration", type=float, default=4.0)
     args = parser.parse_args()
