@@ -37,14 +37,12 @@ it finishes; rerun with the same arguments, a search replays the rows it finds
 
 from __future__ import annotations
 
-import csv
 import math
 import time
 from pathlib import Path
 
 from crossdyn.experiments.biped import tune
 from crossdyn.experiments.biped.tune import (
-    COLUMNS,
     DEFAULT_WEIGHTS,
     FAILED,
     NOMINAL,
@@ -55,7 +53,6 @@ from crossdyn.experiments.biped.tune import (
     SweepResult,
 )
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.results import make_out_dir
 
 __all__ = ["search", "TRIALS_MAX", "FAILED_EFFORT", "SEARCHES"]
 
@@ -108,16 +105,8 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
         bar = tqdm(total=total, desc="search", unit="trial", dynamic_ncols=True)
     with tune.engine(workers, scheduler) as engine:
         batch = engine.size
-        make_out_dir(out)
-        tune._write_csv(csv_path, [found[i] for i in sorted(found)])  # drops a torn last line
-        timings = out / "timings.csv"
-        new_timings = not timings.exists()
         try:
-            with csv_path.open("a", newline="") as f, timings.open("a", newline="") as ft:
-                writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
-                timer = csv.writer(ft, lineterminator="\n")
-                if new_timings:
-                    timer.writerow(("sample", "wall_s", "where"))
+            with tune.appending(csv_path, [found[i] for i in sorted(found)]) as record:
                 for first in range(0, total, batch):
                     asked = [study.ask() for _ in range(min(batch, total - first))]
                     samples = [Sample(first + i, "default" if first + i == 0 else "optuna",
@@ -130,10 +119,7 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
                             done[s.index] = found[s.index]
                     todo = [s for s in samples if s.index not in done]
                     for row, seconds, where in engine.run(todo):
-                        writer.writerow(row)
-                        f.flush()
-                        timer.writerow((row["sample"], f"{seconds:.3f}", where))
-                        ft.flush()
+                        record(row, seconds, where)
                         done[int(row["sample"])] = row
                         computed += 1
                     for t, s in zip(asked, samples):  # in trial order: the sampler's history is deterministic

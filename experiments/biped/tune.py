@@ -735,10 +735,6 @@ def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, schedul
     done = _read_done(csv_path, plan)
     todo = [s for s in plan if s.index not in done]
     results = _dask(_connect(scheduler), todo) if scheduler and todo else _local(todo, workers)
-    make_out_dir(csv_path.parent)
-    _write_csv(csv_path, [done[i] for i in sorted(done)])  # drops a torn last line before appending
-    timings = csv_path.parent / "timings.csv"
-    new_timings = not timings.exists()
     failures = sum(row["outcome"] in FAILED for row in done.values())
     bar = None
     if progress:
@@ -747,16 +743,9 @@ def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, schedul
         bar = tqdm(total=len(plan), initial=len(done), desc=desc, unit="run", dynamic_ncols=True)
         bar.set_postfix(failed=failures)
     try:
-        with csv_path.open("a", newline="") as f, timings.open("a", newline="") as ft:
-            writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
-            timer = csv.writer(ft, lineterminator="\n")
-            if new_timings:
-                timer.writerow(("sample", "wall_s", "where"))
+        with appending(csv_path, [done[i] for i in sorted(done)]) as record:
             for row, seconds, where in results:
-                writer.writerow(row)
-                f.flush()
-                timer.writerow((row["sample"], f"{seconds:.3f}", where))
-                ft.flush()
+                record(row, seconds, where)
                 done[int(row["sample"])] = row
                 failures += row["outcome"] in FAILED
                 if bar is not None:
@@ -768,6 +757,33 @@ def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, schedul
     rows = [done[s.index] for s in plan]
     _write_csv(csv_path, rows)
     return SweepResult(rows, len(todo), len(plan) - len(todo), time.perf_counter() - start, csv_path)
+
+
+@contextlib.contextmanager
+def appending(csv_path: Path, rows: list[dict]):
+    """A sweep's tables open for appending: yields ``record(row, seconds, where)``.
+
+    ``csv_path`` is first rewritten with the finished ``rows`` (which drops a torn
+    last line) and ``timings.csv`` beside it gets its header if new; ``record``
+    appends one row to each and flushes both, so an interrupted run keeps it.
+    """
+    make_out_dir(csv_path.parent)
+    _write_csv(csv_path, rows)
+    timings = csv_path.parent / "timings.csv"
+    new_timings = not timings.exists()
+    with csv_path.open("a", newline="") as f, timings.open("a", newline="") as ft:
+        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+        timer = csv.writer(ft, lineterminator="\n")
+        if new_timings:
+            timer.writerow(("sample", "wall_s", "where"))
+
+        def record(row: dict, seconds: float, where: str) -> None:
+            writer.writerow(row)
+            f.flush()
+            timer.writerow((row["sample"], f"{seconds:.3f}", where))
+            ft.flush()
+
+        yield record
 
 
 # ---------------------------------------------------------------------------------

@@ -96,12 +96,7 @@ def out_dir(text: str) -> Path:
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} exists and is not a folder")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
-            break
-    return path
+    return _not_under_a_file(text, path)
 
 
 def out_file(text: str) -> Path:
@@ -111,6 +106,11 @@ def out_file(text: str) -> Path:
     path = Path(text).expanduser()
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
+    return _not_under_a_file(text, path)
+
+
+def _not_under_a_file(text: str, path: Path) -> Path:
+    """``path``, unless its nearest existing parent is a file (then nothing can be made under it)."""
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
