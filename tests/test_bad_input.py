@@ -216,6 +216,8 @@ CASES = [
     (["tune", "balance", "--search", "optuna", "--trials", "100000000"], "--trials"),
     (["tune", "balance", "--search", "optuna", "--samples", "5"], "not --samples"),
     (["tune", "balance", "--trials", "5"], "--search optuna"),
+    (["tune", "balance", "--search", "optuna", "--sampler", "cma"], "invalid choice"),
+    (["tune", "balance", "--sampler", "gp"], "--sampler is for --search optuna"),
     (["tune", "balance", "--search", "optuna", "--duration", "nan"], "finite"),
     (["tune", "balance", "--search", "optuna", "--push", "-5"], "--push"),
 ]

@@ -67,9 +67,28 @@ def test_local_pool_and_dask_give_the_same_trials(tmp_path, capsys):
     argv = ["tune", "balance", "--search", "optuna", "--trials", "3", "--seed", "4", "--duration", "1.0",
             "--workers", "2", "--no-progress", "--out", str(tmp_path / "pool")]
     assert main(argv) in (0, 1)  # 1: nothing balanced in 1 s, so nothing to recommend
-    assert "3 Optuna TPE trials (seed 4)" in capsys.readouterr().out
+    assert "3 Optuna Gaussian-process trials (seed 4)" in capsys.readouterr().out
     assert (tmp_path / "pool" / "pareto.png").stat().st_size > 0
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
                                   host="127.0.0.1", dashboard_address=None) as cluster:
         search.search(tmp_path / "dask", scheduler=cluster.scheduler_address, **SEARCH)
     assert (tmp_path / "dask" / "samples.csv").read_bytes() == (tmp_path / "pool" / "samples.csv").read_bytes()
+
+
+def test_gaussian_process_steps_are_deterministic_and_resume(tmp_path):
+    """14 trials of 2 s runs: the last 4 come from the Gaussian processes (10 random start-up trials
+    first); a second search gives the same bytes, and one killed in trial 12 resumes to them."""
+    args = dict(trials=13, seed=2, duration=2.0, plots_=False, workers=1, sampler="gp")
+    first = search.search(tmp_path / "a", **args)
+    assert first.computed == 14
+    search.search(tmp_path / "b", **args)
+    assert (tmp_path / "b" / "samples.csv").read_bytes() == (tmp_path / "a" / "samples.csv").read_bytes()
+    lines = (tmp_path / "a" / "samples.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "samples.csv").write_text("".join(lines[:13]))  # header + trials 0-11
+    resumed = search.search(tmp_path / "c", **args)
+    assert (resumed.resumed, resumed.computed) == (12, 2)
+    assert (tmp_path / "c" / "samples.csv").read_bytes() == (tmp_path / "a" / "samples.csv").read_bytes()
+    tpe = search.search(tmp_path / "tpe", **{**args, "sampler": "tpe"})
+    assert [r["q_x"] for r in tpe.rows[11:]] != [r["q_x"] for r in first.rows[11:]]
+

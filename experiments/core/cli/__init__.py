@@ -6,8 +6,8 @@
                               [--states FILE] [--atol A] [--rtol R] [--out DIR]
     crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...] [--from FILE.py|MODULE ...]
                  [--baseline DIR] [--save-baseline DIR] [--junit FILE] [--workers K]
-    crossdyn tune balance [--samples N | --grid NAME=VALUES ... | --search optuna --trials N] [--workers K] [--seed S]
-                          [--scheduler ADDR] [--mjcf PATH] [--out DIR]
+    crossdyn tune balance [--samples N | --grid NAME=VALUES ... | --search optuna --trials N [--sampler gp|tpe]]
+                          [--workers K] [--seed S] [--scheduler ADDR] [--mjcf PATH] [--out DIR]
     crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--seed S]
                              [--mjcf PATH] [--out DIR]
 
