@@ -91,6 +91,7 @@ class EpsilonConstraintSampler(BaseSampler):
         self._n_startup = n_startup
         self._n_candidates = n_candidates
         self._random = RandomSampler(seed=seed)
+        self._fitted: tuple = (None, None, None)  # (data key, process of log f0, process of log f1 or None)
 
     def reseed_rng(self) -> None:
         self._random.reseed_rng()
@@ -119,12 +120,15 @@ class EpsilonConstraintSampler(BaseSampler):
         y = np.log(np.maximum(f0, 1e-3))
         with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fits' convergence notes: the kernel bounds are wide on purpose
-            gp0 = _fit(x, y)
+            key = (study.study_name, tuple(t.number for t in done), math.isfinite(eps))
+            if self._fitted[0] != key:  # a batch's later trials reuse its first trial's fits (the same data)
+                modelled = f1 < self._failed[1]
+                gp1 = _fit(x[modelled], np.log(f1[modelled])) if math.isfinite(eps) and modelled.sum() >= 2 else None
+                self._fitted = (key, _fit(x, y), gp1)
+            _, gp0, gp1 = self._fitted
             if pending:  # kriging believer: the batch's earlier trials at their posterior mean
                 xp = np.array([_unit(t.params, search_space, names) for t in pending])
                 gp0 = _fit(np.vstack([x, xp]), np.concatenate([y, gp0.predict(xp)]), kernel=gp0.kernel_)
-            modelled = f1 < self._failed[1]
-            gp1 = _fit(x[modelled], np.log(f1[modelled])) if math.isfinite(eps) and modelled.sum() >= 2 else None
             rng = np.random.default_rng([self._seed, trial.number])
             candidates = self._candidates(rng, x, y, feasible)
             p = np.ones(len(candidates))
