@@ -827,6 +827,8 @@ _COLORS = {"ok": "tab:green", "saturated": "tab:orange", "unsettled": "tab:purpl
 
 
 def _plot_pareto(rows: list[dict], best: dict | None, path: Path) -> None:
+    from matplotlib import ticker
+
     fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
     finite = [r for r in rows if np.isfinite(_value(r, "settling_time_s"))]
     for outcome in _COLORS:
@@ -845,9 +847,14 @@ def _plot_pareto(rows: list[dict], best: dict | None, path: Path) -> None:
                        facecolors="none", edgecolors="k", linewidths=1.5, label=label)
     other = len(rows) - len(finite)
     ax.set_xscale("log")
+    # Labels at 1, 2, 5 x 10^k in plain numbers: the default labels every minor tick
+    # in a span under a decade, and they overlap.
+    ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_xlabel("control effort  integral T^2 dt  ((N m)^2 s)")
     ax.set_ylabel("settling time (s)")
-    ax.set_title(f"{len(rows)} samples; {other} never settled (fell, diverged, invalid) not shown")
+    ax.set_title(f"{len(rows)} samples; {other} never settled (unsettled, fell, diverged, invalid) not shown")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
     fig.savefig(path, dpi=110, bbox_inches="tight")
