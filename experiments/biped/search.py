@@ -71,11 +71,15 @@ from crossdyn.experiments.biped.tune import (
 )
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 
-__all__ = ["search", "TRIALS_MAX", "FAILED_EFFORT", "SEARCHES", "SAMPLERS"]
+__all__ = ["search", "TRIALS_MAX", "FAILED_EFFORT", "SEARCHES", "SAMPLERS", "EFFORT_LEVELS"]
 
 SEARCHES = ("lhs", "optuna")  # crossdyn tune balance --search
 # crossdyn tune balance --search optuna --sampler: name -> what it is (the first is the default)
 SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}
+# The gp sampler's effort levels, fractions of the defaults' effort cycled over by
+# trial: the front from the choice rule's end (1) down to where the hypercube's
+# bests lie (0.16-0.22 against the defaults' 0.235 (N m)^2 s, seeds 0-9).
+EFFORT_LEVELS = (1.0, 0.8, 0.6)
 TRIALS_MAX = SAMPLES_MAX  # the same cap as a sweep's samples (tune.SAMPLES_MAX)
 FAILED_EFFORT = 1e3  # (N m)^2 s: above any balancing run's effort (the defaults use ~0.2)
 
@@ -173,10 +177,7 @@ def _sampler(name: str, seed: int, duration: float):
         return optuna.samplers.TPESampler(seed=seed)
     from crossdyn.experiments.core.epsilon_sampler import EpsilonConstraintSampler
 
-    # Levels at the defaults' effort and 0.8, 0.6 of it: the front from the
-    # choice rule's end down to ~0.6x (where the hypercube's bests lie, 0.16-0.22
-    # against the defaults' 0.235 (N m)^2 s, seeds 0-9).
-    return EpsilonConstraintSampler(seed=seed, fractions=(1.0, 0.8, 0.6), reference=0,
+    return EpsilonConstraintSampler(seed=seed, fractions=EFFORT_LEVELS, reference=0,
                                     failed=(2.0 * duration, FAILED_EFFORT))
 
 

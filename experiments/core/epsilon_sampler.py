@@ -79,7 +79,7 @@ class EpsilonConstraintSampler(BaseSampler):
       n_candidates: candidates per trial the acquisition is maximized over.
     """
 
-    def __init__(self, *, seed: int = 0, fractions: Sequence[float] = (1.0, 0.8, 0.6), reference: int = 0,
+    def __init__(self, *, seed: int = 0, fractions: Sequence[float] = (1.0,), reference: int = 0,
                  failed: tuple[float, float] = (math.inf, math.inf), n_startup: int = 10,
                  n_candidates: int = 4096) -> None:
         if not fractions or any(not 0 < f <= 1 for f in fractions):

@@ -198,7 +198,8 @@ def add_parser(sub) -> None:
                             "settling time x effort chooses each batch of weights from the runs made")
     p_bal.add_argument("--sampler", choices=search.SAMPLERS, default=None,
                        help="the sampler of --search optuna: gp (default), Gaussian processes of settling time and "
-                            "effort, each trial minimizing settling time within 1, 0.8 or 0.6 of the defaults' effort; "
+                            "effort, each trial minimizing settling time within "
+                            f"{' or '.join(f'{f:g}' for f in search.EFFORT_LEVELS)} of the defaults' effort; "
                             "tpe, Optuna's multi-objective TPE")
     p_bal.add_argument("--trials", type=arguments.count(1, search.TRIALS_MAX, "--trials"), metavar="N",
                        help=f"trials of --search optuna after the defaults (default 64, at most {search.TRIALS_MAX:,})")
