@@ -29,11 +29,11 @@ Measured at 64 runs against a Latin hypercube of the five weights, seeds 0-9
 hypercube's in 10 of 10 seeds, and its front beats the hypercube's best at no
 more effort in 10 of 10; ``tpe`` in 7 and 6 of 10.  On seeds 10-19 ``gp``
 is sooner in 10 of 10 and its front wins 9 of 10 (seed 16: the hypercube's
-best, 0.860 s at 0.209 (N m)^2 s, against the front's 0.863 s at that effort).  The fast designs within the
-defaults' effort fill about 1 % of the weight space (a 1,024-point Sobol map:
-8 of them settle within 1 s) and sit against the effort limit; TPE models each
-weight apart and ranks an over-effort trial below every feasible one, so it
-often never settles into that region.
+best, 0.860 s at 0.209 (N m)^2 s, against the front's 0.863 s at that effort).
+The fast designs within the defaults' effort fill about 1 % of the weight
+space (a 1,024-point Sobol map: 8 of them settle within 1 s) and sit against
+the effort limit; TPE models each weight apart and ranks an over-effort trial
+below every feasible one, so it often never settles into that region.
 
 What the samplers draw are the LQR's four weight ratios ``q / r``, not the five
 weights: scaling Q and R together leaves the gain unchanged, so five weights
@@ -203,7 +203,7 @@ def _check_same(path: Path, row: dict, sample: Sample) -> None:
     for key, value in sample.key().items():
         if row[key] != value:
             raise ParameterError(f"{path} trial {sample.index} has {key}={row[key]} but this search has "
-                                 f"{key}={value}: it was made with other arguments (seed, ranges, or worker count: "
+                                 f"{key}={value}: it was made with other arguments (seed, sampler, ranges, or worker count: "
                                  "trials are drawn a batch of workers at a time); use another --out or delete it")
 
 
