@@ -55,6 +55,9 @@ _API = {
     "Trace": "crossdyn.experiments.biped.closed_loop",
     "plot_states": "crossdyn.experiments.biped.control",
     "Tolerance": "crossdyn.experiments.core.baseline",
+    "linearize": "crossdyn.experiments.core.linearize",
+    "Linearization": "crossdyn.experiments.core.linearize",
+    "holding_control": "crossdyn.experiments.core.linearize",
 }
 
 __all__ = sorted(_API)
