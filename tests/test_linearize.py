@@ -38,7 +38,7 @@ def cart_pole_params(model) -> CartPoleParams:
     """The hand model's numbers, read from the MJCF (its one home)."""
     pole = model.body("pole")
     return CartPoleParams(m_cart=float(model.body("cart").mass[0]), m_pole=float(pole.mass[0]),
-                          l=float(pole.ipos[2]), inertia=float(pole.inertia[1]), g=-float(model.opt.gravity[2]))
+                          lc=float(pole.ipos[2]), inertia=float(pole.inertia[1]), g=-float(model.opt.gravity[2]))
 
 
 def step_derivatives(model, qpos, qvel, ctrl, eps=1e-6):
@@ -83,7 +83,7 @@ def test_a_wrong_hand_linearization_is_seen():
     """The comparison has teeth: a pole 2 % longer moves A's gravity entries far past the tolerance."""
     model = load_model("cart_pole")
     p = cart_pole_params(model)
-    wrong, _ = linearize_upright(CartPoleParams(p.m_cart, p.m_pole, 1.02 * p.l, p.inertia, p.g))
+    wrong, _ = linearize_upright(CartPoleParams(p.m_cart, p.m_pole, 1.02 * p.lc, p.inertia, p.g))
     assert np.abs(linearize(model, keyframe="upright").A - wrong).max() > 1e-3 * np.abs(wrong).max()
 
 
@@ -94,8 +94,10 @@ def test_away_from_upright_the_rows_are_the_forward_dynamics_jacobian():
     q0, qd0, f0 = np.array([0.3, 0.7]), np.array([-0.4, 1.5]), 2.0
     lin = linearize(model, qpos=q0, qvel=qd0, ctrl=[f0])
     h = 1e-6
-    jac = np.column_stack([(forward_dynamics(p, q0 + e[:2], qd0 + e[2:], f0) - forward_dynamics(p, q0 - e[:2], qd0 - e[2:], f0)) / (2 * h)
-                           for e in h * np.eye(4)])
+    def qdd(e):
+        return forward_dynamics(p, q0 + e[:2], qd0 + e[2:], f0)
+
+    jac = np.column_stack([(qdd(e) - qdd(-e)) / (2 * h) for e in h * np.eye(4)])
     dfdu = (forward_dynamics(p, q0, qd0, f0 + h) - forward_dynamics(p, q0, qd0, f0 - h)) / (2 * h)
     # Both sides are central differences at 1e-6: ~1e-9 of the entries' size (~10).
     assert_close(lin.A[2:], jac, atol=1e-7, what="velocity rows of A")

@@ -77,7 +77,7 @@ from crossdyn.experiments.biped.scenarios import (
     balanced,
     common_metrics,
     controller_for,
-    hardware_for,
+    imperfections_for,
     holding,
     push_recovered,
     push_scenario,
@@ -426,10 +426,11 @@ def evaluate(sample: Sample) -> dict[str, str]:
         if p["push_impulse_Ns"] > 0:
             start = PUSH_START + PUSH_LENGTH
             sc = replace(sc, push=(PUSH_START, p["push_impulse_Ns"] / PUSH_LENGTH, PUSH_LENGTH))
-        metrics = _score(simulate(model, sc, ctrl, hardware=hardware_for(setup)), start)
+        metrics = _score(simulate(model, sc, ctrl, imperfections=imperfections_for(setup), seed=setup.seed), start)
         if sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated"):
             trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH, mjcf=sample.mjcf),
-                             _controller(sample.weights, sample.mjcf), hardware=hardware_for(setup))
+                             _controller(sample.weights, sample.mjcf), imperfections=imperfections_for(setup),
+                             seed=setup.seed)
             metrics["push_recovered"] = push_recovered(trace)
             metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
             if not metrics["push_recovered"]:

@@ -368,7 +368,8 @@ def holding_control(model: mujoco.MjModel | str | os.PathLike, keyframe: str | i
     if np.abs(residual).max(initial=0.0) > HOLD_RTOL * scale:
         names = dof_names(model)
         worst = np.argsort(-np.abs(residual))[:3]
-        short = "; ".join(f"dof '{names[i]}' lacks {residual[i]:+.4g}" for i in worst if abs(residual[i]) > HOLD_RTOL * scale)
+        short = "; ".join(f"dof '{names[i]}' lacks {residual[i]:+.4g}" for i in worst
+                          if abs(residual[i]) > HOLD_RTOL * scale)
         what = "the model has no actuators" if not model.nu else "its actuators cannot produce that force"
         raise ModelError(f"no control holds this pose still: {short} (N or N m of mj_inverse's force; {what})")
     for i in range(model.nu):
