@@ -67,6 +67,8 @@ _API = {
     "FrictionScale": "crossdyn.experiments.core.imperfections",
     "plot_states": "crossdyn.experiments.biped.control",
     "Tolerance": "crossdyn.experiments.core.baseline",
+    "tune": "crossdyn.experiments.core.sweep.experiment",
+    "regulator": "crossdyn.experiments.core.regulator",
     "linearize": "crossdyn.experiments.core.linearize",
     "Linearization": "crossdyn.experiments.core.linearize",
     "holding_control": "crossdyn.experiments.core.linearize",

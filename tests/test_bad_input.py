@@ -47,6 +47,17 @@ BAD_FILES = {
     "baselines/other-experiment.json": '{"metrics": {}}',
     "not_baselines/two-link-lagrange.json": "[1, 2]",
     "empty.csv": "",
+    # Users' controllers that fail in the generic closed loop, each in an experiment crossdyn tune runs.
+    "controllers.py": (
+        "import numpy as np\nfrom crossdyn.experiments import Param, experiment, simulate\n\n"
+        "LAWS = {'shape': lambda t, obs: np.zeros(3), 'nan': lambda t, obs: np.array([np.nan]),\n"
+        "        'raise': lambda t, obs: {}['gain'], 'exit': lambda t, obs: exit(0),\n"
+        "        'name': lambda t, obs: {'pull': 1.0}, 'text': lambda t, obs: 'push'}\n\n"
+        "for kind, law in LAWS.items():\n"
+        "    @experiment(f'{kind}-controller', summary='-', expected='-', params={'gain': Param(1.0, '-', 0, 10)})\n"
+        "    def run(ctx, law=law):\n"
+        "        simulate('cart_pole', law, 0.1)\n"
+        "        return {'passed': True, 'measured': '-', 'x': 1.0}\n"),
     "comments_only.csv": "# q1, q2, qd1, qd2, qdd1, qdd2\n",
 }
 
@@ -200,6 +211,51 @@ CASES = [
     (["run", "turn", "--set", "gyro_noise=nan"], "not a number"),
     (["run", "turn", "--set", "realistic=maybe"], "expected a bool"),
     (["run", "lqr-cost", "--set", "realistic=true"], "has parameter(s) realistic"),
+    # any experiment tuned (crossdyn tune EXPERIMENT), and --mjcf on run
+    (["tune", "no-such-experiment", "--vary", "x=1:2"], "no experiment 'no-such-experiment'"),
+    (["tune", "cart-pole-lqr"], "the following arguments are required: --vary"),
+    (["tune", "cart-pole-lqr", "--vary", "q_z=1:2"], "has no parameter 'q_z' to vary"),
+    (["tune", "cart-pole-lqr", "--vary", "mjcf=1:2"], "a str parameter cannot be swept"),
+    (["tune", "cart-pole-lqr", "--vary", "r=0:10"], "outside the parameter's range [1e-06, 1e+06]"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:0.1"], "need finite LO <= HI"),
+    (["tune", "cart-pole-lqr", "--vary", "r=-1:1:log"], "outside the parameter's range"),
+    (["tune", "cart-pole-lqr", "--vary", "q_x=0:1:log"], "a log range needs LO > 0"),
+    (["tune", "cart-pole-lqr", "--vary", "r=nan:1"], "need finite LO <= HI"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2:lin"], "expected LO:HI or LO:HI:log"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--vary", "r=2:3"], "--vary r given twice"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--samples", "0"], "--samples"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--samples", "200000"], "--samples"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--search", "grid", "--samples", "1"], "needs --samples >= 2"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--search", "annealing"], "invalid choice"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--sampler", "tpe"], "--sampler is for --search optuna"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--search", "optuna", "--sampler", "cma"], "invalid choice"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--search", "optuna"], "needs --minimize"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--constraint", "effort"], "expected METRIC<=VALUE"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--constraint", "effort<=inf"], "expected METRIC<=VALUE"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--set", "r=3"], "r is both --set and --vary"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--set", "step_m=9"], "out of range"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--seed", "-1"], "seed"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--workers", "0"], "--workers"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--out", "{tmp}/a_file"], "not a folder"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--from", "{tmp}/missing.py"], "no such file"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--set", "mjcf={tmp}/missing.xml"], "no model file"),
+    (["tune", "cart-pole-lqr", "--vary", "r=0.1:1", "--samples", "1", "--minimize", "settle"],
+     "has no numeric metric 'settle'"),
+    (["tune", "cart-pole-lqr", "--vary", "r=0.1:1", "--samples", "1", "--set", "mjcf=double_pendulum_cart"],
+     "the defaults run of 'cart-pole-lqr' failed: LQR weights"),
+    (["run", "cart-pole-lqr", "two-link-lagrange", "--mjcf", "cart_pole"], "take(s) no model"),
+    (["run", "two-link-lagrange", "--mjcf", "cart_pole"], "none of the selected experiments takes a model"),
+    (["run", "cart-pole-lqr", "--mjcf", "{tmp}/missing.xml"], "no model file"),
+    (["run", "cart-pole-lqr", "--mjcf", "cart_pole", "--set", "mjcf=cart_pole"], "give the model once"),
+    # a user's controller failing in the closed loop: the step and time named
+    *[(["tune", f"{kind}-controller", "--from", "{tmp}/controllers.py", "--vary", "gain=1:2", "--samples", "1"],
+       phrase) for kind, phrase in (
+        ("shape", "controller returned shape (3,) at control step 0 (t = 0 s); expected (1,)"),
+        ("nan", "controller returned a non-finite control at control step 0 (t = 0 s)"),
+        ("raise", "controller raised KeyError at control step 0 (t = 0 s): 'gain'"),
+        ("exit", "controller called sys.exit(0) at control step 0 (t = 0 s)"),
+        ("name", "controller returned a control for 'pull' at control step 0 (t = 0 s); the actuators are push"),
+        ("text", "controller returned a str at control step 0 (t = 0 s); expected 1 controls"))],
     # sizes: refused before anything is planned or allocated
     (["tune", "balance", "--grid", "q_x=1:2:100000000"], "at most 100,000 values"),
     (["tune", "balance", "--grid", "q_x=1:2:1000", "--grid", "q_xd=1:2:1000"], "1,000,000 combinations"),

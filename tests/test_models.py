@@ -25,6 +25,7 @@ PINNED = {
     "wheel_legged_biped": (17, 16, 6),
     "wheel_legged_biped_large": (17, 16, 6),
     "cart_pole": (2, 2, 1),
+    "double_pendulum_cart": (3, 3, 1),
 }
 
 

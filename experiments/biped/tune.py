@@ -80,6 +80,7 @@ from crossdyn.experiments.core.results import write_json
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import table
+from crossdyn.experiments.core.sweep.plots import heat, holding_region, outline
 from crossdyn.experiments.core.sweep.run import SweepResult
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
@@ -573,25 +574,6 @@ def _plot_weights(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110, bbox_inches="tight")
 
 
-def _heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", annotate=None, limits=(None, None),
-          colorbar=True):
-    """A heat-map of ``values[i, j]`` over ``xs[i]`` (columns) and ``ys[j]`` (rows), NaN blank."""
-    im = ax.imshow(values.T, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest", vmin=limits[0],
-                   vmax=limits[1])
-    ax.set_xticks(range(len(xs)), [f"{x:.3g}" for x in xs], fontsize=7, rotation=45)
-    ax.set_yticks(range(len(ys)), [f"{y:.3g}" for y in ys], fontsize=7)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    if annotate is not None:
-        for i, j in itertools.product(range(len(xs)), range(len(ys))):
-            if annotate[i][j]:
-                ax.text(i, j, annotate[i][j], ha="center", va="center", fontsize=6,
-                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.6, "lw": 0})
-    if colorbar:
-        fig.colorbar(im, ax=ax)
-
-
 def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: Path) -> bool:
     """Settling time and effort over two weights.
 
@@ -636,9 +618,9 @@ def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: P
     def text(values):
         return [[f"{v:.2f}" if np.isfinite(v) else "" for v in col] for col in values]
 
-    _heat(a1, fig, xs, ys, settle, axes[0], axes[1], f"settling time (s), {how}; blank: none settled",
+    heat(a1, fig, xs, ys, settle, axes[0], axes[1], f"settling time (s), {how}; blank: none settled",
           annotate=text(settle))
-    _heat(a2, fig, xs, ys, effort, axes[0], axes[1], "effort of that sample ((N m)^2 s)", annotate=text(effort))
+    heat(a2, fig, xs, ys, effort, axes[0], axes[1], "effort of that sample ((N m)^2 s)", annotate=text(effort))
     fig.savefig(path, dpi=110, bbox_inches="tight")
     return True
 
@@ -711,49 +693,15 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
         text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]
     region = holding_region(axes, held)
     fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
-    _heat(ax, fig, va, vb, held, a, b, f"green: holds ({int(held.sum())}/{held.size}); "
+    heat(ax, fig, va, vb, held, a, b, f"green: holds ({int(held.sum())}/{held.size}); "
           "text: settling time, 'held' (steady, not settled) or outcome",
           cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
-    _outline(ax, held.astype(bool))
+    outline(ax, held.astype(bool))
     fig.savefig(Path(out) / "robustness.png", dpi=110, bbox_inches="tight")
     write_json(Path(out) / "robustness.json", {"weights": plan[0].weights, "axes": axes, "seed": seed, "mjcf": mjcf,
                                                "held_fraction": float(held.mean()), "holding_region": region,
                                                "outcomes": result.counts()})
     return result
-
-
-def _outline(ax, held: np.ndarray) -> None:
-    """Draw the border of the holding cells ``held[i, j]`` (column i, row j of the heat-map)."""
-    n, m = held.shape
-    for i, j in zip(*np.nonzero(held)):
-        for di, dj, (x0, x1, y0, y1) in ((-1, 0, (-.5, -.5, -.5, .5)), (1, 0, (.5, .5, -.5, .5)),
-                                         (0, -1, (-.5, .5, -.5, -.5)), (0, 1, (-.5, .5, .5, .5))):
-            inside = 0 <= i + di < n and 0 <= j + dj < m
-            if not inside or not held[i + di, j + dj]:
-                ax.plot([i + x0, i + x1], [j + y0, j + y1], color="k", lw=2.0)
-
-
-def holding_region(axes: dict[str, list[float]], held: np.ndarray) -> dict:
-    """Where a map holds: per value of the first axis, the second axis's holding values and their span.
-
-    Args:
-      axes: the map's two axes ``{a: values (n,), b: values (m,)}``.
-      held: ``(n, m)`` booleans.
-
-    Returns:
-      ``{"held_cells": [[a, b], ...], "by": a, "rows": [{a: value, b: [held values], "span": [lo, hi] or None,
-      "contiguous": bool}, ...]}``; ``contiguous`` is False where a failing cell
-      lies between holding ones (a region with a hole).
-    """
-    (a, va), (b, vb) = axes.items()
-    rows = []
-    for i, x in enumerate(va):
-        ok = np.flatnonzero(held[i])
-        rows.append({a: float(x), b: [float(vb[j]) for j in ok],
-                     "span": [float(vb[ok[0]]), float(vb[ok[-1]])] if ok.size else None,
-                     "contiguous": bool(ok.size == 0 or ok[-1] - ok[0] + 1 == ok.size)})
-    cells = [[float(va[i]), float(vb[j])] for i, j in zip(*np.nonzero(held))]
-    return {"held_cells": cells, "by": a, "rows": rows}
 
 
 def weights_from(path: str) -> dict[str, float]:

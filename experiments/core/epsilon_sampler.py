@@ -77,15 +77,23 @@ class EpsilonConstraintSampler(BaseSampler):
         ``f0`` scores stay in the ``f0`` process, as the bad outcomes they are.
       n_startup: complete trials before the processes take over (random until then).
       n_candidates: candidates per trial the acquisition is maximized over.
+      levels: absolute ``eps_k`` cycled over instead of ``fractions`` (``(inf,)``: no
+        level; then a single-objective study works too: constrained expected
+        improvement of ``f0`` among trials meeting the trial constraints).
+      log_objective: model ``log f0`` (positive objectives, such as times); False:
+        ``f0`` itself (any sign).
     """
 
     def __init__(self, *, seed: int = 0, fractions: Sequence[float] = (1.0,), reference: int = 0,
                  failed: tuple[float, float] = (math.inf, math.inf), n_startup: int = 10,
-                 n_candidates: int = 4096) -> None:
+                 n_candidates: int = 4096, levels: Sequence[float] | None = None,
+                 log_objective: bool = True) -> None:
         if not fractions or any(not 0 < f <= 1 for f in fractions):
             raise ValueError(f"fractions must lie in (0, 1], got {fractions}")
         self._seed = int(seed)
         self._fractions = tuple(float(f) for f in fractions)
+        self._levels = None if levels is None else tuple(float(v) for v in levels)
+        self._log = log_objective
         self._reference = reference
         self._failed = failed
         self._n_startup = n_startup
@@ -114,10 +122,10 @@ class EpsilonConstraintSampler(BaseSampler):
         names = sorted(search_space)
         x = np.array([_unit(t.params, search_space, names) for t in done])
         f0 = np.array([t.values[0] for t in done])
-        f1 = np.array([t.values[1] for t in done])
+        f1 = np.array([t.values[1] if len(t.values) > 1 else 0.0 for t in done])
         eps = self._epsilon(done, trial.number)
         feasible = np.array([_feasible(t) for t in done]) & (f1 <= eps)
-        y = np.log(np.maximum(f0, 1e-3))
+        y = np.log(np.maximum(f0, 1e-3)) if self._log else f0
         with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the fits' convergence notes: the kernel bounds are wide on purpose
             key = (study.study_name, tuple(t.number for t in done), math.isfinite(eps))
@@ -154,7 +162,10 @@ class EpsilonConstraintSampler(BaseSampler):
         self._random.after_trial(study, trial, state, values)
 
     def _epsilon(self, done: list[FrozenTrial], number: int) -> float:
-        """``eps_k`` of trial ``number``: its fraction of the reference's ``f1`` (inf: no feasible reference)."""
+        """``eps_k`` of trial ``number``: its fraction of the reference's ``f1`` (inf: no feasible reference),
+        or the absolute ``levels`` in turn."""
+        if self._levels is not None:
+            return self._levels[number % len(self._levels)]
         ref = next((t for t in done if t.number == self._reference), None)
         if ref is None or not _feasible(ref) or not ref.values[1] < self._failed[1]:
             return math.inf

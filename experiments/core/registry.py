@@ -49,6 +49,8 @@ MODULES: tuple[str, ...] = (
     "crossdyn.experiments.inertia",
     "crossdyn.experiments.biped.checks",
     "crossdyn.experiments.biped.control",
+    "crossdyn.experiments.cart_pole",
+    "crossdyn.experiments.double_pendulum_cart",
 )
 
 # Installed packages register experiments by naming a module (or module:attr) in this group.

@@ -116,6 +116,8 @@ class Context:
       seed: the seed for every random draw.
       params: parameter values (defaults updated with ``--set``).
       video: render an MP4 where the experiment supports it.
+      plots: draw plots (``crossdyn tune`` runs an experiment many times and
+        draws none: :meth:`savefig` then writes nothing).
     """
 
     name: str
@@ -124,9 +126,12 @@ class Context:
     seed: int = 0
     params: dict = field(default_factory=dict)
     video: bool = False
+    plots: bool = True
 
     def savefig(self, fig, filename: str) -> Path:
-        """Save a matplotlib figure as ``out_dir/filename`` and return the path."""
+        """Save a matplotlib figure as ``out_dir/filename`` (unless ``plots`` is off) and return the path."""
+        if not self.plots:
+            return self.out_dir / filename
         from crossdyn.experiments.core.plots import save  # matplotlib only when a figure is saved
 
         return save(fig, self.out_dir, filename)

@@ -34,6 +34,8 @@ def _cmd_run(args) -> int:
 
     registry = experiments(args.sources)
     selected = [get(name) for name in args.names] if args.names else list(registry.values())
+    if args.mjcf is not None:
+        _take_mjcf(args, selected)
     stored = baseline.load(args.baseline, [e.name for e in selected]) if args.baseline else None
     out = arguments.make_out_dir(args.out)
     for folder in (args.save_baseline, args.junit.parent if args.junit else None):
@@ -70,6 +72,28 @@ def _cmd_run(args) -> int:
     print(f"{len(outcomes) - len(failed)}/{len(outcomes)} as expected{tail}; results in {args.out} "
           f"(open {Path(args.out) / 'index.html'})")
     return 0 if all(o.ok for o in outcomes) else 1
+
+
+def _take_mjcf(args, selected) -> None:
+    """``--mjcf PATH``: the ``mjcf`` parameter of every selected experiment that takes a model.
+
+    Raises:
+      ParameterError: no selected experiment takes one, or ``--set mjcf=`` is given too.
+    """
+    from crossdyn.experiments.core.errors import ParameterError
+
+    takers = [e.name for e in selected if "mjcf" in e.params]
+    if not takers:
+        raise ParameterError("--mjcf: none of the selected experiments takes a model (an 'mjcf' parameter)")
+    if any(key == "mjcf" for key, _ in args.set):
+        raise ParameterError("give the model once: --mjcf PATH or --set mjcf=PATH")
+    args.set.append(("mjcf", args.mjcf))
+    if args.names:
+        others = [e.name for e in selected if "mjcf" not in e.params]
+        if others:
+            raise ParameterError(f"--mjcf: {', '.join(others)} take(s) no model; run them apart")
+    else:  # every experiment: only those that take a model
+        selected[:] = [e for e in selected if "mjcf" in e.params]
 
 
 def _save_baseline(folder: Path, out: Path, outcomes) -> None:
@@ -111,6 +135,8 @@ def add_parser(sub) -> None:
     p_run.add_argument("--set", type=arguments.key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="set an experiment parameter (repeatable; see 'crossdyn list')")
     p_run.add_argument("--video", action="store_true", help="render MP4s where supported (MUJOCO_GL=egl)")
+    p_run.add_argument("--mjcf", metavar="PATH", help="the model for every selected experiment that takes one (the "
+                       "same as --set mjcf=PATH; with no NAME, runs only the experiments that take a model)")
     _add_sources(p_run)
     p_run.add_argument("--save-baseline", type=arguments.out_dir, metavar="DIR",
                        help="store every experiment's numeric metrics in DIR/NAME.json")

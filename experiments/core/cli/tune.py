@@ -180,14 +180,41 @@ have crossdyn installed, then add --scheduler tcp://HOST:8786.
 """
 
 
+def _cmd_tune(args) -> int:
+    """Dispatch ``crossdyn tune WHAT ...``: the biped's ``balance`` and ``robustness``, or any experiment."""
+    builders = {"balance": _balance_parser, "robustness": _robustness_parser}
+    parser = builders.get(args.what, _experiment_parser)(args.prog)
+    inner = parser.parse_args(args.rest)
+    inner.argv, inner.what = args.argv, args.what
+    return inner.func(inner)
+
+
 def add_parser(sub) -> None:
-    """Add ``tune`` and its two commands to the ``crossdyn`` subcommands."""
+    """Add ``tune`` to the ``crossdyn`` subcommands: ``tune EXPERIMENT``, ``tune balance``, ``tune robustness``."""
+    p_tune = sub.add_parser(
+        "tune", help="sweep, search or map any experiment's parameters (and the biped's LQR weights)",
+        usage="crossdyn tune {EXPERIMENT,balance,robustness} [options]",
+        description="crossdyn tune EXPERIMENT --vary NAME=LO:HI[:log] ... [--minimize METRIC] [--constraint "
+                    "METRIC<=VALUE] [--search lhs|grid|optuna]: run any registered experiment over its parameters "
+                    "('crossdyn tune EXPERIMENT --help'). 'crossdyn tune balance' sweeps the biped's balance LQR "
+                    "weights, 'crossdyn tune robustness' maps its success over two perturbations.")
+    p_tune.add_argument("what", metavar="EXPERIMENT", help="an experiment's name (see 'crossdyn list'), or balance, "
+                                                           "or robustness")
+    p_tune.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p_tune.set_defaults(func=_cmd_tune, prog="crossdyn tune")
+
+
+def _subparser(prog: str, **kwargs) -> argparse.ArgumentParser:
+    from crossdyn.experiments.core.cli import _Parser
+
+    return _Parser(prog=prog, **kwargs)
+
+
+def _balance_parser(prog: str) -> argparse.ArgumentParser:
     from crossdyn.experiments.biped import search, tune
 
-    p_tune = sub.add_parser("tune", help="tune controller gains: weight sweeps and robustness maps")
-    tunes = p_tune.add_subparsers(dest="what", required=True, metavar="WHAT")
-    p_bal = tunes.add_parser("balance", help="sweep the balance LQR weights over balance-recovery runs",
-                             formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_grid_help())
+    p_bal = _subparser(f"{prog} balance", description="sweep the balance LQR weights over balance-recovery runs",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_grid_help())
     how = p_bal.add_mutually_exclusive_group()
     how.add_argument("--samples", type=arguments.count(1, tune.SAMPLES_MAX, "--samples"),
                      help=f"Latin-hypercube samples (default 32, at most {tune.SAMPLES_MAX:,})")
@@ -216,9 +243,14 @@ def add_parser(sub) -> None:
                        help=f"seed of the Latin hypercube or the search (default 0; 0 to {arguments.SEED_MAX})")
     _add_tune_common(p_bal, "tune-balance", duration=4.0)
     p_bal.set_defaults(func=_cmd_tune_balance)
+    return p_bal
+
+
+def _robustness_parser(prog: str) -> argparse.ArgumentParser:
+    from crossdyn.experiments.biped import tune
 
     axes = " ".join(f"{k}={_values(v)}" for k, v in tune.DEFAULT_AXES.items())
-    p_rob = tunes.add_parser("robustness", help="success map over two perturbation axes for given weights")
+    p_rob = _subparser(f"{prog} robustness", description="success map over two perturbation axes for given weights")
     p_rob.add_argument("--weight", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUE",
                        help="an LQR weight (repeatable; others default)")
     p_rob.add_argument("--weights-from", metavar="DIR", help="the chosen weights of a sweep (its folder or best.json)")
@@ -229,6 +261,7 @@ def add_parser(sub) -> None:
                        help=f"seed of the imperfections' noise and biases (default 0; 0 to {arguments.SEED_MAX})")
     _add_tune_common(p_rob, "tune-robustness", duration=6.0)
     p_rob.set_defaults(func=_cmd_tune_robustness)
+    return p_rob
 
 
 def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float) -> None:
@@ -244,3 +277,96 @@ def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float) -> 
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT / name, metavar="DIR",
                    help=f"output folder; rerun to resume (default results/{name})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _experiment_parser(prog: str) -> argparse.ArgumentParser:
+    from crossdyn.experiments.core.sweep.experiment import SAMPLERS
+    from crossdyn.experiments.core.sweep.space import SAMPLES_MAX, SEARCHES
+
+    p = _subparser(f"{prog} EXPERIMENT", formatter_class=argparse.RawDescriptionHelpFormatter,
+                   description="Run a registered experiment (crossdyn's, an installed package's, or one of --from) "
+                               "over its parameters: a Latin hypercube, a grid (with two parameters, a map of where "
+                               "it passes) or an Optuna search; sample 0 is always its defaults.",
+                   epilog="""\
+Example:
+  crossdyn tune cart-pole-lqr --vary q_angle=1:1000:log --vary r=0.01:10:log \\
+      --minimize settling_time_s --constraint max_force_N<=20 --search optuna --samples 48
+  crossdyn tune pendulum-pd --from ci/experiments.py --vary kp=10:200 --vary target_deg=-60:60 \\
+      --search grid --samples 36          # a 6 x 6 map of where it passes
+Writes DIR/samples.csv (one row per run: its parameters, verdict and every numeric metric),
+DIR/best.json (the passing run with the lowest --minimize metric meeting every --constraint),
+DIR/objective.png, and for a search progress.png, for a 2-parameter grid map.png and map.json.
+Rerun the same command to resume: only the missing runs run.
+""")
+    p.add_argument("--from", dest="sources", action="append", default=[], metavar="FILE.py|MODULE",
+                   help="load the experiments a Python file or module registers (repeatable)")
+    p.add_argument("--vary", action="append", default=[], metavar="NAME=LO:HI[:log]", required=True,
+                   help="a numeric parameter and its range, within the parameter's own bounds (repeatable)")
+    p.add_argument("--minimize", metavar="METRIC", help="the metric to minimize (dotted for nested metrics)")
+    p.add_argument("--constraint", action="append", default=[], metavar="METRIC<=VALUE",
+                   help="a bound on a metric, METRIC<=VALUE or METRIC>=VALUE (repeatable)")
+    p.add_argument("--search", choices=SEARCHES, default="lhs",
+                   help="lhs (default): a Latin hypercube; grid: k values per parameter, k^d <= --samples; "
+                        "optuna: a sampler chooses each batch from the runs made (needs --minimize)")
+    p.add_argument("--sampler", choices=SAMPLERS, default=None,
+                   help="the sampler of --search optuna: gp (default, Gaussian-process expected improvement among "
+                        "runs meeting the constraints) or tpe (Optuna's TPE)")
+    p.add_argument("--samples", "--trials", dest="samples", type=arguments.count(1, SAMPLES_MAX, "--samples"),
+                   default=32, metavar="N", help=f"runs after the defaults, whatever the search (default 32, at most "
+                                                 f"{SAMPLES_MAX:,}; --trials is the same)")
+    p.add_argument("--set", type=arguments.key_value, action="append", default=[], metavar="KEY=VALUE",
+                   help="fix another parameter for every run (repeatable)")
+    p.add_argument("--seed", type=arguments.seed, default=0,
+                   help=f"seed of the plan or the search, and the experiment's (default 0; 0 to {arguments.SEED_MAX})")
+    p.add_argument("--short", action="store_true", help="the experiment's reduced runs")
+    p.add_argument("--workers", type=arguments.count(1, arguments.WORKERS_MAX, "--workers"), metavar="K",
+                   help="local worker processes (default: all cores)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
+    p.add_argument("--out", type=arguments.out_dir, metavar="DIR",
+                   help="output folder; rerun to resume (default results/tune-EXPERIMENT)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_tune_experiment)
+    return p
+
+
+def _cmd_tune_experiment(args) -> int:
+    from crossdyn.experiments.core.errors import ParameterError
+    from crossdyn.experiments.core.sweep.experiment import tune
+
+    if args.sampler is not None and args.search != "optuna":
+        raise ParameterError("--sampler is for --search optuna; a Latin hypercube or a grid draws blindly")
+    if args.what.startswith("-"):
+        raise ParameterError(f"expected an experiment's name after 'crossdyn tune', got {args.what!r}")
+    fixed = dict(args.set)
+    out = Path(args.out) if args.out is not None else DEFAULT_OUT / f"tune-{args.what}"
+    arguments.out_dir(str(out))
+    engine = _tune_engine(args)
+    try:
+        with _sigterm_interrupts():
+            result = tune(args.what, out, vary=args.vary, minimize=args.minimize, constraints=args.constraint,
+                          search=args.search, sampler=args.sampler or "gp", samples=args.samples, seed=args.seed,
+                          fixed=fixed, short=args.short, sources=tuple(args.sources), **engine)
+    except KeyboardInterrupt:
+        return _tune_interrupted(out / "samples.csv")
+    names = ", ".join(v.name for v in result.space)
+    how = {"lhs": "Latin-hypercube", "grid": "grid", "optuna": f"Optuna {args.sampler or 'gp'}"}[args.search]
+    print(f"tune {args.what}: {len(result.rows)} runs ({len(result.rows) - 1} {how} over {names} + the defaults); "
+          f"{result.computed} run in {result.seconds:.1f} s, {result.resumed} resumed from {result.csv}")
+    print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
+    metric = result.minimize
+    defaults = result.rows[0]
+    if metric is not None:
+        print(f"  defaults  {_params(defaults, result.space)}: {metric} {defaults.get(metric, '')} "
+              f"[{defaults['outcome']}]")
+        if result.best is None:
+            print("  no run passed and met every constraint: nothing to recommend")
+            return 1
+        best = result.best
+        better = "the defaults stay" if best["sample"] == "0" else f"sample {best['sample']}"
+        print(f"  best      {_params(best, result.space)}: {metric} {best[metric]} [{best['outcome']}] ({better})")
+    print(f"  results in {out} (samples.csv, best.json{''.join(', ' + f for f in result.files)}; timings.csv)")
+    return 0
+
+
+def _params(row: dict, space) -> str:
+    return " ".join(f"{v.name}={float(row[v.name]):.4g}" for v in space)

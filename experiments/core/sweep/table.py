@@ -63,8 +63,10 @@ def read(path: Path, columns: Sequence[str], *, exact: bool = True) -> list[dict
 
 
 def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str], *, exact: bool = True,
-              done: str = "outcome") -> dict[int, dict]:
+              done: str = "outcome", only: bool = False) -> dict[int, dict]:
     """Finished rows of ``path`` that belong to the planned runs ``keys`` (index -> key columns), by index.
+
+    With ``only``, rows of other indices are skipped (checking part of a plan) instead of refused.
 
     Raises:
       ParameterError: the file was written by a sweep with other arguments, or is not a sweep table.
@@ -73,6 +75,8 @@ def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str
     found = {}
     for row in rows:
         try:
+            if only and row["sample"].isdigit() and int(row["sample"]) not in keys:
+                continue
             key = keys[int(row["sample"])]
         except (KeyError, ValueError):
             raise ParameterError(f"{path} holds sample {row['sample']!r}, which this sweep does not have: "

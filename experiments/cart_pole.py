@@ -1,0 +1,175 @@
+"""The cart-pole balanced by an LQR designed only from MuJoCo's linearization (``mjcf/cart_pole.xml``).
+
+The functions here serve any chain of poles on a cart whose ``qpos`` is ``[x,
+angles...]`` (m, rad) with an ``upright`` keyframe: the double inverted pendulum
+(:mod:`crossdyn.experiments.double_pendulum_cart`) is balanced the same way.
+
+``cart-pole-lqr`` linearizes the model at its upright keyframe
+(:func:`~crossdyn.experiments.core.linearize.linearize`), designs the regulator with
+python-control (:func:`~crossdyn.experiments.core.regulator.regulator`) and runs it
+in the generic closed loop twice: balancing from a tilted pole, and tracking a
+step of the cart along its rail.  It checks the design against its own theory:
+the slowest closed-loop mode's decay rate, measured in the balancing run
+(:func:`~crossdyn.experiments.core.regulator.measured_decay`), against the slowest
+designed pole.  The state is ``[x, theta, xd, thetad]`` (m, rad, m/s, rad/s).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crossdyn.analytic.cart_pole import CartPoleParams
+from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.loop import Trace, simulate
+from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.registry import Param, Verdict, experiment
+from crossdyn.experiments.core.regulator import Regulator, measured_decay, regulator
+from crossdyn.experiments.core.results import Context
+
+__all__ = ["cart_pole_params", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
+           "model_param",
+           "WEIGHTS", "DECAY_TOL"]
+
+MODEL = "cart_pole"
+# LQR weights on [x, theta, xd, thetad] and on the cart force, with their --set names.
+WEIGHTS = {"q_x": 1.0, "q_angle": 10.0, "q_xd": 1.0, "q_angled": 1.0, "r": 0.1}
+CONTROL_DT = 0.002  # s: the model's step; a sampled loop moves the poles by O(dt |lambda|), here < 1 %
+DECAY_TOL = 0.10  # the measured slowest decay within 10 % of the designed pole's real part
+SETTLED_ANGLE = np.radians(0.5)  # rad
+SETTLED_X = 0.01  # m, of the cart's target
+
+
+def cart_pole_params(model) -> CartPoleParams:
+    """The hand model's numbers (``crossdyn.analytic.cart_pole``) read from the MJCF."""
+    pole = model.body("pole")
+    return CartPoleParams(m_cart=float(model.body("cart").mass[0]), m_pole=float(pole.mass[0]),
+                          lc=float(pole.ipos[2]), inertia=float(pole.inertia[1]), g=-float(model.opt.gravity[2]))
+
+
+def design(weights: dict, mjcf: str = MODEL, names: dict | None = None) -> Regulator:
+    """The LQR at the upright keyframe for ``weights`` (missing ones: the defaults ``names``).
+
+    Args:
+      weights: LQR weights by name: one per state (positions, then velocities), then ``r``.
+      mjcf: the model.
+      names: the weights' names and defaults in that order (default :data:`WEIGHTS`).
+
+    Raises:
+      ParameterError: no stabilizing design for the weights.
+    """
+    w = {**(names or WEIGHTS), **weights}
+    *q, r = w.values()
+    return regulator(load_model(mjcf), q, r, keyframe="upright")
+
+
+def settling_time(trace: Trace, x_target: float = 0.0, start: float = 0.0) -> float:
+    """From ``start`` until every pole angle stays within 0.5 deg and the cart within 1 cm of its target, s."""
+    ok = (np.abs(trace.qpos[:, 1:]) < SETTLED_ANGLE).all(axis=1) & (np.abs(trace.qpos[:, 0] - x_target) < SETTLED_X)
+    bad = np.flatnonzero((trace.t >= start) & ~ok)
+    if bad.size == 0:
+        return 0.0
+    return float(trace.t[bad[-1] + 1] - start) if bad[-1] + 1 < trace.t.size else float("inf")
+
+
+def balance(reg: Regulator, angle: float, duration: float, mjcf: str = MODEL) -> Trace:
+    """Balance from the (lowest) pole tilted by ``angle`` rad, the others aligned with it, the cart at rest at 0."""
+    model = load_model(mjcf)
+    qpos = np.zeros(model.nq)
+    qpos[1] = angle
+    return simulate(model, reg, duration, keyframe="upright", qpos=qpos, control_dt=CONTROL_DT)
+
+
+def step(reg: Regulator, distance: float, duration: float, mjcf: str = MODEL, at: float = 0.5) -> Trace:
+    """Upright at rest; at ``at`` s the cart's target jumps to ``distance`` m along the rail."""
+    target = np.zeros(reg.linearization.qpos.size)
+    target[0] = distance
+    moved = reg.to(target)
+    return simulate(load_model(mjcf), lambda t, obs: moved(t, obs) if t >= at else reg(t, obs), duration,
+                    keyframe="upright", control_dt=CONTROL_DT)
+
+
+def judge(reg: Regulator, balanced: Trace, stepped: Trace, distance: float, at: float = 0.5) -> tuple[Verdict, dict]:
+    """Balanced, tracked, and the slowest mode decaying at its designed rate."""
+    designed = reg.slowest.real
+    measured = measured_decay(balanced, reg, start=1.0)
+    error = abs(measured - designed) / abs(designed)
+    settle = settling_time(balanced)
+    step_settle = settling_time(stepped, distance, start=at)
+    overshoot = max(0.0, float((stepped.qpos[:, 0].max() - distance) / distance * 100)) if distance else 0.0
+    force = np.abs(np.concatenate([balanced.ctrl[:, 0], stepped.ctrl[:, 0]]))
+    passed = bool(np.isfinite(settle) and np.isfinite(step_settle) and error <= DECAY_TOL)
+    measured_text = (f"slowest mode {measured:.3f} 1/s vs designed {designed:.3f} ({100 * error:.1f} %); settled in "
+                     f"{settle:.2f} s, step in {step_settle:.2f} s")
+    return Verdict(passed, measured_text), {
+        "decay_rate_measured": measured, "decay_rate_designed": designed, "decay_error_pct": 100 * error,
+        "settling_time_s": settle, "step_settling_time_s": step_settle, "step_overshoot_pct": overshoot,
+        "max_force_N": float(force.max()), "effort_N2s": float(np.sum(balanced.ctrl[:, 0] ** 2) * CONTROL_DT),
+        "poles_real": sorted(float(p.real) for p in reg.design.poles),
+        "gain": reg.design.K.ravel().tolist(),
+    }
+
+
+def plot(reg: Regulator, balanced: Trace, stepped: Trace, title: str):
+    """States of both runs, and the slowest mode's projection against its designed decay (log scale)."""
+    fig, (a1, a2, a3) = plots.figure(1, 3, width=14.0, height=3.4)
+    names = reg.linearization.state_names[1 : reg.linearization.nv]
+    for trace, style, label in ((balanced, "-", "balance"), (stepped, "--", "step")):
+        for k, name in enumerate(names, start=1):
+            a1.plot(trace.t, np.degrees(trace.qpos[:, k]), style, label=f"{label}: {name}")
+        a2.plot(trace.t, trace.qpos[:, 0], style, label=f"{label}: cart")
+    a1.set(xlabel="t (s)", ylabel="angle (deg)")
+    a2.set(xlabel="t (s)", ylabel="cart x (m)")
+    a1.legend(fontsize=7)
+    a2.legend(fontsize=7)
+    lin = reg.linearization
+    values, left = np.linalg.eig((lin.A - lin.B @ reg.design.K).T)
+    w = left[:, int(np.argmin(np.abs(values - reg.slowest)))]
+    z = np.abs(np.array([lin.deviation(q, v) for q, v in zip(balanced.qpos, balanced.qvel)]) @ w.conj())
+    a3.semilogy(balanced.t, z, label="|w^H x| measured")
+    a3.semilogy(balanced.t, z[0] * np.exp(reg.slowest.real * balanced.t), "k--",
+                label=f"designed e^({reg.slowest.real:.2f} t)")
+    a3.set(xlabel="t (s)", ylabel="slowest mode")
+    a3.legend(fontsize=7)
+    fig.suptitle(title)
+    return fig
+
+
+def model_param(default: str) -> Param:
+    """``--set mjcf=PATH`` (or ``--mjcf``): a cart carrying a chain of poles, ``qpos = [x, angles...]``, with an
+    ``upright`` keyframe and one cart actuator; checked to load when set."""
+    return Param(default, "the model: a built-in name or an MJCF path (qpos [x, angles...], an 'upright' keyframe)",
+                 check=load_model)
+
+
+def weight_params(weights: dict, states: list[str]) -> dict[str, Param]:
+    """``--set`` parameters of the LQR weights: one per state (``states``: what each weighs, with its unit), then r."""
+    out = {name: Param(value, f"LQR weight on {what}", 0.0, 1e6)
+           for (name, value), what in zip(list(weights.items())[:-1], states)}
+    out["r"] = Param(weights["r"], "LQR weight on the cart force, 1/N^2 (> 0)", 1e-6, 1e6)
+    return out
+
+
+PARAMS = {
+    **weight_params(WEIGHTS, ["x, 1/m^2", "theta, 1/rad^2", "xd, s^2/m^2", "thetad, s^2/rad^2"]),
+    "initial_angle_deg": Param(float(np.degrees(0.2)), "initial pole tilt, deg", -30.0, 30.0),
+    "step_m": Param(0.5, "cart step along the rail, m", -1.5, 1.5),
+    "mjcf": model_param(MODEL),
+}
+
+
+@experiment(
+    "cart-pole-lqr",
+    summary="LQR from MuJoCo's linearization balances a cart-pole from 0.2 rad and tracks a cart step",
+    expected=f"balanced and tracked; slowest mode decays within {100 * DECAY_TOL:g} % of the designed pole",
+    params=PARAMS,
+    tolerances={"settling_time_s": 0.02, "step_settling_time_s": 0.02},
+)
+def cart_pole_lqr(ctx: Context) -> dict:
+    mjcf = ctx.params["mjcf"]
+    reg = design({k: ctx.params[k] for k in WEIGHTS}, mjcf)
+    duration = 6.0 if ctx.short else 8.0
+    balanced = balance(reg, np.radians(ctx.params["initial_angle_deg"]), duration, mjcf)
+    stepped = step(reg, ctx.params["step_m"], duration, mjcf)
+    verdict, metrics = judge(reg, balanced, stepped, ctx.params["step_m"])
+    ctx.savefig(plot(reg, balanced, stepped, f"cart-pole LQR: {verdict.measured}"), "states.png")
+    return {**verdict.as_metrics(), **metrics}

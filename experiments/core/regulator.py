@@ -1,0 +1,105 @@
+"""LQR for any MJCF: designed from MuJoCo's linearization with python-control, run in the generic loop.
+
+:func:`regulator` linearizes a model about an operating point (a keyframe held
+still: :func:`~crossdyn.experiments.core.linearize.linearize`), designs
+``u = u_op - K [dq, dqd]`` minimizing ``integral x'Qx + u'Ru dt``
+(:func:`crossdyn.controllers.balance.lqr`, which calls ``control.lqr``), and is
+itself the controller ``simulate`` calls.  :func:`measured_decay` checks the
+design against its own theory in the simulation: along the slowest closed-loop
+mode ``lambda`` (left eigenvector ``w`` of ``A - B K``) the state's projection
+``z = w^H x`` of the *linear* loop is ``z(0) e^(lambda t)``, so ``log |z|``
+falls with slope ``Re(lambda)`` whether the mode oscillates or not; the
+nonlinear, sampled loop MuJoCo runs agrees once the state is small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from crossdyn.controllers.balance import LQRDesign, lqr
+from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.linearize import Linearization, linearize
+from crossdyn.experiments.core.loop import Trace
+
+__all__ = ["Regulator", "regulator", "measured_decay"]
+
+
+@dataclass(frozen=True)
+class Regulator:
+    """A state-feedback regulator about an operating point: ``u = u_op - K [dq, dqd]``.
+
+    Attributes:
+      linearization: the model's linearization (its ``qpos``, ``qvel``, ``ctrl`` the operating point).
+      design: the LQR design (``K (nu, 2 nv)``, ``S``, closed-loop ``poles``).
+      target: ``(nq,)`` the pose regulated to (default the operating point's).
+    """
+
+    linearization: Linearization
+    design: LQRDesign
+    target: np.ndarray | None = None
+
+    def __call__(self, t: float, obs) -> np.ndarray:
+        lin = self.linearization
+        qpos = obs.qpos if self.target is None else obs.qpos - self.target + lin.qpos
+        return lin.ctrl - self.design.K @ lin.deviation(qpos, obs.qvel)
+
+    def to(self, qpos) -> "Regulator":
+        """The same gains regulating to another pose (e.g. the cart moved along its rail)."""
+        return Regulator(self.linearization, self.design, np.asarray(qpos, dtype=float))
+
+    @property
+    def slowest(self) -> complex:
+        """The closed-loop pole nearest the imaginary axis, 1/s."""
+        poles = np.asarray(self.design.poles)
+        return complex(poles[np.argmax(poles.real)])
+
+
+def regulator(model: mujoco.MjModel, Q, R, keyframe: str | int | None = None, qpos=None) -> Regulator:
+    """Linearize ``model`` at a pose held still and design its LQR.
+
+    Args:
+      model: the compiled model.
+      Q: ``(2 nv, 2 nv)`` or its diagonal, on ``[dq, dqd]``.
+      R: ``(nu, nu)``, its diagonal, or a scalar.
+      keyframe, qpos: the pose (see :func:`~crossdyn.experiments.core.linearize.linearize`);
+        the control holding it is the operating point's.
+
+    Raises:
+      ModelError: no control holds the pose.
+      ParameterError: bad weights, or no stabilizing design for them.
+    """
+    lin = linearize(model, keyframe=keyframe, qpos=qpos, qvel=np.zeros(model.nv), ctrl="hold")
+    try:
+        design = lqr(lin.A, lin.B, Q, R)
+    except ValueError as exc:
+        raise ParameterError(f"LQR weights Q={np.round(np.diag(np.atleast_2d(Q)) if np.ndim(Q) == 2 else Q, 6)}"
+                             f", R={R}: {exc}") from None
+    return Regulator(lin, design)
+
+
+def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: float = 1e-9) -> float:
+    """The slowest mode's decay rate measured in a trace, 1/s (negative: decaying).
+
+    ``z = w^H x`` along the run (``x`` the state's deviation, ``w`` the slowest
+    pole's left eigenvector), and the least-squares slope of ``log |z|`` over the
+    rows at or after ``start`` whose ``|z|`` is above ``floor`` times its largest
+    (below, round-off and the other modes' remains take over).
+
+    Raises:
+      ParameterError: fewer than ten rows to fit.
+    """
+    lin, K = reg.linearization, reg.design.K
+    closed = lin.A - lin.B @ K
+    values, left = np.linalg.eig(closed.T)  # left eigenvectors of A - B K
+    w = left[:, int(np.argmin(np.abs(values - reg.slowest)))]
+    target = lin.qpos if reg.target is None else reg.target
+    x = np.array([lin.deviation(q - target + lin.qpos, v) for q, v in zip(trace.qpos, trace.qvel)])
+    z = np.abs(x @ w.conj())
+    use = (trace.t >= start) & (z > floor * z.max())
+    if use.sum() < 10:
+        raise ParameterError("too few rows to measure a decay rate (run longer, or start earlier)")
+    slope, _ = np.polyfit(trace.t[use], np.log(z[use]), 1)
+    return float(slope)

@@ -1,0 +1,326 @@
+"""``crossdyn tune EXPERIMENT``: any registered experiment swept, searched or mapped over its parameters.
+
+A *run* is the experiment's own function called with one set of parameter values
+(a ``Context`` whose ``params`` are its defaults, the ``--set`` values and the
+run's varied ones; no plots are drawn), and its row of ``samples.csv`` holds the
+run's parameters, its verdict (``passed``: the experiment's own expectation met,
+a real ``True`` only), ``outcome`` (``pass``, ``fail`` or ``error``) and every
+numeric metric it returned, nested ones by dotted name as baselines name them.
+
+Sample 0 is always the defaults (the reference, run first, alone: its metrics
+name what ``--minimize`` and ``--constraint`` may refer to).  Then:
+
+- ``--search lhs``: a Latin hypercube of ``--samples`` runs over the ``--vary`` ranges;
+- ``--search grid``: ``k`` values per parameter, ``k^d <= --samples``; with two
+  parameters it is also a *map*: ``map.png`` shows where the experiment passes
+  (the holding region outlined) and ``map.json`` lists it;
+- ``--search optuna``: ``--samples`` trials chosen by a sampler from the runs made
+  (``gp``: Gaussian-process expected improvement of the objective among runs
+  meeting the constraints; ``tpe``: Optuna's TPE with the constraints), a batch
+  of ``--workers`` at a time, deterministic for a seed and a worker count.
+
+The best run (``best.json``) is the passing run with the lowest ``--minimize``
+metric that meets every ``--constraint``.  ``objective.png`` plots the metric
+against each varied parameter.  Rerun with the same arguments, a tune reads its
+table back and runs only what is missing (a finished search runs nothing new).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crossdyn.experiments.core.baseline import numeric_metrics
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.results import Context, make_out_dir, write_json
+from crossdyn.experiments.core.sweep import run as sweep_run
+from crossdyn.experiments.core.sweep import table
+from crossdyn.experiments.core.sweep.space import Vary, parse_constraint, parse_vary, plan
+
+__all__ = ["Job", "evaluate", "tune", "TuneResult", "best_row", "SAMPLERS"]
+
+SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}  # --sampler: name -> what it is (the first is the default)
+RESULT_COLUMNS = ("passed", "outcome", "measured", "detail")
+
+
+def _text(value: Any) -> str:
+    """CSV text of a value: round-trip floats (repr), lower-case booleans."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(float(value)) if isinstance(value, float) else str(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run of a tune.
+
+    Attributes:
+      index: its sample number (0: the defaults).
+      kind: ``default``, ``lhs``, ``grid`` or ``optuna``.
+      experiment: the registered experiment's name.
+      sources: the ``--from`` files and modules that register it.
+      values: the parameters set for this run (``--set`` and varied), by name.
+      varied: the names of the varied parameters (the table's columns).
+      seed: the experiment's seed.
+      short: the experiment's reduced run.
+    """
+
+    index: int
+    kind: str
+    experiment: str
+    sources: tuple[str, ...]
+    values: tuple[tuple[str, Any], ...]
+    varied: tuple[str, ...]
+    seed: int = 0
+    short: bool = False
+
+    def key(self) -> dict[str, str]:
+        """The columns that identify the run (compared on resume)."""
+        values = dict(self.values)
+        return {"sample": str(self.index), "kind": self.kind, "seed": str(self.seed), "short": _text(self.short),
+                **{name: _text(values[name]) for name in self.varied}}
+
+
+@functools.lru_cache(maxsize=8)
+def _experiment(name: str, sources: tuple[str, ...]):
+    from crossdyn.experiments.core.registry import experiments
+
+    return experiments(sources)[name]
+
+
+@functools.lru_cache(maxsize=1)
+def _scratch() -> Path:
+    """A folder of this process for what runs write (plots are not drawn; videos, tables may be)."""
+    import atexit
+
+    folder = Path(tempfile.mkdtemp(prefix="crossdyn-tune-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def evaluate(job: Job) -> dict[str, str]:
+    """Run one job and return its table row (text, deterministic; a failing run is a row, never a raise)."""
+    row = {**job.key(), **{k: "" for k in RESULT_COLUMNS}}
+    try:
+        exp = _experiment(job.experiment, job.sources)
+        params = {key: p.default for key, p in exp.params.items()} | dict(job.values)
+        ctx = Context(exp.name, _scratch(), short=job.short, seed=job.seed, params=params, plots=False)
+        metrics = exp.run(ctx)
+        if not isinstance(metrics, dict):
+            raise CrossdynError(f"experiment {exp.name!r} returned a {type(metrics).__name__}, not its metrics")
+    except CrossdynError as exc:
+        row.update(outcome="error", passed="false", detail=" ".join(str(exc).split()))
+        return row
+    except Exception as exc:  # one bad run must not lose a sweep; the message says what happened
+        row.update(outcome="error", passed="false", detail=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+        return row
+    verdict = metrics.get("passed")
+    passed = isinstance(verdict, (bool, np.bool_)) and bool(verdict)  # "False", 1, NaN: not a pass
+    row.update(passed=_text(passed), outcome="pass" if passed else "fail",
+               measured=" ".join(str(metrics.get("measured", "")).split()))
+    for name, value in numeric_metrics(metrics).items():
+        row[name if name not in row else f"metrics.{name}"] = _text(value)
+    return row
+
+
+def _value(row: dict, key: str) -> float:
+    try:
+        return float(row.get(key, ""))
+    except ValueError:
+        return math.nan
+
+
+def _meets(row: dict, constraints: list[tuple[str, str, float]]) -> bool:
+    for metric, op, limit in constraints:
+        v = _value(row, metric)
+        if not (v <= limit if op == "<=" else v >= limit):  # NaN meets nothing
+            return False
+    return True
+
+
+def best_row(rows: list[dict], minimize: str, constraints: list[tuple[str, str, float]]) -> dict | None:
+    """The passing row with the lowest finite ``minimize`` meeting every constraint (ties: lower sample)."""
+    ok = [r for r in rows if r["outcome"] == "pass" and math.isfinite(_value(r, minimize)) and _meets(r, constraints)]
+    return min(ok, key=lambda r: (_value(r, minimize), int(r["sample"]))) if ok else None
+
+
+@dataclass
+class TuneResult(sweep_run.SweepResult):
+    """A :class:`~crossdyn.experiments.core.sweep.run.SweepResult` with what was tuned.
+
+    Attributes:
+      experiment, minimize, constraints, space: the tune's arguments.
+      files: the files written besides the table.
+    """
+
+    experiment: str = ""
+    minimize: str | None = None
+    constraints: list = field(default_factory=list)
+    space: list = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+
+def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, constraints: list[str] = (),
+         search: str = "lhs", sampler: str = "gp", samples: int = 32, seed: int = 0, fixed: dict | None = None,
+         short: bool = False, sources: tuple[str, ...] | list[str] = (), workers: int = 1,
+         scheduler: str | None = None, progress: bool = False, plots: bool = True) -> TuneResult:
+    """Sweep, search or map experiment ``name`` into ``out`` (see the module docstring).
+
+    Args:
+      name: a registered experiment (crossdyn's, an installed package's, or one of ``sources``).
+      out: the output folder (``samples.csv``, ``timings.csv``, ``best.json``, plots).
+      vary: ``NAME=LO:HI[:log]`` per parameter (or ``(name, text)`` pairs).
+      minimize: the metric to minimize (a dotted name of the experiment's metrics).
+      constraints: ``METRIC<=VALUE`` or ``METRIC>=VALUE`` each.
+      search: ``lhs``, ``grid`` or ``optuna``.
+      sampler: ``gp`` or ``tpe`` (``optuna`` only).
+      samples: runs after the defaults (the grid's budget, the search's trials).
+      seed: seed of the plan or the sampler, and the experiment's seed.
+      fixed: other parameters as ``--set`` takes them (name -> text).
+      short: the experiments' reduced runs.
+      sources, workers, scheduler, progress: as ``crossdyn run``'s and the sweep engine's.
+      plots: draw the plots.
+
+    Raises:
+      ParameterError: an unknown experiment, parameter or metric, a range outside a
+        parameter's bounds, a bad constraint or count, a table made with other
+        arguments, or a defaults run that fails on its input.
+      CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
+    """
+    from crossdyn.experiments.core.registry import experiments
+
+    start = time.perf_counter()
+    sources = tuple(sources)
+    registry = experiments(sources)
+    if name not in registry:
+        raise ParameterError(f"no experiment {name!r}; known: {', '.join(registry)}")
+    exp = registry[name]
+    space = parse_vary(list(vary), exp.params, name)
+    both = sorted({v.name for v in space} & set(fixed or {}))
+    if both:
+        raise ParameterError(f"{both[0]} is both --set and --vary; give it once")
+    given = exp.resolve_params({k: str(v) for k, v in (fixed or {}).items()})
+    fixed_values = {k: given[k] for k in (fixed or {})}
+    limits = [parse_constraint(c) for c in constraints]
+    if search not in ("lhs", "grid", "optuna"):
+        raise ParameterError(f"unknown search {search!r}; choose from lhs, grid, optuna")
+    if search == "optuna" and minimize is None:
+        raise ParameterError("--search optuna needs --minimize METRIC")
+    if search == "optuna" and sampler not in SAMPLERS:
+        raise ParameterError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    blind = [] if search == "optuna" else plan(space, search, samples, seed)
+    if search == "optuna" and not 1 <= samples <= 100_000:
+        raise ParameterError(f"--samples must be from 1 to 100,000, got {samples:,}")
+
+    def job(index: int, kind: str, values: dict) -> Job:
+        defaults = {v.name: exp.params[v.name].default for v in space}
+        return Job(index, kind, name, sources, tuple(sorted({**fixed_values, **defaults, **values}.items())),
+                   tuple(v.name for v in space), seed, short)
+
+    out = Path(out)
+    csv_path = out / "samples.csv"
+    columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in space)))
+    first = [job(0, "default", {})]
+    _defaults_run(first[0], csv_path, columns, lambda row: _check_defaults(row, name, minimize, limits))
+    if search == "optuna":
+        from crossdyn.experiments.core.sweep.search import search as optuna_search
+
+        rows, computed = optuna_search(job, space, csv_path, columns, minimize, limits, samples, seed, sampler,
+                                       workers, scheduler, progress, evaluate)
+    else:
+        jobs = first + [job(i + 1, kind, values) for i, (kind, values) in enumerate(blind)]
+        result = sweep_run.run_samples(evaluate, jobs, {j.index: j.key() for j in jobs}, csv_path, columns,
+                                       workers=workers, scheduler=scheduler, progress=progress, exact=False,
+                                       failed=lambda row: row["outcome"] != "pass", desc=f"tune {name}")
+        rows, computed = result.rows, result.computed
+    result = TuneResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path,
+                        experiment=name, minimize=minimize, constraints=limits, space=space)
+    result.best = best_row(rows, minimize, limits) if minimize else None
+    _write_best(out, result, fixed_values, search, sampler, seed)
+    if plots:
+        from crossdyn.experiments.core.sweep import plots as sweep_plots
+
+        result.files = sweep_plots.draw(out, result, search)
+    return result
+
+
+def _defaults_run(job: Job, csv_path: Path, columns: list[str], check) -> dict:
+    """Sample 0's row: read back from the table, or run now in this process, ``check``-ed, then appended
+    (the table's other rows kept, whatever they are: the full plan checks them next).  A defaults run
+    that ``check`` refuses writes nothing.
+
+    Raises:
+      ParameterError: the table's sample 0 was made with other arguments; ``check``'s refusal.
+    """
+    rows = table.read(csv_path, columns, exact=False)
+    for row in rows:
+        if row["sample"] == "0" and row.get("outcome"):
+            table.read_done(csv_path, {0: job.key()}, columns, exact=False, only=True)
+            check(row)
+            return row
+    from crossdyn.experiments.core.sweep.engine import timed
+
+    row, seconds, where = timed(evaluate, job)
+    check(row)
+    with table.appending(csv_path, rows, columns, grow=True) as record:
+        record(row, seconds, where)
+    return row
+
+
+def _check_defaults(row: dict, name: str, minimize: str | None, limits: list) -> None:
+    """The defaults run must run, and carry the metrics the tune names.
+
+    Raises:
+      ParameterError: it failed on its input (a missing file, a bad parameter, a
+        controller that returns the wrong shape, ...), or a named metric is not
+        among its metrics.
+    """
+    if row["outcome"] == "error":
+        raise ParameterError(f"the defaults run of {name!r} failed: {row['detail']}")
+    metrics = [k for k in row if k not in RESULT_COLUMNS and k not in ("sample", "kind", "seed", "short")]
+    for metric in [minimize, *(m for m, _, _ in limits)]:
+        if metric is not None and metric not in row:
+            listed = ", ".join(metrics[:20]) + (", ..." if len(metrics) > 20 else "")
+            raise ParameterError(f"experiment {name!r} has no numeric metric {metric!r} (its metrics: {listed})")
+        if metric is not None and metric in ("sample", "kind", "seed", "short"):
+            raise ParameterError(f"{metric!r} is a column of the table, not a metric")
+
+
+def _summary(row: dict | None, space: list[Vary], minimize: str | None, limits: list) -> dict | None:
+    if row is None:
+        return None
+    named = [minimize, *(m for m, _, _ in limits)]
+    return {"sample": int(row["sample"]), "params": {v.name: _value(row, v.name) for v in space},
+            "passed": row["passed"] == "true", "outcome": row["outcome"], "measured": row["measured"],
+            **{m: _value(row, m) for m in named if m is not None}}
+
+
+def _write_best(out: Path, result: TuneResult, fixed: dict, search: str, sampler: str, seed: int) -> None:
+    limits = result.constraints
+    rule = ("the passing run with the lowest " + result.minimize +
+            "".join(f", {m} {op} {v:g}" for m, op, v in limits)) if result.minimize else "none (no --minimize)"
+    make_out_dir(out)
+    write_json(out / "best.json", {
+        "experiment": result.experiment, "search": search, "sampler": sampler if search == "optuna" else None,
+        "seed": seed, "fixed": fixed, "minimize": result.minimize,
+        "constraints": [f"{m}{op}{v:g}" for m, op, v in limits], "rule": rule,
+        "defaults": _summary(result.rows[0], result.space, result.minimize, limits),
+        "best": _summary(result.best, result.space, result.minimize, limits),
+        "outcomes": result.counts(),
+    })
+
+
+def read_best(out: Path) -> dict:
+    """``best.json`` of a finished tune."""
+    return json.loads((Path(out) / "best.json").read_text())

@@ -1,0 +1,156 @@
+"""What a tune shows: the objective against each parameter, a search's progress, a map's holding region."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+
+from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.results import write_json
+
+__all__ = ["draw", "heat", "outline", "holding_region"]
+
+_COLORS = {"pass": "tab:green", "fail": "tab:orange", "error": "black"}
+
+
+def _value(row: dict, key: str) -> float:
+    try:
+        return float(row.get(key, ""))
+    except ValueError:
+        return math.nan
+
+
+def draw(out: Path, result, search: str) -> list[str]:
+    """The plots of a tune (:class:`~crossdyn.experiments.core.sweep.experiment.TuneResult`); their file names."""
+    files = []
+    if result.minimize is not None:
+        _objective(result, out / "objective.png")
+        files.append("objective.png")
+        if search == "optuna":
+            _progress(result, out / "progress.png")
+            files.append("progress.png")
+    if search == "grid" and len(result.space) == 2:
+        files += _map(result, out)
+    return files
+
+
+def _objective(result, path: Path) -> None:
+    """The minimized metric against each varied parameter, by outcome; defaults and best marked."""
+    space, rows, metric = result.space, result.rows, result.minimize
+    fig, axes = plots.figure(1, len(space), width=4.0 * len(space) + 1.0, height=3.2, sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, v in zip(axes, space):
+        for outcome, color in _COLORS.items():
+            pts = [r for r in rows if r["outcome"] == outcome and math.isfinite(_value(r, metric))]
+            ax.scatter([_value(r, v.name) for r in pts], [_value(r, metric) for r in pts], s=14, color=color,
+                       alpha=0.8, label=f"{outcome} ({len(pts)})")
+        for row, marker, label in ((rows[0], "*", "defaults"), (result.best, "o", "best")):
+            if row is not None and math.isfinite(_value(row, metric)):
+                ax.scatter([_value(row, v.name)], [_value(row, metric)], s=150, marker=marker, facecolors="none",
+                           edgecolors="k", linewidths=1.4, label=label)
+        if v.log:
+            ax.set_xscale("log")
+        ax.set_xlabel(v.name)
+    axes[0].set_ylabel(metric)
+    axes[0].legend(fontsize=7)
+    constraints = "; ".join(f"{m} {op} {lim:g}" for m, op, lim in result.constraints)
+    fig.suptitle(f"{result.experiment}: {metric} over {len(rows)} runs" + (f" ({constraints})" if constraints else ""))
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
+def _progress(result, path: Path) -> None:
+    """The search's best feasible value so far, trial by trial, over every trial's value."""
+    rows, metric = result.rows, result.minimize
+    values = np.array([_value(r, metric) for r in rows])
+    from crossdyn.experiments.core.sweep.experiment import best_row
+
+    best = [_value(b, metric) if (b := best_row(rows[: i + 1], metric, result.constraints)) else math.nan
+            for i in range(len(rows))]
+    fig, ax = plots.figure(1, 1, width=7.0, height=3.5)
+    ax.scatter(np.arange(len(rows)), values, s=10, color="tab:gray", label="trial")
+    ax.step(np.arange(len(rows)), best, where="post", color="tab:green", label="best so far (passing, constrained)")
+    ax.set_xlabel("trial")
+    ax.set_ylabel(metric)
+    ax.legend(fontsize=7)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
+def _map(result, out: Path) -> list[str]:
+    """The grid of two parameters as a map of the experiment's verdict, its holding region outlined."""
+    a, b = result.space
+    xs = sorted({_value(r, a.name) for r in result.rows[1:]})
+    ys = sorted({_value(r, b.name) for r in result.rows[1:]})
+    held = np.zeros((len(xs), len(ys)), dtype=bool)
+    text = [["" for _ in ys] for _ in xs]
+    for row in result.rows[1:]:
+        i, j = xs.index(_value(row, a.name)), ys.index(_value(row, b.name))
+        held[i, j] = row["outcome"] == "pass"
+        value = _value(row, result.minimize) if result.minimize else math.nan
+        text[i][j] = f"{value:.3g}" if math.isfinite(value) else row["outcome"]
+    fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
+    heat(ax, fig, xs, ys, held.astype(float), a.name, b.name,
+         f"{result.experiment}: green where it passes ({int(held.sum())}/{held.size})"
+         + (f"; text: {result.minimize}" if result.minimize else ""),
+         cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
+    outline(ax, held)
+    fig.savefig(out / "map.png", dpi=110, bbox_inches="tight")
+    axes = {a.name: xs, b.name: ys}
+    write_json(out / "map.json", {"experiment": result.experiment, "axes": axes,
+                                  "passed_fraction": float(held.mean()), "holding_region": holding_region(axes, held)})
+    return ["map.png", "map.json"]
+
+
+def heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", annotate=None, limits=(None, None),
+         colorbar=True):
+    """A heat-map of ``values[i, j]`` over ``xs[i]`` (columns) and ``ys[j]`` (rows), NaN blank."""
+    im = ax.imshow(values.T, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest", vmin=limits[0],
+                   vmax=limits[1])
+    ax.set_xticks(range(len(xs)), [f"{x:.3g}" for x in xs], fontsize=7, rotation=45)
+    ax.set_yticks(range(len(ys)), [f"{y:.3g}" for y in ys], fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    if annotate is not None:
+        for i, j in itertools.product(range(len(xs)), range(len(ys))):
+            if annotate[i][j]:
+                ax.text(i, j, annotate[i][j], ha="center", va="center", fontsize=6,
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "alpha": 0.6, "lw": 0})
+    if colorbar:
+        fig.colorbar(im, ax=ax)
+
+
+def outline(ax, held: np.ndarray) -> None:
+    """Draw the border of the holding cells ``held[i, j]`` (column i, row j of the heat-map)."""
+    n, m = held.shape
+    for i, j in zip(*np.nonzero(held)):
+        for di, dj, (x0, x1, y0, y1) in ((-1, 0, (-.5, -.5, -.5, .5)), (1, 0, (.5, .5, -.5, .5)),
+                                         (0, -1, (-.5, .5, -.5, -.5)), (0, 1, (-.5, .5, .5, .5))):
+            inside = 0 <= i + di < n and 0 <= j + dj < m
+            if not inside or not held[i + di, j + dj]:
+                ax.plot([i + x0, i + x1], [j + y0, j + y1], color="k", lw=2.0)
+
+
+def holding_region(axes: dict[str, list[float]], held: np.ndarray) -> dict:
+    """Where a map holds: per value of the first axis, the second axis's holding values and their span.
+
+    Args:
+      axes: the map's two axes ``{a: values (n,), b: values (m,)}``.
+      held: ``(n, m)`` booleans.
+
+    Returns:
+      ``{"held_cells": [[a, b], ...], "by": a, "rows": [{a: value, b: [held values], "span": [lo, hi] or None,
+      "contiguous": bool}, ...]}``; ``contiguous`` is False where a failing cell
+      lies between holding ones (a region with a hole).
+    """
+    (a, va), (b, vb) = axes.items()
+    rows = []
+    for i, x in enumerate(va):
+        ok = np.flatnonzero(held[i])
+        rows.append({a: float(x), b: [float(vb[j]) for j in ok],
+                     "span": [float(vb[ok[0]]), float(vb[ok[-1]])] if ok.size else None,
+                     "contiguous": bool(ok.size == 0 or ok[-1] - ok[0] + 1 == ok.size)})
+    cells = [[float(va[i]), float(vb[j])] for i, j in zip(*np.nonzero(held))]
+    return {"held_cells": cells, "by": a, "rows": rows}

@@ -1,0 +1,155 @@
+"""What a sweep varies and how it draws: ``--vary NAME=LO:HI[:log]`` against an experiment's parameters.
+
+A :class:`Vary` is one numeric parameter of an experiment swept over a closed
+range, uniformly or (``:log``) log-uniformly; whole-number parameters draw whole
+numbers.  :func:`plan` lays out the runs of a blind sweep: a Latin hypercube
+(``lhs``: ``samples`` draws, each range cut into ``samples`` strata) or a grid
+(``grid``: ``k`` evenly spaced values per parameter, ``k^d <= samples``).  The
+experiment's defaults are always run too, first, as the reference (sample 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.registry import Param
+
+__all__ = ["Vary", "parse_vary", "parse_constraint", "plan", "SEARCHES", "SAMPLES_MAX"]
+
+SEARCHES = ("lhs", "grid", "optuna")
+# The most runs one sweep plans: about a CPU-day at ~1 s a run; a bigger sweep is refused
+# before anything is allocated (split it over --out folders).
+SAMPLES_MAX = 100_000
+
+
+@dataclass(frozen=True)
+class Vary:
+    """One parameter swept over ``[low, high]``.
+
+    Attributes:
+      name: the experiment's parameter.
+      low, high: the range (within the parameter's own bounds).
+      log: draw log-uniformly (``low > 0``).
+      integer: the parameter takes whole numbers.
+    """
+
+    name: str
+    low: float
+    high: float
+    log: bool = False
+    integer: bool = False
+
+    def value(self, u: float) -> float | int:
+        """The value at ``u`` in [0, 1] of the (log) range."""
+        if self.log:
+            v = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
+        else:
+            v = self.low + u * (self.high - self.low)
+        v = min(max(v, self.low), self.high)
+        return int(round(v)) if self.integer else float(v)
+
+    def grid(self, k: int) -> list[float | int]:
+        """``k`` evenly spaced values (geometrically with ``log``), ends included; whole numbers deduplicated."""
+        values = [self.value(u) for u in np.linspace(0.0, 1.0, k)] if k > 1 else [self.value(0.5)]
+        return list(dict.fromkeys(values))
+
+
+def parse_vary(items: list[str] | list[tuple[str, str]], params: dict[str, Param], experiment: str) -> list[Vary]:
+    """``["kp=1:100:log", ...]`` (or ``(name, text)`` pairs) -> :class:`Vary` list, validated.
+
+    Raises:
+      ParameterError: unknown or repeated parameter, one that is not a number,
+        a malformed range, ``low > high``, a range outside the parameter's bounds,
+        or ``:log`` with ``low <= 0``.
+    """
+    out: dict[str, Vary] = {}
+    for item in items:
+        name, _, text = item.partition("=") if isinstance(item, str) else (item[0], "=", item[1])
+        name, text = name.strip(), text.strip()
+        if name not in params:
+            known = ", ".join(k for k, p in params.items() if _numeric(p)) or "none"
+            raise ParameterError(f"experiment {experiment!r} has no parameter {name!r} to vary (its numeric "
+                                 f"parameters: {known})")
+        param = params[name]
+        if not _numeric(param):
+            raise ParameterError(f"--vary {name}: a {type(param.default).__name__} parameter cannot be swept "
+                                 "(only numbers can)")
+        if name in out:
+            raise ParameterError(f"--vary {name} given twice")
+        parts = text.split(":")
+        log = len(parts) == 3 and parts[2].strip().lower() == "log"
+        try:
+            if len(parts) not in (2, 3) or (len(parts) == 3 and not log):
+                raise ValueError
+            low, high = float(parts[0]), float(parts[1])
+        except ValueError:
+            raise ParameterError(f"--vary {name}={text}: expected LO:HI or LO:HI:log") from None
+        if not (math.isfinite(low) and math.isfinite(high)) or low > high:
+            raise ParameterError(f"--vary {name}={text}: need finite LO <= HI")
+        bounds = (param.low, param.high)
+        if param.low is not None and low < param.low or param.high is not None and high > param.high:
+            raise ParameterError(f"--vary {name}={text}: outside the parameter's range [{_fmt(bounds[0])}, "
+                                 f"{_fmt(bounds[1])}] ({param.help})")
+        if log and low <= 0:
+            raise ParameterError(f"--vary {name}={text}: a log range needs LO > 0")
+        out[name] = Vary(name, low, high, log, isinstance(param.default, int))
+    return list(out.values())
+
+
+def _numeric(param: Param) -> bool:
+    return isinstance(param.default, (int, float)) and not isinstance(param.default, bool)
+
+
+def _fmt(bound) -> str:
+    return "-inf" if bound is None else f"{bound:g}"
+
+
+def parse_constraint(text: str) -> tuple[str, str, float]:
+    """``"effort<=0.3"`` -> ``("effort", "<=", 0.3)`` (``>=`` too).
+
+    Raises:
+      ParameterError: not METRIC<=VALUE or METRIC>=VALUE with a finite number.
+    """
+    for op in ("<=", ">="):
+        if op in text:
+            metric, _, value = text.partition(op)
+            try:
+                number = float(value)
+            except ValueError:
+                break
+            if metric.strip() and math.isfinite(number):
+                return metric.strip(), op, number
+            break
+    raise ParameterError(f"--constraint {text!r}: expected METRIC<=VALUE or METRIC>=VALUE")
+
+
+def plan(space: list[Vary], search: str, samples: int, seed: int) -> list[tuple[str, dict]]:
+    """The blind runs of a sweep after the defaults: ``(kind, {name: value})`` each.
+
+    Raises:
+      ParameterError: an unknown search, no parameter to vary, too many runs, or
+        a grid whose ``samples`` do not give two values per parameter.
+    """
+    if not space:
+        raise ParameterError("give at least one --vary NAME=LO:HI[:log]")
+    if not 1 <= samples <= SAMPLES_MAX:
+        raise ParameterError(f"--samples must be from 1 to {SAMPLES_MAX:,}, got {samples:,}")
+    if search == "lhs":
+        from scipy.stats import qmc
+
+        unit = qmc.LatinHypercube(d=len(space), rng=np.random.default_rng(seed)).random(samples)
+        return [("lhs", {v.name: v.value(u) for v, u in zip(space, row)}) for row in unit]
+    if search == "grid":
+        k = int(math.floor(samples ** (1.0 / len(space)) + 1e-9))
+        if k < 2:
+            raise ParameterError(f"a grid over {len(space)} parameters needs --samples >= {2 ** len(space)} "
+                                 f"(two values each), got {samples}")
+        import itertools
+
+        axes = [v.grid(k) for v in space]
+        return [("grid", dict(zip((v.name for v in space), values))) for values in itertools.product(*axes)]
+    raise ParameterError(f"unknown search {search!r}; choose from {', '.join(SEARCHES)}")

@@ -1,0 +1,139 @@
+"""crossdyn tune EXPERIMENT: a user's own experiment (its own MJCF and controller) swept, searched and mapped."""
+
+from __future__ import annotations
+
+import csv
+import json
+import textwrap
+
+import pytest
+
+from crossdyn.experiments.core.cli import main
+from crossdyn.experiments.core.sweep.experiment import best_row, tune
+
+# A pendulum on a motor, swung to a target by the user's PD controller; its defaults are sluggish.
+USER_FILE = textwrap.dedent('''
+    import numpy as np
+    from crossdyn.experiments import Param, experiment, simulate
+
+    ARM = """
+    <mujoco><option timestep="0.002"/>
+      <worldbody><body name="link"><joint name="hinge" axis="0 -1 0" damping="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.02" mass="1"/></body></worldbody>
+      <actuator><motor name="motor" joint="hinge" ctrlrange="-15 15" ctrllimited="true"/></actuator>
+      <sensor><jointpos name="angle" joint="hinge"/><jointvel name="rate" joint="hinge"/></sensor>
+    </mujoco>
+    """
+
+
+    @experiment("swing-pd", summary="PD swings a pendulum to a target", expected="within 1 deg in 2 s",
+                params={"kp": Param(10.0, "proportional gain, N m/rad", 0.0, 500.0),
+                        "kd": Param(3.0, "derivative gain, N m s/rad", 0.0, 50.0),
+                        "target_deg": Param(40.0, "target, deg", -90.0, 90.0)})
+    def swing_pd(ctx):
+        import mujoco
+        model = mujoco.MjModel.from_xml_string(ARM)
+        target, kp, kd = np.radians(ctx.params["target_deg"]), ctx.params["kp"], ctx.params["kd"]
+
+        def pd(t, obs):
+            hold = obs.data.qfrc_bias[0]  # gravity compensation, as MuJoCo computes it
+            return np.array([kp * (target - obs.sensor("angle")[0]) - kd * obs.sensor("rate")[0] + hold])
+
+        trace = simulate(model, pd, 2.0, control_dt=0.004)
+        error = np.abs(trace.qpos[:, 0] - target)
+        outside = np.flatnonzero(error > np.radians(1.0))
+        settle = float(trace.t[outside[-1]] + 0.004) if outside.size else 0.0
+        return {"passed": bool(settle < 2.0 - 1e-9), "measured": f"settled in {settle:.3f} s",
+                "settle_s": settle if settle < 2.0 - 1e-9 else float("inf"),
+                "peak_torque": float(np.abs(trace.ctrl).max())}
+''')
+
+
+@pytest.fixture(scope="module")
+def user_file(tmp_path_factory):
+    """One file for the module: a second file registering 'swing-pd' in this process would be refused."""
+    path = tmp_path_factory.mktemp("user") / "my_experiments.py"
+    path.write_text(USER_FILE)
+    return str(path)
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_search_finds_better_than_the_defaults_and_a_rerun_runs_nothing(user_file, tmp_path, capsys):
+    out = tmp_path / "search"
+    args = ["tune", "swing-pd", "--from", user_file, "--vary", "kp=1:300:log", "--vary", "kd=0.05:20:log",
+            "--minimize", "settle_s", "--constraint", "peak_torque<=15", "--search", "optuna", "--samples", "24",
+            "--workers", "1", "--seed", "0", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    best = json.loads((out / "best.json").read_text())
+    assert best["defaults"]["sample"] == 0 and best["best"]["sample"] > 0
+    # The defaults settle in 1.05 s; seed 0 finds 0.42 s within the torque bound (LHS and TPE do about as well).
+    assert best["best"]["settle_s"] < 0.5 * best["defaults"]["settle_s"]
+    assert best["best"]["peak_torque"] <= 15
+    rows = _rows(out / "samples.csv")
+    assert len(rows) == 25 and rows[0]["kind"] == "default" and {r["kind"] for r in rows[1:]} == {"optuna"}
+    assert {"kp", "kd", "passed", "outcome", "settle_s", "peak_torque"} <= rows[0].keys()
+    # The same command again: every trial is read back, none run.
+    assert main(args) == 0
+    assert " 0 run in" in capsys.readouterr().out and "24 run in" in first
+    assert _rows(out / "samples.csv") == rows
+    for name in ("objective.png", "progress.png", "timings.csv"):
+        assert (out / name).is_file()
+
+
+def test_the_same_seed_gives_the_same_table_whatever_the_worker_count(user_file, tmp_path):
+    tables = []
+    for workers in (1, 2):
+        out = tmp_path / f"lhs{workers}"
+        tune("swing-pd", out, vary=["kp=1:300:log", "kd=0.05:20:log"], minimize="settle_s", samples=6, seed=5,
+             sources=(user_file,), workers=workers)
+        tables.append((out / "samples.csv").read_text())
+    assert tables[0] == tables[1]
+
+
+def test_a_grid_of_two_parameters_is_a_map(user_file, tmp_path):
+    result = tune("swing-pd", tmp_path / "map", vary=["kp=2:200:log", "kd=0.05:20:log"], search="grid",
+                  samples=16, sources=(user_file,))
+    assert len(result.rows) == 17 and result.files == ["map.png", "map.json"]
+    summary = json.loads((tmp_path / "map" / "map.json").read_text())
+    assert summary["axes"]["kp"][0] == pytest.approx(2.0) and len(summary["axes"]["kd"]) == 4
+    held = {(round(a, 6), round(b, 6)) for a, b in summary["holding_region"]["held_cells"]}
+    passed = {(round(float(r["kp"]), 6), round(float(r["kd"]), 6)) for r in result.rows[1:] if r["outcome"] == "pass"}
+    assert held == passed and 0 < len(held) < 16  # some gains settle within 2 s, some do not
+
+
+def test_best_row_needs_a_pass_and_the_constraints():
+    rows = [{"sample": "0", "outcome": "pass", "m": "3", "c": "1"},
+            {"sample": "1", "outcome": "fail", "m": "1", "c": "1"},
+            {"sample": "2", "outcome": "pass", "m": "2", "c": "5"},
+            {"sample": "3", "outcome": "pass", "m": "2.5", "c": "2"},
+            {"sample": "4", "outcome": "error", "m": "", "c": ""}]
+    assert best_row(rows, "m", [])["sample"] == "2"
+    assert best_row(rows, "m", [("c", "<=", 2.0)])["sample"] == "3"
+    assert best_row(rows, "m", [("c", ">=", 9.0)]) is None
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--vary", "kq=1:2"], "has no parameter 'kq' to vary"),
+    (["--vary", "kp=1:900"], r"outside the parameter's range \[0, 500\]"),
+    (["--vary", "kp=0:9:log"], "a log range needs LO > 0"),
+    (["--vary", "kp=5:1"], "need finite LO <= HI"),
+    (["--vary", "kp=1-2"], "expected LO:HI or LO:HI:log"),
+    (["--vary", "kp=1:2", "--minimize", "settle"], "has no numeric metric 'settle'"),
+    (["--vary", "kp=1:2", "--constraint", "peak_torque<15"], "expected METRIC<=VALUE"),
+    (["--vary", "kp=1:2", "--search", "grid", "--samples", "1"], "needs --samples >= 2"),
+    (["--vary", "kp=1:2", "--sampler", "gp"], "--sampler is for --search optuna"),
+    (["--vary", "kp=1:2", "--search", "optuna"], "--search optuna needs --minimize"),
+    (["--vary", "kp=1:2", "--set", "kp=3"], "kp is both --set and --vary"),
+    (["--vary", "kp=1:2", "--set", "target_deg=900"], "out of range"),
+])
+def test_bad_tune_input_is_one_line_exit_2(user_file, tmp_path, capsys, extra, message):
+    args = ["tune", "swing-pd", "--from", user_file, "--samples", "2", "--out", str(tmp_path / "o"), *extra]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert message in err or __import__("re").search(message, err), err
