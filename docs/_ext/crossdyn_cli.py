@@ -17,7 +17,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-USAGE_WIDTH = "100"  # columns argparse wraps the usage at (it reads $COLUMNS)
+USAGE_WIDTH = "78"  # columns argparse wraps the usage at (it reads $COLUMNS): the page's text width
 
 
 @contextmanager
