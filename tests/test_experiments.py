@@ -2,7 +2,7 @@
 
 This is the regression gate: an experiment added later is picked up here with no
 change to this file.  The items come from crossdyn's own pytest plugin
-(``experiment_tests`` below: ``tests/test_experiments.py::experiments::NAME``,
+(``experiment_tests`` below: ``tests/test_experiments.py::experiments_in_short_mode::NAME``,
 ``-k NAME`` selects one), which runs each experiment while setting it up (a
 crash or a malformed return is an error), fails it on a missed expectation, then
 calls :func:`_outputs` for what crossdyn asks of its own experiments.

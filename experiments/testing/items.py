@@ -33,6 +33,10 @@ class ExperimentError(pytest.fail.Exception):
     """
 
 
+# As pytest does for its own outcome exceptions: summaries read "ExperimentError: ...", not the module path.
+ExperimentError.__module__ = "builtins"
+
+
 class ExperimentFailed(AssertionError):
     """The experiment ran and missed its expected outcome."""
 
@@ -47,12 +51,12 @@ class ExperimentSource(pytest.Collector):
     Args (keywords, besides pytest's):
       sources: ``.py`` paths or module names, as given.
       base: the folder relative paths start from.
-      seed: the seed of every experiment.
+      seed: the seed of every experiment (None: ``--crossdyn-seed``).
       check: ``check(name, metrics, out_dir)`` after a met expectation, or None.
     """
 
-    def __init__(self, *, sources: tuple[str, ...], base: Path, seed: int = 0, check: Callable | None = None,
-                 **kw):
+    def __init__(self, *, sources: tuple[str, ...], base: Path, seed: int | None = None,
+                 check: Callable | None = None, **kw):
         super().__init__(**kw)
         self.given = tuple(sources)
         self.base = Path(base)
