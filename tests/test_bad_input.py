@@ -7,6 +7,11 @@ impulses, paths (missing, a file where a folder belongs, under a file, in
 /proc), models (missing, malformed, NaN, the wrong kind), state files, user
 functions, experiment names and parameters.  Nothing may be written into the
 output folder when the input is refused.
+
+Bad input to the pytest plugin (``--crossdyn-from``, baseline files, the fixture
+used outside a test file) has its own table, ``BAD_INPUT`` in
+tests/test_pytest_plugin.py: there the rule is pytest's failure or usage error
+with the reason on one line, never an internal error.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@
   packages, both the user's packages and crossdyn's import, and the CLI runs
   (editable install and wheel alike).
 - ``crossdyn.analytic`` and ``crossdyn.controllers`` never load MuJoCo.
+- ``crossdyn.testing`` (source in ``experiments/testing/``) imports, and pytest
+  loads its plugin through the ``pytest11`` entry point (editable install and
+  wheel alike).
 """
 
 from __future__ import annotations
@@ -53,12 +56,22 @@ def _run(cmd, cwd, env=None) -> subprocess.CompletedProcess:
 
 
 def test_every_package_folder_is_installed():
-    """pyproject lists packages one by one (the folders map onto crossdyn.*): none may be missing."""
+    """pyproject lists packages one by one (the folders map onto crossdyn.*): none may be missing.
+
+    Each folder holding an ``__init__.py`` installs under the package its nearest
+    ``package-dir`` folder maps to (``experiments/testing`` -> ``crossdyn.testing``).
+    """
     import tomllib
 
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    on_disk = {"crossdyn." + ".".join(init.parent.relative_to(ROOT).parts)
-               for layer in ("analytic", "controllers", "experiments", "mjcf") for init in (ROOT / layer).rglob("__init__.py")}
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    folders = {Path(folder).parts: package for package, folder in setuptools["package-dir"].items()}
+    on_disk = set()
+    for layer in ("analytic", "controllers", "experiments", "mjcf"):
+        for init in (ROOT / layer).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT).parts
+            mapped = max((f for f in folders if parts[:len(f)] == f), key=len)
+            on_disk.add(".".join([folders[mapped], *parts[len(mapped):]]))
     assert listed == on_disk, f"missing from pyproject: {sorted(on_disk - listed)}; stale: {sorted(listed - on_disk)}"
 
 
@@ -100,6 +113,8 @@ def test_wheel_has_one_top_level_name_and_runs(tmp_path):
     top = {n.split("/")[0] for n in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"crossdyn"}, sorted(top)
     assert "crossdyn/mjcf/wheel_legged_biped.xml" in names and "crossdyn/experiments/core/cli/__init__.py" in names
+    # crossdyn.testing from experiments/testing/, once: not also as crossdyn.experiments.testing.
+    assert "crossdyn/testing/plugin.py" in names and not any(n.startswith("crossdyn/experiments/testing") for n in names)
 
     # A fresh venv with the wheel; the dependencies come from this environment's
     # site-packages through a .pth line (which does not run the editable finder).
@@ -119,3 +134,26 @@ def test_wheel_has_one_top_level_name_and_runs(tmp_path):
     cli = _run([str(venv / "bin" / "crossdyn"), "run", "two-link-lagrange", "--short", "--out", str(tmp_path / "out")],
                cwd=folder)
     assert cli.returncode == 0 and "1/1 as expected" in cli.stdout, cli.stdout + cli.stderr
+    _pytest_plugin_works(python, folder)
+
+
+def _pytest_plugin_works(python: Path, folder: Path) -> None:
+    """crossdyn.testing imports from the installed crossdyn, and pytest loads its plugin (entry point pytest11)."""
+    where = _run([str(python), "-c", "import crossdyn.testing.plugin as p; print(p.__file__)"], cwd=folder)
+    assert where.returncode == 0, where.stderr
+    (folder / "tests").mkdir(exist_ok=True)
+    (folder / "tests" / "test_user.py").write_text(
+        "from crossdyn.testing import assert_derivation\n\n"
+        "def test_plugin_on(pytestconfig):\n"
+        "    import crossdyn.testing.plugin as p\n"
+        "    assert pytestconfig.pluginmanager.get_plugin('crossdyn') is p\n"
+        "    print('plugin from', p.__file__)\n")
+    run = _run([str(python), "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "tests/test_user.py"], cwd=folder)
+    assert run.returncode == 0 and f"plugin from {where.stdout.strip()}" in run.stdout, run.stdout + run.stderr
+
+
+def test_pytest_plugin_from_the_editable_install(tmp_path):
+    folder = _user_folder(tmp_path)
+    _pytest_plugin_works(Path(sys.executable), folder)
+    where = _run([sys.executable, "-c", "import crossdyn.testing as t; print(t.__file__)"], cwd=folder)
+    assert where.stdout.strip() == str(ROOT / "experiments" / "testing" / "__init__.py"), where.stdout + where.stderr

@@ -1,5 +1,6 @@
-"""README and CI agree, and the README's Python example runs as printed."""
+"""README and CI agree, and the README's Python and pytest examples run as printed."""
 
+import json
 import os
 import re
 import subprocess
@@ -53,3 +54,48 @@ def test_readme_any_robot_example_runs(tmp_path):
     assert defaults.startswith("defaults: q_tilt=10, r=1:") and tuned.startswith("tuned:")
     asked = float(re.search(r"asking at most (\S+) N m", tuned).group(1))
     assert asked <= 0.5 and (tmp_path / "results" / "wheel" / "samples.csv").is_file()
+
+
+def _section(title: str) -> str:
+    text = (ROOT / "README.md").read_text().split(f"### {title}", 1)[1]
+    return text.split("\n## ", 1)[0].split("\n### ", 1)[0]
+
+
+def test_readme_pytest_example_runs(tmp_path):
+    """'In your pytest suite': the test file and the commands, in a user's project, as printed.
+
+    The project holds README's tests/test_arm.py and its ci/experiments.py (the
+    'Your own experiments' example); each printed pytest command runs in a fresh
+    interpreter from the project's folder: the missing baseline fails and says how
+    to write it, --crossdyn-regen writes it, the rerun passes, and --crossdyn-from
+    runs the pendulum experiment as a test.
+    """
+    section = _section("In your pytest suite")
+    test_file = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    commands = [line.split("#")[0].split() for line in re.findall(r"```sh\n(.*?)```", section, flags=re.S)[0]
+                .splitlines() if line.strip()]
+    experiments = re.search(r"```python\n(.*?)```", _section("Your own experiments"), flags=re.S).group(1)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "tests" / "test_arm.py").write_text(test_file)
+    (tmp_path / "ci" / "experiments.py").write_text(experiments)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # the project's own rootdir, not crossdyn's
+
+    assert [c[0] for c in commands] == ["pytest"] * 4, commands
+    runs = [subprocess.run([sys.executable, "-m", *command, "-p", "no:cacheprovider", "-rA"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
+            for command in commands]
+    first, regen, rerun, experiment = runs
+    baseline = tmp_path / "tests" / "test_arm" / "test_swing_from_horizontal.json"
+    assert first.returncode == 1, first.stdout + first.stderr
+    assert "PASSED tests/test_arm.py::test_inverse_dynamics_matches_mujoco" in first.stdout
+    assert "no crossdyn baseline tests/test_arm/test_swing_from_horizontal.json" in first.stdout
+    assert "pytest --crossdyn-regen" in first.stdout
+    assert regen.returncode == 0 and "wrote baseline tests/test_arm/test_swing_from_horizontal.json" in regen.stdout, \
+        regen.stdout + regen.stderr
+    assert set(json.loads(baseline.read_text())["metrics"]) == {"final_q[0]", "final_q[1]", "max_speed_rad_s",
+                                                               "t_bottom_s", "over_the_top"}
+    assert rerun.returncode == 0 and "2 passed" in rerun.stdout, rerun.stdout + rerun.stderr
+    assert experiment.returncode == 0, experiment.stdout + experiment.stderr
+    assert "PASSED ci/experiments.py::pendulum-pd" in experiment.stdout
+    assert "1 passed, 2 deselected" in experiment.stdout

@@ -1,0 +1,273 @@
+"""The ``crossdyn_baseline`` fixture: a test's metrics against a JSON file stored beside the test.
+
+``crossdyn_baseline.check(metrics)`` in ``tests/test_arm.py::test_settling``
+compares ``metrics`` with ``tests/test_arm/test_settling.json``.  The file holds
+the metrics flattened to dotted names, one per line, sorted (readable in a
+diff), by the rules of ``crossdyn run --save-baseline``
+(:func:`crossdyn.experiments.core.baseline.numeric_metrics`): nested dicts give
+``a.b``, list items ``a[i]`` or ``a[NAME]`` for dicts with a ``"name"``.
+
+Numbers are held to the same tolerance as ``crossdyn run --baseline``,
+``|now - baseline| <= abs + rel |baseline|`` with
+:data:`~crossdyn.experiments.core.baseline.DEFAULT_TOLERANCE` unless
+``tolerances`` names the metric; booleans, strings and None must be equal.
+A metric in the check but not in the file, or in the file but not in the
+check, fails too: the file must cover what the test measures.
+``pytest --crossdyn-regen`` writes the files instead of comparing (a file
+whose content would not change is left alone).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from crossdyn.experiments.core.baseline import DEFAULT_TOLERANCE, Drift, Tolerance, numeric_metrics
+
+__all__ = ["Baseline", "baseline_path", "baseline_file", "flatten"]
+
+# Characters kept in a baseline's file name; others (path separators, quotes, spaces) become "_".
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.,=+\-\[\]]")
+# Longest file name stem; longer test names (long parameter ids) end in a hash of the full name.
+_MAX_STEM = 120
+
+
+def baseline_path(node) -> Path:
+    """Where the baseline of test ``node`` lives: ``DIR/test_file/[Class.]test_name[params].json``.
+
+    Raises:
+      pytest.fail: ``node`` is not a test function in a Python file (a doctest, a
+        non-Python item), so there is no test file to keep the baseline beside.
+    """
+    __tracebackhide__ = True
+    path = getattr(node, "path", None)
+    if not isinstance(node, pytest.Function) or path is None or Path(path).suffix != ".py":
+        pytest.fail(f"crossdyn_baseline keeps its file beside a test function's Python file; {node.nodeid!r} "
+                    f"({type(node).__name__}) is not a test function in a .py file", pytrace=False)
+    cls = node.getparent(pytest.Class)
+    return baseline_file(Path(path), node.name, cls.name if cls is not None else None)
+
+
+def baseline_file(test_file: Path, name: str, cls: str | None = None) -> Path:
+    """``test_file``'s folder / its stem / ``[cls.]name.json``, the name made safe for any file system.
+
+    Path separators, quotes, spaces and other characters outside
+    ``A-Za-z0-9_.,=+-[]`` become ``_`` (so a parameter id cannot lead the file
+    out of the folder); a stem over 120 characters is cut and ends in a hash of
+    the full name.
+    """
+    stem = _UNSAFE.sub("_", (f"{cls}." if cls else "") + name)
+    if len(stem) > _MAX_STEM:
+        stem = stem[:_MAX_STEM - 11] + "-" + hashlib.sha1(name.encode()).hexdigest()[:10]
+    return test_file.parent / test_file.stem / f"{stem}.json"
+
+
+def _plain(value, where: str):
+    """``value`` as plain JSON types (NumPy arrays and scalars converted); anything else is refused."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item, f"{where}.{key}" if where else str(key)) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # ndarray or NumPy scalar
+        return _plain(value.tolist(), where)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"crossdyn_baseline.check: metric {where!r} is a {type(value).__name__}; expected numbers, "
+                    f"booleans, strings or None (or dicts and lists of them)")
+
+
+def _is_number(value) -> bool:
+    """A value the baseline rules compare with a tolerance (numbers, and NaN/inf as stored)."""
+    return bool(numeric_metrics({"v": value}))
+
+
+def _numbers(flat: dict) -> dict[str, float]:
+    """The numeric entries of a flat table, as floats (through the baseline module's own rules)."""
+    return {key[2:]: value for key, value in numeric_metrics({"m": flat}).items()}
+
+
+def flatten(metrics: dict) -> dict:
+    """Every metric by dotted name, numbers as floats, booleans/strings/None as they are, sorted by name.
+
+    Names follow :func:`~crossdyn.experiments.core.baseline.numeric_metrics`; the
+    top level is wrapped so that no name is set aside as a description of a run.
+    NumPy arrays and scalars become lists and Python numbers first.
+
+    Raises:
+      TypeError: a value is none of numbers, booleans, strings, None, dicts and lists of them.
+    """
+    metrics = _plain(metrics, "")
+    flat = {key[2:]: value for key, value in numeric_metrics({"m": metrics}).items()}
+    exact: list = []
+
+    def encode(value, list_item: bool = False):
+        """The same tree with each non-number leaf replaced by its index in ``exact``, numbers dropped."""
+        if isinstance(value, dict):  # a list item's "name" labels it, as in numeric_metrics: keep it
+            return {key: item if key == "name" and list_item and isinstance(item, str) else encode(item)
+                    for key, item in value.items()}
+        if isinstance(value, list):
+            return [encode(item, list_item=True) for item in value]
+        if _is_number(value):
+            return None
+        exact.append(value)
+        return len(exact) - 1
+
+    flat.update({key[2:]: exact[int(i)] for key, i in numeric_metrics({"m": encode(metrics)}).items()})
+    return dict(sorted(flat.items()))
+
+
+def _drift(drift: Drift) -> str:
+    """A drift as ``crossdyn run --baseline`` words it, in full digits when 6 would show two equal values."""
+    if f"{drift.baseline:.6g}" != f"{drift.now:.6g}":
+        return str(drift)
+    return (f"{drift.metric}: baseline {drift.baseline!r}, now {drift.now!r}, change {drift.change} "
+            f"(tolerance {drift.tolerance})")
+
+
+def _same(then, now) -> bool:
+    """Exact equality that tells True from 1 and "1" from 1."""
+    return type(then) is type(now) and then == now
+
+
+class Baseline:
+    """The fixture's value: ``check(metrics, tolerances=None)`` against this test's baseline file.
+
+    Attributes:
+      path: the baseline file, ``tests/test_x/test_name.json``.
+      regen: ``--crossdyn-regen`` was given: write the file instead of comparing.
+    """
+
+    def __init__(self, node, regen: bool, root: Path, written: list | None = None):
+        self.node = node
+        self.path = baseline_path(node)
+        self.regen = regen
+        self.root = Path(root)
+        self.written: list[str] = written if written is not None else []  # "path (what changed)", for the summary
+        self._checked = False
+
+    def _shown(self, path: Path) -> str:
+        """``path`` relative to pytest's rootdir when inside it (as messages show it)."""
+        try:
+            return Path(os.path.relpath(path, self.root)).as_posix() if path.is_relative_to(self.root) else str(path)
+        except ValueError:  # another drive
+            return str(path)
+
+    def _read(self) -> dict | None:
+        """The stored flat table, or None when there is no file; a bad file fails the test."""
+        __tracebackhide__ = True
+        shown = self._shown(self.path)
+        problem = None  # failed outside the except blocks, so pytest shows no chained exception
+        try:
+            record = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            pytest.fail(f"cannot keep crossdyn baselines in {self._shown(self.path.parent)}: it is a file, not a "
+                        f"folder", pytrace=False)
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = f"cannot read crossdyn baseline {shown}: {getattr(exc, 'strerror', None) or exc}"
+        except ValueError as exc:
+            problem = f"{shown} is not a crossdyn baseline: not valid JSON ({exc})"
+        else:
+            if not isinstance(record, dict) or not isinstance(record.get("metrics"), dict):
+                problem = f"{shown} is not a crossdyn baseline (no 'metrics' table)"
+        if problem:
+            pytest.fail(f"{problem}; fix it, or rewrite it with pytest --crossdyn-regen", pytrace=False)
+        return record["metrics"]
+
+    def _text(self, flat: dict) -> str:
+        """The file's content for ``flat``: indented JSON, NaN and infinities as the strings crossdyn stores."""
+        def stored(value):
+            return str(value) if isinstance(value, float) and not math.isfinite(value) else value
+
+        return json.dumps({"test": self.node.nodeid, "metrics": {k: stored(v) for k, v in flat.items()}},
+                          indent=2) + "\n"
+
+    def _write(self, text: str) -> bool:
+        """Write the file unless it already holds ``text``; True when written."""
+        __tracebackhide__ = True
+        from crossdyn.experiments.core.results import write_text
+
+        folder = self.path.parent
+        if folder.exists() and not folder.is_dir():
+            pytest.fail(f"cannot write crossdyn baseline {self._shown(self.path)}: {self._shown(folder)} is a file, "
+                        f"not a folder", pytrace=False)
+        problem = None
+        try:
+            if self.path.is_file() and self.path.read_text() == text:
+                return False
+            write_text(self.path, text)
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = getattr(exc, "strerror", None) or str(exc)
+        if problem:
+            pytest.fail(f"cannot write crossdyn baseline {self._shown(self.path)}: {problem}", pytrace=False)
+        return True
+
+    def check(self, metrics: dict, tolerances: dict | None = None) -> None:
+        """Compare ``metrics`` with this test's baseline file (or write it under ``--crossdyn-regen``).
+
+        Args:
+          metrics: metric name -> number, bool, string or None; nested dicts and
+            lists (and NumPy arrays and scalars) are flattened to dotted names.
+          tolerances: per flattened metric name, a relative tolerance (``0.02``:
+            +-2 %) or a :class:`~crossdyn.experiments.core.baseline.Tolerance`;
+            other numbers get ``DEFAULT_TOLERANCE`` (last digits of round-off).
+
+        Raises:
+          AssertionError: no baseline file; or a number moved beyond its
+            tolerance, a boolean/string changed, a metric is new or missing
+            (each named with the stored and the new value and the tolerance).
+          TypeError, CrossdynError: ``metrics`` or ``tolerances`` is malformed.
+        """
+        __tracebackhide__ = True
+        if self._checked:
+            raise RuntimeError(f"crossdyn_baseline.check was called twice in {self.node.nodeid}; one test keeps "
+                               f"one baseline file ({self._shown(self.path)}): check one dict of metrics")
+        self._checked = True
+        if not isinstance(metrics, dict):
+            raise TypeError(f"crossdyn_baseline.check takes a dict of metrics, got {type(metrics).__name__}")
+        now = flatten(metrics)
+        tols = {name: Tolerance.of(name, value) for name, value in (tolerances or {}).items()}
+        unknown = sorted(set(tols) - set(now))
+        if unknown:
+            raise ValueError(f"crossdyn_baseline.check: tolerance given for {', '.join(map(repr, unknown))}, which "
+                           f"is not among the metrics ({', '.join(now) or 'none'})")
+        then = self._read()
+        shown = self._shown(self.path)
+        if self.regen:
+            changed = "new" if then is None else "; ".join(self._differences(then, now, tols)) or "within tolerance"
+            if self._write(self._text(now)):
+                self.written.append(f"{shown} ({changed})")
+            return
+        if then is None:
+            raise AssertionError(f"no crossdyn baseline {shown} for this test: run `pytest --crossdyn-regen "
+                                 f"{self.node.nodeid}` to write it (and commit it)")
+        lines = self._differences(then, now, tols)
+        if lines:
+            raise AssertionError(f"crossdyn baseline {shown}: {len(lines)} of {len(set(then) | set(now))} metrics "
+                                 f"differ\n" + "\n".join(f"  {line}" for line in lines)
+                                 + "\n  (if the change is intended, rewrite it: pytest --crossdyn-regen)")
+
+    @staticmethod
+    def _differences(then: dict, now: dict, tols: dict[str, Tolerance]) -> list[str]:
+        """One line per metric that moved, is new or is missing, in name order."""
+        then_numbers, now_numbers = _numbers(then), _numbers(now)
+        lines = []
+        for name in sorted(set(then) | set(now)):
+            if name not in then:
+                lines.append(f"new metric {name} = {now[name]!r} (not in the baseline)")
+            elif name not in now:
+                lines.append(f"missing metric {name} (baseline {then[name]!r}; not in this check)")
+            elif name in then_numbers and name in now_numbers:
+                tol = tols.get(name, DEFAULT_TOLERANCE)
+                if not tol.allows(then_numbers[name], now_numbers[name]):
+                    lines.append(f"drifted {_drift(Drift(name, then_numbers[name], now_numbers[name], tol))}")
+            elif not _same(then[name], now[name]):
+                lines.append(f"changed {name}: baseline {then[name]!r}, now {now[name]!r} (compared exactly)")
+        return lines

@@ -1,0 +1,164 @@
+"""Registered experiments as pytest items: one collector per source, one item per experiment.
+
+An item runs its experiment (short mode, the session's seed) while it is set
+up, so a crash, a refused input or a malformed return (no ``passed`` or
+``measured``, a ``passed`` that is not a bool) is reported as an *error* of
+the test, and never as a pass; the test itself then passes or fails by the
+experiment's verdict, its message the expected outcome and the measured figure.
+Metrics and plots land under pytest's temporary folder, or ``--crossdyn-out
+DIR`` (``DIR/NAME/``).  With ``--crossdyn-workers K`` the first item runs every
+selected experiment in K processes and the others take their results.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.testing import runner
+
+__all__ = ["ExperimentSource", "ExperimentItem", "ExperimentError", "ExperimentFailed"]
+
+
+class ExperimentError(pytest.fail.Exception):
+    """The experiment crashed, refused its input or returned something that is not metrics.
+
+    Raised while the item is set up (so pytest reports an error, not a failure),
+    without a traceback into crossdyn (``pytrace=False``).
+    """
+
+
+# As pytest does for its own outcome exceptions: summaries read "ExperimentError: ...", not the module path.
+ExperimentError.__module__ = "builtins"
+
+
+class ExperimentFailed(AssertionError):
+    """The experiment ran and missed its expected outcome."""
+
+
+def crossdyn_experiment(tmp_path_factory):
+    """An experiment item's test function: it names the fixtures the item uses (the item does the work)."""
+
+
+class ExperimentSource(pytest.Collector):
+    """The experiments one file or module registers (``--crossdyn-from``) or a test module declares.
+
+    Args (keywords, besides pytest's):
+      sources: ``.py`` paths or module names, as given.
+      base: the folder relative paths start from.
+      seed: the seed of every experiment (None: ``--crossdyn-seed``).
+      check: ``check(name, metrics, out_dir)`` after a met expectation, or None.
+    """
+
+    def __init__(self, *, sources: tuple[str, ...], base: Path, seed: int | None = None,
+                 check: Callable | None = None, **kw):
+        super().__init__(**kw)
+        self.given = tuple(sources)
+        self.base = Path(base)
+        self.sources: tuple[str, ...] = ()
+        self.seed = seed
+        self.check = check
+
+    def collect(self):
+        # Resolved now, not when the collector was made: test modules collected before it may have imported a file.
+        self.sources = tuple(resolve(source, self.base) for source in self.given)
+        for given, source in zip(self.given, self.sources):
+            if runner.is_file(source) and not Path(source).is_file():
+                raise ParameterError(f"no experiment file {given} (looked for {source}; give a .py file or an "
+                                     f"importable module name)")
+        for exp in runner.registered(self.sources):
+            yield ExperimentItem.from_parent(self, name=exp.name, callobj=crossdyn_experiment, experiment=exp)
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, CrossdynError):  # a user's file or module: one line, no traceback into crossdyn
+            return f"crossdyn: {excinfo.value}"
+        return super().repr_failure(excinfo)
+
+
+class ExperimentItem(pytest.Function):
+    """One registered experiment as a test; see the module docstring for how it is judged.
+
+    Attributes:
+      experiment: the registry's :class:`~crossdyn.experiments.core.registry.Experiment`.
+      ran: its :class:`~crossdyn.testing.runner.Ran`, once set up.
+    """
+
+    def __init__(self, *, experiment, **kw):
+        super().__init__(**kw)
+        self.experiment = experiment
+        self.ran: runner.Ran | None = None
+
+    @property
+    def source(self) -> ExperimentSource:
+        return self.getparent(ExperimentSource)
+
+    def setup(self) -> None:
+        super().setup()
+        from crossdyn.testing.plugin import state
+
+        self.ran = state(self.config).result(self)
+        problem = self.ran.error or _malformed(self.ran.metrics)
+        if problem and not self.ran.error:  # the runner took it for metrics: the summary must not show a pass
+            self.ran.row = {**self.ran.row, "passed": False, "error": problem}
+        if problem:
+            traceback = self.ran.out_dir / "error.txt"
+            where = f"\n  traceback: {traceback}" if traceback.is_file() else ""
+            raise ExperimentError(f"experiment {self.name!r}: {problem}{where}\n  output: {self.ran.out_dir}",
+                                  pytrace=False)
+
+    def runtest(self) -> None:
+        ran = self.ran
+        if ran.metrics["passed"] is not True:
+            raise ExperimentFailed(f"experiment {self.name!r} missed its expected outcome\n"
+                                   f"  expected: {ran.expected}\n  measured: {ran.measured}\n"
+                                   f"  output:   {ran.out_dir}")
+        if self.source.check is not None:
+            self.source.check(self.name, ran.metrics, ran.out_dir)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ExperimentFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        """Where the experiment's function is defined (failure headers name the experiment)."""
+        fn = inspect.unwrap(self.experiment.run)
+        try:
+            path, line = inspect.getsourcefile(fn), fn.__code__.co_firstlineno - 1
+        except (TypeError, AttributeError):
+            path, line = None, None
+        return (Path(path) if path else self.path), line, f"experiment {self.name}"
+
+
+def _malformed(metrics: dict) -> str | None:
+    """What is wrong with an experiment's returned metrics, or None (the runner already required both keys)."""
+    passed, measured = metrics.get("passed"), metrics.get("measured")
+    if type(passed) is not bool:
+        return f"returned passed={passed!r} ({type(passed).__name__}); expected True or False"
+    if not isinstance(measured, str) or not measured.strip():
+        return f"returned measured={measured!r}; expected the headline figure as a non-empty string"
+    return None
+
+
+def resolve(source: str, base: Path) -> str:
+    """A source as the registry gets it: a file as an absolute path (from ``base``), a module name as is.
+
+    A file some module already imported (a test that imports its helpers) is
+    given by that module's name, so its experiments are not registered twice.
+    """
+    if not runner.is_file(source):
+        return source
+    path = Path(source).expanduser()
+    path = (path if path.is_absolute() else base / path).resolve()
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and name != "__main__" and os.path.realpath(file) == str(path):
+            return name
+    return str(path)

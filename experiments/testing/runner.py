@@ -1,0 +1,124 @@
+"""The plugin's only contact with crossdyn's experiment runner (:mod:`crossdyn.experiments.core.results`).
+
+Everything the pytest items need from a run goes through :func:`run` (and the
+summary of a whole session through :func:`write_summary`), so that a change to
+how experiments are run (isolation, time limits, metrics held in memory) is
+taken up here and nowhere else in :mod:`crossdyn.testing`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Ran", "run", "write_summary", "registered", "is_file"]
+
+
+def is_file(source: str) -> bool:
+    """Whether a ``--from`` source names a file (else a module), by the rule ``crossdyn run --from`` uses."""
+    return source.endswith(".py") or "/" in source or "\\" in source
+
+
+@dataclass
+class Ran:
+    """One experiment's run, as a pytest item judges it.
+
+    Attributes:
+      name: the experiment.
+      out_dir: its folder (metrics.json, timing.json, plots).
+      expected, measured: the expected outcome (parameters filled in) and the headline figure.
+      metrics: its metrics.json content (``{}`` if none could be read).
+      error: the one-line error of a crash or a refused input, else None.
+      row: its summary row (for :func:`write_summary`; plain JSON types).
+    """
+
+    name: str
+    out_dir: Path
+    expected: str
+    measured: str
+    metrics: dict
+    error: str | None
+    row: dict
+
+
+def run(experiments: list, out: Path, *, seed: int, workers: int, sources: tuple[str, ...], command: str
+        ) -> dict[str, Ran]:
+    """Run registered experiments in short mode, as ``crossdyn run --short --out OUT`` would.
+
+    Args:
+      experiments: :class:`~crossdyn.experiments.core.registry.Experiment` objects from the registry.
+      out: the output folder; each experiment writes ``out/NAME/``.
+      seed: the seed of every random draw.
+      workers: processes to run them in (1: this process).
+      sources: the users' files and modules they come from (loaded again by worker processes).
+      command: the command line index.html shows.
+
+    Returns:
+      One :class:`Ran` per experiment, by name.
+    """
+    from crossdyn.experiments.core.results import run_experiments
+
+    outcomes = run_experiments(list(experiments), Path(out), short=True, seed=seed, workers=workers,
+                               sources=tuple(sources), command=command)
+    ran = {}
+    for outcome in outcomes:
+        error = outcome.error
+        try:
+            metrics = json.loads((Path(out) / outcome.name / "metrics.json").read_text())
+        except (OSError, ValueError) as exc:
+            metrics, error = {}, error or f"its metrics.json could not be read: {exc}"
+        ran[outcome.name] = Ran(outcome.name, Path(out) / outcome.name, outcome.expected, outcome.measured,
+                                metrics, error, outcome.row())
+    return ran
+
+
+def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, started: float | None = None) -> None:
+    """Write ``out/summary.json``, ``summary.md`` and ``index.html`` for the experiments a session ran.
+
+    Args:
+      out: the output folder (``--crossdyn-out``), holding ``NAME/metrics.json`` per row.
+      rows: the :attr:`Ran.row` of each experiment, in the order to show them.
+      seed, command: shown in index.html.
+      started: when the session started (time.time()), shown in index.html.
+    """
+    from crossdyn.experiments.core.html_report import write_report
+    from crossdyn.experiments.core.results import Outcome, summary_table, write_json, write_text
+
+    outcomes = [Outcome(**{**row, "baseline": None}) for row in rows]
+    write_json(Path(out) / "summary.json", [o.row() for o in outcomes])
+    write_text(Path(out) / "summary.md", summary_table(outcomes, markdown=True))
+    write_report(Path(out), outcomes, command=command, seed=seed, short=True, overrides={},
+                 started=started if started is not None else time.time())
+
+
+def registered(sources: tuple[str, ...]) -> list:
+    """The experiments ``sources`` register, in registry order.
+
+    An experiment belongs to a source when loading the source registered it, or
+    when its function is defined there (a source loaded before, e.g. by a test
+    module that imports it, registers nothing new).
+
+    Args:
+      sources: absolute ``.py`` paths or module names.
+
+    Raises:
+      CrossdynError: a source is missing, fails to import, or registers a taken name.
+    """
+    from crossdyn.experiments.core.registry import experiments
+
+    before = set(experiments())
+    after = experiments(sources)
+    files = {str(Path(s).resolve()) for s in sources if is_file(s)}
+    modules = {s for s in sources if not is_file(s)}
+
+    def owned(exp) -> bool:
+        run_fn = getattr(exp.run, "__wrapped__", exp.run)
+        code = getattr(run_fn, "__code__", None)
+        module = getattr(run_fn, "__module__", None) or ""
+        return (exp.name not in before
+                or code is not None and str(Path(code.co_filename).resolve()) in files
+                or module in modules or any(module.startswith(m + ".") for m in modules))
+
+    return [exp for exp in after.values() if owned(exp)]
