@@ -64,6 +64,5 @@ html_show_sourcelink = False
 crossdyn_verbatim_docstrings = (
     "crossdyn.analytic.two_link.newton_euler",
     "crossdyn.experiments.biped.search.search",
-    "crossdyn.experiments.biped.tune.holding_region",
     "crossdyn.experiments.core.cli",
 )

@@ -55,7 +55,9 @@ def modules(package: str) -> list[str]:
     names = [package]
     if hasattr(root, "__path__"):
         names += [m.name for m in pkgutil.walk_packages(root.__path__, prefix=f"{package}.")
-                  if not m.name.rsplit(".", 1)[-1].startswith("_")]
+                  if not m.name.rsplit(".", 1)[-1].startswith("_")
+                  # experiments/testing/ installs as crossdyn.testing (its own section), not under experiments
+                  and not m.name.startswith("crossdyn.experiments.testing")]
     return sorted(names)
 
 

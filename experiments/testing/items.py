@@ -22,7 +22,9 @@ import pytest
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.testing import runner
 
-__all__ = ["ExperimentSource", "ExperimentItem", "ExperimentError", "ExperimentFailed"]
+# The collector and item classes are the plugin's plumbing (pytest documents their interface); users meet
+# the two outcome exceptions.
+__all__ = ["ExperimentError", "ExperimentFailed"]
 
 
 class ExperimentError(pytest.fail.Exception):
@@ -75,6 +77,7 @@ class ExperimentSource(pytest.Collector):
             yield ExperimentItem.from_parent(self, name=exp.name, callobj=crossdyn_experiment, experiment=exp)
 
     def repr_failure(self, excinfo):
+        """A refused file or module as one line (no traceback into crossdyn); anything else as pytest shows it."""
         if isinstance(excinfo.value, CrossdynError):  # a user's file or module: one line, no traceback into crossdyn
             return f"crossdyn: {excinfo.value}"
         return super().repr_failure(excinfo)
@@ -121,6 +124,7 @@ class ExperimentItem(pytest.Function):
             self.source.check(self.name, ran.metrics, ran.out_dir)
 
     def repr_failure(self, excinfo, style=None):
+        """A missed expectation as its expected and measured lines; a crash as pytest shows it."""
         if isinstance(excinfo.value, ExperimentFailed):
             return str(excinfo.value)
         return super().repr_failure(excinfo)

@@ -141,9 +141,11 @@ def holding_region(axes: dict[str, list[float]], held: np.ndarray) -> dict:
       held: ``(n, m)`` booleans.
 
     Returns:
-      ``{"held_cells": [[a, b], ...], "by": a, "rows": [{a: value, b: [held values], "span": [lo, hi] or None,
-      "contiguous": bool}, ...]}``; ``contiguous`` is False where a failing cell
-      lies between holding ones (a region with a hole).
+      A dict: ``held_cells``, the ``[a, b]`` pairs that hold; ``by``, the first
+      axis's name; ``rows``, per value of the first axis a dict of that value,
+      the second axis's holding values, their ``span`` ``[lo, hi]`` (None if
+      none hold) and ``contiguous`` (False where a failing cell lies between
+      holding ones: a region with a hole).
     """
     (a, va), (b, vb) = axes.items()
     rows = []
