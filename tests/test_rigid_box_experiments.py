@@ -1,4 +1,4 @@
-"""The rigid box against MuJoCo (experiments/rigid_box.py, experiments/inertia.py).
+"""The rigid box against MuJoCo (experiments/rigid_box/, experiments/inertia.py).
 
 Each comparison is run once per module (fixtures); each check also has a
 counterpart showing it can fail (a wrong inertia, a held force, MuJoCo's default
