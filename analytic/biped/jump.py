@@ -109,21 +109,7 @@ def extension_stroke(
         ``M <= 0``, or the motors cannot lift the body at ``alpha0`` (``4 tau <=
         M g y1``), or the stroke does not finish within ``max_time``.
     """
-    if not (np.isfinite(M) and M > 0):
-        raise ValueError(f"extension_stroke: body mass M={M!r} must be positive (kg)")
-    if not np.isfinite(tau):
-        raise ValueError(f"extension_stroke: tau={tau!r} must be finite (N m)")
-    check_alpha(np.array([alpha0, alpha1]), l1, l2, l3)
-    if not alpha1 > alpha0:
-        raise ValueError(
-            f"extension_stroke: alpha1={np.degrees(alpha1):.2f} deg must exceed alpha0={np.degrees(alpha0):.2f} deg"
-        )
-    _, y1_start, _ = height_derivatives(alpha0, l1, l2, l3)
-    if 4.0 * tau <= M * g * y1_start:
-        raise ValueError(
-            f"extension_stroke: four motors at tau={tau:g} N m cannot lift M={M:g} kg at "
-            f"alpha0={np.degrees(alpha0):.2f} deg (need tau > M g y1 / 4 = {M * g * y1_start / 4:.3f} N m)"
-        )
+    _check_stroke(M, tau, l1, l2, l3, alpha0, alpha1, g)
 
     def rhs(_t, s):
         # Clip alpha into range: the solver may probe just past alpha1 before the event.
@@ -146,3 +132,23 @@ def extension_stroke(
     alpha[-1] = alpha1  # the event root is found to ~1e-12 rad; pin it exactly
     y, y1, _ = height_derivatives(np.clip(alpha, alpha0, alpha1), l1, l2, l3)
     return Stroke(t=t, alpha=alpha, alpha_dot=alpha_dot, height=y, body_velocity=y1 * alpha_dot, g=g)
+
+
+def _check_stroke(M: float, tau: float, l1: float, l2: float, l3: float, alpha0: float, alpha1: float,
+                  g: float) -> None:
+    """Raise ValueError unless the stroke can start: see :func:`extension_stroke`."""
+    if not (np.isfinite(M) and M > 0):
+        raise ValueError(f"extension_stroke: body mass M={M!r} must be positive (kg)")
+    if not np.isfinite(tau):
+        raise ValueError(f"extension_stroke: tau={tau!r} must be finite (N m)")
+    check_alpha(np.array([alpha0, alpha1]), l1, l2, l3)
+    if not alpha1 > alpha0:
+        raise ValueError(
+            f"extension_stroke: alpha1={np.degrees(alpha1):.2f} deg must exceed alpha0={np.degrees(alpha0):.2f} deg"
+        )
+    _, y1_start, _ = height_derivatives(alpha0, l1, l2, l3)
+    if 4.0 * tau <= M * g * y1_start:
+        raise ValueError(
+            f"extension_stroke: four motors at tau={tau:g} N m cannot lift M={M:g} kg at "
+            f"alpha0={np.degrees(alpha0):.2f} deg (need tau > M g y1 / 4 = {M * g * y1_start / 4:.3f} N m)"
+        )
