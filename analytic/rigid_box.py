@@ -34,8 +34,8 @@ SPEC §3) and :func:`simulate_penalty` for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -154,7 +154,7 @@ class BodyState:
             raise ValueError(f"state R must be a rotation matrix (orthonormal, det +1), got\n{R}")
 
     @classmethod
-    def at_rest(cls, c=(0.0, 0.0, 0.0), R=None, omega=(0.0, 0.0, 0.0), v=(0.0, 0.0, 0.0)) -> "BodyState":
+    def at_rest(cls, c=(0.0, 0.0, 0.0), R=None, omega=(0.0, 0.0, 0.0), v=(0.0, 0.0, 0.0)) -> BodyState:
         """A state with the given fields (identity rotation and zeros by default)."""
         return cls(np.asarray(c, float), np.asarray(v, float), np.eye(3) if R is None else np.asarray(R, float),
                    np.asarray(omega, float))

@@ -257,15 +257,16 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
     n, nb = qpos.shape[0], len(tree.parent)
     eye = np.broadcast_to(np.eye(3), (n, 3, 3))
     world = (eye, np.zeros((n, 3)), np.zeros((n, 6)), np.broadcast_to(np.concatenate([-g, np.zeros(3)]), (n, 6)))
-    frames = []  # per body: (R, p, xi, dxi) in the world
-    motion = []  # per joint: (body, first dof, S (N, 6, k))
+    frames: list[tuple] = []  # per body: (R, p, xi, dxi) in the world
+    motion: list[tuple] = []  # per joint: (body, first dof, S (N, 6, k))
     wrench = np.zeros((nb, n, 6))
     for b in range(nb):
         R_par, p_par, xi, dxi = world if tree.parent[b] < 0 else frames[tree.parent[b]]
         R = _times_const(R_par, tree.rot[b])
         p = p_par + _times_const(R_par, tree.pos[b])
         for j in np.flatnonzero(tree.joint_body == b):
-            R, p, xi, dxi, S = _joint_motion(tree, j, R, p, xi, dxi, qpos, qvel, qacc)
+            R, p, xi, dxi, S = _joint_motion(tree, int(j), R, p, xi, dxi, qpos, qvel, qacc)
+
             motion.append((b, tree.dof_adr[j], S))
         frames.append((R, p, xi, dxi))
         wrench[b] = _body_wrench(tree, b, R, p, xi, dxi)

@@ -32,8 +32,8 @@ Variants (``VARIANTS``), each ``tau = f(params, q, qd, qdd)`` with arrays of sha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -59,8 +59,9 @@ class Estimate(NamedTuple):
     height_rate: tuple
     height_slope: tuple  # (left, right) dy/dalpha, m/rad: the five-bar's lever (eq. 2.29)
     accel: float  # |specific force| from the accelerometer, m/s^2 (about 0 in free fall)
-    hip_angles: tuple = None  # (4,) per motor: left front, left rear, right front, right rear, rad
-    hip_rates: tuple = None  # (4,), rad/s
+    hip_angles: tuple | None = None  # (4,) per motor: left front, left rear, right front, right rear, rad
+    hip_rates: tuple | None = None  # (4,), rad/s
+
 
     @property
     def balance_state(self) -> np.ndarray:

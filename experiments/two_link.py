@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import mujoco
 import numpy as np
@@ -66,7 +66,8 @@ _GEOM_TOL = 1e-9
 
 _CONVENTION = "see README 'Check a two-link arm derivation'"
 _ELSEWHERE = ("for an arm drawn in another convention, check your own derivation with "
-              "'crossdyn check derivation FILE.py:FUNC --mjcf MODEL' (README 'Check your own derivation of your own robot')")
+              "'crossdyn check derivation FILE.py:FUNC --mjcf MODEL' "
+              "(README 'Check your own derivation of your own robot')")
 
 
 def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
@@ -155,9 +156,11 @@ def _plane_problems(model: mujoco.MjModel, data: mujoco.MjData, links: tuple[int
     for j in range(2):
         axis = data.xaxis[j]
         if abs(abs(axis[2]) - 1.0) > _GEOM_TOL:
-            problems.append(f"joint {model.joint(j).name!r} axis is {axis.round(6).tolist()} in the world; it must be +z")
+            problems.append(f"joint {model.joint(j).name!r} axis is {axis.round(6).tolist()} in the world; "
+                            "it must be +z")
         elif axis[2] < 0:
-            problems.append(f"joint {model.joint(j).name!r} axis is -z; the convention takes +z (counter-clockwise positive)")
+            problems.append(f"joint {model.joint(j).name!r} axis is -z; the convention takes +z "
+                            "(counter-clockwise positive)")
     anchor1 = data.xanchor[0]
     for name, point in (("joint 2 anchor", data.xanchor[1]), ("link 1 CoM", data.xipos[links[0]]),
                         ("link 2 CoM", data.xipos[links[1]])):
@@ -190,7 +193,8 @@ def _lengths(model: mujoco.MjModel, data: mujoco.MjData,
     if l1 == 0:
         problems.append("joint 2 sits on joint 1's axis; link 1 has zero length")
     elif np.linalg.norm(link1 / l1 - _DOWN) > 1e-6:
-        problems.append(f"at q = 0 link 1 must hang straight down (-y), it points along {(link1 / l1).round(6).tolist()}")
+        problems.append("at q = 0 link 1 must hang straight down (-y), it points along "
+                        f"{(link1 / l1).round(6).tolist()}")
     p1, off_line = _along(data.xipos[links[0]], anchor1, "link 1 CoM")
     problems += off_line
     p2, off_line = _along(data.xipos[links[1]], anchor2, "link 2 CoM")
@@ -325,7 +329,8 @@ def crosscheck_variant(variant: str, samples: int = SAMPLES, seed: int = 0) -> V
     report, params = check_variant(variant, model, samples=samples, seed=seed)
     q, qd, qdd = trajectory(np.linspace(0.0, DURATION, 501))
     along = float(np.abs(VARIANTS[variant](params, q, qd, qdd) - inverse_dynamics(model, q, qd, qdd)).max())
-    attribution = EXPECTED_MISMATCH[variant][1](params, report, model, samples, seed) if variant in EXPECTED_MISMATCH else {}
+    attribution = (EXPECTED_MISMATCH[variant][1](params, report, model, samples, seed)
+                   if variant in EXPECTED_MISMATCH else {})
     return VariantCheck(variant, default_model(variant), params, report, along, attribution)
 
 
@@ -364,7 +369,8 @@ def _judge_missing_centrifugal(result: VariantCheck) -> Verdict:
     a = result.attribution
     found = (result.report.failing_terms == ["velocity"] and a["velocity_error_joint1"] <= ATOL
              and a["residual_after_h_qd1_squared"] <= ATOL)
-    return Verdict(found, f"velocity terms of joint 2 only; error is -h qd1^2 to {a['residual_after_h_qd1_squared']:.0e}"
+    residual = a["residual_after_h_qd1_squared"]
+    return Verdict(found, f"velocity terms of joint 2 only; error is -h qd1^2 to {residual:.0e}"
                    if found else f"not attributed as expected: {result.report.diagnosis}")
 
 
@@ -408,7 +414,9 @@ def plot_variant(result: VariantCheck, out_dir) -> list[Path]:
 
 def _crosscheck_experiment(variant: str):
     """Register the cross-check experiment of one variant (one function, a parameter)."""
-    expected = EXPECTED_MISMATCH[variant][0] if variant in EXPECTED_MISMATCH else f"agree with mj_inverse to {ATOL:g} N m"
+    expected = (EXPECTED_MISMATCH[variant][0] if variant in EXPECTED_MISMATCH
+                else f"agree with mj_inverse to {ATOL:g} N m")
+
 
     @experiment(
         f"two-link-{variant}",
@@ -623,7 +631,7 @@ def judge_attribution(result: AttributionResult) -> tuple[Verdict, dict]:
     Returns:
       The verdict and the experiment's metrics (the verdict's keys included).
     """
-    cases = {}
+    cases: dict[str, dict] = {}
     for fault, report in result.reports.items():
         blamed = FAULTS[fault][1]
         expected = [] if blamed is None else [blamed]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -52,11 +53,13 @@ def _record(sc, jump=None) -> list[tuple]:
         return controller(t, est, ref)
 
     original = closed_loop._Sensors.read
-    closed_loop._Sensors.read = lambda self, data: readings.append(original(self, data)) or readings[-1]
-    try:
+
+    def read(sensors, sensordata):
+        readings.append(original(sensors, sensordata))
+        return readings[-1]
+
+    with mock.patch.object(closed_loop._Sensors, "read", read):
         simulate(scenarios.robot(), sc, recording, compiled=False)  # the readable path reads the sensors here
-    finally:
-        closed_loop._Sensors.read = original
     return readings[: len(calls)]
 
 
@@ -87,7 +90,9 @@ def recorded(request):
 
 def _library_estimates(readings: list[tuple], g: LegGeometry) -> dict[str, np.ndarray]:
     """Every step's estimate at once, ``field -> (N, ...)``, from the library's array functions."""
-    quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = (np.array(r, dtype=float) for r in zip(*readings))
+    columns = (np.array(r, dtype=float) for r in zip(*readings, strict=True))
+    quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = columns
+
     roll, pitch, yaw = euler_zyx(quat)
     roll_rate, pitch_rate, yaw_rate = euler_rates(roll, pitch, gyro)
     # Each leg's alpha is the mean of its front and rear motor, kept in the reachable range.

@@ -116,12 +116,8 @@ def extension_stroke(
         a = min(max(s[0], alpha0), alpha1)
         return [s[1], float(alpha_acceleration(a, s[1], M, tau, l1, l2, l3, g))]
 
-    def reached(_t, s):
-        return s[0] - alpha1
-
-    reached.terminal = True
-    reached.direction = 1.0
-    sol = solve_ivp(rhs, (0.0, max_time), [alpha0, 0.0], events=reached, rtol=1e-10, atol=1e-12, max_step=1e-3)
+    sol = solve_ivp(rhs, (0.0, max_time), [alpha0, 0.0], events=_Reached(alpha1), rtol=1e-10, atol=1e-12,
+                    max_step=1e-3)
     if sol.status != 1:
         raise ValueError(
             f"extension_stroke: alpha did not reach {np.degrees(alpha1):.2f} deg within {max_time} s "
@@ -134,7 +130,24 @@ def extension_stroke(
     return Stroke(t=t, alpha=alpha, alpha_dot=alpha_dot, height=y, body_velocity=y1 * alpha_dot, g=g)
 
 
-def _check_stroke(M: float, tau: float, l1: float, l2: float, l3: float, alpha0: float, alpha1: float,
+class _Reached:
+    """``solve_ivp``'s terminal event: ``alpha`` (the state's first entry) rising through ``alpha1`` (rad).
+
+    A class, so the ``terminal`` and ``direction`` attributes ``solve_ivp`` reads are declared.
+    """
+
+    terminal = True
+    direction = 1.0
+
+    def __init__(self, alpha1: float):
+        self.alpha1 = alpha1
+
+    def __call__(self, _t: float, s) -> float:
+        return s[0] - self.alpha1
+
+
+def _check_stroke(
+M: float, tau: float, l1: float, l2: float, l3: float, alpha0: float, alpha1: float,
                   g: float) -> None:
     """Raise ValueError unless the stroke can start: see :func:`extension_stroke`."""
     if not (np.isfinite(M) and M > 0):

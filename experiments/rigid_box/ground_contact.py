@@ -84,7 +84,8 @@ def contact_params(model: mujoco.MjModel, name: str = BODY) -> BoxContactParams:
     """
     body = rigid_body_params(model, name)
     bid = model.body(name).id
-    geoms = [g for g in range(model.ngeom) if model.geom_bodyid[g] == bid and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX]
+    geoms = [g for g in range(model.ngeom)
+             if model.geom_bodyid[g] == bid and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX]
     if len(geoms) != 1:
         raise ModelError(f"body {name!r} needs exactly one box geom for the contact experiment, found {len(geoms)}")
     geom = geoms[0]
@@ -129,6 +130,7 @@ def contact_metrics(tr: rb.Trajectory, half_sizes: np.ndarray) -> dict:
     bounce = float(np.max(z[k0 + rising[0]:]) - z_rest) if rising.size else 0.0
     off = np.flatnonzero(np.abs(z - z_rest) > SETTLE_BAND)
     airborne = np.flatnonzero(lowest[k0:] > 0)
+    settles = bool(off.size) and off[-1] + 1 < tr.t.size  # it leaves the band and is back in it before the end
     return {
         "touched_down": True,
         "touchdown_s": float(tr.t[k0]),
@@ -136,7 +138,9 @@ def contact_metrics(tr: rb.Trajectory, half_sizes: np.ndarray) -> dict:
         "rest_penetration_m": float(-lowest[-1]),
         "bounce_height_m": bounce,
         "airborne_after_touchdown_s": float(airborne.size * (tr.t[1] - tr.t[0])),
-        "settling_time_s": float(tr.t[off[-1] + 1] - tr.t[k0]) if off.size and off[-1] + 1 < tr.t.size else float("nan"),
+        "settling_time_s": float(tr.t[off[-1] + 1] - tr.t[k0]) if settles else float("nan"),
+
+
         "slide_distance_m": float(tr.c[-1, 0] - tr.c[k0, 0]),
         "max_slide_m": float(np.max(tr.c[k0:, 0]) - tr.c[k0, 0]),
         "max_lift_m": float(np.max(tr.c[k0:, 2]) - tr.c[k0, 2]),

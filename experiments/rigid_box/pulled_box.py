@@ -88,7 +88,9 @@ def pulled(point_site: str, duration: float = DURATION, force=FORCE, model: mujo
     held, held_ref = {}, {}
     for h in held_timesteps:
         n = int(round(duration / h))
-        held[h] = mujoco_trajectory(with_options(model, timestep=h), state, n, held_wrench=_world_point_wrench(force, point))
+        held[h] = mujoco_trajectory(with_options(model, timestep=h), state, n,
+                                    held_wrench=_world_point_wrench(force, point))
+
         held_ref[h] = runs["reference"] if h == dt else rb.reference(params, state, np.arange(n + 1) * h, wrench)
     return PulledRun(params, point, runs, held, held_ref)
 
@@ -169,9 +171,9 @@ def judge_pulled(result: PulledResult) -> tuple[Verdict, dict]:
     a_ok = all(m["max_abs_omega_rad_s"] == 0.0 for m in a_metrics.values()) and all(
         a_metrics[n]["x_end_rel_error"] <= TRANSLATION_RTOL for n in ("rk4", "mujoco_rk4"))
     ref = b.trajectories["reference"]
-    b_err = {name: dict(zip(("com_m", "angle_rad"), _pose_errors(tr, ref)))
+    b_err = {name: dict(zip(("com_m", "angle_rad"), _pose_errors(tr, ref), strict=True))
              for name, tr in b.trajectories.items() if name != "reference"}
-    held_err = {_ms(h): dict(zip(("com_m", "angle_rad"), _pose_errors(tr, b.held_reference[h])))
+    held_err = {_ms(h): dict(zip(("com_m", "angle_rad"), _pose_errors(tr, b.held_reference[h]), strict=True))
                 for h, tr in b.held.items()}
     dts = sorted(b.held)
     order = float(np.log2(held_err[_ms(dts[1])]["angle_rad"] / held_err[_ms(dts[0])]["angle_rad"])
