@@ -135,7 +135,7 @@ __all__ = [
 
 @experiment(
     "box-free-rotation",
-    summary="seed 000 exp. 1: torque-free box, omega0=[1,1,1] rad/s, 10 s at 1 ms; seed / RK4 / MuJoCo vs reference",
+    summary="torque-free box, omega0=[1,1,1] rad/s, 10 s at 1 ms: the lecture's integrator / RK4 / MuJoCo vs reference",
     expected=f"MuJoCo RK4 omega within {OMEGA_TOL:g} rad/s of the reference; RK4 drifts >= 100x less than the seed",
 )
 def run_free_rotation(ctx: Context) -> dict:
@@ -146,7 +146,8 @@ def run_free_rotation(ctx: Context) -> dict:
 
 @experiment(
     "box-pulled",
-    summary="seed 000 exp. 2: 50 N along world x at the CoM (A) and at (0,0,0.3) m (B), 10 s; vs reference",
+    summary="pulled box: 50 N along world x at the CoM (A) and at (0,0,0.3) m (B), 10 s; vs reference",
+
     expected=f"A: omega = 0, x = f t^2/2m to {TRANSLATION_RTOL:g}; B: RK4, reference, MuJoCo RK4 agree to "
     f"{POSE_TOL:g}",
 )
