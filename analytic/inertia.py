@@ -70,7 +70,6 @@ def rod_end(m: float, length: float) -> np.ndarray:
     return np.diag([1.0, 1.0, 0.0]) * (m * length**2 / 3.0)
 
 
-
 def solid_cone_apex(m: float, h: float, r: float) -> np.ndarray:
     """Solid cone (height h along z, base radius r) about its apex.
 

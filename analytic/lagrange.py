@@ -65,7 +65,6 @@ class LagrangeModel:
         terms = (sp.diff(self.M, qi) * qdi for qi, qdi in zip(self.q, self.qd, strict=True))
         return sum(terms, sp.zeros(self.n, self.n))
 
-
     def _compile(self, expr: sp.Matrix, values: Mapping[str, float]) -> Callable:
         """NumPy function ``(q (..., n), qd (..., n)) -> expr (..., rows, cols)``."""
         missing = [s.name for s in self.params if s.name not in values]

@@ -266,7 +266,6 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
         p = p_par + _times_const(R_par, tree.pos[b])
         for j in np.flatnonzero(tree.joint_body == b):
             R, p, xi, dxi, S = _joint_motion(tree, int(j), R, p, xi, dxi, qpos, qvel, qacc)
-
             motion.append((b, tree.dof_adr[j], S))
         frames.append((R, p, xi, dxi))
         wrench[b] = _body_wrench(tree, b, R, p, xi, dxi)

@@ -58,7 +58,6 @@ def matrix_to_quat(R) -> np.ndarray:
     return q if q[0] >= 0 else -q
 
 
-
 def euler_zyx(quat):
     """``(roll, pitch, yaw)`` of unit quaternions ``(..., 4)``, Z-Y-X convention, rad.
 

@@ -22,4 +22,3 @@ def best_time(fn: Callable[[], T], repeats: int) -> tuple[float, T]:
         out = fn()
         best = min(best, time.perf_counter() - start)
     return best, out
-

@@ -50,7 +50,6 @@ def main() -> None:
     print(f"  bare mj_inverse loop          {t_bare * 1e6:8.3f} us/state")
     print(f"  inverse_dynamics wrapper      {t_wrap * 1e6:8.3f} us/state   "
           f"wrapper/bare = {t_wrap / t_bare:.2f} (aim <= 2)")
-
     for name in ("lagrange", "newton-euler"):
         t = best_time(functools.partial(VARIANTS[name], params, q, qd, qdd), args.repeats)[0] / n
         print(f"  analytic {name:<20} {t * 1e6:8.3f} us/state   analytic/wrapper = {t / t_wrap:.3f} (aim <= 0.1)")

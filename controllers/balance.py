@@ -208,7 +208,6 @@ def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], length
     if lengths.ndim != 1 or lengths.size <= degree or np.any(np.diff(lengths) <= 0):
         raise ValueError(f"lengths must be increasing with more than {degree} entries, got {lengths}")
     gains = np.array([lqr(*linearize(length), Q, R).K for length in lengths])
-
     flat = gains.reshape(len(lengths), -1)
     coeffs = np.polyfit(lengths, flat, degree)
     fitted = np.array([np.polyval(coeffs[:, k], lengths) for k in range(flat.shape[1])]).T

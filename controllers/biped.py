@@ -217,7 +217,6 @@ class BipedController:
                 for a, ad, y1 in zip(est.alpha, est.alpha_rate, est.height_slope, strict=True)
             )
             hips = (left, right)
-
         # Keep each leg symmetric: a PD on alpha_front - alpha_rear, equal and
         # opposite on the leg's two motors, saturated so the sum stays in range.
         angles, rates = est.hip_angles, est.hip_rates
@@ -225,7 +224,6 @@ class BipedController:
             raise ValueError("the biped controller needs each hip motor's encoder: Estimate.hip_angles, hip_rates")
         kp, kd, limit = self.gains.swing_kp, self.gains.swing_kd, self.hip_limit
         left, right = hips
-
         swing_left = -(kp * (angles[0] - angles[1]) + kd * (rates[0] - rates[1])) / 2
         swing_right = -(kp * (angles[2] - angles[3]) + kd * (rates[2] - rates[3])) / 2
         motors = (_clip(left + swing_left, limit), _clip(left - swing_left, limit),

@@ -312,7 +312,6 @@ def unpack(controller: BipedController, state: np.ndarray, times: np.ndarray, ph
         return
     previous = PHASES.index(machine.phase)
     for t, phase in zip(times.tolist(), phases.astype(int).tolist(), strict=True):
-
         if phase != previous:
             machine.transitions.append((float(t), PHASES[phase].value))
             previous = phase

@@ -62,7 +62,6 @@ class Estimate(NamedTuple):
     hip_angles: tuple | None = None  # (4,) per motor: left front, left rear, right front, right rear, rad
     hip_rates: tuple | None = None  # (4,), rad/s
 
-
     @property
     def balance_state(self) -> np.ndarray:
         """``[x, xd, theta, thetad]`` of the wheeled pendulum."""

@@ -139,7 +139,6 @@ class JumpStateMachine:
             return "alpha", p.alpha_land
         return "vmc", nan  # balance and landing
 
-
     @property
     def airborne(self) -> bool:
         """Wheels presumed off the ground: wheel torques are useless (and spin the wheels)."""

@@ -172,12 +172,12 @@ def markdown_table(rows: Sequence[Row]) -> str:
     """The comparison as a markdown table (moments in kg m^2)."""
     head = "| shape | about | formula | analytic (Ixx, Iyy, Izz) | MuJoCo (Ixx, Iyy, Izz) | rel. error | tol | ok |"
     lines = [head, "|" + "---|" * 8]
+
     def fmt(moments) -> str:
         return ", ".join(f"{x:.9g}" for x in moments)
 
     for r in rows:
         lines.append(f"| {r.shape} | {r.about} | {r.formula} | {fmt(r.analytic)} | {fmt(r.mujoco)} | "
-
                      f"{r.rel_error:.1e} | {r.rtol:g} | {'yes' if r.passed else 'NO'} |")
     return "\n".join(lines) + "\n"
 

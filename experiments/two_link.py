@@ -417,7 +417,6 @@ def _crosscheck_experiment(variant: str):
     expected = (EXPECTED_MISMATCH[variant][0] if variant in EXPECTED_MISMATCH
                 else f"agree with mj_inverse to {ATOL:g} N m")
 
-
     @experiment(
         f"two-link-{variant}",
         summary=f"two-link arm, variant {variant!r} vs mj_inverse at random states and along a trajectory",

@@ -92,7 +92,6 @@ def _library_estimates(readings: list[tuple], g: LegGeometry) -> dict[str, np.nd
     """Every step's estimate at once, ``field -> (N, ...)``, from the library's array functions."""
     columns = (np.array(r, dtype=float) for r in zip(*readings, strict=True))
     quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = columns
-
     roll, pitch, yaw = euler_zyx(quat)
     roll_rate, pitch_rate, yaw_rate = euler_rates(roll, pitch, gyro)
     # Each leg's alpha is the mean of its front and rear motor, kept in the reachable range.

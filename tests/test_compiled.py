@@ -193,4 +193,3 @@ def test_a_subclass_runs_its_own_call():
     sc = scenarios.balance_scenario(5.0, 1.0)
     limp, upright = simulate(scenarios.robot(), sc, lazy), simulate(scenarios.robot(), sc, base)
     assert not np.array_equal(limp.height, upright.height)
-

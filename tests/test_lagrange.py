@@ -83,7 +83,6 @@ def test_pr_numeric_matches_spatial_rnea(pr):
 def test_a_missing_inertia_shows_in_the_symbolic_difference(rr):
     # The recipe without link 2's rotational energy: M must differ by i2 entries.
     (q1, q2), (qd1, _) = rr.q, rr.qd
-
     l1, m1, m2, p1, p2, i1, i2, g = rr.params
     wrong = derive(
         rr.q, rr.qd, (m1, m2),

@@ -224,7 +224,6 @@ def test_ground_contact_compute_judge_plot(contact, tmp_path):
     # MuJoCo's default impedance as if it were the matched contact: a stiff constraint, not the spring.
     stiff_drop = dataclasses.replace(contact.drop, mujoco=contact.drop_default_solimp.mujoco)
     wrong = dataclasses.replace(contact, drop=stiff_drop)
-
     verdict, metrics = box.judge_contact(wrong)
     assert not verdict.passed and metrics["passed"] is False
     names = [p.name for p in box.plot_contact(contact, tmp_path)]

@@ -116,7 +116,6 @@ def test_ball_joint_is_refused():
 def test_tree_is_the_rigid_body_part(edit):
     """A model with passive effects gives the tree of its rigid bodies: RNEA equals the rigid-body truth, not
     mj_inverse."""
-
     model = _edit("spatial_arm", edit)
     q, qd, qdd = sample_states(model, 20, seed=11)
     tau = rnea(tree_from_model(model), q, qd, qdd)

@@ -265,7 +265,6 @@ def test_states_file_is_checked(tmp_path):
 def test_active_limit_is_switched_off_and_said_so(tmp_path):
     """A reached joint limit would put constraint forces into mj_inverse: the truth switches it off, the report
     says so."""
-
     limited = USER_ARM.replace('name="elbow" type="hinge" axis="0 0 1"',
                                'name="elbow" type="hinge" axis="0 0 1" range="-0.1 0.1"')
     path = tmp_path / "limited.xml"

@@ -102,6 +102,5 @@ def test_simulator_compute_judge_plot(tmp_path):
     broken = uv.SimulatorResult(result.horizon, result.timestep, {**result.errors, "free_tree": bad},
                                 result.self_divergence)
     verdict, metrics = uv.judge_simulator(broken)
-
     assert not verdict.passed and metrics["max_error"]["free_tree"] == 1e-6
     assert [p.name for p in uv.plot_simulator(result, tmp_path)] == ["trajectory_error.png"]

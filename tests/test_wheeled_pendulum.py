@@ -22,7 +22,6 @@ def test_nonlinear_model_satisfies_2_16_and_2_17():
     r216 = (P.J_pitch + M * length**2) * thdd - (M * P.g * length * np.sin(th) - M * length * xdd * np.cos(th) - T)
     r217 = (M + 2 * m + 2 * P.I / r**2) * xdd - (T / r - M * length * thdd * np.cos(th)
                                                  + M * length * thd**2 * np.sin(th))
-
     assert_close(r216, 0 * th, atol=1e-12)  # residuals of O(100) N m terms: round-off
     assert_close(r217, 0 * th, atol=1e-12)
 

@@ -146,8 +146,7 @@ class _Reached:
         return s[0] - self.alpha1
 
 
-def _check_stroke(
-M: float, tau: float, l1: float, l2: float, l3: float, alpha0: float, alpha1: float,
+def _check_stroke(M: float, tau: float, l1: float, l2: float, l3: float, alpha0: float, alpha1: float,
                   g: float) -> None:
     """Raise ValueError unless the stroke can start: see :func:`extension_stroke`."""
     if not (np.isfinite(M) and M > 0):

@@ -71,7 +71,6 @@ class PendulumParams:
     r: float
     I: float  # noqa: E741 -- eq. 2.16-2.19's symbol, and a public field (PendulumParams(I=...)) read across crossdyn
     J_pitch: float
-
     J_yaw: float
     D: float
     g: float = 9.81

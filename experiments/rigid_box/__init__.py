@@ -133,6 +133,7 @@ __all__ = [
     "SLIDE_RTOL",
 ]
 
+
 @experiment(
     "box-free-rotation",
     summary="torque-free box, omega0=[1,1,1] rad/s, 10 s at 1 ms: the lecture's integrator / RK4 / MuJoCo vs reference",
@@ -147,7 +148,6 @@ def run_free_rotation(ctx: Context) -> dict:
 @experiment(
     "box-pulled",
     summary="pulled box: 50 N along world x at the CoM (A) and at (0,0,0.3) m (B), 10 s; vs reference",
-
     expected=f"A: omega = 0, x = f t^2/2m to {TRANSLATION_RTOL:g}; B: RK4, reference, MuJoCo RK4 agree to "
     f"{POSE_TOL:g}",
 )

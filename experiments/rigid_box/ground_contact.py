@@ -139,8 +139,6 @@ def contact_metrics(tr: rb.Trajectory, half_sizes: np.ndarray) -> dict:
         "bounce_height_m": bounce,
         "airborne_after_touchdown_s": float(airborne.size * (tr.t[1] - tr.t[0])),
         "settling_time_s": float(tr.t[off[-1] + 1] - tr.t[k0]) if settles else float("nan"),
-
-
         "slide_distance_m": float(tr.c[-1, 0] - tr.c[k0, 0]),
         "max_slide_m": float(np.max(tr.c[k0:, 0]) - tr.c[k0, 0]),
         "max_lift_m": float(np.max(tr.c[k0:, 2]) - tr.c[k0, 2]),
@@ -327,4 +325,3 @@ def _contact_explanation(result: ContactResult, predictions: dict, cases: dict) 
         f"(condim 1) the lift is {result.slide_lift_frictionless * 1e3:.1e} mm, so it comes from the soft friction "
         "cone, in which normal and friction forces are solved together."
     )
-

@@ -43,7 +43,6 @@ def _plot_momentum_and_velocity(result: FreeRotationResult) -> Figure:
     axes[0].legend(fontsize=6, ncol=2)
     axes[1].legend(fontsize=6, ncol=2)
     axes[0].set_title("torque-free box: angular momentum and angular velocity (world frame)")
-
     return fig
 
 

@@ -90,7 +90,6 @@ def pulled(point_site: str, duration: float = DURATION, force=FORCE, model: mujo
         n = int(round(duration / h))
         held[h] = mujoco_trajectory(with_options(model, timestep=h), state, n,
                                     held_wrench=_world_point_wrench(force, point))
-
         held_ref[h] = runs["reference"] if h == dt else rb.reference(params, state, np.arange(n + 1) * h, wrench)
     return PulledRun(params, point, runs, held, held_ref)
 
@@ -228,4 +227,3 @@ def _pulled_explanation(a_metrics: dict, b_err: dict, held_err: dict, dts: list,
         "acceleration exactly; the seed's position update (with the new velocity) is first order "
         f"(x relative error {a_metrics['seed']['x_end_rel_error']:.1e} = dt/T)."
     )
-
