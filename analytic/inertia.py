@@ -58,16 +58,16 @@ def box(m: float, w: float, h: float, d: float) -> np.ndarray:
     return np.diag([h**2 + d**2, w**2 + d**2, w**2 + h**2]) * (m / 12.0)
 
 
-def rod_centre(m: float, l: float) -> np.ndarray:
+def rod_centre(m: float, length: float) -> np.ndarray:
     """Thin rod of length l along z, about its centre: m l^2/12 transverse, 0 axial."""
-    _positive(m=m, l=l)
-    return np.diag([1.0, 1.0, 0.0]) * (m * l**2 / 12.0)
+    _positive(m=m, length=length)
+    return np.diag([1.0, 1.0, 0.0]) * (m * length**2 / 12.0)
 
 
-def rod_end(m: float, l: float) -> np.ndarray:
+def rod_end(m: float, length: float) -> np.ndarray:
     """Thin rod of length l along z, about one end: m l^2/3 transverse, 0 axial."""
-    _positive(m=m, l=l)
-    return np.diag([1.0, 1.0, 0.0]) * (m * l**2 / 3.0)
+    _positive(m=m, length=length)
+    return np.diag([1.0, 1.0, 0.0]) * (m * length**2 / 3.0)
 
 
 def solid_cone_apex(m: float, h: float, r: float) -> np.ndarray:

@@ -20,8 +20,8 @@ gravity) and :func:`rr_arm` (SPEC §1's two-link arm, whose symbols are named li
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import sympy as sp
@@ -62,7 +62,8 @@ class LagrangeModel:
     @property
     def Mdot(self) -> sp.Matrix:
         """``dM/dt = sum_i dM/dq_i qd_i``."""
-        return sum((sp.diff(self.M, qi) * qdi for qi, qdi in zip(self.q, self.qd)), sp.zeros(self.n, self.n))
+        terms = (sp.diff(self.M, qi) * qdi for qi, qdi in zip(self.q, self.qd, strict=True))
+        return sum(terms, sp.zeros(self.n, self.n))
 
     def _compile(self, expr: sp.Matrix, values: Mapping[str, float]) -> Callable:
         """NumPy function ``(q (..., n), qd (..., n)) -> expr (..., rows, cols)``."""

@@ -34,8 +34,8 @@ SPEC §3) and :func:`simulate_penalty` for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -154,7 +154,7 @@ class BodyState:
             raise ValueError(f"state R must be a rotation matrix (orthonormal, det +1), got\n{R}")
 
     @classmethod
-    def at_rest(cls, c=(0.0, 0.0, 0.0), R=None, omega=(0.0, 0.0, 0.0), v=(0.0, 0.0, 0.0)) -> "BodyState":
+    def at_rest(cls, c=(0.0, 0.0, 0.0), R=None, omega=(0.0, 0.0, 0.0), v=(0.0, 0.0, 0.0)) -> BodyState:
         """A state with the given fields (identity rotation and zeros by default)."""
         return cls(np.asarray(c, float), np.asarray(v, float), np.eye(3) if R is None else np.asarray(R, float),
                    np.asarray(omega, float))
@@ -566,25 +566,34 @@ def simulate_penalty(params: RigidBodyParams, ground: PenaltyGround, points_body
         c, v, R, omega = out["c"][k], out["v"][k], out["R"][k], out["omega"][k]
         _, _, forces, active = penalty_wrench(ground, points_body, anchors, c, v, R, omega)
         normal[k] = forces[:, 2].sum()
-        # Anchor bookkeeping after the step: new contacts anchor where they are;
-        # a saturated spring drags its anchor so the spring force sits on the cap.
-        pos = c + points_body @ R.T
-        vel = v + np.cross(omega, points_body @ R.T)
-        for i in range(points_body.shape[0]):
-            if not active[i]:
-                anchors[i] = np.nan
-                continue
-            if np.isnan(anchors[i, 0]):
-                anchors[i] = pos[i, :2]
-            elif ground.Kt > 0:
-                fn = forces[i, 2]
-                spring = -ground.Kt * (pos[i, :2] - anchors[i]) - ground.Dt * vel[i, :2]
-                if np.linalg.norm(spring) > ground.mu * fn:
-                    # Place the anchor so that the full (spring + damper) force equals the cap.
-                    cap = forces[i, :2]
-                    anchors[i] = pos[i, :2] + (cap + ground.Dt * vel[i, :2]) / ground.Kt
+        _update_anchors(ground, points_body, anchors, forces, active, c, v, R, omega)
         if k == steps:
             break
         y = _rk4_step(f, k * dt, y, dt)
         _unpack_into(out, k + 1, y)
     return _trajectory(out, dt, steps), normal
+
+
+def _update_anchors(ground: PenaltyGround, points_body: np.ndarray, anchors: np.ndarray, forces: np.ndarray,
+                    active: np.ndarray, c, v, R, omega) -> None:
+    """Move the tangential springs' anchors ``(P, 2)`` (m, in place) after a step, at the state ``c, v, R, omega``.
+
+    New contacts anchor where they are; a saturated spring drags its anchor so the
+    spring force sits on the friction cap; a corner off the ground loses its anchor.
+    ``forces`` ``(P, 3)`` and ``active`` ``(P,)`` are :func:`penalty_wrench`'s at that state.
+    """
+    pos = c + points_body @ R.T
+    vel = v + np.cross(omega, points_body @ R.T)
+    for i in range(points_body.shape[0]):
+        if not active[i]:
+            anchors[i] = np.nan
+            continue
+        if np.isnan(anchors[i, 0]):
+            anchors[i] = pos[i, :2]
+        elif ground.Kt > 0:
+            fn = forces[i, 2]
+            spring = -ground.Kt * (pos[i, :2] - anchors[i]) - ground.Dt * vel[i, :2]
+            if np.linalg.norm(spring) > ground.mu * fn:
+                # Place the anchor so that the full (spring + damper) force equals the cap.
+                cap = forces[i, :2]
+                anchors[i] = pos[i, :2] + (cap + ground.Dt * vel[i, :2]) / ground.Kt

@@ -255,61 +255,85 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
     batch, (qpos, qvel, qacc) = _check_state(tree, qpos, qvel, qacc)
     g = tree.gravity if gravity is None else np.asarray(gravity, dtype=float)
     n, nb = qpos.shape[0], len(tree.parent)
-    qadr, dadr = tree.qpos_adr, tree.dof_adr
-
     eye = np.broadcast_to(np.eye(3), (n, 3, 3))
     world = (eye, np.zeros((n, 3)), np.zeros((n, 6)), np.broadcast_to(np.concatenate([-g, np.zeros(3)]), (n, 6)))
-    frames = []  # per body: (R, p, xi, dxi) in the world
-    motion = []  # per joint: (body, first dof, S (N, 6, k))
+    frames: list[tuple] = []  # per body: (R, p, xi, dxi) in the world
+    motion: list[tuple] = []  # per joint: (body, first dof, S (N, 6, k))
     wrench = np.zeros((nb, n, 6))
     for b in range(nb):
         R_par, p_par, xi, dxi = world if tree.parent[b] < 0 else frames[tree.parent[b]]
         R = _times_const(R_par, tree.rot[b])
         p = p_par + _times_const(R_par, tree.pos[b])
         for j in np.flatnonzero(tree.joint_body == b):
-            kind, qa, da = tree.joint_type[j], qadr[j], dadr[j]
-            if kind == "free":
-                p = qpos[:, qa : qa + 3]
-                R = quat_to_matrix(qpos[:, qa + 3 : qa + 7])
-                # Translation along the world axes (s = [e_i; 0], fixed in the world, so
-                # ds = 0), rotation about the body axes a_k = R e_k through the origin p
-                # (s = [p x a_k; a_k], fixed in the body, so ds = (xi_body x) s).
-                S = np.zeros((n, 6, 6))
-                S[:, :3, :3] = np.eye(3)
-                S[:, :3, 3:] = skew(p) @ R
-                S[:, 3:, 3:] = R
-                xi_trans = xi + np.concatenate([qvel[:, da : da + 3], np.zeros((n, 3))], axis=1)
-                xi_rot = sum(S[:, :, 3 + k] * qvel[:, da + 3 + k, None] for k in range(3))
-                xi = xi_trans + xi_rot
-                dxi = dxi + sum(S[:, :, k] * qacc[:, da + k, None] for k in range(6)) + _cross_motion(xi, xi_rot)
-                motion.append((b, da, S))
-                continue
-            a = _times_const(R, tree.joint_axis[j])
-            angle = qpos[:, qa] - tree.joint_ref[j]
-            if kind == "hinge":
-                anchor = p + _times_const(R, tree.joint_pos[j])
-                s = np.concatenate([_cross(anchor, a), a], axis=1)
-                R = _rotate_about(R, tree.joint_axis[j], angle)
-                p = anchor - _times_const(R, tree.joint_pos[j])
-            else:  # slide
-                s = np.concatenate([a, np.zeros((n, 3))], axis=1)
-                p = p + a * angle[:, None]
-            # s is fixed in the frame it moves from, so ds = (xi_pred x) s.
-            dxi = dxi + _cross_motion(xi, s) * qvel[:, da, None] + s * qacc[:, da, None]
-            xi = xi + s * qvel[:, da, None]
-            motion.append((b, da, s[:, :, None]))
+            R, p, xi, dxi, S = _joint_motion(tree, int(j), R, p, xi, dxi, qpos, qvel, qacc)
+            motion.append((b, tree.dof_adr[j], S))
         frames.append((R, p, xi, dxi))
+        wrench[b] = _body_wrench(tree, b, R, p, xi, dxi)
+    return _joint_forces(tree, wrench, motion).reshape(batch + (tree.nv,))
 
-        c = p + _times_const(R, tree.com[b])
-        # The world-frame inertia about the CoM, R I_body R^T, applied to w and dw.
-        I_w, I_dw = (_mv(R, _mtv(R, w) @ tree.inertia[b].T) for w in (xi[:, 3:], dxi[:, 3:]))
-        momentum = apply_spatial_inertia(tree.mass[b], c, I_w, xi)
-        wrench[b] = apply_spatial_inertia(tree.mass[b], c, I_dw, dxi) + _cross_force(xi, momentum)
 
-    for b in range(nb - 1, -1, -1):  # leaves inward: each body carries its subtree
+def _joint_motion(tree: Tree, j: int, R, p, xi, dxi, qpos, qvel, qacc) -> tuple:
+    """Joint ``j`` acting on its body's frame ``(R, p)`` and motion ``(xi, dxi)``.
+
+    Returns:
+      ``(R, p, xi, dxi, S)``: the frame and motion the joint leaves, and its motion
+      vectors ``S``, ``(N, 6, nv_j)``.
+    """
+    kind, qa, da = tree.joint_type[j], tree.qpos_adr[j], tree.dof_adr[j]
+    if kind == "free":
+        return _free_joint_motion(xi, dxi, qpos[:, qa : qa + 7], qvel[:, da : da + 6], qacc[:, da : da + 6])
+    n = qpos.shape[0]
+    a = _times_const(R, tree.joint_axis[j])
+    angle = qpos[:, qa] - tree.joint_ref[j]
+    if kind == "hinge":
+        anchor = p + _times_const(R, tree.joint_pos[j])
+        s = np.concatenate([_cross(anchor, a), a], axis=1)
+        R = _rotate_about(R, tree.joint_axis[j], angle)
+        p = anchor - _times_const(R, tree.joint_pos[j])
+    else:  # slide
+        s = np.concatenate([a, np.zeros((n, 3))], axis=1)
+        p = p + a * angle[:, None]
+    # s is fixed in the frame it moves from, so ds = (xi_pred x) s.
+    dxi = dxi + _cross_motion(xi, s) * qvel[:, da, None] + s * qacc[:, da, None]
+    xi = xi + s * qvel[:, da, None]
+    return R, p, xi, dxi, s[:, :, None]
+
+
+def _free_joint_motion(xi, dxi, qpos, qvel, qacc) -> tuple:
+    """A free joint's ``(R, p, xi, dxi, S)`` (see :func:`_joint_motion`) from its own
+    ``qpos (N, 7)``, ``qvel (N, 6)``, ``qacc (N, 6)``."""
+    n = qpos.shape[0]
+    p = qpos[:, :3]
+    R = quat_to_matrix(qpos[:, 3:7])
+    # Translation along the world axes (s = [e_i; 0], fixed in the world, so
+    # ds = 0), rotation about the body axes a_k = R e_k through the origin p
+    # (s = [p x a_k; a_k], fixed in the body, so ds = (xi_body x) s).
+    S = np.zeros((n, 6, 6))
+    S[:, :3, :3] = np.eye(3)
+    S[:, :3, 3:] = skew(p) @ R
+    S[:, 3:, 3:] = R
+    xi_trans = xi + np.concatenate([qvel[:, :3], np.zeros((n, 3))], axis=1)
+    xi_rot = sum(S[:, :, 3 + k] * qvel[:, 3 + k, None] for k in range(3))
+    xi = xi_trans + xi_rot
+    dxi = dxi + sum(S[:, :, k] * qacc[:, k, None] for k in range(6)) + _cross_motion(xi, xi_rot)
+    return R, p, xi, dxi, S
+
+
+def _body_wrench(tree: Tree, b: int, R, p, xi, dxi) -> np.ndarray:
+    """``f_b = I^S dxi + (xi x*) I^S xi`` of body ``b`` with frame ``(R, p)``, ``(N, 6)``."""
+    c = p + _times_const(R, tree.com[b])
+    # The world-frame inertia about the CoM, R I_body R^T, applied to w and dw.
+    I_w, I_dw = (_mv(R, _mtv(R, w) @ tree.inertia[b].T) for w in (xi[:, 3:], dxi[:, 3:]))
+    momentum = apply_spatial_inertia(tree.mass[b], c, I_w, xi)
+    return apply_spatial_inertia(tree.mass[b], c, I_dw, dxi) + _cross_force(xi, momentum)
+
+
+def _joint_forces(tree: Tree, wrench: np.ndarray, motion: list) -> np.ndarray:
+    """``u_j = S_j^T f`` with each body carrying its subtree's wrench, ``(N, nv)``; ``wrench`` is summed in place."""
+    for b in range(len(tree.parent) - 1, -1, -1):  # leaves inward: each body carries its subtree
         if tree.parent[b] >= 0:
             wrench[tree.parent[b]] += wrench[b]
-    tau = np.empty((n, tree.nv))
+    tau = np.empty((wrench.shape[1], tree.nv))
     for b, da, S in motion:
         tau[:, da : da + S.shape[2]] = sum(S[:, i, :] * wrench[b][:, i, None] for i in range(6))  # S^T f
-    return tau.reshape(batch + (tree.nv,))
+    return tau

@@ -45,7 +45,7 @@ def matrix_to_quat(R) -> np.ndarray:
     trace = np.trace(R)
     if trace > 0:
         s = 2.0 * np.sqrt(1.0 + trace)
-        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
+        q = np.array([0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s])
     else:
         i = int(np.argmax(np.diag(R)))
         j, k = (i + 1) % 3, (i + 2) % 3
@@ -55,7 +55,6 @@ def matrix_to_quat(R) -> np.ndarray:
         q[1 + i] = 0.25 * s
         q[1 + j] = (R[j, i] + R[i, j]) / s
         q[1 + k] = (R[k, i] + R[i, k]) / s
-    q = np.asarray(q, dtype=float)
     return q if q[0] >= 0 else -q
 
 

@@ -32,8 +32,8 @@ Variants (``VARIANTS``), each ``tau = f(params, q, qd, qdd)`` with arrays of sha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -213,25 +213,40 @@ def newton_euler(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
     inertia about its CoM is taken as ``diag(0, 0, i_k)`` in its link frame.
     """
     q, qd, qdd = _split(q, qd, qdd)
-    p = params
     batch = np.broadcast_shapes(q.shape, qd.shape, qdd.shape)[:-1]
     q, qd, qdd = (np.broadcast_to(a, batch + (2,)) for a in (q, qd, qdd))
+    R, r = _dh_frames(params.l1, q, batch)
+    ws, dws, acs = _outward_pass(params, R, r, qd, qdd, batch)
+    return _inward_pass(params, R, r, ws, dws, acs, batch)
 
-    # Modified DH table: (alpha_{i-1}, a_{i-1}, d_i, theta offset); theta_i = q_i + offset.
-    dh = [(0.0, 0.0, 0.0, -np.pi / 2), (0.0, p.l1, 0.0, 0.0)]
+
+def _link_inertials(p: TwoLinkParams) -> tuple[list, list, list]:
+    """Both links' masses (kg), CoMs in their link frames (m) and inertias about the CoMs (kg m^2)."""
     masses = [p.m1, p.m2]
     coms = [np.array([p.p1, 0.0, 0.0]), np.array([p.p2, 0.0, 0.0])]
     inertias = [np.diag([0.0, 0.0, p.i1]), np.diag([0.0, 0.0, p.i2])]
-    z = np.array([0.0, 0.0, 1.0])
+    return masses, coms, inertias
 
+
+def _dh_frames(l1: float, q: np.ndarray, batch: tuple) -> tuple[list, list]:
+    """Per link, ``R_i`` (frame i in frame i-1, ``(..., 3, 3)``) and ``r_i`` (its origin there, ``(..., 3)``, m)."""
+    # Modified DH table: (alpha_{i-1}, a_{i-1}, d_i, theta offset); theta_i = q_i + offset.
+    dh = [(0.0, 0.0, 0.0, -np.pi / 2), (0.0, l1, 0.0, 0.0)]
     R, r = [], []
     for i, (alpha, a, d, offset) in enumerate(dh):
         R.append(_rot_x(alpha) @ _rot_z(q[..., i] + offset))
         r.append(np.broadcast_to(_rot_x(alpha) @ np.array([a, 0.0, 0.0]) + np.array([0, 0, d]), batch + (3,)))
+    return R, r
 
+
+def _outward_pass(p: TwoLinkParams, R: list, r: list, qd: np.ndarray, qdd: np.ndarray,
+                  batch: tuple) -> tuple[list, list, list]:
+    """Each link's ``w_i`` (rad/s), ``dw_i`` (rad/s^2) and CoM acceleration ``ac_i`` (m/s^2), in its own frame."""
+    _, coms, _ = _link_inertials(p)
+    z = np.array([0.0, 0.0, 1.0])
+    acc = np.broadcast_to(np.array([0.0, p.g, 0.0]), batch + (3,))  # gravity as a base acceleration
     w = np.zeros(batch + (3,))
     dw = np.zeros(batch + (3,))
-    acc = np.broadcast_to(np.array([0.0, p.g, 0.0]), batch + (3,))
     ws, dws, acs = [], [], []
     for i in range(2):
         Ri, ri = R[i], r[i]
@@ -244,8 +259,14 @@ def newton_euler(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
         ws.append(w)
         dws.append(dw)
         acs.append(ac)
+    return ws, dws, acs
 
-    # Inward pass; frame n+1 (the tip) has no load.
+
+def _inward_pass(p: TwoLinkParams, R: list, r: list, ws: list, dws: list, acs: list, batch: tuple) -> np.ndarray:
+    """Joint torques ``(..., 2)``, N m, from the links' forces and moments, tip to base."""
+    masses, coms, inertias = _link_inertials(p)
+    z = np.array([0.0, 0.0, 1.0])
+    # Frame n+1 (the tip) has no load.
     f_next = np.zeros(batch + (3,))
     n_next = np.zeros(batch + (3,))
     R_next = np.broadcast_to(np.eye(3), batch + (3, 3))

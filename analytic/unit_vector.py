@@ -19,7 +19,7 @@ joint's quaternion by the exponential map of its body-frame angular velocity
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -22,8 +22,8 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic import rigid_box as rb
-from crossdyn.experiments.rigid_box import OMEGA0, mujoco_trajectory, rigid_body_params
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.rigid_box import OMEGA0, mujoco_trajectory, rigid_body_params
 from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
 
 

@@ -17,9 +17,9 @@ The control law is ``T = -K (x - x_ref)``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import isfinite
-from typing import Callable
 
 import control
 import numpy as np
@@ -68,7 +68,8 @@ def _weights(Q, R, nx: int, nu: int) -> tuple[np.ndarray, np.ndarray]:
     if not (np.isfinite(Q).all() and np.isfinite(R).all()):
         raise ValueError("LQR weights must be finite")
     if np.linalg.eigvalsh((Q + Q.T) / 2).min() < 0:
-        raise ValueError(f"Q must be positive semi-definite; its smallest eigenvalue is {np.linalg.eigvalsh(Q).min():.3g}")
+        raise ValueError(f"Q must be positive semi-definite; its smallest eigenvalue is "
+                         f"{np.linalg.eigvalsh(Q).min():.3g}")
     if np.linalg.eigvalsh((R + R.T) / 2).min() <= 0:
         raise ValueError("R must be positive definite (a weight on every input)")
     return Q, R
@@ -164,24 +165,37 @@ class GainSchedule:
         """
         if not isfinite(length):
             raise ValueError(f"leg length must be finite, got {length}")
-        l = min(max(float(length), self._low), self._high)
+        length = min(max(float(length), self._low), self._high)
         if self._cubic is not None:  # the default degree, written out: ((c0 l + c1) l + c2) l + c3 per entry
-            return tuple(((c0 * l + c1) * l + c2) * l + c3 for c0, c1, c2, c3 in self._cubic)
+            return tuple(((c0 * length + c1) * length + c2) * length + c3 for c0, c1, c2, c3 in self._cubic)
         gains = list(self._powers[0])
         for c in self._powers[1:]:  # highest power first
-            gains = [k * l + ck for k, ck in zip(gains, c)]
+            gains = [k * length + ck for k, ck in zip(gains, c, strict=True)]
         return tuple(gains)
 
-    def __post_init__(self):
-        # Plain-float copies for ``row`` (the dataclass is frozen; these are derived, not fields):
-        # the coefficients per power, and for a cubic fit per entry (the same operations in the same order).
-        object.__setattr__(self, "_low", float(self.lengths[0]))
-        object.__setattr__(self, "_high", float(self.lengths[-1]))
-        object.__setattr__(self, "_powers", tuple(tuple(c.ravel().tolist()) for c in self.coeffs))
-        object.__setattr__(self, "_cubic", tuple(zip(*self._powers)) if len(self._powers) == 4 else None)
+    # Plain-float copies for ``row``, made on first use (derived from the fields, not fields):
+    # the table's range, the coefficients per power, and for a cubic fit per entry (the same
+    # operations in the same order as on the arrays).
+
+    @functools.cached_property
+    def _low(self) -> float:
+        return float(self.lengths[0])
+
+    @functools.cached_property
+    def _high(self) -> float:
+        return float(self.lengths[-1])
+
+    @functools.cached_property
+    def _powers(self) -> tuple[tuple[float, ...], ...]:
+        return tuple(tuple(c.ravel().tolist()) for c in self.coeffs)
+
+    @functools.cached_property
+    def _cubic(self) -> tuple[tuple[float, ...], ...] | None:
+        return tuple(zip(*self._powers, strict=True)) if len(self._powers) == 4 else None
 
 
-def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], lengths, Q, R, degree: int = 3) -> GainSchedule:
+def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], lengths, Q, R,
+             degree: int = 3) -> GainSchedule:
     """Design an LQR at each leg length and fit each gain entry with a polynomial.
 
     Args:
@@ -193,7 +207,7 @@ def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], length
     lengths = np.asarray(lengths, dtype=float)
     if lengths.ndim != 1 or lengths.size <= degree or np.any(np.diff(lengths) <= 0):
         raise ValueError(f"lengths must be increasing with more than {degree} entries, got {lengths}")
-    gains = np.array([lqr(*linearize(l), Q, R).K for l in lengths])
+    gains = np.array([lqr(*linearize(length), Q, R).K for length in lengths])
     flat = gains.reshape(len(lengths), -1)
     coeffs = np.polyfit(lengths, flat, degree)
     fitted = np.array([np.polyval(coeffs[:, k], lengths) for k in range(flat.shape[1])]).T

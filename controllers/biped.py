@@ -19,8 +19,8 @@ rolling resistance).
 from __future__ import annotations
 
 import functools
-from math import nan
 from dataclasses import dataclass, field, replace
+from math import nan
 from typing import NamedTuple
 
 import numpy as np
@@ -210,16 +210,19 @@ class BipedController:
             hips = (value, value)
         else:  # leg-angle PD (jump phases) with the body's weight fed forward while on the ground
             on_ground = phase in (Phase.CROUCH, Phase.LANDING)
-            hips = tuple(
+            left, right = (
                 _clip(self.gains.alpha_kp * (value - a) - self.gains.alpha_kd * ad
                       + (0.25 * self.params.M * self.params.g * y1 if on_ground else 0.0),  # eq. 2.30, P = M g / 2
                       self.hip_limit)
-                for a, ad, y1 in zip(est.alpha, est.alpha_rate, est.height_slope)
+                for a, ad, y1 in zip(est.alpha, est.alpha_rate, est.height_slope, strict=True)
             )
+            hips = (left, right)
         # Keep each leg symmetric: a PD on alpha_front - alpha_rear, equal and
         # opposite on the leg's two motors, saturated so the sum stays in range.
-        angles, rates, kp, kd, limit = est.hip_angles, est.hip_rates, self.gains.swing_kp, self.gains.swing_kd, \
-            self.hip_limit
+        angles, rates = est.hip_angles, est.hip_rates
+        if angles is None or rates is None:
+            raise ValueError("the biped controller needs each hip motor's encoder: Estimate.hip_angles, hip_rates")
+        kp, kd, limit = self.gains.swing_kp, self.gains.swing_kd, self.hip_limit
         left, right = hips
         swing_left = -(kp * (angles[0] - angles[1]) + kd * (rates[0] - rates[1])) / 2
         swing_right = -(kp * (angles[2] - angles[3]) + kd * (rates[2] - rates[3])) / 2

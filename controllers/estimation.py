@@ -59,8 +59,8 @@ class Estimate(NamedTuple):
     height_rate: tuple
     height_slope: tuple  # (left, right) dy/dalpha, m/rad: the five-bar's lever (eq. 2.29)
     accel: float  # |specific force| from the accelerometer, m/s^2 (about 0 in free fall)
-    hip_angles: tuple = None  # (4,) per motor: left front, left rear, right front, right rear, rad
-    hip_rates: tuple = None  # (4,), rad/s
+    hip_angles: tuple | None = None  # (4,) per motor: left front, left rear, right front, right rear, rad
+    hip_rates: tuple | None = None  # (4,), rad/s
 
     @property
     def balance_state(self) -> np.ndarray:
@@ -116,31 +116,10 @@ class Estimator:
         Raises:
           ValueError: a non-finite reading (a sensor fault or a diverged simulation).
         """
-        w, qx, qy, qz = quat
-        wx, wy, wz = gyro
-        ax, ay, az = accel
         hip_pos, hip_vel = tuple(hip_pos), tuple(hip_vel)
-        wheel_pos_l, wheel_pos_r = wheel_pos
-        wheel_vel_l, wheel_vel_r = wheel_vel
-        # A NaN or infinity anywhere makes the sum non-finite; a finite sum means every
-        # reading is finite (checked one by one only when the sum overflows).
-        total = (w + qx + qy + qz + wx + wy + wz + ax + ay + az + sum(hip_pos) + sum(hip_vel) + wheel_pos_l
-                 + wheel_pos_r + wheel_vel_l + wheel_vel_r)
-        if not isfinite(total) and not all(isfinite(v) for v in (w, qx, qy, qz, wx, wy, wz, ax, ay, az, *hip_pos,
-                                                                  *hip_vel, *wheel_pos, *wheel_vel)):
-            raise ValueError("non-finite sensor reading: the state cannot be estimated")
+        _check_finite(quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel)
         g = self.geometry
-
-        # Z-Y-X Euler angles and their rates (analytic.rotation.euler_zyx / euler_rates, one sample).
-        roll = atan2(2 * (w * qx + qy * qz), 1 - 2 * (qx * qx + qy * qy))
-        s = 2 * (w * qy - qz * qx)
-        pitch = asin(1.0 if s > 1.0 else -1.0 if s < -1.0 else s)
-        yaw = atan2(2 * (w * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
-        sr, cr, cp, tp = sin(roll), cos(roll), cos(pitch), tan(pitch)
-        roll_rate = wx + sr * tp * wy + cr * tp * wz
-        pitch_rate = cr * wy - sr * wz
-        yaw_rate = (sr * wy + cr * wz) / cp
-
+        roll, pitch, yaw, roll_rate, pitch_rate, yaw_rate = _euler_zyx(quat, gyro)
         if self._yaw_prev is not None:
             self._yaw_turns -= 2 * pi * round((yaw - self._yaw_prev) / (2 * pi))
         self._yaw_prev = yaw
@@ -149,6 +128,7 @@ class Estimator:
         ar, adr, yr, y1r, phir, dphir = self._leg(hip_pos[2], hip_pos[3], hip_vel[2], hip_vel[3])
         # Wheel rotation in the world = encoder + shank pitch (body pitch + phi); rolling
         # without slip, the axle moves r times that.
+        (wheel_pos_l, wheel_pos_r), (wheel_vel_l, wheel_vel_r), (ax, ay, az) = wheel_pos, wheel_vel, accel
         x = g.r * 0.5 * ((wheel_pos_l + pitch + phil) + (wheel_pos_r + pitch + phir))
         if self._x0 is None:
             self._x0 = x
@@ -190,3 +170,32 @@ class Estimator:
         root = sqrt(g.l3 * g.l3 - a * a)
         return (alpha, 0.5 * (front_rate + rear_rate), root - g.l2 * s, -a * (g.l2 * s) / root - g.l2 * c,
                 asin(a / g.l3), g.l2 * s / root)
+
+
+def _check_finite(quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel) -> None:
+    """Raise ValueError if any reading is NaN or infinite (a sensor fault or a diverged simulation)."""
+    w, qx, qy, qz = quat
+    wx, wy, wz = gyro
+    ax, ay, az = accel
+    wheel_pos_l, wheel_pos_r = wheel_pos
+    wheel_vel_l, wheel_vel_r = wheel_vel
+    # A NaN or infinity anywhere makes the sum non-finite; a finite sum means every
+    # reading is finite (checked one by one only when the sum overflows).
+    total = (w + qx + qy + qz + wx + wy + wz + ax + ay + az + sum(hip_pos) + sum(hip_vel) + wheel_pos_l
+             + wheel_pos_r + wheel_vel_l + wheel_vel_r)
+    if not isfinite(total) and not all(isfinite(v) for v in (w, qx, qy, qz, wx, wy, wz, ax, ay, az, *hip_pos,
+                                                              *hip_vel, *wheel_pos, *wheel_vel)):
+        raise ValueError("non-finite sensor reading: the state cannot be estimated")
+
+
+def _euler_zyx(quat, gyro) -> tuple[float, float, float, float, float, float]:
+    """``(roll, pitch, yaw, roll_rate, pitch_rate, yaw_rate)`` of one sample, rad and rad/s:
+    ``analytic.rotation.euler_zyx`` and ``euler_rates`` in plain floats."""
+    w, qx, qy, qz = quat
+    wx, wy, wz = gyro
+    roll = atan2(2 * (w * qx + qy * qz), 1 - 2 * (qx * qx + qy * qy))
+    s = 2 * (w * qy - qz * qx)
+    pitch = asin(1.0 if s > 1.0 else -1.0 if s < -1.0 else s)
+    yaw = atan2(2 * (w * qz + qx * qy), 1 - 2 * (qy * qy + qz * qz))
+    sr, cr, cp, tp = sin(roll), cos(roll), cos(pitch), tan(pitch)
+    return roll, pitch, yaw, wx + sr * tp * wy + cr * tp * wz, cr * wy - sr * wz, (sr * wy + cr * wz) / cp

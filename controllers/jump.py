@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from math import nan
 
 import numpy as np
 
@@ -119,16 +120,24 @@ class JumpStateMachine:
         return self.phase
 
     def leg_target(self) -> tuple[str, float]:
-        """``("torque", tau)`` in thrust, ``("vmc", nan)`` in balance and landing, else ``("alpha", target)``."""
-        p = self.plan
-        return {
-            Phase.BALANCE: ("vmc", float("nan")),
-            Phase.CROUCH: ("alpha", p.alpha_crouch),
-            Phase.THRUST: ("torque", p.thrust_torque),
-            Phase.RETRACT: ("alpha", p.alpha_flight),
-            Phase.FLIGHT: ("alpha", p.alpha_land),
-            Phase.LANDING: ("vmc", float("nan")),
-        }[self.phase]
+        """``("torque", tau)`` in thrust, ``("vmc", nan)`` in balance and landing, else ``("alpha", target)``.
+
+        Raises:
+          ValueError: in thrust with a plan whose ``thrust_torque`` is None (not filled in).
+        """
+        p, phase = self.plan, self.phase
+        if phase is Phase.THRUST:
+            if p.thrust_torque is None:
+                raise ValueError("JumpPlan.thrust_torque is None (the motors' limit): BipedController fills it in; "
+                                 "a state machine driven on its own needs a torque, N m")
+            return "torque", p.thrust_torque
+        if phase is Phase.CROUCH:
+            return "alpha", p.alpha_crouch
+        if phase is Phase.RETRACT:
+            return "alpha", p.alpha_flight
+        if phase is Phase.FLIGHT:
+            return "alpha", p.alpha_land
+        return "vmc", nan  # balance and landing
 
     @property
     def airborne(self) -> bool:

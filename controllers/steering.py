@@ -13,7 +13,6 @@ positive), so ``dT = -J_eff * (wanted yaw acceleration)``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from math import pi
 
 __all__ = ["YawGains", "yaw_gains", "yaw_torque", "split_wheel_torque"]

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, leg_forces
 
 __all__ = ["LegGains", "virtual_forces", "hip_torques"]

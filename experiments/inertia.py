@@ -18,6 +18,7 @@ modelled system, so they live here rather than in an MJCF file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,38 +142,41 @@ def inertia_rows(model: mujoco.MjModel | None = None) -> list[Row]:
     def add(shape, about, formula, analytic, mj_tensor, rtol):
         rows.append(Row(shape, about, formula, np.diag(analytic).copy(), np.diag(mj_tensor).copy(), rtol))
 
-    I, _ = _principal_world(model, "sphere")
-    add("solid sphere", "centre", "2/5 m r^2", inertia.solid_sphere(m, SPHERE_R), I, PRIMITIVE_RTOL)
-    I, _ = _principal_world(model, "shell")
-    add("spherical shell (shellinertia)", "centre", "2/3 m r^2", inertia.spherical_shell(m, SPHERE_R), I,
+    tensor, _ = _principal_world(model, "sphere")
+    add("solid sphere", "centre", "2/5 m r^2", inertia.solid_sphere(m, SPHERE_R), tensor, PRIMITIVE_RTOL)
+    tensor, _ = _principal_world(model, "shell")
+    add("spherical shell (shellinertia)", "centre", "2/3 m r^2", inertia.spherical_shell(m, SPHERE_R), tensor,
         PRIMITIVE_RTOL)
-    I, _ = _principal_world(model, "ellipsoid")
-    add("ellipsoid", "centre", "m/5 (b^2+c^2, a^2+c^2, a^2+b^2)", inertia.ellipsoid(m, *ELLIPSOID_ABC), I,
+    tensor, _ = _principal_world(model, "ellipsoid")
+    add("ellipsoid", "centre", "m/5 (b^2+c^2, a^2+c^2, a^2+b^2)", inertia.ellipsoid(m, *ELLIPSOID_ABC), tensor,
         PRIMITIVE_RTOL)
-    I, _ = _principal_world(model, "box")
-    add("box", "centre", "m/12 (h^2+d^2, w^2+d^2, w^2+h^2)", inertia.box(m, *BOX_WHD), I, PRIMITIVE_RTOL)
-    I, _ = _principal_world(model, "rod")
+    tensor, _ = _principal_world(model, "box")
+    add("box", "centre", "m/12 (h^2+d^2, w^2+d^2, w^2+h^2)", inertia.box(m, *BOX_WHD), tensor, PRIMITIVE_RTOL)
+    tensor, _ = _principal_world(model, "rod")
     # The rod's axial moment is 0 in the formula and m r^2/2 ~ 1e-10 in MuJoCo's cylinder; compare the
     # transverse moments only (the row's analytic 0 is skipped by rel_error).
-    add("thin rod (cylinder r=1e-5 m)", "centre", "m l^2/12", inertia.rod_centre(m, ROD_L), I, PRIMITIVE_RTOL)
+    add("thin rod (cylinder r=1e-5 m)", "centre", "m l^2/12", inertia.rod_centre(m, ROD_L), tensor, PRIMITIVE_RTOL)
     end = np.array([0.0, 0.0, ROD_L / 2])
     add("thin rod (cylinder r=1e-5 m)", "end", "m l^2/3", inertia.rod_end(m, ROD_L),
-        inertia.parallel_axis(I, m, end), PRIMITIVE_RTOL)
-    I, com = _principal_world(model, "cone")
+        inertia.parallel_axis(tensor, m, end), PRIMITIVE_RTOL)
+    tensor, com = _principal_world(model, "cone")
     apex = -com  # the mesh was built with its apex at the body origin; MuJoCo's CoM is at ipos
-    add("solid cone (mesh, N=%d)" % CONE_SEGMENTS, "apex", "3/5 m h^2 + 3/20 m r^2, 3/10 m r^2",
-        inertia.solid_cone_apex(m, CONE_H, CONE_R), inertia.parallel_axis(I, m, apex), MESH_RTOL)
-    add("solid cone (mesh, N=%d)" % CONE_SEGMENTS, "centroid", "3/80 m h^2 + 3/20 m r^2, 3/10 m r^2",
-        inertia.solid_cone_centroid(m, CONE_H, CONE_R), I, MESH_RTOL)
+    add(f"solid cone (mesh, N={CONE_SEGMENTS})", "apex", "3/5 m h^2 + 3/20 m r^2, 3/10 m r^2",
+        inertia.solid_cone_apex(m, CONE_H, CONE_R), inertia.parallel_axis(tensor, m, apex), MESH_RTOL)
+    add(f"solid cone (mesh, N={CONE_SEGMENTS})", "centroid", "3/80 m h^2 + 3/20 m r^2, 3/10 m r^2",
+        inertia.solid_cone_centroid(m, CONE_H, CONE_R), tensor, MESH_RTOL)
     return rows
 
 
-def markdown_table(rows: list[Row]) -> str:
+def markdown_table(rows: Sequence[Row]) -> str:
     """The comparison as a markdown table (moments in kg m^2)."""
     head = "| shape | about | formula | analytic (Ixx, Iyy, Izz) | MuJoCo (Ixx, Iyy, Izz) | rel. error | tol | ok |"
     lines = [head, "|" + "---|" * 8]
+
+    def fmt(moments) -> str:
+        return ", ".join(f"{x:.9g}" for x in moments)
+
     for r in rows:
-        fmt = lambda a: ", ".join(f"{x:.9g}" for x in a)  # noqa: E731
         lines.append(f"| {r.shape} | {r.about} | {r.formula} | {fmt(r.analytic)} | {fmt(r.mujoco)} | "
                      f"{r.rel_error:.1e} | {r.rtol:g} | {'yes' if r.passed else 'NO'} |")
     return "\n".join(lines) + "\n"
@@ -213,7 +217,8 @@ def judge_inertia(result: InertiaResult) -> tuple[Verdict, dict]:
     rows = result.rows
     worst_primitive = max(r.rel_error for r in rows if r.rtol == PRIMITIVE_RTOL)
     worst_mesh = max(r.rel_error for r in rows if r.rtol == MESH_RTOL)
-    verdict = Verdict(all(r.passed for r in rows), f"primitives {worst_primitive:.1e} rel, mesh cone {worst_mesh:.1e} rel")
+    verdict = Verdict(all(r.passed for r in rows),
+                      f"primitives {worst_primitive:.1e} rel, mesh cone {worst_mesh:.1e} rel")
     naive, centroid = result.cone_apex_formula_vs_mujoco_com_inertia_rel, result.cone_centroid_from_apex_m
     return verdict, {
         **verdict.as_metrics(),

@@ -160,7 +160,8 @@ def plot_symbolic(result: SymbolicResult, out_dir) -> list[Path]:
 
 @experiment(
     "lagrange-symbolic",
-    summary="seed 003's Lagrange recipe in SymPy: PR and RR arms; RR vs the closed-form two-link dynamics and mj_inverse, PR vs RNEA",
+    summary="seed 003's Lagrange recipe in SymPy: PR and RR arms; RR vs the closed-form two-link dynamics and "
+    "mj_inverse, PR vs RNEA",
     expected="RR equals the closed form symbolically; M SPD, Mdot-2C skew; numeric checks to 1e-9",
 )
 def lagrange_symbolic(ctx: Context) -> dict:

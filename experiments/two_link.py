@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import mujoco
 import numpy as np
@@ -66,7 +66,8 @@ _GEOM_TOL = 1e-9
 
 _CONVENTION = "see README 'Check a two-link arm derivation'"
 _ELSEWHERE = ("for an arm drawn in another convention, check your own derivation with "
-              "'crossdyn check derivation FILE.py:FUNC --mjcf MODEL' (README 'Check your own derivation of your own robot')")
+              "'crossdyn check derivation FILE.py:FUNC --mjcf MODEL' "
+              "(README 'Check your own derivation of your own robot')")
 
 
 def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
@@ -86,72 +87,17 @@ def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
         zero pose, CoM placement) with the values found, and pointing an arm in
         another convention to ``check derivation``.
     """
-    structure = []
-    if model.njnt != 2 or model.nv != 2:
-        structure.append(f"a two-link arm needs exactly 2 joints, this model has {model.njnt} (nv={model.nv})")
-    for j in range(min(model.njnt, 2)):
-        if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
-            kind = mujoco.mjtJoint(model.jnt_type[j]).name
-            structure.append(f"joint {model.joint(j).name!r} is {kind}; a two-link arm needs two hinge joints")
-    if model.njnt >= 2:
-        b1, b2 = int(model.jnt_bodyid[0]), int(model.jnt_bodyid[1])
-        if model.body_parentid[b1] != 0 or model.body_parentid[b2] != b1:
-            structure.append("the two joints must form a chain world -> link 1 -> link 2")
-    problems = list(structure)
-    gravity = np.array(model.opt.gravity)
-    g = float(np.linalg.norm(gravity))
-    if g == 0 or np.linalg.norm(gravity / g - [0.0, -1.0, 0.0]) > _GEOM_TOL:
-        problems.append(f"gravity must point along -y, this model has gravity={gravity.tolist()}")
-    if np.any(model.qpos0 != 0):
-        problems.append(f"qpos0 must be zero (the hanging pose), found {model.qpos0.tolist()}")
+    structure = _chain_problems(model)
+    problems = structure + _frame_problems(model)
     if structure:  # without two hinges in a chain there is no geometry to read
         raise ModelError(_violations(problems))
-
-    others = np.ones(model.nbody, dtype=bool)
-    others[[b1, b2]] = False
-    other_mass = float(model.body_mass[others].sum())
-    if other_mass > 0:
-        problems.append(f"bodies other than the two links carry {other_mass:g} kg; the closed form has two bodies")
-
+    b1, b2 = int(model.jnt_bodyid[0]), int(model.jnt_bodyid[1])
+    problems += _extra_mass_problems(model, (b1, b2))
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)  # at qpos0: the reference pose
-    for j in range(2):
-        axis = data.xaxis[j]
-        if abs(abs(axis[2]) - 1.0) > _GEOM_TOL:
-            problems.append(f"joint {model.joint(j).name!r} axis is {axis.round(6).tolist()} in the world; it must be +z")
-        elif axis[2] < 0:
-            problems.append(f"joint {model.joint(j).name!r} axis is -z; the convention takes +z (counter-clockwise positive)")
-    anchor1, anchor2 = data.xanchor[0], data.xanchor[1]
-    com1, com2 = data.xipos[b1], data.xipos[b2]
-    for name, point in (("joint 2 anchor", anchor2), ("link 1 CoM", com1), ("link 2 CoM", com2)):
-        if abs(point[2] - anchor1[2]) > _GEOM_TOL:
-            problems.append(f"{name} is off the arm's plane by {point[2] - anchor1[2]:.3g} m in z")
-
-    down = np.array([0.0, -1.0, 0.0])
-    link1 = anchor2 - anchor1
-    l1 = float(np.linalg.norm(link1))
-    if l1 == 0:
-        problems.append("joint 2 sits on joint 1's axis; link 1 has zero length")
-    elif np.linalg.norm(link1 / l1 - down) > 1e-6:
-        problems.append(f"at q = 0 link 1 must hang straight down (-y), it points along {(link1 / l1).round(6).tolist()}")
-
-    def along(point, origin, name):
-        offset = point - origin
-        lateral = offset - (offset @ down) * down
-        if np.linalg.norm(lateral) > 1e-6:
-            problems.append(f"{name} is {np.linalg.norm(lateral):.3g} m off the link's line at q = 0; "
-                            "the closed form needs each CoM on its link")
-        return float(offset @ down)
-
-    p1 = along(com1, anchor1, "link 1 CoM")
-    p2 = along(com2, anchor2, "link 2 CoM")
-    l2 = 2.0 * p2
-    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, "tip") >= 0:
-        tip = model.site("tip")
-        if model.site_bodyid[tip.id] != b2:
-            problems.append("site 'tip' must be on link 2")
-        else:
-            l2 = along(data.site_xpos[tip.id], anchor2, "site 'tip'")
+    problems += _plane_problems(model, data, (b1, b2))
+    (l1, l2, p1, p2), line_problems = _lengths(model, data, (b1, b2))
+    problems += line_problems
     if problems:
         raise ModelError(_violations(problems))
 
@@ -159,17 +105,109 @@ def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
         rot = data.ximat[body].reshape(3, 3)
         return float((rot @ np.diag(model.body_inertia[body]) @ rot.T)[2, 2])
 
-    return TwoLinkParams(
-        l1=l1,
-        l2=l2,
-        m1=float(model.body_mass[b1]),
-        m2=float(model.body_mass[b2]),
-        p1=p1,
-        p2=p2,
-        i1=inertia_zz(b1),
-        i2=inertia_zz(b2),
-        g=g,
-    )
+    return TwoLinkParams(l1=l1, l2=l2, m1=float(model.body_mass[b1]), m2=float(model.body_mass[b2]), p1=p1, p2=p2,
+                         i1=inertia_zz(b1), i2=inertia_zz(b2), g=float(np.linalg.norm(model.opt.gravity)))
+
+
+# The problems two_link_params reports, each a list of one-line strings in the order they are met.
+
+
+def _chain_problems(model: mujoco.MjModel) -> list[str]:
+    """Two hinge joints in a chain world -> link 1 -> link 2."""
+    problems = []
+    if model.njnt != 2 or model.nv != 2:
+        problems.append(f"a two-link arm needs exactly 2 joints, this model has {model.njnt} (nv={model.nv})")
+    for j in range(min(model.njnt, 2)):
+        if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
+            kind = mujoco.mjtJoint(model.jnt_type[j]).name
+            problems.append(f"joint {model.joint(j).name!r} is {kind}; a two-link arm needs two hinge joints")
+    if model.njnt >= 2:
+        b1, b2 = int(model.jnt_bodyid[0]), int(model.jnt_bodyid[1])
+        if model.body_parentid[b1] != 0 or model.body_parentid[b2] != b1:
+            problems.append("the two joints must form a chain world -> link 1 -> link 2")
+    return problems
+
+
+def _frame_problems(model: mujoco.MjModel) -> list[str]:
+    """Gravity along -y and the hanging pose at ``qpos0 = 0``."""
+    problems = []
+    gravity = np.array(model.opt.gravity)
+    g = float(np.linalg.norm(gravity))
+    if g == 0 or np.linalg.norm(gravity / g - [0.0, -1.0, 0.0]) > _GEOM_TOL:
+        problems.append(f"gravity must point along -y, this model has gravity={gravity.tolist()}")
+    if np.any(model.qpos0 != 0):
+        problems.append(f"qpos0 must be zero (the hanging pose), found {model.qpos0.tolist()}")
+    return problems
+
+
+def _extra_mass_problems(model: mujoco.MjModel, links: tuple[int, int]) -> list[str]:
+    """No mass outside the two links."""
+    others = np.ones(model.nbody, dtype=bool)
+    others[list(links)] = False
+    other_mass = float(model.body_mass[others].sum())
+    if other_mass > 0:
+        return [f"bodies other than the two links carry {other_mass:g} kg; the closed form has two bodies"]
+    return []
+
+
+def _plane_problems(model: mujoco.MjModel, data: mujoco.MjData, links: tuple[int, int]) -> list[str]:
+    """Both axes along world +z, joint 2 and both CoMs in joint 1's plane (``data`` at ``qpos0``)."""
+    problems = []
+    for j in range(2):
+        axis = data.xaxis[j]
+        if abs(abs(axis[2]) - 1.0) > _GEOM_TOL:
+            problems.append(f"joint {model.joint(j).name!r} axis is {axis.round(6).tolist()} in the world; "
+                            "it must be +z")
+        elif axis[2] < 0:
+            problems.append(f"joint {model.joint(j).name!r} axis is -z; the convention takes +z "
+                            "(counter-clockwise positive)")
+    anchor1 = data.xanchor[0]
+    for name, point in (("joint 2 anchor", data.xanchor[1]), ("link 1 CoM", data.xipos[links[0]]),
+                        ("link 2 CoM", data.xipos[links[1]])):
+        if abs(point[2] - anchor1[2]) > _GEOM_TOL:
+            problems.append(f"{name} is off the arm's plane by {point[2] - anchor1[2]:.3g} m in z")
+    return problems
+
+
+_DOWN = np.array([0.0, -1.0, 0.0])  # the links' direction at q = 0
+
+
+def _along(point: np.ndarray, origin: np.ndarray, name: str) -> tuple[float, list[str]]:
+    """``point``'s distance from ``origin`` down the hanging link (m), and a problem if it is off that line."""
+    offset = point - origin
+    lateral = offset - (offset @ _DOWN) * _DOWN
+    problems = []
+    if np.linalg.norm(lateral) > 1e-6:
+        problems.append(f"{name} is {np.linalg.norm(lateral):.3g} m off the link's line at q = 0; "
+                        "the closed form needs each CoM on its link")
+    return float(offset @ _DOWN), problems
+
+
+def _lengths(model: mujoco.MjModel, data: mujoco.MjData,
+             links: tuple[int, int]) -> tuple[tuple[float, float, float, float], list[str]]:
+    """``(l1, l2, p1, p2)``, m, read at the hanging pose, and the problems met reading them."""
+    problems = []
+    anchor1, anchor2 = data.xanchor[0], data.xanchor[1]
+    link1 = anchor2 - anchor1
+    l1 = float(np.linalg.norm(link1))
+    if l1 == 0:
+        problems.append("joint 2 sits on joint 1's axis; link 1 has zero length")
+    elif np.linalg.norm(link1 / l1 - _DOWN) > 1e-6:
+        problems.append("at q = 0 link 1 must hang straight down (-y), it points along "
+                        f"{(link1 / l1).round(6).tolist()}")
+    p1, off_line = _along(data.xipos[links[0]], anchor1, "link 1 CoM")
+    problems += off_line
+    p2, off_line = _along(data.xipos[links[1]], anchor2, "link 2 CoM")
+    problems += off_line
+    l2 = 2.0 * p2
+    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, "tip") >= 0:
+        tip = model.site("tip")
+        if model.site_bodyid[tip.id] != links[1]:
+            problems.append("site 'tip' must be on link 2")
+        else:
+            l2, off_line = _along(data.site_xpos[tip.id], anchor2, "site 'tip'")
+            problems += off_line
+    return (l1, l2, p1, p2), problems
 
 
 def _violations(problems: list[str]) -> str:
@@ -291,7 +329,8 @@ def crosscheck_variant(variant: str, samples: int = SAMPLES, seed: int = 0) -> V
     report, params = check_variant(variant, model, samples=samples, seed=seed)
     q, qd, qdd = trajectory(np.linspace(0.0, DURATION, 501))
     along = float(np.abs(VARIANTS[variant](params, q, qd, qdd) - inverse_dynamics(model, q, qd, qdd)).max())
-    attribution = EXPECTED_MISMATCH[variant][1](params, report, model, samples, seed) if variant in EXPECTED_MISMATCH else {}
+    attribution = (EXPECTED_MISMATCH[variant][1](params, report, model, samples, seed)
+                   if variant in EXPECTED_MISMATCH else {})
     return VariantCheck(variant, default_model(variant), params, report, along, attribution)
 
 
@@ -330,7 +369,8 @@ def _judge_missing_centrifugal(result: VariantCheck) -> Verdict:
     a = result.attribution
     found = (result.report.failing_terms == ["velocity"] and a["velocity_error_joint1"] <= ATOL
              and a["residual_after_h_qd1_squared"] <= ATOL)
-    return Verdict(found, f"velocity terms of joint 2 only; error is -h qd1^2 to {a['residual_after_h_qd1_squared']:.0e}"
+    residual = a["residual_after_h_qd1_squared"]
+    return Verdict(found, f"velocity terms of joint 2 only; error is -h qd1^2 to {residual:.0e}"
                    if found else f"not attributed as expected: {result.report.diagnosis}")
 
 
@@ -374,7 +414,8 @@ def plot_variant(result: VariantCheck, out_dir) -> list[Path]:
 
 def _crosscheck_experiment(variant: str):
     """Register the cross-check experiment of one variant (one function, a parameter)."""
-    expected = EXPECTED_MISMATCH[variant][0] if variant in EXPECTED_MISMATCH else f"agree with mj_inverse to {ATOL:g} N m"
+    expected = (EXPECTED_MISMATCH[variant][0] if variant in EXPECTED_MISMATCH
+                else f"agree with mj_inverse to {ATOL:g} N m")
 
     @experiment(
         f"two-link-{variant}",
@@ -589,7 +630,7 @@ def judge_attribution(result: AttributionResult) -> tuple[Verdict, dict]:
     Returns:
       The verdict and the experiment's metrics (the verdict's keys included).
     """
-    cases = {}
+    cases: dict[str, dict] = {}
     for fault, report in result.reports.items():
         blamed = FAULTS[fault][1]
         expected = [] if blamed is None else [blamed]

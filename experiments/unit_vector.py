@@ -44,7 +44,7 @@ def initial_state(model: mujoco.MjModel, seed: int) -> tuple[np.ndarray, np.ndar
     rng = np.random.default_rng(seed)
     tree = tree_from_model(model)
     qpos = model.qpos0.copy()
-    for kind, qa in zip(tree.joint_type, tree.qpos_adr):
+    for kind, qa in zip(tree.joint_type, tree.qpos_adr, strict=True):
         if kind == "free":
             quat = np.array([1.0, *rng.uniform(-0.3, 0.3, 3)])
             qpos[qa + 3 : qa + 7] = quat / np.linalg.norm(quat)

@@ -1,62 +1,72 @@
-"""The plain-float per-step path agrees with today's NumPy implementation to 1e-12.
+"""The per-step estimator and controller in plain floats agree with the library's array functions.
 
-``tests/biped_reference.py`` keeps the estimator and controller as they were
-before the speed rewrite (NumPy arrays per step).  Here both are driven with the
-same recorded inputs, taken from closed-loop runs that visit every branch: a
-sensor-based balance recovery with a push, velocity tracking and a turn, a
-height change, and a jump (crouch, thrust, retract, flight, landing).
+``Estimator.update`` writes the Z-Y-X Euler angles, the five-bar (eq. 3.2, 2.29) and
+the shank angle out in plain floats for speed, one sample at a time.  Here a whole
+recorded run is estimated a second way, vectorized over time with the library's
+NumPy functions (``analytic.rotation.euler_zyx`` and ``euler_rates``,
+``five_bar.height_derivatives``, ``estimation.shank_angle``, ``np.unwrap``), from
+closed-loop runs that visit every branch: a sensor-based balance recovery with a
+push, velocity tracking and a turn, a height change, a jump (crouch, thrust,
+retract, flight, landing) and a turn past +-180 deg.  The controller's float paths
+are checked against their array forms piece by piece (gain row, leg forces).  The
+compiled step is checked against these readable classes bit for bit in
+``test_compiled.py``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from unittest import mock
 
 import numpy as np
 import pytest
 
-from biped_reference import ReferenceController, ReferenceEstimator
+from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped.wheeled_pendulum import leg_forces, linearize
-from crossdyn.controllers.balance import schedule
+from crossdyn.analytic.rotation import euler_rates, euler_zyx
+from crossdyn.controllers.balance import balance_torque, schedule
 from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Command
-from crossdyn.controllers.estimation import Estimator
+from crossdyn.controllers.estimation import Estimator, LegGeometry, shank_angle
 from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped import closed_loop, scenarios
 from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate
 from crossdyn.experiments.biped.model import nominal_params
 from support import assert_close
 
-# Round-off: the rewrite reorders a few float operations (a 4-term dot product
-# summed left to right instead of by BLAS); values are O(1-100), so 1e-12 relative.
+# Round-off: the two paths evaluate the same formulas, but NumPy's vectorized sin, cos,
+# arctan2 may differ from the C library's by a few ulp and x**2 is not x * x; values are
+# O(1-100), so 1e-12 relative.
 TOL = 1e-12
 ESTIMATE_FIELDS = ("x", "xd", "pitch", "pitch_rate", "roll", "roll_rate", "yaw", "yaw_rate", "alpha", "alpha_rate",
                    "height", "height_rate", "height_slope", "accel", "hip_angles", "hip_rates")
 
 
-def _record(sc, jump=None):
-    """Run ``sc`` and return every control step's sensor readings, time and reference."""
+def _record(sc, jump=None) -> list[tuple]:
+    """Run ``sc`` and return every control step's sensor readings (the estimator's arguments)."""
     readings, calls = [], []
     p = nominal_params()
     controller = make_controller(p, sc.control_period, jump=jump)
 
     def recording(t, est, ref):
-        calls.append((t, ref))
+        calls.append(t)
         return controller(t, est, ref)
 
     original = closed_loop._Sensors.read
-    closed_loop._Sensors.read = lambda self, data: readings.append(original(self, data)) or readings[-1]
-    try:
+
+    def read(sensors, sensordata):
+        readings.append(original(sensors, sensordata))
+        return readings[-1]
+
+    with mock.patch.object(closed_loop._Sensors, "read", read):
         simulate(scenarios.robot(), sc, recording, compiled=False)  # the readable path reads the sensors here
-    finally:
-        closed_loop._Sensors.read = original
-    return readings[: len(calls)], calls
+    return readings[: len(calls)]
 
 
 def _scenarios():
     period = scenarios.CONTROL_PERIOD
-    balance = scenarios.balance_scenario(10.0, 2.0)
-    pushed = scenarios.push_scenario(15.0, 0.1, after=1.5)
-    yield "balance", balance, None
-    yield "push", pushed, None
+    yield "balance", scenarios.balance_scenario(10.0, 2.0), None
+    yield "push", scenarios.push_scenario(15.0, 0.1, after=1.5), None
     jump, low = JumpPlan(), scenarios.stance_height(JumpPlan().alpha_crouch)  # as scenarios.jump
     yield "jump", closed_loop.Scenario(duration=3.0, alpha0=np.radians(200.0), control_period=period,
                                        reference=lambda t: scenarios.Reference(height=low), jump=jump), jump
@@ -66,66 +76,74 @@ def _scenarios():
         reference=lambda t: scenarios.Reference(velocity=0.5 if t > 0.2 else 0.0, yaw=0.8 if t > 1.0 else 0.0,
                                                 height=height + (0.05 if t > 0.5 else 0.0)))
     yield "move-turn-height", moving, None
+    # Heading 3.0 rad, then 3.3: on through +pi, where the IMU's yaw wraps and the estimator counts a turn.
+    yield "turn-past-pi", closed_loop.Scenario(
+        duration=3.0, alpha0=scenarios.ALPHA_NOMINAL, control_period=period,
+        reference=lambda t: scenarios.Reference(yaw=3.0 if t < 1.5 else 3.3)), None
 
 
 @pytest.fixture(scope="module", params=list(_scenarios()), ids=lambda c: c[0])
 def recorded(request):
     name, sc, jump = request.param
-    return name, sc, jump, *_record(sc, jump)
+    return name, _record(sc, jump)
 
 
-def _pair(sc, jump):
-    p = nominal_params()
-    new = make_controller(p, sc.control_period, jump=jump)
-    ref = ReferenceController(p.pendulum, geometry(p), new.gains, sc.control_period, p.hip_torque_limit,
-                              p.wheel_torque_limit, jump=jump)
-    return new, ref
+def _library_estimates(readings: list[tuple], g: LegGeometry) -> dict[str, np.ndarray]:
+    """Every step's estimate at once, ``field -> (N, ...)``, from the library's array functions."""
+    columns = (np.array(r, dtype=float) for r in zip(*readings, strict=True))
+    quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = columns
+    roll, pitch, yaw = euler_zyx(quat)
+    roll_rate, pitch_rate, yaw_rate = euler_rates(roll, pitch, gyro)
+    # Each leg's alpha is the mean of its front and rear motor, kept in the reachable range.
+    alpha = np.clip(0.5 * (hip_pos[:, 0::2] + hip_pos[:, 1::2]), *five_bar.REACHABLE)
+    alpha_rate = 0.5 * (hip_vel[:, 0::2] + hip_vel[:, 1::2])
+    y, y1, _ = five_bar.height_derivatives(alpha, g.l1, g.l2, g.l3)
+    phi, dphi = shank_angle(alpha, g)
+    # Odometry: the wheels' rotation in the world (encoder + body pitch + shank angle) times r, from 0.
+    x = g.r * np.mean(wheel_pos + pitch[:, None] + phi, axis=1)
+    xd = g.r * np.mean(wheel_vel + pitch_rate[:, None] + dphi * alpha_rate, axis=1)
+    return {"x": x - x[0], "xd": xd, "pitch": pitch, "pitch_rate": pitch_rate, "roll": roll, "roll_rate": roll_rate,
+            "yaw": np.unwrap(yaw), "yaw_rate": yaw_rate, "alpha": alpha, "alpha_rate": alpha_rate, "height": y,
+            "height_rate": y1 * alpha_rate, "height_slope": y1, "accel": np.linalg.norm(accel, axis=1),
+            "hip_angles": hip_pos, "hip_rates": hip_vel}
 
 
-def test_estimator_matches_the_reference(recorded):
-    name, sc, _, readings, _ = recorded
-    p = nominal_params()
-    new, ref = Estimator(geometry(p)), ReferenceEstimator(geometry(p))
-    got = [new.update(*r) for r in readings]
-    want = [ref.update(*r) for r in readings]
+def _compare(got: list, want: dict[str, np.ndarray], what: str) -> None:
     for field in ESTIMATE_FIELDS:
         a = np.array([getattr(e, field) for e in got], dtype=float)
-        b = np.array([getattr(e, field) for e in want], dtype=float)
-        assert_close(a, b, atol=TOL * max(1.0, np.abs(b).max()), what=f"{name}: estimate {field}")
+        b = want[field]
+        assert_close(a, b, atol=TOL * max(1.0, np.abs(b).max()), what=f"{what}: estimate {field}")
 
 
-def test_controller_matches_the_reference(recorded):
-    name, sc, jump, readings, calls = recorded
-    p = nominal_params()
-    new, ref = _pair(sc, jump)
-    est_new, est_ref = Estimator(geometry(p)), ReferenceEstimator(geometry(p))
-    got, want = [], []
-    for r, (t, reference) in zip(readings, calls):
-        got.append(new(t, est_new.update(*r), reference))
-        want.append(ref(t, est_ref.update(*r), reference))
-    for field in ("wheels", "hips", "legs", "wheel_total"):
-        a = np.array([getattr(c, field) for c in got], dtype=float)
-        b = np.array([getattr(c, field) for c in want], dtype=float)
-        assert_close(a, b, atol=TOL * max(1.0, np.abs(b).max()), what=f"{name}: command {field}")
-    assert [c.phase for c in got] == [c.phase for c in want]
-    if jump is not None:
-        assert {c.phase for c in got} >= {"crouch", "thrust", "retract", "flight", "landing", "balance"}
-        assert new.machine.transitions == ref.machine.transitions
+def test_estimator_matches_the_library(recorded):
+    name, readings = recorded
+    estimator = Estimator(geometry(nominal_params()))
+    got = [estimator.update(*r) for r in readings]
+    _compare(got, _library_estimates(readings, geometry(nominal_params())), name)
+    if name == "turn-past-pi":
+        assert max(e.yaw for e in got) > np.pi + 0.1  # unwrapped past +pi: the turn counting ran
 
 
 def test_the_comparison_can_fail():
-    """A controller off by one part in 1e9 in one gain is caught at this tolerance."""
-    _, sc, _ = next(_scenarios())
-    readings, calls = _record(sc)
-    p = nominal_params()
-    new, ref = _pair(sc, None)
-    ref.gains = type(ref.gains)(**{**ref.gains.__dict__, "swing_kp": ref.gains.swing_kp * (1 + 1e-9)})
-    est_new, est_ref = Estimator(geometry(p)), ReferenceEstimator(geometry(p))
-    hips = [(new(t, est_new.update(*r), rf).hips, ref(t, est_ref.update(*r), rf).hips)
-            for r, (t, rf) in zip(readings, calls)]
-    a, b = (np.array(h, dtype=float) for h in zip(*hips))
+    """A leg one part in 1e9 longer on the library side is caught at this tolerance."""
+    _, sc, jump = next(_scenarios())
+    readings = _record(sc, jump)
+    g = geometry(nominal_params())
+    estimator = Estimator(g)
+    got = [estimator.update(*r) for r in readings]
     with pytest.raises(AssertionError, match="out of tolerance"):
-        assert_close(a, b, atol=TOL * max(1.0, np.abs(b).max()), what="perturbed")
+        _compare(got, _library_estimates(readings, dataclasses.replace(g, l2=g.l2 * (1 + 1e-9))), "perturbed")
+
+
+def test_balance_torque_floats_are_the_matrix_product():
+    """The controller's balance torque, a 4-term sum in floats, is ``-K (x - x_ref)`` as NumPy computes it."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        K, x, ref = rng.normal(size=(1, 4)) * 50, rng.normal(size=4), rng.normal(size=4)
+        want = -float((K @ (x - ref))[0])
+        # Round-off: a 4-term dot product of O(50) terms summed in another order, so 1e-12 relative.
+        assert balance_torque(tuple(K[0]), tuple(x), tuple(ref)) == pytest.approx(want, rel=1e-12, abs=1e-12)
+        assert balance_torque(K, x, ref, limit=1.0) == min(max(balance_torque(K, x, ref), -1.0), 1.0)
 
 
 def test_gain_row_is_the_schedule():

@@ -26,10 +26,10 @@ def test_lqr_double_integrator_closed_form():
     assert_close(design.K, [[np.sqrt(q), np.sqrt(2 * np.sqrt(q))]], atol=1e-10, what="K")
 
 
-def _pendulum(l: float):
-    """A cart-pendulum-like (A, B) whose instability grows as l shrinks (g / l)."""
-    return (np.array([[0, 1, 0, 0], [0, 0, -2.0, 0], [0, 0, 0, 1], [0, 0, 9.81 / l, 0]]),
-            np.array([[0.0], [1.0], [0.0], [-1.0 / l]]))
+def _pendulum(length: float):
+    """A cart-pendulum-like (A, B) whose instability grows as the length l shrinks (g / l)."""
+    return (np.array([[0, 1, 0, 0], [0, 0, -2.0, 0], [0, 0, 0, 1], [0, 0, 9.81 / length, 0]]),
+            np.array([[0.0], [1.0], [0.0], [-1.0 / length]]))
 
 
 def test_lqr_realised_cost_matches_riccati():
@@ -149,7 +149,8 @@ def test_split_wheel_torque_keeps_balance_priority():
 def test_virtual_model_chain_matches_statics():
     """Hip torques from the VMC chain hold the body's weight and roll as eq. 2.27/2.30 say."""
     from crossdyn.analytic.biped import five_bar
-    from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, virtual_forces as statics
+    from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams
+    from crossdyn.analytic.biped.wheeled_pendulum import virtual_forces as statics
     from crossdyn.controllers.virtual_model import LegGains, hip_torques, virtual_forces
 
     p = PendulumParams(M=6.0, m=0.4, r=0.06, I=7.2e-4, J_pitch=0.05, J_yaw=0.07, D=0.4)
@@ -180,3 +181,26 @@ def test_estimator_refuses_a_leg_that_cannot_close():
 
     with pytest.raises(ValueError, match="cannot close"):
         Estimator(LegGeometry(l1=0.10, l2=0.16, l3=0.20, r=0.06))  # shank too short near 180 deg
+
+
+def test_jump_machine_leg_targets_per_phase():
+    from crossdyn.controllers.jump import JumpPlan, JumpStateMachine, Phase
+
+    plan = JumpPlan(thrust_torque=12.0)
+    machine = JumpStateMachine(plan)
+    targets = {}
+    for phase in Phase:
+        machine.phase = phase
+        targets[phase] = machine.leg_target()
+    assert targets[Phase.THRUST] == ("torque", 12.0)
+    assert targets[Phase.CROUCH] == ("alpha", plan.alpha_crouch)
+    assert targets[Phase.RETRACT] == ("alpha", plan.alpha_flight)
+    assert targets[Phase.FLIGHT] == ("alpha", plan.alpha_land)
+    for phase in (Phase.BALANCE, Phase.LANDING):
+        mode, value = targets[phase]
+        assert mode == "vmc" and np.isnan(value)
+    # A plan whose thrust is still "the motors' limit" (None) cannot drive the thrust on its own.
+    machine = JumpStateMachine(JumpPlan())
+    machine.phase = Phase.THRUST
+    with pytest.raises(ValueError, match="thrust_torque is None"):
+        machine.leg_target()

@@ -10,8 +10,8 @@ from crossdyn.analytic.lagrange import derive, pr_arm, rr_arm, rr_closed_form
 from crossdyn.analytic.rnea import rnea
 from crossdyn.analytic.two_link import lagrange
 from crossdyn.experiments.core.crosscheck import check
-from crossdyn.experiments.lagrange import pr_arm_tree
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.lagrange import pr_arm_tree
 from crossdyn.experiments.two_link import two_link_params
 from support import assert_close
 
@@ -82,7 +82,7 @@ def test_pr_numeric_matches_spatial_rnea(pr):
 
 def test_a_missing_inertia_shows_in_the_symbolic_difference(rr):
     # The recipe without link 2's rotational energy: M must differ by i2 entries.
-    q1, q2, qd1, qd2 = *rr.q, *rr.qd
+    (q1, q2), (qd1, _) = rr.q, rr.qd
     l1, m1, m2, p1, p2, i1, i2, g = rr.params
     wrong = derive(
         rr.q, rr.qd, (m1, m2),

@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
-from support import assert_close
 
 from crossdyn.analytic import inertia
 from crossdyn.analytic import rigid_box as rb
 from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix
-from crossdyn.experiments.rigid_box import OMEGA0, rigid_body_params
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.rigid_box import OMEGA0, rigid_body_params
+from support import assert_close
 
 DT = 1e-3  # s, SPEC §3
 STEPS = 10_000  # 10 s

@@ -1,4 +1,4 @@
-"""The rigid box against MuJoCo (experiments/rigid_box.py, experiments/inertia.py).
+"""The rigid box against MuJoCo (experiments/rigid_box/, experiments/inertia.py).
 
 Each comparison is run once per module (fixtures); each check also has a
 counterpart showing it can fail (a wrong inertia, a held force, MuJoCo's default
@@ -13,7 +13,6 @@ import dataclasses
 import mujoco
 import numpy as np
 import pytest
-from support import assert_close
 
 from crossdyn import mjcf
 from crossdyn.analytic import rigid_box as rb
@@ -21,6 +20,7 @@ from crossdyn.experiments import inertia as inertia_table
 from crossdyn.experiments import rigid_box as box
 from crossdyn.experiments.core.errors import ModelError
 from crossdyn.experiments.core.models import load_model
+from support import assert_close
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +222,8 @@ def test_ground_contact_compute_judge_plot(contact, tmp_path):
     m, g, K = contact.params.body.mass, -contact.params.gravity[2], contact.params.ground.K
     assert predicted == pytest.approx(m * g / (4 * K), rel=1e-15)  # same formula, another path: round-off
     # MuJoCo's default impedance as if it were the matched contact: a stiff constraint, not the spring.
-    wrong = dataclasses.replace(contact, drop=dataclasses.replace(contact.drop, mujoco=contact.drop_default_solimp.mujoco))
+    stiff_drop = dataclasses.replace(contact.drop, mujoco=contact.drop_default_solimp.mujoco)
+    wrong = dataclasses.replace(contact, drop=stiff_drop)
     verdict, metrics = box.judge_contact(wrong)
     assert not verdict.passed and metrics["passed"] is False
     names = [p.name for p in box.plot_contact(contact, tmp_path)]

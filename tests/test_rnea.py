@@ -13,8 +13,8 @@ from crossdyn.analytic.two_link import lagrange, newton_euler
 from crossdyn.experiments.core.crosscheck import sample_states
 from crossdyn.experiments.core.derivation import tree_from_model
 from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 from crossdyn.experiments.core.models import load_model, model_path
+from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 from crossdyn.experiments.two_link import two_link_params
 from support import assert_close
 
@@ -114,7 +114,8 @@ def test_ball_joint_is_refused():
     ids=["armature", "damping", "gravcomp"],
 )
 def test_tree_is_the_rigid_body_part(edit):
-    """A model with passive effects gives the tree of its rigid bodies: RNEA equals the rigid-body truth, not mj_inverse."""
+    """A model with passive effects gives the tree of its rigid bodies: RNEA equals the rigid-body truth, not
+    mj_inverse."""
     model = _edit("spatial_arm", edit)
     q, qd, qdd = sample_states(model, 20, seed=11)
     tau = rnea(tree_from_model(model), q, qd, qdd)

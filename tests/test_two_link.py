@@ -10,10 +10,9 @@ import pytest
 from crossdyn.analytic.two_link import VARIANTS, TwoLinkParams, lagrange, mass_matrix, newton_euler
 from crossdyn.experiments.core.crosscheck import check, sample_states
 from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.truth import inverse_dynamics
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.two_link import two_link_params
-from crossdyn.experiments.two_link import ATOL, check_variant, trajectory
+from crossdyn.experiments.core.truth import inverse_dynamics
+from crossdyn.experiments.two_link import ATOL, check_variant, trajectory, two_link_params
 from support import assert_close
 
 # Torques here are at most ~2 N m; double round-off is ~1e-15 N m, so the issue's
@@ -108,7 +107,8 @@ def test_newton_euler_equals_closed_form_for_other_parameters():
         p = TwoLinkParams(*rng.uniform(0.05, 2.0, 8), g=rng.uniform(0.0, 20.0))
         q, qd, qdd = rng.uniform(-np.pi, np.pi, (3, 50, 2))
         # Torques up to ~1e3 N m here; round-off 1e-16 relative.
-        assert_close(newton_euler(p, q, qd, qdd), lagrange(p, q, qd, qdd), atol=1e-12, rtol=1e-12, what="NE vs Lagrange")
+        assert_close(newton_euler(p, q, qd, qdd), lagrange(p, q, qd, qdd), atol=1e-12, rtol=1e-12,
+                     what="NE vs Lagrange")
 
 
 def test_variants_accept_single_states_and_batches(arm):
@@ -263,7 +263,8 @@ def test_states_file_is_checked(tmp_path):
 
 
 def test_active_limit_is_switched_off_and_said_so(tmp_path):
-    """A reached joint limit would put constraint forces into mj_inverse: the truth switches it off, the report says so."""
+    """A reached joint limit would put constraint forces into mj_inverse: the truth switches it off, the report
+    says so."""
     limited = USER_ARM.replace('name="elbow" type="hinge" axis="0 0 1"',
                                'name="elbow" type="hinge" axis="0 0 1" range="-0.1 0.1"')
     path = tmp_path / "limited.xml"

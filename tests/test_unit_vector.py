@@ -12,11 +12,11 @@ from crossdyn.analytic.rnea import rnea
 from crossdyn.analytic.two_link import seed_000_printed
 from crossdyn.analytic.unit_vector import forward_dynamics, integrate_pos, mass_matrix_and_bias, simulate
 from crossdyn.experiments.core.crosscheck import sample_states
-from crossdyn.experiments.unit_vector import mujoco_euler, simulator_error
 from crossdyn.experiments.core.derivation import tree_from_model
-from crossdyn.experiments.core.truth import bias_force, mass_matrix
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.truth import bias_force, mass_matrix
 from crossdyn.experiments.two_link import two_link_params
+from crossdyn.experiments.unit_vector import mujoco_euler, simulator_error
 from support import assert_close
 
 # A and b vs mj_fullM and qfrc_bias: the 1e-10 x scale.  Both sides are
@@ -99,7 +99,8 @@ def test_simulator_compute_judge_plot(tmp_path):
     # One step 1e-6 off on the free tree (a dropped term would do far worse): FAIL.
     bad = result.errors["free_tree"].copy()
     bad[-1] = 1e-6
-    verdict, metrics = uv.judge_simulator(uv.SimulatorResult(result.horizon, result.timestep,
-                                                             {**result.errors, "free_tree": bad}, result.self_divergence))
+    broken = uv.SimulatorResult(result.horizon, result.timestep, {**result.errors, "free_tree": bad},
+                                result.self_divergence)
+    verdict, metrics = uv.judge_simulator(broken)
     assert not verdict.passed and metrics["max_error"]["free_tree"] == 1e-6
     assert [p.name for p in uv.plot_simulator(result, tmp_path)] == ["trajectory_error.png"]

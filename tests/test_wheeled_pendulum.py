@@ -17,22 +17,23 @@ P = wp.PendulumParams(M=M, m=m, r=r, I=0.5 * m * r**2, J_pitch=M / 12 * (0.24**2
 def test_nonlinear_model_satisfies_2_16_and_2_17():
     rng = np.random.default_rng(0)
     th, thd, T = rng.uniform(-0.5, 0.5, 30), rng.uniform(-3, 3, 30), rng.uniform(-12, 12, 30)
-    l = 0.3
-    xdd, thdd = wp.accelerations(P, l, th, thd, T)
-    r216 = (P.J_pitch + M * l**2) * thdd - (M * P.g * l * np.sin(th) - M * l * xdd * np.cos(th) - T)
-    r217 = (M + 2 * m + 2 * P.I / r**2) * xdd - (T / r - M * l * thdd * np.cos(th) + M * l * thd**2 * np.sin(th))
+    length = 0.3
+    xdd, thdd = wp.accelerations(P, length, th, thd, T)
+    r216 = (P.J_pitch + M * length**2) * thdd - (M * P.g * length * np.sin(th) - M * length * xdd * np.cos(th) - T)
+    r217 = (M + 2 * m + 2 * P.I / r**2) * xdd - (T / r - M * length * thdd * np.cos(th)
+                                                 + M * length * thd**2 * np.sin(th))
     assert_close(r216, 0 * th, atol=1e-12)  # residuals of O(100) N m terms: round-off
     assert_close(r217, 0 * th, atol=1e-12)
 
 
-@pytest.mark.parametrize("l", [0.22, 0.31, 0.43])
-def test_linearize_is_the_jacobian_of_the_nonlinear_model(l):
-    A, B = wp.linearize(P, l)
+@pytest.mark.parametrize("length", [0.22, 0.31, 0.43])
+def test_linearize_is_the_jacobian_of_the_nonlinear_model(length):
+    A, B = wp.linearize(P, length)
     h = 1e-6
     x0 = np.zeros(4)
-    A_fd = np.stack([(wp.dynamics(P, l, x0 + h * e, 0.0) - wp.dynamics(P, l, x0 - h * e, 0.0)) / (2 * h)
+    A_fd = np.stack([(wp.dynamics(P, length, x0 + h * e, 0.0) - wp.dynamics(P, length, x0 - h * e, 0.0)) / (2 * h)
                      for e in np.eye(4)], axis=1)
-    B_fd = ((wp.dynamics(P, l, x0, h) - wp.dynamics(P, l, x0, -h)) / (2 * h))[:, None]
+    B_fd = ((wp.dynamics(P, length, x0, h) - wp.dynamics(P, length, x0, -h)) / (2 * h))[:, None]
     # Central differences of a smooth model: ~h^2 |f'''| + 1e-16/h ~ 1e-9 relative to O(100) entries.
     assert_close(A, A_fd, atol=1e-7)
     assert_close(B, B_fd, atol=1e-7)
@@ -47,7 +48,7 @@ def test_printed_2_19_differs_where_the_wheel_inertia_enters():
 
 
 def test_upright_pendulum_is_unstable_and_shorter_is_faster():
-    poles = [np.max(np.linalg.eigvals(wp.linearize(P, l)[0]).real) for l in (0.22, 0.31, 0.43)]
+    poles = [np.max(np.linalg.eigvals(wp.linearize(P, length)[0]).real) for length in (0.22, 0.31, 0.43)]
     assert poles[0] > poles[1] > poles[2] > 0
 
 

@@ -109,6 +109,46 @@ def extension_stroke(
         ``M <= 0``, or the motors cannot lift the body at ``alpha0`` (``4 tau <=
         M g y1``), or the stroke does not finish within ``max_time``.
     """
+    _check_stroke(M, tau, l1, l2, l3, alpha0, alpha1, g)
+
+    def rhs(_t, s):
+        # Clip alpha into range: the solver may probe just past alpha1 before the event.
+        a = min(max(s[0], alpha0), alpha1)
+        return [s[1], float(alpha_acceleration(a, s[1], M, tau, l1, l2, l3, g))]
+
+    sol = solve_ivp(rhs, (0.0, max_time), [alpha0, 0.0], events=_Reached(alpha1), rtol=1e-10, atol=1e-12,
+                    max_step=1e-3)
+    if sol.status != 1:
+        raise ValueError(
+            f"extension_stroke: alpha did not reach {np.degrees(alpha1):.2f} deg within {max_time} s "
+            f"(stalled at {np.degrees(sol.y[0, -1]):.2f} deg); more torque or a shorter stroke"
+        )
+    # With a terminal event, solve_ivp ends its output at the event itself.
+    t, alpha, alpha_dot = sol.t, sol.y[0].copy(), sol.y[1]
+    alpha[-1] = alpha1  # the event root is found to ~1e-12 rad; pin it exactly
+    y, y1, _ = height_derivatives(np.clip(alpha, alpha0, alpha1), l1, l2, l3)
+    return Stroke(t=t, alpha=alpha, alpha_dot=alpha_dot, height=y, body_velocity=y1 * alpha_dot, g=g)
+
+
+class _Reached:
+    """``solve_ivp``'s terminal event: ``alpha`` (the state's first entry) rising through ``alpha1`` (rad).
+
+    A class, so the ``terminal`` and ``direction`` attributes ``solve_ivp`` reads are declared.
+    """
+
+    terminal = True
+    direction = 1.0
+
+    def __init__(self, alpha1: float):
+        self.alpha1 = alpha1
+
+    def __call__(self, _t: float, s) -> float:
+        return s[0] - self.alpha1
+
+
+def _check_stroke(M: float, tau: float, l1: float, l2: float, l3: float, alpha0: float, alpha1: float,
+                  g: float) -> None:
+    """Raise ValueError unless the stroke can start: see :func:`extension_stroke`."""
     if not (np.isfinite(M) and M > 0):
         raise ValueError(f"extension_stroke: body mass M={M!r} must be positive (kg)")
     if not np.isfinite(tau):
@@ -124,25 +164,3 @@ def extension_stroke(
             f"extension_stroke: four motors at tau={tau:g} N m cannot lift M={M:g} kg at "
             f"alpha0={np.degrees(alpha0):.2f} deg (need tau > M g y1 / 4 = {M * g * y1_start / 4:.3f} N m)"
         )
-
-    def rhs(_t, s):
-        # Clip alpha into range: the solver may probe just past alpha1 before the event.
-        a = min(max(s[0], alpha0), alpha1)
-        return [s[1], float(alpha_acceleration(a, s[1], M, tau, l1, l2, l3, g))]
-
-    def reached(_t, s):
-        return s[0] - alpha1
-
-    reached.terminal = True
-    reached.direction = 1.0
-    sol = solve_ivp(rhs, (0.0, max_time), [alpha0, 0.0], events=reached, rtol=1e-10, atol=1e-12, max_step=1e-3)
-    if sol.status != 1:
-        raise ValueError(
-            f"extension_stroke: alpha did not reach {np.degrees(alpha1):.2f} deg within {max_time} s "
-            f"(stalled at {np.degrees(sol.y[0, -1]):.2f} deg); more torque or a shorter stroke"
-        )
-    # With a terminal event, solve_ivp ends its output at the event itself.
-    t, alpha, alpha_dot = sol.t, sol.y[0].copy(), sol.y[1]
-    alpha[-1] = alpha1  # the event root is found to ~1e-12 rad; pin it exactly
-    y, y1, _ = height_derivatives(np.clip(alpha, alpha0, alpha1), l1, l2, l3)
-    return Stroke(t=t, alpha=alpha, alpha_dot=alpha_dot, height=y, body_velocity=y1 * alpha_dot, g=g)

@@ -69,7 +69,7 @@ class PendulumParams:
     M: float
     m: float
     r: float
-    I: float
+    I: float  # noqa: E741 -- eq. 2.16-2.19's symbol, and a public field (PendulumParams(I=...)) read across crossdyn
     J_pitch: float
     J_yaw: float
     D: float
@@ -85,60 +85,60 @@ class PendulumParams:
                 raise ValueError(f"PendulumParams.{name} must be positive")
 
 
-def _check_length(l) -> float:
-    if not (np.isfinite(l) and l > 0):
-        raise ValueError(f"pendulum length l={l!r} must be a positive finite number (m)")
-    return float(l)
+def _check_length(length) -> float:
+    if not (np.isfinite(length) and length > 0):
+        raise ValueError(f"pendulum length l={length!r} must be a positive finite number (m)")
+    return float(length)
 
 
-def accelerations(p: PendulumParams, l: float, theta, theta_dot, T):
+def accelerations(p: PendulumParams, length: float, theta, theta_dot, T):
     """``(xdd, thdd)`` of the nonlinear model, eq. 2.16-2.17, solved jointly.
 
     Args:
       p: parameters.
-      l: CoM height above the axle, m.
+      length: l, the CoM height above the axle, m.
       theta: pitch, rad; theta_dot: pitch rate, rad/s; T: total wheel torque, N m.
         Broadcast together.
 
     Returns:
       ``(xdd, thdd)``: axle acceleration (m/s^2) and pitch acceleration (rad/s^2).
     """
-    l = _check_length(l)
+    length = _check_length(length)
     theta, theta_dot, T = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (theta, theta_dot, T)))
     c, s = np.cos(theta), np.sin(theta)
     # [[mx, M l c], [M l c, J + M l^2]] [xdd, thdd] = [T/r + M l thd^2 s, M g l s - T]
     mx = p.M + 2 * p.m + 2 * p.I / p.r**2
-    a11, a12, a22 = mx, p.M * l * c, p.J_pitch + p.M * l**2
-    b1 = T / p.r + p.M * l * theta_dot**2 * s
-    b2 = p.M * p.g * l * s - T
+    a11, a12, a22 = mx, p.M * length * c, p.J_pitch + p.M * length**2
+    b1 = T / p.r + p.M * length * theta_dot**2 * s
+    b2 = p.M * p.g * length * s - T
     det = a11 * a22 - a12 * a12
     return (a22 * b1 - a12 * b2) / det, (a11 * b2 - a12 * b1) / det
 
 
-def dynamics(p: PendulumParams, l: float, state, T) -> np.ndarray:
+def dynamics(p: PendulumParams, length: float, state, T) -> np.ndarray:
     """State derivative of the nonlinear model for ``state = [x, xd, theta, thd]``, ``(..., 4)``."""
     state = np.asarray(state, dtype=float)
-    xdd, thdd = accelerations(p, l, state[..., 2], state[..., 3], T)
+    xdd, thdd = accelerations(p, length, state[..., 2], state[..., 3], T)
     return np.stack([state[..., 1], xdd, state[..., 3], thdd], axis=-1)
 
 
-def linearize(p: PendulumParams, l: float, printed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def linearize(p: PendulumParams, length: float, printed: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Continuous-time ``(A, B)`` of eq. 2.19 about the upright equilibrium.
 
     Args:
       p: parameters.
-      l: CoM height above the axle, m.
+      length: l, the CoM height above the axle, m.
       printed: use the seed's printed ``2 l / r^2`` in place of ``2 I / r^2``.
 
     Returns:
       ``A`` (4, 4) and ``B`` (4, 1) for the state ``[x, xd, theta, thd]`` (m, m/s,
       rad, rad/s) and the input ``T = T_L + T_R`` (N m).
     """
-    l = _check_length(l)
-    wheel = 2 * (l if printed else p.I) / p.r**2
+    length = _check_length(length)
+    wheel = 2 * (length if printed else p.I) / p.r**2
     # E [xdd, thdd] = G theta + H T, from the two lines of 2.19.
-    E = np.array([[p.r * (p.M + 2 * p.m + wheel), p.M * p.r * l], [p.M * l, p.J_pitch + p.M * l**2]])
-    G = np.array([0.0, p.M * p.g * l])
+    E = np.array([[p.r * (p.M + 2 * p.m + wheel), p.M * p.r * length], [p.M * length, p.J_pitch + p.M * length**2]])
+    G = np.array([0.0, p.M * p.g * length])
     H = np.array([1.0, -1.0])
     acc_theta = np.linalg.solve(E, G)
     acc_T = np.linalg.solve(E, H)
