@@ -36,22 +36,7 @@ from typing import Any, Callable
 from crossdyn.experiments.core.baseline import Tolerance
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 
-__all__ = ["Param", "Verdict", "Experiment", "experiment", "experiments", "get", "load_sources", "MODULES",
-           "ENTRY_POINT_GROUP"]
-
-# Modules that define experiments, in the order ``crossdyn run`` runs them.
-MODULES: tuple[str, ...] = (
-    "crossdyn.experiments.two_link",
-    "crossdyn.experiments.rnea",
-    "crossdyn.experiments.unit_vector",
-    "crossdyn.experiments.lagrange",
-    "crossdyn.experiments.rigid_box",
-    "crossdyn.experiments.inertia",
-    "crossdyn.experiments.biped.checks",
-    "crossdyn.experiments.biped.control",
-    "crossdyn.experiments.cart_pole",
-    "crossdyn.experiments.double_pendulum_cart",
-)
+__all__ = ["Param", "Verdict", "Experiment", "experiment", "experiments", "get", "load_sources", "ENTRY_POINT_GROUP"]
 
 # Installed packages register experiments by naming a module (or module:attr) in this group.
 ENTRY_POINT_GROUP = "crossdyn.experiments"
@@ -209,7 +194,9 @@ def _load_entry_points() -> None:
     global _entry_points_loaded
     if _entry_points_loaded:
         return
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    entries = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+    entries.sort(key=lambda e: getattr(e.dist, "name", "") != "crossdyn")  # crossdyn's own systems first
+    for entry in entries:
         where = f"entry point {entry.name!r} = {entry.value!r} (group {ENTRY_POINT_GROUP})"
         _import_user_code(where, entry.load)
     _entry_points_loaded = True
@@ -218,11 +205,10 @@ def _load_entry_points() -> None:
 def experiments(sources: tuple[str, ...] | list[str] = ()) -> dict[str, Experiment]:
     """All registered experiments, by name, in run order.
 
-    Built-in experiments come first, then those of installed packages' entry
-    points, then those of ``sources`` (see :func:`load_sources`).
+    crossdyn's own systems register theirs through the same entry-point group as
+    any installed package (:data:`ENTRY_POINT_GROUP`; crossdyn's come first), then
+    those of ``sources`` (see :func:`load_sources`) follow.
     """
-    for module in MODULES:
-        importlib.import_module(module)
     _load_entry_points()
     load_sources(sources)
     return dict(_REGISTRY)

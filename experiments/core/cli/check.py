@@ -1,4 +1,9 @@
-"""``crossdyn check two-link`` and ``crossdyn check derivation``."""
+"""``crossdyn check derivation`` and the registered ``crossdyn check NAME`` commands.
+
+Systems add their own (``check two-link``) through the ``crossdyn.commands`` entry
+points (:mod:`crossdyn.experiments.core.cli.commands`), with :func:`report_check`,
+:func:`add_sampling` and :func:`load_states` shared from here.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
 
-__all__ = ["add_parser", "load_states"]
+__all__ = ["add_parser", "load_states", "report_check", "add_sampling", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results")
 # Random states per check.  States stream through in chunks (bounded memory,
@@ -62,7 +67,7 @@ def load_states(path: str, nq: int, nv: int):
     return rows[:, :nq], rows[:, nq : nq + nv], rows[:, nq + nv :]
 
 
-def _report_check(report, out_dir: Path, title: str, extra: dict) -> int:
+def report_check(report, out_dir: Path, title: str, extra: dict) -> int:
     from crossdyn.experiments.core import plots
     from crossdyn.experiments.core.results import write_json
 
@@ -76,19 +81,6 @@ def _report_check(report, out_dir: Path, title: str, extra: dict) -> int:
     return 0 if report.passed else 1
 
 
-def _cmd_check_two_link(args) -> int:
-    from crossdyn.experiments.core.models import load_model
-    from crossdyn.experiments.two_link import check_variant, default_model
-
-    source = args.mjcf or default_model(args.variant)
-    model = load_model(source)
-    states = load_states(args.states, model.nq, model.nv) if args.states else None
-    report, params = check_variant(args.variant, model, samples=args.samples, seed=args.seed, states=states)
-    out_dir = Path(args.out) / f"check-two-link-{args.variant}"
-    extra = {"variant": args.variant, "model": str(source), "params": params.__dict__}
-    return _report_check(report, out_dir, f"two-link variant {args.variant} vs mj_inverse on {source}", extra)
-
-
 def _cmd_check_derivation(args) -> int:
     from crossdyn.experiments.core.derivation import check_derivation
     from crossdyn.experiments.core.models import load_model
@@ -100,11 +92,11 @@ def _cmd_check_derivation(args) -> int:
     file, _, func = args.derivation.rpartition(":")
     out_dir = Path(args.out) / f"check-derivation-{Path(file).stem}-{func}"
     extra = {"derivation": args.derivation, "model": str(args.mjcf), "states": args.states}
-    return _report_check(report, out_dir, f"{args.derivation} vs mj_inverse ({args.dynamics}) on {args.mjcf}",
+    return report_check(report, out_dir, f"{args.derivation} vs mj_inverse ({args.dynamics}) on {args.mjcf}",
                          extra)
 
 
-def _add_sampling(p: argparse.ArgumentParser) -> None:
+def add_sampling(p: argparse.ArgumentParser) -> None:
     p.add_argument("--samples", type=arguments.count(1, SAMPLES_MAX, "--samples"), default=10_000,
                    help=f"random states (default 10000, at most {SAMPLES_MAX:,}; streamed in chunks, so memory "
                    "stays the same whatever the count)")
@@ -116,18 +108,13 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
 
 def add_parser(sub) -> None:
     """Add ``check`` and its systems to the ``crossdyn`` subcommands."""
-    from crossdyn.analytic.two_link import VARIANTS
     from crossdyn.experiments.core.crosscheck import ATOL, RTOL, TOLERANCE_REASON
     from crossdyn.experiments.core.truth import DYNAMICS
 
+    from crossdyn.experiments.core.cli import commands
+
     p_check = sub.add_parser("check", help="cross-check a derivation against mj_inverse")
     checks = p_check.add_subparsers(dest="system", required=True, metavar="SYSTEM")
-    p_two = checks.add_parser("two-link", help="a two-link planar arm variant (README 'Check a two-link arm derivation')")
-    p_two.add_argument("--variant", choices=list(VARIANTS), default="lagrange")
-    p_two.add_argument("--mjcf", metavar="PATH", help="your own two-link MJCF (default: the built-in arm)")
-    p_two.add_argument("--states", metavar="FILE", help="check at these states (.csv/.npy rows q, qd, qdd)")
-    _add_sampling(p_two)
-    p_two.set_defaults(func=_cmd_check_two_link)
     p_der = checks.add_parser("derivation", help="your own inverse dynamics: tau = FUNC(q, qd, qdd) in FILE.py")
     p_der.add_argument("derivation", metavar="FILE.py:FUNC",
                        help="function taking MuJoCo-layout q, qd, qdd (one state or a batch), returning tau")
@@ -143,5 +130,7 @@ def add_parser(sub) -> None:
     p_der.add_argument("--rtol", type=arguments.number(0.0, 1.0, "--rtol"), default=RTOL,
                        help=f"relative tolerance, of |mj_inverse| (default {RTOL:g}); an entry passes if "
                        "|error| <= atol + rtol |reference|")
-    _add_sampling(p_der)
+    add_sampling(p_der)
     p_der.set_defaults(func=_cmd_check_derivation)
+    for name, entry in commands.registered("check").items():  # the systems' own (crossdyn check two-link, ...)
+        commands.configure(entry, checks.add_parser(name, help=commands.summary(entry)))

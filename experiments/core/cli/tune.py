@@ -1,4 +1,10 @@
-"""``crossdyn tune balance`` and ``crossdyn tune robustness``."""
+"""``crossdyn tune EXPERIMENT`` for any registered experiment, and the dispatch to registered tune commands.
+
+Systems add their own ``crossdyn tune NAME`` (the biped's ``balance`` and
+``robustness``) through the ``crossdyn.commands`` entry points
+(:mod:`crossdyn.experiments.core.cli.commands`); the helpers a tune command shares
+(:func:`tune_engine`, :func:`sigterm_interrupts`, :func:`interrupted`) are here.
+"""
 
 from __future__ import annotations
 
@@ -12,23 +18,12 @@ from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "tune_engine", "sigterm_interrupts", "interrupted", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results")
-DURATION_MAX = 600.0  # s simulated per run
 
 
-def _fmt_weights(weights: dict) -> str:
-    return " ".join(f"{k}={v:.4g}" for k, v in weights.items())
-
-
-def _fmt_metrics(s: dict) -> str:
-    n = {k: float(v) for k, v in s.items() if k not in ("weights", "gains_at_stance", "outcome")}  # "inf" from JSON
-    return (f"settle {n['settling_time_s']:.2f} s, effort {n['effort_N2m2s']:.3f} (N m)^2 s, "
-            f"overshoot {n['overshoot_deg']:.2f} deg, max |T| {n['max_wheel_torque']:.2f} N m [{s['outcome']}]")
-
-
-def _tune_engine(args) -> dict:
+def tune_engine(args) -> dict:
     if args.workers is not None and args.scheduler:
         from crossdyn.experiments.core.errors import ParameterError
 
@@ -38,7 +33,7 @@ def _tune_engine(args) -> dict:
 
 
 @contextlib.contextmanager
-def _sigterm_interrupts():
+def sigterm_interrupts():
     """SIGTERM ends a sweep as Ctrl-C does: local workers are shut down, finished samples kept.
 
     (A SIGKILL cannot be caught; the workers then die with the parent on their own,
@@ -58,148 +53,42 @@ def _sigterm_interrupts():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _tune_interrupted(path: Path) -> int:
+def interrupted(path: Path) -> int:
     print(f"crossdyn: interrupted; finished samples are kept in {path}; the same command resumes",
           file=sys.stderr)
     return 130
 
 
-def _cmd_tune_balance(args) -> int:
-    from crossdyn.experiments.biped import search, tune
-    from crossdyn.experiments.core.errors import ParameterError
-
-    optuna = args.search == "optuna"
-    if optuna and (args.samples is not None or args.grid):
-        raise ParameterError("--search optuna takes --trials N, not --samples or --grid")
-    if args.trials is not None and not optuna:
-        raise ParameterError("--trials is for --search optuna; a Latin hypercube takes --samples N")
-    if args.sampler is not None and not optuna:
-        raise ParameterError("--sampler is for --search optuna; a Latin hypercube draws blindly")
-    sampler = args.sampler or next(iter(search.SAMPLERS))
-    grid = tune.parse_values(args.grid) if args.grid else None
-    samples = args.samples if args.samples is not None or grid is not None else 32
-    trials = args.trials if args.trials is not None else 64
-    ranges, engine = tune.parse_range(args.range), _tune_engine(args)
-    out = Path(args.out)  # made by the sweep once every input is known to be good
-    common = dict(seed=args.seed, ranges=ranges, duration=args.duration, initial_tilt_deg=args.tilt,
-                  push_check=args.push, mjcf=args.mjcf, **engine)
-    try:
-        with _sigterm_interrupts():
-            if optuna:
-                result = search.search(out, trials=trials, sampler=sampler, **common)
-            else:
-                result = tune.sweep(out, samples=samples, grid=grid, **common)
-    except KeyboardInterrupt:
-        return _tune_interrupted(out / "samples.csv")
-    how = (f"{trials} Optuna {search.SAMPLERS[sampler]} trials (seed {args.seed})" if optuna else f"grid of {len(result.rows) - 1}" if grid
-           else f"{samples} Latin-hypercube (seed {args.seed})")
-    print(f"tune balance: {len(result.rows)} samples ({how} + the defaults); {result.computed} run in "
-          f"{result.seconds:.1f} s, {result.resumed} resumed from {result.csv}")
-    print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
-    best = json.loads((out / "best.json").read_text())
-    default, chosen = best["defaults"], best["chosen"]
-    print(f"  defaults  {_fmt_weights(default['weights'])}: {_fmt_metrics(default)}")
-    if chosen is None:
-        print("  no sample balanced without saturating: nothing to recommend")
-        return 1
-    print(f"  best      {_fmt_weights(chosen['weights'])}: {_fmt_metrics(chosen)}")
-    print("            gains at stance K = [" + ", ".join(f"{k:.3f}" for k in chosen["gains_at_stance"]) + "]")
-    if chosen["sample"] == 0:
-        print("  no sample settles sooner with no more effort: the defaults stay")
-    elif default["outcome"] == "ok":
-        dt = default["settling_time_s"] - chosen["settling_time_s"]
-        de = 100 * (1 - chosen["effort_N2m2s"] / default["effort_N2m2s"])
-        verdict = "at least as good as" if dt >= 0 and de >= 0 else "not better on both counts than"
-        print(f"  best settles {dt:.2f} s sooner with {de:.1f} % less effort: {verdict} the defaults")
-    pngs = ", ".join(sorted(p.name for p in out.glob("*.png")))
-    print(f"  results in {out} (samples.csv, best.json, {pngs}; timings.csv)")
-    return 0
-
-
-def _cmd_tune_robustness(args) -> int:
-    from crossdyn.experiments.biped import tune
-    from crossdyn.experiments.core.errors import ParameterError
-
-    weights = tune.weights_from(args.weights_from) if args.weights_from else {}
-    given = tune.parse_values(args.weight)
-    if any(len(v) != 1 for v in given.values()):
-        raise ParameterError("--weight takes one value per weight (NAME=VALUE)")
-    weights.update({k: float(v[0]) for k, v in given.items()})
-    axes = tune.parse_values(args.axis, kind="perturbation") if args.axis else None
-    engine = _tune_engine(args)
-    out = Path(args.out)  # made by the sweep once every input is known to be good
-    try:
-        with _sigterm_interrupts():
-            result = tune.robustness(out, weights=weights, axes=axes, duration=args.duration, seed=args.seed,
-                                     mjcf=args.mjcf, **engine)
-    except KeyboardInterrupt:
-        return _tune_interrupted(out / "robustness.csv")
-    summary = json.loads((out / "robustness.json").read_text())
-    held = sum(r["held"] == "true" for r in result.rows)
-    print(f"tune robustness: {_fmt_weights(summary['weights'])}")
-    print(f"  holds in {held}/{len(result.rows)} cells of " + " x ".join(summary["axes"]) + f"; {result.computed} run "
-          f"in {result.seconds:.1f} s, {result.resumed} resumed")
-    print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
-    region = summary["holding_region"]
-    b = next(k for k in summary["axes"] if k != region["by"])
-    for row in region["rows"]:
-        span = "nowhere" if row["span"] is None else f"{row['span'][0]:g}..{row['span'][1]:g}"
-        print(f"  {region['by']}={row[region['by']]:g}: holds for {b} {span}"
-              + ("" if row["contiguous"] else " (with gaps)"))
-    print(f"  results in {out} (robustness.csv, robustness.png, robustness.json; timings.csv)")
-    return 0
-
-
-def _values(values) -> str:
-    return ",".join(f"{v:g}" for v in values)
-
-
-def _grid_help() -> str:
-    """The epilog of ``tune balance``, built from the defaults it describes."""
-    from crossdyn.experiments.biped import tune
-
-    defaults = " ".join(f"{k}={v:g}" for k, v in tune.DEFAULT_WEIGHTS.items())
-    ranges = ", ".join(f"{k} {lo:g}:{hi:g}" for k, (lo, hi) in tune.RANGES.items())
-    return f"""\
-Weights: q_x (1/m^2), q_xd (s^2/m^2), q_theta (1/rad^2), q_thetad (s^2/rad^2) on
-the LQR state [x, xd, theta, thetad], and r (1/(N m)^2) on the total wheel torque.
-Defaults {defaults}.
-
-  --grid NAME=V1,V2,...   these values of one weight (repeat for more weights;
-  --grid NAME=LO:HI:N     every combination is run; N evenly spaced values)
-  --range NAME=LO:HI      Latin-hypercube bounds (log-uniform) instead of the
-                          built-in ones ({ranges})
-
-Example: crossdyn tune balance --grid q_theta=10,100,1000 --grid r=0.1,1,10
-Search:  crossdyn tune balance --search optuna --trials 64 --seed 0
-         (trials run a batch of --workers at a time; the same seed and worker
-         count give the same samples.csv; one worker is the serial search)
-Sample 0 is always the defaults, the reference the best is compared with.
-Dask: start 'dask scheduler' and 'dask worker tcp://HOST:8786' on machines that
-have crossdyn installed, then add --scheduler tcp://HOST:8786.
-"""
-
-
 def _cmd_tune(args) -> int:
-    """Dispatch ``crossdyn tune WHAT ...``: the biped's ``balance`` and ``robustness``, or any experiment."""
-    builders = {"balance": _balance_parser, "robustness": _robustness_parser}
-    parser = builders.get(args.what, _experiment_parser)(args.prog)
+    """Dispatch ``crossdyn tune WHAT ...``: a registered tune command (the biped's ``balance``), or any experiment."""
+    from crossdyn.experiments.core.cli import commands
+
+    registered = commands.registered("tune")
+    if args.what in registered:
+        parser = _subparser(f"{args.prog} {args.what}", description=commands.summary(registered[args.what]))
+        commands.configure(registered[args.what], parser)
+    else:
+        parser = _experiment_parser(args.prog)
     inner = parser.parse_args(args.rest)
     inner.argv, inner.what = args.argv, args.what
     return inner.func(inner)
 
 
 def add_parser(sub) -> None:
-    """Add ``tune`` to the ``crossdyn`` subcommands: ``tune EXPERIMENT``, ``tune balance``, ``tune robustness``."""
+    """Add ``tune`` to the ``crossdyn`` subcommands: ``tune EXPERIMENT`` and the registered ``tune NAME`` commands."""
+    from crossdyn.experiments.core.cli import commands
+
+    registered = commands.registered("tune")
+    others = "".join(f" 'crossdyn tune {name}': {commands.summary(entry)}." for name, entry in registered.items())
     p_tune = sub.add_parser(
-        "tune", help="sweep, search or map any experiment's parameters (and the biped's LQR weights)",
-        usage="crossdyn tune {EXPERIMENT,balance,robustness} [options]",
+        "tune", help="sweep, search or map any experiment's parameters",
+        usage=f"crossdyn tune {{EXPERIMENT,{','.join(registered)}}} [options]" if registered else
+        "crossdyn tune EXPERIMENT [options]",
         description="crossdyn tune EXPERIMENT --vary NAME=LO:HI[:log] ... [--minimize METRIC] [--constraint "
                     "METRIC<=VALUE] [--search lhs|grid|optuna]: run any registered experiment over its parameters "
-                    "('crossdyn tune EXPERIMENT --help'). 'crossdyn tune balance' sweeps the biped's balance LQR "
-                    "weights, 'crossdyn tune robustness' maps its success over two perturbations.")
-    p_tune.add_argument("what", metavar="EXPERIMENT", help="an experiment's name (see 'crossdyn list'), or balance, "
-                                                           "or robustness")
+                    "('crossdyn tune EXPERIMENT --help')." + others)
+    p_tune.add_argument("what", metavar="EXPERIMENT", help="an experiment's name (see 'crossdyn list'), or a "
+                                                           "registered tune command: " + (", ".join(registered) or "none"))
     p_tune.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p_tune.set_defaults(func=_cmd_tune, prog="crossdyn tune")
 
@@ -208,75 +97,6 @@ def _subparser(prog: str, **kwargs) -> argparse.ArgumentParser:
     from crossdyn.experiments.core.cli import _Parser
 
     return _Parser(prog=prog, **kwargs)
-
-
-def _balance_parser(prog: str) -> argparse.ArgumentParser:
-    from crossdyn.experiments.biped import search, tune
-
-    p_bal = _subparser(f"{prog} balance", description="sweep the balance LQR weights over balance-recovery runs",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_grid_help())
-    how = p_bal.add_mutually_exclusive_group()
-    how.add_argument("--samples", type=arguments.count(1, tune.SAMPLES_MAX, "--samples"),
-                     help=f"Latin-hypercube samples (default 32, at most {tune.SAMPLES_MAX:,})")
-    how.add_argument("--grid", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUES",
-                     help="grid values of one weight (repeatable; see below)")
-    p_bal.add_argument("--search", choices=search.SEARCHES, default="lhs",
-                       help="lhs: sample blindly (--samples or --grid; default); optuna: an Optuna study of "
-                            "settling time x effort chooses each batch of weights from the runs made")
-    p_bal.add_argument("--sampler", choices=search.SAMPLERS, default=None,
-                       help="the sampler of --search optuna: gp (default), Gaussian processes of settling time and "
-                            "effort, each trial minimizing settling time within "
-                            f"{' or '.join(f'{f:g}' for f in search.EFFORT_LEVELS)} of the defaults' effort; "
-                            "tpe, Optuna's multi-objective TPE")
-    p_bal.add_argument("--trials", type=arguments.count(1, search.TRIALS_MAX, "--trials"), metavar="N",
-                       help=f"trials of --search optuna after the defaults (default 64, at most {search.TRIALS_MAX:,})")
-    p_bal.add_argument("--range", type=arguments.key_value, action="append", default=[], metavar="NAME=LO:HI",
-                       help="Latin-hypercube bounds of one weight (repeatable)")
-    tilt = tune.PERTURBATIONS["initial_tilt_deg"]
-    p_bal.add_argument("--tilt", type=arguments.number(tilt.low, tilt.high, "--tilt"), default=tilt.default,
-                       metavar="DEG", help=f"initial tilt, deg (default {tilt.default:g})")
-    push = tune.PERTURBATIONS["push_impulse_Ns"]
-    p_bal.add_argument("--push", type=arguments.number(push.low, push.high, "--push"), default=0.0, metavar="NS",
-                       help=f"also require recovery from this push, N s over {tune.PUSH_LENGTH:g} s "
-                            f"(default: no push run; at most {push.high:g})")
-    p_bal.add_argument("--seed", type=arguments.seed, default=0,
-                       help=f"seed of the Latin hypercube or the search (default 0; 0 to {arguments.SEED_MAX})")
-    _add_tune_common(p_bal, "tune-balance", duration=4.0)
-    p_bal.set_defaults(func=_cmd_tune_balance)
-    return p_bal
-
-
-def _robustness_parser(prog: str) -> argparse.ArgumentParser:
-    from crossdyn.experiments.biped import tune
-
-    axes = " ".join(f"{k}={_values(v)}" for k, v in tune.DEFAULT_AXES.items())
-    p_rob = _subparser(f"{prog} robustness", description="success map over two perturbation axes for given weights")
-    p_rob.add_argument("--weight", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUE",
-                       help="an LQR weight (repeatable; others default)")
-    p_rob.add_argument("--weights-from", metavar="DIR", help="the chosen weights of a sweep (its folder or best.json)")
-    p_rob.add_argument("--axis", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUES",
-                       help=f"a perturbation axis, two needed: {', '.join(tune.PERTURBATIONS)}; values V1,V2,... "
-                            f"or LO:HI:N (default {axes}; a push map starts upright)")
-    p_rob.add_argument("--seed", type=arguments.seed, default=0,
-                       help=f"seed of the imperfections' noise and biases (default 0; 0 to {arguments.SEED_MAX})")
-    _add_tune_common(p_rob, "tune-robustness", duration=6.0)
-    p_rob.set_defaults(func=_cmd_tune_robustness)
-    return p_rob
-
-
-def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float) -> None:
-    p.add_argument("--mjcf", default="", metavar="PATH",
-                   help="the robot: an MJCF meeting crossdyn's contract, or a model name in crossdyn's mjcf/ folder "
-                        "(default: the built-in robot); gains are designed from its parameters")
-    p.add_argument("--duration", type=arguments.number(0.0, DURATION_MAX, "--duration", low_open=True),
-                   default=duration, metavar="S",
-                   help=f"simulated time per run, s (default {duration:g}, at most {DURATION_MAX:g})")
-    p.add_argument("--workers", type=arguments.count(1, 512, "--workers"), metavar="K",
-                   help="local worker processes (default: all cores)")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
-    p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT / name, metavar="DIR",
-                   help=f"output folder; rerun to resume (default results/{name})")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _experiment_parser(prog: str) -> argparse.ArgumentParser:
@@ -340,14 +160,14 @@ def _cmd_tune_experiment(args) -> int:
     fixed = dict(args.set)
     out = Path(args.out) if args.out is not None else DEFAULT_OUT / f"tune-{args.what}"
     arguments.out_dir(str(out))
-    engine = _tune_engine(args)
+    engine = tune_engine(args)
     try:
-        with _sigterm_interrupts():
+        with sigterm_interrupts():
             result = tune(args.what, out, vary=args.vary, minimize=args.minimize, constraints=args.constraint,
                           search=args.search, sampler=args.sampler or "gp", samples=args.samples, seed=args.seed,
                           fixed=fixed, short=args.short, sources=tuple(args.sources), **engine)
     except KeyboardInterrupt:
-        return _tune_interrupted(out / "samples.csv")
+        return interrupted(out / "samples.csv")
     names = ", ".join(v.name for v in result.space)
     how = {"lhs": "Latin-hypercube", "grid": "grid", "optuna": f"Optuna {args.sampler or 'gp'}"}[args.search]
     print(f"tune {args.what}: {len(result.rows)} runs ({len(result.rows) - 1} {how} over {names} + the defaults); "

@@ -1,0 +1,19 @@
+"""crossdyn's own systems, in the order ``crossdyn run`` runs their experiments.
+
+Importing a system's module registers its experiments (``@experiment``).  This
+module is what crossdyn's ``pyproject.toml`` names in the ``crossdyn.experiments``
+entry-point group, the group any installed package registers its experiments in:
+the machinery (:mod:`crossdyn.experiments.core`) never names a system.
+"""
+
+from crossdyn.experiments import (  # noqa: F401 (imported for their registrations)
+    two_link,
+    rnea,
+    unit_vector,
+    lagrange,
+    rigid_box,
+    inertia,
+    cart_pole,
+    double_pendulum_cart,
+)
+from crossdyn.experiments.biped import checks, control  # noqa: F401

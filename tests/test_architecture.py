@@ -1,0 +1,80 @@
+"""The layers and the machinery stay apart: analytic/ and controllers/ never import mujoco, and
+experiments/core (the machinery) never names a system: systems register themselves."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "experiments" / "core"
+SYSTEMS = sorted({p.stem for p in (ROOT / "experiments").iterdir() if p.suffix == ".py" or p.is_dir()}
+                 - {"__init__", "__main__", "core", "testing", "__pycache__"})
+
+
+def _imported(path: Path, parts: tuple[str, ...] | None = None) -> list[tuple[int, str]]:
+    """Every module a file imports, by ``import``/``from`` or as a ``crossdyn.`` module-name string.
+
+    ``parts``: the file's place in the repository (default: from its path), for relative imports.
+    """
+    parts = parts or path.relative_to(ROOT).with_suffix("").parts
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the file's package
+                package = ".".join(parts[: -node.level])
+                base = f"crossdyn.{package}" + (f".{base}" if base else "")
+            found += [(node.lineno, base)] + [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("crossdyn."):
+            found.append((node.lineno, node.value))
+    return found
+
+
+def _system_imports(path: Path, parts: tuple[str, ...] | None = None) -> list[str]:
+    return [f"{path.name}:{line}: {name}" for line, name in _imported(path, parts)
+            if any(name == f"crossdyn.experiments.{s}" or name.startswith(f"crossdyn.experiments.{s}.")
+                   for s in SYSTEMS)]
+
+
+def test_there_are_systems_and_core_files_to_check():
+    assert {"two_link", "biped", "rigid_box", "cart_pole", "systems"} <= set(SYSTEMS)
+    assert len(list(CORE.rglob("*.py"))) > 20
+
+
+def test_core_names_no_system():
+    offending = [hit for path in sorted(CORE.rglob("*.py")) for hit in _system_imports(path)]
+    assert offending == [], "experiments/core imports a system (register it through an entry point instead):\n" + \
+        "\n".join(offending)
+
+
+def test_the_check_sees_a_system_import(tmp_path):
+    """The scan has teeth: an import, a relative import and a module-name string are all caught."""
+    fake = tmp_path / "probe.py"
+    fake.write_text("from crossdyn.experiments.biped import tune\nfrom ..two_link import VARIANTS\n"
+                    "MODULE = 'crossdyn.experiments.rigid_box'\nfrom crossdyn.experiments.core import loop\n")
+    hits = _system_imports(fake, ("experiments", "core", "probe"))
+    assert {int(hit.split(":")[1]) for hit in hits} == {1, 2, 3}, hits
+
+
+@pytest.mark.parametrize("layer", ["analytic", "controllers"])
+def test_the_hand_layers_never_import_mujoco(layer):
+    offending = [f"{p.relative_to(ROOT)}:{line}" for p in sorted((ROOT / layer).rglob("*.py"))
+                 for line, name in _imported(p) if name == "mujoco" or name.startswith("mujoco.")]
+    assert offending == []
+
+
+def test_systems_register_through_entry_points():
+    """crossdyn's own experiments and subcommands come from its package metadata, as a user package's do."""
+    import importlib.metadata
+
+    experiments = {e.name: e.value for e in importlib.metadata.entry_points(group="crossdyn.experiments")
+                   if e.dist is not None and e.dist.name == "crossdyn"}
+    commands = {e.name for e in importlib.metadata.entry_points(group="crossdyn.commands")}
+    assert experiments == {"crossdyn": "crossdyn.experiments.systems"}
+    assert {"check two-link", "tune balance", "tune robustness"} <= commands
