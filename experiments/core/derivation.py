@@ -1,7 +1,7 @@
 """A user's own derivation against MuJoCo: ``crossdyn check derivation`` and its API.
 
 - :func:`tree_from_model` reads the rigid-body :class:`~crossdyn.analytic.rnea.Tree`
-  of a compiled model (refusing ball joints, which it cannot describe).
+  of a compiled model (hinge, slide, ball and free joints).
 - :func:`load_derivation` imports ``FILE.py:FUNC``; :func:`check_derivation`
   checks a derivation (a function or ``FILE.py:FUNC``) against ``mj_inverse`` term
   by term (:func:`crossdyn.experiments.core.crosscheck.check`), on the model as it
@@ -29,6 +29,7 @@ __all__ = ["tree_from_model", "load_derivation", "check_derivation"]
 _TYPES = {
     int(mujoco.mjtJoint.mjJNT_HINGE): "hinge",
     int(mujoco.mjtJoint.mjJNT_SLIDE): "slide",
+    int(mujoco.mjtJoint.mjJNT_BALL): "ball",
     int(mujoco.mjtJoint.mjJNT_FREE): "free",
 }
 
@@ -48,23 +49,17 @@ def tree_from_model(model: mujoco.MjModel) -> Tree:
     truth of ``check derivation --dynamics rigid-body``.
 
     Raises:
-      ModelError: a ball joint (not supported: replace it with three hinges).
+      ModelError: the model's joints cannot be described as a tree for
+        :mod:`crossdyn.analytic.rnea` (a free joint below the world, say).
     """
-    problems = []
-    for j in range(model.njnt):
-        if int(model.jnt_type[j]) not in _TYPES:
-            problems.append(f"joint {model.joint(j).name!r} is a ball joint (use three hinges)")
-    if problems:
-        raise ModelError("model cannot be described as a rigid-body tree for analytic.rnea: "
-                         + "; ".join(problems) + ".")
-
     nb = model.nbody - 1  # MuJoCo's body 0 is the world
     gravity = np.array(model.opt.gravity, dtype=float)
     if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY:
         gravity = np.zeros(3)
     inertia = np.array([body_inertia(model, b + 1) for b in range(nb)]).reshape(nb, 3, 3)
     kinds = tuple(_TYPES[int(k)] for k in model.jnt_type)
-    ref = np.array([model.qpos0[model.jnt_qposadr[j]] if kinds[j] != "free" else 0.0 for j in range(model.njnt)])
+    ref = np.array([model.qpos0[model.jnt_qposadr[j]] if kinds[j] in ("hinge", "slide") else 0.0
+                    for j in range(model.njnt)])
     try:
         tree = Tree(
             parent=np.asarray(model.body_parentid[1:], dtype=int) - 1,
