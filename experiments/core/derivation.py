@@ -85,28 +85,55 @@ def tree_from_model(model: mujoco.MjModel) -> Tree:
 
 
 def load_derivation(spec: str) -> Callable:
-    """Import ``FILE.py:FUNC`` and return the function.
+    """Import ``FILE.py:FUNC`` or ``module:FUNC`` and return the function.
 
-    The file is imported as ``python FILE.py`` would see its neighbours (its
-    folder first on ``sys.path``; :func:`crossdyn.experiments.core.user_code.import_file`).
+    A file is imported as ``python FILE.py`` would see its neighbours (its
+    folder first on ``sys.path``; :func:`crossdyn.experiments.core.user_code.import_file`);
+    a dotted name without ``.py`` that is not a file is imported as a module.
 
     Raises:
-      DerivationError: malformed spec, missing file, the file fails to import (or
-        calls ``sys.exit``), no such function, or it is not callable.
+      DerivationError: malformed spec, missing file or module, the file fails to
+        import (named with its line, or calls ``sys.exit``), no such function, or
+        it is not callable.
     """
     path_text, sep, name = spec.rpartition(":")
     if not sep or not path_text or not name:
-        raise DerivationError(f"expected FILE.py:FUNC, got {spec!r}")
+        raise DerivationError(f"expected FILE.py:FUNC or module:FUNC, got {spec!r}")
     path = Path(path_text).expanduser()
-    module = user_code.import_file(path)
+    if _is_module_name(path_text) and not path.is_file():
+        module, where = _import_module(path_text), f"module {path_text}"
+    else:
+        module, where = user_code.import_file(path), str(path)
     fn = getattr(module, name, None)
     if fn is None:
         public = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
         defined = ", ".join(public) or "nothing callable"
-        raise DerivationError(f"{path} has no function {name!r} (it defines: {defined})")
+        raise DerivationError(f"{where} has no function {name!r} (it defines: {defined})")
     if not callable(fn):
-        raise DerivationError(f"{path}: {name!r} is a {type(fn).__name__}, not a function")
+        raise DerivationError(f"{where}: {name!r} is a {type(fn).__name__}, not a function")
     return fn
+
+
+def _is_module_name(text: str) -> bool:
+    return not text.endswith(".py") and all(part.isidentifier() for part in text.split("."))
+
+
+def _import_module(name: str):
+    import importlib
+
+    try:
+        with user_code._guard(f"module {name} (while being imported)"):
+            return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise DerivationError(f"no derivation file or importable module {name!r}") from None
+        raise DerivationError(f"module {name} failed to import: {exc}{user_code.where(exc)}") from None
+    except DerivationError:
+        raise
+    except Exception as exc:  # the user's module: what it raised, and where, on one line
+        detail = " ".join(str(exc).split())
+        raise DerivationError(f"module {name} failed to import: {type(exc).__name__}: {detail}"
+                              f"{user_code.where(exc)}") from None
 
 
 def check_derivation(
