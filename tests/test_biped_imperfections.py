@@ -1,20 +1,18 @@
-"""Imperfections: each hardware model against its own definition, seeding, the preset's must-shows."""
+"""The biped's imperfections: generic ones on its sensors and motors, seeding, ground edits, the preset's must-shows."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 
-import mujoco
 import numpy as np
 import pytest
 
-from crossdyn.analytic.rotation import euler_zyx
 from crossdyn.experiments.biped import imperfections as imp_mod
 from crossdyn.experiments.biped.closed_loop import simulate
 from crossdyn.experiments.biped.control import judge_balance_recovery, judge_turn, judge_velocity_tracking
-from crossdyn.experiments.biped.imperfections import REALISTIC, Hardware, Imperfections
-from crossdyn.experiments.biped.model import BUMP_START, Ground, build, nominal_params
+from crossdyn.experiments.biped.imperfections import REALISTIC, Imperfections
+from crossdyn.experiments.biped.model import BUMP_START, HIPS, WHEELS, Ground, build, nominal_params
 from crossdyn.experiments.biped.scenarios import (
     CONTROL_PERIOD,
     balance_recovery,
@@ -28,92 +26,38 @@ from support import assert_close
 
 DT = CONTROL_PERIOD
 P = nominal_params()
-STILL = (np.array([1.0, 0, 0, 0]), np.zeros(3), np.array([0, 0, 9.81]), np.zeros(4), np.zeros(4), np.zeros(2),
-         np.zeros(2))
 
 
-def _hardware(seed=0, **fields) -> Hardware:
-    return Hardware(Imperfections(**fields), seed, P, DT)
+def test_the_biped_imperfections_are_generic_ones_on_its_sensors_and_motors():
+    """Each --set parameter becomes crossdyn's generic imperfection on the robot's own elements, in
+    the units the generic one takes (a noise density becomes a per-reading deviation over the period)."""
+    made = Imperfections(gyro_noise=2e-3, accel_bias=0.1, encoder_counts=4096, delay=2, torque_lag=0.004,
+                         wheel_no_load_speed=40.0).generic(P, DT)
+    kinds = [type(item).__name__ for item in made]
+    assert kinds == ["SensorNoise", "SensorNoise", "AttitudeFilter", *["Quantization"] * 6, "Delay",
+                     *["ActuatorLag"] * 6, "TorqueSpeedLimit", "TorqueSpeedLimit"]
+    gyro, accel = made[0], made[1]
+    assert (gyro.sensor, gyro.std, gyro.bias_std) == ("imu_gyro", 2e-3 / np.sqrt(DT), 0.0)
+    assert (accel.sensor, accel.std, accel.bias_std) == ("imu_accel", 0.0, 0.1)
+    assert made[2].gain == imp_mod.ATTITUDE_GAIN
+    assert {q.sensor for q in made[3:9]} == {f"{j}_pos" for j in (*HIPS, *WHEELS)}
+    assert made[3].step == 2 * np.pi / 4096
+    assert made[9].periods == 2
+    assert {(lim.actuator, lim.stall) for lim in made[-2:]} == {(w, P.wheel_torque_limit) for w in WHEELS}
+    assert Imperfections(friction=0.5, slope_deg=2.0).generic(P, DT) == []  # ground edits are model edits
 
 
-def test_gyro_noise_has_the_density_it_was_given():
-    """White noise of density N sampled every dt: standard deviation N / sqrt(dt), zero mean."""
-    density = 2e-3
-    hw = _hardware(gyro_noise=density)
-    hw.sense(0.0, STILL)  # the first call starts the attitude filter
-    samples = np.array([hw.sense(k * DT, STILL)[1] for k in range(20000)])
-    # 20000 samples per axis: the sample std's relative error is ~1/sqrt(2 N) = 0.5 %; 3 % is 6 sigma.
-    assert_close(samples.std(axis=0), np.full(3, density / np.sqrt(DT)), atol=0, rtol=0.03, what="gyro std")
-    assert np.abs(samples.mean(axis=0)).max() < 6 * density / np.sqrt(DT) / np.sqrt(20000)
-
-
-def test_bias_is_constant_within_a_run_and_seeded():
-    a, b, c = (_hardware(seed, gyro_bias=0.01, accel_bias=0.1) for seed in (1, 1, 2))
-    first = [a.sense(k * DT, STILL)[1] for k in range(3)]
-    assert all(np.array_equal(first[0], g) for g in first) and np.abs(first[0]).max() > 0
-    assert np.array_equal(b.sense(0.0, STILL)[1], first[0])  # same seed, same bias
-    assert not np.array_equal(c.sense(0.0, STILL)[1], first[0])
-
-
-def test_attitude_filter_converges_at_its_gain():
-    """Started 0.2 rad off in pitch and held still, the Mahony error decays as exp(-k t)."""
-    hw = _hardware(gyro_bias=1e-12)  # a negligible bias switches the IMU model on
-    hw.sense(0.0, STILL)
-    hw._quat = np.array([np.cos(0.1), 0.0, np.sin(0.1), 0.0])
-    t = 2.0
-    for k in range(int(t / DT)):
-        quat = hw.sense(k * DT, STILL)[0]
-    pitch = float(euler_zyx(quat)[1])
-    # Small-angle linear decay; at 0.2 rad the sin() of the cross product slows it by < 1 %.
-    assert pitch == pytest.approx(0.2 * np.exp(-imp_mod.ATTITUDE_GAIN * t), rel=0.01)
-
-
-def test_encoders_are_quantized():
-    hw = _hardware(encoder_counts=4096)
-    step = 2 * np.pi / 4096
-    rng = np.random.default_rng(0)
-    hips, wheels = rng.uniform(3, 4, 4), rng.uniform(-20, 20, 2)
-    out = [np.asarray(r) for r in hw.sense(0.0, (*STILL[:3], hips, np.ones(4), wheels, np.ones(2)))]
-    for got, true in ((out[3], hips), (out[5], wheels)):
-        assert_close(got / step, np.round(got / step), atol=1e-9, what="whole counts")
-        assert np.abs(got - true).max() <= step / 2 + 1e-12
-    assert np.array_equal(out[4], np.ones(4))  # velocities pass
-
-
-@pytest.fixture(scope="module")
-def robot_data():
-    model = build()
-    return model, mujoco.MjData(model)
-
-
-def test_delay_shifts_commands_by_whole_periods(robot_data):
-    _, data = robot_data
-    hw = _hardware(delay=3)
-    out = [hw.command(k * DT, (k, -k), (k,) * 4, data) for k in range(8)]
-    assert [w[0] for w, _ in out] == [0, 0, 0, 0, 1, 2, 3, 4]
-
-
-def test_torque_lag_is_first_order(robot_data):
-    _, data = robot_data
-    tau = 0.004
-    hw = _hardware(torque_lag=tau)
-    out = [hw.command(k * DT, (1.0, 1.0), (2.0,) * 4, data)[0][0] for k in range(10)]
-    assert_close(out, 1 - np.exp(-np.arange(1, 11) * DT / tau), atol=1e-12, what="step response")
-
-
-def test_torque_speed_limit_is_the_dc_motor_line(robot_data):
-    model, data = robot_data
-    w0 = 40.0
-    hw = _hardware(wheel_no_load_speed=w0)
-    stall = P.wheel_torque_limit
-    data.qvel[:] = 0.0
-    data.qvel[model.joint("left_wheel").dofadr[0]] = w0 / 2  # half the no-load speed forward
-    data.qvel[model.joint("right_wheel").dofadr[0]] = -w0 / 4
-    wheels, hips = hw.command(0.0, (stall, stall), (1.0,) * 4, data)
-    assert wheels == pytest.approx((stall / 2, stall))  # driving: half; the right wheel brakes: full stall
-    wheels, _ = hw.command(0.0, (-stall, -stall), (1.0,) * 4, data)
-    assert wheels == pytest.approx((-stall, -stall * 0.75))
-    assert hips == (1.0,) * 4  # no hip limit set
+def test_the_compiled_step_under_imperfections_is_the_readable_path():
+    """Imperfections act on what the estimator reads and on the motors' commands, so the compiled
+    step runs under them too, and equals the readable classes bit for bit."""
+    model, sc = build(), balance_scenario(8.0, 1.0)
+    made = REALISTIC.generic(P, DT)
+    fast = simulate(model, sc, controller_for({}), imperfections=made, seed=3)
+    readable = simulate(model, sc, controller_for({}), imperfections=made, seed=3, compiled=False)
+    for name in ("true_pitch", "est_pitch", "wheel_torque", "hip_torque", "height"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(readable, name), err_msg=name)
+    plain = simulate(model, sc, controller_for({}))
+    assert not np.array_equal(plain.est_pitch, fast.est_pitch)  # the imperfections did something
 
 
 def test_out_of_range_imperfection_is_refused():
@@ -138,10 +82,10 @@ def test_ground_and_payload_edits():
     assert (np.array([0.0, 0.0, r]) - model.geom("floor").pos) @ normal == pytest.approx(r, abs=1e-12)
 
 
-def test_hooks_with_no_imperfection_leave_the_run_bit_identical():
+def test_no_imperfection_leaves_the_run_bit_identical():
     model, sc = build(), balance_scenario(8.0, 1.0)
     plain = simulate(model, sc, controller_for({}))
-    hooked = simulate(model, sc, controller_for({}), hardware=_hardware())
+    hooked = simulate(model, sc, controller_for({}), imperfections=Imperfections().generic(P, DT), seed=7)
     np.testing.assert_array_equal(plain.true_pitch, hooked.true_pitch)
     np.testing.assert_array_equal(plain.wheel_torque, hooked.wheel_torque)
 

@@ -24,6 +24,7 @@ PINNED = {
     "rigid_box_ground": (7, 6, 0),
     "wheel_legged_biped": (17, 16, 6),
     "wheel_legged_biped_large": (17, 16, 6),
+    "cart_pole": (2, 2, 1),
 }
 
 

@@ -23,6 +23,7 @@ import pytest
 from crossdyn.experiments.biped import tune
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.cli import main
+from crossdyn.experiments.core.sweep import engine as engines
 
 SWEEP = dict(samples=3, seed=5, duration=1.0)  # 4 runs of 1 s: fast, and enough to reorder across workers
 
@@ -171,7 +172,7 @@ def _closed_port() -> int:
 )
 def test_bad_input_one_line_exit_2(tmp_path, capsys, monkeypatch, args, message):
     pytest.importorskip("distributed")
-    monkeypatch.setattr(tune, "CONNECT_TIMEOUT", "1s")  # nothing listens there; no need to wait long
+    monkeypatch.setattr(engines, "CONNECT_TIMEOUT", "1s")  # nothing listens there; no need to wait long
     args = [a.format(port=_closed_port()) for a in args]
     assert main(["tune", *args, "--no-progress", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()

@@ -10,13 +10,12 @@ from the tracking camera.
 
 from __future__ import annotations
 
-import gc
 import os
 from dataclasses import dataclass, field
-from math import asin, isfinite, nan
+from math import asin, nan
 from operator import itemgetter
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import mujoco
 import numpy as np
@@ -27,6 +26,7 @@ from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
 from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params
 from crossdyn.experiments.core.errors import CrossdynError
+from crossdyn.experiments.core.imperfections import Imperfection
 
 __all__ = ["Scenario", "Trace", "simulate", "make_controller", "geometry", "initial_state", "FALL_PITCH"]
 
@@ -160,186 +160,254 @@ def initial_state(model, p: BipedParams, sc: Scenario) -> np.ndarray:
 
 def simulate(model: mujoco.MjModel, sc: Scenario,
              controller: BipedController | Callable[[float, Estimate, Reference], Command] | None = None,
-             video: Path | None = None, fps: int = 30, hardware=None, compiled: bool = True) -> Trace:
+             video: Path | None = None, fps: int = 30, imperfections: Sequence[Imperfection] = (), seed: int = 0,
+             compiled: bool = True) -> Trace:
     """Run a scenario in closed loop and return its trace.
+
+    This is crossdyn's one closed loop (:func:`crossdyn.experiments.core.loop.simulate`)
+    with the biped's controller plugged in: every control period the robot's own
+    sensors (after the ``imperfections``) feed the state estimator, ``controller``
+    turns the estimate and the scenario's reference into wheel and hip torques,
+    and the loop ends early when the robot falls (pitch past :data:`FALL_PITCH`) or
+    the simulation diverges.
 
     ``controller`` is a :class:`~crossdyn.controllers.biped.BipedController` (by
     default one designed for ``model``) or any function ``(t, est, ref) -> Command``
-    (a user's own; see README, "Your own controller in the loop").
+    (a user's own; see README, "Your own controller in the loop").  With the
+    built-in controller (a ``BipedController`` itself) the estimator and controller
+    run as one compiled step (:mod:`crossdyn.controllers.compiled`, Numba;
+    bit-identical to the classes); a user's function gets the compiled estimate.
+    ``compiled=False``, ``ground_truth`` or a missing Numba run the readable
+    classes instead.
 
-    Per control step: read the sensors (``readings``), estimate, ask the
-    controller for ``(wheels, hips)`` torques, write them to ``data.ctrl`` and
-    step the physics.  The step's own cost is kept near the physics': sensors
-    are read as index tuples into one ``sensordata.tolist()``, the estimator and
-    controller work in plain floats, MuJoCo's arrays are bound once (views
-    stay valid for the run), MuJoCo's state goes into a preallocated table by one
-    ``np.concatenate`` and the controller's log is one tuple of floats per step,
-    the cyclic garbage collector waits until the run ends, and the derived truth
-    (Euler angles, travel, axle velocities, loop closure) is computed for the
-    whole run at the end.
-
-    With the built-in controller (a ``BipedController``), no hardware hooks and
-    no ground truth, the estimator and controller run as one compiled step
-    (:mod:`crossdyn.controllers.compiled`, Numba; bit-identical to the classes)
-    unless ``compiled=False`` or Numba is missing.
+    Args:
+      model: the robot (meeting the biped's contract).
+      sc: the scenario (initial pose, reference, push, control period, jump).
+      controller: see above.
+      video: write an MP4 from the tracking camera here.
+      fps: video frames per simulated second.
+      imperfections: generic imperfections on the robot's sensors and actuators
+        (:meth:`~crossdyn.experiments.biped.imperfections.Imperfections.generic` makes
+        the biped's).
+      seed: seed of the imperfections' random draws.
+      compiled: allow the compiled step.
 
     Raises:
       CrossdynError: the model lacks the biped's sensors or actuators, or the
         control period is not a multiple of the time step.
+      ControllerError: a user's controller function raised.
     """
+    from crossdyn.experiments.core.errors import ParameterError
+    from crossdyn.experiments.core.imperfections import Push
+    from crossdyn.experiments.core.loop import simulate as run_loop
+
     p = biped_params(model)
-    steps_per_control = int(round(sc.control_period / model.opt.timestep))
-    if steps_per_control < 1 or abs(steps_per_control * model.opt.timestep - sc.control_period) > 1e-12:
-        raise CrossdynError(f"control period {sc.control_period} s is not a multiple of the time step "
-                            f"{model.opt.timestep} s")
     controller = controller or make_controller(p, sc.control_period, jump=sc.jump)
-    data = mujoco.MjData(model)
-    data.qpos[:] = initial_state(model, p, sc)
-    mujoco.mj_forward(model, data)
-
     sensors = _Sensors(model)
-    estimator = Estimator(geometry(p))
-    wheel_act = [model.actuator(f"{s}_wheel").id for s in ("left", "right")]
-    hip_act = [model.actuator(h).id for h in HIPS]
-    body = model.body("body").id
+    actuators = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
     n = int(round(sc.duration / sc.control_period))
-    # MuJoCo's arrays, bound once (views stay valid for the life of ``data``).
-    qacc, ctrl, sensordata = data.qacc, data.ctrl, data.sensordata
-    state = _StateLog(model, data, n + 1)
-    quat = state.quat
-    bad_qacc = data.warning[mujoco.mjtWarning.mjWARN_BADQACC]
-    push_body = data.xfrc_applied[body]
-    reference, ground_truth = sc.reference, sc.ground_truth
-    plain = not compiled or hardware is not None or ground_truth
-    fast = None if plain else _compiled_step(controller, p, sensors, wheel_act + hip_act, n)
-    if fast is not None:
-        kernel, index, params, powers, kernel_state, log_table = fast
-    fast_estimate = None if plain or fast is not None else _compiled_estimator(p, sensors)
-    if fast_estimate is not None:
-        estimate, as_estimate, index, params, kernel_state, estimated = fast_estimate
-    # The loop records MuJoCo's raw state as one row of a preallocated table per step
-    # (_StateLog) and what the controller saw and did as one tuple of floats (_LOG); the
-    # derived truth (Euler angles, travel along the heading, loop closure) is computed for
-    # the whole run at the end.
-    log, phases = [], []
-    renderer = frames = None
-    if video is not None:
-        renderer, frames = mujoco.Renderer(model, 360, 640), []
-    fell = diverged = False
-    steps = 0  # control steps whose torques were applied
-    # The loop allocates a few small tuples per step and keeps none in cycles; the cyclic
-    # collector's passes over the growing log would cost more than the step's own work.
-    collecting = gc.isenabled()
-    gc.disable()
+    plug = _plug(controller, p, sc, sensors, actuators, n, compiled)
+    pushes = [] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])]
     try:
-        for i in range(n):
-            t = data.time
-            state.record(i, t)
-            w, qx, qy, qz = quat.tolist()
-            sin_pitch = 2.0 * (w * qy - qz * qx)  # analytic.rotation.pitch, for the fall check below
+        trace = run_loop(model, plug, n * sc.control_period, qpos=initial_state(model, p, sc),
+                         control_dt=sc.control_period, imperfections=[*imperfections, *pushes], seed=seed,
+                         stop=_Fall(model), record=_RECORD, video=video, camera="track", fps=fps)
+    except ParameterError as exc:
+        if "not a multiple" in str(exc):
+            raise CrossdynError(f"control period {sc.control_period} s is not a multiple of the time step "
+                                f"{model.opt.timestep} s") from None
+        raise
+    return _biped_trace(model, p, trace, plug, controller)
 
-            if fast is not None:
-                ref = reference(t)
-                if not kernel(t, ref.velocity, ref.yaw, nan if ref.height is None else ref.height, sensordata, index,
-                              ctrl, params, powers, kernel_state, log_table, i):
-                    diverged = True  # a non-finite sensor reading, as the estimator's ValueError below
-                    break
-                steps = i + 1
-            else:
-                if fast_estimate is not None:
-                    if not estimate(sensordata, index, params, kernel_state, estimated):
-                        diverged = True
-                        break
-                    est = as_estimate(estimated.tolist())
-                else:
-                    readings = sensors.read(sensordata)
-                    if hardware is not None:
-                        readings = hardware.sense(t, readings)
-                    try:
-                        est = estimator.update(*readings)
-                    except ValueError:
-                        diverged = True
-                        break
-                if ground_truth:
-                    est = _true_estimate(est, state, i)
-                ref = reference(t)
-                cmd = controller(t, est, ref)
-                wheels, hips = cmd.wheels, cmd.hips
-                if hardware is not None:
-                    wheels, hips = hardware.command(t, wheels, hips, data)
-                ctrl[wheel_act[0]], ctrl[wheel_act[1]] = wheels
-                ctrl[hip_act[0]], ctrl[hip_act[1]], ctrl[hip_act[2]], ctrl[hip_act[3]] = hips
-                log.append((est.x, est.xd, est.pitch, *est.height, *est.alpha, *cmd.wheels, *cmd.legs, cmd.wheel_total,
-                            ref.velocity, ref.yaw, nan if ref.height is None else ref.height))
-                phases.append(cmd.phase)
-                steps = len(phases)
 
-            if sc.push is not None:
-                t0, force, length = sc.push
-                for _ in range(steps_per_control):
-                    push_body[0] = force if t0 <= data.time < t0 + length else 0.0
-                    mujoco.mj_step(model, data)
-            else:
-                mujoco.mj_step(model, data, steps_per_control)
-            if frames is not None and len(frames) < data.time * fps:
-                renderer.update_scene(data, camera="track")
-                frames.append(renderer.render().copy())
-            if bad_qacc.number > 0 or not isfinite(sum(qacc.tolist())):  # a NaN or inf makes the sum one
-                diverged = True
-                break
-            if abs(asin(min(max(sin_pitch, -1.0), 1.0))) > FALL_PITCH:
-                fell = True
-                break
-    finally:
-        if collecting:
-            gc.enable()
-    if renderer is not None:
-        renderer.close()
-        _write_video(video, frames, fps)
-    # (a break after recording the state leaves one row over)
-    state = state.columns(steps)
-    if fast is not None:
+class _Fall:
+    """``stop``: the robot has fallen when its pitch passes :data:`FALL_PITCH` (read from the root quaternion)."""
+
+    def __init__(self, model: mujoco.MjModel):
+        self.adr = int(model.joint("root").qposadr[0]) + 3
+
+    def __call__(self, obs) -> str | None:
+        w, qx, qy, qz = obs.qpos[self.adr : self.adr + 4].tolist()
+        sin_pitch = 2.0 * (w * qy - qz * qx)  # analytic.rotation.pitch
+        return "fell" if abs(asin(min(max(sin_pitch, -1.0), 1.0))) > FALL_PITCH else None
+
+
+def _axles(model: mujoco.MjModel) -> tuple[list[int], int]:
+    """The two axle bodies and the root of their (one) tree."""
+    axle_bodies = [int(model.site_bodyid[model.site(f"{s}_axle").id]) for s in ("left", "right")]
+    trees = {int(model.body_rootid[b]) for b in axle_bodies}
+    if len(trees) != 1:
+        raise CrossdynError("closed loop needs both axles on the robot's one floating body tree")
+    return axle_bodies, trees.pop()
+
+
+# What the loop records per step beyond qpos and qvel, for the derived truth (views of MjData, bound once).
+_RECORD = {
+    "sites": lambda m, d: d.site_xpos,
+    "cvel_left": lambda m, d: d.cvel[_axles(m)[0][0]],
+    "cvel_right": lambda m, d: d.cvel[_axles(m)[0][1]],
+    "com": lambda m, d: d.subtree_com[_axles(m)[1]],
+    "z_body": lambda m, d: d.xpos[m.body("body").id],
+    "z_left": lambda m, d: d.xpos[m.body("left_wheel").id],
+    "z_right": lambda m, d: d.xpos[m.body("right_wheel").id],
+}
+_SITES = ("left_axle", "right_axle", "left_rear_foot", "right_rear_foot")
+
+
+def _state(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, extra: dict) -> dict[str, np.ndarray]:
+    """The recorded rows as the truth's raw columns: root quaternion (N, 4), body rate (N, 3), the four
+    sites (N, 4, 3), the axles' mean linear velocity (N, 3), body and wheel heights (N, 3).
+
+    The axles' velocities are ``mj_objectVelocity``'s transform of ``cvel`` to the site,
+    ``v - (p_site - p_com) x w`` (bit for bit the same)."""
+    root = model.joint("root")
+    q, v = int(root.qposadr[0]), int(root.dofadr[0])
+    n = qpos.shape[0]
+    sites = extra["sites"][:, [model.site(name).id for name in _SITES]]
+    cvel = np.stack([extra["cvel_left"], extra["cvel_right"]], axis=1)
+    offset = sites[:, :2] - extra["com"][:, None, :]
+    axle_vel = cvel[:, :, 3:] - np.cross(offset, cvel[:, :, :3])
+    return {"quat": qpos[:, q + 3 : q + 7], "omega": qvel[:, v + 3 : v + 6], "sites": sites.reshape(n, 4, 3),
+            "axle_vel": 0.5 * (axle_vel[:, 0] + axle_vel[:, 1]),
+            "z": np.stack([extra["z_body"][:, 2], extra["z_left"][:, 2], extra["z_right"][:, 2]], axis=1)}
+
+
+def _plug(controller, p: BipedParams, sc: Scenario, sensors: _Sensors, actuators: list[int], n: int,
+          compiled: bool):
+    """The biped's estimator and controller as the loop's controller: compiled, or the readable classes."""
+    plain = not compiled or sc.ground_truth
+    if not plain and type(controller) is BipedController:  # a subclass may override __call__
+        fast = _CompiledStep.make(controller, p, sc.reference, sensors, actuators, n)
+        if fast is not None:
+            return fast
+    return _Readable(controller, p, sc, sensors, actuators, compiled=not plain)
+
+
+class _CompiledStep:
+    """The built-in controller and estimator as one Numba step (``write_command``: no per-step checks)."""
+
+    def __init__(self, kernel, index, params, powers, state, log, reference):
+        self.kernel, self.index, self.params, self.powers, self.state, self.log = (kernel, index, params, powers,
+                                                                                  state, log)
+        self.reference, self.rows = reference, 0
+
+    @classmethod
+    def make(cls, controller: BipedController, p: BipedParams, reference, sensors: _Sensors, actuators: list[int],
+             n: int):
+        """The step for ``controller``, or None where it cannot run (no Numba, a gain that is not 1 x 4)."""
+        try:
+            from crossdyn.controllers import compiled
+        except ImportError:  # Numba is not installed: the classes run
+            return None
+        try:
+            params, powers, state = compiled.pack(controller, geometry(p))
+        except ValueError:
+            return None
+        index = np.array(sensors.indices + tuple(actuators), dtype=np.int64)
+        return cls(compiled.step, index, params, powers, state, np.empty((n, compiled.LOG_WIDTH)), reference)
+
+    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool:
+        ref = self.reference(t)
+        if not self.kernel(t, ref.velocity, ref.yaw, nan if ref.height is None else ref.height, sensed, self.index,
+                           command, self.params, self.powers, self.state, self.log, self.rows):
+            return False  # a non-finite sensor reading, as the estimator's ValueError
+        self.rows += 1
+        return True
+
+    def logged(self, controller: BipedController, times: np.ndarray) -> tuple[dict, list]:
         from crossdyn.controllers import compiled as kernels
 
-        done = log_table[:steps]
-        kernels.unpack(controller, kernel_state, state["t"], done[:, -1])
-        logged = _columns(done[:, :-1], _LOG)
-        phases = [kernels.PHASES[k].value for k in done[:, -1].astype(int).tolist()]
-    else:
-        logged = _columns(log, _LOG)
+        done = self.log[: times.size]
+        kernels.unpack(controller, self.state, times, done[:, -1])
+        return _columns(done[:, :-1], _LOG), [kernels.PHASES[k].value for k in done[:, -1].astype(int).tolist()]
+
+
+class _Readable:
+    """The estimator (compiled, or the readable class) and any ``(t, est, ref) -> Command`` controller."""
+
+    def __init__(self, controller, p: BipedParams, sc: Scenario, sensors: _Sensors, actuators: list[int],
+                 compiled: bool):
+        self.controller, self.sensors, self.reference = controller, sensors, sc.reference
+        self.wheels, self.hips = actuators[:2], actuators[2:]
+        self.estimator = Estimator(geometry(p))
+        self.fast = _compiled_estimator(p, sensors) if compiled else None
+        self.ground_truth = sc.ground_truth
+        self.log: list[tuple] = []
+        self.phases: list[str] = []
+        self.truth = None
+
+    def start(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        if self.ground_truth:
+            self.truth = _TruthNow(model, data)
+
+    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool:
+        if self.fast is not None:
+            estimate, as_estimate, index, params, kernel_state, estimated = self.fast
+            if not estimate(sensed, index, params, kernel_state, estimated):
+                return False
+            est = as_estimate(estimated.tolist())
+        else:
+            try:
+                est = self.estimator.update(*self.sensors.read(sensed))
+            except ValueError:
+                return False
+        if self.truth is not None:
+            est = self.truth.estimate(est)
+        ref = self.reference(t)
+        try:
+            cmd = self.controller(t, est, ref)
+            wheels, hips = cmd.wheels, cmd.hips
+        except Exception as exc:
+            from crossdyn.experiments.core.loop import ControllerError
+
+            detail = " ".join(str(exc).split())
+            raise ControllerError(f"controller raised {type(exc).__name__} at t = {t:.6g} s: {detail}") from None
+        wheel, hip = self.wheels, self.hips
+        command[wheel[0]], command[wheel[1]] = wheels
+        command[hip[0]], command[hip[1]], command[hip[2]], command[hip[3]] = hips
+        self.log.append((est.x, est.xd, est.pitch, *est.height, *est.alpha, *cmd.wheels, *cmd.legs, cmd.wheel_total,
+                         ref.velocity, ref.yaw, nan if ref.height is None else ref.height))
+        self.phases.append(cmd.phase)
+        return True
+
+    def logged(self, controller, times: np.ndarray) -> tuple[dict, list]:
+        return _columns(self.log, _LOG), self.phases
+
+
+class _TruthNow:
+    """MuJoCo's state as the estimator's quantities, now (``--set ground_truth=true``)."""
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData):
+        self.model, self.data = model, data
+        self.views = {name: view(model, data) for name, view in _RECORD.items()}
+        self.first = None
+
+    def raw(self) -> dict:
+        d = self.data
+        extra = {name: np.asarray(view, dtype=float).copy()[None] for name, view in self.views.items()}
+        return {k: v[0] for k, v in _state(self.model, d.qpos[None].copy(), d.qvel[None].copy(), extra).items()}
+
+    def estimate(self, est: Estimate) -> Estimate:
+        now = self.raw()
+        if self.first is None:
+            self.first = now
+        return _true_estimate(est, now, self.first)
+
+
+def _biped_trace(model: mujoco.MjModel, p: BipedParams, trace, plug, controller) -> Trace:
+    """The biped's :class:`Trace` from the loop's trace and what the plugged controller logged."""
+    logged, phases = plug.logged(controller, trace.t)
+    state = _state(model, trace.qpos, trace.qvel, trace.extra)
     machine = getattr(controller, "machine", None)  # a user's controller function has none
-    truth = _truth({"t": state["t"], "quat": state["quat"], "omega": state["omega"],
-                    "sites": state["sites"].reshape(steps, 4, 3),
-                    "axle_vel": 0.5 * (state["axle_vel"][:, :3] + state["axle_vel"][:, 3:])})
-    return Trace(t=state["t"], **truth, est_x=logged["est_x"], est_xd=logged["est_xd"],
+    truth = _truth({"t": trace.t, **state})
+    return Trace(t=trace.t, **truth, est_x=logged["est_x"], est_xd=logged["est_xd"],
                  est_pitch=logged["est_pitch"], height=logged["height"], alpha=logged["alpha"],
                  body_z=state["z"][:, 0], wheel_z=state["z"][:, 1:] - p.pendulum.r,
                  wheel_torque=logged["wheel_torque"], hip_torque=logged["hip_torque"],
                  wheel_total=logged["wheel_total"], phase=np.array(phases), reference=logged["reference"],
-                 fell=fell or diverged, diverged=diverged, wheel_limit=p.wheel_torque_limit,
+                 fell=trace.stopped is not None, diverged=trace.diverged, wheel_limit=p.wheel_torque_limit,
                  hip_limit=p.hip_torque_limit,
                  transitions=list(machine.transitions) if machine is not None else [])
-
-
-def _compiled_step(controller, p: BipedParams, sensors: _Sensors, actuators: list[int], n: int) -> tuple | None:
-    """The compiled step and its arrays for ``controller``, or None where the readable path runs.
-
-    Returns ``(step, index, params, powers, state, log)`` (:func:`crossdyn.controllers.compiled.step`'s
-    arguments) for a :class:`BipedController` itself (a subclass may override ``__call__``) with a
-    1 x 4 balance gain, when Numba imports.
-    """
-    if type(controller) is not BipedController:
-        return None
-    try:
-        from crossdyn.controllers import compiled
-    except ImportError:  # Numba is not installed: the classes run
-        return None
-    try:
-        params, powers, state = compiled.pack(controller, geometry(p))
-    except ValueError:
-        return None
-    index = np.array(sensors.indices + tuple(actuators), dtype=np.int64)
-    return compiled.step, index, params, powers, state, np.empty((n, compiled.LOG_WIDTH))
 
 
 def _compiled_estimator(p: BipedParams, sensors: _Sensors) -> tuple | None:
@@ -355,67 +423,6 @@ def _compiled_estimator(p: BipedParams, sensors: _Sensors) -> tuple | None:
     params, state = compiled.pack_estimator(geometry(p))
     index = np.array(sensors.indices, dtype=np.int64)
     return compiled.estimate, compiled.as_estimate, index, params, state, np.empty(compiled.ESTIMATE)
-
-
-class _StateLog:
-    """MuJoCo's state before each control step: one row of a preallocated table per step.
-
-    A row is the root quaternion, the body's angular velocity, every site's
-    position, the two axle bodies' ``cvel`` and their tree's ``subtree_com``, and
-    the body's and wheels' positions: views into ``data`` bound once, copied by one
-    ``np.concatenate``.  :meth:`columns` derives the rest for the whole run at the
-    end: the axles' linear velocities are ``mj_objectVelocity``'s transform of
-    ``cvel`` to the site, ``v - (p_site - p_com) x w`` (bit for bit the same).
-    """
-
-    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, rows: int):
-        root = model.joint("root")
-        self.quat = data.qpos[int(root.qposadr[0]) + 3 : int(root.qposadr[0]) + 7]  # a view, (4,)
-        free_v = int(root.dofadr[0])
-        axles = [model.site(f"{s}_axle").id for s in ("left", "right")]
-        axle_bodies = [int(model.site_bodyid[a]) for a in axles]
-        trees = {int(model.body_rootid[b]) for b in axle_bodies}
-        if len(trees) != 1:
-            raise CrossdynError("closed loop needs both axles on the robot's one floating body tree")
-        bodies = [model.body(name).id for name in ("body", "left_wheel", "right_wheel")]
-        self._parts = (self.quat, data.qvel[free_v + 3 : free_v + 6], data.site_xpos.reshape(-1),
-                       *(data.cvel[b] for b in axle_bodies), data.subtree_com[trees.pop()],
-                       *(data.xpos[b] for b in bodies))
-        start = np.cumsum([0] + [part.size for part in self._parts])
-        sites = np.array([model.site(name).id for name in ("left_axle", "right_axle", "left_rear_foot",
-                                                            "right_rear_foot")])
-        self._columns = {
-            "quat": np.arange(4),
-            "omega": 4 + np.arange(3),
-            "sites": start[2] + (3 * sites[:, None] + np.arange(3)).ravel(),  # (12,): four sites' x, y, z
-            "cvel": np.r_[start[3] : start[3] + 6, start[4] : start[4] + 6],  # the axle bodies' (angular, linear)
-            "com": start[5] + np.arange(3),
-            "z": start[6:9] + 2,
-        }
-        self._times = np.empty(rows)
-        self._table = np.empty((rows, start[-1]))
-
-    def record(self, i: int, t: float) -> None:
-        """Row ``i``: time ``t`` and MuJoCo's arrays as they are now."""
-        self._times[i] = t
-        np.concatenate(self._parts, out=self._table[i])
-
-    def columns(self, steps: int) -> dict[str, np.ndarray]:
-        """The first ``steps`` rows: ``{"t": (N,), "quat": (N, 4), "omega": (N, 3), "sites": (N, 12),
-        "axle_vel": (N, 6) the two axles' linear velocities, "z": (N, 3)}``."""
-        return self._select(self._table[:steps], self._times[:steps])
-
-    def at(self, i: int) -> dict[str, np.ndarray]:
-        """Row ``i``'s columns, as :meth:`columns` without the leading axis."""
-        return {name: value[0] for name, value in self._select(self._table[i : i + 1], self._times[i : i + 1]).items()}
-
-    def _select(self, table: np.ndarray, times: np.ndarray) -> dict[str, np.ndarray]:
-        out = {"t": times.copy(), **{name: table[:, self._columns[name]] for name in ("quat", "omega", "sites", "z")}}
-        n = len(table)
-        cvel = table[:, self._columns["cvel"]].reshape(n, 2, 6)
-        offset = out["sites"].reshape(n, 4, 3)[:, :2] - table[:, None, self._columns["com"]]
-        out["axle_vel"] = (cvel[:, :, 3:] - np.cross(offset, cvel[:, :, :3])).reshape(n, 6)
-        return out
 
 
 # The per-step log tuples' columns: (name, width), in order: what the controller saw and did.
@@ -460,14 +467,13 @@ def _truth(raw: dict) -> dict:
     }
 
 
-def _true_estimate(est: Estimate, state: _StateLog, i: int) -> Estimate:
+def _true_estimate(est: Estimate, now: dict, first: dict) -> Estimate:
     """``est`` with its pose, rates and travel replaced by MuJoCo's (``--set ground_truth=true``).
 
-    ``state``: the run's state log, whose row ``i`` is this step's and row 0 the first step's.
+    ``now`` and ``first``: this step's and the first step's raw state (:func:`_state`'s columns, one row).
     """
-    now, first = state.at(i), state.at(0)
-    quat, omega, sites, sites0 = now["quat"], now["omega"], now["sites"].reshape(4, 3), first["sites"].reshape(4, 3)
-    axle_vel = 0.5 * (now["axle_vel"][:3] + now["axle_vel"][3:])
+    quat, omega, sites, sites0 = now["quat"], now["omega"], now["sites"], first["sites"]
+    axle_vel = now["axle_vel"]
     roll, pitch_, yaw = (float(a) for a in euler_zyx(quat))
     roll_rate, pitch_rate, yaw_rate = (float(a) for a in euler_rates(roll, pitch_, omega))
     heading = np.array([np.cos(yaw), np.sin(yaw)])
@@ -475,15 +481,6 @@ def _true_estimate(est: Estimate, state: _StateLog, i: int) -> Estimate:
     x = float((0.5 * (sites[0, :2] + sites[1, :2]) - start) @ heading)
     return est._replace(x=x, xd=float(axle_vel[:2] @ heading), pitch=pitch_, pitch_rate=pitch_rate, roll=roll,
                         roll_rate=roll_rate, yaw=yaw, yaw_rate=yaw_rate)
-
-
-def _write_video(path: Path, frames: list, fps: int) -> None:
-    try:
-        import imageio.v3 as iio
-    except ImportError:
-        raise CrossdynError("--video needs imageio and imageio-ffmpeg: pip install -e '.[video]'") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    iio.imwrite(path, np.stack(frames), fps=fps, codec="libx264")
 
 
 def video_environment() -> None:

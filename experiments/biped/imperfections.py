@@ -1,56 +1,46 @@
-"""What a real robot has and the simulation does not: sensor noise, quantization, delay, motor limits, ground.
+"""The biped's imperfections: its sensors, motors and ground as a real robot has them.
 
 MuJoCo's sensors are exact (the MJCF ``noise`` attribute is only metadata), its
 motors deliver the commanded torque at once at any speed, and the floor is flat.
-:class:`Imperfections` lists the departures from that ideal; a :class:`Hardware`
-object built from them (and a seed) sits between the simulation and the
-controller through two hooks that :func:`~crossdyn.experiments.biped.closed_loop.simulate`
-calls every control period::
+:class:`Imperfections` lists the biped's departures from that ideal, one ``--set``
+parameter each, in physical units (noise densities, encoder counts, motor speeds).
+:meth:`Imperfections.generic` turns the sensing and actuation ones into crossdyn's
+generic imperfections (:mod:`crossdyn.experiments.core.imperfections`) on the
+robot's own sensors and motors, which the closed loop applies every control period:
 
-    readings = hardware.sense(t, readings)              # after the sensors are read
-    wheels, hips = hardware.command(t, wheels, hips, data)  # before data.ctrl is written
+- IMU noise: white noise of density ``N`` (units/sqrt(Hz)) sampled every ``dt``
+  has standard deviation ``N / sqrt(dt)`` (the continuous-to-discrete rule of the
+  Kalibr IMU noise model) -> :class:`SensorNoise` on ``imu_gyro`` and
+  ``imu_accel``; their bias, a constant per axis drawn once per run from
+  ``N(0, sigma_b^2)`` -> ``SensorNoise(bias_std=...)``.
+- IMU orientation: with any IMU imperfection the ``imu_quat`` reading is what a
+  Mahony filter (gain :data:`ATTITUDE_GAIN`) makes of the noisy gyro and
+  accelerometer -> :class:`AttitudeFilter`.
+- Encoders: hip and wheel positions quantized to ``2 pi / counts`` rad
+  -> :class:`Quantization`; velocities (the motor driver's observer) pass unchanged.
+- Control delay -> :class:`Delay`; motor torque lag -> :class:`ActuatorLag` on
+  every motor; torque-speed limit (stall torque = the motor's limit, no-load
+  speed ``w0``) -> :class:`TorqueSpeedLimit`.
 
 The floor (friction, slope, a bump) and a payload are edits of the model instead
 (:meth:`Imperfections.ground`, :meth:`Imperfections.payload`, passed to
 :func:`~crossdyn.experiments.biped.model.build`).
-
-Models, per imperfection:
-
-- IMU noise: white noise of density ``N`` (units/sqrt(Hz)) sampled every
-  ``dt`` has standard deviation ``N / sqrt(dt)`` (the continuous-to-discrete
-  rule of the Kalibr IMU noise model); bias: a constant per axis drawn once per
-  run from ``N(0, sigma_b^2)``.
-- IMU orientation: a noisy IMU's quaternion is what its attitude filter makes of
-  the noisy gyro and accelerometer, so with any IMU imperfection the quaternion
-  reading is replaced by a Mahony complementary filter (gain
-  :data:`ATTITUDE_GAIN`) started at the true orientation.  Yaw, which gravity
-  does not observe, drifts with the gyro bias.
-- Encoders: hip and wheel positions quantized to ``2 pi / counts`` rad;
-  velocities (the motor driver's observer) pass unchanged.
-- Control delay: commands reach the motors ``delay`` control periods late
-  (zero torque until the first arrives).
-- Motor torque lag: first order, time constant ``torque_lag``, exact
-  discretization over a control period.
-- Torque-speed limit: a DC motor at its supply voltage delivers
-  ``tau in [-tau_s (1 + w / w0), tau_s (1 - w / w0)]`` within ``+-tau_s`` (stall
-  torque ``tau_s`` = the actuator's limit, no-load speed ``w0``): torque in the
-  direction of motion falls linearly to zero at ``w0``, braking is not limited.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 from dataclasses import dataclass, fields
 
-import mujoco
 import numpy as np
 
 from crossdyn.experiments.biped.model import HIPS, WHEELS, BipedParams, Ground
+from crossdyn.experiments.core.imperfections import (ActuatorLag, AttitudeFilter, Delay, Imperfection, Quantization,
+                                                     SensorNoise, TorqueSpeedLimit)
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.registry import Param
 
-__all__ = ["Imperfections", "Hardware", "REALISTIC", "PARAMS", "ATTITUDE_GAIN"]
+__all__ = ["Imperfections", "REALISTIC", "PARAMS", "ATTITUDE_GAIN"]
 
 # Mahony filter gain, rad/s: the accelerometer corrects the gyro's attitude with a
 # 10 s time constant.  The robot's own accelerations (2 m/s^2 when it sets off at
@@ -131,6 +121,32 @@ class Imperfections:
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def generic(self, params: BipedParams, control_period: float) -> list[Imperfection]:
+        """The sensing and actuation imperfections as crossdyn's generic ones, on the biped's sensors and motors.
+
+        Args:
+          params: the robot's parameters (its motors' limits are the stall torques).
+          control_period: s; noise densities become per-reading deviations over it.
+        """
+        out: list[Imperfection] = []
+        dt = float(control_period)
+        if self.imu:
+            out.append(SensorNoise("imu_gyro", std=self.gyro_noise / np.sqrt(dt), bias_std=self.gyro_bias))
+            out.append(SensorNoise("imu_accel", std=self.accel_noise / np.sqrt(dt), bias_std=self.accel_bias))
+            out.append(AttitudeFilter("imu_quat", "imu_gyro", "imu_accel", gain=ATTITUDE_GAIN))
+        if self.encoder_counts:
+            step = 2 * np.pi / self.encoder_counts
+            out += [Quantization(f"{joint}_pos", step) for joint in (*HIPS, *WHEELS)]
+        if self.delay:
+            out.append(Delay(int(self.delay), actuators=(*WHEELS, *HIPS)))
+        if self.torque_lag:
+            out += [ActuatorLag(motor, self.torque_lag) for motor in (*WHEELS, *HIPS)]
+        for motors, speed, stall in ((WHEELS, self.wheel_no_load_speed, params.wheel_torque_limit),
+                                     (HIPS, self.hip_no_load_speed, params.hip_torque_limit)):
+            if speed:
+                out += [TorqueSpeedLimit(motor, speed, stall=stall) for motor in motors]
+        return out
+
 
 # The --set parameters (and robustness axes), one per field, with units and ranges.
 PARAMS = {
@@ -157,7 +173,9 @@ REALISTIC = Imperfections(
     accel_noise=1.7e-3,  # BMI088: 175 ug/sqrt(Hz)
     accel_bias=0.05,  # ~5 mg residual after a six-position calibration (assumption; raw offset is +-20 mg)
     encoder_counts=16384,  # 14-bit magnetic encoder (AS5047P / MT6701 class)
-    delay=0,  # latency under one 1 ms period (on-board loop; its lag is in torque_lag): one whole period already unsettles the hip loops (README)
+    # Latency under one 1 ms period (on-board loop; its lag is in torque_lag): one whole period
+    # already unsettles the hip loops (README).
+    delay=0,
     wheel_no_load_speed=50.0,  # DJI M3508 with its 19:1 gearbox: ~480 rpm at 24 V
     hip_no_load_speed=30.0,  # CubeMars AK70-10 class QDD actuator: ~300 rpm at 48 V
     torque_lag=0.001,  # 1 ms: FOC current loop and the winding's L/R (assumption)
@@ -166,82 +184,3 @@ REALISTIC = Imperfections(
     bump_m=0.01,  # a cable or a door threshold
     payload_kg=0.5,  # battery or sensor not in the model
 )
-
-
-class Hardware:
-    """The robot's sensing and actuation chain between MuJoCo and the controller (see the module docstring).
-
-    Args:
-      imperfections: what to add.
-      seed: seed of every random draw (noise and biases): same seed, same run.
-      params: the robot's parameters (its motors' torque limits are the stall torques).
-      control_period: s; the hooks are called once per period.
-    """
-
-    def __init__(self, imperfections: Imperfections, seed: int, params: BipedParams, control_period: float):
-        imp = self.imperfections = imperfections
-        self.dt = float(control_period)
-        self._rng = np.random.default_rng(seed)
-        self._gyro_bias = self._rng.normal(0.0, imp.gyro_bias, 3) if imp.gyro_bias else np.zeros(3)
-        self._accel_bias = self._rng.normal(0.0, imp.accel_bias, 3) if imp.accel_bias else np.zeros(3)
-        self._gyro_sigma = imp.gyro_noise / np.sqrt(self.dt)
-        self._accel_sigma = imp.accel_noise / np.sqrt(self.dt)
-        self._quat: np.ndarray | None = None
-        self._step = 2 * np.pi / imp.encoder_counts if imp.encoder_counts else 0.0
-        zero = ((0.0, 0.0), (0.0,) * len(HIPS))
-        self._queue = collections.deque([zero] * imp.delay)
-        self._lag = 1.0 - np.exp(-self.dt / imp.torque_lag) if imp.torque_lag else 0.0
-        self._torque = np.zeros(len(WHEELS) + len(HIPS))
-        self._stall = np.array([params.wheel_torque_limit] * len(WHEELS) + [params.hip_torque_limit] * len(HIPS))
-        self._no_load = np.array([imp.wheel_no_load_speed] * len(WHEELS) + [imp.hip_no_load_speed] * len(HIPS))
-        self._limited = self._no_load > 0
-
-    def sense(self, t: float, readings: tuple) -> tuple:
-        """The readings a real robot would get (same order as the simulation's:
-        quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel)."""
-        quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel = (np.asarray(r, dtype=float) for r in readings)
-        imp = self.imperfections
-        if imp.imu:
-            gyro = gyro + self._gyro_bias
-            accel = accel + self._accel_bias
-            if self._gyro_sigma:
-                gyro = gyro + self._rng.normal(0.0, self._gyro_sigma, 3)
-            if self._accel_sigma:
-                accel = accel + self._rng.normal(0.0, self._accel_sigma, 3)
-            quat = self._attitude(np.asarray(quat, dtype=float), gyro, accel)
-        if self._step:
-            hip_pos = np.round(hip_pos / self._step) * self._step
-            wheel_pos = np.round(wheel_pos / self._step) * self._step
-        # tuples of floats, the form the estimator reads fastest (and the simulation's own)
-        return tuple(tuple(r.tolist()) for r in (quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel))
-
-    def _attitude(self, true_quat: np.ndarray, gyro: np.ndarray, accel: np.ndarray) -> np.ndarray:
-        """One Mahony step: integrate the gyro, pulled towards the accelerometer's "up"."""
-        if self._quat is None:  # the robot starts knowing its orientation (it stood still before)
-            self._quat = true_quat.copy()
-            return self._quat.copy()
-        up = np.zeros(3)  # world +z in the IMU frame, as the filter believes
-        conj = self._quat * np.array([1.0, -1.0, -1.0, -1.0])
-        mujoco.mju_rotVecQuat(up, np.array([0.0, 0.0, 1.0]), conj)
-        norm = np.linalg.norm(accel)
-        correction = np.cross(accel / norm, up) if norm > 1e-6 else np.zeros(3)  # no correction in free fall
-        rate = gyro + ATTITUDE_GAIN * correction
-        mujoco.mju_quatIntegrate(self._quat, rate, self.dt)
-        return self._quat.copy()
-
-    def command(self, t: float, wheels, hips, data: mujoco.MjData) -> tuple[tuple, tuple]:
-        """The torques the motors deliver for the commanded ``wheels (2,)`` and ``hips (4,)``, N m."""
-        if self._queue:
-            self._queue.append((tuple(wheels), tuple(hips)))
-            wheels, hips = self._queue.popleft()
-        torque = np.array([*wheels, *hips], dtype=float)
-        if self.imperfections.torque_lag:
-            self._torque += self._lag * (torque - self._torque)
-            torque = self._torque.copy()
-        if self._limited.any():
-            speed = np.array([data.joint(name).qvel[0] for name in (*WHEELS, *HIPS)])
-            ratio = np.where(self._limited, speed / np.where(self._limited, self._no_load, 1.0), 0.0)
-            high = np.minimum(self._stall, self._stall * (1.0 - ratio))
-            low = np.maximum(-self._stall, -self._stall * (1.0 + ratio))
-            torque = np.clip(torque, low, high)
-        return tuple(torque[: len(WHEELS)]), tuple(torque[len(WHEELS):])

@@ -36,7 +36,7 @@ from crossdyn.controllers.balance import dlqr, lqr
 from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Reference
 from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped.closed_loop import FALL_PITCH, Scenario, Trace, make_controller, simulate
-from crossdyn.experiments.biped.imperfections import Hardware, Imperfections
+from crossdyn.experiments.biped.imperfections import Imperfections
 from crossdyn.experiments.biped.measurements import reduced_linearization
 from crossdyn.experiments.biped.model import STANCE, Ground, balance_pose, biped_params, build, nominal_params
 from crossdyn.experiments.core.errors import ParameterError
@@ -55,7 +55,7 @@ __all__ = [
     "push_recovered",
     "common_metrics",
     "estimator_error",
-    "hardware_for",
+    "imperfections_for",
     "balance_scenario",
     "push_scenario",
     "balance_recovery",
@@ -170,17 +170,18 @@ def stance_height(alpha: float = ALPHA_NOMINAL, mjcf: str = "") -> float:
     return float(nominal_params(mjcf).leg_height(alpha))
 
 
-def hardware_for(setup: Setup) -> Hardware | None:
-    """The setup's sensing and actuation imperfections, seeded, or None when it has none."""
+def imperfections_for(setup: Setup) -> list:
+    """The setup's sensing and actuation imperfections on the robot's sensors and motors
+    (:meth:`Imperfections.generic`; the run draws their noise from ``setup.seed``)."""
     if not setup.imperfections.on_hardware:
-        return None
-    return Hardware(setup.imperfections, setup.seed, nominal_params(setup.mjcf), CONTROL_PERIOD)
+        return []
+    return setup.imperfections.generic(nominal_params(setup.mjcf), CONTROL_PERIOD)
 
 
 def _run(sc: Scenario, setup: Setup, model=None, ctrl=None, video: Path | None = None) -> Trace:
     sc = replace(sc, ground_truth=bool(setup.ground_truth), control_period=CONTROL_PERIOD)
     return simulate(model if model is not None else robot(setup), sc, ctrl or controller_for(setup), video=video,
-                    hardware=hardware_for(setup))
+                    imperfections=imperfections_for(setup), seed=setup.seed)
 
 
 # --------------------------------------------------------------------------- measures of a trace

@@ -25,40 +25,27 @@ two perturbation axes for fixed weights: the robot's mass and CoM, the tilt and
 push, and every imperfection of :mod:`~crossdyn.experiments.biped.imperfections`
 (gyro noise x control delay and slope x friction are the README's two maps),
 each map with its holding region.  Both run on the built-in robot or the user's
-(``mjcf``); the imperfections' noise is drawn from ``seed``.  Samples run in local processes
-(``workers``) or on a Dask distributed cluster (``scheduler``); each row is
-appended to the CSV as it finishes, and at the end the file is rewritten in
-sample order, so the CSV depends on the arguments and seed only, not on the
-worker count or the engine.  Wall-clock times go to ``timings.csv`` beside it.
-Restarted with the same arguments, a sweep reads its CSV back and runs only the
-missing samples.
+(``mjcf``); the imperfections' noise is drawn from ``seed``.
 
-A run costs little beyond its physics: each worker process compiles a robot once
-per perturbation and designs the gains once per set of weights (per-process
-caches), BLAS runs single-threaded inside a run, local workers are started once
-(forked, nominal robot compiled in their initializer, bound to the parent's life)
-and fed at most :data:`IN_FLIGHT` samples each ahead.  :func:`engine` keeps a pool
-or Dask client open across batches (the Optuna search of
-:mod:`~crossdyn.experiments.biped.search` uses it).  At most :data:`SAMPLES_MAX`
+This module is what is the biped's: its samples, their evaluation and scoring, the
+choice rule and the plots of the weights.  Running them is crossdyn's generic sweep
+machinery (:mod:`crossdyn.experiments.core.sweep`: local processes or a Dask
+cluster, a table appended row by row and rewritten in sample order, resume), the
+same that ``crossdyn tune EXPERIMENT`` runs any experiment with.  A run costs
+little beyond its physics: each worker process compiles a robot once per
+perturbation and designs the gains once per set of weights (per-process caches),
+and compiles the nominal robot when it starts.  At most :data:`SAMPLES_MAX`
 samples per sweep.
 """
 
 from __future__ import annotations
 
-import contextlib
-import csv
 import functools
-import io
 import itertools
 import json
 import math
-import os
-import socket
-import sys
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -77,7 +64,7 @@ from crossdyn.experiments.biped.scenarios import (
     balanced,
     common_metrics,
     controller_for,
-    hardware_for,
+    imperfections_for,
     holding,
     push_recovered,
     push_scenario,
@@ -89,12 +76,16 @@ from crossdyn.experiments.biped.closed_loop import make_controller, simulate
 from crossdyn.experiments.biped.model import nominal_params
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
-from crossdyn.experiments.core.results import make_out_dir, write_json, write_text
+from crossdyn.experiments.core.results import write_json
+from crossdyn.experiments.core.sweep import engine as engines
+from crossdyn.experiments.core.sweep import run as sweep_run
+from crossdyn.experiments.core.sweep import table
+from crossdyn.experiments.core.sweep.run import SweepResult
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
            "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
            "robustness", "holding_region", "best_sample", "weights_from", "read_table", "SAMPLES_MAX", "engine",
-           "Engine", "finish"]
+           "finish"]
 
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
@@ -125,7 +116,6 @@ KEYS = ("sample", "kind", *WEIGHTS, *PERTURBATIONS, "duration_s", "push_check_Ns
 COLUMNS = (*KEYS, *GAINS, *METRICS)
 FAILED = ("unsettled", "fell", "diverged", "invalid", "push-failed", "error")
 
-CONNECT_TIMEOUT = "5s"  # an unreachable scheduler fails fast instead of hanging
 # The most runs one sweep plans (Latin-hypercube samples, grid cells or search
 # trials): about a CPU-day at ~1 s a run, and a plan of that size is a few tens of MB.
 # A bigger sweep is refused before anything is allocated; split it over --out folders.
@@ -426,10 +416,11 @@ def evaluate(sample: Sample) -> dict[str, str]:
         if p["push_impulse_Ns"] > 0:
             start = PUSH_START + PUSH_LENGTH
             sc = replace(sc, push=(PUSH_START, p["push_impulse_Ns"] / PUSH_LENGTH, PUSH_LENGTH))
-        metrics = _score(simulate(model, sc, ctrl, hardware=hardware_for(setup)), start)
+        metrics = _score(simulate(model, sc, ctrl, imperfections=imperfections_for(setup), seed=setup.seed), start)
         if sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated"):
             trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH, mjcf=sample.mjcf),
-                             _controller(sample.weights, sample.mjcf), hardware=hardware_for(setup))
+                             _controller(sample.weights, sample.mjcf), imperfections=imperfections_for(setup),
+                             seed=setup.seed)
             metrics["push_recovered"] = push_recovered(trace)
             metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
             if not metrics["push_recovered"]:
@@ -444,346 +435,53 @@ def evaluate(sample: Sample) -> dict[str, str]:
     return row
 
 
-def _timed(sample: Sample) -> tuple[dict, float, str]:
-    """``evaluate`` with its wall time and where it ran (for timings.csv only).
-
-    BLAS runs single-threaded meanwhile: the gain design's Riccati solves are 8 x 8,
-    and OpenBLAS's threads on a loaded machine made each design 0.67 s instead of
-    0.09 s (measured); the sweep's parallelism is its processes.
-    """
-    from threadpoolctl import threadpool_limits
-
-    start = time.perf_counter()
-    with threadpool_limits(1, user_api="blas"):
-        row = evaluate(sample)
-    return row, time.perf_counter() - start, f"{socket.gethostname()}:{os.getpid()}"
-
-
 # ---------------------------------------------------------------------------------
 # Running many, with resume.
 
-@dataclass
-class SweepResult:
-    """What a sweep produced.
-
-    Attributes:
-      rows: every sample's CSV row, in sample order.
-      computed: samples run by this call (the rest were read back from the CSV).
-      resumed: samples found already done.
-      seconds: wall time of this call, s.
-      csv: path of the CSV.
-      best: the chosen sample's row (weight sweeps only), or None.
-    """
-
-    rows: list[dict]
-    computed: int
-    resumed: int
-    seconds: float
-    csv: Path
-    best: dict | None = None
-
-    def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for row in self.rows:
-            out[row["outcome"]] = out.get(row["outcome"], 0) + 1
-        return out
-
-
-def table_exists(path: Path) -> bool:
-    """Whether an earlier run left the table ``path`` to resume from.
-
-    Raises:
-      ParameterError: ``path`` exists but is not a file (a folder, say), so the
-        sweep could neither resume from it nor write it.
-    """
-    if path.exists() and not path.is_file():
-        raise ParameterError(f"{path} is not a file (a folder?): the sweep writes its table there; "
-                             "use another --out or move it")
-    return path.exists()
-
-
-def read_table(path: Path) -> list[dict[str, str]]:
-    """The rows an earlier sweep or search left in ``path`` (none if it is missing or
-    empty); a torn last line is dropped.
-
-    Raises:
-      ParameterError: ``path`` is not a file, or not a sweep table of this version.
-    """
-    if not table_exists(path):
-        return []
-    with path.open(newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if header is None:
-            return []
-        if tuple(header) != COLUMNS:
-            raise ParameterError(f"{path} is not a sweep table of this version; use another --out or delete it")
-        return [dict(zip(header, r)) for r in reader if len(r) == len(header)]
-
-
-def _read_done(path: Path, plan: list[Sample]) -> dict[int, dict]:
-    """Finished rows of ``path`` that belong to ``plan``, by sample.
-
-    Raises:
-      ParameterError: the file was written by a sweep with other arguments, or is not a sweep table.
-    """
-    rows = read_table(path)
-    by_index = {s.index: s for s in plan}
-    done = {}
-    for row in rows:
-        try:
-            sample = by_index[int(row["sample"])]
-        except (KeyError, ValueError):
-            raise ParameterError(f"{path} holds sample {row['sample']!r}, which this sweep does not have: "
-                                 "it was made with other arguments; use another --out or delete it") from None
-        key = sample.key()
-        if any(row[k] != v for k, v in key.items()):
-            diff = next(k for k, v in key.items() if row[k] != v)
-            raise ParameterError(f"{path} sample {sample.index} has {diff}={row[diff]} but this sweep has "
-                                 f"{diff}={key[diff]}: it was made with other arguments; use another --out or "
-                                 "delete it")
-        if row["outcome"]:
-            done.setdefault(sample.index, row)
-    return done
-
-
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    """Write the sweep table atomically (:func:`~crossdyn.experiments.core.results.write_text`)."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_text(path, buffer.getvalue())
-
-
-def _local(todo: list[Sample], workers: int):
-    """``_timed`` results as they finish, from local processes (inline for one worker).
-
-    The worker processes start here, before the caller's progress bar starts a
-    thread: they are forked from this process when it has no other thread
-    (instant, the modules are already imported), else started from a fresh
-    preloaded fork server, since forking a process whose other threads may hold
-    locks can deadlock the child.  Each worker starts with :func:`_worker_init`
-    (bound to this process's life, nominal robot compiled); at most
-    :data:`IN_FLIGHT` samples per worker are submitted ahead, so a long sweep
-    never holds all its tasks at once.
-    """
-    if workers <= 1 or len(todo) <= 1:
-        return (_timed(s) for s in todo)
-    workers = min(workers, len(todo))
-    pool = _open_pool(workers)
-
-    def results():
-        running = set()
-        try:
-            yield from _bounded(pool, todo, workers, running)
-        finally:
-            pool.shutdown(wait=not running, cancel_futures=True)
-
-    return results()
-
-
-def _open_pool(workers: int):
-    """A process pool of ``workers`` sweep workers (see :func:`_local` for the start method)."""
-    import multiprocessing
-    import threading
-    from concurrent.futures import ProcessPoolExecutor
-
-    if threading.active_count() == 1:
-        context = multiprocessing.get_context("fork")
-    else:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["crossdyn.experiments.biped.tune"])
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init,
-                               initargs=(os.getpid(),))
-
-
-def _bounded(pool, todo: list[Sample], workers: int, running: set):
-    """``_timed`` results from ``pool`` as they finish, with at most IN_FLIGHT per worker submitted.
-
-    ``running`` holds the submitted, unfinished futures (the caller sees them if it stops early).
-    """
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    pending = iter(todo)
-    running.update(pool.submit(_timed, s) for s in itertools.islice(pending, IN_FLIGHT * workers))
-    while running:
-        done, _ = wait(running, return_when=FIRST_COMPLETED)
-        for fut in done:
-            running.discard(fut)
-            running.update(pool.submit(_timed, s) for s in itertools.islice(pending, 1))
-            yield fut.result()
-
-
-class Engine(NamedTuple):
-    """An open engine: ``run(todo)`` yields ``_timed`` results as they finish; ``size`` samples run at once."""
-
-    run: Callable[[list], Iterator]
-    size: int
-
-
-@contextlib.contextmanager
-def engine(workers: int = 1, scheduler: str | None = None):
-    """An open :class:`Engine` for several batches of samples, closed on exit.
-
-    The local pool or the Dask client starts once and serves every batch (a search
-    asks for its trials a batch at a time).
-
-    Raises:
-      CrossdynError: the Dask scheduler cannot be reached.
-    """
-    if scheduler:
-        client = _connect(scheduler)
-        try:
-            yield Engine(lambda todo: _dask(client, todo, close=False), max(1, sum(client.nthreads().values())))
-        finally:
-            client.close()
-    elif workers <= 1:
-        yield Engine(lambda todo: (_timed(s) for s in todo), 1)
-    else:
-        pool, running = _open_pool(workers), set()
-        try:
-            yield Engine(lambda todo: _bounded(pool, todo, workers, running), workers)
-        finally:
-            pool.shutdown(wait=not running, cancel_futures=True)
-
-
-IN_FLIGHT = 2  # samples submitted ahead per local worker: keeps every worker busy, bounds memory
-
-
-def _worker_init(parent: int) -> None:
-    """Start a local sweep worker: die with the parent, compile the nominal robot once.
-
-    On Linux the kernel sends the worker SIGKILL when its parent dies, however the
-    parent dies (SIGTERM, SIGKILL, a crash), so no worker outlives a sweep.  If the
-    parent is already gone by now, exit at once.
-    """
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() != parent and _gone(parent):
-        os._exit(1)
+def _warm() -> None:
+    """A sweep worker's warm-up: compile the nominal robot once."""
     _robot(NOMINAL["body_mass_scale"], NOMINAL["com_offset_x"])
 
 
-def _gone(parent: int) -> bool:
-    """Whether process ``parent`` no longer exists (a forkserver child's own parent is the server)."""
-    try:
-        os.kill(parent, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    """Write the sweep table atomically in sample order."""
+    table.write(path, rows, COLUMNS)
 
 
-def _connect(scheduler: str):
-    """A Dask client of the scheduler at ``scheduler`` (``tcp://HOST:PORT``).
-
-    Raises:
-      CrossdynError: Dask is not installed, the address is malformed, or nothing
-        answers there within :data:`CONNECT_TIMEOUT`.
-    """
-    try:
-        from distributed import Client
-        from distributed.comm import parse_address, parse_host_port
-    except ImportError:
-        raise CrossdynError("--scheduler needs Dask: pip install -e '.[dask]'") from None
-    try:
-        _, where = parse_address(scheduler, strict=True)
-        parse_host_port(where)  # raises without a port
-    except (ValueError, TypeError) as exc:
-        raise CrossdynError(f"bad Dask scheduler address {scheduler!r} ({exc}); expected tcp://HOST:PORT") from None
-    try:
-        return Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise CrossdynError(f"cannot reach the Dask scheduler at {scheduler}: {reason}") from None
+def _failed(row: dict) -> bool:
+    return row["outcome"] in FAILED
 
 
-def _dask(client, todo: list[Sample], close: bool = True):
-    """Yield ``_timed`` results as they finish on a Dask distributed cluster, then close the client (if ``close``)."""
-    from distributed import as_completed
-
-    try:
-        # pure=False: every sample is its own task even if two have equal arguments.
-        futures = client.map(_timed, todo, pure=False)
-        for fut in as_completed(futures, loop=client.loop):
-            yield fut.result()
-    finally:
-        if close:
-            client.close()
+def read_table(path: Path) -> list[dict[str, str]]:
+    """The rows an earlier sweep or search left in ``path`` (:func:`crossdyn.experiments.core.sweep.table.read`)."""
+    return table.read(path, COLUMNS)
 
 
 def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, scheduler: str | None = None,
                 progress: bool = False, desc: str = "tune") -> SweepResult:
-    """Run the samples of ``plan`` not yet in ``csv_path``; return all rows in sample order.
-
-    Each finished row is appended and flushed at once, so an interrupted run keeps
-    what it finished; at the end the CSV is rewritten in sample order.  Wall
-    times are appended to ``timings.csv`` in the same folder.
+    """Run the samples of ``plan`` not yet in ``csv_path``; return all rows in sample order
+    (:func:`crossdyn.experiments.core.sweep.run.run_samples` with :func:`evaluate`).
 
     Raises:
       ParameterError: ``csv_path`` was made by a sweep with other arguments.
       CrossdynError: the Dask scheduler cannot be reached.
     """
-    start = time.perf_counter()
-    csv_path = Path(csv_path)
-    done = _read_done(csv_path, plan)
-    todo = [s for s in plan if s.index not in done]
-    results = _dask(_connect(scheduler), todo) if scheduler and todo else _local(todo, workers)
-    failures = sum(row["outcome"] in FAILED for row in done.values())
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(plan), initial=len(done), desc=desc, unit="run", dynamic_ncols=True)
-        bar.set_postfix(failed=failures)
-    try:
-        with appending(csv_path, [done[i] for i in sorted(done)]) as record:
-            for row, seconds, where in results:
-                record(row, seconds, where)
-                done[int(row["sample"])] = row
-                failures += row["outcome"] in FAILED
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(failed=failures)
-    finally:
-        if bar is not None:
-            bar.close()
-    rows = [done[s.index] for s in plan]
-    _write_csv(csv_path, rows)
-    return SweepResult(rows, len(todo), len(plan) - len(todo), time.perf_counter() - start, csv_path)
+    return sweep_run.run_samples(evaluate, plan, {s.index: s.key() for s in plan}, csv_path, COLUMNS,
+                                 workers=workers, scheduler=scheduler, progress=progress, desc=desc,
+                                 failed=_failed, warm=_warm, preload=_PRELOAD)
 
 
-@contextlib.contextmanager
+def engine(workers: int = 1, scheduler: str | None = None):
+    """An open engine of :func:`evaluate` runs (:func:`crossdyn.experiments.core.sweep.engine.engine`)."""
+    return engines.engine(evaluate, workers, scheduler, warm=_warm, preload=_PRELOAD)
+
+
 def appending(csv_path: Path, rows: list[dict]):
-    """A sweep's tables open for appending: yields ``record(row, seconds, where)``.
+    """The sweep table open for appending (:func:`crossdyn.experiments.core.sweep.table.appending`)."""
+    return table.appending(csv_path, rows, COLUMNS)
 
-    ``csv_path`` is first rewritten with the finished ``rows`` (which drops a torn
-    last line) and ``timings.csv`` beside it gets its header if new; ``record``
-    appends one row to each and flushes both, so an interrupted run keeps it.
-    """
-    make_out_dir(csv_path.parent)
-    _write_csv(csv_path, rows)
-    timings = csv_path.parent / "timings.csv"
-    new_timings = not timings.exists()
-    with csv_path.open("a", newline="") as f, timings.open("a", newline="") as ft:
-        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
-        timer = csv.writer(ft, lineterminator="\n")
-        if new_timings:
-            timer.writerow(("sample", "wall_s", "where"))
 
-        def record(row: dict, seconds: float, where: str) -> None:
-            writer.writerow(row)
-            f.flush()
-            timer.writerow((row["sample"], f"{seconds:.3f}", where))
-            ft.flush()
-
-        yield record
+_PRELOAD = ("crossdyn.experiments.biped.tune",)  # what a fork server imports before forking workers
 
 
 # ---------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ def _sigterm_interrupts():
     """SIGTERM ends a sweep as Ctrl-C does: local workers are shut down, finished samples kept.
 
     (A SIGKILL cannot be caught; the workers then die with the parent on their own,
-    see ``tune._worker_init``.)
+    see ``crossdyn.experiments.core.sweep.engine``.)
     """
     def interrupt(signum, frame):
         raise KeyboardInterrupt

@@ -1,0 +1,381 @@
+"""Linearize any MuJoCo model about an operating point, and find the control that holds a pose.
+
+:func:`linearize` returns the continuous-time linearization
+
+    d/dt [dq, dqd] = A [dq, dqd] + B du,     A (2nv, 2nv), B (2nv, nu)
+
+of MuJoCo's forward dynamics about ``(qpos, qvel, ctrl)``.  The state is the
+deviation from the operating point in MuJoCo's tangent space: ``dq`` is what
+``mj_differentiatePos`` gives (a free joint contributes 3 translations and 3
+rotations in its body frame, a ball joint 3 rotations), ``dqd = qvel - qvel_op``;
+for a model of hinges and slides only, ``dq = qpos - qpos_op``.  The input is
+``du = ctrl - ctrl_op``.
+
+The velocity rows are central finite differences of ``qacc`` from ``mj_forward``
+(step :data:`EPS`, position perturbations applied with ``mj_integratePos`` as
+``mjd_transitionFD`` does, the constraint solver warm-started from the operating
+point each time so contacts and equality constraints differentiate smoothly).  The
+position rows are ``d(dq)/dt = dqd`` (exact at an operating point at rest; a
+rotating ball or free joint adds a term of order ``|qvel|`` that is left out).
+
+:meth:`Linearization.discrete` turns ``(A, B)`` into one step of the model's own
+integrator (semi-implicit Euler with MuJoCo's implicit joint damping, RK4, or the
+implicit integrators), which is what ``mjd_transitionFD`` measures at an
+equilibrium.  :func:`holding_control` solves ``mj_inverse`` and the actuators'
+moment arms for the control that keeps a pose at rest.
+
+This is MuJoCo's LQR recipe (its tutorial linearizes with ``mjd_transitionFD`` and
+holds the pose with ``mj_inverse``) packaged for python-control: ``lin.ss()`` is a
+``control.StateSpace`` and ``control.lqr(lin.ss(), Q, R)`` designs a regulator.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
+
+__all__ = ["Linearization", "linearize", "holding_control", "operating_point", "EPS", "HOLD_RTOL"]
+
+# Finite-difference step on state and control: central differences err by
+# ~EPS^2 |f'''| (1e-12) and round-off ~1e-16 |qacc| / EPS (1e-10 of the scale).
+EPS = 1e-6
+# A pose is held when the actuators reproduce mj_inverse's generalized force to
+# this fraction of its size (least-squares round-off is ~1e-15 of it).
+HOLD_RTOL = 1e-8
+
+
+@dataclass(frozen=True)
+class Linearization:
+    """A continuous-time linearization ``d/dt x = A x + B u`` about an operating point.
+
+    Attributes:
+      A: ``(2 nv, 2 nv)``; the state is ``x = [dq, dqd]`` (tangent-space position
+        deviation, then velocity deviation).
+      B: ``(2 nv, nu)``; the input is ``u = ctrl - ctrl_op``.
+      state_names: ``2 nv`` names: each dof's name (``cart``; ``root.x`` ...
+        ``root.rz`` for a free joint), then the same with ``_dot``.
+      input_names: the ``nu`` actuator names.
+      qpos, qvel, ctrl: the operating point, ``(nq,)``, ``(nv,)``, ``(nu,)``.
+      qacc: MuJoCo's acceleration there, ``(nv,)``; zero at an equilibrium.
+      timestep: the model's time step, s (the default of :meth:`discrete`).
+      integrator: the model's integrator (``mujoco.mjtIntegrator``).
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    state_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+    qpos: np.ndarray
+    qvel: np.ndarray
+    ctrl: np.ndarray
+    qacc: np.ndarray
+    timestep: float
+    integrator: int
+    # (nv, nv): the matrix K the integrator's velocity update solves with, v+ = v + h (I - h K)^-1 a
+    # (implicit joint damping of Euler, smooth-force velocity derivatives of the implicit integrators).
+    implicit: np.ndarray | None = field(default=None, repr=False)
+    # The model, to measure deviations (mj_differentiatePos); not compared.
+    model: mujoco.MjModel | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def nv(self) -> int:
+        return self.A.shape[0] // 2
+
+    @property
+    def nu(self) -> int:
+        return self.B.shape[1]
+
+    def deviation(self, qpos, qvel) -> np.ndarray:
+        """The state ``[dq, dqd]`` of ``(qpos (nq,), qvel (nv,))``, ``(2 nv,)``: what ``A`` acts on."""
+        qpos, qvel = np.asarray(qpos, dtype=float), np.asarray(qvel, dtype=float)
+        if self.model is None or self.model.nq == self.model.nv and not _has_quaternions(self.model):
+            dq = qpos - self.qpos
+        else:
+            dq = np.empty(self.nv)
+            mujoco.mj_differentiatePos(self.model, dq, 1.0, self.qpos, qpos)
+        return np.concatenate([dq, qvel - self.qvel])
+
+    def ss(self):
+        """The linearization as a python-control ``StateSpace`` with full state output.
+
+        Signal names are :attr:`state_names` and :attr:`input_names` with ``.``
+        replaced by ``_`` (python-control reserves ``.`` for ``system.signal``).
+        """
+        import control
+
+        states = [name.replace(".", "_") for name in self.state_names]
+        return control.ss(self.A, self.B, np.eye(2 * self.nv), np.zeros((2 * self.nv, self.nu)),
+                          states=states, outputs=states,
+                          inputs=[name.replace(".", "_") for name in self.input_names])
+
+    def discrete(self, dt: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """One step of the model's integrator applied to the linear system: ``(Ad, Bd)``.
+
+        The velocity update is ``dv+ = dv + h G (A_v x + B_v u)`` with ``A_v, B_v``
+        the velocity rows of ``A, B`` and ``G = (I - h K)^-1`` the integrator's
+        implicit part (identity for plain Euler and RK4); the position update is
+        ``dq+ = dq + h dv+`` (Euler and the implicit integrators are semi-implicit),
+        and RK4 is its four-stage Taylor polynomial
+        ``Ad = sum_k (hA)^k / k!``, ``Bd = h sum_k (hA)^k / (k+1)! B`` (k <= 4, 3).
+        At an equilibrium this is MuJoCo's one-step transition, which
+        ``mjd_transitionFD`` measures.
+
+        Args:
+          dt: the step, s (default: the model's time step).
+
+        Raises:
+          ParameterError: ``dt`` is not positive, or the integrator is not one of
+            Euler, RK4, implicit, implicitfast.
+        """
+        h = self.timestep if dt is None else float(dt)
+        if not h > 0 or not np.isfinite(h):
+            raise ParameterError(f"dt must be a positive time step, got {dt!r}")
+        n, A, B = self.nv, self.A, self.B
+        kind = mujoco.mjtIntegrator(self.integrator)
+        if kind == mujoco.mjtIntegrator.mjINT_RK4:
+            step = h * A
+            power, Ad, Bsum = np.eye(2 * n), np.eye(2 * n), np.zeros_like(A)
+            for k in range(1, 5):
+                Bsum += power / np.prod(range(1, k + 1))
+                power = power @ step
+                Ad += power / np.prod(range(1, k + 1))
+            return Ad, h * Bsum @ B
+        if kind not in (mujoco.mjtIntegrator.mjINT_EULER, mujoco.mjtIntegrator.mjINT_IMPLICIT,
+                        mujoco.mjtIntegrator.mjINT_IMPLICITFAST):
+            raise ParameterError(f"discrete() knows Euler, RK4, implicit and implicitfast, not {kind.name}")
+        G = np.eye(n) if self.implicit is None else np.linalg.inv(np.eye(n) - h * self.implicit)
+        Av, Bv = G @ A[n:], G @ B[n:]
+        Ad = np.zeros_like(A)
+        Ad[n:] = h * Av
+        Ad[n:, n:] += np.eye(n)
+        Ad[:n] = h * Ad[n:]
+        Ad[:n, :n] += np.eye(n)
+        Bd = np.zeros_like(B)
+        Bd[n:] = h * Bv
+        Bd[:n] = h * Bd[n:]
+        return Ad, Bd
+
+
+def _has_quaternions(model: mujoco.MjModel) -> bool:
+    return bool(np.isin(model.jnt_type, (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL)).any())
+
+
+def _keyframe_id(model: mujoco.MjModel, keyframe: str | int) -> int:
+    if isinstance(keyframe, (int, np.integer)) and not isinstance(keyframe, bool):
+        if not 0 <= keyframe < model.nkey:
+            raise ParameterError(f"keyframe {keyframe} out of range: the model has {model.nkey} keyframe(s)")
+        return int(keyframe)
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, str(keyframe))
+    if key < 0:
+        names = [model.key(k).name or f"#{k}" for k in range(model.nkey)]
+        raise ParameterError(f"no keyframe {keyframe!r} in the model (it has: {', '.join(names) or 'none'})")
+    return key
+
+
+def _vector(name: str, value, size: int) -> np.ndarray:
+    array = np.asarray(value, dtype=float).reshape(-1) if np.ndim(value) else np.full(1, float(value))
+    if array.shape != (size,):
+        raise StateError(f"{name} must have {size} entries for this model, got shape {np.shape(value)}")
+    if not np.isfinite(array).all():
+        raise StateError(f"{name} has a non-finite entry: {array}")
+    return array
+
+
+def operating_point(model: mujoco.MjModel, keyframe: str | int | None = None, qpos=None, qvel=None,
+                    ctrl=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(qpos (nq,), qvel (nv,), ctrl (nu,))``: a keyframe's, overridden by what is given.
+
+    Without a keyframe the defaults are the model's reference pose ``qpos0``, rest
+    and zero control.  ``ctrl="hold"`` is :func:`holding_control` at that pose.
+
+    Raises:
+      ParameterError: unknown keyframe; StateError: wrong size or non-finite entries;
+      ModelError: ``ctrl="hold"`` and no control holds the pose.
+    """
+    if keyframe is not None:
+        key = model.key(_keyframe_id(model, keyframe))
+        q0, v0, u0 = key.qpos.copy(), key.qvel.copy(), key.ctrl.copy()
+    else:
+        q0, v0, u0 = model.qpos0.copy(), np.zeros(model.nv), np.zeros(model.nu)
+    q0 = q0 if qpos is None else _vector("qpos", qpos, model.nq)
+    v0 = v0 if qvel is None else _vector("qvel", qvel, model.nv)
+    if isinstance(ctrl, str):
+        if ctrl != "hold":
+            raise ParameterError(f"ctrl={ctrl!r}: give an array of {model.nu} controls or 'hold'")
+        u0 = holding_control(model, qpos=q0)
+    elif ctrl is not None:
+        u0 = _vector("ctrl", ctrl, model.nu)
+    return q0, v0, u0
+
+
+def _names(model: mujoco.MjModel) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from crossdyn.experiments.core.crosscheck import dof_names
+
+    dofs = dof_names(model)
+    inputs = tuple(model.actuator(i).name or f"actuator{i}" for i in range(model.nu))
+    return (*dofs, *(f"{name}_dot" for name in dofs)), inputs
+
+
+class _Forward:
+    """``qacc`` and ``qacc_smooth`` of ``model`` at perturbed states, warm-started from the operating point."""
+
+    def __init__(self, model: mujoco.MjModel, qpos, qvel, ctrl):
+        self.model, self.data = model, mujoco.MjData(model)
+        self.qpos, self.qvel, self.ctrl = qpos, qvel, ctrl
+        self.data.qpos[:], self.data.qvel[:], self.data.ctrl[:] = qpos, qvel, ctrl
+        mujoco.mj_forward(model, self.data)
+        self.warmstart = self.data.qacc_warmstart.copy()
+        self.qacc = self.data.qacc.copy()
+
+    def __call__(self, dq=None, dv=None, du=None) -> tuple[np.ndarray, np.ndarray]:
+        d = self.data
+        d.qpos[:] = self.qpos
+        if dq is not None:
+            mujoco.mj_integratePos(self.model, d.qpos, dq, 1.0)
+        d.qvel[:] = self.qvel if dv is None else self.qvel + dv
+        d.ctrl[:] = self.ctrl if du is None else self.ctrl + du
+        d.qacc_warmstart[:] = self.warmstart
+        mujoco.mj_forward(self.model, d)
+        return d.qacc.copy(), d.qacc_smooth.copy()
+
+    def derivative(self, what: str, i: int, size: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+        """Central differences of ``(qacc, qacc_smooth)`` along unit vector ``i`` of ``what``."""
+        step = np.zeros(size)
+        step[i] = eps
+        plus, minus = self(**{what: step}), self(**{what: -step})
+        return (plus[0] - minus[0]) / (2 * eps), (plus[1] - minus[1]) / (2 * eps)
+
+
+def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | None = None, qpos=None,
+              qvel=None, ctrl=None, *, eps: float = EPS) -> Linearization:
+    """The continuous-time linearization of ``model`` about an operating point.
+
+    Args:
+      model: a compiled model, or a built-in name or MJCF/URDF path.
+      keyframe: a keyframe's name or index giving ``qpos``, ``qvel`` and ``ctrl``.
+      qpos: ``(nq,)`` pose (overrides the keyframe's; default the model's ``qpos0``).
+      qvel: ``(nv,)`` velocity (default: the keyframe's, or rest).
+      ctrl: ``(nu,)`` control (default: the keyframe's, or zero); ``"hold"`` for
+        :func:`holding_control`, the control that keeps the pose at rest.
+      eps: finite-difference step on positions (rad or m), velocities and controls.
+
+    Returns:
+      The :class:`Linearization`: ``A (2nv, 2nv)``, ``B (2nv, nu)`` on the state
+      ``[dq, dqd]`` and input ``ctrl - ctrl_op``.
+
+    Raises:
+      ModelError: the model has activation states (``na > 0``), or cannot be loaded;
+      ParameterError: unknown keyframe; StateError: a wrong-sized or non-finite
+      operating point.
+    """
+    from crossdyn.experiments.core.models import load_model
+
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    if model.na:
+        raise ModelError(f"the model has {model.na} actuator activation state(s) (dyntype filter, integrator or "
+                         "muscle): linearize covers the state [dq, dqd] only")
+    qpos, qvel, ctrl = operating_point(model, keyframe, qpos, qvel, ctrl)
+    nv, nu = model.nv, model.nu
+    forward = _Forward(model, qpos, qvel, ctrl)
+    A, B = np.zeros((2 * nv, 2 * nv)), np.zeros((2 * nv, nu))
+    A[:nv, nv:] = np.eye(nv)
+    smooth_v = np.zeros((nv, nv))
+    for i in range(nv):
+        A[nv:, i] = forward.derivative("dq", i, nv, eps)[0]
+        A[nv:, nv + i], smooth_v[:, i] = forward.derivative("dv", i, nv, eps)
+    for i in range(nu):
+        B[nv:, i] = forward.derivative("du", i, nu, eps)[0]
+    states, inputs = _names(model)
+    return Linearization(A, B, states, inputs, qpos, qvel, ctrl, forward.qacc, float(model.opt.timestep),
+                         int(model.opt.integrator), _implicit_part(model, forward, smooth_v), model)
+
+
+def _implicit_part(model: mujoco.MjModel, forward: _Forward, smooth_v: np.ndarray) -> np.ndarray | None:
+    """The ``K`` of the integrator's velocity update ``(I - h K)^-1``, or None for an explicit one.
+
+    Euler treats joint damping implicitly (``(M + h D) qacc = f``, unless
+    ``eulerdamp`` is disabled): ``K = -M^-1 D``.  The implicit integrators solve with
+    the derivative of the smooth forces: ``K = d qacc_smooth / d qvel``.
+    """
+    kind = model.opt.integrator
+    if kind in (mujoco.mjtIntegrator.mjINT_IMPLICIT, mujoco.mjtIntegrator.mjINT_IMPLICITFAST):
+        return smooth_v
+    if kind != mujoco.mjtIntegrator.mjINT_EULER or not np.any(model.dof_damping > 0):
+        return None
+    if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_EULERDAMP:
+        return None
+    M = np.zeros((model.nv, model.nv))
+    forward()
+    mujoco.mj_fullM(model, forward.data, M)
+    return -np.linalg.solve(M, np.diag(model.dof_damping))
+
+
+def holding_control(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | None = None,
+                    qpos=None) -> np.ndarray:
+    """The control that keeps a pose at rest: ``qfrc_actuator(ctrl) = mj_inverse(qpos, 0, 0)``.
+
+    ``mj_inverse`` at zero velocity and acceleration gives the generalized force the
+    pose needs (gravity, springs, and the forces of constraints active there, e.g.
+    a floor); each actuator's contribution ``qfrc_actuator`` is affine in its
+    control, and the controls are its least-squares solution.
+
+    Args:
+      model: a compiled model, or a built-in name or MJCF/URDF path.
+      keyframe: a keyframe's name or index (its ``qpos``).
+      qpos: ``(nq,)`` the pose (overrides the keyframe's; default ``qpos0``).
+
+    Returns:
+      ``(nu,)`` controls, in each actuator's own unit.
+
+    Raises:
+      ModelError: no control holds the pose: the actuators cannot produce the
+        force some dof needs (the message names the dofs and the forces), or the
+        control lies outside an actuator's ``ctrlrange``.
+    """
+    from crossdyn.experiments.core.crosscheck import dof_names
+    from crossdyn.experiments.core.models import load_model, with_options
+
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    qpos, _, _ = operating_point(model, keyframe, qpos)
+    data = mujoco.MjData(model)
+    data.qpos[:] = qpos
+    mujoco.mj_inverse(model, data)
+    needed = data.qfrc_inverse.copy()
+    # Each actuator's generalized force per unit control, on a copy that does not clamp controls.
+    free = with_options(model, disableflags=int(model.opt.disableflags) | int(mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL))
+    scratch = mujoco.MjData(free)
+    scratch.qpos[:] = qpos
+
+    def actuation(ctrl):
+        scratch.ctrl[:] = ctrl
+        mujoco.mj_forward(free, scratch)
+        return scratch.qfrc_actuator.copy()
+
+    offset = actuation(np.zeros(model.nu))
+    moments = np.column_stack([actuation(np.eye(model.nu)[i]) - offset for i in range(model.nu)]) \
+        if model.nu else np.zeros((model.nv, 0))
+    target = needed - offset
+    ctrl = np.linalg.lstsq(moments, target, rcond=None)[0] if model.nu else np.zeros(0)
+    residual = target - moments @ ctrl
+    scale = max(float(np.abs(needed).max(initial=0.0)), 1.0)
+    if np.abs(residual).max(initial=0.0) > HOLD_RTOL * scale:
+        names = dof_names(model)
+        worst = np.argsort(-np.abs(residual))[:3]
+        short = "; ".join(f"dof '{names[i]}' lacks {residual[i]:+.4g}" for i in worst
+                          if abs(residual[i]) > HOLD_RTOL * scale)
+        what = "the model has no actuators" if not model.nu else "its actuators cannot produce that force"
+        raise ModelError(f"no control holds this pose still: {short} (N or N m of mj_inverse's force; {what})")
+    for i in range(model.nu):
+        lo, hi = model.actuator_ctrlrange[i]
+        if model.actuator_ctrllimited[i] and not lo - 1e-12 <= ctrl[i] <= hi + 1e-12:
+            name = model.actuator(i).name or f"actuator{i}"
+            raise ModelError(f"no control holds this pose still: actuator '{name}' would need {ctrl[i]:.4g}, "
+                             f"outside its ctrlrange [{lo:g}, {hi:g}]")
+    return ctrl

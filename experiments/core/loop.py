@@ -1,0 +1,420 @@
+"""The closed loop for any MJCF: a controller reading sensors and commanding actuators, stepped in MuJoCo.
+
+    trace = simulate(model, controller, duration, keyframe="upright", control_dt=0.01,
+                     imperfections=[SensorNoise("pole_angle", std=1e-3), Delay(1)], seed=0)
+
+Every control period ``control_dt`` (a multiple of the model's time step; by
+default the time step itself) the loop
+
+1. reads the sensors (``data.sensordata``) and passes them through the sensing
+   imperfections into what the controller sees;
+2. calls ``controller(t, obs)``, which returns the actuators' controls: an array of
+   ``nu`` (actuator order) or a dict by actuator name (missing ones get 0);
+3. passes the command through the actuation imperfections into ``data.ctrl``;
+4. records one row of the :class:`Trace` (time, ``qpos``, ``qvel``, what the
+   controller saw, commanded and what reached ``ctrl``), then
+5. steps the physics ``control_dt / timestep`` times (pushes applied per step).
+
+``obs.qpos`` and ``obs.qvel`` are the true state (read-only views of MuJoCo's
+arrays, valid for this call: copy them to keep them); ``obs.sensordata`` and
+``obs.sensor("name")`` what the sensors read after the imperfections.  Sensor
+values, like everything MuJoCo derives from the state (site positions, body
+velocities; what ``record=`` logs), are as ``mj_step`` leaves them: computed
+during the last physics step (Euler and the implicit integrators: at its start,
+``timestep`` before ``qpos``; RK4: at its last stage).  ``obs.data`` is MuJoCo's ``MjData`` itself, for ground-truth
+experiments (a real controller has no such thing).
+
+The run ends early when the simulation diverges (a non-finite acceleration, or
+MuJoCo's bad-acceleration warning) or when ``stop(obs)`` returns a reason; the
+trace keeps every step up to then and says why (``trace.stopped``).  A controller
+that raises, exits, or returns the wrong shape or a non-finite control ends the
+run with a :class:`ControllerError` naming the step and the time.
+
+A controller may instead define ``write_command(t, sensed, command) -> bool``,
+writing its ``nu`` controls into ``command`` itself (returning False to stop the
+run as diverged): the loop then calls that, unchecked, which is how compiled
+controllers (the biped's Numba step) run at the physics' speed.  A controller
+object with a ``start(model, data)`` method has it called once before the first step.
+
+The per-step cost beyond the physics is kept small: MuJoCo's arrays are bound once,
+the row is one ``np.concatenate`` into a preallocated table, the control's finite
+check is MuJoCo's own ``BADCTRL`` warning counter, and Python's cyclic garbage
+collector waits until the run ends (``benchmarks/loop_speed.py`` prints the cost).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from dataclasses import dataclass, field
+from math import isfinite
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import mujoco
+import numpy as np
+
+from crossdyn.experiments.core.errors import CrossdynError, ModelError, ParameterError
+from crossdyn.experiments.core.imperfections import Imperfection, bind
+
+__all__ = ["simulate", "Trace", "Observation", "ControllerError", "DURATION_MAX"]
+
+# Simulated seconds per run: a day of the robot's life; a typo (1e9) is refused before the table is allocated.
+DURATION_MAX = 86_400.0
+
+
+class ControllerError(CrossdynError):
+    """A controller raised, exited, or returned controls of the wrong shape or non-finite values."""
+
+
+class Observation:
+    """What a controller is given each control period (see the module docstring).
+
+    Attributes:
+      qpos: ``(nq,)`` true positions (read-only view).
+      qvel: ``(nv,)`` true velocities (read-only view).
+      sensordata: ``(nsensordata,)`` the sensors' readings after the imperfections (read-only).
+      data: MuJoCo's ``MjData`` (ground truth; not for a realistic controller).
+    """
+
+    __slots__ = ("qpos", "qvel", "sensordata", "data", "_sensors")
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, sensed: np.ndarray):
+        self.qpos, self.qvel, self.sensordata = (_readonly(a) for a in (data.qpos, data.qvel, sensed))
+        self.data = data
+        self._sensors = _sensor_slices(model)
+
+    def sensor(self, name: str) -> np.ndarray:
+        """One sensor's readings after the imperfections, ``(dim,)`` (read-only view).
+
+        Raises:
+          KeyError: no sensor of that name (the message lists them).
+        """
+        try:
+            return self.sensordata[self._sensors[name]]
+        except KeyError:
+            raise KeyError(f"no sensor {name!r}; the model's sensors: {', '.join(self._sensors) or 'none'}") from None
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def _sensor_slices(model: mujoco.MjModel) -> dict[str, slice]:
+    return {model.sensor(i).name or f"sensor{i}": slice(int(model.sensor_adr[i]),
+                                                        int(model.sensor_adr[i] + model.sensor_dim[i]))
+            for i in range(model.nsensor)}
+
+
+@dataclass
+class Trace:
+    """One closed-loop run, one row per control step (the state at its start and the control applied over it).
+
+    Attributes:
+      t: ``(N,)`` s.
+      qpos: ``(N, nq)``; qvel: ``(N, nv)``: MuJoCo's state.
+      sensordata: ``(N, nsensordata)`` what the controller saw (after sensing imperfections).
+      command: ``(N, nu)`` what the controller returned.
+      ctrl: ``(N, nu)`` what reached MuJoCo's ``ctrl`` (after delay, lag and limits;
+        MuJoCo still clamps it to ``ctrlrange``).
+      stopped: why the run ended early (``"diverged"``, or ``stop``'s reason), or None.
+      extra: further per-step records asked for with ``record=`` (name -> ``(N, size)``).
+      warnings: MuJoCo's warnings during the run.
+    """
+
+    t: np.ndarray
+    qpos: np.ndarray
+    qvel: np.ndarray
+    sensordata: np.ndarray
+    command: np.ndarray
+    ctrl: np.ndarray
+    stopped: str | None = None
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    model: mujoco.MjModel | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def diverged(self) -> bool:
+        return self.stopped == "diverged"
+
+    def sensor(self, name: str) -> np.ndarray:
+        """One sensor's column(s) of :attr:`sensordata`, ``(N, dim)``."""
+        if self.model is None:
+            raise KeyError("this trace carries no model to look sensors up in")
+        slices = _sensor_slices(self.model)
+        if name not in slices:
+            raise KeyError(f"no sensor {name!r}; the model's sensors: {', '.join(slices) or 'none'}")
+        return self.sensordata[:, slices[name]]
+
+    def window(self, t0: float, t1: float = np.inf) -> np.ndarray:
+        """Boolean mask of rows with ``t0 <= t < t1``."""
+        return (self.t >= t0) & (self.t < t1)
+
+
+def _steps(model: mujoco.MjModel, duration: float, control_dt: float | None) -> tuple[float, int, int]:
+    """``(control_dt, physics steps per control step, control steps)``, validated."""
+    h = float(model.opt.timestep)
+    dt = h if control_dt is None else float(control_dt)
+    if not (isfinite(dt) and dt > 0):
+        raise ParameterError(f"control_dt must be a positive time, got {control_dt!r}")
+    per = int(round(dt / h))
+    if per < 1 or abs(per * h - dt) > 1e-9 * dt:
+        raise ParameterError(f"control_dt {dt:g} s is not a multiple of the model's time step {h:g} s")
+    if not (isfinite(duration) and 0 < duration <= DURATION_MAX):
+        raise ParameterError(f"duration must be in (0, {DURATION_MAX:g}] s, got {duration!r}")
+    return dt, per, max(1, int(round(duration / dt)))
+
+
+def _initial(model: mujoco.MjModel, data: mujoco.MjData, keyframe, qpos, qvel) -> None:
+    """Reset ``data`` to the keyframe (or the model's reference pose at rest), then ``qpos``/``qvel``."""
+    from crossdyn.experiments.core.linearize import _keyframe_id, _vector
+
+    if keyframe is not None:
+        mujoco.mj_resetDataKeyframe(model, data, _keyframe_id(model, keyframe))
+    if qpos is not None:
+        data.qpos[:] = _vector("qpos", qpos, model.nq)
+    if qvel is not None:
+        data.qvel[:] = _vector("qvel", qvel, model.nv)
+    mujoco.mj_forward(model, data)
+
+
+class _Commands:
+    """Turns what a controller returned into ``command`` (nu,), or raises :class:`ControllerError`."""
+
+    def __init__(self, model: mujoco.MjModel, command: np.ndarray):
+        self.nu, self.command = model.nu, command
+        self.names = {model.actuator(i).name: i for i in range(model.nu) if model.actuator(i).name}
+
+    def write(self, value: Any, where: str) -> None:
+        if type(value) is np.ndarray and value.shape == self.command.shape and value.dtype.kind == "f":
+            self.command[:] = value  # the common case, no conversion
+            return
+        if isinstance(value, Mapping):
+            value = self._from_names(value, where)
+        try:
+            array = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ControllerError(f"controller returned a {type(value).__name__} {where}; expected {self.nu} "
+                                  "controls (an array, or a dict by actuator name)") from None
+        if array.shape != (self.nu,) and not (self.nu == 1 and array.shape == ()):
+            raise ControllerError(f"controller returned shape {array.shape} {where}; expected ({self.nu},): one "
+                                  "control per actuator")
+        self.command[:] = array
+
+    def _from_names(self, value: Mapping, where: str) -> np.ndarray:
+        out = np.zeros(self.nu)
+        for name, u in value.items():
+            if name not in self.names:
+                raise ControllerError(f"controller returned a control for {name!r} {where}; the actuators are "
+                                      f"{', '.join(self.names) or 'unnamed'}")
+            try:
+                out[self.names[name]] = u
+            except (TypeError, ValueError):
+                raise ControllerError(f"controller returned {u!r} for actuator {name!r} {where}; expected a "
+                                      "number") from None
+        return out
+
+
+def _at(i: int, t: float) -> str:
+    return f"at control step {i} (t = {t:.6g} s)"
+
+
+def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, duration: float, *,
+             keyframe: str | int | None = None, qpos=None, qvel=None, control_dt: float | None = None,
+             imperfections: Sequence[Imperfection] = (), seed: int = 0,
+             stop: Callable[[Observation], str | bool | None] | None = None,
+             record: Mapping[str, Callable[[mujoco.MjModel, mujoco.MjData], np.ndarray]] | None = None,
+             video: str | os.PathLike | None = None, camera: str | int | None = None, fps: int = 30) -> Trace:
+    """Run ``controller`` in closed loop on ``model`` for ``duration`` s; see the module docstring.
+
+    Args:
+      model: a compiled model, or a built-in name or MJCF/URDF path.
+      controller: ``controller(t, obs) -> controls`` (``(nu,)`` or a dict by
+        actuator name), or an object with ``write_command(t, sensed, command) -> bool``.
+      duration: simulated time, s.
+      keyframe: start from this keyframe (name or index); ``qpos``/``qvel`` override it.
+      qpos, qvel: the initial state (default: the keyframe's, or ``qpos0`` at rest).
+      control_dt: the control period, s (a multiple of the model's time step;
+        default the time step).
+      imperfections: :mod:`~crossdyn.experiments.core.imperfections` to apply.
+      seed: seed of every random draw of the imperfections.
+      stop: ``stop(obs)`` checked at each control step after its row is recorded;
+        a truthy return ends the run (a string is kept as the reason).
+      record: more per-step records, ``name -> view(model, data)`` returning an
+        array view of ``data`` bound once (e.g. ``lambda m, d: d.site_xpos``),
+        logged into ``trace.extra[name]``.
+      video: write an MP4 here (needs ``imageio``; headless with ``MUJOCO_GL=egl``).
+      camera: the camera to render (name or index; default the free camera).
+      fps: video frames per simulated second.
+
+    Returns:
+      The :class:`Trace`.
+
+    Raises:
+      ControllerError: the controller raised, called ``sys.exit``, or returned the
+        wrong shape or a non-finite control (the message names the step and time).
+      ParameterError: a bad duration, control period, keyframe or imperfection.
+      StateError: a wrong-sized or non-finite initial state.
+    """
+    from crossdyn.experiments.core.models import load_model
+
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    if not callable(controller) and not hasattr(controller, "write_command"):
+        raise ParameterError(f"controller must be a function (t, obs) -> controls, got {type(controller).__name__}")
+    dt, per, n = _steps(model, float(duration), control_dt)
+    bound = bind(model, imperfections, dt, seed)
+    model = bound.model
+    data = mujoco.MjData(model)
+    _initial(model, data, keyframe, qpos, qvel)
+    run = _Run(model, data, n, record, bound)
+    return run.go(controller, bound, per, stop, video, camera, fps)
+
+
+class _Run:
+    """One run's arrays and table (bound once), and its loop."""
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, n: int, record, bound):
+        self.model, self.data, self.n = model, data, n
+        # Without imperfections the controller reads MuJoCo's sensordata and writes its ctrl directly.
+        self.sensed = data.sensordata.copy() if bound.sense else data.sensordata
+        self.command = np.zeros(model.nu) if bound.act else data.ctrl
+        extras = {}
+        for name, view in (record or {}).items():
+            array = np.asarray(view(model, data))
+            flat = array.reshape(-1)
+            if array.base is None or not np.shares_memory(flat, array):
+                raise ParameterError(f"record[{name!r}] must return a contiguous view of MuJoCo's data (bound "
+                                     "once), not a copy")
+            extras[name] = array
+        # One row: each distinct array once (without actuation imperfections the command is MuJoCo's ctrl).
+        named = [("qpos", data.qpos), ("qvel", data.qvel), ("sensordata", self.sensed), ("command", self.command)]
+        if self.command is not data.ctrl:
+            named.append(("ctrl", data.ctrl))
+        named += [(f"extra:{name}", view.reshape(-1)) for name, view in extras.items()]
+        self.parts = tuple(array for _, array in named)
+        edges = np.cumsum([0, *(array.size for array in self.parts)])
+        self.columns = {name: slice(int(edges[k]), int(edges[k + 1])) for k, (name, _) in enumerate(named)}
+        self.columns.setdefault("ctrl", self.columns["command"])
+        self.extras = {name: view.shape for name, view in extras.items()}
+        self.times = np.empty(n)
+        self.table = np.empty((n, int(edges[-1])))
+
+    def go(self, controller, bound, per: int, stop, video, camera, fps) -> Trace:
+        model, data = self.model, self.data
+        obs = Observation(model, data, self.sensed)
+        commands = _Commands(model, self.command)
+        direct = getattr(controller, "write_command", None)
+        start = getattr(controller, "start", None)
+        if start is not None:
+            start(model, data)
+        sense, act, pushes = bound.sense, bound.act, bound.push
+        raw, sensed, command, ctrl = data.sensordata, self.sensed, self.command, data.ctrl
+        qacc, xfrc = data.qacc, data.xfrc_applied
+        warning = data.warning
+        bad_qacc = warning[mujoco.mjtWarning.mjWARN_BADQACC]
+        bad_qpos, bad_qvel = warning[mujoco.mjtWarning.mjWARN_BADQPOS], warning[mujoco.mjtWarning.mjWARN_BADQVEL]
+        bad_ctrl = data.warning[mujoco.mjtWarning.mjWARN_BADCTRL]
+        table, times, parts, concatenate = self.table, self.times, self.parts, np.concatenate
+        ndarray, shape = np.ndarray, command.shape
+        step = mujoco.mj_step
+        renderer = frames = None
+        if video is not None:
+            renderer, frames = _renderer(model, camera), []
+        warnings: list[str] = []
+        previous = mujoco.get_mju_user_warning()
+        mujoco.set_mju_user_warning(lambda text: warnings.append(" ".join(str(text).split())))
+        stopped, rows = None, 0
+        collecting = gc.isenabled()
+        gc.disable()  # the loop keeps nothing in cycles; the collector's passes would cost more than the step
+        try:
+            for i in range(self.n):
+                t = data.time
+                if sense:
+                    sensed[:] = raw
+                    for fn in sense:
+                        fn(sensed, data)
+                if direct is not None:
+                    if not direct(t, sensed, command):
+                        stopped = "diverged"
+                        break
+                else:
+                    try:
+                        value = controller(t, obs)
+                    except Exception as exc:
+                        detail = " ".join(str(exc).split())
+                        raise ControllerError(f"controller raised {type(exc).__name__} {_at(i, t)}: {detail}") from None
+                    except SystemExit as exc:
+                        raise ControllerError(f"controller called sys.exit({exc.code!r}) {_at(i, t)}") from None
+                    if type(value) is ndarray and value.shape == shape and value.dtype.kind == "f":
+                        command[:] = value  # the common case, checked inline
+                    else:
+                        commands.write(value, _at(i, t))
+                    if not isfinite(sum(command.tolist())):  # a NaN or inf makes the sum one
+                        raise ControllerError(f"controller returned a non-finite control {_at(i, t)}: "
+                                              f"{command.tolist()}")
+                if act:
+                    ctrl[:] = command
+                    for fn in act:
+                        fn(ctrl, data)
+                times[i] = t
+                concatenate(parts, out=table[i])
+                rows = i + 1
+                if stop is not None:
+                    reason = stop(obs)
+                    if reason:
+                        stopped = reason if isinstance(reason, str) else "stopped"
+                        break
+                counted = bad_ctrl.number
+                if pushes:
+                    for _ in range(per):
+                        for fn in pushes:
+                            fn(xfrc, data.time)
+                        step(model, data)
+                else:
+                    step(model, data, per)
+                if bad_ctrl.number != counted:  # MuJoCo zeroed a NaN control (a compiled controller's or a lag's)
+                    raise ControllerError(f"a non-finite control reached the actuators {_at(i, t)}: {ctrl.tolist()}")
+                if frames is not None and len(frames) < data.time * fps:
+                    renderer.update_scene(data, camera=-1 if camera is None else camera)
+                    frames.append(renderer.render().copy())
+                # MuJoCo resets the state on a bad qpos, qvel or qacc and warns; a NaN or inf makes the sum one.
+                if bad_qacc.number or bad_qpos.number or bad_qvel.number or not isfinite(sum(qacc.tolist())):
+                    stopped = "diverged"
+                    break
+        finally:
+            if collecting:
+                gc.enable()
+            mujoco.set_mju_user_warning(previous)
+            if renderer is not None:
+                renderer.close()
+        if frames is not None:
+            _write_video(Path(video), frames, fps)
+        return self.trace(rows, stopped, warnings)
+
+    def trace(self, rows: int, stopped: str | None, warnings: list[str]) -> Trace:
+        table, cols = self.table[:rows], self.columns
+        extra = {name: table[:, cols[f"extra:{name}"]].reshape((rows, *shape)) for name, shape in self.extras.items()}
+        return Trace(t=self.times[:rows].copy(), qpos=table[:, cols["qpos"]], qvel=table[:, cols["qvel"]],
+                     sensordata=table[:, cols["sensordata"]], command=table[:, cols["command"]],
+                     ctrl=table[:, cols["ctrl"]], stopped=stopped, extra=extra, warnings=warnings, model=self.model)
+
+
+def _renderer(model: mujoco.MjModel, camera):
+    try:
+        return mujoco.Renderer(model, 360, 640)
+    except Exception as exc:  # no GL: say how to get one
+        raise ModelError(f"cannot render a video: {exc} (headless: MUJOCO_GL=egl with Mesa's libEGL)") from None
+
+
+def _write_video(path: Path, frames: list, fps: int) -> None:
+    try:
+        import imageio.v3 as iio
+    except ImportError:
+        raise CrossdynError("a video needs imageio and imageio-ffmpeg: pip install -e '.[video]'") from None
+    if not frames:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    iio.imwrite(path, np.stack(frames), fps=fps, codec="libx264")

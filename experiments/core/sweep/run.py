@@ -1,0 +1,92 @@
+"""Run a planned sweep with resume: the table, the engine and the progress bar together."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from crossdyn.experiments.core.sweep import engine as engines
+from crossdyn.experiments.core.sweep import table
+
+__all__ = ["SweepResult", "run_samples"]
+
+
+@dataclass
+class SweepResult:
+    """What a sweep produced.
+
+    Attributes:
+      rows: every run's table row, in sample order.
+      computed: runs made by this call (the rest were read back from the table).
+      resumed: runs found already done.
+      seconds: wall time of this call, s.
+      csv: path of the table.
+      best: the chosen run's row, or None.
+    """
+
+    rows: list[dict]
+    computed: int
+    resumed: int
+    seconds: float
+    csv: Path
+    best: dict | None = None
+
+    def counts(self, key: str = "outcome") -> dict[str, int]:
+        """How many rows have each value of ``key``."""
+        out: dict[str, int] = {}
+        for row in self.rows:
+            out[row[key]] = out.get(row[key], 0) + 1
+        return out
+
+
+def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str, str]], csv_path: Path,
+                columns: Sequence[str], *, workers: int = 1, scheduler: str | None = None, progress: bool = False,
+                desc: str = "tune", failed: Callable[[dict], bool] = lambda row: False,
+                warm: Callable[[], None] | None = None, preload: Sequence[str] = (), exact: bool = True
+                ) -> SweepResult:
+    """Run the jobs of ``plan`` not yet in ``csv_path``; return all rows in sample order.
+
+    Args:
+      evaluate: the module-level evaluation, ``evaluate(job) -> row``.
+      plan: the jobs (each with an ``index``).
+      keys: per index, the columns that identify its run (compared on resume).
+      csv_path: the table.
+      columns: its header (``exact``), or its leading key columns (the table
+        grows a column per metric).
+      workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine`.
+      progress, desc: a progress bar on stderr, counting ``failed`` rows.
+
+    Raises:
+      ParameterError: ``csv_path`` was made by a sweep with other arguments.
+      CrossdynError: the Dask scheduler cannot be reached.
+    """
+    start = time.perf_counter()
+    csv_path = Path(csv_path)
+    done = table.read_done(csv_path, keys, columns, exact=exact)
+    todo = [job for job in plan if job.index not in done]
+    results = engines.run_all(evaluate, todo, workers, scheduler, warm=warm, preload=preload)
+    failures = sum(failed(row) for row in done.values())
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(plan), initial=len(done), desc=desc, unit="run", dynamic_ncols=True)
+        bar.set_postfix(failed=failures)
+    header = list(columns)
+    try:
+        with table.appending(csv_path, [done[i] for i in sorted(done)], header, grow=not exact) as record:
+            for row, seconds, where in results:
+                record(row, seconds, where)
+                done[int(row["sample"])] = row
+                failures += failed(row)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(failed=failures)
+    finally:
+        if bar is not None:
+            bar.close()
+    rows = [done[job.index] for job in plan]
+    table.write(csv_path, rows, list(columns) if exact else table.columns_of(rows, columns))
+    return SweepResult(rows, len(todo), len(plan) - len(todo), time.perf_counter() - start, csv_path)

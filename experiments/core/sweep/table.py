@@ -1,0 +1,146 @@
+"""A sweep's table: one CSV row per run, appended as each finishes, read back to resume.
+
+A sweep writes ``samples.csv`` (or a map's ``robustness.csv``) and ``timings.csv``
+beside it.  Each finished row is appended and flushed at once, so an interrupted
+sweep keeps what it finished (a torn last line is dropped when the table is read
+back); at the end the file is rewritten in sample order, so it depends on the
+sweep's arguments and seed only, not on the worker count or the engine.  Wall
+times go to ``timings.csv`` (they differ run to run).
+
+A table's first columns identify a run (its :class:`Key` columns, compared on
+resume: a table made with other arguments is refused); the rest are what the run
+measured.  A table may grow columns: a row with a metric no earlier row had
+rewrites the file with the wider header.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+from pathlib import Path
+from typing import Sequence
+
+from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.results import make_out_dir, write_text
+
+__all__ = ["exists", "read", "read_done", "write", "appending"]
+
+
+def exists(path: Path) -> bool:
+    """Whether an earlier run left the table ``path`` to resume from.
+
+    Raises:
+      ParameterError: ``path`` exists but is not a file (a folder, say), so the
+        sweep could neither resume from it nor write it.
+    """
+    if path.exists() and not path.is_file():
+        raise ParameterError(f"{path} is not a file (a folder?): the sweep writes its table there; "
+                             "use another --out or move it")
+    return path.exists()
+
+
+def read(path: Path, columns: Sequence[str], *, exact: bool = True) -> list[dict[str, str]]:
+    """The rows an earlier sweep or search left in ``path`` (none if it is missing or empty); a torn
+    last line is dropped.
+
+    Args:
+      columns: the header this sweep writes (``exact``), or the key columns it must start with.
+
+    Raises:
+      ParameterError: ``path`` is not a file, or not a table of this kind and version.
+    """
+    if not exists(path):
+        return []
+    with path.open(newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None:
+            return []
+        if tuple(header) != tuple(columns) if exact else tuple(header[: len(columns)]) != tuple(columns):
+            raise ParameterError(f"{path} is not a sweep table of this version; use another --out or delete it")
+        return [dict(zip(header, r)) for r in reader if len(r) == len(header)]
+
+
+def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str], *, exact: bool = True,
+              done: str = "outcome") -> dict[int, dict]:
+    """Finished rows of ``path`` that belong to the planned runs ``keys`` (index -> key columns), by index.
+
+    Raises:
+      ParameterError: the file was written by a sweep with other arguments, or is not a sweep table.
+    """
+    rows = read(path, columns, exact=exact)
+    found = {}
+    for row in rows:
+        try:
+            key = keys[int(row["sample"])]
+        except (KeyError, ValueError):
+            raise ParameterError(f"{path} holds sample {row['sample']!r}, which this sweep does not have: "
+                                 "it was made with other arguments; use another --out or delete it") from None
+        if any(row.get(k) != v for k, v in key.items()):
+            diff = next(k for k, v in key.items() if row.get(k) != v)
+            raise ParameterError(f"{path} sample {row['sample']} has {diff}={row.get(diff)} but this sweep has "
+                                 f"{diff}={key[diff]}: it was made with other arguments; use another --out or "
+                                 "delete it")
+        if row.get(done):
+            found.setdefault(int(row["sample"]), row)
+    return found
+
+
+def write(path: Path, rows: list[dict], columns: Sequence[str]) -> None:
+    """Write the table atomically (:func:`~crossdyn.experiments.core.results.write_text`)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, list(columns), lineterminator="\n", restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(path, buffer.getvalue())
+
+
+def columns_of(rows: list[dict], first: Sequence[str]) -> list[str]:
+    """``first``, then every other key of ``rows`` in order of first appearance."""
+    out = list(first)
+    seen = set(out)
+    for row in rows:
+        for key in row:
+            if key not in seen:
+                seen.add(key)
+                out.append(key)
+    return out
+
+
+@contextlib.contextmanager
+def appending(path: Path, rows: list[dict], columns: Sequence[str], *, grow: bool = False):
+    """A sweep's tables open for appending: yields ``record(row, seconds, where)``.
+
+    ``path`` is first rewritten with the finished ``rows`` (which drops a torn last
+    line) and ``timings.csv`` beside it gets its header if new; ``record`` appends
+    one row to each and flushes both, so an interrupted run keeps it.  With
+    ``grow``, a row with keys beyond ``columns`` widens the header (the file is
+    rewritten); otherwise such keys are an error of the caller.
+    """
+    make_out_dir(path.parent)
+    columns = columns_of(rows, columns) if grow else list(columns)
+    written = list(rows)
+    write(path, written, columns)
+    timings = path.parent / "timings.csv"
+    new_timings = not timings.exists()
+    with contextlib.ExitStack() as stack:
+        ft = stack.enter_context(timings.open("a", newline=""))
+        timer = csv.writer(ft, lineterminator="\n")
+        if new_timings:
+            timer.writerow(("sample", "wall_s", "where"))
+        state = {"file": stack.enter_context(path.open("a", newline=""))}
+
+        def record(row: dict, seconds: float, where: str) -> None:
+            if grow and any(key not in columns for key in row):
+                state["file"].close()
+                columns[:] = columns_of([row], columns)
+                write(path, written, columns)
+                state["file"] = stack.enter_context(path.open("a", newline=""))
+            csv.DictWriter(state["file"], columns, lineterminator="\n", restval="").writerow(row)
+            state["file"].flush()
+            written.append(row)
+            timer.writerow((row["sample"], f"{seconds:.3f}", where))
+            ft.flush()
+
+        yield record
