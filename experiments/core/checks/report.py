@@ -59,6 +59,7 @@ class Part:
     spread: np.ndarray
     ok: np.ndarray
     per_sample: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    states: int = 0
 
     @classmethod
     def from_stats(cls, name: str, symbol: str, labels: tuple, stats) -> Part:
@@ -67,7 +68,8 @@ class Part:
                    passed=bool(stats.ok.all()), max_abs_error=float(stats.max_abs.max()),
                    scale=float(stats.scale.max()), worst_entry=stats.worst[2], worst_sample=int(stats.worst[1]),
                    mean_error=stats.sum / max(stats.n, 1), max_abs=stats.max_abs.copy(),
-                   spread=(stats.hi - stats.lo) / 2, ok=stats.ok.copy(), per_sample=stats.per_sample())
+                   spread=(stats.hi - stats.lo) / 2, ok=stats.ok.copy(), per_sample=stats.per_sample(),
+                   states=int(stats.n))
 
     def entry(self, index) -> str:
         """``J[linear z, elbow]``: an entry written with its axes' names."""
@@ -78,15 +80,17 @@ class Part:
 
     def constant(self, index) -> bool:
         """The entry's error is one constant offset over the states (to :data:`CONSTANT` of its size)."""
-        return bool(self.spread[index] <= CONSTANT * self.max_abs[index])
+        return self.states > 1 and bool(self.spread[index] <= CONSTANT * self.max_abs[index])
 
     def describe(self) -> str:
         """``jacobian off by up to 0.3 at J[linear z, elbow] (state-dependent)``, or ``agrees to 1e-16``."""
         if self.passed:
             return f"{self.name} agrees to {self.max_abs_error:.1e}"
+        where = f"{self.name} off by up to {self.max_abs_error:.3e} at {self.entry(self.worst_entry)}"
+        if self.states <= 1:  # one operating point: no "constant" or "which state" to say
+            return where
         kind = "a constant offset" if self.constant(self.worst_entry) else "state-dependent"
-        return (f"{self.name} off by up to {self.max_abs_error:.3e} at {self.entry(self.worst_entry)} "
-                f"({kind}, state {self.worst_sample})")
+        return f"{where} ({kind}, state {self.worst_sample})"
 
     def to_dict(self) -> dict:
         return {"passed": bool(self.passed), "max_abs_error": float(self.max_abs_error), "scale": float(self.scale),

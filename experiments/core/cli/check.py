@@ -366,6 +366,77 @@ def _add_quantity(checks, quantity: str) -> None:
     p.set_defaults(func=_cmd_check_quantity, quantity=quantity)
 
 
+def _numbers(what: str):
+    """An argparse type: comma-separated finite numbers (``0,0.4,0,-1.2``)."""
+
+    def parse(text: str):
+        import math
+
+        try:
+            values = [float(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} takes comma-separated numbers, got {text!r}") from None
+        if not values or not all(math.isfinite(v) for v in values):
+            raise argparse.ArgumentTypeError(f"{what} takes finite comma-separated numbers, got {text!r}")
+        return values
+
+    parse.__name__ = what
+    return parse
+
+
+def _cmd_check_linearization(args) -> int:
+    import time
+
+    from crossdyn.experiments.core.checks.linearization import check_linearization
+    from crossdyn.experiments.core.checks.plots import entry_errors
+    from crossdyn.experiments.core.models import load_model
+
+    name = f"check-linearization-{_function_stem(args.function)}"
+    args._stored = _prepare(args, name)
+    start = time.perf_counter()
+    model = load_model(args.mjcf)
+    ctrl = "hold" if args.ctrl == ["hold"] else args.ctrl
+    report = check_linearization(args.function, model, keyframe=args.keyframe, qpos=args.qpos, qvel=args.qvel,
+                                 ctrl=ctrl, atol=args.atol, rtol=args.rtol)
+    title = f"linearization: {args.function} on {args.mjcf}"
+    conditions = {"mjcf": args.mjcf, "function": args.function, "keyframe": args.keyframe, "qpos": args.qpos,
+                  "qvel": args.qvel, "ctrl": args.ctrl, "atol": args.atol, "rtol": args.rtol}
+    metrics = {"model": str(args.mjcf), "params": conditions, **report.to_dict()}
+    expected = f"agree with linearize within {report.atol:g} + {report.rtol:g} |MuJoCo's|"
+    return _finish(args, name, metrics, report.passed, report.text(title, verbose=args.verbose),
+                   entry_errors(report, title), "entry_errors.png", args._stored, expected, report.diagnosis,
+                   time.perf_counter() - start)
+
+
+def _add_linearization(checks) -> None:
+    from crossdyn.experiments.core.checks.linearization import ATOL, RTOL, TOLERANCE_REASON
+
+    help_line = "your linearization: FUNC(q, qd, u) -> (A, B) at an operating point"
+    p = checks.add_parser("linearization", help=help_line, description=(
+        f"{help_line}. FUNC is called once with the point's q (nq,), qd (nv,), u (nu,) and returns continuous-time "
+        "A (2nv, 2nv) and B (2nv, nu) on the state [dq, dqd] (dq in MuJoCo's tangent space: a free joint has 6 "
+        "dofs) and the input ctrl - ctrl_op; compared with crossdyn's linearize of the model as it comes."))
+    p.add_argument("function", metavar="FILE.py:FUNC", help="your function (FILE.py:FUNC or module:FUNC)")
+    p.add_argument("--mjcf", required=True, metavar="MODEL",
+                   help="built-in model name, or an MJCF or URDF path it describes, as it comes")
+    p.add_argument("--keyframe", metavar="NAME", help="the operating point: this keyframe's qpos, qvel and ctrl")
+    p.add_argument("--qpos", type=_numbers("--qpos"), metavar="Q1,Q2,...",
+                   help="the operating pose (nq numbers; overrides the keyframe's)")
+    p.add_argument("--qvel", type=_numbers("--qvel"), metavar="V1,V2,...", help="its velocity (nv numbers; default rest)")
+    p.add_argument("--ctrl", type=lambda text: ["hold"] if text == "hold" else _numbers("--ctrl")(text),
+                   metavar="U1,U2,...|hold",
+                   help="its control (nu numbers; default the keyframe's or zero); 'hold': the control that holds "
+                        "the pose at rest")
+    p.add_argument("--atol", type=arguments.number(0.0, 1e6, "--atol"), default=ATOL,
+                   help=f"absolute tolerance, in A's and B's units (default {ATOL:g}: {TOLERANCE_REASON})")
+    p.add_argument("--rtol", type=arguments.number(0.0, 1.0, "--rtol"), default=RTOL,
+                   help=f"relative tolerance, of |MuJoCo's entry| (default {RTOL:g})")
+    p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, metavar="DIR",
+                   help="output folder (default results/)")
+    _add_outputs(p)
+    p.set_defaults(func=_cmd_check_linearization, quantity="linearization")
+
+
 def add_parser(sub) -> None:
     """Add ``check`` and its commands to the ``crossdyn`` subcommands."""
     from crossdyn.analytic.two_link import VARIANTS
@@ -402,3 +473,4 @@ def add_parser(sub) -> None:
     p_der.set_defaults(func=_cmd_check_derivation)
     for quantity in QUANTITIES:
         _add_quantity(checks, quantity)
+    _add_linearization(checks)
