@@ -8,8 +8,9 @@ which gives each body's pose and each joint's motion vectors ``s = [p x a; a]``
 - the world-aligned Jacobian of a point ``x`` fixed in body ``b``: each joint on
   the path from the world to ``b`` moves it with ``v_x = s_lin + s_ang x x``, so its
   column is ``[s_lin + s_ang x x; s_ang]`` (linear rows, then angular);
-- the mass matrix by composite rigid bodies through the CoM Jacobians,
-  ``M = sum_b m_b Jv_b^T Jv_b + Jw_b^T I_b Jw_b`` (``I_b`` world-frame, about the CoM);
+- the mass matrix by composite rigid bodies, ``M_ij = s_i^T I^C s_j`` with ``I^C``
+  the spatial inertia of a body and its subtree (the same as
+  ``sum_b m_b Jv_b^T Jv_b + Jw_b^T I_b Jw_b`` over the CoM Jacobians);
 - kinetic energy ``T = 1/2 qd^T M qd`` and gravitational potential
   ``U = -sum_b m_b g . c_b`` (zero with every CoM at the world origin's height,
   MuJoCo's zero).
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossdyn.analytic.rnea import Tree, _check_state, _cross, _times_const, forward_pass
+from crossdyn.analytic.rnea import Tree, _check_state, _cross, _mv, _times_const, forward_pass
 
 __all__ = ["poses", "point_jacobian", "mass_matrix", "energy"]
 
@@ -46,7 +47,7 @@ def poses(tree: Tree, qpos) -> tuple[np.ndarray, np.ndarray]:
     """
     batch, q = _positions(tree, qpos)
     n, nb = q.shape[0], len(tree.parent)
-    motion = forward_pass(tree, q, np.zeros((n, tree.nv)), np.zeros((n, tree.nv)), np.zeros(3))
+    motion = forward_pass(tree, q, None, None)
     R = np.moveaxis(motion.R, 0, 1).reshape(batch + (nb, 3, 3))
     p = np.moveaxis(motion.p, 0, 1).reshape(batch + (nb, 3))
     return R, p
@@ -91,28 +92,57 @@ def point_jacobian(tree: Tree, qpos, body: int, point=(0.0, 0.0, 0.0)) -> np.nda
     """
     batch, q = _positions(tree, qpos)
     n = q.shape[0]
-    motion = forward_pass(tree, q, np.zeros((n, tree.nv)), np.zeros((n, tree.nv)), np.zeros(3))
+    motion = forward_pass(tree, q, None, None)
     x = motion.p[body] + _times_const(motion.R[body], np.asarray(point, dtype=float))
     return _jacobian(tree, motion, body, x).reshape(batch + (6, tree.nv))
 
 
 def mass_matrix(tree: Tree, qpos) -> np.ndarray:
-    """Joint-space inertia ``M(q) = sum_b m_b Jv_b^T Jv_b + Jw_b^T I_b Jw_b``, ``(..., nv, nv)``.
+    """Joint-space inertia by composite rigid bodies, ``M_ij = s_j^T I^C_b s_i``, ``(..., nv, nv)``.
 
-    ``Jv_b`` is body ``b``'s CoM Jacobian, ``Jw_b`` its angular one, ``I_b = R I R^T``
-    its inertia about the CoM in the world (kg, kg m^2).
+    ``I^C_b`` is the spatial inertia about the world origin (:func:`~crossdyn.analytic.rnea.spatial_inertia`)
+    of body ``b`` and everything it carries, ``s_i`` the motion vector of dof ``i`` of ``b``,
+    and ``j`` a dof of ``b`` or of one of its ancestors (``M_ji = M_ij``).  A spatial inertia
+    is kept as its mass ``m``, first moment ``h = m c`` and rotational inertia about the
+    origin ``I_O = I + m (|c|^2 E - c c^T)`` (sums of these are the composite's), and is
+    applied without forming it: ``I^S [v; w] = [m v + w x h; h x v + I_O w]``.  The same
+    matrix as ``sum_b m_b Jv_b^T Jv_b + Jw_b^T I_b Jw_b`` over the bodies' CoM Jacobians.
     """
     batch, q = _positions(tree, qpos)
-    n = q.shape[0]
-    motion = forward_pass(tree, q, np.zeros((n, tree.nv)), np.zeros((n, tree.nv)), np.zeros(3))
-    M = np.zeros((n, tree.nv, tree.nv))
-    for b in range(len(tree.parent)):
+    n, nb = q.shape[0], len(tree.parent)
+    motion = forward_pass(tree, q, None, None)
+    mass = np.array(tree.mass, dtype=float)
+    first = np.empty((nb, n, 3))
+    rotational = np.empty((nb, n, 3, 3))
+    for b in range(nb):
         R = motion.R[b]
-        J = _jacobian(tree, motion, b, motion.p[b] + _times_const(R, tree.com[b]))
-        Jv, Jw = J[:, :3], J[:, 3:]
-        body_w = np.einsum("nji,njk->nik", R, Jw)  # angular Jacobian in body axes, R^T Jw
-        M += tree.mass[b] * np.einsum("nji,njk->nik", Jv, Jv)
-        M += np.einsum("nji,jl,nlk->nik", body_w, tree.inertia[b], body_w)
+        c = motion.p[b] + _times_const(R, tree.com[b])
+        RI = _times_const(R, tree.inertia[b])
+        I_O = np.stack([_mv(RI, R[:, l, :]) for l in range(3)], axis=2)  # R I R^T, column by column
+        h = mass[b] * c
+        I_O -= h[:, :, None] * c[:, None, :]
+        square = np.einsum("ni,ni->n", h, c)
+        for i in range(3):
+            I_O[:, i, i] += square
+        first[b], rotational[b] = h, I_O
+    for b in range(nb - 1, -1, -1):  # leaves inward: each body carries its subtree
+        parent = tree.parent[b]
+        if parent >= 0:
+            mass[parent] += mass[b]
+            first[parent] += first[b]
+            rotational[parent] += rotational[b]
+    dofs = []  # per dof: (body, motion vector (N, 6))
+    for b, da, S in motion.joints:
+        dofs += [(b, S[:, :, k]) for k in range(S.shape[2])]
+    ancestors = [_path(tree, b) for b in range(nb)]
+    M = np.zeros((n, tree.nv, tree.nv))
+    for i, (b, s_i) in enumerate(dofs):
+        v, w, h = s_i[:, :3], s_i[:, 3:], first[b]
+        force = np.concatenate([mass[b] * v + _cross(w, h), _cross(h, v) + _mv(rotational[b], w)], axis=1)
+        coupled = [j for j in range(i + 1) if dofs[j][0] in ancestors[b]]
+        column = np.einsum("nji,nj->ni", np.stack([dofs[j][1] for j in coupled], axis=2), force)
+        M[:, i, coupled] = column
+        M[:, coupled, i] = column
     return M.reshape(batch + (tree.nv, tree.nv))
 
 

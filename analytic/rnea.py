@@ -252,16 +252,17 @@ class Motion:
     Attributes:
       R: body orientations in the world, ``(nb, N, 3, 3)``.
       p: body frame origins in the world, ``(nb, N, 3)`` m.
-      xi: spatial velocities ``[v_o; w]``, ``(nb, N, 6)``.
-      dxi: spatial accelerations (gravity included as a base acceleration ``-g``), ``(nb, N, 6)``.
+      xi: spatial velocities ``[v_o; w]``, ``(nb, N, 6)`` (None for poses only).
+      dxi: spatial accelerations (gravity included as a base acceleration ``-g``), ``(nb, N, 6)``
+        (None for poses only).
       joints: per joint, ``(body, first dof, S (N, 6, k))``: the joint's ``k`` motion
         vectors (columns of the world-frame Jacobian of its body).
     """
 
     R: np.ndarray
     p: np.ndarray
-    xi: np.ndarray
-    dxi: np.ndarray
+    xi: np.ndarray | None
+    dxi: np.ndarray | None
     joints: list
 
 
@@ -270,19 +271,22 @@ def _matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return np.stack([_mv(A, B[:, :, k]) for k in range(3)], axis=2)
 
 
-def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray, qacc: np.ndarray,
+def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np.ndarray | None,
                  gravity: np.ndarray | None = None) -> Motion:
     """Poses, spatial velocities and accelerations of every body: RNEA's outward pass.
 
     Args:
       tree: the kinematic tree.
-      qpos, qvel, qacc: a batch, ``(N, nq)``, ``(N, nv)``, ``(N, nv)`` (see :func:`rnea`).
+      qpos, qvel, qacc: a batch, ``(N, nq)``, ``(N, nv)``, ``(N, nv)`` (see :func:`rnea`);
+        ``qvel = qacc = None`` computes poses and motion vectors only (``xi``, ``dxi`` None),
+        for kinematics.
       gravity: world gravity ``(3,)`` m/s^2 (default ``tree.gravity``); it enters as
         the world's acceleration ``[-g; 0]``.
 
     Returns:
       The :class:`Motion` of the batch.
     """
+    moving = qvel is not None
     g = tree.gravity if gravity is None else np.asarray(gravity, dtype=float)
     n, nb = qpos.shape[0], len(tree.parent)
     qadr, dadr = tree.qpos_adr, tree.dof_adr
@@ -314,11 +318,14 @@ def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray, qacc: np.ndarra
                 S[:, 3:, k - 3 :] = R
                 if kind == "free":
                     S[:, :3, :3] = np.eye(3)
+                joints.append((b, da, S))
+                if not moving:
+                    continue
+                if kind == "free":
                     xi = xi + np.concatenate([qvel[:, da : da + 3], np.zeros((n, 3))], axis=1)
                 xi_rot = sum(S[:, :, k - 3 + i] * qvel[:, da + k - 3 + i, None] for i in range(3))
                 xi = xi + xi_rot
                 dxi = dxi + sum(S[:, :, i] * qacc[:, da + i, None] for i in range(k)) + _cross_motion(xi, xi_rot)
-                joints.append((b, da, S))
                 continue
             a = _times_const(R, tree.joint_axis[j])
             angle = qpos[:, qa] - tree.joint_ref[j]
@@ -330,13 +337,16 @@ def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray, qacc: np.ndarra
             else:  # slide
                 s = np.concatenate([a, np.zeros((n, 3))], axis=1)
                 p = p + a * angle[:, None]
-            # s is fixed in the frame it moves from, so ds = (xi_pred x) s.
-            dxi = dxi + _cross_motion(xi, s) * qvel[:, da, None] + s * qacc[:, da, None]
-            xi = xi + s * qvel[:, da, None]
             joints.append((b, da, s[:, :, None]))
+            if moving:
+                # s is fixed in the frame it moves from, so ds = (xi_pred x) s.
+                dxi = dxi + _cross_motion(xi, s) * qvel[:, da, None] + s * qacc[:, da, None]
+                xi = xi + s * qvel[:, da, None]
         frames.append((R, p, xi, dxi))
-    R, p, xi, dxi = (np.stack(parts) for parts in zip(*frames))
-    return Motion(R, p, xi, dxi, joints)
+    R, p = np.stack([f[0] for f in frames]), np.stack([f[1] for f in frames])
+    if not moving:
+        return Motion(R, p, None, None, joints)
+    return Motion(R, p, np.stack([f[2] for f in frames]), np.stack([f[3] for f in frames]), joints)
 
 
 def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:

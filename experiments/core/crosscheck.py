@@ -410,12 +410,15 @@ class EntryStats:
         self.n = 0
 
     def add(self, err: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> None:
-        abs_err = np.abs(err)
+        abs_err, abs_ref = np.abs(err), np.abs(ref)
         self.sum += err.sum(axis=0)
-        self.lo, self.hi = np.minimum(self.lo, err.min(axis=0)), np.maximum(self.hi, err.max(axis=0))
-        self.max_abs = np.maximum(self.max_abs, abs_err.max(axis=0))
-        self.scale = np.maximum(self.scale, np.abs(ref).max(axis=0))
-        self.ok &= np.all(abs_err <= atol + rtol * np.abs(ref), axis=0)
+        np.minimum(self.lo, err.min(axis=0), out=self.lo)
+        np.maximum(self.hi, err.max(axis=0), out=self.hi)
+        np.maximum(self.max_abs, abs_err.max(axis=0), out=self.max_abs)
+        np.maximum(self.scale, abs_ref.max(axis=0), out=self.scale)
+        abs_ref *= rtol
+        abs_ref += atol
+        self.ok &= np.all(abs_err <= abs_ref, axis=0)
         per_state = abs_err.reshape(abs_err.shape[0], -1).max(axis=1)
         k = int(np.argmax(per_state))
         if per_state[k] > self.worst[0]:

@@ -180,6 +180,11 @@ def off_entries(report) -> list[str]:
                 groups.setdefault(f"off by {mean[index]:.4g}, constant", []).append((name, index))
             else:
                 groups.setdefault("state-dependent", []).append((name, index, max_abs[index]))
+        constant = [k for k in groups if k != "state-dependent"]
+        if len(constant) > 3:  # many different offsets (a wrong mass on a big robot): one group for all
+            merged = [m for k in constant for m in groups.pop(k)]
+            values = [float(mean[m[1]]) for m in merged]
+            groups[f"off by constants from {min(values):.4g} to {max(values):.4g}"] = merged
         parts = []
         for key, members in groups.items():
             text = _summary([(m[0], m[1]) for m in members], report.names, joint_of)
@@ -187,7 +192,8 @@ def off_entries(report) -> list[str]:
                 worst = max(m[2] for m in members)
                 parts.append(f"{text} off by up to {worst:.4g}, state-dependent")
             else:
-                parts.append(f"{text} {'each ' if len(members) > 1 else ''}{key}")
+                each = "each " if len(members) > 1 and not key.startswith("off by constants") else ""
+                parts.append(f"{text} {each}{key}")
         lines.append(f"{_TERM_LABEL[term]}: " + "; ".join(parts))
     return lines
 

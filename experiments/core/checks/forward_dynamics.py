@@ -150,6 +150,9 @@ def _implied_terms(model, truth, user, q, qd) -> list[str]:
     zero = np.zeros((n, nv))
     a0 = user(q, zero, zero)[0]
     Minv = np.stack([user(q, zero, np.tile(np.eye(nv)[i], (n, 1)))[0] - a0 for i in range(nv)], axis=2)
+    if np.any(np.linalg.cond(Minv) > 1e12):  # no inverse: the accelerations do not follow the torques
+        return ["your accelerations do not respond to the torques as a mass matrix makes them: "
+                "d qdd / d tau = [f(q, 0, e_i) - f(q, 0, 0)] is singular"]
     M_user = np.linalg.inv(Minv)
     g_user = -np.einsum("nij,nj->ni", M_user, a0)
     c_user = -np.einsum("nij,nj->ni", M_user, user(q, qd, zero)[0]) - g_user

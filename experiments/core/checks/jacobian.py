@@ -59,7 +59,7 @@ def _rotate(J: np.ndarray, R: np.ndarray) -> np.ndarray:
 
 
 class _Truth:
-    """MuJoCo's Jacobian of the target (and the frame it is in) at a chunk of states."""
+    """MuJoCo's Jacobian of the target (and the frames and points the attribution needs) at a chunk of states."""
 
     def __init__(self, model: mujoco.MjModel, tgt: Target, coordinates: list[int] | None):
         self.tgt, self.coordinates = tgt, coordinates
@@ -70,16 +70,20 @@ class _Truth:
         self.data = mujoco.MjData(self.model)
         nv = model.nv
         self.jacp, self.jacr = np.zeros((3, nv)), np.zeros((3, nv))
-        self.equality_rows = 0
 
-    def __call__(self, q: np.ndarray, alternatives: dict | None = None):
+    def __call__(self, q: np.ndarray, rotations: bool = False, alternatives: dict | None = None):
+        """``J (n, 6, nv)``, ``T`` (loop tangents or None), and with ``rotations`` or ``alternatives``
+        the target's rotation and position and the alternative points (else None)."""
         m, d, tgt = self.model, self.data, self.tgt
         n, nv = q.shape[0], m.nv
-        J, R = np.empty((n, 6, nv)), np.empty((n, 3, 3))
-        p = np.empty((n, 3))
-        R_body = np.empty((n, 3, 3))
+        J = np.empty((n, 6, nv))
+        extra = rotations or alternatives is not None
+        R = np.empty((n, 3, 3)) if extra else None
+        p = np.empty((n, 3)) if extra else None
         alt = {name: np.empty((n, 3)) for name in alternatives or {}}
         T = None if self.coordinates is None else np.empty((n, nv, len(self.coordinates)))
+        jacp, jacr, index = self.jacp, self.jacr, tgt.index
+        jac = mujoco.mj_jacSite if tgt.kind == "site" else mujoco.mj_jacBody
         for k in range(n):
             d.qpos[:] = q[k]
             if T is None:
@@ -88,16 +92,13 @@ class _Truth:
             else:
                 mujoco.mj_fwdPosition(m, d)
                 T[k] = loop_tangent(m, d, self.coordinates)
-            if tgt.kind == "site":
-                mujoco.mj_jacSite(m, d, self.jacp, self.jacr, tgt.index)
-            else:
-                mujoco.mj_jacBody(m, d, self.jacp, self.jacr, tgt.index)
-            J[k, :3], J[k, 3:] = self.jacp, self.jacr
-            R[k], p[k] = tgt.rotation(d), tgt.position(d)
-            R_body[k] = d.xmat[tgt.body].reshape(3, 3)
-            for name, (kind, index) in (alternatives or {}).items():
-                alt[name][k] = point_of(d, kind, index)[0]
-        return J, R, p, R_body, alt, T
+            jac(m, d, jacp, jacr, index)
+            J[k, :3], J[k, 3:] = jacp, jacr
+            if extra:
+                R[k], p[k] = tgt.rotation(d), tgt.position(d)
+                for name, (kind, which) in (alternatives or {}).items():
+                    alt[name][k] = point_of(d, kind, which)[0]
+        return J, T, R, p, alt
 
 
 def loop_tangent(model: mujoco.MjModel, data: mujoco.MjData, coordinates: list[int]) -> np.ndarray:
@@ -203,27 +204,32 @@ def check_jacobian(
     user = UserFunction(fn, label, [((6, ncol),), ((3, ncol),)],
                         f"a Jacobian of {ncol} columns, linear rows then angular")
     truth = _Truth(model, tgt, dofs)
-    alternatives = tgt.alternatives(model)
     frees = _free_conventions(model, coordinates)
-    stats = None
-    hyp = Hypotheses()
     other = "local" if frame == "world-aligned" else "world-aligned"
+    stats = None
     with model_warnings() as warned:
         for (q,) in progress(source.chunks(), source.total, f"checking {label}"):
             (J_user,) = user(q)
             rows = J_user.shape[1]
-            J, R, p, R_body, alt, T = truth(q, alternatives)
-            frames = {"world-aligned": J, "local": _rotate(J, R)}
-            reference = frames[frame]
-            project = (lambda A: A) if T is None else (lambda A: A @ T)  # noqa: E731
-            ref = project(reference)[:, :rows]
+            J, T, R, _, _ = truth(q, rotations=frame == "local")
+            ref = J if frame == "world-aligned" else _rotate(J, R)
+            ref = (ref if T is None else ref @ T)[:, :rows]
             if stats is None:
                 stats = EntryStats((rows, ncol))
             stats.add(J_user - ref, ref, atol, rtol)
-            _test(hyp, J_user, ref, rows, frames, other, p, alt, R, project, frees, model, q, atol, rtol)
-    part = Part.from_stats("jacobian", "J", (ROW_NAMES[:rows], columns), stats)
-    attribution = [] if part.passed else _attribute(model, tgt, part, hyp, alternatives, frame, other, rows,
-                                                    columns, dofs, frees)
+        part = Part.from_stats("jacobian", "J", (ROW_NAMES[:rows], columns), stats)
+        hyp = Hypotheses()
+        if not part.passed:  # second pass: what the error is
+            alternatives = tgt.alternatives(model)
+            for (q,) in progress(source.chunks(), source.total, f"explaining {label}"):
+                (J_user,) = user(q)
+                J, T, R, p, alt = truth(q, alternatives=alternatives)
+                frames = {"world-aligned": J, "local": _rotate(J, R)}
+                project = (lambda A: A) if T is None else (lambda A, T=T: A @ T)  # noqa: E731
+                ref = project(frames[frame])[:, :rows]
+                _test(hyp, J_user, ref, rows, frames, other, p, alt, R, project, frees, model, q, atol, rtol)
+    attribution = [] if part.passed else _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs,
+                                                    frees)
     where = f"site {tgt.name!r}: mj_jacSite" if tgt.kind == "site" else f"body {tgt.name!r}'s origin: mj_jacBody"
     truth_text = f"{where}, {_FRAME_WORDS[frame]}"
     if dofs is not None:
@@ -272,7 +278,7 @@ def _body_rotation(model: mujoco.MjModel, body: int, q: np.ndarray) -> np.ndarra
     return quat_to_matrix(q[:, adr + 3 : adr + 7])
 
 
-def _attribute(model, tgt, part, hyp, alternatives, frame, other, rows, columns, dofs, frees) -> list[str]:
+def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees) -> list[str]:
     out = []
     if hyp.all("frame"):
         out.append(f"the whole Jacobian is in the {_FRAME_WORDS[other]}, not {_FRAME_WORDS[frame]}: rotate "

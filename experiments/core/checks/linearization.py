@@ -138,11 +138,13 @@ def check_linearization(
     user = UserFunction(fn, label, [((k, k), (k, m))], f"(A ({k}, {k}), B ({k}, {m}))")
     A_user, B_user = user._parse(user._call(lin.qpos.copy(), lin.qvel.copy(), lin.ctrl.copy()), None)
     user._finite([A_user[None], B_user[None]])
-    stats_A, stats_B = EntryStats((k, k)), EntryStats((k, m))
+    stats_A = EntryStats((k, k))
     stats_A.add((A_user - A)[None], A[None], atol, rtol)
-    stats_B.add((B_user - B)[None], B[None], atol, rtol)
-    parts = {"A": Part.from_stats("A", "A", (states, states), stats_A),
-             "B": Part.from_stats("B", "B", (states, inputs), stats_B)}
+    parts = {"A": Part.from_stats("A", "A", (states, states), stats_A)}
+    if m:  # a model without actuators has an empty B: nothing to compare
+        stats_B = EntryStats((k, m))
+        stats_B.add((B_user - B)[None], B[None], atol, rtol)
+        parts["B"] = Part.from_stats("B", "B", (states, inputs), stats_B)
     passed = all(p.passed for p in parts.values())
     attribution = [] if passed else _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, inputs,
                                                atol, rtol)
@@ -189,7 +191,7 @@ def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, input
     A_flipped = _reversed_gravity(model, lin, reduction) if gravity else None
     if reduction is None:
         Ad, Bd = lin.discrete()
-        if _close(A_user, Ad, atol, rtol) and _close(B_user, Bd, atol, rtol):
+        if _close(A_user, Ad, atol, rtol) and (B.size == 0 or _close(B_user, Bd, atol, rtol)):
             return [f"your (A, B) is discrete time: one step of the model's integrator (dt = {lin.timestep:g} s); "
                     "the truth is continuous, d/dt x = A x + B u (continuous A = (A_d - I) / dt to first order)"]
         nv = lin.nv
@@ -199,9 +201,12 @@ def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, input
                   "dq/dqd block (d qdd / d qd: damping, Coriolis)": (slice(nv, 2 * nv), slice(nv, 2 * nv),
                                                                       A_user, A, "A"),
                   "input map B (d qdd / d u)": (slice(0, 2 * nv), slice(0, B.shape[1]), B_user, B, "B")}
+        if "B" not in parts:
+            del blocks["input map B (d qdd / d u)"]
     else:
-        blocks = {"A": (slice(0, k), slice(0, k), A_user, A, "A"),
-                  "B": (slice(0, k), slice(0, B.shape[1]), B_user, B, "B")}
+        blocks = {"A": (slice(0, k), slice(0, k), A_user, A, "A")}
+        if "B" in parts:
+            blocks["B"] = (slice(0, k), slice(0, B.shape[1]), B_user, B, "B")
     for words, (rows, cols, mine, theirs, which) in blocks.items():
         part = parts[which]
         if np.all(part.ok[rows, cols]):
@@ -215,6 +220,8 @@ def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, input
         elif np.abs(block_theirs).max() > atol and _close(block_mine, -block_theirs, atol, rtol):
             sentence += "; it is MuJoCo's with the opposite sign"
         out.append(sentence)
+    if "B" not in parts:
+        return out
     if reduction is None and model.nu and not np.all(parts["B"].ok):
         gear = np.asarray(model.actuator_gear[:, 0])
         for i in range(model.nu):

@@ -151,6 +151,11 @@ def _vector_lines(part: Part, indices) -> list[str]:
     for i in indices:
         key = f"off by {part.mean_error[i]:.4g}, constant" if part.constant(i) else "state-dependent"
         groups.setdefault(key, []).append(int(i))
+    constant = [k for k in groups if k != "state-dependent"]
+    if len(constant) > 3:  # many different offsets: one line for all of them
+        merged = sorted(i for k in constant for i in groups.pop(k))
+        values = [float(part.mean_error[i]) for i in merged]
+        groups[f"off by constants from {min(values):.4g} to {max(values):.4g}"] = merged
     lines = []
     for key, members in groups.items():
         names = _names([part.entry(i) for i in members])
