@@ -31,7 +31,7 @@ import numpy as np
 
 from crossdyn.analytic.rnea import Tree, _check_state, _cross, forward_pass
 
-__all__ = ["PARAMETERS", "inertial_parameters", "body_properties", "regressor"]
+__all__ = ["PARAMETERS", "inertial_parameters", "body_properties", "regressor", "energy_regressor"]
 
 # The ten parameters of a body, in the order of Y's columns.
 PARAMETERS = ("m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz")
@@ -123,3 +123,40 @@ def _unit_wrenches(R, p, xi, dxi) -> np.ndarray:
         n_p[:, :, 4 + k] = np.einsum("nij,nj->ni", R, moment_b)
     moment = n_p + np.stack([_cross(p, F[:, :, k]) for k in range(10)], axis=2)
     return np.concatenate([F, moment], axis=1)
+
+
+def energy_regressor(tree: Tree, qpos, qvel, gravity=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(Y_T, Y_U)`` with kinetic energy ``T = Y_T pi`` and potential ``U = Y_U pi``.
+
+    Per body, with ``v`` the velocity of its origin, ``w`` its angular velocity,
+    ``w_b = R^T w`` and ``h_w = R h``:
+
+        T = 1/2 m |v|^2 + v . (w x h_w) + 1/2 w_b^T I w_b,     U = -g . (m p + h_w)
+
+    (``I`` about the body origin; ``U``'s zero is MuJoCo's: every CoM at the world
+    origin's height).
+
+    Returns:
+      ``Y_T (..., 10 nb)`` and ``Y_U (..., 10 nb)``, columns as :func:`regressor`'s.
+    """
+    qvel = np.asarray(qvel, dtype=float)
+    batch, (q, qd, _) = _check_state(tree, qpos, qvel, np.zeros(qvel.shape))
+    g = tree.gravity if gravity is None else np.asarray(gravity, dtype=float)
+    motion = forward_pass(tree, q, qd, np.zeros_like(qd), np.zeros(3))
+    n, nb = q.shape[0], len(tree.parent)
+    Y_T, Y_U = np.zeros((n, 10 * nb)), np.zeros((n, 10 * nb))
+    for b in range(nb):
+        R, p, xi = motion.R[b], motion.p[b], motion.xi[b]
+        w = xi[:, 3:]
+        v = xi[:, :3] + _cross(w, p)  # velocity of the body origin
+        w_b = np.einsum("nji,nj->ni", R, w)
+        c = 10 * b
+        Y_T[:, c] = 0.5 * np.einsum("ni,ni->n", v, v)
+        Y_U[:, c] = -(p @ g)
+        vxw = _cross(v, w)
+        for k in range(3):
+            Y_T[:, c + 1 + k] = np.einsum("ni,ni->n", R[:, :, k], vxw)  # v . (w x R e_k) = R e_k . (v x w)
+            Y_U[:, c + 1 + k] = -(R[:, :, k] @ g)
+        for k, E in enumerate(_UNIT_INERTIA):
+            Y_T[:, c + 4 + k] = 0.5 * np.einsum("ni,ij,nj->n", w_b, E, w_b)
+    return Y_T.reshape(batch + (10 * nb,)), Y_U.reshape(batch + (10 * nb,))

@@ -384,3 +384,31 @@ def test_module_function_spec(tmp_path, monkeypatch):
         "import sys\nsys.path.insert(0, %r)\nfrom parts import foot_pose\n" % str(PARTS.parent))
     monkeypatch.syspath_prepend(str(tmp_path))
     assert check_kinematics("my_robot_derivation:foot_pose", FLOAT, site="left_foot", samples=10).passed
+
+
+# --- the showcase experiment -----------------------------------------------------------------------------
+
+
+def test_showcase_compute_judge_plot(tmp_path):
+    """All seven checks on the two-link arm: right derivations pass, wrong ones are named; the judge can FAIL."""
+    import dataclasses
+
+    from crossdyn.experiments import showcase
+
+    result = showcase.showcase_checks(samples=50, seed=1)
+    verdict, metrics = showcase.judge_showcase(result)
+    assert verdict.passed, metrics["checks"]
+    assert set(metrics["checks"]) == {"kinematics", "jacobian", "mass-matrix", "bias", "energy", "forward-dynamics",
+                                      "linearization"}
+    assert "yours = MuJoCo's" in metrics["checks"]["energy"]["right_notes"][0]  # another zero of potential
+    assert [p.name for p in showcase.plot_showcase(result, tmp_path)] == ["showcase.png"]
+    # A wrong derivation that passed (here: the right one in its place) makes the experiment fail.
+    swapped = dataclasses.replace(result, wrong={**result.wrong, "bias": result.right["bias"]})
+    verdict, metrics = showcase.judge_showcase(swapped)
+    assert not verdict.passed and verdict.measured.startswith("6 of 7")
+
+
+def test_showcase_is_registered():
+    from crossdyn.experiments.core.registry import get
+
+    assert get("showcase").run.__module__ == "crossdyn.experiments.showcase"

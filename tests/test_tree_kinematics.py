@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from crossdyn.analytic import kinematics
-from crossdyn.analytic.regressor import body_properties, inertial_parameters, regressor
+from crossdyn.analytic.regressor import body_properties, energy_regressor, inertial_parameters, regressor
 from crossdyn.analytic.rnea import rnea
 from crossdyn.experiments.core.crosscheck import sample_states
 from crossdyn.experiments.core.derivation import tree_from_model
@@ -77,6 +77,16 @@ def test_regressor_times_parameters_is_rnea(case):
     Y = regressor(tree, q, qd, qdd)
     assert Y.shape == (40, model.nv, 10 * (model.nbody - 1))
     assert_close(Y @ inertial_parameters(tree).ravel(), rnea(tree, q, qd, qdd), atol=TOL, what=f"{name}: Y pi")
+
+
+def test_energy_regressor_times_parameters_is_the_energy(case):
+    name, model, tree = case
+    q, qd, _ = sample_states(model, 40, seed=24)
+    Y_T, Y_U = energy_regressor(tree, q, qd)
+    pi = inertial_parameters(tree).ravel()
+    T, U = kinematics.energy(tree, q, qd)
+    assert_close(Y_T @ pi, T, atol=TOL, what=f"{name}: Y_T pi")
+    assert_close(Y_U @ pi, U, atol=TOL, what=f"{name}: Y_U pi")
 
 
 def test_regressor_column_is_a_unit_mass():

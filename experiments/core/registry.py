@@ -47,6 +47,7 @@ MODULES: tuple[str, ...] = (
     "crossdyn.experiments.lagrange",
     "crossdyn.experiments.rigid_box",
     "crossdyn.experiments.inertia",
+    "crossdyn.experiments.showcase",
     "crossdyn.experiments.biped.checks",
     "crossdyn.experiments.biped.control",
 )

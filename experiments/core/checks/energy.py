@@ -14,7 +14,9 @@ names the constant ("yours = MuJoCo's + 4.2 J").  The kinetic energy has no such
 freedom.
 
 On a mismatch a second pass tests: the kinetic energy a factor off (a missing 1/2),
-the armature's ``1/2 a qd^2`` included or left out, and the potential's sign.
+the armature's ``1/2 a qd^2`` included or left out, the potential's sign, and a
+change of some bodies' mass, centre of mass or inertia (both energies are linear
+in them: :func:`crossdyn.analytic.regressor.energy_regressor`).
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import os
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (Hypotheses, UserFunction, load_function, model_warnings,
                                                      state_source, warning_lines)
+from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
 from crossdyn.experiments.core.checks.names import conventions
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
@@ -125,7 +129,7 @@ def check_energy(
 def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[str]:
     passive = PassiveEffects(model, dynamics, ("armature",), atol, rtol)
     hyp = Hypotheses()
-    first = None
+    first, kept = None, None
     for q, qd in progress(source.chunks(), source.total, f"explaining {label}"):
         T_user, U_user = user(q, qd)
         T, U = energies(truth, q, qd)
@@ -137,6 +141,9 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
         hyp.test("potential sign", U_user - first[0], -(U - first[1]), atol, rtol)
         if passive:
             passive.add({"kinetic": T_user - T}, lambda m: {"kinetic": energies(m, q, qd)[0]})
+        if kept is None:
+            k = min(INERTIAL_STATES * 4, q.shape[0])  # one equation per state and energy: more states
+            kept = (q[:k], qd[:k], T_user[:k] - T[:k], T[:k], U_user[:k] - U[:k], U[:k])
     out = passive.sentences() if passive else []
     if out:
         return [line.replace("mass-matrix diagonal is off by exactly the armature",
@@ -148,5 +155,23 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
     if hyp.all("potential sign"):
         out.append("your potential energy changes with the opposite sign of MuJoCo's: gravity points the other "
                    "way, or U = +m g h was written with h measured downward")
+    tree = rigid_tree(model)
+    if not out and tree is not None and kept is not None:
+        out += _inertial(tree, *kept, atol, rtol)
     return out
+
+
+def _inertial(tree, q, qd, err_T, T, err_U, U, atol, rtol) -> list[str]:
+    """The energies are linear in the inertial parameters too: ``T = Y_T pi``, ``U = Y_U pi``.
+
+    The potential is compared up to a constant, so its rows are taken relative to
+    the first state (the constant drops out).
+    """
+    from crossdyn.analytic.regressor import energy_regressor
+
+    Y_T, Y_U = energy_regressor(tree, q, qd)
+    Y = np.vstack([Y_T, Y_U[1:] - Y_U[0]])
+    error = np.concatenate([err_T, err_U[1:] - err_U[0]])
+    reference = np.concatenate([T, U[1:]])
+    return inertial.explain(tree, Y, error, reference, atol, rtol, unit="J")
 

@@ -10,11 +10,13 @@ there (computed by crossdyn's own RNEA, never by MuJoCo's inverse dynamics),
 1. all bodies at once: if even that leaves a residual above the check's
    tolerance, the error is *not* inertial (a link length, a joint offset or axis
    is not linear in ``pi``) and the report says so;
-2. then the fewest bodies that explain it (one, two, three), and for them the
-   fewest of the user's terms: the mass alone (centre of mass and inertia about
-   it unchanged: one unknown per body), the inertia about the centre of mass alone,
-   both, the centre of mass (and inertia) at the model's mass, then all ten; each
-   candidate is kept only if its residual is within tolerance at every state;
+2. then every set of one, two or three bodies, at each level of the user's terms:
+   the mass alone (centre of mass and inertia about it unchanged: one unknown per
+   body), the inertia about the centre of mass alone, both, the centre of mass (and
+   inertia) at the model's mass, then all ten; a candidate explains the error if
+   its residual is within tolerance at every state, and the explanation is the one
+   that changes the fewest parameters the states can tell apart (the rank of its
+   columns);
 3. the fitted parameters are turned back into mass, centre of mass and inertia
    about the centre of mass (:func:`~crossdyn.analytic.regressor.body_properties`)
    and compared with the model's: "body 'trunk': mass 7.5 where the model has
@@ -81,8 +83,10 @@ def _describe(tree: Tree, b: int, delta: np.ndarray, rank: int, active: int) -> 
                                                ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)))
                if abs(I1[i, j] - I0[i, j]) > _AGREE * scale + 1e-15]
     if changed:
+        floor = 1e-9 * scale  # round-off of the fit prints as 0
         parts.append("inertia about the centre of mass " + ", ".join(
-            f"{k} {I1[i, j]:.4g} where the model has {I0[i, j]:.4g}" for k, i, j in changed) + " kg m^2")
+            f"{k} {(I1[i, j] if abs(I1[i, j]) > floor else 0.0):.4g} where the model has {I0[i, j]:.4g}"
+            for k, i, j in changed) + " kg m^2")
     text = f"body {name!r}: " + ("; ".join(parts) if parts else "a change below round-off")
     if rank < active:
         text += (" (the states checked cannot tell all of this body's parameters apart: this is the least change "
@@ -137,10 +141,13 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
                 "missing or wrong term, or a link length, a joint offset or an axis, which are not linear in them"]
     limit = max_bodies if nb <= 20 else min(max_bodies, 2)
     levels = [_levels(tree, b) for b in range(nb)]
+    # Every set of up to `limit` bodies at every level of the user's terms; the explanation is the
+    # fit that changes the fewest parameters the states can tell apart (the rank of its columns):
+    # two links' inertias (rank 2 on a planar arm) before one link's mass, CoM and inertia (rank 4).
+    found = []
     for size in range(1, min(limit, nb) + 1):
-        for level in range(len(levels[0])):
-            found = []
-            for bodies in combinations(range(nb), size):
+        for bodies in combinations(range(nb), size):
+            for level in range(len(levels[0])):
                 bases = [levels[b][level][1] for b in bodies]
                 A = np.hstack([Y[:, 10 * b : 10 * b + 10] @ V for b, V in zip(bodies, bases)])
                 fits, x, _, rank = _fit(A, error, tol)
@@ -148,9 +155,12 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
                     splits = np.cumsum([0] + [V.shape[1] for V in bases])
                     deltas = [V @ x[a:z] for V, a, z in zip(bases, splits[:-1], splits[1:])]
                     active = int(np.count_nonzero(np.linalg.norm(A, axis=0)))
-                    found.append((bodies, deltas, rank, active))
-            if found:
-                return _sentences(tree, found)
+                    found.append((rank, size, level, bodies, deltas, active))
+                    break  # the simplest level of this set that fits
+    if found:
+        found.sort(key=lambda f: f[:3])
+        best = [f for f in found if f[0] == found[0][0]]
+        return _sentences(tree, [(f[3], f[4], f[0], f[5]) for f in best])
     return [f"explained by the inertial parameters of more than {limit} bodies together (the error is linear in "
             "them), not by a few bodies' mass, centre of mass or inertia"]
 
