@@ -49,6 +49,7 @@ MODULES: tuple[str, ...] = (
     "crossdyn.experiments.inertia",
     "crossdyn.experiments.showcase",
     "crossdyn.experiments.biped.checks",
+    "crossdyn.experiments.biped.derivations",
     "crossdyn.experiments.biped.control",
 )
 

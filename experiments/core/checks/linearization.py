@@ -204,9 +204,9 @@ def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, input
         if "B" not in parts:
             del blocks["input map B (d qdd / d u)"]
     else:
-        blocks = {"A": (slice(0, k), slice(0, k), A_user, A, "A")}
+        blocks = {"reduced A": (slice(0, k), slice(0, k), A_user, A, "A")}
         if "B" in parts:
-            blocks["B"] = (slice(0, k), slice(0, B.shape[1]), B_user, B, "B")
+            blocks["reduced B"] = (slice(0, k), slice(0, B.shape[1]), B_user, B, "B")
     for words, (rows, cols, mine, theirs, which) in blocks.items():
         part = parts[which]
         if np.all(part.ok[rows, cols]):
