@@ -22,7 +22,6 @@ NumPy only; the tree's numbers come from the compiled model through
 from __future__ import annotations
 
 import numpy as np
-
 from crossdyn.analytic.rnea import Tree, _check_state, _cross, _mv, _times_const, forward_pass
 
 __all__ = ["poses", "point_jacobian", "mass_matrix", "energy"]
@@ -46,7 +45,7 @@ def poses(tree: Tree, qpos) -> tuple[np.ndarray, np.ndarray]:
       ``R (..., nb, 3, 3)`` (body axes as columns) and ``p (..., nb, 3)`` m.
     """
     batch, q = _positions(tree, qpos)
-    n, nb = q.shape[0], len(tree.parent)
+    nb = len(tree.parent)
     motion = forward_pass(tree, q, None, None)
     R = np.moveaxis(motion.R, 0, 1).reshape(batch + (nb, 3, 3))
     p = np.moveaxis(motion.p, 0, 1).reshape(batch + (nb, 3))
@@ -91,7 +90,6 @@ def point_jacobian(tree: Tree, qpos, body: int, point=(0.0, 0.0, 0.0)) -> np.nda
       angular velocity, both in world axes, per unit ``qd`` (MuJoCo's ``qvel``).
     """
     batch, q = _positions(tree, qpos)
-    n = q.shape[0]
     motion = forward_pass(tree, q, None, None)
     x = motion.p[body] + _times_const(motion.R[body], np.asarray(point, dtype=float))
     return _jacobian(tree, motion, body, x).reshape(batch + (6, tree.nv))
@@ -132,7 +130,7 @@ def mass_matrix(tree: Tree, qpos) -> np.ndarray:
             first[parent] += first[b]
             rotational[parent] += rotational[b]
     dofs = []  # per dof: (body, motion vector (N, 6))
-    for b, da, S in motion.joints:
+    for b, _, S in motion.joints:
         dofs += [(b, S[:, :, k]) for k in range(S.shape[2])]
     ancestors = [_path(tree, b) for b in range(nb)]
     M = np.zeros((n, tree.nv, tree.nv))

@@ -28,7 +28,6 @@ call to a simulator.  NumPy only.
 from __future__ import annotations
 
 import numpy as np
-
 from crossdyn.analytic.rnea import Tree, _check_state, _cross, forward_pass
 
 __all__ = ["PARAMETERS", "inertial_parameters", "body_properties", "regressor", "energy_regressor"]

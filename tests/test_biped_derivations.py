@@ -7,7 +7,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-
 from crossdyn.analytic.biped import five_bar
 from crossdyn.experiments.biped import derivations
 from support import assert_close
@@ -28,8 +27,9 @@ def test_axle_jacobian_is_its_derivative_and_the_virtual_work_lever():
     af, ar = np.radians(rng.uniform(195, 245, 20)), np.radians(rng.uniform(195, 245, 20))
     J = five_bar.axle_jacobian(af, ar, L1, L2, L3)
     h = 1e-6
-    fd_front = (five_bar.axle_position(af + h, ar, L1, L2, L3) - five_bar.axle_position(af - h, ar, L1, L2, L3)) / (2 * h)
-    fd_rear = (five_bar.axle_position(af, ar + h, L1, L2, L3) - five_bar.axle_position(af, ar - h, L1, L2, L3)) / (2 * h)
+    axle = five_bar.axle_position
+    fd_front = (axle(af + h, ar, L1, L2, L3) - axle(af - h, ar, L1, L2, L3)) / (2 * h)
+    fd_rear = (axle(af, ar + h, L1, L2, L3) - axle(af, ar - h, L1, L2, L3)) / (2 * h)
     # Central differences of 0.3 m geometry: h^2 |f'''| ~ 1e-13, round-off 1e-16 / h = 1e-10.
     assert_close(J[:, :, 0], fd_front, atol=1e-9, what="d axle / d alpha_front")
     assert_close(J[:, :, 1], fd_rear, atol=1e-9, what="d axle / d alpha_rear")

@@ -14,9 +14,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from crossdyn.experiments import (check_bias, check_derivation, check_energy, check_forward_dynamics,
-                                  check_jacobian, check_kinematics, check_linearization, check_mass_matrix)
+from crossdyn.experiments import (
+    check_bias,
+    check_derivation,
+    check_energy,
+    check_forward_dynamics,
+    check_jacobian,
+    check_kinematics,
+    check_linearization,
+    check_mass_matrix,
+)
 from crossdyn.experiments.core.cli import main
 
 HERE = Path(__file__).parent
@@ -381,7 +388,7 @@ def test_cli_verbose_lists_everything(tmp_path, capsys):
 
 def test_module_function_spec(tmp_path, monkeypatch):
     (tmp_path / "my_robot_derivation.py").write_text(
-        "import sys\nsys.path.insert(0, %r)\nfrom parts import foot_pose\n" % str(PARTS.parent))
+        f"import sys\nsys.path.insert(0, {str(PARTS.parent)!r})\nfrom parts import foot_pose\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert check_kinematics("my_robot_derivation:foot_pose", FLOAT, site="left_foot", samples=10).passed
 
@@ -412,3 +419,12 @@ def test_showcase_is_registered():
     from crossdyn.experiments.core.registry import get
 
     assert get("showcase").run.__module__ == "crossdyn.experiments.showcase"
+
+
+def test_derivation_one_state_function_is_said_once():
+    def one_state(q, qd, qdd):  # written for one state: a batch does not reshape to (nq,)
+        return parts.float_inverse(np.reshape(q, 13), qd, qdd)
+
+    report = check_derivation(one_state, FLOAT, samples=30)
+    assert report.passed and len(report.notes) == 1
+    assert report.notes[0].startswith("one_state takes one state at a time, so it was called"), report.notes

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-
-from crossdyn.analytic.biped import five_bar, wheeled_pendulum as wp
+from crossdyn.analytic.biped import five_bar
+from crossdyn.analytic.biped import wheeled_pendulum as wp
 from crossdyn.analytic.biped.five_bar import STROKE
 from crossdyn.controllers.virtual_model import hip_torques
 from crossdyn.experiments.biped.measurements import pendulum_maps, solve_closure

@@ -21,10 +21,15 @@ import os
 
 import mujoco
 import numpy as np
-
 from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import (Hypotheses, UserFunction, load_function, model_warnings,
-                                                     state_source, warning_lines)
+from crossdyn.experiments.core.checks.common import (
+    Hypotheses,
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
 from crossdyn.experiments.core.checks.names import conventions, dof_names
 from crossdyn.experiments.core.checks.passive import PassiveEffects
@@ -128,7 +133,7 @@ def _attribute(model, truth, dynamics, call, source, gravity_only, atol, rtol, l
             b_user, b, c_user, c = g_user, g, zero, zero
         if passive:
             passive.add({"velocity": c_user - c, "gravity": g_user - g},
-                        lambda m: _terms(m, q, qd))
+                        lambda m, q=q, qd=qd: _terms(m, q, qd))
         if kept is None:
             k = min(INERTIAL_STATES, q.shape[0])
             kept = (q[:k], qd[:k], b_user[:k] - b[:k], b[:k])

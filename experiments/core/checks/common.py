@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 import mujoco
 import numpy as np
-
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.crosscheck import CHUNK, state_chunks
 from crossdyn.experiments.core.errors import DerivationError, StateError
@@ -201,7 +200,8 @@ def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np
         arrays.append(a)
     n = {a.shape[0] for a in arrays}
     if len(n) != 1:
-        raise StateError(f"the state arrays have different numbers of rows: {', '.join(str(a.shape[0]) for a in arrays)}")
+        rows = ", ".join(str(a.shape[0]) for a in arrays)
+        raise StateError(f"the state arrays have different numbers of rows: {rows}")
     return tuple(arrays)
 
 

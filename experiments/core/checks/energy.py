@@ -25,10 +25,15 @@ import os
 
 import mujoco
 import numpy as np
-
 from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import (Hypotheses, UserFunction, load_function, model_warnings,
-                                                     state_source, warning_lines)
+from crossdyn.experiments.core.checks.common import (
+    Hypotheses,
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
 from crossdyn.experiments.core.checks.names import conventions
 from crossdyn.experiments.core.checks.passive import PassiveEffects
@@ -140,7 +145,7 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
         # The potential's sign, up to its constant: U_yours - U_yours(0) = -(U - U(0)).
         hyp.test("potential sign", U_user - first[0], -(U - first[1]), atol, rtol)
         if passive:
-            passive.add({"kinetic": T_user - T}, lambda m: {"kinetic": energies(m, q, qd)[0]})
+            passive.add({"kinetic": T_user - T}, lambda m, q=q, qd=qd: {"kinetic": energies(m, q, qd)[0]})
         if kept is None:
             k = min(INERTIAL_STATES * 4, q.shape[0])  # one equation per state and energy: more states
             kept = (q[:k], qd[:k], T_user[:k] - T[:k], T[:k], U_user[:k] - U[:k], U[:k])

@@ -26,10 +26,14 @@ import os
 
 import mujoco
 import numpy as np
-
 from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import (UserFunction, load_function, model_warnings, state_source,
-                                                     warning_lines)
+from crossdyn.experiments.core.checks.common import (
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, mass_matrices, rigid_tree
 from crossdyn.experiments.core.checks.names import conventions, dof_names
 from crossdyn.experiments.core.checks.passive import PassiveEffects
@@ -127,7 +131,8 @@ def _attribute(model, truth, dynamics, user, source, random, atol, rtol, label) 
         # What your accelerations need in MuJoCo's dynamics, against what was applied: -(derivation error).
         error = tau - inverse_dynamics(truth, q, qd, qdd_user)
         if passive:
-            passive.add({"force": error}, lambda m: {"force": inverse_dynamics(m, q, qd, qdd_user)})
+            passive.add({"force": error},
+                        lambda m, q=q, qd=qd, a=qdd_user: {"force": inverse_dynamics(m, q, qd, a)})
         if kept is None:
             k = min(INERTIAL_STATES, q.shape[0])
             kept = (q[:k], qd[:k], qdd_user[:k], error[:k], tau[:k])

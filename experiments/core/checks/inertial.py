@@ -33,7 +33,6 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
-
 from crossdyn.analytic.regressor import body_properties, inertial_parameters
 from crossdyn.analytic.rnea import Tree
 

@@ -31,10 +31,15 @@ import os
 
 import mujoco
 import numpy as np
-
 from crossdyn.analytic.rotation import skew
-from crossdyn.experiments.core.checks.common import (Hypotheses, UserFunction, load_function, model_warnings,
-                                                     state_source, warning_lines)
+from crossdyn.experiments.core.checks.common import (
+    Hypotheses,
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
 from crossdyn.experiments.core.checks.names import ROW_NAMES, body_name, conventions, dof_names, joint_label
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.checks.target import Target, point_of, target
@@ -288,7 +293,7 @@ def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees) 
         out.append("the rows are [angular; linear] (Drake's spatial-velocity order); MuJoCo's and Pinocchio's "
                    "are [linear; angular]")
         return out
-    for name, da, b in frees:
+    for name, _, _ in frees:
         for what in ("world angular", "body linear"):
             if hyp.all(f"free|{name}|{what}"):
                 cols = f"{name}.rx..{name}.rz" if what == "world angular" else f"{name}.x..{name}.z"
@@ -320,8 +325,8 @@ def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees) 
             out.append(f"column {columns[c]!r} has the opposite sign")
     rest = [columns[c] for c in off_columns if c not in flipped]
     if rest:
-        bad_rows = sorted({ROW_NAMES[r] for c in off_columns if c not in flipped for r in np.flatnonzero(~part.ok[:, c])},
-                          key=ROW_NAMES.index)
+        bad = {ROW_NAMES[r] for c in off_columns if c not in flipped for r in np.flatnonzero(~part.ok[:, c])}
+        bad_rows = sorted(bad, key=ROW_NAMES.index)
         out.append(f"column{'s' if len(rest) > 1 else ''} {', '.join(repr(c) for c in rest[:8])}"
                    f"{f' and {len(rest) - 8} more' if len(rest) > 8 else ''} off in rows {', '.join(bad_rows)}, "
                    "not by a sign, a frame or a point: a joint axis, an anchor or a link length differs")

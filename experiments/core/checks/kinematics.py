@@ -24,10 +24,15 @@ import os
 
 import mujoco
 import numpy as np
-
 from crossdyn.analytic.rotation import matrix_to_quat
-from crossdyn.experiments.core.checks.common import (Hypotheses, UserFunction, load_function, model_warnings,
-                                                     state_source, warning_lines)
+from crossdyn.experiments.core.checks.common import (
+    Hypotheses,
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
 from crossdyn.experiments.core.checks.names import body_name, conventions
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.checks.target import point_of, target

@@ -19,10 +19,15 @@ import os
 
 import mujoco
 import numpy as np
-
 from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import (Hypotheses, UserFunction, load_function, model_warnings,
-                                                     state_source, warning_lines)
+from crossdyn.experiments.core.checks.common import (
+    Hypotheses,
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
 from crossdyn.experiments.core.checks.names import conventions, dof_names
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
@@ -144,7 +149,7 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
         (M_user,) = user(q)
         M = mass_matrices(truth, q)
         if passive:
-            passive.add({"mass_matrix": M_user - M}, lambda m: {"mass_matrix": mass_matrices(m, q)})
+            passive.add({"mass_matrix": M_user - M}, lambda m, q=q: {"mass_matrix": mass_matrices(m, q)})
         if free:
             T = pinocchio_velocity_map(model, q, free)
             hyp.test("pinocchio", M_user, np.swapaxes(T, 1, 2) @ M @ T, atol, rtol, axis=None)

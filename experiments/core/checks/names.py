@@ -49,7 +49,7 @@ def joint_label(model: mujoco.MjModel, j: int) -> str:
 
 
 def dof_names(model: mujoco.MjModel) -> list[str]:
-    """A readable name per dof: the joint's name, with a suffix on free (``.x`` .. ``.rz``) and ball (``.rx`` ..) joints."""
+    """A readable name per dof: the joint's name, suffixed on free (``.x`` .. ``.rz``) and ball (``.rx`` ..) joints."""
     suffixes = {_FREE: ["x", "y", "z", "rx", "ry", "rz"], _BALL: ["rx", "ry", "rz"]}
     names = []
     for j in range(model.njnt):

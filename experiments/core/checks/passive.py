@@ -10,11 +10,10 @@ of them (:class:`~crossdyn.experiments.core.attribution.Attribution`).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import mujoco
 import numpy as np
-
 from crossdyn.experiments.core.attribution import SPRINGREF, Attribution, springref_model
 from crossdyn.experiments.core.truth import effects_present, truth_model
 

@@ -11,9 +11,8 @@ round-off everywhere (1e-16 .. 1e-12); a wrong one lights up where it is wrong.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.figure import Figure
-
 from crossdyn.experiments.core import plots
+from matplotlib.figure import Figure
 
 __all__ = ["entry_errors", "draw_part"]
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-
 from crossdyn.experiments.core.checks.names import body_name
 from crossdyn.experiments.core.errors import ParameterError
 

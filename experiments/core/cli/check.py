@@ -422,7 +422,8 @@ def _add_linearization(checks) -> None:
     p.add_argument("--keyframe", metavar="NAME", help="the operating point: this keyframe's qpos, qvel and ctrl")
     p.add_argument("--qpos", type=_numbers("--qpos"), metavar="Q1,Q2,...",
                    help="the operating pose (nq numbers; overrides the keyframe's)")
-    p.add_argument("--qvel", type=_numbers("--qvel"), metavar="V1,V2,...", help="its velocity (nv numbers; default rest)")
+    p.add_argument("--qvel", type=_numbers("--qvel"), metavar="V1,V2,...",
+                   help="its velocity (nv numbers; default rest)")
     p.add_argument("--ctrl", type=lambda text: ["hold"] if text == "hold" else _numbers("--ctrl")(text),
                    metavar="U1,U2,...|hold",
                    help="its control (nu numbers; default the keyframe's or zero); 'hold': the control that holds "
