@@ -428,3 +428,14 @@ def test_derivation_one_state_function_is_said_once():
     report = check_derivation(one_state, FLOAT, samples=30)
     assert report.passed and len(report.notes) == 1
     assert report.notes[0].startswith("one_state takes one state at a time, so it was called"), report.notes
+
+
+def test_cli_derivation_junit_and_baseline(tmp_path, capsys):
+    """check derivation takes --junit and baselines too (the same machinery as the part checks)."""
+    argv = ["check", "derivation", fn("float_inverse"), "--mjcf", str(FLOAT), "--samples", "20",
+            "--out", str(tmp_path / "out"), "--junit", str(tmp_path / "j.xml")]
+    assert main(argv + ["--save-baseline", str(tmp_path / "base")]) == 0
+    assert (tmp_path / "base" / "check-derivation-parts-float_inverse.json").is_file()
+    assert 'tests="1" failures="0"' in (tmp_path / "j.xml").read_text()
+    assert main(argv + ["--baseline", str(tmp_path / "base")]) == 0
+    assert "0 of 1 experiments drifted" in capsys.readouterr().out
