@@ -22,6 +22,7 @@ NumPy only; the tree's numbers come from the compiled model through
 from __future__ import annotations
 
 import numpy as np
+
 from crossdyn.analytic.rnea import Tree, _check_state, _cross, _mv, _times_const, forward_pass
 
 __all__ = ["poses", "point_jacobian", "mass_matrix", "energy"]
@@ -116,7 +117,7 @@ def mass_matrix(tree: Tree, qpos) -> np.ndarray:
         R = motion.R[b]
         c = motion.p[b] + _times_const(R, tree.com[b])
         RI = _times_const(R, tree.inertia[b])
-        I_O = np.stack([_mv(RI, R[:, l, :]) for l in range(3)], axis=2)  # R I R^T, column by column
+        I_O = np.stack([_mv(RI, R[:, k, :]) for k in range(3)], axis=2)  # R I R^T, column by column
         h = mass[b] * c
         I_O -= h[:, :, None] * c[:, None, :]
         square = np.einsum("ni,ni->n", h, c)
@@ -157,6 +158,7 @@ def energy(tree: Tree, qpos, qvel, gravity=None) -> tuple[np.ndarray, np.ndarray
     batch, (q, qd, _) = _check_state(tree, qpos, qvel, np.zeros(qvel.shape))
     g = tree.gravity if gravity is None else np.asarray(gravity, dtype=float)
     motion = forward_pass(tree, q, qd, np.zeros_like(qd), np.zeros(3))
+    assert motion.xi is not None  # velocities were given
     T, U = np.zeros(q.shape[0]), np.zeros(q.shape[0])
     for b in range(len(tree.parent)):
         R, xi = motion.R[b], motion.xi[b]

@@ -28,6 +28,7 @@ call to a simulator.  NumPy only.
 from __future__ import annotations
 
 import numpy as np
+
 from crossdyn.analytic.rnea import Tree, _check_state, _cross, forward_pass
 
 __all__ = ["PARAMETERS", "inertial_parameters", "body_properties", "regressor", "energy_regressor"]
@@ -89,6 +90,7 @@ def regressor(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
     """
     batch, (q, qd, qdd) = _check_state(tree, qpos, qvel, qacc)
     motion = forward_pass(tree, q, qd, qdd, gravity)
+    assert motion.xi is not None and motion.dxi is not None  # velocities were given
     n, nb = q.shape[0], len(tree.parent)
     # Which bodies each body carries (itself and its descendants).
     carried = [{b} for b in range(nb)]
@@ -142,6 +144,7 @@ def energy_regressor(tree: Tree, qpos, qvel, gravity=None) -> tuple[np.ndarray, 
     batch, (q, qd, _) = _check_state(tree, qpos, qvel, np.zeros(qvel.shape))
     g = tree.gravity if gravity is None else np.asarray(gravity, dtype=float)
     motion = forward_pass(tree, q, qd, np.zeros_like(qd), np.zeros(3))
+    assert motion.xi is not None  # velocities were given
     n, nb = q.shape[0], len(tree.parent)
     Y_T, Y_U = np.zeros((n, 10 * nb)), np.zeros((n, 10 * nb))
     for b in range(nb):

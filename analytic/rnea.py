@@ -47,7 +47,8 @@ import numpy as np
 
 from crossdyn.analytic.rotation import quat_to_matrix, skew
 
-__all__ = ["Tree", "rnea", "spatial_inertia", "apply_spatial_inertia", "forward_pass", "joint_forces", "Motion", "JOINT_TYPES"]
+__all__ = ["Tree", "rnea", "spatial_inertia", "apply_spatial_inertia", "forward_pass", "joint_forces", "Motion",
+           "JOINT_TYPES"]
 
 # Generalized-coordinate sizes (nq, nv) per joint type.
 JOINT_TYPES: dict[str, tuple[int, int]] = {"hinge": (1, 1), "slide": (1, 1), "ball": (4, 3), "free": (7, 6)}
@@ -292,8 +293,8 @@ def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np
     qadr, dadr = tree.qpos_adr, tree.dof_adr
     eye = np.broadcast_to(np.eye(3), (n, 3, 3))
     world = (eye, np.zeros((n, 3)), np.zeros((n, 6)), np.broadcast_to(np.concatenate([-g, np.zeros(3)]), (n, 6)))
-    frames = []  # per body: (R, p, xi, dxi) in the world
-    joints = []  # per joint: (body, first dof, S (N, 6, k))
+    frames: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # per body: (R, p, xi, dxi), world
+    joints: list[tuple[int, int, np.ndarray]] = []  # per joint: (body, first dof, S (N, 6, k))
     for b in range(nb):
         R_par, p_par, xi, dxi = world if tree.parent[b] < 0 else frames[tree.parent[b]]
         R = _times_const(R_par, tree.rot[b])
@@ -321,11 +322,16 @@ def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np
                 joints.append((b, da, S))
                 if not moving:
                     continue
+                assert qvel is not None and qacc is not None  # moving
                 if kind == "free":
                     xi = xi + np.concatenate([qvel[:, da : da + 3], np.zeros((n, 3))], axis=1)
-                xi_rot = sum(S[:, :, k - 3 + i] * qvel[:, da + k - 3 + i, None] for i in range(3))
+                xi_rot = np.zeros((n, 6))
+                for i in range(3):
+                    xi_rot += S[:, :, k - 3 + i] * qvel[:, da + k - 3 + i, None]
                 xi = xi + xi_rot
-                dxi = dxi + sum(S[:, :, i] * qacc[:, da + i, None] for i in range(k)) + _cross_motion(xi, xi_rot)
+                dxi = dxi + _cross_motion(xi, xi_rot)
+                for i in range(k):
+                    dxi = dxi + S[:, :, i] * qacc[:, da + i, None]
                 continue
             a = _times_const(R, tree.joint_axis[j])
             angle = qpos[:, qa] - tree.joint_ref[j]
@@ -338,14 +344,14 @@ def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np
                 s = np.concatenate([a, np.zeros((n, 3))], axis=1)
                 p = p + a * angle[:, None]
             joints.append((b, da, s[:, :, None]))
-            if moving:
+            if qvel is not None and qacc is not None:
                 # s is fixed in the frame it moves from, so ds = (xi_pred x) s.
                 dxi = dxi + _cross_motion(xi, s) * qvel[:, da, None] + s * qacc[:, da, None]
                 xi = xi + s * qvel[:, da, None]
         frames.append((R, p, xi, dxi))
     R, p = np.stack([f[0] for f in frames]), np.stack([f[1] for f in frames])
     if not moving:
-        return Motion(R, p, None, None, joints)
+        return Motion(R, p, None, None, joints)  # poses only: the zero motion carried along is dropped
     return Motion(R, p, np.stack([f[2] for f in frames]), np.stack([f[3] for f in frames]), joints)
 
 
@@ -366,6 +372,7 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
     batch, (qpos, qvel, qacc) = _check_state(tree, qpos, qvel, qacc)
     motion = forward_pass(tree, qpos, qvel, qacc, gravity)
     n, nb = qpos.shape[0], len(tree.parent)
+    assert motion.xi is not None and motion.dxi is not None  # velocities were given
     wrench = np.zeros((nb, n, 6))
     for b in range(nb):
         R, p, xi, dxi = motion.R[b], motion.p[b], motion.xi[b], motion.dxi[b]

@@ -28,8 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
 from crossdyn.analytic import two_link
 from crossdyn.analytic.two_link import TwoLinkParams
 from crossdyn.experiments.core import plots
@@ -123,7 +125,7 @@ def showcase_checks(samples: int = SAMPLES, seed: int = 0, mjcf: str = "") -> Sh
 
     model = load_model(mjcf or MODEL)
     functions = derivations(two_link_params(model))
-    options = {name: {"samples": samples, "seed": seed} for name in functions}
+    options: dict[str, dict[str, Any]] = {name: {"samples": samples, "seed": seed} for name in functions}
     options["kinematics"] |= {"site": "tip"}
     options["jacobian"] |= {"site": "tip"}
     options["linearization"] = {"qpos": np.zeros(model.nq), "qvel": np.zeros(model.nv), "ctrl": np.zeros(model.nu)}
@@ -140,7 +142,7 @@ def judge_showcase(result: ShowcaseResult) -> tuple[Verdict, dict]:
     Returns:
       The verdict and the experiment's metrics (the verdict's keys included).
     """
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for name, (slip, phrase) in DERIVATIONS.items():
         good, bad = result.right[name], result.wrong[name]
         named = phrase in " ".join(bad.attribution)
@@ -158,7 +160,7 @@ def plot_showcase(result: ShowcaseResult, out_dir) -> list[Path]:
     """Where each wrong derivation is off (``showcase.png``): one panel per check, its worst part."""
     fig, axes = plots.figure(2, 4, width=17.0, height=3.8)
     axes = np.ravel(axes)
-    for ax, (name, report) in zip(axes, result.wrong.items()):
+    for ax, (name, report) in zip(axes, result.wrong.items(), strict=False):
         part = max(report.parts.values(), key=lambda p: (not p.passed, p.max_abs_error))
         draw_part(ax, part, report.atol, title=f"{name}: {DERIVATIONS[name][0]}\n({part.name} off)")
     axes[-1].axis("off")

@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+
 from crossdyn.analytic.biped import five_bar
 from crossdyn.experiments.biped import derivations
 from support import assert_close
@@ -59,7 +60,7 @@ def test_pendulum_linearization_at_two_heights(tmp_path):
     result = derivations.pendulum_linearization((195.0, 245.0))
     verdict, metrics = derivations.judge_pendulum_linearization(result)
     assert verdict.passed, verdict.measured
-    assert result.l[0] < result.l[1]  # the leg extends with alpha
+    assert result.heights[0] < result.heights[1]  # the leg extends with alpha
     for report in result.printed:
         assert not report.passed and report.attribution[0].startswith("the reduced A is off at d(xd)/d(theta)")
     assert [p.name for p in derivations.plot_pendulum_linearization(result, tmp_path)] == [

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from crossdyn.experiments import (
     check_bias,
     check_derivation,

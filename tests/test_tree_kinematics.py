@@ -13,6 +13,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
+
 from crossdyn.analytic import kinematics
 from crossdyn.analytic.regressor import body_properties, energy_regressor, inertial_parameters, regressor
 from crossdyn.analytic.rnea import rnea

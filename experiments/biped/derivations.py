@@ -27,9 +27,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
+
 from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped import wheeled_pendulum as wp
 from crossdyn.analytic.biped.five_bar import STROKE
@@ -136,7 +138,7 @@ def five_bar_derivation(points: int = 13, mjcf: str = "") -> FiveBarDerivation:
     position, jacobian = leg_derivation(rig)
     _, wrong = leg_derivation(rig, rear_sign=-1.0)
     kinematics = check_kinematics(position, rig, site="left_axle", states=q)
-    options = {"site": "left_axle", "coordinates": list(LEG), "states": q}
+    options: dict[str, Any] = {"site": "left_axle", "coordinates": list(LEG), "states": q}
     right_J, wrong_J = check_jacobian(jacobian, rig, **options), check_jacobian(wrong, rig, **options)
     # The virtual-model controller's torque for a vertical leg force P, against -J_z^T P.
     symmetric = q[:points]
@@ -199,12 +201,12 @@ class PendulumLinearization:
     """Eq. 2.19 through ``check linearization`` at several leg angles.
 
     Attributes:
-      alpha: hip angles, ``(n,)`` rad; l: leg heights, ``(n,)`` m.
+      alpha: hip angles, ``(n,)`` rad; heights: leg heights (the pendulum's ``l``), ``(n,)`` m.
       reports, printed: per angle, the report of eq. 2.19 and of the printed ``2 l / r^2`` form.
     """
 
     alpha: np.ndarray
-    l: np.ndarray
+    heights: np.ndarray
     reports: list[CheckReport]
     printed: list[CheckReport]
 
@@ -216,16 +218,16 @@ def pendulum_linearization(alpha_deg=(190.0, 220.0, 250.0), mjcf: str = "") -> P
         model = build(legs="massless", rigid_alpha=float(alpha), mjcf=mjcf)
         p = biped_params(model)
         qpos, _ = balance_pose(model, float(alpha), p)
-        l = float(p.leg_height(alpha))
-        lift, read, split = pendulum_maps(model, l)
+        height = float(p.leg_height(alpha))
+        lift, read, split = pendulum_maps(model, height)
         reduction = Reduction(lift, read, split, ("x", "xd", "theta", "thd"), ("T",))
-        options = {"qpos": qpos, "qvel": np.zeros(model.nv), "ctrl": np.zeros(model.nu), "reduction": reduction,
-                   "atol": PENDULUM_ATOL, "rtol": PENDULUM_RTOL}
-        reports.append(check_linearization(lambda q, qd, u, p=p, l=l: wp.linearize(p.pendulum, l), model,
+        options: dict[str, Any] = {"qpos": qpos, "qvel": np.zeros(model.nv), "ctrl": np.zeros(model.nu),
+                                   "reduction": reduction, "atol": PENDULUM_ATOL, "rtol": PENDULUM_RTOL}
+        reports.append(check_linearization(lambda q, qd, u, p=p, h=height: wp.linearize(p.pendulum, h), model,
                                            **options))
-        printed.append(check_linearization(lambda q, qd, u, p=p, l=l: wp.linearize(p.pendulum, l, printed=True),
+        printed.append(check_linearization(lambda q, qd, u, p=p, h=height: wp.linearize(p.pendulum, h, printed=True),
                                            model, **options))
-        heights.append(l)
+        heights.append(height)
     return PendulumLinearization(np.radians(np.asarray(alpha_deg, dtype=float)), np.array(heights), reports, printed)
 
 
@@ -235,7 +237,7 @@ def judge_pendulum_linearization(result: PendulumLinearization) -> tuple[Verdict
     worst = max(r.max_abs_error for r in result.reports)
     verdict = Verdict(ok, f"eq. 2.19 within {worst:.2g} at {len(result.reports)} leg heights; printed 2l/r^2 "
                           f"{'fails everywhere' if not any(r.passed for r in result.printed) else 'PASSES somewhere'}")
-    return verdict, {**verdict.as_metrics(), "alpha_deg": np.degrees(result.alpha), "l_m": result.l,
+    return verdict, {**verdict.as_metrics(), "alpha_deg": np.degrees(result.alpha), "l_m": result.heights,
                      "max_abs_error": [r.max_abs_error for r in result.reports],
                      "printed_max_abs_error": [r.max_abs_error for r in result.printed],
                      "reports": [r.to_dict() for r in result.reports],
@@ -248,7 +250,7 @@ def plot_pendulum_linearization(result: PendulumLinearization, out_dir) -> list[
     fig, axes = plots.figure(2, n, width=4.2 * n, height=3.2)
     axes = np.atleast_2d(axes).reshape(2, n)
     for k in range(n):
-        title = f"l = {result.l[k]:.3f} m"
+        title = f"l = {result.heights[k]:.3f} m"
         draw_part(axes[0, k], result.reports[k].parts["A"], PENDULUM_ATOL, f"eq. 2.19, {title}")
         draw_part(axes[1, k], result.printed[k].parts["A"], PENDULUM_ATOL, f"as printed (2l/r^2), {title}")
     fig.suptitle("wheeled pendulum: A of [x, xd, theta, thd] vs linearize of the robot", fontsize=10)

@@ -374,7 +374,7 @@ def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
         return (f"{label} takes one state at a time, so it was called {state['calls']:,} times, state by state; "
                 "written for a batch (states along the first axis) it would run faster")
 
-    wrapped.note = note  # said once in the report
+    wrapped.note = note  # type: ignore[attr-defined]  # said once in the report
     return wrapped
 
 
@@ -555,7 +555,7 @@ def check(
         explanation=explanation,
         parameters=parameters,
         conventions=conventions(model),
-        notes=[n for n in [candidate.note()] if n],
+        notes=[n for n in [candidate.note()] if n],  # type: ignore[attr-defined]
         warnings=warning_lines(warned),
     )
 

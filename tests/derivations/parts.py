@@ -17,6 +17,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+
 from crossdyn.analytic import kinematics as K
 from crossdyn.analytic.rnea import rnea
 from crossdyn.analytic.rotation import quat_to_matrix

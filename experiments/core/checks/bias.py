@@ -17,10 +17,12 @@ included), or a change of some bodies' inertial parameters (``b = Y(q, qd, 0) pi
 
 from __future__ import annotations
 
+import functools
 import os
 
 import mujoco
 import numpy as np
+
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -133,7 +135,7 @@ def _attribute(model, truth, dynamics, call, source, gravity_only, atol, rtol, l
             b_user, b, c_user, c = g_user, g, zero, zero
         if passive:
             passive.add({"velocity": c_user - c, "gravity": g_user - g},
-                        lambda m, q=q, qd=qd: _terms(m, q, qd))
+                        functools.partial(_terms, q=q, qd=qd))
         if kept is None:
             k = min(INERTIAL_STATES, q.shape[0])
             kept = (q[:k], qd[:k], b_user[:k] - b[:k], b[:k])
@@ -147,11 +149,11 @@ def _attribute(model, truth, dynamics, call, source, gravity_only, atol, rtol, l
         elif hyp.all("velocity") and not hyp.all("gravity"):
             out.append("the velocity part b(q, qd) - b(q, 0) (Coriolis and centrifugal forces) agrees; the "
                        "gravity part b(q, 0) is off")
-        factor = next((f for f in _FACTORS if hyp.all(f"velocity x{f:g}")), None)
-        if factor == 0.0:
+        found = next((f for f in _FACTORS if hyp.all(f"velocity x{f:g}")), None)
+        if found == 0.0:
             out.append("your velocity terms are zero: the Coriolis and centrifugal forces are missing")
-        elif factor is not None:
-            out.append(f"your velocity terms are {factor:g} times MuJoCo's (a factor in the Christoffel symbols "
+        elif found is not None:
+            out.append(f"your velocity terms are {found:g} times MuJoCo's (a factor in the Christoffel symbols "
                        "c_k = qd^T C_k qd, C_k = 1/2 (dM_k/dq + dM_k/dq^T - dM/dq_k)?)")
     if hyp.all("gravity sign") and not hyp.all("gravity"):
         out.append("your gravity force has the opposite sign of MuJoCo's: gravity points the other way, or the "

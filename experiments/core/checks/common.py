@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.crosscheck import CHUNK, state_chunks
 from crossdyn.experiments.core.errors import DerivationError, StateError
@@ -108,7 +109,7 @@ class UserFunction:
         lead = () if n is None else (n,)
         forms = list(enumerate(self.forms)) if self.form is None else [(self.form, self.forms[self.form])]
         for k, form in forms:
-            if len(form) == len(parts) and all(p.shape == lead + s for p, s in zip(parts, form)):
+            if len(form) == len(parts) and all(p.shape == lead + s for p, s in zip(parts, form, strict=False)):
                 self.form = k
                 return parts
         found = ", ".join(_shape_text(p.shape) for p in parts)
@@ -129,7 +130,7 @@ class UserFunction:
         try:
             out = self._parse(self._call(*probe), probe[0].shape[0])
             vectorized = all(o.shape == r.shape and np.allclose(o, r, rtol=1e-12, atol=1e-12)
-                             for o, r in zip(out, reference))
+                             for o, r in zip(out, reference, strict=False))
         except user_code.UserExit:
             raise
         except DerivationError:  # written for one state: it may fail on a batch
@@ -186,7 +187,7 @@ def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np
     if len(states) != len(parts):
         raise StateError(f"expected {len(parts)} state arrays ({', '.join(parts)}), got {len(states)}")
     arrays = []
-    for name, value in zip(parts, states):
+    for name, value in zip(parts, states, strict=False):
         size = getattr(model, _PART_SIZE[name])
         a = np.asarray(value, dtype=float)
         if a.ndim == 1:

@@ -21,10 +21,12 @@ in them: :func:`crossdyn.analytic.regressor.energy_regressor`).
 
 from __future__ import annotations
 
+import functools
 import os
 
 import mujoco
 import numpy as np
+
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -100,7 +102,8 @@ def check_energy(
     truth = truth_model(model, dynamics)
     source = state_source(model, samples, seed, states, ("q", "qd"))
     user = UserFunction(fn, label, [((), ())], "(kinetic, potential) energies, J")
-    kinetic, potential, offset = EntryStats(()), EntryStats(()), None
+    kinetic, potential = EntryStats(()), EntryStats(())
+    offset: float | None = None
     shift_sum, shift_n = 0.0, 0
     with model_warnings() as warned:
         for q, qd in progress(source.chunks(), source.total, f"checking {label}"):
@@ -112,14 +115,14 @@ def check_energy(
                 offset = float(diff[0])  # the potential's constant, taken at the first state
             potential.add(diff - offset, U, atol, rtol)
             shift_sum, shift_n = shift_sum + float((diff - offset).sum()), shift_n + diff.shape[0]
-        constant = offset + shift_sum / shift_n
+        constant = (offset or 0.0) + shift_sum / shift_n
         parts = {"kinetic": Part.from_stats("kinetic", "T", (), kinetic),
                  "potential": Part.from_stats("potential", "U", (), potential)}
         passed = all(p.passed for p in parts.values())
         attribution = [] if passed else _attribute(model, truth, dynamics, user, source, atol, rtol, label)
     scale = max(parts["potential"].scale, 1.0)
     notes = [n for n in [user.note()] if n]
-    extra = {"potential_constant": constant}
+    extra: dict[str, object] = {"potential_constant": constant}
     if parts["potential"].passed and abs(constant) > atol + rtol * scale:
         words = (f"potential compared up to one constant: yours = MuJoCo's {constant:+.6g} J at every state "
                  "(another zero of potential energy; MuJoCo's is every centre of mass at the world origin's height)")
@@ -145,7 +148,7 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
         # The potential's sign, up to its constant: U_yours - U_yours(0) = -(U - U(0)).
         hyp.test("potential sign", U_user - first[0], -(U - first[1]), atol, rtol)
         if passive:
-            passive.add({"kinetic": T_user - T}, lambda m, q=q, qd=qd: {"kinetic": energies(m, q, qd)[0]})
+            passive.add({"kinetic": T_user - T}, functools.partial(_kinetic, q=q, qd=qd))
         if kept is None:
             k = min(INERTIAL_STATES * 4, q.shape[0])  # one equation per state and energy: more states
             kept = (q[:k], qd[:k], T_user[:k] - T[:k], T[:k], U_user[:k] - U[:k], U[:k])
@@ -153,10 +156,10 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
     if out:
         return [line.replace("mass-matrix diagonal is off by exactly the armature",
                              "kinetic energy is off by exactly 1/2 a qd^2 of the armature") for line in out]
-    factor = next((f for f in _FACTORS if hyp.all(f"kinetic x{f:g}")), None)
-    if factor is not None:
-        out.append(f"your kinetic energy is {factor:g} times MuJoCo's: "
-                   + ("the 1/2 of 1/2 qd^T M qd is missing" if factor == 2.0 else "a 1/2 too many"))
+    found = next((f for f in _FACTORS if hyp.all(f"kinetic x{f:g}")), None)
+    if found is not None:
+        out.append(f"your kinetic energy is {found:g} times MuJoCo's: "
+                   + ("the 1/2 of 1/2 qd^T M qd is missing" if found == 2.0 else "a 1/2 too many"))
     if hyp.all("potential sign"):
         out.append("your potential energy changes with the opposite sign of MuJoCo's: gravity points the other "
                    "way, or U = +m g h was written with h measured downward")
@@ -164,6 +167,10 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
     if not out and tree is not None and kept is not None:
         out += _inertial(tree, *kept, atol, rtol)
     return out
+
+
+def _kinetic(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> dict[str, np.ndarray]:
+    return {"kinetic": energies(model, q, qd)[0]}
 
 
 def _inertial(tree, q, qd, err_T, T, err_U, U, atol, rtol) -> list[str]:

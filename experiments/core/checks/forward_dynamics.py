@@ -22,10 +22,12 @@ what it implies:
 
 from __future__ import annotations
 
+import functools
 import os
 
 import mujoco
 import numpy as np
+
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     UserFunction,
@@ -131,13 +133,12 @@ def _attribute(model, truth, dynamics, user, source, random, atol, rtol, label) 
         # What your accelerations need in MuJoCo's dynamics, against what was applied: -(derivation error).
         error = tau - inverse_dynamics(truth, q, qd, qdd_user)
         if passive:
-            passive.add({"force": error},
-                        lambda m, q=q, qd=qd, a=qdd_user: {"force": inverse_dynamics(m, q, qd, a)})
+            passive.add({"force": error}, functools.partial(_force, q=q, qd=qd, qdd=qdd_user))
         if kept is None:
             k = min(INERTIAL_STATES, q.shape[0])
             kept = (q[:k], qd[:k], qdd_user[:k], error[:k], tau[:k])
     out = passive.sentences() if passive else []
-    if out:
+    if out or kept is None:
         return out
     out += _implied_terms(model, truth, user, kept[0][:IMPLIED_STATES], kept[1][:IMPLIED_STATES])
     if tree is not None:
@@ -147,6 +148,10 @@ def _attribute(model, truth, dynamics, user, source, random, atol, rtol, label) 
         Y = regressor(tree, q, qd, qdd_user)
         out += inertial.explain(tree, Y.reshape(-1, Y.shape[-1]), error.ravel(), tau.ravel(), atol, rtol)
     return out
+
+
+def _force(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> dict[str, np.ndarray]:
+    return {"force": inverse_dynamics(model, q, qd, qdd)}
 
 
 def _implied_terms(model, truth, user, q, qd) -> list[str]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
+
 from crossdyn.analytic.regressor import body_properties, inertial_parameters
 from crossdyn.analytic.rnea import Tree
 
@@ -79,7 +80,7 @@ def _describe(tree: Tree, b: int, delta: np.ndarray, rank: int, active: int) -> 
                      f"({_vector(1e3 * (c1 - c0), floor=1e-6)} mm, body frame)")
     scale = max(np.abs(I0).max(), 1e-9)
     changed = [(k, i, j) for k, (i, j) in zip(("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz"),
-                                               ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)))
+                                               ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)), strict=False)
                if abs(I1[i, j] - I0[i, j]) > _AGREE * scale + 1e-15]
     if changed:
         floor = 1e-9 * scale  # round-off of the fit prints as 0
@@ -148,11 +149,11 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
         for bodies in combinations(range(nb), size):
             for level in range(len(levels[0])):
                 bases = [levels[b][level][1] for b in bodies]
-                A = np.hstack([Y[:, 10 * b : 10 * b + 10] @ V for b, V in zip(bodies, bases)])
+                A = np.hstack([Y[:, 10 * b : 10 * b + 10] @ V for b, V in zip(bodies, bases, strict=False)])
                 fits, x, _, rank = _fit(A, error, tol)
                 if fits:
                     splits = np.cumsum([0] + [V.shape[1] for V in bases])
-                    deltas = [V @ x[a:z] for V, a, z in zip(bases, splits[:-1], splits[1:])]
+                    deltas = [V @ x[a:z] for V, a, z in zip(bases, splits[:-1], splits[1:], strict=False)]
                     active = int(np.count_nonzero(np.linalg.norm(A, axis=0)))
                     found.append((rank, size, level, bodies, deltas, active))
                     break  # the simplest level of this set that fits
@@ -166,7 +167,7 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
 
 def _sentences(tree: Tree, found: list) -> list[str]:
     bodies, deltas, rank, active = found[0]
-    lines = [_describe(tree, b, delta, rank, active) for b, delta in zip(bodies, deltas)]
+    lines = [_describe(tree, b, delta, rank, active) for b, delta in zip(bodies, deltas, strict=False)]
     lines[-1] += "; everything else agrees"
     for other, *_ in found[1:3]:
         names = ", ".join(repr(tree.body_names[b]) if tree.body_names else f"#{b}" for b in other)

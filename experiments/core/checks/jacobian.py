@@ -27,10 +27,12 @@ costs about what MuJoCo alone costs (``benchmarks/check_speed.py``).
 
 from __future__ import annotations
 
+import functools
 import os
 
 import mujoco
 import numpy as np
+
 from crossdyn.analytic.rotation import skew
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -83,27 +85,27 @@ class _Truth:
         n, nv = q.shape[0], m.nv
         J = np.empty((n, 6, nv))
         extra = rotations or alternatives is not None
-        R = np.empty((n, 3, 3)) if extra else None
-        p = np.empty((n, 3)) if extra else None
+        R, p = np.empty((n, 3, 3)), np.empty((n, 3))  # filled only when asked for
         alt = {name: np.empty((n, 3)) for name in alternatives or {}}
-        T = None if self.coordinates is None else np.empty((n, nv, len(self.coordinates)))
+        coordinates = self.coordinates
+        T = None if coordinates is None else np.empty((n, nv, len(coordinates)))
         jacp, jacr, index = self.jacp, self.jacr, tgt.index
         jac = mujoco.mj_jacSite if tgt.kind == "site" else mujoco.mj_jacBody
         for k in range(n):
             d.qpos[:] = q[k]
-            if T is None:
+            if T is None or coordinates is None:
                 mujoco.mj_kinematics(m, d)
                 mujoco.mj_comPos(m, d)
             else:
                 mujoco.mj_fwdPosition(m, d)
-                T[k] = loop_tangent(m, d, self.coordinates)
+                T[k] = loop_tangent(m, d, coordinates)
             jac(m, d, jacp, jacr, index)
             J[k, :3], J[k, 3:] = jacp, jacr
             if extra:
                 R[k], p[k] = tgt.rotation(d), tgt.position(d)
                 for name, (kind, which) in (alternatives or {}).items():
                     alt[name][k] = point_of(d, kind, which)[0]
-        return J, T, R, p, alt
+        return J, T, (R if extra else None), (p if extra else None), alt
 
 
 def loop_tangent(model: mujoco.MjModel, data: mujoco.MjData, coordinates: list[int]) -> np.ndarray:
@@ -230,7 +232,7 @@ def check_jacobian(
                 (J_user,) = user(q)
                 J, T, R, p, alt = truth(q, alternatives=alternatives)
                 frames = {"world-aligned": J, "local": _rotate(J, R)}
-                project = (lambda A: A) if T is None else (lambda A, T=T: A @ T)  # noqa: E731
+                project = functools.partial(_project, T=T)
                 ref = project(frames[frame])[:, :rows]
                 _test(hyp, J_user, ref, rows, frames, other, p, alt, R, project, frees, model, q, atol, rtol)
     attribution = [] if part.passed else _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs,
@@ -245,6 +247,11 @@ def check_jacobian(
         notes=[n for n in [user.note()] if n], warnings=warning_lines(warned), atol=atol, rtol=rtol,
         samples=source.total, seed=source.seed,
         extra={"target": {"kind": tgt.kind, "name": tgt.name}, "frame": frame, "rows": rows, "columns": columns})
+
+
+def _project(A: np.ndarray, T: np.ndarray | None) -> np.ndarray:
+    """``A T``: a Jacobian per unit velocity of the loop's coordinates (``A`` itself for an open tree)."""
+    return A if T is None else A @ T
 
 
 def _test(hyp, J_user, ref, rows, frames, other, p, alt, R, project, frees, model, q, atol, rtol):

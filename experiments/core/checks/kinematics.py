@@ -24,6 +24,7 @@ import os
 
 import mujoco
 import numpy as np
+
 from crossdyn.analytic.rotation import matrix_to_quat
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+
 from crossdyn.experiments.core.checks.common import UserFunction, load_function, model_warnings, warning_lines
 from crossdyn.experiments.core.checks.names import conventions
 from crossdyn.experiments.core.checks.report import CheckReport, Part

@@ -15,10 +15,12 @@ regressor); or none of these.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import mujoco
 import numpy as np
+
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -149,7 +151,7 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
         (M_user,) = user(q)
         M = mass_matrices(truth, q)
         if passive:
-            passive.add({"mass_matrix": M_user - M}, lambda m, q=q: {"mass_matrix": mass_matrices(m, q)})
+            passive.add({"mass_matrix": M_user - M}, functools.partial(_terms, q=q))
         if free:
             T = pinocchio_velocity_map(model, q, free)
             hyp.test("pinocchio", M_user, np.swapaxes(T, 1, 2) @ M @ T, atol, rtol, axis=None)
@@ -166,6 +168,10 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
     if tree is not None and kept is not None:
         out += _inertial(tree, *kept, atol, rtol)
     return out
+
+
+def _terms(model: mujoco.MjModel, q: np.ndarray) -> dict[str, np.ndarray]:
+    return {"mass_matrix": mass_matrices(model, q)}
 
 
 def _inertial(tree, q, error, M, atol, rtol) -> list[str]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import mujoco
 import numpy as np
+
 from crossdyn.experiments.core.attribution import SPRINGREF, Attribution, springref_model
 from crossdyn.experiments.core.truth import effects_present, truth_model
 

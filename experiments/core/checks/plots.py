@@ -11,8 +11,9 @@ round-off everywhere (1e-16 .. 1e-12); a wrong one lights up where it is wrong.
 from __future__ import annotations
 
 import numpy as np
-from crossdyn.experiments.core import plots
 from matplotlib.figure import Figure
+
+from crossdyn.experiments.core import plots
 
 __all__ = ["entry_errors", "draw_part"]
 
@@ -56,7 +57,7 @@ def entry_errors(report, title: str) -> Figure:
     names = list(report.parts)
     fig, axes = plots.figure(1, len(names), width=min(5.0 * len(names), 16.0), height=4.2)
     axes = np.atleast_1d(axes)
-    for ax, name in zip(axes, names):
+    for ax, name in zip(axes, names, strict=False):
         draw_part(ax, report.parts[name], report.atol)
     fig.suptitle(title, fontsize=10)
     return fig

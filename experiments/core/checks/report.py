@@ -76,7 +76,7 @@ class Part:
         index = tuple(int(i) for i in np.atleast_1d(index)) if np.ndim(index) or index != () else ()
         if not self.labels:
             return self.symbol
-        return f"{self.symbol}[{', '.join(str(axis[i]) for axis, i in zip(self.labels, index))}]"
+        return f"{self.symbol}[{', '.join(str(axis[i]) for axis, i in zip(self.labels, index, strict=False))}]"
 
     def constant(self, index) -> bool:
         """The entry's error is one constant offset over the states (to :data:`CONSTANT` of its size)."""

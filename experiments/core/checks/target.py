@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+
 from crossdyn.experiments.core.checks.names import body_name
 from crossdyn.experiments.core.errors import ParameterError
 
@@ -73,7 +74,7 @@ def target(model: mujoco.MjModel, site: str | None = None, body: str | None = No
     """
     if (site is None) == (body is None):
         raise ParameterError("give exactly one of a site (--site NAME) or a body (--body NAME)")
-    kind, name = ("site", site) if site is not None else ("body", body)
+    kind, name = ("site", str(site)) if site is not None else ("body", str(body))
     obj = mujoco.mjtObj.mjOBJ_SITE if kind == "site" else mujoco.mjtObj.mjOBJ_BODY
     index = mujoco.mj_name2id(model, obj, name)
     if index < 0 or (kind == "body" and index == 0):
