@@ -25,8 +25,10 @@ Coordinates follow MuJoCo exactly, so a result compares one-to-one with
 ``ref`` (MuJoCo's ``qpos0``); a free joint has ``qpos = [x, y, z, qw, qx, qy, qz]``
 (position of the body frame's origin, world; unit quaternion of the body frame)
 and ``qvel = [v (world velocity of the body origin), w (angular velocity in the
-body frame)]``.  Several joints in one body act in order, each about the frame
-left by the previous ones (MuJoCo's ``mj_kinematics``).
+body frame)]``; a ball joint has ``qpos = [qw, qx, qy, qz]`` (the body's rotation
+about the joint's anchor, relative to its reference orientation) and ``qvel = w``,
+the angular velocity in the body frame.  Several joints in one body act in order,
+each about the frame left by the previous ones (MuJoCo's ``mj_kinematics``).
 
 For speed the 6 x 6 matrices are applied, not formed: ``I^S xi`` is multiplied
 out in :func:`apply_spatial_inertia` (checked against :func:`spatial_inertia`, the
@@ -45,15 +47,16 @@ import numpy as np
 
 from crossdyn.analytic.rotation import quat_to_matrix, skew
 
-__all__ = ["Tree", "rnea", "spatial_inertia", "apply_spatial_inertia", "JOINT_TYPES"]
+__all__ = ["Tree", "rnea", "spatial_inertia", "apply_spatial_inertia", "forward_pass", "joint_forces", "Motion",
+           "JOINT_TYPES"]
 
 # Generalized-coordinate sizes (nq, nv) per joint type.
-JOINT_TYPES: dict[str, tuple[int, int]] = {"hinge": (1, 1), "slide": (1, 1), "free": (7, 6)}
+JOINT_TYPES: dict[str, tuple[int, int]] = {"hinge": (1, 1), "slide": (1, 1), "ball": (4, 3), "free": (7, 6)}
 
 
 @dataclass(frozen=True, eq=False)
 class Tree:
-    """A kinematic tree of rigid bodies with hinge, slide and free joints.
+    """A kinematic tree of rigid bodies with hinge, slide, ball and free joints.
 
     Bodies are listed parents first (``parent[b] < b``); the world is not a body
     and is parent ``-1``.  Joints are listed body by body in the order they act,
@@ -69,11 +72,12 @@ class Tree:
       com: centre of mass in the body frame, ``(nb, 3)``.
       inertia: full inertia tensor about the CoM in the body frame, ``(nb, 3, 3)``.
       joint_body: the body each joint moves, ``(nj,)`` int.
-      joint_type: ``"hinge"``, ``"slide"`` or ``"free"`` per joint.
-      joint_axis: unit axis in the body frame, ``(nj, 3)`` (unused for free joints).
-      joint_pos: joint anchor in the body frame, ``(nj, 3)`` (must be zero for free).
+      joint_type: ``"hinge"``, ``"slide"``, ``"ball"`` or ``"free"`` per joint.
+      joint_axis: unit axis in the body frame, ``(nj, 3)`` (unused for ball and free joints).
+      joint_pos: joint anchor in the body frame, ``(nj, 3)`` (must be zero for free;
+        a ball turns about it).
       joint_ref: joint position of the reference pose, ``(nj,)`` (rad or m;
-        unused for free joints).
+        unused for ball and free joints).
       gravity: gravitational acceleration in the world, ``(3,)`` m/s^2.
       body_names, joint_names: for messages (optional).
     """
@@ -118,6 +122,10 @@ class Tree:
                     raise ValueError(f"free joint {j} must be the only joint of a body whose parent is the world")
                 if np.any(self.joint_pos[j] != 0):
                     raise ValueError(f"free joint {j} has a nonzero anchor; only anchors at the body origin work")
+            if kind == "ball":
+                later = [k for k in np.flatnonzero(self.joint_body == self.joint_body[j]) if k > j]
+                if any(self.joint_type[k] in ("hinge", "ball") for k in later):
+                    raise ValueError(f"ball joint {j} is followed by a rotation in its body (MuJoCo refuses this too)")
         if np.shape(self.gravity) != (3,):
             raise ValueError(f"Tree.gravity must have shape (3,), got {np.shape(self.gravity)}")
 
@@ -238,102 +246,155 @@ def _check_state(tree: Tree, qpos, qvel, qacc):
     return batch, flat
 
 
-def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
-    """Inverse dynamics ``tau = M(q) qacc + bias(q, qvel)`` by seed 000's spatial RNEA.
+@dataclass(frozen=True)
+class Motion:
+    """The result of :func:`forward_pass` over a batch of ``N`` states.
+
+    Attributes:
+      R: body orientations in the world, ``(nb, N, 3, 3)``.
+      p: body frame origins in the world, ``(nb, N, 3)`` m.
+      xi: spatial velocities ``[v_o; w]``, ``(nb, N, 6)`` (None for poses only).
+      dxi: spatial accelerations (gravity included as a base acceleration ``-g``), ``(nb, N, 6)``
+        (None for poses only).
+      joints: per joint, ``(body, first dof, S (N, 6, k))``: the joint's ``k`` motion
+        vectors (columns of the world-frame Jacobian of its body).
+    """
+
+    R: np.ndarray
+    p: np.ndarray
+    xi: np.ndarray | None
+    dxi: np.ndarray | None
+    joints: list
+
+
+def _matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Row-wise ``A B`` for ``(N, 3, 3)`` arrays, written out by column (see :func:`_mv`)."""
+    return np.stack([_mv(A, B[:, :, k]) for k in range(3)], axis=2)
+
+
+def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np.ndarray | None,
+                 gravity: np.ndarray | None = None) -> Motion:
+    """Poses, spatial velocities and accelerations of every body: RNEA's outward pass.
 
     Args:
       tree: the kinematic tree.
-      qpos: positions, ``(..., nq)`` (rad, m, unit quaternions for free joints).
-      qvel: velocities, ``(..., nv)`` (rad/s, m/s; free joints as in MuJoCo).
-      qacc: accelerations, ``(..., nv)``.
-      gravity: world gravity ``(3,)`` m/s^2; default ``tree.gravity``.
+      qpos, qvel, qacc: a batch, ``(N, nq)``, ``(N, nv)``, ``(N, nv)`` (see :func:`rnea`);
+        ``qvel = qacc = None`` computes poses and motion vectors only (``xi``, ``dxi`` None),
+        for kinematics.
+      gravity: world gravity ``(3,)`` m/s^2 (default ``tree.gravity``); it enters as
+        the world's acceleration ``[-g; 0]``.
 
     Returns:
-      Generalized forces, ``(..., nv)`` (N m for hinges and free rotations about
-      the body axes, N for slides and free translations along world axes).
+      The :class:`Motion` of the batch.
     """
-    batch, (qpos, qvel, qacc) = _check_state(tree, qpos, qvel, qacc)
+    moving = qvel is not None
     g = tree.gravity if gravity is None else np.asarray(gravity, dtype=float)
     n, nb = qpos.shape[0], len(tree.parent)
+    qadr, dadr = tree.qpos_adr, tree.dof_adr
     eye = np.broadcast_to(np.eye(3), (n, 3, 3))
     world = (eye, np.zeros((n, 3)), np.zeros((n, 6)), np.broadcast_to(np.concatenate([-g, np.zeros(3)]), (n, 6)))
-    frames: list[tuple] = []  # per body: (R, p, xi, dxi) in the world
-    motion: list[tuple] = []  # per joint: (body, first dof, S (N, 6, k))
-    wrench = np.zeros((nb, n, 6))
+    frames: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # per body: (R, p, xi, dxi), world
+    joints: list[tuple[int, int, np.ndarray]] = []  # per joint: (body, first dof, S (N, 6, k))
     for b in range(nb):
         R_par, p_par, xi, dxi = world if tree.parent[b] < 0 else frames[tree.parent[b]]
         R = _times_const(R_par, tree.rot[b])
         p = p_par + _times_const(R_par, tree.pos[b])
         for j in np.flatnonzero(tree.joint_body == b):
-            R, p, xi, dxi, S = _joint_motion(tree, int(j), R, p, xi, dxi, qpos, qvel, qacc)
-            motion.append((b, tree.dof_adr[j], S))
+            kind, qa, da = tree.joint_type[j], qadr[j], dadr[j]
+            if kind in ("free", "ball"):
+                k = 6 if kind == "free" else 3
+                if kind == "free":
+                    p = qpos[:, qa : qa + 3]
+                    R = quat_to_matrix(qpos[:, qa + 3 : qa + 7])
+                    anchor = p
+                else:
+                    anchor = p + _times_const(R, tree.joint_pos[j])
+                    R = _matmul(R, quat_to_matrix(qpos[:, qa : qa + 4]))
+                    p = anchor - _times_const(R, tree.joint_pos[j])
+                # Rotation about the body axes a_k = R e_k through the anchor (s = [anchor x a_k; a_k],
+                # fixed in the body, so ds = (xi_body x) s); a free joint also translates along the
+                # world axes (s = [e_i; 0], fixed in the world, so ds = 0).
+                S = np.zeros((n, 6, k))
+                S[:, :3, k - 3 :] = skew(anchor) @ R
+                S[:, 3:, k - 3 :] = R
+                if kind == "free":
+                    S[:, :3, :3] = np.eye(3)
+                joints.append((b, da, S))
+                if not moving:
+                    continue
+                assert qvel is not None and qacc is not None  # moving
+                if kind == "free":
+                    xi = xi + np.concatenate([qvel[:, da : da + 3], np.zeros((n, 3))], axis=1)
+                xi_rot = np.zeros((n, 6))
+                for i in range(3):
+                    xi_rot += S[:, :, k - 3 + i] * qvel[:, da + k - 3 + i, None]
+                xi = xi + xi_rot
+                dxi = dxi + _cross_motion(xi, xi_rot)
+                for i in range(k):
+                    dxi = dxi + S[:, :, i] * qacc[:, da + i, None]
+                continue
+            a = _times_const(R, tree.joint_axis[j])
+            angle = qpos[:, qa] - tree.joint_ref[j]
+            if kind == "hinge":
+                anchor = p + _times_const(R, tree.joint_pos[j])
+                s = np.concatenate([_cross(anchor, a), a], axis=1)
+                R = _rotate_about(R, tree.joint_axis[j], angle)
+                p = anchor - _times_const(R, tree.joint_pos[j])
+            else:  # slide
+                s = np.concatenate([a, np.zeros((n, 3))], axis=1)
+                p = p + a * angle[:, None]
+            joints.append((b, da, s[:, :, None]))
+            if qvel is not None and qacc is not None:
+                # s is fixed in the frame it moves from, so ds = (xi_pred x) s.
+                dxi = dxi + _cross_motion(xi, s) * qvel[:, da, None] + s * qacc[:, da, None]
+                xi = xi + s * qvel[:, da, None]
         frames.append((R, p, xi, dxi))
-        wrench[b] = _body_wrench(tree, b, R, p, xi, dxi)
-    return _joint_forces(tree, wrench, motion).reshape(batch + (tree.nv,))
+    R, p = np.stack([f[0] for f in frames]), np.stack([f[1] for f in frames])
+    if not moving:
+        return Motion(R, p, None, None, joints)  # poses only: the zero motion carried along is dropped
+    return Motion(R, p, np.stack([f[2] for f in frames]), np.stack([f[3] for f in frames]), joints)
 
 
-def _joint_motion(tree: Tree, j: int, R, p, xi, dxi, qpos, qvel, qacc) -> tuple:
-    """Joint ``j`` acting on its body's frame ``(R, p)`` and motion ``(xi, dxi)``.
+def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
+    """Inverse dynamics ``tau = M(q) qacc + bias(q, qvel)`` by seed 000's spatial RNEA.
+
+    Args:
+      tree: the kinematic tree.
+      qpos: positions, ``(..., nq)`` (rad, m, unit quaternions for ball and free joints).
+      qvel: velocities, ``(..., nv)`` (rad/s, m/s; ball and free joints as in MuJoCo).
+      qacc: accelerations, ``(..., nv)``.
+      gravity: world gravity ``(3,)`` m/s^2; default ``tree.gravity``.
 
     Returns:
-      ``(R, p, xi, dxi, S)``: the frame and motion the joint leaves, and its motion
-      vectors ``S``, ``(N, 6, nv_j)``.
+      Generalized forces, ``(..., nv)`` (N m for hinges and rotations about the
+      body axes, N for slides and free translations along world axes).
     """
-    kind, qa, da = tree.joint_type[j], tree.qpos_adr[j], tree.dof_adr[j]
-    if kind == "free":
-        return _free_joint_motion(xi, dxi, qpos[:, qa : qa + 7], qvel[:, da : da + 6], qacc[:, da : da + 6])
-    n = qpos.shape[0]
-    a = _times_const(R, tree.joint_axis[j])
-    angle = qpos[:, qa] - tree.joint_ref[j]
-    if kind == "hinge":
-        anchor = p + _times_const(R, tree.joint_pos[j])
-        s = np.concatenate([_cross(anchor, a), a], axis=1)
-        R = _rotate_about(R, tree.joint_axis[j], angle)
-        p = anchor - _times_const(R, tree.joint_pos[j])
-    else:  # slide
-        s = np.concatenate([a, np.zeros((n, 3))], axis=1)
-        p = p + a * angle[:, None]
-    # s is fixed in the frame it moves from, so ds = (xi_pred x) s.
-    dxi = dxi + _cross_motion(xi, s) * qvel[:, da, None] + s * qacc[:, da, None]
-    xi = xi + s * qvel[:, da, None]
-    return R, p, xi, dxi, s[:, :, None]
-
-
-def _free_joint_motion(xi, dxi, qpos, qvel, qacc) -> tuple:
-    """A free joint's ``(R, p, xi, dxi, S)`` (see :func:`_joint_motion`) from its own
-    ``qpos (N, 7)``, ``qvel (N, 6)``, ``qacc (N, 6)``."""
-    n = qpos.shape[0]
-    p = qpos[:, :3]
-    R = quat_to_matrix(qpos[:, 3:7])
-    # Translation along the world axes (s = [e_i; 0], fixed in the world, so
-    # ds = 0), rotation about the body axes a_k = R e_k through the origin p
-    # (s = [p x a_k; a_k], fixed in the body, so ds = (xi_body x) s).
-    S = np.zeros((n, 6, 6))
-    S[:, :3, :3] = np.eye(3)
-    S[:, :3, 3:] = skew(p) @ R
-    S[:, 3:, 3:] = R
-    xi_trans = xi + np.concatenate([qvel[:, :3], np.zeros((n, 3))], axis=1)
-    xi_rot = sum(S[:, :, 3 + k] * qvel[:, 3 + k, None] for k in range(3))
-    xi = xi_trans + xi_rot
-    dxi = dxi + sum(S[:, :, k] * qacc[:, k, None] for k in range(6)) + _cross_motion(xi, xi_rot)
-    return R, p, xi, dxi, S
-
-
-def _body_wrench(tree: Tree, b: int, R, p, xi, dxi) -> np.ndarray:
-    """``f_b = I^S dxi + (xi x*) I^S xi`` of body ``b`` with frame ``(R, p)``, ``(N, 6)``."""
-    c = p + _times_const(R, tree.com[b])
-    # The world-frame inertia about the CoM, R I_body R^T, applied to w and dw.
-    I_w, I_dw = (_mv(R, _mtv(R, w) @ tree.inertia[b].T) for w in (xi[:, 3:], dxi[:, 3:]))
-    momentum = apply_spatial_inertia(tree.mass[b], c, I_w, xi)
-    return apply_spatial_inertia(tree.mass[b], c, I_dw, dxi) + _cross_force(xi, momentum)
-
-
-def _joint_forces(tree: Tree, wrench: np.ndarray, motion: list) -> np.ndarray:
-    """``u_j = S_j^T f`` with each body carrying its subtree's wrench, ``(N, nv)``; ``wrench`` is summed in place."""
-    for b in range(len(tree.parent) - 1, -1, -1):  # leaves inward: each body carries its subtree
+    batch, (qpos, qvel, qacc) = _check_state(tree, qpos, qvel, qacc)
+    motion = forward_pass(tree, qpos, qvel, qacc, gravity)
+    n, nb = qpos.shape[0], len(tree.parent)
+    assert motion.xi is not None and motion.dxi is not None  # velocities were given
+    wrench = np.zeros((nb, n, 6))
+    for b in range(nb):
+        R, p, xi, dxi = motion.R[b], motion.p[b], motion.xi[b], motion.dxi[b]
+        c = p + _times_const(R, tree.com[b])
+        # The world-frame inertia about the CoM, R I_body R^T, applied to w and dw.
+        I_w, I_dw = (_mv(R, _mtv(R, w) @ tree.inertia[b].T) for w in (xi[:, 3:], dxi[:, 3:]))
+        momentum = apply_spatial_inertia(tree.mass[b], c, I_w, xi)
+        wrench[b] = apply_spatial_inertia(tree.mass[b], c, I_dw, dxi) + _cross_force(xi, momentum)
+    for b in range(nb - 1, -1, -1):  # leaves inward: each body carries its subtree
         if tree.parent[b] >= 0:
             wrench[tree.parent[b]] += wrench[b]
+    return joint_forces(tree, motion, wrench).reshape(batch + (tree.nv,))
+
+
+def joint_forces(tree: Tree, motion: Motion, wrench: np.ndarray) -> np.ndarray:
+    """``u_j = S_j^T f_b`` for every joint, from the wrench each body's subtree needs, ``(N, nv)``.
+
+    Args:
+      wrench: per body, the wrench ``[force; moment about the world origin]`` its
+        whole subtree needs, ``(nb, N, 6)``.
+    """
     tau = np.empty((wrench.shape[1], tree.nv))
-    for b, da, S in motion:
+    for b, da, S in motion.joints:
         tau[:, da : da + S.shape[2]] = sum(S[:, i, :] * wrench[b][:, i, None] for i in range(6))  # S^T f
     return tau

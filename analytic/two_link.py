@@ -45,6 +45,11 @@ __all__ = [
     "point_mass",
     "newton_euler",
     "mass_matrix",
+    "tip_pose",
+    "tip_jacobian",
+    "energy",
+    "forward_dynamics",
+    "linearize_hanging",
     "VARIANTS",
 ]
 
@@ -297,6 +302,77 @@ def mass_matrix(params: TwoLinkParams, q) -> np.ndarray:
     d12 = p.m2 * (p.p2**2 + p.l1 * p.p2 * c2) + p.i2
     d22 = np.broadcast_to(p.m2 * p.p2**2 + p.i2, d11.shape)
     return np.stack([np.stack([d11, d12], -1), np.stack([d12, d22], -1)], -2)
+
+
+def tip_pose(params: TwoLinkParams, q) -> tuple[np.ndarray, np.ndarray]:
+    """World position of link 2's tip and the orientation of link 2's frame (x along the link).
+
+    ``x = l1 sin q1 + l2 sin(q1 + q2)``, ``y = -l1 cos q1 - l2 cos(q1 + q2)`` (the arm
+    hangs along -y at ``q = 0``); the frame is turned ``q1 + q2 - 90 deg`` about z.
+
+    Returns:
+      ``position (..., 3)`` m and ``rotation (..., 3, 3)`` (the frame's axes as columns).
+    """
+    q = np.asarray(q, dtype=float)
+    q1, q12 = q[..., 0], q[..., 0] + q[..., 1]
+    zero = np.zeros_like(q1)
+    position = np.stack([params.l1 * np.sin(q1) + params.l2 * np.sin(q12),
+                         -params.l1 * np.cos(q1) - params.l2 * np.cos(q12), zero], axis=-1)
+    s, c = np.sin(q12), np.cos(q12)  # x axis (s, -c, 0), y axis (c, s, 0), z axis (0, 0, 1)
+    rotation = np.stack([np.stack([s, c, zero], -1), np.stack([-c, s, zero], -1),
+                         np.stack([zero, zero, np.ones_like(q1)], -1)], -2)
+    return position, rotation
+
+
+def tip_jacobian(params: TwoLinkParams, q) -> np.ndarray:
+    """World-aligned Jacobian of the tip, ``(..., 6, 2)``: linear rows ``d tip / d q``, angular rows ``e_z``."""
+    q = np.asarray(q, dtype=float)
+    q1, q12 = q[..., 0], q[..., 0] + q[..., 1]
+    J = np.zeros(q.shape[:-1] + (6, 2))
+    J[..., 0, 0] = params.l1 * np.cos(q1) + params.l2 * np.cos(q12)
+    J[..., 0, 1] = params.l2 * np.cos(q12)
+    J[..., 1, 0] = params.l1 * np.sin(q1) + params.l2 * np.sin(q12)
+    J[..., 1, 1] = params.l2 * np.sin(q12)
+    J[..., 5, :] = 1.0
+    return J
+
+
+def energy(params: TwoLinkParams, q, qd) -> tuple[np.ndarray, np.ndarray]:
+    """Kinetic ``1/2 qd^T D(q) qd`` and potential ``-(m1 p1 + m2 l1) g cos q1 - m2 p2 g cos(q1 + q2)``, J.
+
+    The potential's zero is the joints' height (MuJoCo's too: the world origin).
+    """
+    qd = np.asarray(qd, dtype=float)
+    q = np.asarray(q, dtype=float)
+    p = params
+    T = 0.5 * np.einsum("...i,...ij,...j->...", qd, mass_matrix(p, q), qd)
+    U = -(p.m1 * p.p1 + p.m2 * p.l1) * p.g * np.cos(q[..., 0]) - p.m2 * p.p2 * p.g * np.cos(q[..., 0] + q[..., 1])
+    return T, U
+
+
+def forward_dynamics(params: TwoLinkParams, q, qd, tau) -> np.ndarray:
+    """``qdd = D(q)^-1 (tau - c(q, qd) - g(q))`` from the Lagrange closed form, ``(..., 2)``."""
+    q, qd, tau = (np.asarray(a, dtype=float) for a in (q, qd, tau))
+    bias = lagrange(params, q, qd, np.zeros_like(qd))
+    return np.linalg.solve(mass_matrix(params, q), (tau - bias)[..., None])[..., 0]
+
+
+def linearize_hanging(params: TwoLinkParams) -> tuple[np.ndarray, np.ndarray]:
+    """Continuous-time ``(A, B)`` about the hanging rest ``q = qd = 0``, torques as inputs.
+
+    ``D(0) dqdd = -G dq + du`` with ``G = dg/dq (0) = [[(m1 p1 + m2 l1) g + m2 p2 g, m2 p2 g],
+    [m2 p2 g, m2 p2 g]]``; state ``[q1, q2, qd1, qd2]``.
+    """
+    p = params
+    b = p.m2 * p.p2 * p.g
+    G = np.array([[(p.m1 * p.p1 + p.m2 * p.l1) * p.g + b, b], [b, b]])
+    D_inv = np.linalg.inv(mass_matrix(p, np.zeros(2)))
+    A = np.zeros((4, 4))
+    A[:2, 2:] = np.eye(2)
+    A[2:, :2] = -D_inv @ G
+    B = np.zeros((4, 2))
+    B[2:] = D_inv
+    return A, B
 
 
 InverseDynamics = Callable[[TwoLinkParams, np.ndarray, np.ndarray, np.ndarray], np.ndarray]

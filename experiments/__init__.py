@@ -7,6 +7,10 @@ The short API for scripts and notebooks::
     report = check_derivation(my_inverse_dynamics, load_model("two_link_arm"))
     print(report.diagnosis)
 
+    from crossdyn.experiments import check_jacobian
+    report = check_jacobian("my_robot.py:foot_jacobian", "robot.xml", site="foot")   # kinematics, mass
+    print(report.text("foot Jacobian"))        # matrix, bias, energy, forward dynamics, linearization alike
+
     from crossdyn.experiments import balance_recovery
     trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
 
@@ -30,6 +34,14 @@ _API = {
     "with_options": "crossdyn.experiments.core.models",
     "check_derivation": "crossdyn.experiments.core.derivation",
     "tree_from_model": "crossdyn.experiments.core.derivation",
+    "check_kinematics": "crossdyn.experiments.core.checks.kinematics",
+    "check_jacobian": "crossdyn.experiments.core.checks.jacobian",
+    "check_mass_matrix": "crossdyn.experiments.core.checks.mass_matrix",
+    "check_bias": "crossdyn.experiments.core.checks.bias",
+    "check_energy": "crossdyn.experiments.core.checks.energy",
+    "check_forward_dynamics": "crossdyn.experiments.core.checks.forward_dynamics",
+    "check_linearization": "crossdyn.experiments.core.checks.linearization",
+    "CheckReport": "crossdyn.experiments.core.checks.report",
     "Report": "crossdyn.experiments.core.crosscheck",
     "run": "crossdyn.experiments.core.results",
     "Context": "crossdyn.experiments.core.results",

@@ -13,7 +13,8 @@ from crossdyn.experiments import (  # noqa: F401 (imported for their registratio
     lagrange,
     rigid_box,
     inertia,
+    showcase,
     cart_pole,
     double_pendulum_cart,
 )
-from crossdyn.experiments.biped import checks, control  # noqa: F401
+from crossdyn.experiments.biped import checks, control, derivations  # noqa: F401

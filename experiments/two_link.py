@@ -667,22 +667,28 @@ def derivation_attribution(ctx: Context) -> dict:
 
 def configure_check(parser) -> None:
     """cross-check a two-link planar arm variant against mj_inverse (on the built-in arm or your own)"""
-    from crossdyn.experiments.core.cli.check import add_sampling
+    from crossdyn.experiments.core.cli.check import add_outputs, add_sampling
 
     parser.add_argument("--variant", choices=list(VARIANTS), default="lagrange")
     parser.add_argument("--mjcf", metavar="PATH", help="your own two-link MJCF (default: the built-in arm)")
     parser.add_argument("--states", metavar="FILE", help="check at these states (.csv/.npy rows q, qd, qdd)")
     add_sampling(parser)
+    add_outputs(parser)
     parser.set_defaults(func=_cmd_check_two_link)
 
 
 def _cmd_check_two_link(args) -> int:
-    from crossdyn.experiments.core.cli.check import load_states, report_check
+    import time
 
+    from crossdyn.experiments.core.cli.check import load_states, prepare, report_check
+
+    name = f"check-two-link-{args.variant}"
+    args._stored = prepare(args, name)
+    start = time.perf_counter()
     source = args.mjcf or default_model(args.variant)
     model = load_model(source)
     states = load_states(args.states, model.nq, model.nv) if args.states else None
     report, params = check_variant(args.variant, model, samples=args.samples, seed=args.seed, states=states)
-    out_dir = Path(args.out) / f"check-two-link-{args.variant}"
     extra = {"variant": args.variant, "model": str(source), "params": params.__dict__}
-    return report_check(report, out_dir, f"two-link variant {args.variant} vs mj_inverse on {source}", extra)
+    return report_check(report, args, name, f"two-link variant {args.variant} vs mj_inverse on {source}", extra,
+                        time.perf_counter() - start)

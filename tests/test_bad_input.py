@@ -64,6 +64,17 @@ BAD_FILES = {
         "        simulate('cart_pole', law, 0.1)\n"
         "        return {'passed': True, 'measured': '-', 'x': 1.0}\n"),
     "comments_only.csv": "# q1, q2, qd1, qd2, qdd1, qdd2\n",
+    # users' functions for the quantity checks (the 7-dof arm of tests/models: nq = nv = nu = 7)
+    "parts_bad.py": ("import sys\nimport numpy as np\n\n"
+                     "def wrong_shape(q):\n    return np.zeros(4)\n\n"
+                     "def nan(q):\n    return np.full((7, 7), np.nan)\n\n"
+                     "def divides(q):\n    return 1 / 0\n\n"
+                     "def exits(q):\n    sys.exit(0)\n\n"
+                     "def three(q, qd):\n    return 1.0, 2.0, 3.0\n\n"
+                     "def lin(q, qd, u):\n    return np.zeros((14, 14)), np.zeros((14, 7))\n\n"
+                     "def lin_a_only(q, qd, u):\n    return np.zeros((14, 14))\n"),
+    "nan_q.csv": "0,0,0,nan,0,0,0\n",
+    "short_q.csv": "0,0,0\n",
 }
 
 # State files that must be binary (.npy), written by the bad_files fixture.
@@ -86,6 +97,8 @@ BAD_FILES.update({
     "no_wheel_motor.xml": _BIPED.replace('<motor name="left_wheel" joint="left_wheel" ctrlrange="-6 6"/>', ""),
     "no_closure.xml": _BIPED.replace('<connect name="right_closure" site1="right_rear_foot" site2="right_axle"/>', ""),
 })
+
+ARM = str(Path(__file__).parent / "models" / "arm7.xml")
 
 # (arguments, phrase in the message).  {tmp} is the folder holding BAD_FILES.
 CASES = [
@@ -201,6 +214,50 @@ CASES = [
     (["check", "two-link", "--states", "{tmp}/seven_columns.npy"], "found 7"),
     (["check", "two-link", "--states", "{tmp}/malformed.xml"], "cannot read states"),
     (["check", "two-link", "--samples", "2000000000"], "--samples"),
+    # the quantity checks (issue 23): shapes, NaN, unknown names, functions that raise or exit
+    (["check", "kinematics", "{tmp}/parts_bad.py:wrong_shape", "--mjcf", ARM, "--site", "tool"],
+     "returned shape (4,) for one state; expected a position (3,)"),
+    (["check", "kinematics", "{tmp}/parts_bad.py:wrong_shape", "--mjcf", ARM, "--site", "nope"], "no site 'nope'"),
+    (["check", "kinematics", "{tmp}/parts_bad.py:wrong_shape", "--mjcf", ARM, "--body", "nope"], "no body 'nope'"),
+    (["check", "kinematics", "{tmp}/parts_bad.py:wrong_shape", "--mjcf", ARM], "one of the arguments --site --body"),
+    (["check", "kinematics", "{tmp}/parts_bad.py:divides", "--mjcf", ARM, "--site", "tool"],
+     "parts_bad.py:11)"),  # the line of the user's file that raised
+    (["check", "jacobian", "{tmp}/parts_bad.py:exits", "--mjcf", ARM, "--site", "tool"], "called sys.exit(0)"),
+    (["check", "jacobian", "{tmp}/parts_bad.py:wrong_shape", "--mjcf", ARM, "--site", "tool", "--frame", "body"],
+     "invalid choice"),
+    (["check", "jacobian", "{tmp}/parts_bad.py:wrong_shape", "--mjcf", ARM, "--site", "tool", "--coordinates",
+      "j1,nope"], "no joint 'nope'"),
+    (["check", "mass-matrix", "{tmp}/parts_bad.py:nan", "--mjcf", ARM], "non-finite value at state 0"),
+    (["check", "mass-matrix", "{tmp}/parts_bad.py:wrong_shape", "--mjcf", ARM],
+     "returned shape (4,) for one state; expected a (7, 7) mass matrix"),
+    (["check", "mass-matrix", "{tmp}/parts_bad.py:nan", "--mjcf", ARM, "--states", "{tmp}/nan_q.csv"],
+     "non-finite"),
+    (["check", "mass-matrix", "{tmp}/parts_bad.py:nan", "--mjcf", ARM, "--states", "{tmp}/short_q.csv"],
+     "each row needs 7 numbers (q), found 3"),
+    (["check", "bias", "{tmp}/parts_bad.py:nan", "--mjcf", ARM, "--states", "{tmp}/nan_q.csv"],
+     "each row needs 14 numbers (q, qd), found 7"),
+    (["check", "bias", "{tmp}/parts_bad.py:nope", "--mjcf", ARM], "no function 'nope'"),
+    (["check", "energy", "{tmp}/parts_bad.py:three", "--mjcf", ARM],
+     "returned a number, a number, a number for one state; expected (kinetic, potential) energies"),
+    (["check", "energy", "{tmp}/parts_bad.py:three", "--mjcf", ARM, "--dynamics", "exact"], "invalid choice"),
+    (["check", "forward-dynamics", "{tmp}/raises.py:f", "--mjcf", ARM], "raises.py:1)"),  # file and line kept
+    (["check", "forward-dynamics", "no_such_module_for_crossdyn:f", "--mjcf", ARM],
+     "no derivation file or importable module 'no_such_module_for_crossdyn'"),
+    (["check", "forward-dynamics", "{tmp}/parts_bad.py:lin", "--mjcf", ARM, "--atol", "nan"], "finite"),
+    (["check", "linearization", "{tmp}/parts_bad.py:lin", "--mjcf", ARM, "--keyframe", "nope"],
+     "no keyframe 'nope' in the model (it has: home)"),
+    (["check", "linearization", "{tmp}/parts_bad.py:lin", "--mjcf", ARM], "give the operating point"),
+    (["check", "linearization", "{tmp}/parts_bad.py:lin", "--mjcf", ARM, "--qpos", "0,0,0"],
+     "qpos must have 7 entries"),
+    (["check", "linearization", "{tmp}/parts_bad.py:lin", "--mjcf", ARM, "--qpos", "0,nan,0"], "finite"),
+    (["check", "linearization", "{tmp}/parts_bad.py:lin_a_only", "--mjcf", ARM, "--keyframe", "home"],
+     "returned shape (14, 14) for one state; expected (A (14, 14), B (14, 7))"),
+    (["check", "linearization", "{tmp}/parts_bad.py:three", "--mjcf", ARM, "--keyframe", "home"],
+     "three() takes 2 positional arguments but 3 were given"),
+    (["check", "linearization", "{tmp}/parts_bad.py:lin", "--mjcf", ARM, "--keyframe", "home", "--baseline",
+      "{tmp}/missing"], "no such folder"),
+    (["check", "jacobian", "{tmp}/parts_bad.py:lin", "--mjcf", ARM, "--site", "tool", "--junit", "{tmp}"],
+     "is a folder"),
     # your own robot, imperfections, robustness axes
     (["run", "balance-recovery", "--set", "mjcf={tmp}/no_wheel_motor.xml"], "missing actuator 'left_wheel'"),
     (["run", "turn", "--set", "mjcf={tmp}/no_closure.xml"], "missing equality 'right_closure'"),
@@ -343,6 +400,7 @@ def test_mujoco_warning_stays_off_the_terminal(bad_files, tmp_path):
 def test_the_table_reaches_every_command():
     """Every command and subcommand of the CLI has at least one bad-input row."""
     commands = {" ".join(a[:2]) if a[0] in ("check", "tune") else a[0] for a, _ in CASES}
-    assert commands >= {"check two-link", "check derivation", "run", "list", "tune balance", "tune robustness"}, \
-        commands
+    assert commands >= {"check two-link", "check derivation", "check kinematics", "check jacobian",
+                        "check mass-matrix", "check bias", "check energy", "check forward-dynamics",
+                        "check linearization", "run", "list", "tune balance", "tune robustness"}, commands
     assert len(CASES) >= 40

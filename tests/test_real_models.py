@@ -223,10 +223,15 @@ def test_fluid_forces_are_left_out_and_said_so(tmp_path):
 
 
 def test_spring_about_qpos0_instead_of_springref_is_a_constant_gravity_offset(passive):
-    """The spring pulls toward qpos_spring (springref 0.3 rad), not qpos0: k * 0.3 = 0.45 N m, constant, on g[wrist]."""
+    """The spring pulls toward qpos_spring (springref 0.3 rad), not qpos0: k * 0.3 = 0.45 N m, constant, on g[wrist],
+    and the report names it as the spring's reference (not a gravity error)."""
     fn = load_derivation(f"{PASSIVE}:as_modeled")
     k = np.asarray(passive.jnt_stiffness)[passive.dof_jntid]
     about_qpos0 = lambda q, qd, qdd: fn(q, qd, qdd) + k * np.asarray(passive.qpos_spring)  # noqa: E731
     report = check_derivation(about_qpos0, passive, dynamics="as-modeled", samples=SAMPLES, seed=13)
-    assert report.failing_terms == ["gravity"] and report.explanation == []
+    assert report.failing_terms == ["gravity"]
     assert off_entries(report) == ["gravity: g[2] (wrist) off by 0.45, constant"]
+    assert "k (springref - qpos0)" in report.explanation[0] and "joint 'wrist' (k 1.5, springref 0.3" in \
+        report.explanation[0], report.explanation
+    assert report.explanation[-1] == "write each spring force as -k (q - springref)"
+    assert report.parameters == []  # explained by the spring: no inertial fit is attempted

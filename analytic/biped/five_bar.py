@@ -19,13 +19,27 @@ force ``P`` (the force the leg pushes the body up with, N):
 with ``y1 = dy/dalpha`` (eq. 2.29: ``y1 = -[a l2 sin(alpha) / sqrt(l3^2 - a^2) +
 l2 cos(alpha)]``).  Over the stroke (alpha in (180 deg, 270 deg)) y1 > 0: the leg
 extends as alpha grows, and an upward P needs a positive (extending) torque.
+
+With the two motors at different angles (``alpha_f`` front, ``alpha_r`` rear) the
+knees sit at ``K_f = (l1 - l2 cos alpha_f, l2 sin alpha_f)`` and
+``K_r = (-l1 + l2 cos alpha_r, l2 sin alpha_r)`` (x forward, z up, from the
+motors' midpoint), and the axle ``A`` is the lower intersection of the circles of
+radius ``l3`` about them (:func:`axle_position`).  Differentiating
+``|A - K_f|^2 = |A - K_r|^2 = l3^2`` gives the leg's Jacobian
+(:func:`axle_jacobian`):
+
+    [(A - K_f)^T; (A - K_r)^T] dA = [(A - K_f)^T dK_f; (A - K_r)^T dK_r]
+
+At a symmetric pose its vertical row is ``-y1 / 2`` per motor, so the virtual-work
+torque of eq. 2.30 is ``tau = -J_z^T P``: the virtual-model controller's ``J^T F``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["REACHABLE", "STROKE", "height", "height_derivatives", "hip_torque", "check_alpha"]
+__all__ = ["REACHABLE", "STROKE", "height", "height_derivatives", "hip_torque", "check_alpha", "axle_position",
+           "axle_jacobian"]
 
 # The working range of alpha (rad): from the thigh pointing straight outward to
 # straight down.  Outside it the leg folds through itself or the knee points inward.
@@ -135,3 +149,44 @@ def hip_torque(alpha, force, l1: float, l2: float, l3: float) -> np.ndarray:
     """
     _, y1, _ = height_derivatives(alpha, l1, l2, l3)
     return 0.5 * np.asarray(force, dtype=float) * y1
+
+
+def _knees(alpha_front, alpha_rear, l1: float, l2: float):
+    af, ar = np.asarray(alpha_front, dtype=float), np.asarray(alpha_rear, dtype=float)
+    front = np.stack([l1 - l2 * np.cos(af), l2 * np.sin(af)], axis=-1)
+    rear = np.stack([-l1 + l2 * np.cos(ar), l2 * np.sin(ar)], axis=-1)
+    d_front = np.stack([l2 * np.sin(af), l2 * np.cos(af)], axis=-1)  # dK_f / d alpha_f
+    d_rear = np.stack([-l2 * np.sin(ar), l2 * np.cos(ar)], axis=-1)  # dK_r / d alpha_r
+    return front, rear, d_front, d_rear
+
+
+def axle_position(alpha_front, alpha_rear, l1: float, l2: float, l3: float) -> np.ndarray:
+    """The axle in the leg's plane, from the motors' midpoint: ``(..., 2)`` = (x forward, z up), m.
+
+    Args:
+      alpha_front, alpha_rear: the two thigh angles (the module's convention), rad; broadcast.
+      l1, l2, l3: half motor spacing, thigh and shank lengths, m.
+
+    Raises:
+      ValueError: the knees are more than ``2 l3`` apart (the loop cannot close).
+    """
+    front, rear, _, _ = _knees(alpha_front, alpha_rear, l1, l2)
+    between = front - rear
+    span = np.linalg.norm(between, axis=-1)
+    if np.any(span >= 2 * l3):
+        raise ValueError(f"five-bar cannot close: the knees are {float(np.max(span)):.4f} m apart, more than "
+                         f"2 l3 = {2 * l3:.4f} m")
+    u = between / span[..., None]
+    down = np.stack([u[..., 1], -u[..., 0]], axis=-1)  # perpendicular to the knee line, pointing down
+    return 0.5 * (front + rear) + np.sqrt(l3**2 - 0.25 * span**2)[..., None] * down
+
+
+def axle_jacobian(alpha_front, alpha_rear, l1: float, l2: float, l3: float) -> np.ndarray:
+    """``d axle / d (alpha_front, alpha_rear)``: ``(..., 2, 2)``, rows (x, z), columns (front, rear), m/rad."""
+    front, rear, d_front, d_rear = _knees(alpha_front, alpha_rear, l1, l2)
+    A = axle_position(alpha_front, alpha_rear, l1, l2, l3)
+    E = np.stack([A - front, A - rear], axis=-2)  # rows (A - K)^T
+    rhs = np.zeros(E.shape)
+    rhs[..., 0, 0] = np.einsum("...i,...i->...", A - front, d_front)
+    rhs[..., 1, 1] = np.einsum("...i,...i->...", A - rear, d_rear)
+    return np.linalg.solve(E, rhs)

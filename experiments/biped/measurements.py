@@ -34,6 +34,7 @@ __all__ = [
     "five_bar_point",
     "contact_forces",
     "statics_point",
+    "pendulum_maps",
     "reduced_linearization",
     "discretize",
     "composite_params",
@@ -49,8 +50,11 @@ __all__ = [
 # --- five-bar ----------------------------------------------------------------
 
 
-def solve_closure(model: mujoco.MjModel, data: mujoco.MjData, alpha: float, knee_guess: float = 0.5) -> float:
+def solve_closure(model: mujoco.MjModel, data: mujoco.MjData, alpha: float, knee_guess: float = 0.5,
+                  alpha_rear: float | None = None) -> float:
     """Close both loops with MuJoCo's own kinematics: hips at ``alpha``, knees by Gauss-Newton.
+
+    ``alpha_rear`` puts the rear hips at another angle (an asymmetric leg); default ``alpha``.
 
     The residual is the distance between each rear shank tip and its axle
     (the ``connect`` constraint's sites); the Jacobians come from ``mj_jacSite``.
@@ -64,7 +68,8 @@ def solve_closure(model: mujoco.MjModel, data: mujoco.MjData, alpha: float, knee
       StateError: no convergence (the loop cannot close at this ``alpha``).
     """
     for hip in HIPS:
-        data.qpos[model.joint(hip).qposadr[0]] = alpha
+        rear = alpha_rear is not None and "_rear_" in hip
+        data.qpos[model.joint(hip).qposadr[0]] = alpha_rear if rear else alpha
     for knee in KNEES:
         data.qpos[model.joint(knee).qposadr[0]] = knee_guess
     jac_a, jac_b = np.zeros((3, model.nv)), np.zeros((3, model.nv))
@@ -215,24 +220,21 @@ def statics_point(model: mujoco.MjModel, params: BipedParams, alpha: float, F_y:
 # --- linearization -----------------------------------------------------------
 
 
-def reduced_linearization(model: mujoco.MjModel, data: mujoco.MjData, l_hip: float, eps: float = 1e-6):
-    """MuJoCo's one-step linearization reduced to ``[x, xd, theta, thd]`` and ``T = T_L + T_R``.
+def pendulum_maps(model: mujoco.MjModel, l_hip: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The wheeled pendulum's ``[x, xd, theta, thd]`` and ``T = T_L + T_R`` on the robot's full state.
 
-    ``mjd_transitionFD`` gives the full ``(2 nv)`` transition.  A reduced state is
-    lifted to a full perturbation that respects rolling without slip and the rigid
-    legs (``x``: the robot translates and the wheels turn by ``x / r``; ``theta``:
-    the robot pitches about the axle, the body origin moves ``l_hip theta``
-    forward and the wheels turn back by ``theta`` relative to the legs); the result
-    is read back as the axle's ``x`` and the body's pitch.  Needs a rigid-leg model
-    (no hip joints) with the free joint first.
+    A reduced state is lifted to a full perturbation that respects rolling without
+    slip and the rigid legs (``x``: the robot translates and the wheels turn by
+    ``x / r``; ``theta``: the robot pitches about the axle, the body origin moves
+    ``l_hip theta`` forward and the wheels turn back by ``theta`` relative to the
+    legs); it is read back as the axle's ``x`` and the body's pitch.  Needs a
+    rigid-leg model (no hip joints) with the free joint first.
 
     Returns:
-      ``(A, B)``: (4, 4) and (4, 1), discrete time over one ``model.opt.timestep``.
+      ``lift (2 nv, 4)``, ``read (4, 2 nv)`` (``read lift = I``) and ``split (nu, 1)``
+      (``T`` shared equally by the wheel motors).
     """
     nv = model.nv
-    A = np.zeros((2 * nv, 2 * nv))
-    B = np.zeros((2 * nv, model.nu))
-    mujoco.mjd_transitionFD(model, data, eps, True, A, B, None, None)
     r = biped_params(model).pendulum.r
     wheels = [model.joint(f"{side}_wheel").dofadr[0] for side in SIDES]
     lift = np.zeros((2 * nv, 4))
@@ -249,6 +251,23 @@ def reduced_linearization(model: mujoco.MjModel, data: mujoco.MjData, l_hip: flo
     split = np.zeros((model.nu, 1))
     for side in SIDES:
         split[model.actuator(f"{side}_wheel").id, 0] = 0.5  # T = T_L + T_R, shared equally
+    return lift, read, split
+
+
+def reduced_linearization(model: mujoco.MjModel, data: mujoco.MjData, l_hip: float, eps: float = 1e-6):
+    """MuJoCo's one-step linearization reduced to ``[x, xd, theta, thd]`` and ``T = T_L + T_R``.
+
+    ``mjd_transitionFD`` gives the full ``(2 nv)`` transition, reduced through
+    :func:`pendulum_maps`.  Needs a rigid-leg model (no hip joints) with the free joint first.
+
+    Returns:
+      ``(A, B)``: (4, 4) and (4, 1), discrete time over one ``model.opt.timestep``.
+    """
+    nv = model.nv
+    A = np.zeros((2 * nv, 2 * nv))
+    B = np.zeros((2 * nv, model.nu))
+    mujoco.mjd_transitionFD(model, data, eps, True, A, B, None, None)
+    lift, read, split = pendulum_maps(model, l_hip)
     return read @ A @ lift, read @ B @ split
 
 

@@ -12,6 +12,12 @@ MuJoCo's own (the terms with only that effect kept, minus the rigid-body terms):
 - as-modeled: ``error = - sum of the effects it leaves out``.
 
 The smallest such set is reported in words, with the elements carrying it.
+
+One more pattern is named as-modeled: a spring written about ``qpos0`` where the
+model's ``springref`` (``qpos_spring``) puts its rest elsewhere.  The error is then
+the constant ``k (qpos_spring - qpos0)`` in the gravity term, which is the pseudo
+effect ``"springref"`` (its contribution: the terms of a copy whose springs rest at
+``qpos0``, :func:`springref_model`, minus the model's own).
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ import numpy as np
 
 from crossdyn.experiments.core.report import carriers
 
-__all__ = ["Attribution"]
+__all__ = ["Attribution", "springref_model", "SPRINGREF"]
+
+SPRINGREF = "springref"
 
 # What each effect looks like in the term-wise error, in words.
 _WORDS = {
@@ -31,7 +39,46 @@ _WORDS = {
     "damping": "the velocity terms are off by exactly the damping force b qd of {who}",
     "stiffness": "the gravity term is off by exactly the spring force k (q - q_spring) of {who}",
     "gravcomp": "the gravity term is off by exactly the gravity compensation of {who}",
+    SPRINGREF: "the gravity term is off by exactly k (springref - qpos0), the spring force at the reference pose, "
+               "on {who}: your springs pull toward qpos0, the model's rest at their springref (qpos_spring)",
 }
+
+
+def _stiff_joints(model: mujoco.MjModel) -> list[int]:
+    """Hinge and slide joints with a spring whose rest (qpos_spring) is not the reference pose (qpos0)."""
+    out = []
+    for j in range(model.njnt):
+        adr = int(model.jnt_qposadr[j])
+        if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)) \
+                and model.jnt_stiffness[j] != 0 and model.qpos_spring[adr] != model.qpos0[adr]:
+            out.append(j)
+    return out
+
+
+def springref_model(model: mujoco.MjModel) -> mujoco.MjModel | None:
+    """A copy whose joint springs rest at ``qpos0`` instead of ``qpos_spring``, or None if none differs."""
+    import copy
+
+    joints = _stiff_joints(model)
+    if not joints:
+        return None
+    out = copy.copy(model)
+    for j in joints:
+        adr = int(out.jnt_qposadr[j])
+        out.qpos_spring[adr] = out.qpos0[adr]
+    return out
+
+
+def _springref_carriers(model: mujoco.MjModel) -> list[tuple[str, str]]:
+    from crossdyn.experiments.core.checks.names import joint_label
+
+    rows = []
+    for j in _stiff_joints(model):
+        adr = int(model.jnt_qposadr[j])
+        rows.append((joint_label(model, j), f"k {model.jnt_stiffness[j]:g}, springref {model.qpos_spring[adr]:g}, "
+                     f"qpos0 {model.qpos0[adr]:g}: k (springref - qpos0) = "
+                     f"{model.jnt_stiffness[j] * (model.qpos_spring[adr] - model.qpos0[adr]):.4g}"))
+    return rows
 
 
 class Attribution:
@@ -45,11 +92,16 @@ class Attribution:
         ``error -/+ effects`` against the reference term.
     """
 
-    def __init__(self, model: mujoco.MjModel, dynamics: str, effects: tuple[str, ...], atol: float, rtol: float):
-        self.model, self.dynamics, self.effects = model, dynamics, effects
+    def __init__(self, model: mujoco.MjModel, dynamics: str, effects: tuple[str, ...], atol: float, rtol: float,
+                 springref: bool = False):
+        self.model, self.dynamics, self.effects = model, dynamics, tuple(e for e in effects if e != SPRINGREF)
         self.atol, self.rtol = atol, rtol
         self.sign = 1.0 if dynamics == "rigid-body" else -1.0
-        self.sets = [s for k in range(1, len(effects) + 1) for s in combinations(effects, k)]
+        self.signs = {e: self.sign for e in self.effects}
+        self.signs[SPRINGREF] = 1.0  # the derivation's springs are about qpos0: error = + the difference
+        self.sets = [s for k in range(1, len(self.effects) + 1) for s in combinations(self.effects, k)]
+        if springref:
+            self.sets.insert(0, (SPRINGREF,))
         self.holds = {s: True for s in self.sets}
 
     def add(self, error: dict[str, np.ndarray], reference: dict[str, np.ndarray],
@@ -59,7 +111,7 @@ class Attribution:
             if not self.holds[s]:
                 continue
             for term, err in error.items():
-                residual = err - self.sign * sum(contributions[e][term] for e in s)
+                residual = err - sum(self.signs[e] * contributions[e][term] for e in s)
                 if not np.all(np.abs(residual) <= self.atol + self.rtol * np.abs(reference[term])):
                     self.holds[s] = False
                     break
@@ -69,6 +121,9 @@ class Attribution:
         found = next((s for s in self.sets if self.holds[s]), None)
         if found is None:
             return []
+        if found == (SPRINGREF,):
+            who = "; ".join(f"{element} ({value})" for element, value in _springref_carriers(self.model))
+            return [_WORDS[SPRINGREF].format(who=who), "write each spring force as -k (q - springref)"]
         out = []
         for effect in found:
             who = ", ".join(f"{element} ({value})" for element, value in carriers(self.model, effect))

@@ -1,7 +1,7 @@
 """A user's own derivation against MuJoCo: ``crossdyn check derivation`` and its API.
 
 - :func:`tree_from_model` reads the rigid-body :class:`~crossdyn.analytic.rnea.Tree`
-  of a compiled model (refusing ball joints, which it cannot describe).
+  of a compiled model (hinge, slide, ball and free joints).
 - :func:`load_derivation` imports ``FILE.py:FUNC``; :func:`check_derivation`
   checks a derivation (a function or ``FILE.py:FUNC``) against ``mj_inverse`` term
   by term (:func:`crossdyn.experiments.core.crosscheck.check`), on the model as it
@@ -29,6 +29,7 @@ __all__ = ["tree_from_model", "load_derivation", "check_derivation"]
 _TYPES = {
     int(mujoco.mjtJoint.mjJNT_HINGE): "hinge",
     int(mujoco.mjtJoint.mjJNT_SLIDE): "slide",
+    int(mujoco.mjtJoint.mjJNT_BALL): "ball",
     int(mujoco.mjtJoint.mjJNT_FREE): "free",
 }
 
@@ -48,23 +49,17 @@ def tree_from_model(model: mujoco.MjModel) -> Tree:
     truth of ``check derivation --dynamics rigid-body``.
 
     Raises:
-      ModelError: a ball joint (not supported: replace it with three hinges).
+      ModelError: the model's joints cannot be described as a tree for
+        :mod:`crossdyn.analytic.rnea` (a free joint below the world, say).
     """
-    problems = []
-    for j in range(model.njnt):
-        if int(model.jnt_type[j]) not in _TYPES:
-            problems.append(f"joint {model.joint(j).name!r} is a ball joint (use three hinges)")
-    if problems:
-        raise ModelError("model cannot be described as a rigid-body tree for analytic.rnea: "
-                         + "; ".join(problems) + ".")
-
     nb = model.nbody - 1  # MuJoCo's body 0 is the world
     gravity = np.array(model.opt.gravity, dtype=float)
     if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY:
         gravity = np.zeros(3)
     inertia = np.array([body_inertia(model, b + 1) for b in range(nb)]).reshape(nb, 3, 3)
     kinds = tuple(_TYPES[int(k)] for k in model.jnt_type)
-    ref = np.array([model.qpos0[model.jnt_qposadr[j]] if kinds[j] != "free" else 0.0 for j in range(model.njnt)])
+    ref = np.array([model.qpos0[model.jnt_qposadr[j]] if kinds[j] in ("hinge", "slide") else 0.0
+                    for j in range(model.njnt)])
     try:
         tree = Tree(
             parent=np.asarray(model.body_parentid[1:], dtype=int) - 1,
@@ -90,28 +85,55 @@ def tree_from_model(model: mujoco.MjModel) -> Tree:
 
 
 def load_derivation(spec: str) -> Callable:
-    """Import ``FILE.py:FUNC`` and return the function.
+    """Import ``FILE.py:FUNC`` or ``module:FUNC`` and return the function.
 
-    The file is imported as ``python FILE.py`` would see its neighbours (its
-    folder first on ``sys.path``; :func:`crossdyn.experiments.core.user_code.import_file`).
+    A file is imported as ``python FILE.py`` would see its neighbours (its
+    folder first on ``sys.path``; :func:`crossdyn.experiments.core.user_code.import_file`);
+    a dotted name without ``.py`` that is not a file is imported as a module.
 
     Raises:
-      DerivationError: malformed spec, missing file, the file fails to import (or
-        calls ``sys.exit``), no such function, or it is not callable.
+      DerivationError: malformed spec, missing file or module, the file fails to
+        import (named with its line, or calls ``sys.exit``), no such function, or
+        it is not callable.
     """
     path_text, sep, name = spec.rpartition(":")
     if not sep or not path_text or not name:
-        raise DerivationError(f"expected FILE.py:FUNC, got {spec!r}")
+        raise DerivationError(f"expected FILE.py:FUNC or module:FUNC, got {spec!r}")
     path = Path(path_text).expanduser()
-    module = user_code.import_file(path)
+    if _is_module_name(path_text) and not path.is_file():
+        module, where = _import_module(path_text), f"module {path_text}"
+    else:
+        module, where = user_code.import_file(path), str(path)
     fn = getattr(module, name, None)
     if fn is None:
         public = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
         defined = ", ".join(public) or "nothing callable"
-        raise DerivationError(f"{path} has no function {name!r} (it defines: {defined})")
+        raise DerivationError(f"{where} has no function {name!r} (it defines: {defined})")
     if not callable(fn):
-        raise DerivationError(f"{path}: {name!r} is a {type(fn).__name__}, not a function")
+        raise DerivationError(f"{where}: {name!r} is a {type(fn).__name__}, not a function")
     return fn
+
+
+def _is_module_name(text: str) -> bool:
+    return not text.endswith(".py") and all(part.isidentifier() for part in text.split("."))
+
+
+def _import_module(name: str):
+    import importlib
+
+    try:
+        with user_code._guard(f"module {name} (while being imported)"):
+            return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise DerivationError(f"no derivation file or importable module {name!r}") from None
+        raise DerivationError(f"module {name} failed to import: {exc}{user_code.where(exc)}") from None
+    except DerivationError:
+        raise
+    except Exception as exc:  # the user's module: what it raised, and where, on one line
+        detail = " ".join(str(exc).split())
+        raise DerivationError(f"module {name} failed to import: {type(exc).__name__}: {detail}"
+                              f"{user_code.where(exc)}") from None
 
 
 def check_derivation(

@@ -29,7 +29,7 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import DerivationError
 
-__all__ = ["UserExit", "import_file", "call", "as_numbers"]
+__all__ = ["UserExit", "import_file", "call", "as_numbers", "where"]
 
 
 class UserExit(DerivationError):
@@ -87,6 +87,36 @@ def _guard(what: str):
             raise UserExit(f"{what} raised KeyboardInterrupt itself (no Ctrl-C was pressed)") from None
 
 
+def _crossdyn_folders() -> tuple[str, ...]:
+    """The folders of crossdyn's own packages (frames there are not the user's)."""
+    import crossdyn.analytic
+    import crossdyn.experiments
+
+    return tuple(str(Path(p).resolve()) for pkg in (crossdyn.analytic, crossdyn.experiments) for p in pkg.__path__)
+
+
+def where(exc: BaseException) -> str:
+    """`` (at FILE:LINE)``: the innermost line of the user's own code in ``exc``'s traceback.
+
+    Frames in the Python installation, in installed packages (NumPy ...) and in
+    crossdyn itself are skipped, so the line is the one the user wrote.  A
+    ``SyntaxError`` names its own file and line.  Empty when no such frame exists.
+    """
+    import sysconfig
+    import traceback
+
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f" (at {exc.filename}:{exc.lineno})"
+    skip = _crossdyn_folders() + tuple(str(Path(p).resolve()) for p in {
+        sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        name = frame.filename
+        if name.startswith("<") or str(Path(name).resolve()).startswith(skip):
+            continue
+        return f" (at {name}:{frame.lineno})"
+    return ""
+
+
 def import_file(path: str | Path) -> ModuleType:
     """Import a Python file as ``python FILE.py`` would see it: its folder first on ``sys.path``.
 
@@ -118,9 +148,11 @@ def import_file(path: str | Path) -> ModuleType:
         with _guard(f"{path} (while being imported)"):
             try:
                 spec.loader.exec_module(module)
-            except Exception as exc:  # the user's module: show what it raised, on one line
+            except SyntaxError as exc:
+                raise DerivationError(f"{path} failed to import: SyntaxError: {exc.msg}{where(exc)}") from None
+            except Exception as exc:  # the user's module: show what it raised, and where, on one line
                 detail = " ".join(str(exc).split())
-                raise DerivationError(f"{path} failed to import: {type(exc).__name__}: {detail}") from None
+                raise DerivationError(f"{path} failed to import: {type(exc).__name__}: {detail}{where(exc)}") from None
     except DerivationError:
         sys.modules.pop(name, None)
         raise
@@ -169,7 +201,7 @@ def call(fn: Callable, *args, label: str = "derivation") -> np.ndarray:
     with _guard(label):
         try:
             out = fn(*args)
-        except Exception as exc:  # the user's code: any exception is theirs to see
+        except Exception as exc:  # the user's code: any exception is theirs to see, with its line
             detail = " ".join(str(exc).split())
-            raise DerivationError(f"{label} raised {type(exc).__name__}: {detail}") from None
+            raise DerivationError(f"{label} raised {type(exc).__name__}: {detail}{where(exc)}") from None
     return as_numbers(out, label)

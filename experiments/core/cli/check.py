@@ -1,18 +1,30 @@
-"""``crossdyn check derivation`` and the registered ``crossdyn check NAME`` commands.
+"""``crossdyn check``: derivation, one command per part of a hand derivation, and the systems' own.
 
-Systems add their own (``check two-link``) through the ``crossdyn.commands`` entry
-points (:mod:`crossdyn.experiments.core.cli.commands`), with :func:`report_check`,
-:func:`add_sampling` and :func:`load_states` shared from here.
+``check derivation`` compares an inverse dynamics with ``mj_inverse``; ``check
+kinematics``, ``jacobian``, ``mass-matrix``, ``bias``, ``energy``,
+``forward-dynamics`` and ``linearization`` compare the other parts a derivation is
+made of (:mod:`crossdyn.experiments.core.checks`).  Every one takes the function as
+``FILE.py:FUNC`` or ``module:FUNC`` and the model with ``--mjcf``, writes
+``metrics.json`` and a plot into its folder under ``--out``, prints a report
+(every off entry with ``--verbose``), can write a JUnit file (``--junit``) and
+save or compare a baseline (``--save-baseline``/``--baseline``), and exits 0 when
+the function agrees, 1 when it does not (or drifted from the baseline), 2 on bad
+input.  Systems add their own (``check two-link``) through the ``crossdyn.commands``
+entry points (:mod:`crossdyn.experiments.core.cli.commands`), with
+:func:`prepare`, :func:`report_check`, :func:`add_sampling`, :func:`add_outputs` and
+:func:`load_states` shared from here.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
 
-__all__ = ["add_parser", "load_states", "report_check", "add_sampling", "DEFAULT_OUT"]
+__all__ = ["add_parser", "load_states", "load_state_file", "prepare", "report_check", "add_sampling", "add_outputs",
+           "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results")
 # Random states per check.  States stream through in chunks (bounded memory,
@@ -32,14 +44,32 @@ def load_states(path: str, nq: int, nv: int):
         column count, or non-finite entries; each message says what was found
         and what is expected.
     """
+    return load_state_file(path, (("q", nq), ("qd", nv), ("qdd", nv)))
+
+
+def load_state_file(path: str, parts: tuple[tuple[str, int], ...]):
+    """Read rows ``[part_1, part_2, ...]`` of the given sizes from a ``.npy`` or ``.csv`` file.
+
+    Args:
+      path: the file.
+      parts: ``(name, size)`` of each part of a row, e.g. ``(("q", 7), ("qd", 6))``.
+
+    Returns:
+      One ``(N, size)`` array per part.
+
+    Raises:
+      StateError: as :func:`load_states`.
+    """
     import warnings
 
     import numpy as np
 
     from crossdyn.experiments.core.errors import StateError
 
-    columns = nq + 2 * nv
-    expected = f"expected rows of {columns} numbers (q {nq}, qd {nv}, qdd {nv})"
+    columns = sum(size for _, size in parts)
+    layout = ", ".join(f"{name} {size}" for name, size in parts)
+    names = ", ".join(name for name, _ in parts)
+    expected = f"expected rows of {columns} numbers ({layout})"
     file = Path(path)
     if not file.is_file():
         raise StateError(f"no states file {path!r}")
@@ -62,38 +92,155 @@ def load_states(path: str, nq: int, nv: int):
     if rows.shape[0] == 0:
         raise StateError(f"{path} has no rows; {expected}")
     if rows.shape[1] != columns:
-        raise StateError(f"{path}: each row needs {columns} numbers (q, qd, qdd), found {rows.shape[1]}")
+        raise StateError(f"{path}: each row needs {columns} numbers ({names}), found {rows.shape[1]}")
     rows = np.asarray(rows, dtype=float)
-    return rows[:, :nq], rows[:, nq : nq + nv], rows[:, nq + nv :]
+    out, start = [], 0
+    for _, size in parts:
+        out.append(rows[:, start : start + size])
+        start += size
+    return tuple(out)
 
 
-def report_check(report, out_dir: Path, title: str, extra: dict) -> int:
-    from crossdyn.experiments.core import plots
+@dataclass
+class _Outcome:
+    """A check as one JUnit test case (the fields experiments.core.junit reads)."""
+
+    name: str
+    expected: str
+    measured: str
+    passed: bool
+    seconds: float
+    error: str | None = None
+    baseline: object = None
+
+
+def _function_stem(spec: str) -> str:
+    """``file-func`` of ``FILE.py:FUNC`` (the file's stem) or ``module-func`` of ``module:FUNC``."""
+    file, _, func = spec.rpartition(":")
+    return f"{Path(file).stem if file.endswith('.py') or '/' in file else file}-{func}"
+
+
+def prepare(args, name: str):
+    """Refuse what can be refused before anything runs: the stored baseline, the JUnit and baseline folders."""
+    from crossdyn.experiments.core import baseline
+
+    stored = baseline.load(args.baseline, [name]) if getattr(args, "baseline", None) else None
+    return stored
+
+
+def _finish(args, name: str, metrics: dict, passed: bool, text: str, figure, figure_name: str, stored,
+            expected: str, measured: str, seconds: float) -> int:
+    """Write metrics.json and the plot, print the report, JUnit and baselines; the exit status."""
+    from crossdyn.experiments.core import baseline
     from crossdyn.experiments.core.results import write_json
 
+    out_dir = arguments.make_out_dir(Path(args.out) / name)
+    for folder in (getattr(args, "save_baseline", None), args.junit.parent if getattr(args, "junit", None) else None):
+        if folder is not None:
+            arguments.make_out_dir(folder)
+    write_json(out_dir / "metrics.json", metrics)
+    figure.savefig(out_dir / figure_name, dpi=110, bbox_inches="tight")
+    print(text)
+    print(f"  results in {out_dir}")
+    comparison = None
+    if stored is not None:
+        import json
+
+        written = json.loads((out_dir / "metrics.json").read_text())  # as stored: NaN as text, tuples as lists
+        comparison = baseline.compare(name, written, stored.get(name))
+        print(baseline.report([comparison], args.baseline), end="")
+    if getattr(args, "save_baseline", None):
+        import json
+
+        baseline.save(args.save_baseline, {name: json.loads((out_dir / "metrics.json").read_text())})
+        print(f"  baseline saved in {args.save_baseline / (name + '.json')}")
+    if getattr(args, "junit", None):
+        from crossdyn.experiments.core.junit import write_junit
+
+        outcome = _Outcome(name, expected, measured, passed, seconds, baseline=comparison)
+        write_junit(args.junit, [outcome], out_dir.parent)
+    return 0 if passed and (comparison is None or comparison.passed) else 1
+
+
+def _conditions(args, **more) -> dict:
+    """What a baseline must have been taken under to compare (metrics.json's ``params``)."""
+    keys = ("mjcf", "samples", "states", "atol", "rtol", "dynamics")
+    return {**{k: getattr(args, k) for k in keys if hasattr(args, k)}, **more}
+
+
+def report_check(report, args, name: str, title: str, extra: dict, seconds: float) -> int:
+    from crossdyn.experiments.core import plots
     from crossdyn.experiments.core.report import text
 
-    arguments.make_out_dir(out_dir)
-    write_json(out_dir / "metrics.json", {**extra, **report.to_dict()})
-    plots.term_errors(report, title).savefig(out_dir / "term_errors.png", dpi=110, bbox_inches="tight")
-    print(text(report, title))
-    print(f"  results in {out_dir}")
-    return 0 if report.passed else 1
+    metrics = {**extra, **report.to_dict()}
+    figure = plots.term_errors(report, title)
+    stored = getattr(args, "_stored", None)
+    expected = f"agree with mj_inverse within {report.atol:g} + {report.rtol:g} |tau|"
+    return _finish(args, name, metrics, report.passed, text(report, title, verbose=getattr(args, "verbose", False)),
+                   figure, "term_errors.png", stored, expected, report.diagnosis, seconds)
 
 
 def _cmd_check_derivation(args) -> int:
+    import time
+
     from crossdyn.experiments.core.derivation import check_derivation
     from crossdyn.experiments.core.models import load_model
 
+    name = f"check-derivation-{_function_stem(args.derivation)}"
+    args._stored = prepare(args, name)
+    start = time.perf_counter()
     model = load_model(args.mjcf)
     states = load_states(args.states, model.nq, model.nv) if args.states else None
     report = check_derivation(args.derivation, model, dynamics=args.dynamics, samples=args.samples, seed=args.seed,
                               states=states, atol=args.atol, rtol=args.rtol)
-    file, _, func = args.derivation.rpartition(":")
-    out_dir = Path(args.out) / f"check-derivation-{Path(file).stem}-{func}"
-    extra = {"derivation": args.derivation, "model": str(args.mjcf), "states": args.states}
-    return report_check(report, out_dir, f"{args.derivation} vs mj_inverse ({args.dynamics}) on {args.mjcf}",
-                         extra)
+    extra = {"derivation": args.derivation, "model": str(args.mjcf), "states": args.states,
+             "params": _conditions(args, function=args.derivation)}
+    return report_check(report, args, name, f"{args.derivation} vs mj_inverse ({args.dynamics}) on {args.mjcf}",
+                         extra, time.perf_counter() - start)
+
+
+# The states each quantity's function takes, and the rows of its --states file.
+_STATE_PARTS = {
+    "kinematics": ("q",), "jacobian": ("q",), "mass-matrix": ("q",), "bias": ("q", "qd"),
+    "energy": ("q", "qd"), "forward-dynamics": ("q", "qd", "tau"),
+}
+
+
+def _cmd_check_quantity(args) -> int:
+    """Any of kinematics, jacobian, mass-matrix, bias, energy, forward-dynamics."""
+    import time
+
+    from crossdyn.experiments.core import checks
+    from crossdyn.experiments.core.checks.plots import entry_errors
+    from crossdyn.experiments.core.models import load_model
+
+    quantity = args.quantity
+    name = f"check-{quantity}-{_function_stem(args.function)}"
+    args._stored = prepare(args, name)
+    start = time.perf_counter()
+    model = load_model(args.mjcf)
+    parts = ("q",) if quantity == "bias" and args.gravity_only else _STATE_PARTS[quantity]
+    sizes = {"q": model.nq, "qd": model.nv, "tau": model.nv}
+    states = load_state_file(args.states, tuple((p, sizes[p]) for p in parts)) if args.states else None
+    options = {"samples": args.samples, "seed": args.seed, "states": states, "atol": args.atol, "rtol": args.rtol}
+    specific = {}
+    if quantity in ("kinematics", "jacobian"):
+        specific = {"site": args.site, "body": args.body}
+    if quantity == "jacobian":
+        specific |= {"frame": args.frame, "coordinates": args.coordinates}
+    if quantity == "bias":
+        specific["gravity_only"] = args.gravity_only
+    if hasattr(args, "dynamics"):
+        specific["dynamics"] = args.dynamics
+    report = checks.check(quantity, args.function, model, **options, **specific)
+    title = f"{quantity}: {args.function} on {args.mjcf}"
+    conditions = _conditions(args, function=args.function,
+                             **{k: v for k, v in specific.items() if v is not None and k != "dynamics"})
+    metrics = {"model": str(args.mjcf), "states": args.states, "params": conditions, **report.to_dict()}
+    expected = f"agree with MuJoCo within {report.atol:g} + {report.rtol:g} |MuJoCo's|"
+    return _finish(args, name, metrics, report.passed, report.text(title, verbose=args.verbose),
+                   entry_errors(report, title), "entry_errors.png", args._stored, expected, report.diagnosis,
+                   time.perf_counter() - start)
 
 
 def add_sampling(p: argparse.ArgumentParser) -> None:
@@ -106,18 +253,189 @@ def add_sampling(p: argparse.ArgumentParser) -> None:
                    help="output folder (default results/)")
 
 
+def add_outputs(p: argparse.ArgumentParser) -> None:
+    """--verbose, --junit and baselines, on every check command."""
+    from crossdyn.experiments.core.baseline import DEFAULT_ATOL, DEFAULT_RTOL
+
+    p.add_argument("--verbose", action="store_true",
+                   help="list every off entry and each part's largest error (the report otherwise groups them "
+                        "and shows the first lines; metrics.json always has them all)")
+    p.add_argument("--junit", type=arguments.out_file, metavar="FILE",
+                   help="write the check as one JUnit test case to FILE (for CI)")
+    p.add_argument("--save-baseline", type=arguments.out_dir, metavar="DIR",
+                   help="store this check's numeric metrics in DIR/NAME.json")
+    p.add_argument("--baseline", type=Path, metavar="DIR",
+                   help="compare every numeric metric with DIR/NAME.json; drift exits 1 (tolerance "
+                        f"|now - baseline| <= {DEFAULT_ATOL:g} + {DEFAULT_RTOL:g} |baseline|)")
+
+
+def _add_tolerances(p: argparse.ArgumentParser, unit: str) -> None:
+    from crossdyn.experiments.core.crosscheck import ATOL, RTOL, TOLERANCE_REASON
+
+    p.add_argument("--atol", type=arguments.number(0.0, 1e6, "--atol"), default=ATOL,
+                   help=f"absolute tolerance, {unit} (default {ATOL:g}: {TOLERANCE_REASON})")
+    p.add_argument("--rtol", type=arguments.number(0.0, 1.0, "--rtol"), default=RTOL,
+                   help=f"relative tolerance, of |MuJoCo's value| (default {RTOL:g}); an entry passes if "
+                   "|error| <= atol + rtol |MuJoCo's|")
+
+
+def _add_dynamics(p: argparse.ArgumentParser, what: str) -> None:
+    from crossdyn.experiments.core.truth import DYNAMICS
+
+    p.add_argument("--dynamics", choices=DYNAMICS, default=DYNAMICS[0],
+                   help=f"truth to compare with: rigid-body (default: {what} of the rigid bodies, the model's "
+                   "armature, damping, stiffness and gravcomp removed) or as-modeled (kept); contacts, limits, "
+                   "equality constraints, frictionloss and fluid forces are off in both")
+
+
+def _add_target(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--site", metavar="NAME", help="the site whose frame is checked")
+    where.add_argument("--body", metavar="NAME", help="the body whose frame (its origin, xpos/xmat) is checked")
+
+
+# Per quantity: (help line, the function's signature and return in words, the --states row, the tolerance unit).
+QUANTITIES = {
+    "kinematics": ("your forward kinematics of a site or body: FUNC(q) -> position (3,) or (position, rotation)",
+                   "FUNC(q) returns the world position (3,) m, or (position (3,), rotation (3, 3)) with the "
+                   "frame's axes as columns (MuJoCo's site_xmat); compared with mj_kinematics' site_xpos/site_xmat "
+                   "(xpos/xmat for --body)", "q", "m (rotation entries unitless)"),
+    "jacobian": ("your point Jacobian: FUNC(q) -> (6, nv) [linear; angular] or (3, nv)",
+                 "FUNC(q) returns (6, nv) (linear rows x, y, z then angular) or (3, nv), per unit qvel; compared "
+                 "with mj_jacSite/mj_jacBody, world-aligned (or --frame local)", "q", "m/rad or rad/rad"),
+    "mass-matrix": ("your mass matrix: FUNC(q) -> M (nv, nv)",
+                    "FUNC(q) returns the joint-space inertia (nv, nv); compared with mj_fullM", "q", "kg m^2 or kg"),
+    "bias": ("your bias forces: FUNC(q, qd) -> c + g (nv,), or FUNC(q) -> g with --gravity-only",
+             "FUNC(q, qd) returns Coriolis, centrifugal and gravity forces (nv,); compared with qfrc_bias "
+             "(minus qfrc_passive as-modeled)", "q, qd", "N m or N"),
+    "energy": ("your energies: FUNC(q, qd) -> (kinetic, potential)",
+               "FUNC(q, qd) returns (kinetic, potential) in J; compared with MuJoCo's energy, the potential up to "
+               "one constant over all states (named in the report)", "q, qd", "J"),
+    "forward-dynamics": ("your forward dynamics: FUNC(q, qd, tau) -> qdd (nv,)",
+                         "FUNC(q, qd, tau) returns accelerations (nv,); compared with mj_forward's qacc with "
+                         "qfrc_applied = tau", "q, qd, tau", "rad/s^2 or m/s^2"),
+}
+
+
+def _add_quantity(checks, quantity: str) -> None:
+    help_line, returns, rows, unit = QUANTITIES[quantity]
+    p = checks.add_parser(quantity, help=help_line, description=f"{help_line}. {returns}.")
+    p.add_argument("function", metavar="FILE.py:FUNC",
+                   help="your function (FILE.py:FUNC or module:FUNC), for one state or a batch along the first "
+                        "axis, in MuJoCo's coordinates (qpos, qvel)")
+    p.add_argument("--mjcf", required=True, metavar="MODEL",
+                   help="built-in model name, or an MJCF or URDF path it describes, as it comes")
+    if quantity in ("kinematics", "jacobian"):
+        _add_target(p)
+    if quantity == "jacobian":
+        from crossdyn.experiments.core.checks.jacobian import FRAMES
+
+        p.add_argument("--frame", choices=FRAMES, default=FRAMES[0],
+                       help="world-aligned (default: MuJoCo's mj_jacSite, Pinocchio's LOCAL_WORLD_ALIGNED) or "
+                            "local (the point's own axes, Pinocchio's LOCAL)")
+        p.add_argument("--coordinates", type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+                       metavar="J1,J2", help="a closed loop's independent joints: the Jacobian per unit velocity "
+                       "of these, the others following the model's equality constraints (give closed poses "
+                       "with --states)")
+    if quantity == "bias":
+        p.add_argument("--gravity-only", action="store_true",
+                       help="FUNC(q) is the gravity force alone, compared at zero velocity")
+    if quantity in ("mass-matrix", "bias", "energy", "forward-dynamics"):
+        _add_dynamics(p, {"mass-matrix": "M(q)", "bias": "c + g", "energy": "the energies",
+                          "forward-dynamics": "qdd"}[quantity])
+    p.add_argument("--states", metavar="FILE",
+                   help=f"check at these states (.csv/.npy rows {rows}; q only with --gravity-only)"
+                   if quantity == "bias" else f"check at these states (.csv/.npy rows {rows})")
+    _add_tolerances(p, unit)
+    add_sampling(p)
+    add_outputs(p)
+    p.set_defaults(func=_cmd_check_quantity, quantity=quantity)
+
+
+def _numbers(what: str):
+    """An argparse type: comma-separated finite numbers (``0,0.4,0,-1.2``)."""
+
+    def parse(text: str):
+        import math
+
+        try:
+            values = [float(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} takes comma-separated numbers, got {text!r}") from None
+        if not values or not all(math.isfinite(v) for v in values):
+            raise argparse.ArgumentTypeError(f"{what} takes finite comma-separated numbers, got {text!r}")
+        return values
+
+    parse.__name__ = what
+    return parse
+
+
+def _cmd_check_linearization(args) -> int:
+    import time
+
+    from crossdyn.experiments.core.checks.linearization import check_linearization
+    from crossdyn.experiments.core.checks.plots import entry_errors
+    from crossdyn.experiments.core.models import load_model
+
+    name = f"check-linearization-{_function_stem(args.function)}"
+    args._stored = prepare(args, name)
+    start = time.perf_counter()
+    model = load_model(args.mjcf)
+    ctrl = "hold" if args.ctrl == ["hold"] else args.ctrl
+    report = check_linearization(args.function, model, keyframe=args.keyframe, qpos=args.qpos, qvel=args.qvel,
+                                 ctrl=ctrl, atol=args.atol, rtol=args.rtol)
+    title = f"linearization: {args.function} on {args.mjcf}"
+    conditions = {"mjcf": args.mjcf, "function": args.function, "keyframe": args.keyframe, "qpos": args.qpos,
+                  "qvel": args.qvel, "ctrl": args.ctrl, "atol": args.atol, "rtol": args.rtol}
+    metrics = {"model": str(args.mjcf), "params": conditions, **report.to_dict()}
+    expected = f"agree with linearize within {report.atol:g} + {report.rtol:g} |MuJoCo's|"
+    return _finish(args, name, metrics, report.passed, report.text(title, verbose=args.verbose),
+                   entry_errors(report, title), "entry_errors.png", args._stored, expected, report.diagnosis,
+                   time.perf_counter() - start)
+
+
+def _add_linearization(checks) -> None:
+    from crossdyn.experiments.core.checks.linearization import ATOL, RTOL, TOLERANCE_REASON
+
+    help_line = "your linearization: FUNC(q, qd, u) -> (A, B) at an operating point"
+    p = checks.add_parser("linearization", help=help_line, description=(
+        f"{help_line}. FUNC is called once with the point's q (nq,), qd (nv,), u (nu,) and returns continuous-time "
+        "A (2nv, 2nv) and B (2nv, nu) on the state [dq, dqd] (dq in MuJoCo's tangent space: a free joint has 6 "
+        "dofs) and the input ctrl - ctrl_op; compared with crossdyn's linearize of the model as it comes."))
+    p.add_argument("function", metavar="FILE.py:FUNC", help="your function (FILE.py:FUNC or module:FUNC)")
+    p.add_argument("--mjcf", required=True, metavar="MODEL",
+                   help="built-in model name, or an MJCF or URDF path it describes, as it comes")
+    p.add_argument("--keyframe", metavar="NAME", help="the operating point: this keyframe's qpos, qvel and ctrl")
+    p.add_argument("--qpos", type=_numbers("--qpos"), metavar="Q1,Q2,...",
+                   help="the operating pose (nq numbers; overrides the keyframe's)")
+    p.add_argument("--qvel", type=_numbers("--qvel"), metavar="V1,V2,...",
+                   help="its velocity (nv numbers; default rest)")
+    p.add_argument("--ctrl", type=lambda text: ["hold"] if text == "hold" else _numbers("--ctrl")(text),
+                   metavar="U1,U2,...|hold",
+                   help="its control (nu numbers; default the keyframe's or zero); 'hold': the control that holds "
+                        "the pose at rest")
+    p.add_argument("--atol", type=arguments.number(0.0, 1e6, "--atol"), default=ATOL,
+                   help=f"absolute tolerance, in A's and B's units (default {ATOL:g}: {TOLERANCE_REASON})")
+    p.add_argument("--rtol", type=arguments.number(0.0, 1.0, "--rtol"), default=RTOL,
+                   help=f"relative tolerance, of |MuJoCo's entry| (default {RTOL:g})")
+    p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, metavar="DIR",
+                   help="output folder (default results/)")
+    add_outputs(p)
+    p.set_defaults(func=_cmd_check_linearization, quantity="linearization")
+
+
 def add_parser(sub) -> None:
-    """Add ``check`` and its systems to the ``crossdyn`` subcommands."""
+    """Add ``check`` and its commands to the ``crossdyn`` subcommands."""
+    from crossdyn.experiments.core.cli import commands
     from crossdyn.experiments.core.crosscheck import ATOL, RTOL, TOLERANCE_REASON
     from crossdyn.experiments.core.truth import DYNAMICS
 
-    from crossdyn.experiments.core.cli import commands
-
-    p_check = sub.add_parser("check", help="cross-check a derivation against mj_inverse")
-    checks = p_check.add_subparsers(dest="system", required=True, metavar="SYSTEM")
+    p_check = sub.add_parser("check", help="cross-check a hand derivation, part by part, against MuJoCo")
+    checks = p_check.add_subparsers(dest="system", required=True, metavar="WHAT")
     p_der = checks.add_parser("derivation", help="your own inverse dynamics: tau = FUNC(q, qd, qdd) in FILE.py")
     p_der.add_argument("derivation", metavar="FILE.py:FUNC",
-                       help="function taking MuJoCo-layout q, qd, qdd (one state or a batch), returning tau")
+                       help="function (FILE.py:FUNC or module:FUNC) taking MuJoCo-layout q, qd, qdd (one state or a "
+                            "batch), returning tau")
     p_der.add_argument("--mjcf", required=True, metavar="MODEL",
                        help="built-in model name, or an MJCF or URDF path it describes, as it comes")
     p_der.add_argument("--dynamics", choices=DYNAMICS, default=DYNAMICS[0],
@@ -131,6 +449,10 @@ def add_parser(sub) -> None:
                        help=f"relative tolerance, of |mj_inverse| (default {RTOL:g}); an entry passes if "
                        "|error| <= atol + rtol |reference|")
     add_sampling(p_der)
+    add_outputs(p_der)
     p_der.set_defaults(func=_cmd_check_derivation)
+    for quantity in QUANTITIES:
+        _add_quantity(checks, quantity)
+    _add_linearization(checks)
     for name, entry in commands.registered("check").items():  # the systems' own (crossdyn check two-link, ...)
         commands.configure(entry, checks.add_parser(name, help=commands.summary(entry)))

@@ -1,0 +1,172 @@
+"""``crossdyn check bias``: hand-derived bias forces ``c(q, qd) + g(q)`` against MuJoCo's.
+
+The user's ``fn(q, qd)`` returns ``(nv,)``: the generalized force the robot needs
+at zero acceleration, Coriolis and centrifugal terms plus gravity.  With
+``gravity_only`` it is ``fn(q)`` and the truth is taken at zero velocity.
+
+The truth is ``mj_inverse`` at ``qacc = 0`` on the truth's copy of the model:
+``qfrc_bias`` for ``--dynamics rigid-body``; ``qfrc_bias - qfrc_passive`` (damping,
+springs, gravity compensation as the model has them) for ``as-modeled``.
+
+On a mismatch a second pass splits both sides into their gravity part
+``b(q, 0)`` and velocity part ``b(q, qd) - b(q, 0)`` and tests what the error is:
+gravity of the opposite sign, velocity terms missing or off by a factor, one of
+the model's passive effects (a spring about ``qpos0`` instead of its ``springref``
+included), or a change of some bodies' inertial parameters (``b = Y(q, qd, 0) pi``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import mujoco
+import numpy as np
+
+from crossdyn.experiments.core.checks import inertial
+from crossdyn.experiments.core.checks.common import (
+    Hypotheses,
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
+from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
+from crossdyn.experiments.core.checks.names import conventions, dof_names
+from crossdyn.experiments.core.checks.passive import PassiveEffects
+from crossdyn.experiments.core.checks.report import CheckReport, Part
+from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
+from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
+
+__all__ = ["check_bias"]
+
+_TRUTH = {"rigid-body": "qfrc_bias (Coriolis, centrifugal and gravity forces; mj_inverse at qacc = 0)",
+          "as-modeled": "qfrc_bias - qfrc_passive (mj_inverse at qacc = 0: with the model's damping, springs and "
+                        "gravity compensation)"}
+# Factors a velocity term is commonly off by (a missing 1/2 of a Christoffel symbol, a doubled one).
+_FACTORS = (0.0, 0.5, 2.0, -1.0)
+
+
+def _bias(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, data=None) -> np.ndarray:
+    return inverse_dynamics(model, q, qd, np.zeros_like(qd), data=data)
+
+
+def check_bias(
+    fn,
+    model: mujoco.MjModel | str | os.PathLike,
+    *,
+    gravity_only: bool = False,
+    dynamics: str = "rigid-body",
+    samples: int = 1000,
+    seed: int = 0,
+    states=None,
+    atol: float = ATOL,
+    rtol: float = RTOL,
+) -> CheckReport:
+    """Check ``fn(q, qd) -> c + g`` (or ``fn(q) -> g`` with ``gravity_only``) against MuJoCo.
+
+    Args:
+      fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``;
+        returns ``(nv,)`` generalized forces (N m, N).
+      model: the compiled model, or a built-in name or MJCF/URDF path.
+      gravity_only: ``fn(q)`` is the gravity force alone, compared at zero velocity.
+      dynamics: ``"rigid-body"`` (``qfrc_bias``) or ``"as-modeled"`` (minus the passive forces).
+      samples, seed: seeded random states; states: explicit ``(qpos (N, nq), qvel (N, nv))``
+        (``qpos`` alone with ``gravity_only``).
+      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|``.
+
+    Returns:
+      The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``bias`` (``gravity``).
+
+    Raises:
+      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
+    """
+    fn, label = load_function(fn)
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    truth = truth_model(model, dynamics)
+    parts_in = ("q",) if gravity_only else ("q", "qd")
+    source = state_source(model, samples, seed, states, parts_in)
+    nv = model.nv
+    user = UserFunction(fn, label, [((nv,),)], f"({nv},) generalized forces")
+    call = (lambda q, qd: user(q)[0]) if gravity_only else (lambda q, qd: user(q, qd)[0])  # noqa: E731
+    data = mujoco.MjData(truth)
+    stats = EntryStats((nv,))
+    name = "gravity" if gravity_only else "bias"
+    with model_warnings() as warned:
+        for chunk in progress(source.chunks(), source.total, f"checking {label}"):
+            q = chunk[0]
+            qd = np.zeros((q.shape[0], nv)) if gravity_only else chunk[1]
+            b_user, b = call(q, qd), _bias(truth, q, qd, data)
+            stats.add(b_user - b, b, atol, rtol)
+        part = Part.from_stats(name, "g" if gravity_only else "b", (dof_names(model),), stats)
+        attribution = [] if part.passed else _attribute(model, truth, dynamics, call, source, gravity_only, atol,
+                                                        rtol, label)
+    truth_text = _TRUTH[dynamics] + (" at zero velocity" if gravity_only else "")
+    return CheckReport(
+        quantity="bias", label=label, passed=part.passed, parts={name: part}, truth=truth_text,
+        attribution=attribution, conventions=conventions(model), notes=[n for n in [user.note()] if n],
+        warnings=warning_lines(warned), atol=atol, rtol=rtol, samples=source.total, seed=source.seed,
+        dynamics=dynamics, extra={"gravity_only": gravity_only})
+
+
+def _attribute(model, truth, dynamics, call, source, gravity_only, atol, rtol, label) -> list[str]:
+    nv = model.nv
+    passive = PassiveEffects(model, dynamics, ("damping", "stiffness", "gravcomp"), atol, rtol)
+    hyp = Hypotheses()
+    tree = rigid_tree(model)
+    kept = None
+    for chunk in progress(source.chunks(), source.total, f"explaining {label}"):
+        q = chunk[0]
+        qd = np.zeros((q.shape[0], nv)) if gravity_only else chunk[1]
+        zero = np.zeros_like(qd)
+        g_user, g = call(q, zero), _bias(truth, q, zero)
+        hyp.test("gravity", g_user, g, atol, rtol, axis=None)
+        hyp.test("gravity sign", g_user, -g, atol, rtol, axis=None)
+        if not gravity_only:
+            b_user, b = call(q, qd), _bias(truth, q, qd)
+            c_user, c = b_user - g_user, b - g
+            hyp.test("velocity", c_user, c, atol, rtol, axis=None)
+            for factor in _FACTORS:
+                hyp.test(f"velocity x{factor:g}", c_user, factor * c, atol, rtol, axis=None)
+        else:
+            b_user, b, c_user, c = g_user, g, zero, zero
+        if passive:
+            passive.add({"velocity": c_user - c, "gravity": g_user - g},
+                        functools.partial(_terms, q=q, qd=qd))
+        if kept is None:
+            k = min(INERTIAL_STATES, q.shape[0])
+            kept = (q[:k], qd[:k], b_user[:k] - b[:k], b[:k])
+    out = passive.sentences() if passive else []
+    if out:
+        return out
+    if not gravity_only:
+        if hyp.all("gravity") and not hyp.all("velocity"):
+            out.append("the gravity part b(q, 0) agrees; the velocity part b(q, qd) - b(q, 0) (Coriolis and "
+                       "centrifugal forces) is off")
+        elif hyp.all("velocity") and not hyp.all("gravity"):
+            out.append("the velocity part b(q, qd) - b(q, 0) (Coriolis and centrifugal forces) agrees; the "
+                       "gravity part b(q, 0) is off")
+        found = next((f for f in _FACTORS if hyp.all(f"velocity x{f:g}")), None)
+        if found == 0.0:
+            out.append("your velocity terms are zero: the Coriolis and centrifugal forces are missing")
+        elif found is not None:
+            out.append(f"your velocity terms are {found:g} times MuJoCo's (a factor in the Christoffel symbols "
+                       "c_k = qd^T C_k qd, C_k = 1/2 (dM_k/dq + dM_k/dq^T - dM/dq_k)?)")
+    if hyp.all("gravity sign") and not hyp.all("gravity"):
+        out.append("your gravity force has the opposite sign of MuJoCo's: gravity points the other way, or the "
+                   "potential's gradient entered with the wrong sign (g(q) = +dU/dq)")
+    if tree is not None and kept is not None and not out:
+        q, qd, err, ref = kept
+        from crossdyn.analytic.regressor import regressor
+
+        Y = regressor(tree, q, qd, np.zeros_like(qd))
+        out += inertial.explain(tree, Y.reshape(-1, Y.shape[-1]), err.ravel(), ref.ravel(), atol, rtol)
+    return out
+
+
+def _terms(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> dict[str, np.ndarray]:
+    g = _bias(model, q, np.zeros_like(qd))
+    return {"velocity": _bias(model, q, qd) - g, "gravity": g}

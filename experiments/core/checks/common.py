@@ -1,0 +1,282 @@
+"""What every quantity check shares: the user's function, the states, MuJoCo's warnings, hypotheses.
+
+- :func:`load_function`: a function, ``FILE.py:FUNC`` or ``module:FUNC``.
+- :class:`UserFunction`: calls the user's function on batches of states, whether
+  it was written for one state or for a batch (a probe on two states decides, as
+  ``check derivation`` does), through :func:`crossdyn.experiments.core.user_code.call`
+  (so ``sys.exit``, a raised ``KeyboardInterrupt`` or a non-number return is a
+  one-line error), checks the shape of what it returns against the forms the
+  quantity allows, and says once when it had to go state by state.
+- :func:`state_source`: seeded random states chunk by chunk
+  (:func:`~crossdyn.experiments.core.crosscheck.state_chunks`), or the user's own.
+- :func:`model_warnings`: MuJoCo's warnings while the truth is computed, captured
+  (not printed over the report) and put in the report as the model's.
+- :class:`Hypotheses`: running tests of "the error is exactly this" over chunks,
+  the attribution's building block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from crossdyn.experiments.core import user_code
+from crossdyn.experiments.core.crosscheck import CHUNK, state_chunks
+from crossdyn.experiments.core.errors import DerivationError, StateError
+
+__all__ = ["load_function", "UserFunction", "StateSource", "state_source", "model_warnings", "warning_lines",
+           "within", "Hypotheses"]
+
+# What each state part is called and how long it is.
+_PART_SIZE = {"q": "nq", "qd": "nv", "qdd": "nv", "tau": "nv"}
+
+
+def load_function(fn: Callable | str) -> tuple[Callable, str]:
+    """The user's function and how to name it: a callable, ``FILE.py:FUNC`` or ``module:FUNC``.
+
+    Raises:
+      DerivationError: see :func:`crossdyn.experiments.core.derivation.load_derivation`.
+    """
+    from crossdyn.experiments.core.derivation import load_derivation
+
+    if isinstance(fn, str):
+        return load_derivation(fn), os.path.basename(fn)
+    if not callable(fn):
+        raise DerivationError(f"expected a function or 'FILE.py:FUNC', got a {type(fn).__name__}")
+    return fn, getattr(fn, "__name__", "function")
+
+
+def _shape_text(shape: tuple) -> str:
+    return "a number" if shape == () else f"shape {shape}"
+
+
+class UserFunction:
+    """A user's function called on batches of states, written for one state or for a batch.
+
+    Args:
+      fn: the function.
+      label: how it is named in messages.
+      forms: the return values it may give for one state, each a tuple of shapes:
+        ``[((3,),), ((3,), (3, 3))]`` is "a position, or a position and a rotation".
+        A form of several shapes is returned as a tuple (or list) of arrays.
+      what: what the function returns, in words, for messages (``"(position, rotation)"``).
+
+    Attributes:
+      form: the index of the form the function returned (after the first call).
+      per_state: the function takes one state at a time (so each is a call).
+      calls: how many times it was called.
+    """
+
+    def __init__(self, fn: Callable, label: str, forms: list[tuple[tuple, ...]], what: str):
+        self.fn, self.label, self.forms, self.what = fn, label, forms, what
+        self.form: int | None = None
+        self.per_state = False
+        self.calls = 0
+
+    def _call(self, *args) -> object:
+        self.calls += 1
+        with user_code._guard(self.label):  # sys.exit / raised KeyboardInterrupt -> UserExit
+            try:
+                return self.fn(*args)
+            except Exception as exc:  # the user's code: any exception is theirs to see
+                raise DerivationError(f"{self.label} raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+                                      f"{user_code.where(exc)}") from None
+
+    def _parts(self, out, n: int | None) -> list[np.ndarray]:
+        """Split a return value into arrays: a tuple is several outputs; so is a list, unless it is one array."""
+        multi = max(len(f) for f in self.forms) > 1
+        if multi and isinstance(out, tuple):
+            return [user_code.as_numbers(o, self.label) for o in out]
+        if multi and isinstance(out, list):
+            try:
+                whole = user_code.as_numbers(out, self.label)
+            except DerivationError:  # ragged: several outputs of different shapes
+                return [user_code.as_numbers(o, self.label) for o in out]
+            lead = () if n is None else (n,)
+            if any(len(f) == 1 and lead + f[0] == whole.shape for f in self.forms):
+                return [whole]
+            return [user_code.as_numbers(o, self.label) for o in out]
+        return [user_code.as_numbers(out, self.label)]
+
+    def _parse(self, out, n: int | None) -> list[np.ndarray]:
+        """The outputs of one call (``n`` None) or of a batch of ``n``, matched against the forms."""
+        parts = self._parts(out, n)
+        lead = () if n is None else (n,)
+        forms = list(enumerate(self.forms)) if self.form is None else [(self.form, self.forms[self.form])]
+        for k, form in forms:
+            if len(form) == len(parts) and all(p.shape == lead + s for p, s in zip(parts, form, strict=False)):
+                self.form = k
+                return parts
+        found = ", ".join(_shape_text(p.shape) for p in parts)
+        allowed = " or ".join("(" + ", ".join(_shape_text(s) for s in form) + ")" if len(form) > 1
+                              else _shape_text(form[0]) for _, form in forms)
+        where = "for one state" if n is None else f"for a batch of {n}"
+        raise DerivationError(f"{self.label} returned {found} {where}; expected {self.what}: {allowed}")
+
+    def _single(self, args: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+        n = args[0].shape[0]
+        rows = [self._parse(self._call(*(a[k] for a in args)), None) for k in range(n)]
+        return [np.stack([r[i] for r in rows]) for i in range(len(rows[0]))]
+
+    def _decide(self, args: tuple[np.ndarray, ...]) -> None:
+        """Probe two states one by one and as a batch: batches only if they give the same numbers."""
+        probe = tuple(a[: min(2, a.shape[0])] for a in args)
+        reference = self._single(probe)
+        try:
+            out = self._parse(self._call(*probe), probe[0].shape[0])
+            vectorized = all(o.shape == r.shape and np.allclose(o, r, rtol=1e-12, atol=1e-12)
+                             for o, r in zip(out, reference, strict=False))
+        except user_code.UserExit:
+            raise
+        except DerivationError:  # written for one state: it may fail on a batch
+            vectorized = False
+        self.per_state = not vectorized
+        self._decided = True
+
+    def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
+        """The outputs for a batch: each ``(N, *shape)``; arguments are batches ``(N, ...)``.
+
+        Raises:
+          DerivationError: it raises, exits, returns the wrong shape or a non-finite number.
+        """
+        if not getattr(self, "_decided", False):
+            self._decide(args)
+        n = args[0].shape[0]
+        outputs = self._single(args) if self.per_state else self._parse(self._call(*args), n)
+        return self._finite(outputs)
+
+    def _finite(self, outputs: list[np.ndarray]) -> list[np.ndarray]:
+        for out in outputs:
+            bad = ~np.isfinite(out.reshape(out.shape[0], -1)).all(axis=1)
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise DerivationError(f"{self.label} returned a non-finite value at state {row}")
+        return outputs
+
+    def note(self) -> str | None:
+        """Said once in the report: the function went state by state (None if it took batches)."""
+        if not self.per_state or self.calls <= 2:
+            return None
+        return (f"{self.label} takes one state at a time, so it was called {self.calls:,} times, state by state; "
+                "written for a batch (states along the first axis) it would run faster")
+
+
+@dataclass(frozen=True)
+class StateSource:
+    """A re-startable source of state chunks.
+
+    Attributes:
+      chunks: ``chunks()`` yields tuples of arrays ``(n, ...)``, one per part asked for.
+      total: how many states.
+      seed: the seed of random states, None for given ones.
+    """
+
+    chunks: Callable[[], Iterator[tuple[np.ndarray, ...]]]
+    total: int
+    seed: int | None
+
+
+def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np.ndarray, ...]:
+    if isinstance(states, np.ndarray) or not isinstance(states, (tuple, list)):
+        states = (states,)
+    if len(states) != len(parts):
+        raise StateError(f"expected {len(parts)} state arrays ({', '.join(parts)}), got {len(states)}")
+    arrays = []
+    for name, value in zip(parts, states, strict=False):
+        size = getattr(model, _PART_SIZE[name])
+        a = np.asarray(value, dtype=float)
+        if a.ndim == 1:
+            a = a[None, :]
+        if a.ndim != 2 or a.shape[1] != size:
+            raise StateError(f"{name} must have shape (N, {size}) or ({size},) for this model, got {np.shape(value)}")
+        bad = ~np.isfinite(a).all(axis=1)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise StateError(f"{name} has a non-finite entry in row {row}: {a[row]}")
+        arrays.append(a)
+    n = {a.shape[0] for a in arrays}
+    if len(n) != 1:
+        rows = ", ".join(str(a.shape[0]) for a in arrays)
+        raise StateError(f"the state arrays have different numbers of rows: {rows}")
+    return tuple(arrays)
+
+
+def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: tuple[str, ...]) -> StateSource:
+    """Seeded random states, or the given ones, as chunks of the ``parts`` asked for.
+
+    Random states are :func:`~crossdyn.experiments.core.crosscheck.state_chunks`'s
+    ``(q, qd, qdd)`` (``"tau"`` is given ``qdd``: the forward-dynamics check turns it
+    into torques); given ones are one array per part, ``(N, nq)`` or ``(N, nv)``.
+
+    Raises:
+      StateError: wrong shapes or non-finite entries; ValueError: ``samples < 1``.
+    """
+    if states is None:
+        index = {"q": 0, "qd": 1, "qdd": 2, "tau": 2}
+
+        def random() -> Iterator[tuple[np.ndarray, ...]]:
+            for chunk in state_chunks(model, samples, seed):
+                yield tuple(chunk[index[p]] for p in parts)
+
+        return StateSource(random, int(samples), seed)
+    arrays = _validate(model, states, parts)
+    n = arrays[0].shape[0]
+    return StateSource(lambda: (tuple(a[s : s + CHUNK] for a in arrays) for s in range(0, n, CHUNK)), n, None)
+
+
+@contextlib.contextmanager
+def model_warnings():
+    """Collect MuJoCo's warnings (``Insufficient arena memory`` ...) instead of letting it print them.
+
+    Yields the list the warnings are appended to, one-line each.
+    """
+    collected: list[str] = []
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(lambda text: collected.append(" ".join(str(text).split())))
+    try:
+        yield collected
+    finally:
+        mujoco.set_mju_user_warning(previous)
+
+
+def warning_lines(collected: Iterable[str]) -> list[str]:
+    """The captured warnings, each once with its count, said to be MuJoCo's about the model."""
+    counts: dict[str, int] = {}
+    for text in collected:
+        counts[text] = counts.get(text, 0) + 1
+    return [f"MuJoCo: {text!r}{f' ({n} times)' if n > 1 else ''}: raised by the model as it comes, "
+            "not by your function" for text, n in counts.items()]
+
+
+def within(error: np.ndarray, reference: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    """``|error| <= atol + rtol |reference|``, entry-wise."""
+    return np.abs(error) <= atol + rtol * np.abs(reference)
+
+
+class Hypotheses:
+    """Running tests, chunk by chunk, of "the user's value is exactly this other thing".
+
+    Each hypothesis keeps a boolean array (one flag per entry, or per column ...)
+    that stays True while every state agrees; :meth:`test` folds one chunk in.
+    """
+
+    def __init__(self):
+        self.holds: dict[str, np.ndarray] = {}
+
+    def test(self, name: str, candidate: np.ndarray, alternative: np.ndarray, atol: float, rtol: float,
+             axis=0) -> None:
+        """Fold in one chunk: ``candidate == alternative`` within tolerance, reduced over ``axis``."""
+        ok = np.all(within(candidate - alternative, alternative, atol, rtol), axis=axis)
+        self.holds[name] = ok if name not in self.holds else self.holds[name] & ok
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.holds.get(name, np.zeros(0, dtype=bool))
+
+    def all(self, name: str) -> bool:
+        """The hypothesis held on every entry at every state."""
+        return name in self.holds and bool(np.all(self.holds[name]))

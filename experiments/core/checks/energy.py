@@ -1,0 +1,189 @@
+"""``crossdyn check energy``: hand-derived kinetic and potential energy against MuJoCo's.
+
+The user's ``fn(q, qd)`` returns ``(kinetic, potential)``, two numbers (J) per
+state.  The truth is MuJoCo's energy (``mjENBL_ENERGY``, ``mj_forward``): kinetic
+``1/2 qd^T M qd`` and potential ``-sum_b m_b g . c_b`` plus the springs' energy,
+on the truth's copy of the model (``--dynamics rigid-body``: no armature, no
+springs; ``as-modeled``: both).
+
+A potential energy is defined up to a constant: MuJoCo's zero is every centre of
+mass at the world origin's height, a derivation's is often the base or the
+ground.  So the potential is compared *up to one constant over all states*: the
+difference at the first state is taken out, the rest must agree, and the report
+names the constant ("yours = MuJoCo's + 4.2 J").  The kinetic energy has no such
+freedom.
+
+On a mismatch a second pass tests: the kinetic energy a factor off (a missing 1/2),
+the armature's ``1/2 a qd^2`` included or left out, the potential's sign, and a
+change of some bodies' mass, centre of mass or inertia (both energies are linear
+in them: :func:`crossdyn.analytic.regressor.energy_regressor`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import mujoco
+import numpy as np
+
+from crossdyn.experiments.core.checks import inertial
+from crossdyn.experiments.core.checks.common import (
+    Hypotheses,
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
+from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
+from crossdyn.experiments.core.checks.names import conventions
+from crossdyn.experiments.core.checks.passive import PassiveEffects
+from crossdyn.experiments.core.checks.report import CheckReport, Part
+from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
+from crossdyn.experiments.core.models import load_model, with_options
+from crossdyn.experiments.core.truth import truth_model
+
+__all__ = ["check_energy", "energies"]
+
+_TRUTH = {"rigid-body": "MuJoCo's energy (mjENBL_ENERGY): kinetic 1/2 qd^T M qd, potential of gravity; no "
+                        "armature, no springs",
+          "as-modeled": "MuJoCo's energy (mjENBL_ENERGY): kinetic 1/2 qd^T M qd with the armature, potential of "
+                        "gravity and of the springs about their springref"}
+# Factors a kinetic energy is commonly off by (a missing or doubled 1/2).
+_FACTORS = (2.0, 0.5)
+
+
+def energies(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MuJoCo's ``(kinetic (n,), potential (n,))`` at each state (a copy with the energy flag on), J."""
+    flags = int(model.opt.enableflags) | int(mujoco.mjtEnableBit.mjENBL_ENERGY)
+    copy = with_options(model, enableflags=flags)
+    data = mujoco.MjData(copy)
+    T, U = np.empty(q.shape[0]), np.empty(q.shape[0])
+    for k in range(q.shape[0]):
+        data.qpos[:], data.qvel[:] = q[k], qd[k]
+        mujoco.mj_forward(copy, data)
+        U[k], T[k] = data.energy
+    return T, U
+
+
+def check_energy(
+    fn,
+    model: mujoco.MjModel | str | os.PathLike,
+    *,
+    dynamics: str = "rigid-body",
+    samples: int = 1000,
+    seed: int = 0,
+    states=None,
+    atol: float = ATOL,
+    rtol: float = RTOL,
+) -> CheckReport:
+    """Check ``fn(q, qd) -> (kinetic, potential)`` against MuJoCo's energy, the potential up to a constant.
+
+    Args:
+      fn: the function (one state, returning two numbers, or a batch, returning
+        two ``(N,)`` arrays), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``.
+      model: the compiled model, or a built-in name or MJCF/URDF path.
+      dynamics: ``"rigid-body"`` or ``"as-modeled"`` (armature and springs in the energy).
+      samples, seed: seeded random states; states: explicit ``(qpos (N, nq), qvel (N, nv))``.
+      atol, rtol: a value passes if ``|error| <= atol + rtol |MuJoCo's|`` (J).
+
+    Returns:
+      The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts
+      ``kinetic`` and ``potential`` (the latter up to the constant in
+      ``extra["potential_constant"]``).
+
+    Raises:
+      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
+    """
+    fn, label = load_function(fn)
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    truth = truth_model(model, dynamics)
+    source = state_source(model, samples, seed, states, ("q", "qd"))
+    user = UserFunction(fn, label, [((), ())], "(kinetic, potential) energies, J")
+    kinetic, potential = EntryStats(()), EntryStats(())
+    offset: float | None = None
+    shift_sum, shift_n = 0.0, 0
+    with model_warnings() as warned:
+        for q, qd in progress(source.chunks(), source.total, f"checking {label}"):
+            T_user, U_user = user(q, qd)
+            T, U = energies(truth, q, qd)
+            kinetic.add(T_user - T, T, atol, rtol)
+            diff = U_user - U
+            if offset is None:
+                offset = float(diff[0])  # the potential's constant, taken at the first state
+            potential.add(diff - offset, U, atol, rtol)
+            shift_sum, shift_n = shift_sum + float((diff - offset).sum()), shift_n + diff.shape[0]
+        constant = (offset or 0.0) + shift_sum / shift_n
+        parts = {"kinetic": Part.from_stats("kinetic", "T", (), kinetic),
+                 "potential": Part.from_stats("potential", "U", (), potential)}
+        passed = all(p.passed for p in parts.values())
+        attribution = [] if passed else _attribute(model, truth, dynamics, user, source, atol, rtol, label)
+    scale = max(parts["potential"].scale, 1.0)
+    notes = [n for n in [user.note()] if n]
+    extra: dict[str, object] = {"potential_constant": constant}
+    if parts["potential"].passed and abs(constant) > atol + rtol * scale:
+        words = (f"potential compared up to one constant: yours = MuJoCo's {constant:+.6g} J at every state "
+                 "(another zero of potential energy; MuJoCo's is every centre of mass at the world origin's height)")
+        notes.append(words)
+        extra["allowed"] = f"potential = MuJoCo's {constant:+.4g} J"
+    return CheckReport(
+        quantity="energy", label=label, passed=passed, parts=parts, truth=_TRUTH[dynamics], attribution=attribution,
+        conventions=conventions(model), notes=notes, warnings=warning_lines(warned), atol=atol, rtol=rtol,
+        samples=source.total, seed=source.seed, dynamics=dynamics, extra=extra)
+
+
+def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[str]:
+    passive = PassiveEffects(model, dynamics, ("armature",), atol, rtol)
+    hyp = Hypotheses()
+    first, kept = None, None
+    for q, qd in progress(source.chunks(), source.total, f"explaining {label}"):
+        T_user, U_user = user(q, qd)
+        T, U = energies(truth, q, qd)
+        for factor in _FACTORS:
+            hyp.test(f"kinetic x{factor:g}", T_user, factor * T, atol, rtol)
+        if first is None:
+            first = (float(U_user[0]), float(U[0]))
+        # The potential's sign, up to its constant: U_yours - U_yours(0) = -(U - U(0)).
+        hyp.test("potential sign", U_user - first[0], -(U - first[1]), atol, rtol)
+        if passive:
+            passive.add({"kinetic": T_user - T}, functools.partial(_kinetic, q=q, qd=qd))
+        if kept is None:
+            k = min(INERTIAL_STATES * 4, q.shape[0])  # one equation per state and energy: more states
+            kept = (q[:k], qd[:k], T_user[:k] - T[:k], T[:k], U_user[:k] - U[:k], U[:k])
+    out = passive.sentences() if passive else []
+    if out:
+        return [line.replace("mass-matrix diagonal is off by exactly the armature",
+                             "kinetic energy is off by exactly 1/2 a qd^2 of the armature") for line in out]
+    found = next((f for f in _FACTORS if hyp.all(f"kinetic x{f:g}")), None)
+    if found is not None:
+        out.append(f"your kinetic energy is {found:g} times MuJoCo's: "
+                   + ("the 1/2 of 1/2 qd^T M qd is missing" if found == 2.0 else "a 1/2 too many"))
+    if hyp.all("potential sign"):
+        out.append("your potential energy changes with the opposite sign of MuJoCo's: gravity points the other "
+                   "way, or U = +m g h was written with h measured downward")
+    tree = rigid_tree(model)
+    if not out and tree is not None and kept is not None:
+        out += _inertial(tree, *kept, atol, rtol)
+    return out
+
+
+def _kinetic(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> dict[str, np.ndarray]:
+    return {"kinetic": energies(model, q, qd)[0]}
+
+
+def _inertial(tree, q, qd, err_T, T, err_U, U, atol, rtol) -> list[str]:
+    """The energies are linear in the inertial parameters too: ``T = Y_T pi``, ``U = Y_U pi``.
+
+    The potential is compared up to a constant, so its rows are taken relative to
+    the first state (the constant drops out).
+    """
+    from crossdyn.analytic.regressor import energy_regressor
+
+    Y_T, Y_U = energy_regressor(tree, q, qd)
+    Y = np.vstack([Y_T, Y_U[1:] - Y_U[0]])
+    error = np.concatenate([err_T, err_U[1:] - err_U[0]])
+    reference = np.concatenate([T, U[1:]])
+    return inertial.explain(tree, Y, error, reference, atol, rtol, unit="J")
+

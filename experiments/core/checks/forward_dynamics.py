@@ -1,0 +1,188 @@
+"""``crossdyn check forward-dynamics``: a hand-derived ``qdd = fn(q, qd, tau)`` against ``mj_forward``.
+
+The truth is ``qacc`` of ``mj_forward`` with ``qfrc_applied = tau`` on the truth's
+copy of the model (constraints off; ``--dynamics rigid-body`` or ``as-modeled``).
+Random states draw ``(q, qd)`` and an acceleration ``qdd``, and take
+``tau = mj_inverse(q, qd, qdd)`` of the truth, so the torques are of the size the
+robot's own motions need (given states are rows ``q, qd, tau``).
+
+A forward dynamics that is wrong is the exact inverse of *some* inverse dynamics
+``tau = M_yours qdd + c_yours + g_yours``.  On a mismatch a second pass recovers
+what it implies:
+
+- the force residual ``r = mj_inverse(q, qd, qdd_yours) - tau``: minus the error a
+  ``check derivation`` of that inverse dynamics would find, so the model's
+  passive effects and the inertial-parameter fit (``-r = Y(q, qd, qdd_yours) dpi``)
+  name it the same way;
+- at a few states, the implied terms by the unit-vector method on the forward
+  dynamics: ``M_yours^-1 = [f(q, 0, e_i) - f(q, 0, 0)]``,
+  ``g_yours = -M_yours f(q, 0, 0)``, ``c_yours = -M_yours f(q, qd, 0) - g_yours``,
+  each compared with MuJoCo's: which term is off, and where.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import mujoco
+import numpy as np
+
+from crossdyn.experiments.core.checks import inertial
+from crossdyn.experiments.core.checks.common import (
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
+from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, mass_matrices, rigid_tree
+from crossdyn.experiments.core.checks.names import conventions, dof_names
+from crossdyn.experiments.core.checks.passive import PassiveEffects
+from crossdyn.experiments.core.checks.report import CheckReport, Part
+from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
+from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
+
+__all__ = ["check_forward_dynamics", "forward"]
+
+# States at which the implied terms are recovered (each costs nv + 2 calls of the user's function).
+IMPLIED_STATES = 8
+# The implied terms come from inverting the user's own M^-1: round-off grows with
+# M's condition number (1e4 on a light-limbed floating base), so a term is named
+# "off" only when it differs by more than this fraction of its size.
+IMPLIED_RTOL = 1e-6
+
+_TRUTH = {"rigid-body": "qacc of mj_forward with qfrc_applied = tau (rigid-body: M qdd + c + g = tau)",
+          "as-modeled": "qacc of mj_forward with qfrc_applied = tau (as modeled: with the armature, damping, "
+                        "springs and gravity compensation)"}
+
+
+def forward(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, tau: np.ndarray, data=None) -> np.ndarray:
+    """MuJoCo's ``qacc`` at each state with ``qfrc_applied = tau``, ``(n, nv)``."""
+    data = mujoco.MjData(model) if data is None else data
+    out = np.empty_like(qd)
+    for k in range(q.shape[0]):
+        data.qpos[:], data.qvel[:], data.qfrc_applied[:] = q[k], qd[k], tau[k]
+        mujoco.mj_forward(model, data)
+        out[k] = data.qacc
+    data.qfrc_applied[:] = 0.0
+    return out
+
+
+def check_forward_dynamics(
+    fn,
+    model: mujoco.MjModel | str | os.PathLike,
+    *,
+    dynamics: str = "rigid-body",
+    samples: int = 1000,
+    seed: int = 0,
+    states=None,
+    atol: float = ATOL,
+    rtol: float = RTOL,
+) -> CheckReport:
+    """Check ``fn(q, qd, tau) -> qdd`` against MuJoCo's forward dynamics.
+
+    Args:
+      fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``;
+        returns ``(nv,)`` accelerations (rad/s^2, m/s^2) for generalized forces ``tau``.
+      model: the compiled model, or a built-in name or MJCF/URDF path.
+      dynamics: ``"rigid-body"`` or ``"as-modeled"``.
+      samples, seed: seeded random states; states: explicit ``(qpos, qvel, tau)``.
+      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's qacc|``.
+
+    Returns:
+      The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``qdd``.
+
+    Raises:
+      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
+    """
+    fn, label = load_function(fn)
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    truth = truth_model(model, dynamics)
+    source = state_source(model, samples, seed, states, ("q", "qd", "tau"))
+    random = states is None
+    nv = model.nv
+    user = UserFunction(fn, label, [((nv,),)], f"({nv},) accelerations")
+    data = mujoco.MjData(truth)
+    stats = EntryStats((nv,))
+    with model_warnings() as warned:
+        for q, qd, third in progress(source.chunks(), source.total, f"checking {label}"):
+            tau = inverse_dynamics(truth, q, qd, third, data=data) if random else third
+            (qdd_user,) = user(q, qd, tau)
+            qdd = forward(truth, q, qd, tau, data)
+            stats.add(qdd_user - qdd, qdd, atol, rtol)
+        part = Part.from_stats("qdd", "qdd", (dof_names(model),), stats)
+        attribution = [] if part.passed else _attribute(model, truth, dynamics, user, source, random, atol, rtol,
+                                                        label)
+    return CheckReport(
+        quantity="forward-dynamics", label=label, passed=part.passed, parts={"qdd": part}, truth=_TRUTH[dynamics],
+        attribution=attribution, conventions=conventions(model), notes=[n for n in [user.note()] if n],
+        warnings=warning_lines(warned), atol=atol, rtol=rtol, samples=source.total, seed=source.seed,
+        dynamics=dynamics)
+
+
+def _attribute(model, truth, dynamics, user, source, random, atol, rtol, label) -> list[str]:
+    passive = PassiveEffects(model, dynamics, ("armature", "damping", "stiffness", "gravcomp"), atol, rtol)
+    tree = rigid_tree(model)
+    kept = None
+    for q, qd, third in progress(source.chunks(), source.total, f"explaining {label}"):
+        tau = inverse_dynamics(truth, q, qd, third) if random else third
+        (qdd_user,) = user(q, qd, tau)
+        # What your accelerations need in MuJoCo's dynamics, against what was applied: -(derivation error).
+        error = tau - inverse_dynamics(truth, q, qd, qdd_user)
+        if passive:
+            passive.add({"force": error}, functools.partial(_force, q=q, qd=qd, qdd=qdd_user))
+        if kept is None:
+            k = min(INERTIAL_STATES, q.shape[0])
+            kept = (q[:k], qd[:k], qdd_user[:k], error[:k], tau[:k])
+    out = passive.sentences() if passive else []
+    if out or kept is None:
+        return out
+    out += _implied_terms(model, truth, user, kept[0][:IMPLIED_STATES], kept[1][:IMPLIED_STATES])
+    if tree is not None:
+        from crossdyn.analytic.regressor import regressor
+
+        q, qd, qdd_user, error, tau = kept
+        Y = regressor(tree, q, qd, qdd_user)
+        out += inertial.explain(tree, Y.reshape(-1, Y.shape[-1]), error.ravel(), tau.ravel(), atol, rtol)
+    return out
+
+
+def _force(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> dict[str, np.ndarray]:
+    return {"force": inverse_dynamics(model, q, qd, qdd)}
+
+
+def _implied_terms(model, truth, user, q, qd) -> list[str]:
+    """The mass matrix, velocity terms and gravity your forward dynamics implies, against MuJoCo's."""
+    n, nv = q.shape[0], model.nv
+    zero = np.zeros((n, nv))
+    a0 = user(q, zero, zero)[0]
+    Minv = np.stack([user(q, zero, np.tile(np.eye(nv)[i], (n, 1)))[0] - a0 for i in range(nv)], axis=2)
+    if np.any(np.linalg.cond(Minv) > 1e12):  # no inverse: the accelerations do not follow the torques
+        return ["your accelerations do not respond to the torques as a mass matrix makes them: "
+                "d qdd / d tau = [f(q, 0, e_i) - f(q, 0, 0)] is singular"]
+    M_user = np.linalg.inv(Minv)
+    g_user = -np.einsum("nij,nj->ni", M_user, a0)
+    c_user = -np.einsum("nij,nj->ni", M_user, user(q, qd, zero)[0]) - g_user
+    M = mass_matrices(truth, q)
+    g = inverse_dynamics(truth, q, zero, zero)
+    c = inverse_dynamics(truth, q, qd, zero) - g
+    names = dof_names(model)
+    off, agree = [], []
+    for what, mine, theirs in (("mass matrix", M_user, M), ("velocity terms", c_user, c), ("gravity", g_user, g)):
+        err = np.abs(mine - theirs)
+        bound = IMPLIED_RTOL * max(float(np.abs(theirs).max()), 1e-12)
+        if err.max() > bound:
+            index = np.unravel_index(int(np.argmax(err)), err.shape)[1:]
+            entry = f"M[{names[index[0]]}, {names[index[1]]}]" if len(index) == 2 else names[index[0]]
+            off.append(f"{what} (off by up to {err.max():.3g} at {entry})")
+        else:
+            agree.append(what)
+    if not off:
+        return []
+    text = "the inverse dynamics your forward dynamics implies has its " + " and ".join(off)
+    if agree:
+        text += f"; its {' and '.join(agree)} agree{'s' if len(agree) == 1 else ''}"
+    return [text + f" (recovered at {n} states by unit torques: M_yours^-1 = [f(q, 0, e_i) - f(q, 0, 0)])"]

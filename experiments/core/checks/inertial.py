@@ -1,0 +1,176 @@
+"""Is an error a change of some bodies' inertial parameters?  Say which, in the user's terms.
+
+Inverse dynamics is linear in each body's ten inertial parameters
+(:mod:`crossdyn.analytic.regressor`): ``tau = Y(q, qd, qdd) pi``.  A derivation
+that uses a wrong mass, centre of mass or inertia is off by exactly
+``Y (pi_yours - pi_model)``.  Given the error at some states and the regressor
+there (computed by crossdyn's own RNEA, never by MuJoCo's inverse dynamics),
+:func:`explain` fits ``delta_pi`` by least squares:
+
+1. all bodies at once: if even that leaves a residual above the check's
+   tolerance, the error is *not* inertial (a link length, a joint offset or axis
+   is not linear in ``pi``) and the report says so;
+2. then every set of one, two or three bodies, at each level of the user's terms:
+   the mass alone (centre of mass and inertia about it unchanged: one unknown per
+   body), the inertia about the centre of mass alone, both, the centre of mass (and
+   inertia) at the model's mass, then all ten; a candidate explains the error if
+   its residual is within tolerance at every state, and the explanation is the one
+   that changes the fewest parameters the states can tell apart (the rank of its
+   columns);
+3. the fitted parameters are turned back into mass, centre of mass and inertia
+   about the centre of mass (:func:`~crossdyn.analytic.regressor.body_properties`)
+   and compared with the model's: "body 'trunk': mass 7.5 where the model has
+   6.921 (+0.579 kg); everything else agrees".
+
+Parameters the motion cannot tell apart (columns of ``Y`` that are combinations of
+others, like a link's mass at its joint axis and its parent's) make the fit
+non-unique; the report then says the values shown are the least change that
+explains the error.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+
+from crossdyn.analytic.regressor import body_properties, inertial_parameters
+from crossdyn.analytic.rnea import Tree
+
+__all__ = ["explain", "MAX_BODIES"]
+
+# The largest set of bodies tried together (all sets of one, two, three bodies);
+# above 20 bodies only sets of one and two (a few hundred small least squares).
+MAX_BODIES = 3
+# A parameter "agrees" if the fit moves it by less than this fraction of its
+# size (plus round-off): unchanged parameters come out at ~1e-12 of their size.
+_AGREE = 1e-7
+
+
+def _fit(A: np.ndarray, error: np.ndarray, tol: np.ndarray) -> tuple[bool, np.ndarray, float, int]:
+    """Least squares on scaled columns: (within tolerance everywhere, solution, worst residual, rank)."""
+    norms = np.linalg.norm(A, axis=0)
+    keep = norms > 0
+    x = np.zeros(A.shape[1])
+    if not keep.any():
+        return bool(np.all(np.abs(error) <= tol)), x, float(np.abs(error).max()), 0
+    scaled = A[:, keep] / norms[keep]
+    sol, _, rank, _ = np.linalg.lstsq(scaled, error, rcond=None)
+    x[keep] = sol / norms[keep]
+    residual = error - A @ x
+    return bool(np.all(np.abs(residual) <= tol)), x, float(np.abs(residual).max()), int(rank)
+
+
+def _vector(v, floor: float = 0.0) -> str:
+    """``[a, b, c]`` to 4 digits; entries under ``floor`` (round-off) print as 0."""
+    return "[" + ", ".join(f"{(x if abs(x) >= floor else 0.0):.4g}" for x in v) + "]"
+
+
+def _describe(tree: Tree, b: int, delta: np.ndarray, rank: int, active: int) -> str:
+    """One body's fitted change in words: mass, centre of mass, inertia about the CoM."""
+    pi = inertial_parameters(tree)[b]
+    m0, c0, I0 = body_properties(pi)
+    m1, c1, I1 = body_properties(pi + delta)
+    name = tree.body_names[b] if tree.body_names else f"#{b}"
+    parts = []
+    if abs(m1 - m0) > _AGREE * max(abs(m0), abs(m1)) + 1e-12:
+        parts.append(f"mass {m1:.6g} where the model has {m0:.6g} ({m1 - m0:+.4g} kg)")
+    if m1 > 0 and np.abs(c1 - c0).max() > _AGREE * max(np.abs(c0).max(), 1e-3) + 1e-12:
+        parts.append(f"centre of mass {_vector(c1)} m where the model has {_vector(c0)} "
+                     f"({_vector(1e3 * (c1 - c0), floor=1e-6)} mm, body frame)")
+    scale = max(np.abs(I0).max(), 1e-9)
+    changed = [(k, i, j) for k, (i, j) in zip(("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz"),
+                                               ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)), strict=False)
+               if abs(I1[i, j] - I0[i, j]) > _AGREE * scale + 1e-15]
+    if changed:
+        floor = 1e-9 * scale  # round-off of the fit prints as 0
+        parts.append("inertia about the centre of mass " + ", ".join(
+            f"{k} {(I1[i, j] if abs(I1[i, j]) > floor else 0.0):.4g} where the model has {I0[i, j]:.4g}"
+            for k, i, j in changed) + " kg m^2")
+    text = f"body {name!r}: " + ("; ".join(parts) if parts else "a change below round-off")
+    if rank < active:
+        text += (" (the states checked cannot tell all of this body's parameters apart: this is the least change "
+                 "that explains the error)")
+    return text
+
+
+def explain(tree: Tree, Y: np.ndarray, error: np.ndarray, reference: np.ndarray, atol: float, rtol: float,
+            max_bodies: int = MAX_BODIES, unit: str = "N m, N") -> list[str]:
+    """Sentences naming the bodies and parameters the error is, or saying it is not inertial.
+
+    Args:
+      tree: the model's rigid-body tree (its parameters are the model's).
+      Y: the regressor at the states, rows stacked: ``(K, 10 nb)``.
+      error: ``yours - MuJoCo's`` at those rows, ``(K,)`` (N m, N).
+      reference: MuJoCo's value there, ``(K,)``, for the tolerance.
+      atol, rtol: the check's tolerance; a fit explains the error when its
+        residual is within ``atol + rtol |reference|`` on every row.
+      max_bodies: the largest set of bodies tried together.
+      unit: the error's unit, for the sentence saying what the best fit leaves.
+
+    Returns:
+      Sentences (empty when there is no error to explain).
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):  # many small least squares: BLAS threads only contend (10x slower on a busy machine)
+        return _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit)
+
+
+def _levels(tree: Tree, b: int) -> list[tuple[str, np.ndarray]]:
+    """The user-term hypotheses for one body, simplest first, each as a basis ``V (10, k)`` of ``delta_pi``."""
+    cx, cy, cz = tree.com[b]
+    # Changing only the mass keeps the CoM and the inertia about it: delta_pi = dm [1, c, parallel(c)].
+    mass = np.array([1.0, cx, cy, cz, cy * cy + cz * cz, cx * cx + cz * cz, cx * cx + cy * cy,
+                     -cx * cy, -cx * cz, -cy * cz])[:, None]
+    eye = np.eye(10)
+    return [("mass", mass), ("inertia", eye[:, 4:]), ("mass and inertia", np.hstack([mass, eye[:, 4:]])),
+            ("centre of mass", eye[:, 1:]), ("all", eye)]
+
+
+def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[str]:
+    error, reference = np.ravel(error), np.ravel(reference)
+    if not np.any(np.abs(error) > atol + rtol * np.abs(reference)):
+        return []
+    tol = atol + rtol * np.abs(reference)
+    nb = Y.shape[1] // 10
+    ok, _, residual, _ = _fit(Y, error, tol)
+    if not ok:
+        return [f"not explained by the bodies' inertial parameters (mass, centre of mass, inertia): the best fit "
+                f"of all {nb} bodies' parameters leaves {residual:.3g} ({unit}); the error is of another kind: a "
+                "missing or wrong term, or a link length, a joint offset or an axis, which are not linear in them"]
+    limit = max_bodies if nb <= 20 else min(max_bodies, 2)
+    levels = [_levels(tree, b) for b in range(nb)]
+    # Every set of up to `limit` bodies at every level of the user's terms; the explanation is the
+    # fit that changes the fewest parameters the states can tell apart (the rank of its columns):
+    # two links' inertias (rank 2 on a planar arm) before one link's mass, CoM and inertia (rank 4).
+    found = []
+    for size in range(1, min(limit, nb) + 1):
+        for bodies in combinations(range(nb), size):
+            for level in range(len(levels[0])):
+                bases = [levels[b][level][1] for b in bodies]
+                A = np.hstack([Y[:, 10 * b : 10 * b + 10] @ V for b, V in zip(bodies, bases, strict=False)])
+                fits, x, _, rank = _fit(A, error, tol)
+                if fits:
+                    splits = np.cumsum([0] + [V.shape[1] for V in bases])
+                    deltas = [V @ x[a:z] for V, a, z in zip(bases, splits[:-1], splits[1:], strict=False)]
+                    active = int(np.count_nonzero(np.linalg.norm(A, axis=0)))
+                    found.append((rank, size, level, bodies, deltas, active))
+                    break  # the simplest level of this set that fits
+    if found:
+        found.sort(key=lambda f: f[:3])
+        best = [f for f in found if f[0] == found[0][0]]
+        return _sentences(tree, [(f[3], f[4], f[0], f[5]) for f in best])
+    return [f"explained by the inertial parameters of more than {limit} bodies together (the error is linear in "
+            "them), not by a few bodies' mass, centre of mass or inertia"]
+
+
+def _sentences(tree: Tree, found: list) -> list[str]:
+    bodies, deltas, rank, active = found[0]
+    lines = [_describe(tree, b, delta, rank, active) for b, delta in zip(bodies, deltas, strict=False)]
+    lines[-1] += "; everything else agrees"
+    for other, *_ in found[1:3]:
+        names = ", ".join(repr(tree.body_names[b]) if tree.body_names else f"#{b}" for b in other)
+        lines.append(f"(the same error is also a change of body {names} alone: the states checked cannot tell "
+                     "these apart)")
+    return lines

@@ -1,0 +1,213 @@
+"""``crossdyn check kinematics``: a hand-derived forward kinematics against MuJoCo's.
+
+The user's ``fn(q)`` returns the world position of a site (or of a body's frame
+origin), ``(3,)``, or the position and the rotation ``(3, 3)`` (columns: the
+frame's axes in world coordinates).  The truth is ``mj_kinematics``:
+``site_xpos``/``site_xmat`` (``xpos``/``xmat`` for a body).
+
+Position and rotation are compared as separate parts, and when one is off the
+report says what it *is*, each hypothesis tested on every state:
+
+- the position of another point of the same body (its origin, its centre of mass,
+  another of its sites);
+- a position off by one constant vector in the body's frame (a site offset typed
+  wrong) or in the world (another base placement);
+- the transpose of the rotation (a world-to-site rotation where MuJoCo's maps
+  site axes to world axes);
+- the body's frame instead of the site's, or a rotation off by one constant
+  rotation (angle and axis named).
+"""
+
+from __future__ import annotations
+
+import os
+
+import mujoco
+import numpy as np
+
+from crossdyn.analytic.rotation import matrix_to_quat
+from crossdyn.experiments.core.checks.common import (
+    Hypotheses,
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
+from crossdyn.experiments.core.checks.names import body_name, conventions
+from crossdyn.experiments.core.checks.report import CheckReport, Part
+from crossdyn.experiments.core.checks.target import point_of, target
+from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
+from crossdyn.experiments.core.models import load_model
+
+__all__ = ["check_kinematics"]
+
+_XYZ = ("x", "y", "z")
+
+
+class _Range:
+    """Running min and max of an array over the states (is it one constant?)."""
+
+    def __init__(self, shape):
+        self.lo, self.hi = np.full(shape, np.inf), np.full(shape, -np.inf)
+
+    def add(self, values: np.ndarray) -> None:
+        self.lo, self.hi = np.minimum(self.lo, values.min(axis=0)), np.maximum(self.hi, values.max(axis=0))
+
+    def constant(self, tol: float) -> bool:
+        return bool(np.all((self.hi - self.lo) / 2 <= tol))
+
+    @property
+    def middle(self) -> np.ndarray:
+        return (self.hi + self.lo) / 2
+
+
+def _truth(model, data, tgt, alternatives, q):
+    """Target pose, body pose and the alternative points' positions at every state of a chunk."""
+    n = q.shape[0]
+    p, R = np.empty((n, 3)), np.empty((n, 3, 3))
+    p_body, R_body = np.empty((n, 3)), np.empty((n, 3, 3))
+    alt = {name: np.empty((n, 3)) for name in alternatives}
+    for k in range(n):
+        data.qpos[:] = q[k]
+        mujoco.mj_kinematics(model, data)
+        p[k], R[k] = tgt.position(data), tgt.rotation(data)
+        p_body[k], R_body[k] = data.xpos[tgt.body], data.xmat[tgt.body].reshape(3, 3)
+        for name, (kind, index) in alternatives.items():
+            alt[name][k] = point_of(data, kind, index)[0]
+    return p, R, p_body, R_body, alt
+
+
+def _angle_axis(R: np.ndarray) -> str:
+    quat = matrix_to_quat(R)
+    angle = 2 * np.degrees(np.arctan2(np.linalg.norm(quat[1:]), quat[0]))
+    axis = quat[1:] / max(np.linalg.norm(quat[1:]), 1e-300)
+    return f"{angle:.3g} deg about [{', '.join(f'{a:.3g}' for a in axis)}]"
+
+
+def check_kinematics(
+    fn,
+    model: mujoco.MjModel | str | os.PathLike,
+    *,
+    site: str | None = None,
+    body: str | None = None,
+    samples: int = 1000,
+    seed: int = 0,
+    states=None,
+    atol: float = ATOL,
+    rtol: float = RTOL,
+) -> CheckReport:
+    """Check ``fn(q) -> position`` or ``(position, rotation)`` against MuJoCo's kinematics.
+
+    Args:
+      fn: the function (one state ``q (nq,)`` or a batch ``(N, nq)``), or
+        ``"FILE.py:FUNC"`` / ``"module:FUNC"``.  Returns the world position
+        ``(3,)`` m, or ``(position (3,), rotation (3, 3))``, the rotation's columns
+        being the frame's axes in the world (MuJoCo's ``site_xmat``).
+      model: the compiled model, or a built-in name or MJCF/URDF path.
+      site, body: the point: a site, or a body's frame origin (exactly one).
+      samples, seed: how many seeded random states (``q`` only matters).
+      states: explicit positions ``qpos (N, nq)`` instead.
+      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|`` (m; rotation entries are unitless).
+
+    Returns:
+      The :class:`~crossdyn.experiments.core.checks.report.CheckReport` with parts
+      ``position`` (and ``rotation``) and what a mismatch is.
+
+    Raises:
+      DerivationError: the function cannot be loaded, raises, exits or returns
+        the wrong shape; ParameterError: no such site or body; StateError: bad
+        ``states``; ModelError: the model cannot be loaded.
+    """
+    fn, label = load_function(fn)
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    tgt = target(model, site, body)
+    source = state_source(model, samples, seed, states, ("q",))
+    user = UserFunction(fn, label, [((3,),), ((3,), (3, 3))], "a position (3,), or (position (3,), rotation (3, 3))")
+    data = mujoco.MjData(model)
+    alternatives = tgt.alternatives(model)
+    stats_p, stats_R = EntryStats((3,)), EntryStats((3, 3))
+    hyp = Hypotheses()
+    in_body, in_world = _Range((3,)), _Range((3,))
+    right, left = _Range((3, 3)), _Range((3, 3))
+    with model_warnings() as warned:
+        for (q,) in progress(source.chunks(), source.total, f"checking {label}"):
+            outs = user(q)
+            p, R, p_body, R_body, alt = _truth(model, data, tgt, alternatives, q)
+            stats_p.add(outs[0] - p, p, atol, rtol)
+            for name, value in alt.items():
+                hyp.test(name, outs[0], value, atol, rtol, axis=None)
+            in_body.add(np.einsum("nji,nj->ni", R_body, outs[0] - p))
+            in_world.add(outs[0] - p)
+            if len(outs) == 2:
+                R_user = outs[1]
+                stats_R.add(R_user - R, R, atol, rtol)
+                hyp.test("transpose", R_user, np.swapaxes(R, 1, 2), atol, rtol, axis=None)
+                hyp.test("body frame", R_user, R_body, atol, rtol, axis=None)
+                right.add(np.einsum("nji,njk->nik", R, R_user))
+                left.add(np.einsum("nij,nkj->nik", R_user, R))
+
+    parts = {"position": Part.from_stats("position", "p", (_XYZ,), stats_p)}
+    if user.form == 1:
+        parts["rotation"] = Part.from_stats("rotation", "R", (("0", "1", "2"), ("0", "1", "2")), stats_R)
+    passed = all(p.passed for p in parts.values())
+    attribution = [] if passed else _attribute(model, tgt, parts, hyp, alternatives, in_body, in_world, right, left,
+                                               atol, rtol)
+    truth = "mj_kinematics: " + (f"site_xpos and site_xmat of {tgt.label}" if tgt.kind == "site"
+                                 else f"xpos and xmat of {tgt.label} (its frame's origin)")
+    return CheckReport(
+        quantity="kinematics", label=label, passed=passed, parts=parts, truth=truth, attribution=attribution,
+        conventions=conventions(model), notes=[n for n in [user.note()] if n], warnings=warning_lines(warned),
+        atol=atol, rtol=rtol, samples=source.total, seed=source.seed,
+        extra={"target": {"kind": tgt.kind, "name": tgt.name, "body": body_name(model, tgt.body)}})
+
+
+def _attribute(model, tgt, parts, hyp, alternatives, in_body, in_world, right, left, atol, rtol) -> list[str]:
+    out = []
+    body = body_name(model, tgt.body)
+    if not parts["position"].passed:
+        scale = atol + rtol * max(parts["position"].scale, 1.0)
+        points = [name for name in alternatives if hyp.all(name)]
+        if points:
+            out.append(f"the position is {points[0]}, not {tgt.label}")
+        elif in_body.constant(scale):
+            d = in_body.middle
+            out.append(f"the position is off by a constant [{', '.join(f'{v:.4g}' for v in d)}] m in body "
+                       f"{body!r}'s frame: your point is elsewhere on the body (a site or link offset typed wrong)")
+        elif in_world.constant(scale):
+            d = in_world.middle
+            out.append(f"the position is off by a constant [{', '.join(f'{v:.4g}' for v in d)}] m in the world: "
+                       "your base or world origin sits elsewhere")
+        else:
+            out.append("the position error changes with the state and is no other point of the body: a joint "
+                       "axis, a joint offset or a link length differs")
+    if "rotation" in parts and not parts["rotation"].passed:
+        if hyp.all("transpose"):
+            out.append("the rotation is the transpose of MuJoCo's: you return the world-to-frame rotation; "
+                       "MuJoCo's xmat maps the frame's axes to the world (its columns are the frame's axes)")
+        elif tgt.kind == "site" and hyp.all("body frame"):
+            offset = np.asarray(model.site_quat[tgt.index], dtype=float)
+            out.append(f"the rotation is body {body!r}'s frame, not the site's: the site is turned against its "
+                       f"body by {_angle_axis(_quat_matrix(offset))}")
+        elif right.constant(atol + rtol):
+            out.append(f"the rotation is MuJoCo's turned by a constant {_angle_axis(_orthonormal(right.middle))} "
+                       f"in the frame's own axes (R_yours = R_mujoco D)")
+        elif left.constant(atol + rtol):
+            out.append(f"the rotation is MuJoCo's turned by a constant {_angle_axis(_orthonormal(left.middle))} "
+                       "in the world (R_yours = D R_mujoco): another world frame")
+        else:
+            out.append("the rotation error changes with the state: a joint axis or a joint's sign differs")
+    return out
+
+
+def _quat_matrix(quat: np.ndarray) -> np.ndarray:
+    from crossdyn.analytic.rotation import quat_to_matrix
+
+    return quat_to_matrix(quat)
+
+
+def _orthonormal(D: np.ndarray) -> np.ndarray:
+    """The nearest rotation to ``D`` (its polar factor), for naming a constant offset."""
+    U, _, Vt = np.linalg.svd(D)
+    return U @ Vt

@@ -1,0 +1,238 @@
+"""``crossdyn check linearization``: a hand-derived ``(A, B)`` against ``linearize``.
+
+The user's ``fn(q, qd, u) -> (A, B)`` linearizes the dynamics at the operating
+point ``(q, qd, u)`` it is given: continuous time, state ``x = [dq, dqd]`` in
+MuJoCo's tangent space (``mj_differentiatePos``: a free joint has 6 dofs, a ball
+joint 3), input ``du = ctrl - ctrl_op``.  The truth is
+:func:`crossdyn.experiments.core.linearize.linearize` of the model as it comes at
+the same point (a keyframe, or ``qpos``/``qvel``/``ctrl``).
+
+A hand model often describes fewer states than the MJCF (the biped's wheeled
+pendulum is ``[x, xd, theta, thd]`` of a 16-state robot).  :class:`Reduction`
+maps it: ``A_r = read A lift``, ``B_r = read B inputs``, with the reduced states'
+and inputs' names.
+
+The truth is a central difference (step ``EPS``), so the default tolerance is
+:data:`ATOL`/:data:`RTOL`, far above its error and far below any modelling error.
+On a mismatch the report names the block (``dq/dq``: the gravity stiffness;
+``dq/dqd``: damping and Coriolis; ``B``: the input map; the position rows that
+must be ``[0, I]``), the entries by their state and input names, and tests what
+the error is: a block of the opposite sign (a gravity-sign slip), a discrete-time
+``(A, B)`` (one step of the integrator) given for a continuous one, an input
+column off by its actuator's gear.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from crossdyn.experiments.core.checks.common import UserFunction, load_function, model_warnings, warning_lines
+from crossdyn.experiments.core.checks.names import conventions
+from crossdyn.experiments.core.checks.report import CheckReport, Part
+from crossdyn.experiments.core.crosscheck import EntryStats
+from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.models import load_model
+
+__all__ = ["check_linearization", "Reduction", "ATOL", "RTOL", "TOLERANCE_REASON"]
+
+# linearize's central differences (step 1e-6) err by ~1e-12 |f'''| and by round-off
+# ~1e-16 |qacc| / 1e-6 = 1e-10 of the acceleration scale; 1e-6 leaves two orders
+# of magnitude above that and is far below any modelling error.
+ATOL = 1e-6
+RTOL = 1e-6
+TOLERANCE_REASON = "linearize's central differences err by ~1e-10 of the scale; two orders to spare"
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A hand model's reduced state and input, mapped onto the model's.
+
+    ``A_r = read A lift`` and ``B_r = read B inputs``: ``lift (2nv, k)`` turns a
+    reduced state into the full one (columns: a unit change of each reduced
+    state), ``read (k, 2nv)`` reads the reduced state off a full one
+    (``read lift = I``), ``inputs (nu, m)`` turns the reduced input into controls.
+
+    Attributes:
+      lift, read, inputs: the maps.
+      state_names: ``k`` names; input_names: ``m`` names.
+    """
+
+    lift: np.ndarray
+    read: np.ndarray
+    inputs: np.ndarray
+    state_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+
+    def apply(self, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.read @ A @ self.lift, self.read @ B @ self.inputs
+
+    def validate(self, nv: int, nu: int) -> None:
+        k, m = len(self.state_names), len(self.input_names)
+        for name, array, shape in (("lift", self.lift, (2 * nv, k)), ("read", self.read, (k, 2 * nv)),
+                                   ("inputs", self.inputs, (nu, m))):
+            if np.shape(array) != shape:
+                raise ParameterError(f"Reduction.{name} must have shape {shape} for this model, got "
+                                     f"{np.shape(array)}")
+        if not np.allclose(self.read @ self.lift, np.eye(k), atol=1e-12):
+            raise ParameterError("Reduction: read @ lift must be the identity (reading a lifted state gives it back)")
+
+
+def _parse_point(model, keyframe, qpos, qvel, ctrl):
+    if keyframe is None and qpos is None:
+        raise ParameterError("give the operating point: a keyframe (--keyframe NAME) or a pose (--qpos ...)")
+
+
+def check_linearization(
+    fn,
+    model: mujoco.MjModel | str | os.PathLike,
+    *,
+    keyframe: str | int | None = None,
+    qpos=None,
+    qvel=None,
+    ctrl=None,
+    reduction: Reduction | None = None,
+    atol: float = ATOL,
+    rtol: float = RTOL,
+) -> CheckReport:
+    """Check ``fn(q, qd, u) -> (A, B)`` against :func:`~crossdyn.experiments.core.linearize.linearize`.
+
+    Args:
+      fn: the function, or ``"FILE.py:FUNC"`` / ``"module:FUNC"``; called once with
+        the operating point ``q (nq,)``, ``qd (nv,)``, ``u (nu,)``; returns
+        ``A (2nv, 2nv)`` and ``B (2nv, nu)`` (``(k, k)`` and ``(k, m)`` with a reduction).
+      model: the compiled model, or a built-in name or MJCF/URDF path.
+      keyframe: a keyframe's name or index; qpos, qvel, ctrl: the point (override
+        the keyframe's; ``ctrl="hold"``: the control that holds the pose).
+      reduction: the hand model's reduced state and input (:class:`Reduction`).
+      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|``.
+
+    Returns:
+      The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``A`` and ``B``.
+
+    Raises:
+      DerivationError: the function misbehaves or returns the wrong shapes;
+      ParameterError: no operating point, unknown keyframe, a bad reduction;
+      StateError: a wrong-sized or non-finite point; ModelError: the model cannot
+      be loaded or linearized.
+    """
+    from crossdyn.experiments.core.linearize import linearize
+
+    fn, label = load_function(fn)
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    _parse_point(model, keyframe, qpos, qvel, ctrl)
+    with model_warnings() as warned:
+        lin = linearize(model, keyframe=keyframe, qpos=qpos, qvel=qvel, ctrl=ctrl)
+    nv, nu = model.nv, model.nu
+    A, B = lin.A, lin.B
+    states, inputs = lin.state_names, lin.input_names
+    if reduction is not None:
+        reduction.validate(nv, nu)
+        A, B = reduction.apply(A, B)
+        states, inputs = tuple(reduction.state_names), tuple(reduction.input_names)
+    k, m = A.shape[0], B.shape[1]
+    user = UserFunction(fn, label, [((k, k), (k, m))], f"(A ({k}, {k}), B ({k}, {m}))")
+    A_user, B_user = user._parse(user._call(lin.qpos.copy(), lin.qvel.copy(), lin.ctrl.copy()), None)
+    user._finite([A_user[None], B_user[None]])
+    stats_A = EntryStats((k, k))
+    stats_A.add((A_user - A)[None], A[None], atol, rtol)
+    parts = {"A": Part.from_stats("A", "A", (states, states), stats_A)}
+    if m:  # a model without actuators has an empty B: nothing to compare
+        stats_B = EntryStats((k, m))
+        stats_B.add((B_user - B)[None], B[None], atol, rtol)
+        parts["B"] = Part.from_stats("B", "B", (states, inputs), stats_B)
+    passed = all(p.passed for p in parts.values())
+    attribution = [] if passed else _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, inputs,
+                                               atol, rtol)
+    where = f"keyframe {keyframe!r}" if keyframe is not None else "the given pose"
+    truth = (f"linearize at {where} (continuous time, x = [dq, dqd] in MuJoCo's tangent space, u = ctrl - ctrl_op"
+             + (", reduced by the given lift/read maps" if reduction is not None else "") + ")")
+    notes = []
+    if reduction is None and conventions(model):
+        notes.append("dq is mj_differentiatePos of qpos: a free joint contributes 3 translations (world) and 3 "
+                     "rotations (body frame), a ball joint 3 rotations (body frame)")
+    return CheckReport(
+        quantity="linearization", label=label, passed=passed, parts=parts, truth=truth, attribution=attribution,
+        conventions=conventions(model), notes=notes, warnings=warning_lines(warned), atol=atol, rtol=rtol,
+        samples=1, seed=None,
+        extra={"operating_point": {"qpos": lin.qpos.tolist(), "qvel": lin.qvel.tolist(), "ctrl": lin.ctrl.tolist(),
+                                   "qacc": lin.qacc.tolist()}, "state_names": list(states),
+               "input_names": list(inputs)})
+
+
+def _close(a, b, atol, rtol) -> bool:
+    return bool(np.all(np.abs(a - b) <= atol + rtol * np.abs(b)))
+
+
+def _entries(part: Part, rows, cols, limit: int = 6) -> str:
+    off = [(r, c) for r in rows for c in cols if not part.ok[r, c]]
+    names = [f"d({part.labels[0][r]})/d({part.labels[1][c]})" for r, c in off]
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _reversed_gravity(model, lin, reduction) -> np.ndarray:
+    """The truth's ``A`` with gravity pointing the other way (same point), reduced like the truth."""
+    from crossdyn.experiments.core.linearize import linearize
+    from crossdyn.experiments.core.models import with_options
+
+    flipped = with_options(model, gravity=-np.asarray(model.opt.gravity, dtype=float))
+    other = linearize(flipped, qpos=lin.qpos, qvel=lin.qvel, ctrl=lin.ctrl)
+    return other.A if reduction is None else reduction.apply(other.A, other.B)[0]
+
+
+def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, inputs, atol, rtol) -> list[str]:
+    out = []
+    k = A.shape[0]
+    gravity = np.any(np.asarray(model.opt.gravity) != 0) and not np.all(parts["A"].ok)
+    A_flipped = _reversed_gravity(model, lin, reduction) if gravity else None
+    if reduction is None:
+        Ad, Bd = lin.discrete()
+        if _close(A_user, Ad, atol, rtol) and (B.size == 0 or _close(B_user, Bd, atol, rtol)):
+            return [f"your (A, B) is discrete time: one step of the model's integrator (dt = {lin.timestep:g} s); "
+                    "the truth is continuous, d/dt x = A x + B u (continuous A = (A_d - I) / dt to first order)"]
+        nv = lin.nv
+        blocks = {"position rows d(dq)/dt, which must be [0, I]": (slice(0, nv), slice(0, 2 * nv), A_user, A, "A"),
+                  "dq/dq block (d qdd / d q: the gravity and spring stiffness)": (slice(nv, 2 * nv), slice(0, nv),
+                                                                                   A_user, A, "A"),
+                  "dq/dqd block (d qdd / d qd: damping, Coriolis)": (slice(nv, 2 * nv), slice(nv, 2 * nv),
+                                                                      A_user, A, "A"),
+                  "input map B (d qdd / d u)": (slice(0, 2 * nv), slice(0, B.shape[1]), B_user, B, "B")}
+        if "B" not in parts:
+            del blocks["input map B (d qdd / d u)"]
+    else:
+        blocks = {"reduced A": (slice(0, k), slice(0, k), A_user, A, "A")}
+        if "B" in parts:
+            blocks["reduced B"] = (slice(0, k), slice(0, B.shape[1]), B_user, B, "B")
+    for words, (rows, cols, mine, theirs, which) in blocks.items():
+        part = parts[which]
+        if np.all(part.ok[rows, cols]):
+            continue
+        entries = _entries(part, range(*rows.indices(part.ok.shape[0])), range(*cols.indices(part.ok.shape[1])))
+        sentence = f"the {words} is off at {entries}"
+        block_mine, block_theirs = mine[rows, cols], theirs[rows, cols]
+        if which == "A" and A_flipped is not None and _close(block_mine, A_flipped[rows, cols], atol, rtol):
+            sentence += ("; it is MuJoCo's with gravity pointing the other way: a gravity-sign slip (g enters the "
+                         "stiffness d qdd / d q with the wrong sign)")
+        elif np.abs(block_theirs).max() > atol and _close(block_mine, -block_theirs, atol, rtol):
+            sentence += "; it is MuJoCo's with the opposite sign"
+        out.append(sentence)
+    if "B" not in parts:
+        return out
+    if reduction is None and model.nu and not np.all(parts["B"].ok):
+        gear = np.asarray(model.actuator_gear[:, 0])
+        for i in range(model.nu):
+            col_mine, col = B_user[:, i], B[:, i]
+            if gear[i] not in (0.0, 1.0) and not np.all(parts["B"].ok[:, i]) \
+                    and _close(col_mine * gear[i], col, atol, rtol):
+                out.append(f"input {inputs[i]!r}: your column is MuJoCo's divided by the actuator's gear "
+                           f"{gear[i]:g}: the force is gear x ctrl")
+    for i in range(B.shape[1]):
+        if not np.all(parts["B"].ok[:, i]) and np.abs(B[:, i]).max() > atol and _close(B_user[:, i], -B[:, i], atol,
+                                                                                        rtol):
+            out.append(f"input {inputs[i]!r}: your column has the opposite sign of MuJoCo's")
+    return out
+

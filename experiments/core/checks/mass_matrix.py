@@ -1,0 +1,191 @@
+"""``crossdyn check mass-matrix``: a hand-derived joint-space inertia ``M(q)`` against ``mj_fullM``.
+
+The user's ``fn(q)`` returns ``(nv, nv)``.  The truth is MuJoCo's ``M`` from
+``mj_kinematics``, ``mj_comPos``, ``mj_crb`` and ``mj_fullM`` on the truth's copy
+of the model (``--dynamics rigid-body``: armature removed; ``as-modeled``: the
+armature on the diagonal, as MuJoCo's dynamics has it).
+
+On a mismatch the report names the off entries by their joints and tests what the
+error is, at every state: exactly the armature on the diagonal (and the mode that
+agrees); a free joint in Pinocchio's convention (linear velocity in the body
+frame: ``M_yours = T^T M T``); a change of some bodies' mass, centre of mass or
+inertia (:mod:`.inertial`, with ``M e_i = Y(q, 0, e_i) pi`` from crossdyn's own
+regressor); or none of these.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import mujoco
+import numpy as np
+
+from crossdyn.experiments.core.checks import inertial
+from crossdyn.experiments.core.checks.common import (
+    Hypotheses,
+    UserFunction,
+    load_function,
+    model_warnings,
+    state_source,
+    warning_lines,
+)
+from crossdyn.experiments.core.checks.names import conventions, dof_names
+from crossdyn.experiments.core.checks.passive import PassiveEffects
+from crossdyn.experiments.core.checks.report import CheckReport, Part
+from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
+from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.truth import truth_model
+
+__all__ = ["check_mass_matrix", "mass_matrices", "rigid_tree", "free_joints", "INERTIAL_STATES"]
+
+# States whose errors the inertial-parameter fit uses: each gives nv^2 equations
+# (nv for a vector quantity), far more than the 10 unknowns per body.
+INERTIAL_STATES = 32
+
+_DYNAMICS_WORDS = {"rigid-body": "armature removed", "as-modeled": "the model's armature on the diagonal"}
+
+
+def mass_matrices(model: mujoco.MjModel, q: np.ndarray, data: mujoco.MjData | None = None) -> np.ndarray:
+    """MuJoCo's ``M(q)`` at each state, ``(n, nv, nv)`` (``mj_crb`` and ``mj_fullM``)."""
+    data = mujoco.MjData(model) if data is None else data
+    out = np.empty((q.shape[0], model.nv, model.nv))
+    for k in range(q.shape[0]):
+        data.qpos[:] = q[k]
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        mujoco.mj_crb(model, data)
+        mujoco.mj_fullM(model, data, out[k])
+    return out
+
+
+def rigid_tree(model: mujoco.MjModel):
+    """crossdyn's own tree of the model's rigid bodies, or None when it cannot describe the model."""
+    from crossdyn.experiments.core.derivation import tree_from_model
+    from crossdyn.experiments.core.errors import ModelError
+
+    try:
+        return tree_from_model(truth_model(model, "rigid-body"))
+    except ModelError:
+        return None
+
+
+def free_joints(model: mujoco.MjModel) -> list[tuple[str, int, int]]:
+    """``(name, first dof, first qpos)`` of each free joint."""
+    from crossdyn.experiments.core.checks.names import joint_name
+
+    return [(joint_name(model, j), int(model.jnt_dofadr[j]), int(model.jnt_qposadr[j]))
+            for j in range(model.njnt) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
+
+
+def pinocchio_velocity_map(model: mujoco.MjModel, q: np.ndarray, free) -> np.ndarray:
+    """``T (n, nv, nv)`` with ``qvel_mujoco = T qvel_pinocchio``: a free joint's linear velocity rotated
+    from the body frame (Pinocchio's free flyer) to the world (MuJoCo's)."""
+    from crossdyn.analytic.rotation import quat_to_matrix
+
+    T = np.broadcast_to(np.eye(model.nv), (q.shape[0], model.nv, model.nv)).copy()
+    for _, da, qa in free:
+        T[:, da : da + 3, da : da + 3] = quat_to_matrix(q[:, qa + 3 : qa + 7])
+    return T
+
+
+def check_mass_matrix(
+    fn,
+    model: mujoco.MjModel | str | os.PathLike,
+    *,
+    dynamics: str = "rigid-body",
+    samples: int = 1000,
+    seed: int = 0,
+    states=None,
+    atol: float = ATOL,
+    rtol: float = RTOL,
+) -> CheckReport:
+    """Check ``fn(q) -> M (nv, nv)`` against MuJoCo's joint-space inertia.
+
+    Args:
+      fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``.
+      model: the compiled model, or a built-in name or MJCF/URDF path.
+      dynamics: ``"rigid-body"`` (armature removed) or ``"as-modeled"`` (kept).
+      samples, seed: seeded random states; states: explicit ``qpos (N, nq)``.
+      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|`` (kg m^2, kg).
+
+    Returns:
+      The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``mass matrix``.
+
+    Raises:
+      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
+    """
+    fn, label = load_function(fn)
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    truth = truth_model(model, dynamics)
+    source = state_source(model, samples, seed, states, ("q",))
+    nv = model.nv
+    user = UserFunction(fn, label, [((nv, nv),)], f"a ({nv}, {nv}) mass matrix")
+    data = mujoco.MjData(truth)
+    stats = EntryStats((nv, nv))
+    with model_warnings() as warned:
+        for (q,) in progress(source.chunks(), source.total, f"checking {label}"):
+            (M_user,) = user(q)
+            M = mass_matrices(truth, q, data)
+            stats.add(M_user - M, M, atol, rtol)
+        names = dof_names(model)
+        part = Part.from_stats("mass matrix", "M", (names, names), stats)
+        attribution = [] if part.passed else _attribute(model, truth, dynamics, user, source, atol, rtol, label)
+    return CheckReport(
+        quantity="mass-matrix", label=label, passed=part.passed, parts={"mass matrix": part},
+        truth=f"mj_fullM ({dynamics}: {_DYNAMICS_WORDS[dynamics]})", attribution=attribution,
+        conventions=conventions(model), notes=[n for n in [user.note()] if n], warnings=warning_lines(warned),
+        atol=atol, rtol=rtol, samples=source.total, seed=source.seed, dynamics=dynamics,
+        symmetric=("mass matrix",))
+
+
+def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[str]:
+    """Second pass over the states: armature, a free-joint convention, inertial parameters."""
+    passive = PassiveEffects(model, dynamics, ("armature",), atol, rtol)
+    hyp = Hypotheses()
+    free = free_joints(model)
+    tree = rigid_tree(model)
+    kept = None
+    for (q,) in progress(source.chunks(), source.total, f"explaining {label}"):
+        (M_user,) = user(q)
+        M = mass_matrices(truth, q)
+        if passive:
+            passive.add({"mass_matrix": M_user - M}, functools.partial(_terms, q=q))
+        if free:
+            T = pinocchio_velocity_map(model, q, free)
+            hyp.test("pinocchio", M_user, np.swapaxes(T, 1, 2) @ M @ T, atol, rtol, axis=None)
+        if kept is None:
+            k = min(INERTIAL_STATES, q.shape[0])
+            kept = (q[:k], M_user[:k] - M[:k], M[:k])
+    out = passive.sentences() if passive else []
+    if out:
+        return out
+    if free and hyp.all("pinocchio"):
+        names = ", ".join(repr(name) for name, _, _ in free)
+        return [f"free joint {names}: your matrix takes the linear velocity in the body frame (Pinocchio's free "
+                "flyer, M = T^T M_mujoco T); MuJoCo's qvel[0:3] is the world-frame linear velocity"]
+    if tree is not None and kept is not None:
+        out += _inertial(tree, *kept, atol, rtol)
+    return out
+
+
+def _terms(model: mujoco.MjModel, q: np.ndarray) -> dict[str, np.ndarray]:
+    return {"mass_matrix": mass_matrices(model, q)}
+
+
+def _inertial(tree, q, error, M, atol, rtol) -> list[str]:
+    """Fit ``M_yours e_i - M e_i = Y(q, 0, e_i) delta_pi`` over the kept states and every column ``i``."""
+    import dataclasses
+
+    from crossdyn.analytic.regressor import regressor
+
+    still = dataclasses.replace(tree, gravity=np.zeros(3))
+    n, nv = q.shape[0], tree.nv
+    qs = np.repeat(q, nv, axis=0)
+    unit = np.tile(np.eye(nv), (n, 1))
+    Y = regressor(still, qs, np.zeros((n * nv, nv)), unit)  # (n nv, nv, P): row k nv + i is column i of state k
+    err = np.swapaxes(error, 1, 2).reshape(n * nv, nv)  # column i of state k
+    ref = np.swapaxes(M, 1, 2).reshape(n * nv, nv)
+    return inertial.explain(tree, Y.reshape(-1, Y.shape[-1]), err.ravel(), ref.ravel(), atol, rtol,
+                            unit="kg m^2, kg")
