@@ -207,6 +207,12 @@ class CheckReport:
     symmetric: tuple[str, ...] = ()
 
     @property
+    def explanation(self) -> list[str]:
+        """What the error is (:attr:`attribution`), then the conventions a reader needs to act on it:
+        the name a derivation report (``check derivation``) gives the same lines."""
+        return [*self.attribution, *(self.conventions if self.attribution and not self.passed else [])]
+
+    @property
     def failing_parts(self) -> list[str]:
         return [name for name, part in self.parts.items() if not part.passed]
 
