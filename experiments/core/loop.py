@@ -44,12 +44,14 @@ collector waits until the run ends (``benchmarks/loop_speed.py`` prints the cost
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import isfinite
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -303,96 +305,87 @@ class _Run:
         self.table = np.empty((n, int(edges[-1])))
 
     def go(self, controller, bound, per: int, stop, video, camera, fps) -> Trace:
-        model, data = self.model, self.data
-        obs = Observation(model, data, self.sensed)
-        commands = _Commands(model, self.command)
-        direct = getattr(controller, "write_command", None)
+        """Run the loop (see the module docstring) and return the trace."""
         start = getattr(controller, "start", None)
         if start is not None:
-            start(model, data)
+            start(self.model, self.data)
+        film = _Film(self.model, camera, fps) if video is not None else None
+        warnings: list[str] = []
+        try:
+            with _quiet(warnings):
+                rows, stopped = self._steps(controller, bound, per, stop, film)
+        finally:
+            if film is not None:
+                film.close()
+        if film is not None:
+            film.write(Path(video))
+        return self.trace(rows, stopped, warnings)
+
+    def _steps(self, controller, bound, per: int, stop, film) -> tuple[int, str | None]:
+        """The control steps: ``(rows recorded, why the run stopped early or None)``.
+
+        Everything the loop touches is bound to a local first: in the loop a local is a
+        fast lookup, an attribute a slow one, and this loop runs a thousand times per
+        simulated second.
+        """
+        model, data = self.model, self.data
+        obs, commands = Observation(model, data, self.sensed), _Commands(model, self.command)
+        direct = getattr(controller, "write_command", None)
         sense, act, pushes = bound.sense, bound.act, bound.push
         raw, sensed, command, ctrl = data.sensordata, self.sensed, self.command, data.ctrl
-        qacc, xfrc = data.qacc, data.xfrc_applied
-        warning = data.warning
-        bad_qacc = warning[mujoco.mjtWarning.mjWARN_BADQACC]
-        bad_qpos, bad_qvel = warning[mujoco.mjtWarning.mjWARN_BADQPOS], warning[mujoco.mjtWarning.mjWARN_BADQVEL]
-        bad_ctrl = data.warning[mujoco.mjtWarning.mjWARN_BADCTRL]
+        qacc, xfrc, warning = data.qacc, data.xfrc_applied, data.warning
+        bad_qacc, bad_qpos, bad_qvel, bad_ctrl = (warning[w] for w in _WATCHED)
         table, times, parts, concatenate = self.table, self.times, self.parts, np.concatenate
-        ndarray, shape = np.ndarray, command.shape
-        step = mujoco.mj_step
-        renderer = frames = None
-        if video is not None:
-            renderer, frames = _renderer(model, camera), []
-        warnings: list[str] = []
-        previous = mujoco.get_mju_user_warning()
-        mujoco.set_mju_user_warning(lambda text: warnings.append(" ".join(str(text).split())))
-        stopped, rows = None, 0
-        collecting = gc.isenabled()
-        gc.disable()  # the loop keeps nothing in cycles; the collector's passes would cost more than the step
-        try:
-            for i in range(self.n):
-                t = data.time
-                if sense:
-                    sensed[:] = raw
-                    for fn in sense:
-                        fn(sensed, data)
-                if direct is not None:
-                    if not direct(t, sensed, command):
-                        stopped = "diverged"
-                        break
+        ndarray, shape, step = np.ndarray, command.shape, mujoco.mj_step
+        for i in range(self.n):
+            t = data.time
+            if sense:
+                sensed[:] = raw
+                for fn in sense:
+                    fn(sensed, data)
+            if direct is not None:
+                if not direct(t, sensed, command):
+                    return i, "diverged"
+            else:
+                try:
+                    value = controller(t, obs)
+                except Exception as exc:
+                    detail = " ".join(str(exc).split())
+                    raise ControllerError(f"controller raised {type(exc).__name__} {_at(i, t)}: {detail}") from None
+                except SystemExit as exc:
+                    raise ControllerError(f"controller called sys.exit({exc.code!r}) {_at(i, t)}") from None
+                if type(value) is ndarray and value.shape == shape and value.dtype.kind == "f":
+                    command[:] = value  # the common case, checked inline
                 else:
-                    try:
-                        value = controller(t, obs)
-                    except Exception as exc:
-                        detail = " ".join(str(exc).split())
-                        raise ControllerError(f"controller raised {type(exc).__name__} {_at(i, t)}: {detail}") from None
-                    except SystemExit as exc:
-                        raise ControllerError(f"controller called sys.exit({exc.code!r}) {_at(i, t)}") from None
-                    if type(value) is ndarray and value.shape == shape and value.dtype.kind == "f":
-                        command[:] = value  # the common case, checked inline
-                    else:
-                        commands.write(value, _at(i, t))
-                    if not isfinite(sum(command.tolist())):  # a NaN or inf makes the sum one
-                        raise ControllerError(f"controller returned a non-finite control {_at(i, t)}: "
-                                              f"{command.tolist()}")
-                if act:
-                    ctrl[:] = command
-                    for fn in act:
-                        fn(ctrl, data)
-                times[i] = t
-                concatenate(parts, out=table[i])
-                rows = i + 1
-                if stop is not None:
-                    reason = stop(obs)
-                    if reason:
-                        stopped = reason if isinstance(reason, str) else "stopped"
-                        break
-                counted = bad_ctrl.number
-                if pushes:
-                    for _ in range(per):
-                        for fn in pushes:
-                            fn(xfrc, data.time)
-                        step(model, data)
-                else:
-                    step(model, data, per)
-                if bad_ctrl.number != counted:  # MuJoCo zeroed a NaN control (a compiled controller's or a lag's)
-                    raise ControllerError(f"a non-finite control reached the actuators {_at(i, t)}: {ctrl.tolist()}")
-                if frames is not None and len(frames) < data.time * fps:
-                    renderer.update_scene(data, camera=-1 if camera is None else camera)
-                    frames.append(renderer.render().copy())
-                # MuJoCo resets the state on a bad qpos, qvel or qacc and warns; a NaN or inf makes the sum one.
-                if bad_qacc.number or bad_qpos.number or bad_qvel.number or not isfinite(sum(qacc.tolist())):
-                    stopped = "diverged"
-                    break
-        finally:
-            if collecting:
-                gc.enable()
-            mujoco.set_mju_user_warning(previous)
-            if renderer is not None:
-                renderer.close()
-        if frames is not None:
-            _write_video(Path(video), frames, fps)
-        return self.trace(rows, stopped, warnings)
+                    commands.write(value, _at(i, t))
+                if not isfinite(sum(command.tolist())):  # a NaN or inf makes the sum one
+                    raise ControllerError(f"controller returned a non-finite control {_at(i, t)}: {command.tolist()}")
+            if act:
+                ctrl[:] = command
+                for fn in act:
+                    fn(ctrl, data)
+            times[i] = t
+            concatenate(parts, out=table[i])
+            if stop is not None:
+                reason = stop(obs)
+                if reason:
+                    return i + 1, reason if isinstance(reason, str) else "stopped"
+            counted = bad_ctrl.number
+            if pushes:
+                for _ in range(per):
+                    for fn in pushes:
+                        fn(xfrc, data.time)
+                    step(model, data)
+            else:
+                step(model, data, per)
+            if bad_ctrl.number != counted:  # MuJoCo zeroed a NaN control (a compiled controller's or a lag's)
+                raise ControllerError(f"a non-finite control reached the actuators {_at(i, t)}: {ctrl.tolist()}")
+            if film is not None:
+                film.capture(data)
+            # MuJoCo resets the state on a bad qpos, qvel or qacc and warns; a NaN or inf makes the sum one.
+            if bad_qacc.number or bad_qpos.number or bad_qvel.number or not isfinite(sum(qacc.tolist())):
+                return i + 1, "diverged"
+        return self.n, None
 
     def trace(self, rows: int, stopped: str | None, warnings: list[str]) -> Trace:
         table, cols = self.table[:rows], self.columns
@@ -402,19 +395,55 @@ class _Run:
                      ctrl=table[:, cols["ctrl"]], stopped=stopped, extra=extra, warnings=warnings, model=self.model)
 
 
-def _renderer(model: mujoco.MjModel, camera):
-    try:
-        return mujoco.Renderer(model, 360, 640)
-    except Exception as exc:  # no GL: say how to get one
-        raise ModelError(f"cannot render a video: {exc} (headless: MUJOCO_GL=egl with Mesa's libEGL)") from None
+# MuJoCo's warnings the loop watches: a bad acceleration, position or velocity (MuJoCo then resets the
+# state: the run diverged) and a bad control (MuJoCo zeroes it).
+_WATCHED = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+            mujoco.mjtWarning.mjWARN_BADCTRL)
 
 
-def _write_video(path: Path, frames: list, fps: int) -> None:
+@contextlib.contextmanager
+def _quiet(warnings: list[str]):
+    """MuJoCo's warnings collected into ``warnings`` (not printed), Python's cyclic collector paused.
+
+    The loop keeps nothing in reference cycles; the collector's passes over the growing
+    trace would cost more than the step itself.
+    """
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(lambda text: warnings.append(" ".join(str(text).split())))
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        import imageio.v3 as iio
-    except ImportError:
-        raise CrossdynError("a video needs imageio and imageio-ffmpeg: pip install -e '.[video]'") from None
-    if not frames:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    iio.imwrite(path, np.stack(frames), fps=fps, codec="libx264")
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+        mujoco.set_mju_user_warning(previous)
+
+
+class _Film:
+    """Frames from a camera at ``fps`` simulated frames per second, written as an MP4."""
+
+    def __init__(self, model: mujoco.MjModel, camera, fps: int):
+        try:
+            self.renderer = mujoco.Renderer(model, 360, 640)
+        except Exception as exc:  # no GL: say how to get one
+            raise ModelError(f"cannot render a video: {exc} (headless: MUJOCO_GL=egl with Mesa's libEGL)") from None
+        self.camera, self.fps, self.frames = -1 if camera is None else camera, fps, []
+
+    def capture(self, data: mujoco.MjData) -> None:
+        if len(self.frames) < data.time * self.fps:
+            self.renderer.update_scene(data, camera=self.camera)
+            self.frames.append(self.renderer.render().copy())
+
+    def close(self) -> None:
+        self.renderer.close()
+
+    def write(self, path: Path) -> None:
+        try:
+            import imageio.v3 as iio
+        except ImportError:
+            raise CrossdynError("a video needs imageio and imageio-ffmpeg: pip install -e '.[video]'") from None
+        if not self.frames:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        iio.imwrite(path, np.stack(self.frames), fps=self.fps, codec="libx264")
