@@ -30,7 +30,7 @@ METRICS = {
 def _stored(metrics: dict) -> dict:
     """A baseline record as --save-baseline writes it."""
     return {"experiment": metrics["experiment"], "short": metrics["short"], "seed": metrics["seed"],
-            "params": metrics["params"], "metrics": numeric_metrics(metrics)}
+            "params": metrics["params"], "metrics": baseline.flat_metrics(metrics)}
 
 
 def test_numeric_metrics_are_flattened_and_the_run_description_left_out():

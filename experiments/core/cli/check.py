@@ -90,13 +90,14 @@ def _cmd_check_two_link(args) -> int:
 
 
 def _cmd_check_derivation(args) -> int:
-    from crossdyn.experiments.core.derivation import check_derivation
+    from crossdyn.experiments.core.derivation import check_isolated
     from crossdyn.experiments.core.models import load_model
 
     model = load_model(args.mjcf)
     states = load_states(args.states, model.nq, model.nv) if args.states else None
-    report = check_derivation(args.derivation, model, dynamics=args.dynamics, samples=args.samples, seed=args.seed,
-                              states=states, atol=args.atol, rtol=args.rtol)
+    # The user's file is imported and called in a worker process: its exit or crash is a one-line error.
+    report = check_isolated(args.derivation, args.mjcf, dynamics=args.dynamics, samples=args.samples, seed=args.seed,
+                            states=states, atol=args.atol, rtol=args.rtol)
     file, _, func = args.derivation.rpartition(":")
     out_dir = Path(args.out) / f"check-derivation-{Path(file).stem}-{func}"
     extra = {"derivation": args.derivation, "model": str(args.mjcf), "states": args.states}
