@@ -33,6 +33,7 @@ workers (rows in run order).
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -56,6 +57,8 @@ from crossdyn.experiments.core.safe_text import one_line
 __all__ = ["Context", "Outcome", "run", "run_experiments", "make_out_dir", "write_json", "write_text",
            "summary_table", "check_metrics", "experiment_pool", "longest_first"]
 
+# A full disk or quota: the machine's fault, not the experiment's; the run stops (exit 2).
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 # Characters of one cell of the terminal's summary table (the Markdown table and metrics.json keep all).
 _TERMINAL_CELL = 200
 # Files an experiment writes that are bookkeeping, not artifacts to show in the report.
@@ -276,6 +279,8 @@ def _execute(exp: Experiment, ctx: Context, real_interrupt=lambda exc: False) ->
     except BaseException as exc:  # a crash in one experiment must not lose the others
         if real_interrupt(exc):
             raise
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:  # the machine's fault: the run cannot go on
+            return {"status": "disk full", "error": [exc.errno, exc.strerror, exc.filename], "seconds": 0.0}
         status, error, detail = "crashed", _describe(exc), traceback.format_exc()
     return {"status": status, "metrics": metrics, "error": error, "detail": detail,
             "seconds": time.perf_counter() - start}
@@ -349,9 +354,16 @@ def _fresh(out_dir: Path) -> None:
 
 
 def _outcome(job: _Job, expected: str, payload: dict, out: Path) -> Outcome:
-    """Write one experiment's metrics.json, timing.json (and error.txt) and return its Outcome."""
+    """Write one experiment's metrics.json, timing.json (and error.txt) and return its Outcome.
+
+    Raises:
+      OSError: the experiment found the disk full (the run stops: exit 2), or
+        writing its files failed.
+    """
     out_dir = Path(job.out_dir)
     status, error = payload["status"], payload["error"]
+    if status == "disk full":  # name the experiment's folder when the OS named no file
+        raise OSError(error[0], error[1], error[2] or job.out_dir)
     if status == "ok":
         measured, metrics = payload["metrics"]["measured"], payload["metrics"]
     else:
