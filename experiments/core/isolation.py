@@ -304,8 +304,11 @@ class Pool:
 
     # -- public API
 
-    def start(self, count: int = 1) -> None:
-        """Start ``count`` workers now and wait until they are ready.
+    def start(self, count: int = 1, *, wait: bool = True) -> None:
+        """Start ``count`` workers now and, with ``wait``, wait until they are ready.
+
+        Without ``wait`` the workers start in the background (their interpreter
+        start overlaps the caller's work); a failure then shows in :meth:`as_completed`.
 
         Raises:
           WorkerStartError: a worker's initializer raised (its own
@@ -315,7 +318,7 @@ class Pool:
         count = min(count, self.workers)
         while len(self._live) < count:
             self._spawn()
-        while not all(w.ready for w in self._live):
+        while wait and not all(w.ready for w in self._live):
             self._finished.extend(self._step())
 
     def submit(self, fn: Callable, *args, timeout: float | None = None, key: Any = None) -> Any:

@@ -15,22 +15,24 @@ TIMEOUT_MAX = 7 * 24 * 3600.0
 
 
 def _load(sources, workers: int = 1):
-    """The registry with users' ``sources``, and the run's pool when ``workers``.
+    """The registry with users' ``sources``, and the run's pool of up to ``workers`` worker processes.
 
     A user's file is imported in a worker process first: one that ends the
     process while being imported (``os._exit``, a segfault) ends that worker,
     reported in one line, instead of ending crossdyn with its exit status.  Only
     then is it imported here, where the run needs its experiments' names,
-    parameters and tolerances.
+    parameters and tolerances.  Without users' files the first worker starts in
+    the background.
     """
     from crossdyn.experiments.core import isolation
     from crossdyn.experiments.core.errors import ParameterError
     from crossdyn.experiments.core.registry import experiments
     from crossdyn.experiments.core.results import experiment_pool
 
-    pool = None
-    if sources:
-        pool = experiment_pool(workers, sources)
+    pool = experiment_pool(workers, sources)
+    if not sources:
+        pool.start(wait=False)  # a first worker starts (imports MuJoCo, the registry) while this process does
+    else:
         try:
             pool.start()
         except isolation.WorkerStartError as exc:
@@ -46,17 +48,19 @@ def _load(sources, workers: int = 1):
     try:
         return experiments(sources), pool
     except BaseException:
-        if pool is not None:
-            pool.terminate()
+        pool.terminate()
         raise
 
 
 def _cmd_list(args) -> int:
+    from crossdyn.experiments.core.registry import experiments
     from crossdyn.experiments.core.safe_text import one_line
 
-    registry, pool = _load(args.sources)
-    if pool is not None:
-        pool.close()
+    if args.sources:  # users' files: imported in a worker first (see _load)
+        registry, pool = _load(args.sources)
+        pool.terminate()
+    else:
+        registry = experiments()
     width = max(len(name) for name in registry)
     for name, exp in registry.items():
         print(f"{name:<{width}}  {one_line(exp.summary)}")
@@ -100,8 +104,7 @@ def _cmd_run(args) -> int:
             pool=pool,
         )
     finally:
-        if pool is not None:
-            pool.terminate()  # nothing left to do if the run closed it
+        pool.terminate()  # nothing left to do if the run closed it
     print(summary_table(outcomes), end="")
     for o in outcomes:
         if o.error:
