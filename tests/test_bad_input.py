@@ -247,6 +247,8 @@ CASES = [
     (["run", "two-link-lagrange", "--timeout", "nan"], "finite"),
     (["run", "two-link-lagrange", "--timeout", "soon"], "not a number"),
     (["run", "two-link-lagrange", "--timeout", "1e9"], "--timeout"),
+    (["tune", "balance", "--samples", "2", "--scheduler", "tls://127.0.0.1:8786"], "TLS scheduler needs certificates"),
+    (["tune", "balance", "--samples", "2", "--scheduler", "ws://127.0.0.1:8786"], "only tcp:// schedulers"),
     (["check", "two-link", "--mjcf", "{tmp}/replicated_bodies.xml"], "describes 200,000 bodies"),
     (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "{tmp}/many_bodies.xml"], "at most 10,000"),
     (["run", "balance-recovery", "--set", "mjcf={tmp}/swapped_sides.xml"],
@@ -415,3 +417,68 @@ def test_a_real_full_disk_is_one_line_exit_2(small_disk, tmp_path):
     assert run.returncode == 2 and len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
     assert "No space left on device" in lines[0], lines[0]
     _all_json_valid(small_disk / "out")
+
+
+@pytest.fixture
+def tcp_service():
+    """A local TCP service that is not Dask: ``silent`` accepts and says nothing; ``http`` answers like a web server."""
+    import socket
+    import threading
+
+    servers = []
+
+    def start(mode: str) -> str:
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        servers.append(server)
+
+        def serve():
+            held = []
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                held.append(conn)
+                if mode == "http":
+                    conn.recv(100)
+                    conn.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+
+        threading.Thread(target=serve, daemon=True).start()
+        return f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.mark.parametrize("mode, phrase", [("silent", "no Dask scheduler answered"),
+                                          ("http", "does not answer as a Dask scheduler")])
+def test_a_scheduler_address_that_is_not_dask_is_one_line(mode, phrase, tcp_service, tmp_path, capsys, monkeypatch):
+    """A TCP service that is not Dask: one line within the connect timeout, no Client.__del__ traceback."""
+    pytest.importorskip("distributed")
+    import time
+
+    from crossdyn.experiments.core import dask_client
+
+    monkeypatch.setattr(dask_client, "CONNECT_TIMEOUT_S", 2.0)
+    monkeypatch.setattr("crossdyn.experiments.biped.tune.CONNECT_TIMEOUT", "2s")
+    start = time.monotonic()
+    code, err = _run_main(["tune", "balance", "--samples", "2", "--no-progress", "--scheduler", tcp_service(mode),
+                           "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and phrase in err, err
+    assert time.monotonic() - start < 60  # bounded: 2 s to answer, plus start-up
+
+
+def test_a_scheduler_with_no_workers_is_one_line(tmp_path, capsys, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    from crossdyn.experiments.core import dask_client
+
+    monkeypatch.setattr(dask_client, "WORKERS_TIMEOUT_S", 2.0)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None, protocol="tcp://",
+                                  scheduler_port=0) as cluster:
+        code, err = _run_main(["tune", "balance", "--samples", "2", "--no-progress", "--scheduler",
+                               cluster.scheduler_address, "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "has no workers (waited 2 s)" in err and "dask worker tcp://" in err, err

@@ -240,3 +240,51 @@ def test_a_from_file_whose_import_hook_exits_0_cannot_pass_the_run(tmp_path):
         "    return {'passed': False, 'measured': 'missed'}\n")
     run = crossdyn(["run", "--from", "hooks.py", "misses", "--out", "out"], tmp_path, timeout=300)
     assert run.returncode == 1 and "0/1 as expected" in run.stdout, run.stdout + run.stderr
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_dask_scheduler_killed_mid_sweep_is_one_line_and_rows_are_kept(tmp_path):
+    """Kill the scheduler once a few rows are in: one line, exit 2, soon; the rows stay and the sweep resumes."""
+    pytest.importorskip("distributed")
+    dask = Path(sys.executable).parent / "dask"
+    if not dask.exists():
+        pytest.skip("the dask command is not installed beside this Python")
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    scheduler = subprocess.Popen([str(dask), "scheduler", "--port", address.rsplit(":", 1)[1], "--no-dashboard",
+                                  "--host", "127.0.0.1"], **quiet)
+    worker = subprocess.Popen([str(dask), "worker", address, "--nworkers", "1", "--nthreads", "1",
+                               "--no-dashboard"], **quiet)
+    table = tmp_path / "sweep" / "samples.csv"
+    sweep = subprocess.Popen([sys.executable, "-m", "crossdyn.experiments", "tune", "balance", "--samples", "60",
+                              "--duration", "3", "--no-progress", "--scheduler", address, "--out", "sweep"],
+                             cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "MPLBACKEND": "Agg"})
+    try:
+        deadline = time.monotonic() + 240
+        while sweep.poll() is None and time.monotonic() < deadline:
+            if table.exists() and len(table.read_text().splitlines()) >= 3:  # a header and two rows
+                break
+            time.sleep(0.2)
+        kept = len(table.read_text().splitlines()) - 1
+        scheduler.kill()
+        killed = time.monotonic()
+        _, err = sweep.communicate(timeout=120)
+        took = time.monotonic() - killed
+    finally:
+        for proc in (sweep, worker, scheduler):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+    lines = err.strip().splitlines()
+    assert sweep.returncode == 2 and len(lines) == 1, err[-3000:]
+    assert "lost the Dask scheduler at" in lines[0] and "rows finished so far are kept" in lines[0], lines[0]
+    assert took < 60, took  # seconds, not a hang
+    assert kept >= 2 and len(table.read_text().splitlines()) - 1 >= kept  # what finished is still there

@@ -637,7 +637,9 @@ def engine(workers: int = 1, scheduler: str | None = None):
         try:
             yield Engine(lambda todo: _dask(client, todo, close=False), max(1, sum(client.nthreads().values())))
         finally:
-            client.close()
+            from crossdyn.experiments.core import dask_client
+
+            dask_client.close(client)
     elif workers <= 1:
         yield Engine(lambda todo: (_timed(s) for s in todo), 1)
     else:
@@ -681,41 +683,29 @@ def _gone(parent: int) -> bool:
 
 
 def _connect(scheduler: str):
-    """A Dask client of the scheduler at ``scheduler`` (``tcp://HOST:PORT``).
+    """A Dask client of the scheduler at ``scheduler`` (``tcp://HOST:PORT``) with a worker (:mod:`~.core.dask_client`).
 
     Raises:
-      CrossdynError: Dask is not installed, the address is malformed, or nothing
-        answers there within :data:`CONNECT_TIMEOUT`.
+      CrossdynError: Dask is not installed, the address is malformed or not
+        tcp://, nothing answers as a Dask scheduler within its time, or no worker joins.
     """
-    try:
-        from distributed import Client
-        from distributed.comm import parse_address, parse_host_port
-    except ImportError:
-        raise CrossdynError("--scheduler needs Dask: pip install -e '.[dask]'") from None
-    try:
-        _, where = parse_address(scheduler, strict=True)
-        parse_host_port(where)  # raises without a port
-    except (ValueError, TypeError) as exc:
-        raise CrossdynError(f"bad Dask scheduler address {scheduler!r} ({exc}); expected tcp://HOST:PORT") from None
-    try:
-        return Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise CrossdynError(f"cannot reach the Dask scheduler at {scheduler}: {reason}") from None
+    from crossdyn.experiments.core import dask_client
+
+    return dask_client.connect(scheduler, timeout=float(CONNECT_TIMEOUT.removesuffix("s")))
 
 
 def _dask(client, todo: list[Sample], close: bool = True):
-    """Yield ``_timed`` results as they finish on a Dask distributed cluster, then close the client (if ``close``)."""
-    from distributed import as_completed
+    """Yield ``_timed`` results as they finish on a Dask distributed cluster, then close the client (if ``close``).
+
+    A scheduler or worker lost mid-run is one line (:class:`~.core.dask_client.DaskError`); rows kept.
+    """
+    from crossdyn.experiments.core import dask_client
 
     try:
-        # pure=False: every sample is its own task even if two have equal arguments.
-        futures = client.map(_timed, todo, pure=False)
-        for fut in as_completed(futures, loop=client.loop):
-            yield fut.result()
+        yield from dask_client.results(client, _timed, todo)
     finally:
         if close:
-            client.close()
+            dask_client.close(client)
 
 
 def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, scheduler: str | None = None,
