@@ -69,7 +69,8 @@ BAD_FILES.update({
     "deep_baselines/two-link-lagrange.json": '{"metrics": ' + "[" * 100_000 + "]" * 100_000 + "}",
     # Far more bodies than any robot: MuJoCo would compile for minutes.
     "replicated_bodies.xml": ('<mujoco><worldbody><replicate count="200000" offset="0.01 0 0"><body>'
-                              '<geom type="sphere" size="0.001" mass="0.001"/></body></replicate></worldbody></mujoco>'),
+                              '<geom type="sphere" size="0.001" mass="0.001"/></body></replicate>'
+                              '</worldbody></mujoco>'),
     "many_bodies.xml": ("<mujoco><worldbody>" + "".join(
         f'<body pos="{i} 0 0"><geom type="sphere" size="0.1" mass="1"/></body>' for i in range(20_000))
         + "</worldbody></mujoco>"),
@@ -374,7 +375,7 @@ def test_disk_full_is_one_line_and_what_was_written_stays_valid(tmp_path, capsys
             raise OSError(errno.ENOSPC, "No space left on device")
 
     def open_(path, mode="r", **kwargs):
-        file = open(path, mode, **kwargs)
+        file = open(path, mode, **kwargs)  # noqa: SIM115 - returned to write_text's own with-block
         if "summary.json" in str(path):
             writes.append(path)
             if len(writes) == 2:

@@ -94,7 +94,7 @@ def _is_number(value) -> bool:
 
 
 def _as_number(value) -> float | None:
-    """A metric value as a float, or None for non-numeric ones (NaN/inf are stored as strings, booleans are not numbers)."""
+    """A metric value as a float, or None for others (NaN/inf are stored as strings; booleans are not numbers)."""
     if _is_number(value):
         return float(value)
     if isinstance(value, str) and value in ("nan", "inf", "-inf"):
@@ -106,9 +106,10 @@ def flat_metrics(metrics: dict) -> dict[str, float | bool | str]:
     """The metrics of a metrics.json that a baseline stores, flattened to dotted names.
 
     Nested dicts give ``a.b``; list items give ``a[i]``, or ``a[NAME]`` when the
-    item is a dict with a ``"name"`` (which is then the label, not a metric).  Numbers (NaN and inf, which JSON stores as
-    ``"nan"``/``"inf"``, count as numbers), booleans and text are kept; ``None``
-    and the run's own description (:data:`NOT_MEASURED`) are left out.
+    item is a dict with a ``"name"`` (which is then the label, not a metric).
+    Numbers (NaN and inf, which JSON stores as ``"nan"``/``"inf"``, count as
+    numbers), booleans and text are kept; ``None`` and the run's own description
+    (:data:`NOT_MEASURED`) are left out.
 
     Raises:
       ParameterError: two metrics flatten to the same name (a nested key and a

@@ -43,6 +43,7 @@ back as a :class:`RemoteError` naming its type and message.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import multiprocessing
 import os
@@ -53,9 +54,10 @@ import time
 import traceback
 import weakref
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import wait
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from crossdyn.experiments.core.errors import CrossdynError
 
@@ -165,20 +167,16 @@ def _picklable(exc: BaseException) -> BaseException:
 def _leave(code: int = 0) -> None:
     """End the worker now: no atexit handler, no wait for a thread a task left running."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(Exception):
             stream.flush()
-        except Exception:
-            pass
     os._exit(code)
 
 
 def _worker_main(conn, parent: int, initializer, initargs) -> None:
     global _WORKER_PID
     _WORKER_PID = os.getpid()
-    try:
+    with contextlib.suppress(OSError):
         os.setpgrp()  # its own group: what a task forks dies with the worker
-    except OSError:
-        pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent takes Ctrl-C and stops the pool
     try:  # a task that aborts or segfaults is reported by the parent; no core file is left in the folder
         import resource
@@ -215,10 +213,8 @@ def _worker_main(conn, parent: int, initializer, initargs) -> None:
             reply = ("raised", task, _picklable(exc), traceback.format_exc())
         if os.getpid() != _WORKER_PID:  # a forked child of the task returned: it has no result to give
             os._exit(0)
-        try:
+        with contextlib.suppress(OSError):
             os.chdir(home)
-        except OSError:
-            pass
         try:
             conn.send(reply)
         except Exception as exc:  # the result could not be pickled
@@ -265,10 +261,8 @@ class _Worker:
     def kill(self) -> None:
         """Kill the worker and everything in its process group, and reap it."""
         for target in (lambda: os.killpg(self.process.pid, signal.SIGKILL), self.process.kill):
-            try:
+            with contextlib.suppress(OSError):  # gone already (ProcessLookupError) or not ours
                 target()
-            except (ProcessLookupError, PermissionError, OSError):
-                pass
         self.process.join()
         self.conn.close()
 
@@ -358,10 +352,8 @@ class Pool:
         self._queue.clear()
         for w in self._live:
             if w.ready and w.task is None:
-                try:
+                with contextlib.suppress(OSError):
                     w.conn.send(None)
-                except OSError:
-                    pass
         deadline = time.monotonic() + _STOP_GRACE_S
         for w in self._live:
             if w.ready and w.task is None:

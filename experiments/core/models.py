@@ -14,7 +14,6 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-
 from crossdyn import mjcf
 from crossdyn.analytic.rotation import quat_to_matrix
 from crossdyn.experiments.core.errors import ModelError

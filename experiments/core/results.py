@@ -47,7 +47,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from crossdyn.experiments.core import baseline as baselines
 from crossdyn.experiments.core import isolation
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
@@ -473,10 +472,7 @@ def run_experiments(
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), desc="experiments", unit="exp", leave=False)
-    if isolate:
-        finished = _in_workers(jobs, out, workers, sources, timeout, pool)
-    else:
-        finished = _in_this_process(selected, jobs)
+    finished = _in_workers(jobs, out, workers, sources, timeout, pool) if isolate else _in_this_process(selected, jobs)
     try:
         for name, payload in finished:
             outcome = _outcome(jobs[name], expected[name], payload, out)

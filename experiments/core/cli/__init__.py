@@ -23,6 +23,7 @@ and takes its options' types from :mod:`.arguments`, the one validation layer.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -105,10 +106,8 @@ def console() -> None:
     code = main()
     if USER_CODE_LOADED:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(Exception):
                 stream.flush()
-            except Exception:
-                pass
         os._exit(code)
     sys.exit(code)
 
