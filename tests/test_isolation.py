@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from crossdyn.experiments.core import isolation
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.isolation import CRASHED, OK, RAISED, TIMED_OUT, Pool, WorkerStartError

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+
 from crossdyn import mjcf
 from crossdyn.analytic.rotation import quat_to_matrix
 from crossdyn.experiments.core.errors import ModelError

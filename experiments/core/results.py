@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
 from crossdyn.experiments.core import baseline as baselines
 from crossdyn.experiments.core import isolation
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
