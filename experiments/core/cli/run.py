@@ -165,7 +165,7 @@ def add_parser(sub) -> None:
     p_run.add_argument("--video", action="store_true", help="render MP4s where supported (MUJOCO_GL=egl)")
     _add_sources(p_run)
     p_run.add_argument("--save-baseline", type=arguments.out_dir, metavar="DIR",
-                       help="store every experiment's numeric metrics in DIR/NAME.json")
+                       help="store every experiment's metrics (numbers, booleans, text) in DIR/NAME.json")
     p_run.add_argument("--baseline", type=Path, metavar="DIR",
                        help="compare every metric with the baseline in DIR; drift exits 1, and so does an "
                             "experiment without a baseline (see --allow-new). Numbers within "
@@ -175,7 +175,8 @@ def add_parser(sub) -> None:
                        help="with --baseline: an experiment with no baseline file, or an empty one, passes "
                             "(its metrics are reported as new)")
     p_run.add_argument("--junit", type=arguments.out_file, metavar="FILE",
-                       help="write JUnit XML: one test case per experiment (missed expectation, drift, crash)")
+                       help="write JUnit XML: one test case per experiment (missed expectation, drift, crash, "
+                            "timeout)")
     p_run.add_argument("--workers", type=arguments.count(1, arguments.WORKERS_MAX, "--workers"), default=1,
                        metavar="K", help="run experiments in K worker processes at once (default 1; same "
                                          f"metrics whatever K; at most {arguments.WORKERS_MAX})")
