@@ -77,6 +77,32 @@ BAD_FILES = {
     "short_q.csv": "0,0,0\n",
 }
 
+# Experiments with names that would write outside --out, hide, or hold a NUL (issue 26).
+BAD_NAMES = {"parent": "../x", "absolute": "/tmp/x", "empty": "", "nul": "a\x00b", "hidden": ".x",
+             "space": "a b", "newline": "a\nb"}
+BAD_FILES.update({
+    f"name_{key}.py": (f"from crossdyn.experiments import experiment\n\n@experiment({name!r}, summary='-', "
+                       "expected='-')\ndef run(ctx):\n    return {'passed': True, 'measured': '-'}\n")
+    for key, name in BAD_NAMES.items()})
+# User code that ends its process: at import of a --from file, or in a derivation (issue 26).
+BAD_FILES.update({
+    "import_exit.py": "import os\nos._exit(0)\n",
+    "import_segfault.py": "import ctypes\nctypes.string_at(0)\n",
+    "derivation_exit.py": "import os\ndef tau(q, qd, qdd):\n    os._exit(0)\n",
+    "derivation_segfault.py": "import ctypes\ndef tau(q, qd, qdd):\n    ctypes.string_at(0)\n",
+    "derivation_abort.py": "import os\ndef tau(q, qd, qdd):\n    os.abort()\n",
+    "derivation_import_exit.py": "import os\nos._exit(0)\ndef tau(q, qd, qdd):\n    return [0.0, 0.0]\n",
+    # A baseline nested 100,000 deep: Python's JSON parser would raise RecursionError.
+    "deep_baselines/two-link-lagrange.json": '{"metrics": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    # Far more bodies than any robot: MuJoCo would compile for minutes.
+    "replicated_bodies.xml": ('<mujoco><worldbody><replicate count="200000" offset="0.01 0 0"><body>'
+                              '<geom type="sphere" size="0.001" mass="0.001"/></body></replicate>'
+                              '</worldbody></mujoco>'),
+    "many_bodies.xml": ("<mujoco><worldbody>" + "".join(
+        f'<body pos="{i} 0 0"><geom type="sphere" size="0.1" mass="1"/></body>' for i in range(20_000))
+        + "</worldbody></mujoco>"),
+})
+
 # State files that must be binary (.npy), written by the bad_files fixture.
 BAD_ARRAYS = {
     "strings.npy": np.array([["a", "b", "c", "d", "e", "f"]]),
@@ -96,6 +122,8 @@ BAD_FILES.update({
     "common.xml": mjcf.path("common").read_text(),
     "no_wheel_motor.xml": _BIPED.replace('<motor name="left_wheel" joint="left_wheel" ctrlrange="-6 6"/>', ""),
     "no_closure.xml": _BIPED.replace('<connect name="right_closure" site1="right_rear_foot" site2="right_axle"/>', ""),
+    # Every name present, but the left side's elements at -y (issue 26: a negative track width followed).
+    "swapped_sides.xml": _BIPED.replace("left", "SIDE").replace("right", "left").replace("SIDE", "right"),
 })
 
 ARM = str(Path(__file__).parent / "models" / "arm7.xml")
@@ -318,6 +346,33 @@ CASES = [
         ("exit", "controller called sys.exit(0) at control step 0 (t = 0 s)"),
         ("name", "controller returned a control for 'pull' at control step 0 (t = 0 s); the actuators are push"),
         ("text", "controller returned a str at control step 0 (t = 0 s); expected 1 controls"))],
+    # user code and names that would end the process or write outside --out (issue 26)
+    *[(["run", "x", "--from", f"{{tmp}}/name_{key}.py"], "is not allowed") for key in BAD_NAMES],
+    (["list", "--from", "{tmp}/name_parent.py"], "experiment name '../x' is not allowed"),
+    (["run", "x", "--from", "{tmp}/import_exit.py"], "worker process ended (exit status 0) while importing it"),
+    (["run", "x", "--from", "{tmp}/import_segfault.py"], "ended (signal SIGSEGV) while importing it"),
+    (["list", "--from", "{tmp}/import_exit.py"], "ended (exit status 0)"),
+    (["check", "derivation", "{tmp}/derivation_exit.py:tau", "--mjcf", "two_link_arm", "--samples", "5"],
+     "the process checking it ended (exit status 0)"),
+    (["check", "derivation", "{tmp}/derivation_segfault.py:tau", "--mjcf", "two_link_arm", "--samples", "5"],
+     "ended (signal SIGSEGV)"),
+    (["check", "derivation", "{tmp}/derivation_abort.py:tau", "--mjcf", "two_link_arm", "--samples", "5"],
+     "ended (signal SIGABRT)"),
+    (["check", "derivation", "{tmp}/derivation_import_exit.py:tau", "--mjcf", "two_link_arm", "--samples", "5"],
+     "ended (exit status 0)"),
+    (["run", "two-link-lagrange", "--baseline", "{tmp}/deep_baselines"], "nests too deep"),
+    (["run", "two-link-lagrange", "--timeout", "0"], "--timeout"),
+    (["run", "two-link-lagrange", "--timeout", "-1"], "--timeout"),
+    (["run", "two-link-lagrange", "--timeout", "nan"], "finite"),
+    (["run", "two-link-lagrange", "--timeout", "soon"], "not a number"),
+    (["run", "two-link-lagrange", "--timeout", "1e9"], "--timeout"),
+    (["tune", "balance", "--samples", "2", "--scheduler", "tls://127.0.0.1:8786"], "TLS scheduler needs certificates"),
+    (["tune", "balance", "--samples", "2", "--scheduler", "ws://127.0.0.1:8786"], "only tcp:// schedulers"),
+    (["check", "two-link", "--mjcf", "{tmp}/replicated_bodies.xml"], "describes 200,000 bodies"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "{tmp}/many_bodies.xml"], "at most 10,000"),
+    (["run", "balance-recovery", "--set", "mjcf={tmp}/swapped_sides.xml"],
+     "body 'left_front_thigh' is at y = -0.2 m"),
+    (["run", "balance-recovery", "--set", "mjcf={tmp}/swapped_sides.xml"], "are left and right swapped?"),
     # sizes: refused before anything is planned or allocated
     (["tune", "balance", "--grid", "q_x=1:2:100000000"], "at most 100,000 values"),
     (["tune", "balance", "--grid", "q_x=1:2:1000", "--grid", "q_xd=1:2:1000"], "1,000,000 combinations"),
@@ -404,3 +459,146 @@ def test_the_table_reaches_every_command():
                         "check mass-matrix", "check bias", "check energy", "check forward-dynamics",
                         "check linearization", "run", "list", "tune balance", "tune robustness"}, commands
     assert len(CASES) >= 40
+
+
+def _all_json_valid(folder: Path) -> list[Path]:
+    """Every JSON file under ``folder`` parses (none is half-written); no temporary file is left."""
+    files = sorted(folder.rglob("*.json"))
+    for path in files:
+        json.loads(path.read_text())
+    assert not list(folder.rglob("*.tmp")), list(folder.rglob("*.tmp"))
+    return files
+
+
+def test_disk_full_is_one_line_and_what_was_written_stays_valid(tmp_path, capsys, monkeypatch):
+    """ENOSPC on the second summary.json write (the OS names no file for it): exit 2, one line naming the file."""
+    import errno
+
+    from crossdyn.experiments.core import results
+
+    writes = []
+
+    class Full:
+        """A file whose write fails as a full disk does: OSError(ENOSPC) with no file name."""
+
+        def __init__(self, file):
+            self.file = file
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def open_(path, mode="r", **kwargs):
+        file = open(path, mode, **kwargs)  # noqa: SIM115 - returned to write_text's own with-block
+        if "summary.json" in str(path):
+            writes.append(path)
+            if len(writes) == 2:
+                return Full(file)
+        return file
+
+    monkeypatch.setattr(results, "open", open_, raising=False)
+    out = tmp_path / "out"
+    code, err = _run_main(["run", "two-link-lagrange", "rnea-two-link-arm", "--short", "--out", str(out)], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0] == f"crossdyn: error: {out / 'summary.json'}: No space left on device", lines[0]
+    files = _all_json_valid(out)
+    assert out / "summary.json" in files  # the first experiment's summary, whole
+    assert [row["name"] for row in json.loads((out / "summary.json").read_text())] == ["two-link-lagrange"]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MB tmpfs at tmp_path/small (needs root and mount; skipped elsewhere)."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def test_a_real_full_disk_is_one_line_exit_2(small_disk, tmp_path):
+    """Experiments whose plots fill a 2 MB disk: one line, exit 2, every JSON file written stays whole."""
+    (small_disk / "ballast").write_bytes(b"\0" * 1_900_000)  # leave ~100 KB: the first plots fill it
+    run = subprocess.run([sys.executable, "-m", "crossdyn.experiments", "run", "two-link-lagrange",
+                          "rnea-two-link-arm", "two-link-scope", "--short", "--out", str(small_disk / "out")],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "MPLBACKEND": "Agg"})
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2 and len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    assert "No space left on device" in lines[0], lines[0]
+    _all_json_valid(small_disk / "out")
+
+
+@pytest.fixture
+def tcp_service():
+    """A local TCP service that is not Dask: ``silent`` accepts and says nothing; ``http`` answers like a web server."""
+    import socket
+    import threading
+
+    servers = []
+
+    def start(mode: str) -> str:
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        servers.append(server)
+
+        def serve():
+            held = []
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                held.append(conn)
+                if mode == "http":
+                    conn.recv(100)
+                    conn.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+
+        threading.Thread(target=serve, daemon=True).start()
+        return f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+@pytest.mark.parametrize("mode, phrase", [("silent", "no Dask scheduler answered"),
+                                          ("http", "does not answer as a Dask scheduler")])
+def test_a_scheduler_address_that_is_not_dask_is_one_line(mode, phrase, tcp_service, tmp_path, capsys, monkeypatch):
+    """A TCP service that is not Dask: one line within the connect timeout, no Client.__del__ traceback."""
+    pytest.importorskip("distributed")
+    import time
+
+    from crossdyn.experiments.core import dask_client
+
+    monkeypatch.setattr(dask_client, "CONNECT_TIMEOUT_S", 2.0)
+    monkeypatch.setattr("crossdyn.experiments.biped.tune.CONNECT_TIMEOUT", "2s")
+    start = time.monotonic()
+    code, err = _run_main(["tune", "balance", "--samples", "2", "--no-progress", "--scheduler", tcp_service(mode),
+                           "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and phrase in err, err
+    assert time.monotonic() - start < 60  # bounded: 2 s to answer, plus start-up
+
+
+def test_a_scheduler_with_no_workers_is_one_line(tmp_path, capsys, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    from crossdyn.experiments.core import dask_client
+
+    monkeypatch.setattr(dask_client, "WORKERS_TIMEOUT_S", 2.0)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None, protocol="tcp://",
+                                  scheduler_port=0) as cluster:
+        code, err = _run_main(["tune", "balance", "--samples", "2", "--no-progress", "--scheduler",
+                               cluster.scheduler_address, "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "has no workers (waited 2 s)" in err and "dask worker tcp://" in err, err

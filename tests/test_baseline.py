@@ -30,7 +30,7 @@ METRICS = {
 def _stored(metrics: dict) -> dict:
     """A baseline record as --save-baseline writes it."""
     return {"experiment": metrics["experiment"], "short": metrics["short"], "seed": metrics["seed"],
-            "params": metrics["params"], "metrics": numeric_metrics(metrics)}
+            "params": metrics["params"], "metrics": baseline.flat_metrics(metrics)}
 
 
 def test_numeric_metrics_are_flattened_and_the_run_description_left_out():
@@ -112,3 +112,63 @@ def test_load_refuses_a_folder_without_baselines(tmp_path):
     (tmp_path / "empty" / "x.json").write_text("{not json")
     with pytest.raises(ParameterError, match="cannot read"):
         baseline.load(tmp_path / "empty", ["x"])
+
+
+def test_a_missing_or_empty_baseline_fails_unless_new_is_allowed():
+    """A gate that compares nothing must not pass (issue 26): no file, or 'metrics': {}."""
+    missing = compare("demo", METRICS, None)
+    assert not missing.passed and missing.headline == "no baseline (not allowed)"
+    assert "unless --allow-new" in missing.lines()[0]
+    allowed = compare("demo", METRICS, None, allow_new=True)
+    assert allowed.passed and allowed.headline == "no baseline"
+    empty_record = {**_stored(METRICS), "metrics": {}}
+    empty = compare("demo", METRICS, empty_record)
+    assert not empty.passed and empty.headline.startswith("empty baseline (not allowed)")
+    assert compare("demo", METRICS, empty_record, allow_new=True).passed
+
+
+def test_booleans_and_text_are_compared_exactly():
+    """``fell`` false -> true and a changed ``label`` drift, whatever the tolerance; so does a changed type."""
+    moved = {**METRICS, "fell": True, "label": "other", "overshoot": "0.0"}
+    loose = {"fell": Tolerance(rel=1.0, abs=1.0), "label": Tolerance(rel=1.0, abs=1.0)}
+    result = compare("demo", moved, _stored(METRICS), loose)
+    assert {d.metric for d in result.drifted} == {"fell", "label", "overshoot"} and not result.passed
+    lines = result.lines()
+    assert "drifted fell: baseline false, now true (compared exactly)" in lines
+    assert 'drifted label: baseline "text", now "other" (compared exactly)' in lines
+    assert compare("demo", dict(METRICS), _stored(METRICS), loose).passed  # unchanged: no drift
+
+
+def test_a_nested_key_colliding_with_a_dotted_one_is_refused():
+    with pytest.raises(ParameterError, match="metric 'terms.mass' is given twice"):
+        baseline.flat_metrics({"terms": {"mass": 1.0}, "terms.mass": 2.0})
+    with pytest.raises(ParameterError, match=r"metric 'per_joint\[q1\].error' is given twice"):
+        baseline.flat_metrics({"per_joint": [{"name": "q1", "error": 1.0}, {"name": "q1", "error": 2.0}]})
+
+
+def test_deep_metrics_flatten_without_recursion():
+    deep: dict = {"x": 1.0}
+    for _ in range(100_000):
+        deep = {"a": deep}
+    assert list(baseline.flat_metrics({"deep": deep}).values()) == [1.0]
+
+
+def test_cli_fails_on_a_missing_or_empty_baseline_unless_allow_new(tmp_path, capsys):
+    from crossdyn.experiments.core.cli import main
+
+    base = tmp_path / "base"
+    assert main(["run", "two-link-lagrange", "--short", "--out", str(tmp_path / "a"), "--save-baseline",
+                 str(base)]) == 0
+    record = json.loads((base / "two-link-lagrange.json").read_text())
+    assert any(isinstance(v, bool) for v in record["metrics"].values())  # booleans are stored now
+    two = ["run", "two-link-lagrange", "rnea-two-link-arm", "--short", "--baseline", str(base)]
+    capsys.readouterr()
+    assert main([*two, "--out", str(tmp_path / "b")]) == 1
+    out = capsys.readouterr().out
+    assert "rnea-two-link-arm: no baseline stored" in out and "1 drifted from the baseline" in out
+    assert main([*two, "--out", str(tmp_path / "c"), "--allow-new"]) == 0
+    (base / "two-link-lagrange.json").write_text(json.dumps({**record, "metrics": {}}))
+    one = ["run", "two-link-lagrange", "--short", "--baseline", str(base)]
+    assert main([*one, "--out", str(tmp_path / "d")]) == 1
+    assert "the baseline stores no metric" in capsys.readouterr().out
+    assert main([*one, "--out", str(tmp_path / "e"), "--allow-new"]) == 0

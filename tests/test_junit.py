@@ -11,14 +11,14 @@ from crossdyn.experiments.core.results import Outcome
 
 
 def _outcomes(out):
-    (out / "crashes").mkdir(parents=True)
-    (out / "crashes" / "error.txt").write_text("Traceback (most recent call last):\n  ...\nZeroDivisionError: x\x1b[0m\n")
+    """Four outcomes; the crash carries its traceback in memory (JUnit reads no file the run wrote)."""
+    trace = "Traceback (most recent call last):\n  ...\nZeroDivisionError: x\x1b[0m\n"
     drift = Comparison("drifts", drifted=[Drift("settle_s", 1.0, 1.05, DEFAULT_TOLERANCE)])
     return [
         Outcome("passes", "agree to 1e-10", "max |error| 1e-15 < 2", True, 1.0, baseline=Comparison("passes")),
         Outcome("misses", "settle < 1 s", "settled in 1.4 s", False, 2.0),
         Outcome("drifts", "settle < 1 s", "settled in 0.9 s", True, 3.0, baseline=drift),
-        Outcome("crashes", "anything", "crashed", False, 0.5, error="ZeroDivisionError: x"),
+        Outcome("crashes", "anything", "crashed", False, 0.5, error="ZeroDivisionError: x", detail=trace),
     ]
 
 

@@ -83,8 +83,9 @@ def test_an_interrupted_run_leaves_no_old_summary(tmp_path):
     run_experiments([get("two-link-lagrange")], out, short=True)
     assert (out / "summary.md").is_file() and (out / "index.html").is_file()
 
-    def interrupted(ctx):
-        raise KeyboardInterrupt
+    def interrupted(ctx):  # a real Ctrl-C (a raised KeyboardInterrupt is the experiment's own error)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)
 
     stop = Experiment("stop", "Ctrl-C here", "-", interrupted)
     with pytest.raises(KeyboardInterrupt):
@@ -179,3 +180,62 @@ def test_killed_parent_leaves_no_worker(tmp_path):
     run.kill()  # SIGKILL: no handler runs in the parent; the workers notice on their own
     run.communicate(timeout=60)
     assert _gone(workers, within=10.0)  # each polls its parent every PARENT_POLL_S = 1 s
+
+
+def test_results_flow_one_way(tmp_path, monkeypatch, capsys):
+    """A run reads back no file it wrote and compares no modification time (issue 27).
+
+    Summary, baseline comparison, --save-baseline, JUnit and index.html come from
+    the outcomes in memory: here every read of a file under the run's output
+    folders fails, and so does asking a file there for its mtime.
+    """
+    import builtins
+    import pathlib
+
+    from crossdyn.experiments.core.registry import experiments
+
+    experiments()  # imports done before the traps are set
+    out, saved, junit = tmp_path / "out", tmp_path / "saved", tmp_path / "junit.xml"
+    base = tmp_path / "base"  # an input: reading it is allowed
+    assert main(["run", "two-link-lagrange", "--short", "--out", str(tmp_path / "first"), "--save-baseline",
+                 str(base)]) == 0
+    guarded = [str(p) for p in (out, saved, junit)]
+
+    def is_guarded(path) -> bool:
+        return any(os.path.abspath(os.fspath(path)).startswith(g) for g in guarded)
+
+    real_open, real_stat = builtins.open, os.stat
+
+    def open_(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and is_guarded(file) and not set(mode) & set("wxa"):
+            raise AssertionError(f"the run read back {file}")
+        return real_open(file, mode, *args, **kwargs)
+
+    class NoTimes:
+        def __init__(self, result):
+            self._result = result
+
+        def __getattr__(self, name):
+            if "time" in name:
+                raise AssertionError(f"the run asked for {name} of a file it wrote")
+            return getattr(self._result, name)
+
+    def stat(path, *args, **kwargs):
+        result = real_stat(path, *args, **kwargs)
+        return NoTimes(result) if isinstance(path, (str, os.PathLike)) and is_guarded(path) else result
+
+    monkeypatch.setattr(builtins, "open", open_)
+    monkeypatch.setattr(pathlib.Path, "read_text", lambda self, *a, **k: open_(self).read())
+    monkeypatch.setattr(pathlib.Path, "read_bytes", lambda self: open_(self, "rb").read())
+    monkeypatch.setattr(os, "stat", stat)
+    code = main(["run", "two-link-lagrange", "rnea-two-link-arm", "--short", "--out", str(out), "--baseline",
+                 str(base), "--allow-new", "--save-baseline", str(saved), "--junit", str(junit)])
+    monkeypatch.undo()
+    assert code == 0, capsys.readouterr()
+    record = json.loads((saved / "rnea-two-link-arm.json").read_text())
+    metrics = json.loads((out / "rnea-two-link-arm" / "metrics.json").read_text())
+    assert record["seed"] == metrics["seed"] and record["metrics"]["max_abs_error"] == metrics["max_abs_error"]
+    assert "term_errors.png" in (out / "index.html").read_text() and junit.is_file()
+    rows = json.loads((out / "summary.json").read_text())
+    assert rows[0]["files"] == ["two-link-lagrange/term_errors.png"]
+    assert rows[0]["baseline"]["headline"] == "no drift"

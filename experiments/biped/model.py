@@ -40,7 +40,7 @@ from crossdyn import mjcf
 from crossdyn.analytic.biped.five_bar import height
 from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams
 from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.models import body_inertia, model_path
+from crossdyn.experiments.core.models import body_inertia, check_size, model_path
 from crossdyn.experiments.core.registry import Param
 
 __all__ = [
@@ -199,7 +199,8 @@ def contract_problems(model: mujoco.MjModel) -> list[str]:
     equality ``SIDE_closure``; motors named as their joints on the four hips and
     two wheels; sensors ``imu_quat`` (framequat), ``imu_gyro``, ``imu_accel`` on
     site ``imu``, ``JOINT_pos``/``JOINT_vel`` on every hip and wheel; a plane geom
-    ``floor``.
+    ``floor``.  At the reference pose every ``left_*`` body is at +y in the frame
+    of ``body``, every ``right_*`` body at -y.
     """
     problems: list[str] = []
 
@@ -248,7 +249,40 @@ def contract_problems(model: mujoco.MjModel) -> list[str]:
             problems.append(f"joint {hip!r} must turn about {'+y' if '_front_' in hip else '-y'}")
         if abs(model.qpos0[model.joint(hip).qposadr[0]] - np.pi) > 1e-9:
             problems.append(f"joint {hip!r} needs ref=180 deg (alpha measured from the inward horizontal)")
+    problems += _side_problems(model)
     return problems
+
+
+def _side_problems(model: mujoco.MjModel) -> list[str]:
+    """Each side's bodies on its own side of the body frame at the reference pose: ``left_*`` at +y, ``right_*`` at -y.
+
+    A model with the names of the sides swapped has every other element right,
+    and would give negative track widths to the models built from it.
+    """
+    names = [name for name in (*LINKS, *WHEELS) if _has(model, mujoco.mjtObj.mjOBJ_BODY, name)]
+    if not _has(model, mujoco.mjtObj.mjOBJ_BODY, "body"):
+        return []
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    root = model.body("body").id
+    frame = data.xmat[root].reshape(3, 3)
+    problems = []
+    for side, sign in (("left", 1.0), ("right", -1.0)):
+        wrong = []
+        for name in (n for n in names if n.startswith(side + "_")):
+            y = float((frame.T @ (data.xpos[model.body(name).id] - data.xpos[root]))[1])
+            if not sign * y > 0:
+                wrong.append((name, y))
+        if wrong:
+            name, y = wrong[0]
+            more = f" (and {len(wrong) - 1} more {side} bodies)" if len(wrong) > 1 else ""
+            problems.append(f"body {name!r} is at y = {y:+.3g} m in the frame of body 'body'{more}; the {side} side "
+                            f"must be at {'+y' if sign > 0 else '-y'} (are left and right swapped?)")
+    return problems
+
+
+def _has(model: mujoco.MjModel, kind, name: str) -> bool:
+    return mujoco.mj_name2id(model, kind, name) >= 0
 
 
 def check_contract(model: mujoco.MjModel, source: str | os.PathLike = "the model") -> None:
@@ -262,6 +296,7 @@ def check_contract(model: mujoco.MjModel, source: str | os.PathLike = "the model
 @functools.lru_cache(maxsize=16)
 def _checked(path: Path, mtime: float) -> None:
     """Compile the file as written and check its contract, once per file version."""
+    check_size(path)
     try:
         model = mujoco.MjSpec.from_file(str(path)).compile()
     except ValueError as exc:

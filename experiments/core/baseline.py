@@ -1,10 +1,10 @@
 """Baselines: every experiment's numeric metrics from a good run, and drift from them.
 
 ``crossdyn run --save-baseline DIR`` stores ``DIR/NAME.json`` per experiment: the
-run's conditions (short, seed, parameters) and its numeric metrics, flattened to
-dotted names (``terms.velocity.max_abs_error``, ``per_joint[q1].max_abs_error``).
-``crossdyn run --baseline DIR`` compares each numeric metric of the new run with
-the stored value:
+run's conditions (short, seed, parameters) and its metrics (numbers, booleans and
+text), flattened to dotted names (``terms.velocity.max_abs_error``,
+``per_joint[q1].max_abs_error``).  ``crossdyn run --baseline DIR`` compares each
+numeric metric of the new run with the stored value:
 
     |now - baseline| <= abs + rel * |baseline|
 
@@ -14,11 +14,21 @@ default is tight enough that any real change shows (a 0.1 % slower settling
 time drifts) and leaves room only for the last digits of round-off; a
 deterministic run on the same machine reproduces its baseline exactly.
 
+and each boolean or text metric (``fell``, ``outcome``) exactly: ``fell`` going
+from false to true is a drift, whatever the tolerance.
+
 A metric outside its tolerance has *drifted*; one in the run but not in the
 baseline is *new* (reported, not a failure); one in the baseline but not in the
 run is *missing* (a failure: something stopped being measured).  A baseline
 taken under other conditions (``--short``, ``--seed``, ``--set``) is a failure
-too, named as such, since its numbers are not comparable.
+too, named as such, since its numbers are not comparable.  So is an experiment
+with no baseline file, or with an empty one while the run measures something:
+a gate that compares nothing must not pass, unless the run says new experiments
+are expected (``--allow-new``, ``compare(..., allow_new=True)``).
+
+A nested metric whose flattened name is also given flat (``{"a": {"b": 1},
+"a.b": 2}``) is refused (:class:`~.errors.ParameterError`): the two would share
+one baseline entry.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from pathlib import Path
 from crossdyn.experiments.core.errors import ParameterError
 
 __all__ = ["Tolerance", "DEFAULT_TOLERANCE", "DEFAULT_RTOL", "DEFAULT_ATOL", "Drift", "Comparison",
-           "numeric_metrics", "save", "load", "compare", "report"]
+           "numeric_metrics", "flat_metrics", "save", "load", "compare", "report"]
 
 # Relative part: round-off in the last digits passes, a 1e-4 % change does not.
 DEFAULT_RTOL = 1e-6
@@ -84,7 +94,7 @@ def _is_number(value) -> bool:
 
 
 def _as_number(value) -> float | None:
-    """A metric value as a float, or None for non-numeric ones (NaN/inf are stored as strings)."""
+    """A metric value as a float, or None for others (NaN/inf are stored as strings; booleans are not numbers)."""
     if _is_number(value):
         return float(value)
     if isinstance(value, str) and value in ("nan", "inf", "-inf"):
@@ -92,35 +102,56 @@ def _as_number(value) -> float | None:
     return None
 
 
-def numeric_metrics(metrics: dict) -> dict[str, float]:
-    """The numeric metrics of a metrics.json, flattened to dotted names.
+def flat_metrics(metrics: dict) -> dict[str, float | bool | str]:
+    """The metrics of a metrics.json that a baseline stores, flattened to dotted names.
 
     Nested dicts give ``a.b``; list items give ``a[i]``, or ``a[NAME]`` when the
-    item is a dict with a ``"name"``.  Booleans, strings and the run's own
-    description (:data:`NOT_MEASURED`) are left out.
-    """
-    flat: dict[str, float] = {}
+    item is a dict with a ``"name"`` (which is then the label, not a metric).
+    Numbers (NaN and inf, which JSON stores as ``"nan"``/``"inf"``, count as
+    numbers), booleans and text are kept; ``None`` and the run's own description
+    (:data:`NOT_MEASURED`) are left out.
 
-    def walk(prefix: str, value) -> None:
+    Raises:
+      ParameterError: two metrics flatten to the same name (a nested key and a
+        dotted one, or two list items of one name).
+    """
+    flat: dict[str, float | bool | str] = {}
+    # Iterative walk: metrics come from user code and may nest deeper than Python's recursion limit.
+    stack: list[tuple[str, object]] = [("", {k: v for k, v in metrics.items() if k not in NOT_MEASURED})]
+    while stack:
+        prefix, value = stack.pop()
         if isinstance(value, dict):
-            for key, item in value.items():
-                walk(f"{prefix}.{key}" if prefix else str(key), item)
+            items = [(f"{prefix}.{key}" if prefix else str(key), item) for key, item in value.items()]
         elif isinstance(value, list):
+            items = []
             for i, item in enumerate(value):
-                label = item["name"] if isinstance(item, dict) and isinstance(item.get("name"), str) else i
-                walk(f"{prefix}[{label}]", item)
+                if isinstance(item, dict) and isinstance(item.get("name"), str):  # the name labels the item
+                    items.append((f"{prefix}[{item['name']}]", {k: v for k, v in item.items() if k != "name"}))
+                else:
+                    items.append((f"{prefix}[{i}]", item))
         else:
             number = _as_number(value)
-            if number is not None:
-                flat[prefix] = number
-
-    walk("", {k: v for k, v in metrics.items() if k not in NOT_MEASURED})
+            leaf = number if number is not None else value if isinstance(value, (bool, str)) else None
+            if leaf is not None:
+                if prefix in flat:
+                    raise ParameterError(f"metric {prefix!r} is given twice (a nested key and a dotted name, or two "
+                                         "list items of one name); rename one")
+                flat[prefix] = leaf
+            continue
+        stack.extend(reversed(items))
     return flat
+
+
+def numeric_metrics(metrics: dict) -> dict[str, float]:
+    """The numeric metrics of a metrics.json, flattened to dotted names (see :func:`flat_metrics`)."""
+    return {k: v for k, v in flat_metrics(metrics).items() if not isinstance(v, (bool, str))}
 
 
 def _read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
+    except RecursionError:
+        raise ParameterError(f"cannot read {path}: its JSON nests too deep") from None
     except (OSError, ValueError) as exc:
         raise ParameterError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
@@ -130,7 +161,7 @@ def save(folder: Path, metrics_by_name: dict[str, dict]) -> list[Path]:
 
     Args:
       folder: the baseline folder (created).
-      metrics_by_name: each experiment's metrics.json content, by name.
+      metrics_by_name: each experiment's metrics (metrics.json content), by name.
 
     Returns:
       The files written.
@@ -141,57 +172,76 @@ def save(folder: Path, metrics_by_name: dict[str, dict]) -> list[Path]:
     written = []
     for name, metrics in metrics_by_name.items():
         record = {"experiment": name, **{key: metrics.get(key) for key in CONDITIONS},
-                  "metrics": numeric_metrics(metrics)}
+                  "metrics": flat_metrics(metrics)}
         write_json(folder / f"{name}.json", record)
         written.append(folder / f"{name}.json")
     return written
 
 
-def load(folder: Path, names: list[str]) -> dict[str, dict]:
+def load(folder: Path, names: list[str], *, allow_new: bool = False) -> dict[str, dict]:
     """The stored baselines of ``names`` found in ``folder`` (an experiment without one is absent).
 
     Raises:
       ParameterError: ``folder`` is not a folder, holds a baseline for none of
-        ``names``, or one of its files is not valid JSON.
+        ``names`` (unless ``allow_new``), or one of its files is not valid JSON,
+        nests too deep, or is not a table of metrics.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise ParameterError(f"--baseline {folder}: no such folder (make one with --save-baseline {folder})")
     found = {name: _read_json(folder / f"{name}.json") for name in names if (folder / f"{name}.json").is_file()}
-    if not found:
+    if not found and not allow_new:
         raise ParameterError(f"--baseline {folder} holds no baseline for {', '.join(names)} "
                              f"(make one with --save-baseline {folder})")
     for name, record in found.items():
+        path = folder / f"{name}.json"
         if not isinstance(record, dict) or not isinstance(record.get("metrics"), dict):
-            raise ParameterError(f"{folder / (name + '.json')}: not a crossdyn baseline (no 'metrics' table)")
+            raise ParameterError(f"{path}: not a crossdyn baseline (no 'metrics' table)")
+        bad = next((k for k, v in record["metrics"].items() if not isinstance(v, (int, float, bool, str))), None)
+        if bad is not None:
+            raise ParameterError(f"{path}: metric {bad!r} is not a number, boolean or text")
     return found
 
 
 @dataclass(frozen=True)
 class Drift:
-    """One metric outside its tolerance.
+    """One metric outside its tolerance, or a boolean or text metric that changed.
 
     Attributes:
       metric: dotted name.
       baseline, now: the stored and the new value.
-      tolerance: the tolerance it was held to.
+      tolerance: the tolerance it was held to (None: compared exactly).
     """
 
     metric: str
-    baseline: float
-    now: float
-    tolerance: Tolerance
+    baseline: float | bool | str
+    now: float | bool | str
+    tolerance: Tolerance | None
+
+    @property
+    def numeric(self) -> bool:
+        return all(_is_number(v) for v in (self.baseline, self.now))
 
     @property
     def change(self) -> str:
-        """The change, relative when the baseline is non-zero (``+5.00 %``), else absolute."""
+        """The change, relative when the baseline is non-zero (``+5.00 %``), else absolute; ``changed`` for others."""
+        if not self.numeric:
+            return "changed"
         if self.baseline != 0 and math.isfinite(self.baseline) and math.isfinite(self.now):
             return f"{100 * (self.now - self.baseline) / abs(self.baseline):+.3g} %"
         return f"{self.now - self.baseline:+.3g}" if math.isfinite(self.now - self.baseline) else "changed"
 
     def __str__(self) -> str:
+        if not self.numeric:
+            return f"{self.metric}: baseline {_shown(self.baseline)}, now {_shown(self.now)} (compared exactly)"
         return (f"{self.metric}: baseline {self.baseline:.6g}, now {self.now:.6g}, change {self.change} "
                 f"(tolerance {self.tolerance})")
+
+
+def _shown(value) -> str:
+    """A boolean or text metric as JSON writes it (``true``, ``"fell"``), at most 80 characters."""
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:70] + '..." (shortened)'
 
 
 @dataclass
@@ -201,9 +251,12 @@ class Comparison:
     Attributes:
       name: the experiment.
       found: a baseline existed for it.
-      drifted, new, missing: the metrics outside tolerance, only in the run, only in the baseline.
+      drifted, new, missing: the metrics outside tolerance (or changed, for
+        booleans and text), only in the run, only in the baseline.
       conditions: the run conditions that differ from the baseline's, as
         ``"seed: baseline 0, now 3"``.
+      empty: the baseline stores no metric while the run measures some.
+      allow_new: a missing or empty baseline is accepted (``--allow-new``).
     """
 
     name: str
@@ -212,56 +265,88 @@ class Comparison:
     new: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     conditions: list[str] = field(default_factory=list)
+    empty: bool = False
+    allow_new: bool = False
 
     @property
     def passed(self) -> bool:
-        """No drift, nothing missing, same conditions (new metrics are fine)."""
+        """No drift, nothing missing, same conditions, and a baseline to compare with (or ``allow_new``).
+
+        New metrics beside stored ones are fine.
+        """
+        if (not self.found or self.empty) and not self.allow_new:
+            return False
         return not (self.drifted or self.missing or self.conditions)
 
     @property
     def headline(self) -> str:
         """One short phrase for tables: ``"no drift"``, ``"2 drifted, 1 missing"``, ``"no baseline"``."""
         if not self.found:
-            return "no baseline"
-        parts = [f"{len(items)} {what}" for items, what in
-                 ((self.conditions, "conditions differ"), (self.drifted, "drifted"), (self.missing, "missing"),
-                  (self.new, "new")) if items]
+            return "no baseline" + ("" if self.allow_new else " (not allowed)")
+        parts = ["empty baseline" + ("" if self.allow_new else " (not allowed)")] if self.empty else []
+        parts += [f"{len(items)} {what}" for items, what in
+                  ((self.conditions, "conditions differ"), (self.drifted, "drifted"), (self.missing, "missing"),
+                   (self.new, "new")) if items]
         return ", ".join(parts) if parts else "no drift"
 
     def lines(self) -> list[str]:
-        """The details, one line each: conditions, drifted, missing, new."""
-        out = [f"run conditions differ: {c}" for c in self.conditions]
+        """The details, one line each: no or empty baseline, conditions, drifted, missing, new."""
+        refuse = "" if self.allow_new else "; a run with --baseline fails on it unless --allow-new is given"
+        if not self.found:
+            return [f"no baseline stored; every metric is new{refuse}"]
+        out = [f"the baseline stores no metric; every metric is new{refuse}"] if self.empty else []
+        out += [f"run conditions differ: {c}" for c in self.conditions]
         out += [f"drifted {d}" for d in self.drifted]
         out += [f"missing metric {m} (in the baseline, not in this run)" for m in self.missing]
-        out += [f"new metric {m} (not in the baseline)" for m in self.new]
+        if not self.empty:
+            out += [f"new metric {m} (not in the baseline)" for m in self.new]
         return out
 
 
-def compare(name: str, metrics: dict, baseline: dict | None, tolerances: dict[str, Tolerance] | None = None
-            ) -> Comparison:
+def _same(stored, now, tol: Tolerance) -> bool:
+    """Numbers within ``tol``; booleans and text exactly (a number never equals a boolean or text)."""
+    a, b = _as_number(stored), _as_number(now)
+    if a is not None and b is not None:
+        return tol.allows(a, b)
+    if a is not None or b is not None:
+        return False
+    return type(stored) is type(now) and stored == now
+
+
+def compare(name: str, metrics: dict, baseline: dict | None, tolerances: dict[str, Tolerance] | None = None,
+            *, allow_new: bool = False) -> Comparison:
     """Compare one experiment's metrics.json content with its stored baseline.
 
     Args:
       name: the experiment.
       metrics: the run's metrics (metrics.json content).
       baseline: the stored record (:func:`save`'s format), or None when there is none.
-      tolerances: the experiment's declared per-metric tolerances.
+      tolerances: the experiment's declared per-metric tolerances (numbers only:
+        booleans and text are compared exactly).
+      allow_new: accept a missing or empty baseline (the comparison then passes).
+
+    Raises:
+      ParameterError: two of the run's metrics flatten to one name (:func:`flat_metrics`).
     """
+    now = flat_metrics(metrics)
     if baseline is None:
-        return Comparison(name, found=False, new=sorted(numeric_metrics(metrics)))
+        return Comparison(name, found=False, new=sorted(now), allow_new=allow_new)
     tolerances = tolerances or {}
-    now, then = numeric_metrics(metrics), baseline["metrics"]
-    result = Comparison(name)
+    then = baseline["metrics"]
+    result = Comparison(name, allow_new=allow_new, empty=not then and bool(now))
     result.conditions = [f"{key}: baseline {baseline.get(key)!r}, now {metrics.get(key)!r}"
                          for key in CONDITIONS if baseline.get(key) != metrics.get(key)]
     for metric, value in now.items():
         if metric not in then:
             result.new.append(metric)
             continue
-        stored = _as_number(then[metric])
-        tol = tolerances.get(metric, DEFAULT_TOLERANCE)
-        if stored is None or not tol.allows(stored, value):
-            result.drifted.append(Drift(metric, float("nan") if stored is None else stored, value, tol))
+        stored = then[metric]
+        numeric = _as_number(stored) is not None and _as_number(value) is not None
+        tol = tolerances.get(metric, DEFAULT_TOLERANCE) if numeric else None
+        if not _same(stored, value, tol or DEFAULT_TOLERANCE):
+            as_number = _as_number(stored)
+            result.drifted.append(Drift(metric, as_number if numeric else stored,
+                                        _as_number(value) if numeric else value, tol))
     result.missing = [metric for metric in then if metric not in now]
     return result
 
@@ -272,6 +357,5 @@ def report(comparisons: list[Comparison], folder: Path) -> str:
     lines = [f"baseline {folder}: {len(drifted)} of {len(comparisons)} experiments drifted "
              f"(default tolerance {DEFAULT_TOLERANCE})"]
     for c in comparisons:
-        details = c.lines() if c.found else ["no baseline stored; every metric is new"]
-        lines += [f"  {c.name}: {line}" for line in details]
+        lines += [f"  {c.name}: {line}" for line in c.lines()]
     return "\n".join(lines) + "\n"

@@ -6,10 +6,15 @@
   checks a derivation (a function or ``FILE.py:FUNC``) against ``mj_inverse`` term
   by term (:func:`crossdyn.experiments.core.crosscheck.check`), on the model as it
   comes: ``dynamics`` picks rigid-body or as-modeled truth.
+- :func:`check_isolated` does the same for ``FILE.py:FUNC`` in a worker process
+  (:mod:`.isolation`), as ``crossdyn check derivation`` does: a derivation that
+  ends its process (``os._exit``, a segfault, ``abort()``, an ``atexit`` handler)
+  is a one-line :class:`DerivationError`, never a verdict.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 from typing import Callable
@@ -19,12 +24,12 @@ import numpy as np
 
 from crossdyn.analytic.rnea import Tree
 from crossdyn.analytic.rotation import quat_to_matrix
-from crossdyn.experiments.core import user_code
+from crossdyn.experiments.core import isolation, user_code
 from crossdyn.experiments.core.crosscheck import ATOL, RTOL, Report, check
-from crossdyn.experiments.core.errors import DerivationError, ModelError
-from crossdyn.experiments.core.models import body_inertia, load_model
+from crossdyn.experiments.core.errors import CrossdynError, DerivationError, ModelError
+from crossdyn.experiments.core.models import body_inertia, load_model, model_path
 
-__all__ = ["tree_from_model", "load_derivation", "check_derivation"]
+__all__ = ["tree_from_model", "load_derivation", "check_derivation", "check_isolated"]
 
 _TYPES = {
     int(mujoco.mjtJoint.mjJNT_HINGE): "hinge",
@@ -180,3 +185,41 @@ def check_derivation(
         model = load_model(model)
     return check(fn, model, samples=samples, seed=seed, atol=atol, rtol=rtol, states=states, label=label,
                  dynamics=dynamics)
+
+
+def _check_in_worker(check: str, first: tuple, spec: str, model: str, options: dict):
+    module, _, name = check.partition(":")
+    return getattr(importlib.import_module(module), name)(*first, spec, model, **options)
+
+
+def check_isolated(spec: str, model: str | os.PathLike, *, check: str = "crossdyn.experiments.core.derivation:"
+                   "check_derivation", first: tuple = (), **options):
+    """A check of ``"FILE.py:FUNC"`` in a worker process, where the user's function's death is seen.
+
+    The file is imported and called only in the worker, so nothing it does at
+    import (``atexit``, threads, signal handlers) reaches this process.
+
+    Args:
+      spec: ``"FILE.py:FUNC"``.
+      model: a built-in model name or an MJCF/URDF path.
+      check: the check, ``module:function``, called as ``check(*first, spec, model, **options)``
+        (default :func:`check_derivation`; the part checks are ``crossdyn.experiments.core.checks:check``
+        with ``first=(quantity,)``).
+      first: arguments before the function's spec.
+      options: the check's keyword arguments.
+
+    Raises:
+      DerivationError: as :func:`check_derivation`, and when the process checking
+        it ended without a report (``os._exit``, a signal), naming how.
+      ModelError, StateError, ParameterError: as :func:`check_derivation`.
+    """
+    model = str(model_path(model))  # resolved here: the same file whatever the worker's folder
+    done = isolation.call(_check_in_worker, check, tuple(first), spec, model, options)
+    if done.ok:
+        return done.value
+    if done.status == isolation.RAISED:
+        if isinstance(done.error, CrossdynError):
+            raise done.error
+        raise DerivationError(f"checking {spec} failed: {type(done.error).__name__}: {done.error}")
+    raise DerivationError(f"{spec}: the process checking it ended ({done.how}) before giving a report; a "
+                          "derivation must return torques, not end the process")

@@ -13,7 +13,6 @@ comes from an experiment or the command line is escaped.
 from __future__ import annotations
 
 import html
-import json
 import platform
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from string import Template
 from urllib.parse import quote
 
 from crossdyn.experiments.core.baseline import NOT_MEASURED
+from crossdyn.experiments.core.safe_text import escape
 
 __all__ = ["write_report", "render", "versions"]
 
@@ -77,7 +77,13 @@ $media
 
 
 def _e(text) -> str:
-    return html.escape(str(text), quote=True)
+    """Text for HTML: markup escaped; control codes and lone surrogates written as ``\\x1b``, ``\\ud800``."""
+    return html.escape(escape(str(text)), quote=True)
+
+
+def _url(path: str) -> str:
+    """A relative link to a file the run wrote; a name that is not UTF-8 keeps its bytes."""
+    return quote(path, errors="surrogateescape")
 
 
 def versions() -> dict[str, str]:
@@ -109,7 +115,7 @@ def _format(value) -> str:
 def _media(files: list[str]) -> str:
     parts = []
     for path in files:
-        src = _e(quote(path))
+        src = _e(_url(path))
         if path.lower().endswith(IMAGE_SUFFIXES):
             parts.append(f'<img src="{src}" alt="{_e(path)}">')
         elif path.lower().endswith(VIDEO_SUFFIXES):
@@ -123,18 +129,21 @@ def _result(outcome) -> tuple[str, str]:
     return ("pass", "pass") if outcome.passed else ("fail", "FAIL")
 
 
-def render(outcomes, metrics_by_name: dict[str, dict], *, command: str, seed: int, short: bool,
+def render(outcomes, metrics_by_name: dict[str, dict] | None = None, *, command: str, seed: int, short: bool,
            overrides: dict[str, str], started: float, versions_: dict[str, str]) -> str:
     """The report's HTML.
 
     Args:
       outcomes: the run's :class:`~.results.Outcome`, in run order.
-      metrics_by_name: each experiment's metrics.json content.
+      metrics_by_name: each experiment's metrics by name (default: what each
+        outcome carries).
       command: the command line of the run.
       seed, short, overrides: the run's settings.
       started: when the run started, s since the epoch.
       versions_: from :func:`versions`.
     """
+    if metrics_by_name is None:
+        metrics_by_name = {o.name: o.metrics for o in outcomes}
     ok = sum(o.ok for o in outcomes)
     title = f"crossdyn run: {ok}/{len(outcomes)} as expected"
     run_info = [("command", command), ("seed", seed), ("short", short),
@@ -167,16 +176,10 @@ def render(outcomes, metrics_by_name: dict[str, dict], *, command: str, seed: in
 
 def write_report(out: Path, outcomes, *, command: str, seed: int, short: bool, overrides: dict[str, str],
                  started: float) -> Path:
-    """Write ``out/index.html`` for the run (atomically) and return its path."""
+    """Write ``out/index.html`` for the run (atomically) and return its path (metrics from the outcomes)."""
     from crossdyn.experiments.core.results import write_text
 
-    metrics = {}
-    for o in outcomes:
-        try:
-            metrics[o.name] = json.loads((Path(out) / o.name / "metrics.json").read_text())
-        except (OSError, ValueError):
-            metrics[o.name] = {}
-    page = render(outcomes, metrics, command=command, seed=seed, short=short, overrides=overrides,
+    page = render(outcomes, command=command, seed=seed, short=short, overrides=overrides,
                   started=started, versions_=versions())
     path = Path(out) / "index.html"
     write_text(path, page)

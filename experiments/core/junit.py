@@ -5,8 +5,9 @@ One ``<testcase>`` per experiment, in one ``<testsuite name="crossdyn">``:
 - a missed expectation is a ``<failure type="expectation">``;
 - drift from the baseline is a ``<failure type="baseline">`` (with a missed
   expectation, one failure carries both messages: readers show one per case);
-- a crash, or an experiment refusing its input, is an ``<error>`` with the one-line
-  message and, in the body, the traceback from ``NAME/error.txt``.
+- a crash, a timeout, or an experiment refusing its input, is an ``<error>`` with
+  the one-line message and, in the body, the full text (the traceback) the
+  outcome carries.
 
 The measured figure goes to ``<system-out>``.  Written with the standard
 library's ``xml.etree`` (the format is a handful of elements).
@@ -30,15 +31,14 @@ def _text(text: str) -> str:
     return _NOT_XML.sub("?", text)
 
 
-def _case(outcome, out: Path) -> tuple[ET.Element, str | None]:
+def _case(outcome) -> tuple[ET.Element, str | None]:
     """The ``<testcase>`` of one outcome, and its kind of problem (``"failure"``, ``"error"`` or None)."""
     case = ET.Element("testcase", classname=SUITE, name=outcome.name, time=f"{outcome.seconds:.3f}")
     kind = None
     if outcome.error is not None:
         kind = "error"
         error = ET.SubElement(case, "error", message=_text(outcome.error), type="crash")
-        trace = out / outcome.name / "error.txt"
-        error.text = _text(trace.read_text() if trace.is_file() else outcome.error)
+        error.text = _text(outcome.detail or outcome.error)
     else:
         messages, types, body = [], [], []
         if not outcome.passed:
@@ -59,14 +59,15 @@ def _case(outcome, out: Path) -> tuple[ET.Element, str | None]:
     return case, kind
 
 
-def to_xml(outcomes, out: Path) -> ET.ElementTree:
+def to_xml(outcomes, out: Path | None = None) -> ET.ElementTree:
     """The run's outcomes as a JUnit ``<testsuites>`` tree.
 
     Args:
-      outcomes: :class:`~.results.Outcome` of the run, in run order.
-      out: the run's output folder (tracebacks are read from ``NAME/error.txt``).
+      outcomes: :class:`~.results.Outcome` of the run, in run order (each
+        carries its traceback; no file is read).
+      out: unused; kept so that older callers passing the output folder work.
     """
-    cases = [_case(o, Path(out)) for o in outcomes]
+    cases = [_case(o) for o in outcomes]
     counts = {kind: sum(k == kind for _, k in cases) for kind in ("failure", "error")}
     total = f"{sum(o.seconds for o in outcomes):.3f}"
     root = ET.Element("testsuites", name=SUITE, tests=str(len(cases)), failures=str(counts["failure"]),
@@ -78,11 +79,11 @@ def to_xml(outcomes, out: Path) -> ET.ElementTree:
     return ET.ElementTree(root)
 
 
-def write_junit(path: Path, outcomes, out: Path) -> Path:
-    """Write the JUnit XML of a run to ``path`` (atomically) and return it."""
+def write_junit(path: Path, outcomes, out: Path | None = None) -> Path:
+    """Write the JUnit XML of a run to ``path`` (atomically) and return it (``out`` is unused)."""
     from crossdyn.experiments.core.results import write_text
 
-    tree = to_xml(outcomes, out)
+    tree = to_xml(outcomes)
     ET.indent(tree)
     write_text(Path(path), ET.tostring(tree.getroot(), encoding="unicode", xml_declaration=True) + "\n")
     return Path(path)

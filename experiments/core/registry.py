@@ -27,6 +27,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import re
 import string
 import sys
 from dataclasses import dataclass, field
@@ -119,6 +120,9 @@ class Experiment:
     params: dict[str, Param] = field(default_factory=dict)
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
 
+    def __post_init__(self):
+        _check_name(self.name)
+
     def expected_for(self, values: dict) -> str:
         """The expected outcome with the parameters' values filled in (``--set`` honoured)."""
         return self.expected.format_map(values)
@@ -135,6 +139,21 @@ class Experiment:
 
 
 _REGISTRY: dict[str, Experiment] = {}
+
+# An experiment's name is a folder name under --out and a file name under --save-baseline:
+# letters, digits and - _ . + only, not starting with a dot or dash, so it can never
+# climb out of its folder (../x), be absolute (/tmp/x), hide, or hold a NUL.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
+
+
+def _check_name(name) -> None:
+    """Refuse a name that is not safe as a folder and file name (see :data:`NAME_PATTERN`)."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        from crossdyn.experiments.core.safe_text import one_line
+
+        shown = one_line(repr(name), 80)
+        raise ParameterError(f"experiment name {shown} is not allowed: use 1 to 100 letters, digits, '-', '_', "
+                             "'.' or '+', starting with a letter or digit (it names a folder and a file)")
 
 
 def _check_expected(name: str, expected: str, params: dict[str, Param]) -> None:
@@ -166,10 +185,11 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
         (:data:`~crossdyn.experiments.core.baseline.DEFAULT_TOLERANCE`).
 
     Raises:
-      ParameterError: ``name`` is already registered by another function, the
-        expected text names an unknown parameter, or a tolerance is not a
-        non-negative number.
+      ParameterError: ``name`` is not a safe folder name (:data:`NAME_PATTERN`),
+        is already registered by another function, the expected text names an
+        unknown parameter, or a tolerance is not a non-negative number.
     """
+    _check_name(name)
     params = dict(params or {})
     _check_expected(name, expected, params)
     tolerances = {key: Tolerance.of(key, value) for key, value in (tolerances or {}).items()}

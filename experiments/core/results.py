@@ -5,21 +5,35 @@ Layout under the output folder (default ``results/``)::
     DIR/NAME/metrics.json   the experiment's metrics (deterministic for a seed)
     DIR/NAME/timing.json    wall-clock time (kept apart so metrics diff cleanly)
     DIR/NAME/*.png          its plots
-    DIR/NAME/error.txt      the traceback, if it crashed
+    DIR/NAME/error.txt      the traceback (or how its process ended), if it crashed or timed out
     DIR/summary.json        one row per experiment run
     DIR/summary.md          the same as a table
     DIR/index.html          the report to open in a browser (:mod:`.html_report`)
+
+Experiments run in worker processes (:mod:`.isolation`; one for a serial run,
+``workers`` for a parallel one), so an experiment that calls ``sys.exit``,
+``os._exit``, segfaults or hangs past its ``timeout`` is recorded as ``crashed``
+(with how its process ended) or ``timed out``, and the others go on.  What an
+experiment returns is judged in one place, :func:`check_metrics`: only a real
+boolean ``passed`` is a verdict.
+
+Results flow one way: a worker sends the experiment's metrics back; this process
+writes them and keeps them in the :class:`Outcome`, from which the summary, the
+baseline comparison, JUnit and the report are made; nothing reads back a file
+the run wrote.  An experiment's folder is emptied of files when it starts, so
+its files afterwards are this run's (no modification times compared).
 
 Each experiment's metrics are written as soon as it finishes, atomically, so a run
 that fails halfway keeps everything finished before it.  A run first removes the
 previous run's summary.md and index.html and writes them again only when every
 experiment has finished, so an interrupted run never leaves an old summary beside
-new metrics.  With ``workers > 1`` experiments run in parallel processes; metrics,
-summary and report are the same as a serial run's (rows in run order).
+new metrics.  Metrics, summary and report are the same whatever the number of
+workers (rows in run order).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -28,18 +42,25 @@ import sys
 import time
 import traceback
 import uuid
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from crossdyn.experiments.core import baseline as baselines
+from crossdyn.experiments.core import isolation
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Experiment
+from crossdyn.experiments.core.safe_text import one_line
 
 __all__ = ["Context", "Outcome", "run", "run_experiments", "make_out_dir", "write_json", "write_text",
-           "summary_table"]
+           "summary_table", "check_metrics", "experiment_pool", "longest_first"]
 
+# A full disk or quota: the machine's fault, not the experiment's; the run stops (exit 2).
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+# Characters of one cell of the terminal's summary table (the Markdown table and metrics.json keep all).
+_TERMINAL_CELL = 200
 # Files an experiment writes that are bookkeeping, not artifacts to show in the report.
 BOOKKEEPING = frozenset({"metrics.json", "timing.json", "error.txt"})
 
@@ -86,17 +107,25 @@ def write_text(path: Path, text: str) -> None:
     and a random part) in the same folder, then replaces ``path`` in one
     ``os.replace``; so any number of processes may write the same file at once.
     The file is created with ``open(..., "x")``, so it gets the usual permissions
-    (``tempfile``'s are private to the owner).
+    (``tempfile``'s are private to the owner).  It is UTF-8; what UTF-8 cannot
+    hold (a lone surrogate from user code) is written as its ``\\udXXX`` escape,
+    so nothing is lost and the file stays valid.
+
+    Raises:
+      OSError: naming ``path`` (a full disk included, which the OS reports
+        without a file name); ``path`` is then as it was.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
     try:
-        with open(tmp, "x") as f:
+        with open(tmp, "x", encoding="utf-8", errors="backslashreplace") as f:
             f.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (None, str(tmp)) and exc.filename2 is None:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
         raise
 
 
@@ -139,16 +168,22 @@ class Context:
 
 @dataclass
 class Outcome:
-    """One experiment's result as the summary table shows it.
+    """One experiment's result: the summary row, and what the baselines, JUnit and the report need.
+
+    Everything a run reports flows from here, in memory: nothing reads back the
+    files the run wrote.
 
     Attributes:
       name, expected, measured, passed: the summary row (``expected`` with the
         run's parameter values filled in).
       seconds: wall-clock time.
-      error: the one-line error of an experiment that crashed or refused its input.
+      error: the one-line error of an experiment that crashed, timed out,
+        refused its input or returned something that is not a result.
       files: what the experiment wrote in this run (plots, videos, tables),
         relative to the output folder.
       baseline: the comparison with a stored baseline, when one was given.
+      metrics: the metrics.json content (the run's conditions included).
+      detail: the full text behind ``error`` (a traceback), as error.txt holds it.
     """
 
     name: str
@@ -159,6 +194,8 @@ class Outcome:
     error: str | None = None
     files: list[str] = field(default_factory=list)
     baseline: baselines.Comparison | None = None
+    metrics: dict = field(default_factory=dict, repr=False)
+    detail: str | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -167,46 +204,193 @@ class Outcome:
 
     def row(self) -> dict:
         """The summary.json row."""
-        row = asdict(self)
-        if self.baseline is not None:
-            row["baseline"] = {"passed": self.baseline.passed, "headline": self.baseline.headline,
-                               "lines": self.baseline.lines()}
+        row = {key: getattr(self, key) for key in ("name", "expected", "measured", "passed", "seconds", "error",
+                                                  "files")}
+        row["baseline"] = None if self.baseline is None else {
+            "passed": self.baseline.passed, "headline": self.baseline.headline, "lines": self.baseline.lines()}
         return row
 
 
-def _snapshot(folder: Path) -> dict[str, int]:
-    return {p.name: p.stat().st_mtime_ns for p in folder.iterdir() if p.is_file()}
+def check_metrics(name: str, returned) -> dict:
+    """What an experiment returned, checked, as the JSON-ready metrics to store: the one place that judges it.
 
+    Only a real boolean ``passed`` is a verdict (``True``, ``False``, or NumPy's
+    booleans): the text ``"False"``, a NaN, a number or None is refused, so no
+    junk can count as a pass.
 
-def _run_one(exp: Experiment, out: Path, short: bool, seed: int, overrides: dict, video: bool) -> Outcome:
-    out_dir = out / exp.name
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "error.txt").unlink(missing_ok=True)
-    params = exp.resolve_params(overrides)
-    expected = exp.expected_for(params)
-    ctx = Context(exp.name, out_dir, short=short, seed=seed, params=params, video=video)
-    before = _snapshot(out_dir)
-    start = time.perf_counter()
-    error = None
+    Raises:
+      ParameterError: naming the experiment: not a dict; no ``passed`` or
+        ``measured``; ``passed`` not a boolean; ``measured`` not text; a value
+        JSON cannot store; nesting too deep; two metrics that flatten to one
+        baseline name.
+    """
+    where = f"experiment {name!r}"
+    if not isinstance(returned, Mapping):
+        raise ParameterError(f"{where} returned a {type(returned).__name__}; expected a dict of metrics with "
+                             "'passed' (True or False) and 'measured' (one line of text)")
+    missing = [key for key in ("passed", "measured") if key not in returned]
+    if missing:
+        raise ParameterError(f"{where} returned no {' and no '.join(repr(k) for k in missing)} metric")
+    passed = returned["passed"]
+    if not isinstance(passed, (bool, np.bool_)):
+        raise ParameterError(f"{where} returned 'passed': {one_line(repr(passed), 60)} (a {type(passed).__name__}); "
+                             "only True or False is a verdict")
+    if not isinstance(returned["measured"], str):
+        raise ParameterError(f"{where} returned 'measured': a {type(returned['measured']).__name__}; "
+                             "expected one line of text")
     try:
-        metrics = dict(exp.run(ctx))
-        if "passed" not in metrics or "measured" not in metrics:
-            raise RuntimeError(f"experiment {exp.name!r} returned no 'passed'/'measured' metrics")
+        metrics = _jsonable(dict(returned))
+        json.dumps(metrics)
+        baselines.flat_metrics(metrics)
+    except RecursionError:
+        raise ParameterError(f"{where} returned metrics nested too deep to store") from None
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"{where} returned a metric JSON cannot store: {exc}") from None
+    except ParameterError as exc:
+        raise ParameterError(f"{where}: {exc}") from None
+    return metrics
+
+
+def _describe(exc: BaseException) -> str:
+    """An exception from an experiment, one line (a ``sys.exit`` or a raised ``KeyboardInterrupt`` said as such)."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r}); an experiment must return its metrics, not end the run"
+    if isinstance(exc, KeyboardInterrupt):
+        return "raised KeyboardInterrupt itself (no Ctrl-C was pressed)"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _execute(exp: Experiment, ctx: Context, real_interrupt=lambda exc: False) -> dict:
+    """Run one experiment and judge what it returned (:func:`check_metrics`), catching everything it raises.
+
+    Returns ``{"status": "ok" | "error" | "crashed", "metrics", "error", "detail",
+    "seconds"}``: plain data, so that a worker process can send it back.  A
+    forked child of the experiment that returns here ends at once: only the
+    process that ran it gives a result.  ``real_interrupt(exc)`` tells a real
+    Ctrl-C, which propagates, from a ``KeyboardInterrupt`` the experiment raised.
+    """
+    me = os.getpid()
+    start = time.perf_counter()
+    metrics = error = detail = None
+    try:
+        try:
+            returned = exp.run(ctx)
+        finally:
+            if os.getpid() != me:  # a forked child of the experiment: it has no result to give
+                os._exit(0)
+        metrics, status = check_metrics(exp.name, returned), "ok"
     except CrossdynError as exc:
-        error = str(exc)
-        metrics = {"passed": False, "measured": "error", "error": error}
-    except Exception as exc:  # a crash in one experiment must not lose the others
-        error = f"{type(exc).__name__}: {exc}"
-        (out_dir / "error.txt").write_text(traceback.format_exc())
-        metrics = {"passed": False, "measured": "crashed", "error": error}
-    seconds = time.perf_counter() - start
-    files = sorted(f"{exp.name}/{name}" for name, mtime in _snapshot(out_dir).items()
-                   if before.get(name) != mtime and name not in BOOKKEEPING)
-    metrics = {"experiment": exp.name, "expected": expected, "short": short, "seed": seed,
-               "params": params, **metrics}
+        status, error, detail = "error", str(exc), str(exc)
+    except BaseException as exc:  # a crash in one experiment must not lose the others
+        if real_interrupt(exc):
+            raise
+        if isinstance(exc, OSError) and exc.errno in _DISK_FULL:  # the machine's fault: the run cannot go on
+            return {"status": "disk full", "error": [exc.errno, exc.strerror, exc.filename], "seconds": 0.0}
+        status, error, detail = "crashed", _describe(exc), traceback.format_exc()
+    return {"status": status, "metrics": metrics, "error": error, "detail": detail,
+            "seconds": time.perf_counter() - start}
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One experiment to run, as plain data a worker process can receive."""
+
+    name: str
+    out_dir: str  # absolute: an experiment that changes the working folder moves nothing
+    short: bool
+    seed: int
+    params: dict
+    video: bool
+
+
+def _run_job(job: _Job) -> dict:
+    """In a worker process: run the named experiment (see :func:`_execute`)."""
+    from crossdyn.experiments.core.registry import experiments
+
+    exp = experiments().get(job.name)
+    if exp is None:
+        return {"status": "error", "metrics": None, "seconds": 0.0, "detail": None,
+                "error": f"experiment {job.name!r} is not registered in a fresh process; register it in a file or "
+                         "module given to --from"}
+    ctx = Context(job.name, Path(job.out_dir), short=job.short, seed=job.seed, params=job.params, video=job.video)
+    return _execute(exp, ctx)
+
+
+def _init_worker(sources: tuple[str, ...]) -> None:
+    """A worker's start: load the registry (built-in, entry points, ``--from`` sources) once."""
+    from crossdyn.experiments.core.registry import experiments
+
+    experiments(sources)
+
+
+def experiment_pool(workers: int, sources: tuple[str, ...] | list[str] = (),
+                    start_timeout: float | None = None) -> isolation.Pool:
+    """The pool of worker processes a run's experiments go to (:mod:`.isolation`).
+
+    Each worker loads the registry with ``sources``.  Start one worker with
+    ``pool.start()`` before importing users' files in this process, and a file
+    that ends the process while being imported ends a worker instead
+    (:class:`~.isolation.WorkerStartError`, one line).
+    """
+    return isolation.Pool(workers, initializer=_init_worker, initargs=(tuple(sources),),
+                          start_timeout=start_timeout)
+
+
+def _from_done(done: isolation.Done) -> dict:
+    """The payload of a finished worker task; a crash or timeout said in words."""
+    if done.status == isolation.OK:
+        return done.value
+    if done.status == isolation.TIMED_OUT:
+        return {"status": "timed out", "metrics": None, "seconds": done.seconds, "detail": None,
+                "error": f"timed out {done.how} (--timeout); its process was stopped"}
+    if done.status == isolation.CRASHED:
+        return {"status": "crashed", "metrics": None, "seconds": done.seconds, "detail": None,
+                "error": f"crashed: its process ended ({done.how}) without returning a result"}
+    return {"status": "crashed", "metrics": None, "seconds": done.seconds, "detail": done.traceback or None,
+            "error": _describe(done.error)}
+
+
+def _fresh(out_dir: Path) -> None:
+    """Make ``out_dir`` and empty it of files, so that every file in it afterwards is this run's."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for path in out_dir.iterdir():
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+
+
+def _outcome(job: _Job, expected: str, payload: dict, out: Path) -> Outcome:
+    """Write one experiment's metrics.json, timing.json (and error.txt) and return its Outcome.
+
+    Raises:
+      OSError: the experiment found the disk full (the run stops: exit 2), or
+        writing its files failed.
+    """
+    out_dir = Path(job.out_dir)
+    status, error = payload["status"], payload["error"]
+    if status == "disk full":  # name the experiment's folder when the OS named no file
+        raise OSError(error[0], error[1], error[2] or job.out_dir)
+    if status == "ok":
+        measured, metrics = payload["metrics"]["measured"], payload["metrics"]
+    else:
+        measured = "error" if status == "error" else status
+        metrics = {"passed": False, "measured": measured, "error": error}
+    metrics = {"experiment": job.name, "expected": expected, "short": job.short, "seed": job.seed,
+               "params": job.params, **metrics}
+    files = sorted(f"{job.name}/{p.name}" for p in out_dir.iterdir() if p.is_file() and p.name not in BOOKKEEPING)
     write_json(out_dir / "metrics.json", metrics)
-    write_json(out_dir / "timing.json", {"wall_time_s": seconds})
-    return Outcome(exp.name, expected, str(metrics["measured"]), bool(metrics["passed"]), seconds, error, files)
+    write_json(out_dir / "timing.json", {"wall_time_s": payload["seconds"]})
+    detail = payload["detail"] or error
+    if status not in ("ok", "error"):
+        write_text(out_dir / "error.txt", detail if detail.endswith("\n") else detail + "\n")
+    return Outcome(job.name, expected, measured, bool(metrics["passed"]), payload["seconds"],
+                   None if error is None else one_line(error, None), files, metrics=metrics, detail=detail)
+
+
+def _registered(selected: list[Experiment], sources) -> bool:
+    from crossdyn.experiments.core.registry import experiments
+
+    registry = experiments(sources)
+    return all(registry.get(exp.name) is exp for exp in selected)
 
 
 def run_experiments(
@@ -221,25 +405,45 @@ def run_experiments(
     workers: int = 1,
     sources: tuple[str, ...] | list[str] = (),
     baseline: dict[str, dict] | None = None,
+    allow_new: bool = False,
     command: str | None = None,
+    timeout: float | None = None,
+    isolate: bool | None = None,
+    pool: isolation.Pool | None = None,
 ) -> list[Outcome]:
     """Run experiments, writing each one's results as it finishes, then the summary and report.
 
     ``overrides`` (``--set``) are validated against every selected experiment
     before anything runs, so a typo fails at once rather than after an hour.
 
+    Experiments run in worker processes (:mod:`.isolation`), ``workers`` at a
+    time, one worker for a serial run: an experiment that exits, crashes or
+    hangs past ``timeout`` is recorded as ``crashed`` (with how its process
+    ended) or ``timed out``, and the others go on.  A real Ctrl-C stops the run
+    (``KeyboardInterrupt``) and its workers.
+
     Args:
       selected: the experiments, in run order (the summary's order).
       out: the output folder.
       short, seed, overrides, video: what every experiment's :class:`Context` gets.
       progress: show a progress bar on stderr.
-      workers: processes to run experiments in (1: in this process); see
-        :mod:`.parallel`.
+      workers: worker processes at once.
       sources: users' files and modules the experiments come from (``--from``),
         loaded again by each worker process.
       baseline: stored baselines by experiment name (:func:`.baseline.load`);
         each outcome then carries its :class:`~.baseline.Comparison`.
+      allow_new: a missing or empty baseline passes (``--allow-new``).
       command: the command line shown in index.html (default: this process's).
+      timeout: seconds each experiment may run (None: no limit).
+      isolate: run in worker processes.  None (default): when every experiment
+        is registered (a fresh process can find it by name); an
+        :class:`Experiment` made on the fly in Python then runs in this process
+        (one worker only, no ``timeout``).
+      pool: a started :func:`experiment_pool` to use (and close) instead of a new one.
+
+    Raises:
+      ParameterError: a bad ``--set``; an unregistered experiment with
+        ``workers > 1``, ``timeout`` or ``isolate=True``.
     """
     overrides = overrides or {}
     for exp in selected:
@@ -248,39 +452,48 @@ def run_experiments(
     if unknown:
         names = ", ".join(e.name for e in selected)
         raise ParameterError(f"no selected experiment ({names}) has parameter(s) {', '.join(unknown)}")
+    registered = pool is not None or _registered(selected, sources)
+    isolate = registered if isolate is None else isolate
+    if not registered and (isolate or workers > 1 or timeout is not None):
+        loose = next(exp.name for exp in selected if not _registered([exp], sources))
+        raise ParameterError(f"experiment {loose!r} is not registered, so a worker process cannot load it; "
+                             "register it with @experiment in a file or module given to --from, or run it with "
+                             "1 worker and no timeout")
 
-    out = Path(out)
+    out = Path(os.path.abspath(out))  # absolute: an experiment that changes the working folder moves nothing
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("summary.md", "summary.json", "index.html"):  # never an old summary beside new metrics
         (out / stale).unlink(missing_ok=True)
     started = time.time()
-    jobs = [(exp, {k: v for k, v in overrides.items() if k in exp.params}) for exp in selected]
+    jobs, expected = {}, {}
+    for exp in selected:
+        params = exp.resolve_params({k: v for k, v in overrides.items() if k in exp.params})
+        jobs[exp.name] = _Job(exp.name, str(out / exp.name), short, seed, params, video)
+        expected[exp.name] = exp.expected_for(params)
     order = {exp.name: i for i, exp in enumerate(selected)}
+    tolerances = {exp.name: exp.tolerances for exp in selected}
     done: dict[str, Outcome] = {}
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), desc="experiments", unit="exp", leave=False)
-    if workers > 1 and len(jobs) > 1:
-        from crossdyn.experiments.core.parallel import run_parallel
-
-        finished = run_parallel(jobs, out, short=short, seed=seed, video=video, workers=workers, sources=sources)
-    else:
-        finished = (_run_one(exp, out, short, seed, mine, video) for exp, mine in _announce(jobs, bar))
-    for outcome in finished:
-        if baseline is not None:
-            metrics = json.loads((out / outcome.name / "metrics.json").read_text())
-            tolerances = next(exp.tolerances for exp, _ in jobs if exp.name == outcome.name)
-            outcome.baseline = baselines.compare(outcome.name, metrics, baseline.get(outcome.name), tolerances)
-        done[outcome.name] = outcome
-        outcomes = sorted(done.values(), key=lambda o: order[o.name])
-        write_json(out / "summary.json", [o.row() for o in outcomes])
+    finished = _in_workers(jobs, out, workers, sources, timeout, pool) if isolate else _in_this_process(selected, jobs)
+    try:
+        for name, payload in finished:
+            outcome = _outcome(jobs[name], expected[name], payload, out)
+            if baseline is not None:
+                outcome.baseline = _compare(outcome, baseline.get(name), tolerances[name], allow_new)
+            done[name] = outcome
+            outcomes = sorted(done.values(), key=lambda o: order[o.name])
+            write_json(out / "summary.json", [o.row() for o in outcomes])
+            if bar is not None:
+                bar.set_postfix_str(one_line(name, 40))
+                bar.update()
+    finally:
+        finished.close()  # stops the workers now, whatever ended the loop
         if bar is not None:
-            bar.set_postfix_str(outcome.name)
-            bar.update()
-    if bar is not None:
-        bar.close()
+            bar.close()
     outcomes = sorted(done.values(), key=lambda o: order[o.name])
     write_text(out / "summary.md", summary_table(outcomes, markdown=True))
     from crossdyn.experiments.core.html_report import write_report
@@ -290,23 +503,72 @@ def run_experiments(
     return outcomes
 
 
-def _announce(jobs, bar):
-    """The jobs, naming each on the progress bar as it starts (serial runs)."""
-    for exp, mine in jobs:
-        if bar is not None:
-            bar.set_postfix_str(exp.name)
-        yield exp, mine
+def _compare(outcome: Outcome, stored: dict | None, tolerances, allow_new: bool) -> baselines.Comparison:
+    """The outcome against its baseline; an experiment that did not finish compares as having no metrics."""
+    try:
+        return baselines.compare(outcome.name, outcome.metrics, stored, tolerances, allow_new=allow_new)
+    except ParameterError:  # checked when the experiment returned; only a crashed one's metrics get here
+        return baselines.Comparison(outcome.name, found=stored is not None, allow_new=allow_new)
+
+
+def _in_workers(jobs: dict[str, _Job], out: Path, workers: int, sources, timeout, pool):
+    """``(name, payload)`` of each job as it finishes, from worker processes."""
+    names = list(jobs)
+    if workers > 1 and len(names) > 1:
+        names = longest_first(names, out)  # read before the folders are emptied
+    pool = pool if pool is not None else experiment_pool(min(workers, len(names)), sources)
+    with pool:  # closed (its workers and whatever they forked gone) however this ends
+        for name in names:
+            _fresh(Path(jobs[name].out_dir))
+            pool.submit(_run_job, jobs[name], timeout=timeout, key=name)
+        for finished in pool.as_completed():
+            yield finished.key, _from_done(finished)
+
+
+def longest_first(names: list[str], out: Path) -> list[str]:
+    """``names`` by the wall time each took in the previous run in ``out`` (``NAME/timing.json``), longest first.
+
+    So that one long experiment does not start last and leave the other workers
+    idle; experiments never timed keep their order, first.
+    """
+
+    def last_time(name: str) -> float:
+        try:
+            return float(json.loads((out / name / "timing.json").read_text())["wall_time_s"])
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            return float("inf")  # never timed: could be long, start it early
+
+    return sorted(names, key=last_time, reverse=True)
+
+
+def _in_this_process(selected: list[Experiment], jobs: dict[str, _Job]):
+    """``(name, payload)`` of each job, run here, in order (experiments made on the fly in Python)."""
+    from crossdyn.experiments.core import user_code
+
+    home = os.getcwd()
+    for exp in selected:
+        job = jobs[exp.name]
+        _fresh(Path(job.out_dir))
+        ctx = Context(job.name, Path(job.out_dir), short=job.short, seed=job.seed, params=job.params,
+                      video=job.video)
+        with user_code.ctrl_c_watch() as watch:
+            payload = _execute(exp, ctx, real_interrupt=lambda exc: isinstance(exc, KeyboardInterrupt)
+                               and watch.pressed)
+        os.chdir(home)
+        yield exp.name, payload
 
 
 def _cell(text: str) -> str:
-    """A Markdown table cell: ``|`` escaped, one line."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """A Markdown table cell: one line, control codes escaped, ``|`` escaped; the full text."""
+    return one_line(text, None).replace("|", "\\|")
 
 
 def summary_table(outcomes: list[Outcome], markdown: bool = False) -> str:
     """The summary table: experiment, expected outcome, measured figure, pass/fail.
 
-    With a baseline comparison a fifth column says whether each drifted.
+    With a baseline comparison a fifth column says whether each drifted.  The
+    terminal table's cells are one line each, escaped and shortened
+    (:func:`~.safe_text.one_line`); the Markdown one keeps the full text.
     """
     header = ("experiment", "expected", "measured", "result")
     rows = [(o.name, o.expected, o.measured, "pass" if o.passed else "FAIL") for o in outcomes]
@@ -317,6 +579,7 @@ def summary_table(outcomes: list[Outcome], markdown: bool = False) -> str:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
         return "\n".join(lines) + "\n"
+    rows = [tuple(one_line(c, _TERMINAL_CELL) for c in r) for r in rows]
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
@@ -334,6 +597,7 @@ def run(
     video: bool = False,
     workers: int = 1,
     sources: tuple[str, ...] | list[str] = (),
+    timeout: float | None = None,
 ) -> list[Outcome]:
     """Run registered experiments from Python, as ``crossdyn run`` does.
 
@@ -347,6 +611,7 @@ def run(
       video: render MP4s where an experiment supports it.
       workers: processes to run them in, as ``--workers``.
       sources: users' experiment files or modules, as ``--from``.
+      timeout: seconds each experiment may run, as ``--timeout`` (None: no limit).
 
     Returns:
       One :class:`Outcome` per experiment, in run order.
@@ -362,4 +627,4 @@ def run(
     selected = [get(name) for name in names] if names else list(registry.values())
     overrides = {key: str(value) for key, value in (params or {}).items()}
     return run_experiments(selected, Path(out), short=short, seed=seed, overrides=overrides, video=video,
-                           workers=workers, sources=sources)
+                           workers=workers, sources=sources, timeout=timeout)

@@ -29,7 +29,7 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import DerivationError
 
-__all__ = ["UserExit", "import_file", "call", "as_numbers", "where"]
+__all__ = ["UserExit", "import_file", "call", "as_numbers", "where", "ctrl_c_watch"]
 
 
 class UserExit(DerivationError):
@@ -57,7 +57,7 @@ class _CtrlC:
 def _watch_ctrl_c():
     if threading.current_thread() is not threading.main_thread():
         _CtrlC.pressed = True  # cannot tell: treat any interrupt as the user's Ctrl-C
-        yield
+        yield _CtrlC
         return
 
     def handler(signum, frame):
@@ -67,9 +67,18 @@ def _watch_ctrl_c():
     _CtrlC.pressed = False
     previous = signal.signal(signal.SIGINT, handler)
     try:
-        yield
+        yield _CtrlC
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def ctrl_c_watch():
+    """A context telling a real Ctrl-C from a raised ``KeyboardInterrupt``: ``with ctrl_c_watch() as w: ... w.pressed``.
+
+    ``w.pressed`` is True once SIGINT arrived inside the context (always True off
+    the main thread, where no handler can be set).
+    """
+    return _watch_ctrl_c()
 
 
 @contextlib.contextmanager

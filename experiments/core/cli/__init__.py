@@ -5,7 +5,8 @@
     crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--dynamics rigid-body|as-modeled] [--samples N] [--seed S]
                               [--states FILE] [--atol A] [--rtol R] [--out DIR]
     crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...] [--from FILE.py|MODULE ...]
-                 [--baseline DIR] [--save-baseline DIR] [--junit FILE] [--workers K]
+                 [--baseline DIR [--allow-new]] [--save-baseline DIR] [--junit FILE] [--workers K]
+                 [--timeout SECONDS]
     crossdyn tune balance [--samples N | --grid NAME=VALUES ... | --search optuna --trials N [--sampler gp|tpe]]
                           [--workers K] [--seed S] [--scheduler ADDR] [--mjcf PATH] [--out DIR]
     crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--seed S]
@@ -22,10 +23,19 @@ and takes its options' types from :mod:`.arguments`, the one validation layer.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "console", "build_parser"]
+
+# Characters of a one-line error on the terminal (user text in it can be any length).
+ERROR_LIMIT = 1000
+
+# Set once a user's code (``--from``) was imported into this process: then its
+# atexit handlers and non-daemon threads must not decide, or delay, crossdyn's exit
+# status (:func:`console`).
+USER_CODE_LOADED = False
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,10 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(argv)  # the command line, as the HTML report shows it
+    from crossdyn.experiments.core.safe_text import one_line
+
     try:
         return args.func(args)
     except CrossdynError as exc:
-        print(f"crossdyn: error: {exc}", file=sys.stderr)
+        print(f"crossdyn: error: {one_line(exc, ERROR_LIMIT)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("crossdyn: interrupted; finished experiments' results are kept", file=sys.stderr)
@@ -77,12 +89,28 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         # A path the machine refuses (permissions, a full disk, a folder where a file
         # belongs) that no validator foresaw: still the user's input, still one line.
-        if exc.filename is None:
-            raise
         path = exc.filename2 or exc.filename  # a rename names its destination second
-        print(f"crossdyn: error: {path}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{path}: " if path is not None else ""
+        print(f"crossdyn: error: {one_line(f'{where}{exc.strerror or exc}', ERROR_LIMIT)}", file=sys.stderr)
         return 2
 
 
+def console() -> None:
+    """The ``crossdyn`` console script: :func:`main`, then exit with its status.
+
+    When a user's file was imported into this process (``--from``), the exit is
+    ``os._exit`` after flushing the output: an ``atexit`` handler of theirs
+    (``atexit.register(os._exit, 0)``) cannot turn a failed run into exit 0, and a
+    non-daemon thread they started cannot keep the process alive.
+    """
+    code = main()
+    if USER_CODE_LOADED:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -1,7 +1,5 @@
 """``python -m crossdyn.experiments.core.cli``: the ``crossdyn`` command."""
 
-import sys
+from crossdyn.experiments.core.cli import console
 
-from crossdyn.experiments.core.cli import main
-
-sys.exit(main())
+console()

@@ -183,7 +183,7 @@ def report_check(report, args, name: str, title: str, extra: dict, seconds: floa
 def _cmd_check_derivation(args) -> int:
     import time
 
-    from crossdyn.experiments.core.derivation import check_derivation
+    from crossdyn.experiments.core.derivation import check_isolated
     from crossdyn.experiments.core.models import load_model
 
     name = f"check-derivation-{_function_stem(args.derivation)}"
@@ -191,13 +191,18 @@ def _cmd_check_derivation(args) -> int:
     start = time.perf_counter()
     model = load_model(args.mjcf)
     states = load_states(args.states, model.nq, model.nv) if args.states else None
-    report = check_derivation(args.derivation, model, dynamics=args.dynamics, samples=args.samples, seed=args.seed,
-                              states=states, atol=args.atol, rtol=args.rtol)
+    # The user's file is imported and called in a worker process: its exit or crash is a one-line error.
+    report = check_isolated(args.derivation, args.mjcf, dynamics=args.dynamics, samples=args.samples, seed=args.seed,
+                            states=states, atol=args.atol, rtol=args.rtol)
     extra = {"derivation": args.derivation, "model": str(args.mjcf), "states": args.states,
              "params": _conditions(args, function=args.derivation)}
     return report_check(report, args, name, f"{args.derivation} vs mj_inverse ({args.dynamics}) on {args.mjcf}",
-                         extra, time.perf_counter() - start)
+                        extra, time.perf_counter() - start)
 
+
+# The checks the commands run in a worker (module:function, imported there).
+_QUANTITY_CHECK = "crossdyn.experiments.core.checks:check"
+_LINEARIZATION_CHECK = "crossdyn.experiments.core.checks.linearization:check_linearization"
 
 # The states each quantity's function takes, and the rows of its --states file.
 _STATE_PARTS = {
@@ -210,8 +215,8 @@ def _cmd_check_quantity(args) -> int:
     """Any of kinematics, jacobian, mass-matrix, bias, energy, forward-dynamics."""
     import time
 
-    from crossdyn.experiments.core import checks
     from crossdyn.experiments.core.checks.plots import entry_errors
+    from crossdyn.experiments.core.derivation import check_isolated
     from crossdyn.experiments.core.models import load_model
 
     quantity = args.quantity
@@ -232,7 +237,8 @@ def _cmd_check_quantity(args) -> int:
         specific["gravity_only"] = args.gravity_only
     if hasattr(args, "dynamics"):
         specific["dynamics"] = args.dynamics
-    report = checks.check(quantity, args.function, model, **options, **specific)
+    # The user's file is imported and called in a worker process, as check derivation's.
+    report = check_isolated(args.function, args.mjcf, check=_QUANTITY_CHECK, first=(quantity,), **options, **specific)
     title = f"{quantity}: {args.function} on {args.mjcf}"
     conditions = _conditions(args, function=args.function,
                              **{k: v for k, v in specific.items() if v is not None and k != "dynamics"})
@@ -373,8 +379,8 @@ def _numbers(what: str):
 def _cmd_check_linearization(args) -> int:
     import time
 
-    from crossdyn.experiments.core.checks.linearization import check_linearization
     from crossdyn.experiments.core.checks.plots import entry_errors
+    from crossdyn.experiments.core.derivation import check_isolated
     from crossdyn.experiments.core.models import load_model
 
     name = f"check-linearization-{_function_stem(args.function)}"
@@ -382,8 +388,8 @@ def _cmd_check_linearization(args) -> int:
     start = time.perf_counter()
     model = load_model(args.mjcf)
     ctrl = "hold" if args.ctrl == ["hold"] else args.ctrl
-    report = check_linearization(args.function, model, keyframe=args.keyframe, qpos=args.qpos, qvel=args.qvel,
-                                 ctrl=ctrl, atol=args.atol, rtol=args.rtol)
+    report = check_isolated(args.function, args.mjcf, check=_LINEARIZATION_CHECK, keyframe=args.keyframe,
+                            qpos=args.qpos, qvel=args.qvel, ctrl=ctrl, atol=args.atol, rtol=args.rtol)
     title = f"linearization: {args.function} on {args.mjcf}"
     conditions = {"mjcf": args.mjcf, "function": args.function, "keyframe": args.keyframe, "qpos": args.qpos,
                   "qvel": args.qvel, "ctrl": args.ctrl, "atol": args.atol, "rtol": args.rtol}

@@ -10,18 +10,63 @@ from crossdyn.experiments.core.cli import arguments
 __all__ = ["add_parser", "add_list_parser"]
 
 DEFAULT_OUT = Path("results")
+# --timeout's ceiling, s: a week; beyond it a typo, not a limit.
+TIMEOUT_MAX = 7 * 24 * 3600.0
+
+
+def _load(sources, workers: int = 1):
+    """The registry with users' ``sources``, and the run's pool of up to ``workers`` worker processes.
+
+    A user's file is imported in a worker process first: one that ends the
+    process while being imported (``os._exit``, a segfault) ends that worker,
+    reported in one line, instead of ending crossdyn with its exit status.  Only
+    then is it imported here, where the run needs its experiments' names,
+    parameters and tolerances.  Without users' files the first worker starts in
+    the background.
+    """
+    from crossdyn.experiments.core import isolation
+    from crossdyn.experiments.core.errors import ParameterError
+    from crossdyn.experiments.core.registry import experiments
+    from crossdyn.experiments.core.results import experiment_pool
+
+    pool = experiment_pool(workers, sources)
+    if not sources:
+        pool.start(wait=False)  # a first worker starts (imports MuJoCo, the registry) while this process does
+    else:
+        try:
+            pool.start()
+        except isolation.WorkerStartError as exc:
+            pool.terminate()
+            raise ParameterError(f"--from {', '.join(sources)}: {exc} while importing it; a file of experiments "
+                                 "must define them, not end the process") from None
+        except BaseException:
+            pool.terminate()
+            raise
+        from crossdyn.experiments.core import cli
+
+        cli.USER_CODE_LOADED = True  # its atexit handlers and threads must not decide crossdyn's exit
+    try:
+        return experiments(sources), pool
+    except BaseException:
+        pool.terminate()
+        raise
 
 
 def _cmd_list(args) -> int:
     from crossdyn.experiments.core.registry import experiments
+    from crossdyn.experiments.core.safe_text import one_line
 
-    registry = experiments(args.sources)
+    if args.sources:  # users' files: imported in a worker first (see _load)
+        registry, pool = _load(args.sources)
+        pool.terminate()
+    else:
+        registry = experiments()
     width = max(len(name) for name in registry)
     for name, exp in registry.items():
-        print(f"{name:<{width}}  {exp.summary}")
-        print(f"{'':<{width}}  expected: {exp.expected_for({k: p.default for k, p in exp.params.items()})}")
+        print(f"{name:<{width}}  {one_line(exp.summary)}")
+        print(f"{'':<{width}}  expected: {one_line(exp.expected_for({k: p.default for k, p in exp.params.items()}))}")
         for key, p in exp.params.items():
-            print(f"{'':<{width}}  --set {key}={p.default}  ({p.help})")
+            print(f"{'':<{width}}  --set {one_line(key)}={one_line(p.default)}  ({one_line(p.help)})")
     return 0
 
 
@@ -29,43 +74,52 @@ def _cmd_run(args) -> int:
     import shlex
 
     from crossdyn.experiments.core import baseline
-    from crossdyn.experiments.core.registry import experiments, get
+    from crossdyn.experiments.core.registry import get
     from crossdyn.experiments.core.results import run_experiments, summary_table
+    from crossdyn.experiments.core.safe_text import one_line
 
-    registry = experiments(args.sources)
-    selected = [get(name) for name in args.names] if args.names else list(registry.values())
-    if args.mjcf is not None:
-        _take_mjcf(args, selected)
-    stored = baseline.load(args.baseline, [e.name for e in selected]) if args.baseline else None
-    out = arguments.make_out_dir(args.out)
-    for folder in (args.save_baseline, args.junit.parent if args.junit else None):
-        if folder is not None:
-            arguments.make_out_dir(folder)
-    outcomes = run_experiments(
-        selected,
-        out,
-        short=args.short,
-        seed=args.seed,
-        overrides=dict(args.set),
-        video=args.video,
-        progress=sys.stderr.isatty(),
-        workers=args.workers,
-        sources=args.sources,
-        baseline=stored,
-        command=shlex.join(["crossdyn", *getattr(args, "argv", sys.argv[1:])]),
-    )
+    registry, pool = _load(args.sources, args.workers)
+    try:
+        selected = [get(name) for name in args.names] if args.names else list(registry.values())
+        if args.mjcf is not None:
+            _take_mjcf(args, selected)
+        stored = (baseline.load(args.baseline, [e.name for e in selected], allow_new=args.allow_new)
+                  if args.baseline else None)
+        out = arguments.make_out_dir(args.out)
+        for folder in (args.save_baseline, args.junit.parent if args.junit else None):
+            if folder is not None:
+                arguments.make_out_dir(folder)
+        outcomes = run_experiments(
+            selected,
+            out,
+            short=args.short,
+            seed=args.seed,
+            overrides=dict(args.set),
+            video=args.video,
+            progress=sys.stderr.isatty(),
+            workers=args.workers,
+            sources=args.sources,
+            baseline=stored,
+            allow_new=args.allow_new,
+            command=shlex.join(["crossdyn", *getattr(args, "argv", sys.argv[1:])]),
+            timeout=args.timeout,
+            pool=pool,
+        )
+    finally:
+        pool.terminate()  # nothing left to do if the run closed it
     print(summary_table(outcomes), end="")
     for o in outcomes:
         if o.error:
-            print(f"{o.name}: {o.error}", file=sys.stderr)
+            print(f"{o.name}: {one_line(o.error, 500)}", file=sys.stderr)
     if stored is not None:
-        print(baseline.report([o.baseline for o in outcomes], args.baseline), end="")
+        report = baseline.report([o.baseline for o in outcomes], args.baseline)
+        print("".join(one_line(line, 500) + "\n" for line in report.splitlines()), end="")
     if args.save_baseline:
-        _save_baseline(args.save_baseline, out, outcomes)
+        _save_baseline(args.save_baseline, outcomes)
     if args.junit:
         from crossdyn.experiments.core.junit import write_junit
 
-        write_junit(args.junit, outcomes, out)
+        write_junit(args.junit, outcomes)
     failed = [o for o in outcomes if not o.passed]
     drifted = [o for o in outcomes if o.baseline is not None and not o.baseline.passed]
     tail = f"; {len(drifted)} drifted from the baseline" if stored is not None else ""
@@ -96,14 +150,12 @@ def _take_mjcf(args, selected) -> None:
         selected[:] = [e for e in selected if "mjcf" in e.params]
 
 
-def _save_baseline(folder: Path, out: Path, outcomes) -> None:
-    """Store the metrics of every experiment that ran to the end (a crash is no baseline)."""
-    import json
-
+def _save_baseline(folder: Path, outcomes) -> None:
+    """Store the metrics of every experiment that ran to the end (a crash is no baseline), from memory."""
     from crossdyn.experiments.core import baseline
 
     kept = [o for o in outcomes if o.error is None]
-    baseline.save(folder, {o.name: json.loads((out / o.name / "metrics.json").read_text()) for o in kept})
+    baseline.save(folder, {o.name: o.metrics for o in kept})
     skipped = [o.name for o in outcomes if o.error is not None]
     note = f" (not {', '.join(skipped)}: they did not finish)" if skipped else ""
     print(f"baseline of {len(kept)} experiments saved in {folder}{note}")
@@ -139,14 +191,22 @@ def add_parser(sub) -> None:
                        "same as --set mjcf=PATH; with no NAME, runs only the experiments that take a model)")
     _add_sources(p_run)
     p_run.add_argument("--save-baseline", type=arguments.out_dir, metavar="DIR",
-                       help="store every experiment's numeric metrics in DIR/NAME.json")
+                       help="store every experiment's metrics (numbers, booleans, text) in DIR/NAME.json")
     p_run.add_argument("--baseline", type=Path, metavar="DIR",
-                       help="compare every numeric metric with the baseline in DIR; drift exits 1. Tolerance "
+                       help="compare every metric with the baseline in DIR; drift exits 1, and so does an "
+                            "experiment without a baseline (see --allow-new). Numbers within "
                             f"|now - baseline| <= {DEFAULT_ATOL:g} + {DEFAULT_RTOL:g} |baseline| unless the "
-                            "experiment declares its own")
+                            "experiment declares its own tolerance; booleans and text exactly")
+    p_run.add_argument("--allow-new", action="store_true",
+                       help="with --baseline: an experiment with no baseline file, or an empty one, passes "
+                            "(its metrics are reported as new)")
     p_run.add_argument("--junit", type=arguments.out_file, metavar="FILE",
-                       help="write JUnit XML: one test case per experiment (missed expectation, drift, crash)")
+                       help="write JUnit XML: one test case per experiment (missed expectation, drift, crash, "
+                            "timeout)")
     p_run.add_argument("--workers", type=arguments.count(1, arguments.WORKERS_MAX, "--workers"), default=1,
-                       metavar="K", help="run experiments in K parallel processes (default 1; same metrics "
-                                         f"as a serial run; at most {arguments.WORKERS_MAX})")
+                       metavar="K", help="run experiments in K worker processes at once (default 1; same "
+                                         f"metrics whatever K; at most {arguments.WORKERS_MAX})")
+    p_run.add_argument("--timeout", type=arguments.number(0.0, TIMEOUT_MAX, "--timeout", low_open=True),
+                       metavar="SECONDS", help="stop an experiment that runs longer than this and record it as "
+                                               "'timed out' (the others go on; default: no limit)")
     p_run.set_defaults(func=_cmd_run)

@@ -35,7 +35,7 @@ from crossdyn.experiments.core.errors import CrossdynError
 __all__ = ["Engine", "engine", "timed", "IN_FLIGHT", "CONNECT_TIMEOUT"]
 
 IN_FLIGHT = 2  # jobs submitted ahead per local worker: keeps every worker busy, bounds memory
-CONNECT_TIMEOUT = "5s"  # an unreachable scheduler fails fast instead of hanging
+CONNECT_TIMEOUT = "5s"  # an unreachable or silent address fails fast instead of hanging
 
 Evaluate = Callable[[Any], dict]
 
@@ -81,7 +81,9 @@ def engine(evaluate: Evaluate, workers: int = 1, scheduler: str | None = None, *
         try:
             yield Engine(lambda jobs: _dask(client, run_one, jobs), max(1, sum(client.nthreads().values())))
         finally:
-            client.close()
+            from crossdyn.experiments.core import dask_client
+
+            dask_client.close(client)
     elif workers <= 1:
         yield Engine(lambda jobs: (run_one(j) for j in jobs), 1)
     else:
@@ -122,10 +124,12 @@ def run_all(evaluate: Evaluate, jobs: list, workers: int = 1, scheduler: str | N
 
 
 def _closing(client, results):
+    from crossdyn.experiments.core import dask_client
+
     try:
         yield from results
     finally:
-        client.close()
+        dask_client.close(client)
 
 
 def _open_pool(workers: int, warm, preload: Sequence[str]):
@@ -191,34 +195,21 @@ def _gone(parent: int) -> bool:
 
 
 def connect(scheduler: str):
-    """A Dask client of the scheduler at ``scheduler`` (``tcp://HOST:PORT``).
+    """A Dask client of the scheduler at ``scheduler`` (``tcp://HOST:PORT``), with a worker
+    (:func:`crossdyn.experiments.core.dask_client.connect`: bounded waits, one-line failures).
 
     Raises:
-      CrossdynError: Dask is not installed, the address is malformed, or nothing
-        answers there within :data:`CONNECT_TIMEOUT`.
+      CrossdynError: Dask is not installed, the address is malformed or not tcp://,
+        nothing answers as a Dask scheduler within :data:`CONNECT_TIMEOUT`, or no worker joins.
     """
-    try:
-        from distributed import Client
-        from distributed.comm import parse_address, parse_host_port
-    except ImportError:
-        raise CrossdynError("--scheduler needs Dask: pip install -e '.[dask]'") from None
-    try:
-        _, where = parse_address(scheduler, strict=True)
-        parse_host_port(where)  # raises without a port
-    except (ValueError, TypeError) as exc:
-        raise CrossdynError(f"bad Dask scheduler address {scheduler!r} ({exc}); expected tcp://HOST:PORT") from None
-    try:
-        return Client(scheduler, timeout=CONNECT_TIMEOUT, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise CrossdynError(f"cannot reach the Dask scheduler at {scheduler}: {reason}") from None
+    from crossdyn.experiments.core import dask_client
+
+    return dask_client.connect(scheduler, timeout=float(CONNECT_TIMEOUT.removesuffix("s")))
 
 
 def _dask(client, run_one, jobs: list):
-    """Yield ``run_one`` results as they finish on a Dask distributed cluster."""
-    from distributed import as_completed
+    """Yield ``run_one`` results as they finish on a Dask distributed cluster; a scheduler or worker lost
+    mid-run is one line (:class:`crossdyn.experiments.core.dask_client.DaskError`), the rows so far kept."""
+    from crossdyn.experiments.core import dask_client
 
-    # pure=False: every job is its own task even if two have equal arguments.
-    futures = client.map(run_one, jobs, pure=False)
-    for fut in as_completed(futures, loop=client.loop):
-        yield fut.result()
+    yield from dask_client.results(client, run_one, jobs)

@@ -1,0 +1,490 @@
+"""Run code where its death is seen: a pool of long-lived worker processes.
+
+Code crossdyn did not write (a user's experiment, a derivation being checked, one
+run of a sweep) can end the process it runs in: ``os._exit(0)``, a segfault in a
+C extension, ``abort()``, a hang.  In crossdyn's own process that would be read as
+a pass (exit 0, nothing written) or lose every other result.  Here such code runs
+in a worker process, and a worker that ends without a result is reported as
+``crashed`` with how it ended (``exit status 0``, ``signal SIGSEGV``); a task over
+its time limit is killed and reported as ``timed out``.  Either way the pool
+starts a new worker for the tasks still queued, so the others go on.
+
+Usage::
+
+    with Pool(2, initializer=load_registry, initargs=(sources,)) as pool:
+        for name in names:
+            pool.submit(run_one, name, timeout=60.0, key=name)
+        for done in pool.as_completed():
+            done.key, done.status, done.value, done.how   # status: ok / raised / crashed / timed out
+
+Workers are reused (a pool, not a process per call: starting an interpreter and
+importing MuJoCo costs about a second; ``benchmarks/isolation_cost.py`` measures
+it) and started lazily, as tasks need them, up to ``workers``.  Each worker:
+
+- is a fresh interpreter (``spawn``): it shares no threads, locks or GL state with
+  the parent, and runs ``initializer(*initargs)`` once;
+- leads its own process group, so that whatever it forks is killed with it: a
+  crashed, timed-out or finished worker leaves no process behind;
+- ignores Ctrl-C (the parent stops the pool), and kills itself and its group
+  when the parent dies (it polls every :data:`PARENT_POLL_S`); writes no core
+  file when a task aborts;
+- gives no result from a forked child: a task's function that forks and whose
+  child returns ends that child at once, so only the worker itself answers;
+- goes back to its working folder after each task (a task's ``os.chdir`` does
+  not move the next one), and leaves with ``os._exit``, so a non-daemon thread a
+  task left running cannot keep it alive.
+
+A task's exception (any ``BaseException``: ``SystemExit`` and a raised
+``KeyboardInterrupt`` included) comes back as status ``raised`` with the
+exception and its traceback text; an exception that cannot be pickled comes
+back as a :class:`RemoteError` naming its type and message.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+from crossdyn.experiments.core.errors import CrossdynError
+
+__all__ = ["Pool", "Done", "RemoteError", "WorkerStartError", "how_it_ended", "call", "OK", "RAISED", "CRASHED",
+           "TIMED_OUT", "PARENT_POLL_S"]
+
+OK, RAISED, CRASHED, TIMED_OUT = "ok", "raised", "crashed", "timed out"
+
+# How often a worker checks that its parent is alive, s.
+PARENT_POLL_S = 1.0
+# How often the parent looks at its workers when no message arrives, s: a worker
+# whose forked child still holds its pipe shows its death only to this poll.
+_LOOK_S = 0.25
+# How long close() lets a worker leave on its own before killing its group, s.
+_STOP_GRACE_S = 5.0
+
+
+class RemoteError(Exception):
+    """An exception raised in a worker that could not be sent back as itself.
+
+    Attributes:
+      type_name: the exception's class name, message: its text.
+    """
+
+    def __init__(self, type_name: str, message: str):
+        super().__init__(f"{type_name}: {message}" if message else type_name)
+        self.type_name, self.message = type_name, message
+
+    def __reduce__(self):
+        return RemoteError, (self.type_name, self.message)
+
+
+class WorkerStartError(CrossdynError):
+    """A worker process could not start: its initializer raised, or the process ended or hung while starting."""
+
+
+@dataclass
+class Done:
+    """One finished task.
+
+    Attributes:
+      key: what :meth:`Pool.submit` was given as ``key`` (default: a counter).
+      status: :data:`OK`, :data:`RAISED`, :data:`CRASHED` or :data:`TIMED_OUT`.
+      value: the function's return value (status ok).
+      error: the exception it raised (status raised; a :class:`RemoteError` if it
+        could not be sent back).
+      traceback: that exception's traceback, as text.
+      how: how a crashed worker ended (``"exit status 0"``, ``"signal SIGSEGV"``),
+        or the limit a timed-out task exceeded (``"after 5 s"``).
+      seconds: wall time from the task's start in a worker to its end, s.
+    """
+
+    key: Any
+    status: str
+    value: Any = None
+    error: BaseException | None = None
+    traceback: str = ""
+    how: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+
+def how_it_ended(exitcode: int | None) -> str:
+    """A process's exit in words: ``"exit status 3"``, ``"signal SIGSEGV"``."""
+    if exitcode is None:
+        return "still running"
+    if exitcode < 0:
+        try:
+            return f"signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit status {exitcode}"
+
+
+# ---------------------------------------------------------------- worker side
+
+_WORKER_PID: int | None = None  # set in a worker: a forked child of a task sees another pid
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != parent:  # re-parented: the parent was killed
+            _kill_my_group()
+
+
+def _kill_my_group() -> None:
+    try:
+        os.killpg(0, signal.SIGKILL)
+    finally:
+        os._exit(1)
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RemoteError(type(exc).__name__, str(exc))
+
+
+def _leave(code: int = 0) -> None:
+    """End the worker now: no atexit handler, no wait for a thread a task left running."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+def _worker_main(conn, parent: int, initializer, initargs) -> None:
+    global _WORKER_PID
+    _WORKER_PID = os.getpid()
+    with contextlib.suppress(OSError):
+        os.setpgrp()  # its own group: what a task forks dies with the worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent takes Ctrl-C and stops the pool
+    try:  # a task that aborts or segfaults is reported by the parent; no core file is left in the folder
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    except (ImportError, ValueError, OSError):
+        pass
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="watch-parent").start()
+    home = os.getcwd()
+    if initializer is not None:
+        try:
+            initializer(*initargs)
+        except BaseException as exc:  # a user's module that raises or exits while loading
+            if os.getpid() != _WORKER_PID:
+                os._exit(0)
+            conn.send(("init-failed", _picklable(exc), traceback.format_exc()))
+            _leave(0)
+        if os.getpid() != _WORKER_PID:
+            os._exit(0)
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            break
+        if message is None:
+            break
+        task, fn, args = message
+        try:
+            reply = ("ok", task, fn(*args))
+        except BaseException as exc:  # the task's own ending, SystemExit and KeyboardInterrupt included
+            if os.getpid() != _WORKER_PID:
+                os._exit(0)
+            reply = ("raised", task, _picklable(exc), traceback.format_exc())
+        if os.getpid() != _WORKER_PID:  # a forked child of the task returned: it has no result to give
+            os._exit(0)
+        with contextlib.suppress(OSError):
+            os.chdir(home)
+        try:
+            conn.send(reply)
+        except Exception as exc:  # the result could not be pickled
+            conn.send(("raised", task, RemoteError(type(exc).__name__, f"its result could not be sent back: {exc}"),
+                       ""))
+    _leave(0)
+
+
+# ---------------------------------------------------------------- parent side
+
+
+@dataclass
+class _Task:
+    id: int
+    key: Any
+    fn: Callable
+    args: tuple
+    timeout: float | None
+    started: float = 0.0
+
+
+class _Worker:
+    def __init__(self, context, initializer, initargs, start_timeout):
+        self.conn, child = context.Pipe(duplex=True)
+        self.process = context.Process(target=_worker_main, args=(child, os.getpid(), initializer, initargs),
+                                       daemon=False, name="crossdyn-worker")
+        self.process.start()
+        child.close()
+        self.ready = False
+        self.task: _Task | None = None
+        self.since = time.monotonic()
+        self.start_deadline = None if start_timeout is None else self.since + start_timeout
+
+    def exited(self) -> bool:
+        """Has the process ended?  (Not reaped, so its pid, and its group id, stay taken.)"""
+        if hasattr(os, "waitid"):
+            try:
+                info = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return True
+            return info is not None
+        return not self.process.is_alive()
+
+    def kill(self) -> None:
+        """Kill the worker and everything in its process group, and reap it."""
+        for target in (lambda: os.killpg(self.process.pid, signal.SIGKILL), self.process.kill):
+            with contextlib.suppress(OSError):  # gone already (ProcessLookupError) or not ours
+                target()
+        self.process.join()
+        self.conn.close()
+
+
+class Pool:
+    """Up to ``workers`` long-lived worker processes running submitted calls; see the module docstring.
+
+    Args:
+      workers: the most processes at once (started as tasks need them).
+      initializer, initargs: ``initializer(*initargs)`` runs once in each new
+        worker (both picklable: a module-level function and plain data).
+      start_timeout: seconds a worker may take to start (import and initializer);
+        None for no limit.
+
+    A task's function and arguments are pickled: the function must be a
+    module-level one a fresh interpreter can import.
+    """
+
+    def __init__(self, workers: int, *, initializer: Callable | None = None, initargs: tuple = (),
+                 start_timeout: float | None = None):
+        if workers < 1:
+            raise ValueError(f"a pool needs at least one worker, got {workers}")
+        self.workers = workers
+        self._initializer, self._initargs = initializer, tuple(initargs)
+        self._start_timeout = start_timeout
+        self._context = multiprocessing.get_context("spawn")
+        self._live: list[_Worker] = []
+        self._queue: deque[_Task] = deque()
+        self._ids = itertools.count()
+        self._closed = False
+        self._finished: list[Done] = []  # tasks that finished while start() waited
+        _POOLS.add(self)
+
+    # -- public API
+
+    def start(self, count: int = 1, *, wait: bool = True) -> None:
+        """Start ``count`` workers now and, with ``wait``, wait until they are ready.
+
+        Without ``wait`` the workers start in the background (their interpreter
+        start overlaps the caller's work); a failure then shows in :meth:`as_completed`.
+
+        Raises:
+          WorkerStartError: a worker's initializer raised (its own
+            :class:`CrossdynError` is raised as itself), or the worker ended or
+            hung while starting.
+        """
+        count = min(count, self.workers)
+        while len(self._live) < count:
+            self._spawn()
+        while wait and not all(w.ready for w in self._live):
+            self._finished.extend(self._step())
+
+    def submit(self, fn: Callable, *args, timeout: float | None = None, key: Any = None) -> Any:
+        """Queue ``fn(*args)``; returns its key (``key``, or a counter when None).
+
+        Args:
+          timeout: seconds the call may run in its worker before the worker is
+            killed and the task reported :data:`TIMED_OUT`; None for no limit.
+        """
+        if self._closed:
+            raise RuntimeError("the pool is closed")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        task_id = next(self._ids)
+        self._queue.append(_Task(task_id, task_id if key is None else key, fn, tuple(args), timeout))
+        return self._queue[-1].key
+
+    @property
+    def pending(self) -> int:
+        """Tasks queued or running."""
+        return len(self._queue) + sum(w.task is not None for w in self._live) + len(self._finished)
+
+    def as_completed(self) -> Iterator[Done]:
+        """Each task's :class:`Done` as it finishes, until none is queued or running.
+
+        Raises:
+          WorkerStartError: a new worker could not start (see :meth:`start`).
+        """
+        while self._finished:
+            yield self._finished.pop(0)
+        while self.pending:
+            yield from self._step()
+
+    def close(self) -> None:
+        """Let idle workers leave, kill what is left (running tasks are lost), and reap everything."""
+        self._closed = True
+        self._queue.clear()
+        for w in self._live:
+            if w.ready and w.task is None:
+                with contextlib.suppress(OSError):
+                    w.conn.send(None)
+        deadline = time.monotonic() + _STOP_GRACE_S
+        for w in self._live:
+            if w.ready and w.task is None:
+                while not w.exited() and time.monotonic() < deadline:
+                    wait([w.process.sentinel], timeout=_LOOK_S)
+        self.terminate()
+
+    def terminate(self) -> None:
+        """Kill every worker and its process group now."""
+        self._closed = True
+        self._queue.clear()
+        while self._live:
+            self._live.pop().kill()
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.terminate()
+
+    # -- the loop
+
+    def _spawn(self) -> _Worker:
+        worker = _Worker(self._context, self._initializer, self._initargs, self._start_timeout)
+        self._live.append(worker)
+        return worker
+
+    def _dispatch(self) -> None:
+        """Give queued tasks to idle workers; start workers while tasks wait and room is left."""
+        for w in self._live:
+            if self._queue and w.ready and w.task is None:
+                task = self._queue.popleft()
+                task.started = time.monotonic()
+                w.task = task
+                try:
+                    w.conn.send((task.id, task.fn, task.args))
+                except Exception as exc:  # an argument that cannot be pickled: the caller's mistake
+                    w.task = None
+                    raise TypeError(f"cannot send {getattr(task.fn, '__qualname__', task.fn)!r} to a worker "
+                                    f"process: {exc}") from None
+        starting = sum(not w.ready for w in self._live)
+        while len(self._queue) > starting and len(self._live) < self.workers:
+            self._spawn()
+            starting += 1
+
+    def _step(self) -> Iterator[Done]:
+        self._dispatch()
+        now = time.monotonic()
+        deadlines = [w.task.started + w.task.timeout for w in self._live if w.task and w.task.timeout]
+        deadlines += [w.start_deadline for w in self._live if not w.ready and w.start_deadline]
+        timeout = min([_LOOK_S, *(d - now for d in deadlines)])
+        objects = [w.conn for w in self._live] + [w.process.sentinel for w in self._live]
+        wait(objects, timeout=max(timeout, 0.0))
+        for w in list(self._live):
+            yield from self._service(w)
+        yield from self._expire()
+
+    def _service(self, w: _Worker) -> Iterator[Done]:
+        """Read what ``w`` sent; then, if it has ended, report its task as crashed."""
+        while True:
+            try:
+                if not w.conn.poll():
+                    break
+                message = w.conn.recv()
+            except (EOFError, OSError):
+                break
+            yield from self._handle(w, message)
+            if w not in self._live:
+                return
+        if w.exited():
+            self._live.remove(w)
+            w.kill()
+            how = how_it_ended(w.process.exitcode)
+            if not w.ready:
+                raise WorkerStartError(f"the worker process ended ({how})")
+            if w.task is not None:
+                task, w.task = w.task, None
+                yield Done(task.key, CRASHED, how=how, seconds=time.monotonic() - task.started)
+
+    def _handle(self, w: _Worker, message) -> Iterator[Done]:
+        kind = message[0]
+        if kind == "ready":
+            w.ready = True
+            return
+        if kind == "init-failed":
+            _, error, text = message
+            self._live.remove(w)
+            w.kill()
+            if isinstance(error, CrossdynError):
+                raise error
+            raise WorkerStartError(f"the worker process could not start: {type(error).__name__}: {error}")
+        task, w.task = w.task, None
+        if task is None or task.id != message[1]:  # pragma: no cover - a protocol error, not the user's
+            raise RuntimeError(f"worker {w.process.pid} answered a task it was not running: {message[:2]}")
+        seconds = time.monotonic() - task.started
+        if kind == "ok":
+            yield Done(task.key, OK, value=message[2], seconds=seconds)
+        else:
+            yield Done(task.key, RAISED, error=message[2], traceback=message[3], seconds=seconds)
+
+    def _expire(self) -> Iterator[Done]:
+        now = time.monotonic()
+        for w in list(self._live):
+            if w.task is not None and w.task.timeout is not None and now >= w.task.started + w.task.timeout:
+                task, w.task = w.task, None
+                self._live.remove(w)
+                w.kill()
+                yield Done(task.key, TIMED_OUT, how=f"after {task.timeout:g} s", seconds=now - task.started)
+            elif not w.ready and w.start_deadline is not None and now >= w.start_deadline:
+                self._live.remove(w)
+                w.kill()
+                raise WorkerStartError(f"the worker process did not start within {self._start_timeout:g} s")
+
+
+# Pools not yet closed: killed at exit, before multiprocessing would wait for their (non-daemon) workers.
+_POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()
+
+
+@atexit.register
+def _terminate_all() -> None:
+    for pool in list(_POOLS):
+        pool.terminate()
+
+
+def call(fn: Callable, *args, timeout: float | None = None, initializer: Callable | None = None,
+         initargs: tuple = ()) -> Done:
+    """``fn(*args)`` in one fresh worker process; its :class:`Done` (the worker is gone afterwards)."""
+    with Pool(1, initializer=initializer, initargs=initargs) as pool:
+        pool.submit(fn, *args, timeout=timeout)
+        [done] = list(pool.as_completed())
+    return done

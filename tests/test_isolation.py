@@ -1,0 +1,143 @@
+"""The worker pool (experiments.core.isolation): a task's death is seen, and nothing is left behind.
+
+Each task below ends its process a different way; the pool must report it as
+``crashed`` with how the process ended, or ``timed out``, replace the worker and
+run the next task.  Workers are reused between tasks (same pid), a forked child
+of a task gives no result, and a closed pool leaves no process, forked children
+included.  Task functions live in ``isolation_tasks.py`` beside this file (a
+worker imports them by name).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from crossdyn.experiments.core import isolation
+from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.isolation import CRASHED, OK, RAISED, TIMED_OUT, Pool, WorkerStartError
+
+sys.path.insert(0, str(Path(__file__).parent))
+import isolation_tasks as tasks  # noqa: E402
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except OSError:
+        return True
+
+
+def _gone(pids, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not any(_alive(pid) for pid in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _results(pool) -> dict:
+    return {done.key: done for done in pool.as_completed()}
+
+
+def test_each_way_out_is_reported_and_the_others_go_on():
+    cases = {"exit": (tasks.os_exit, 0), "segfault": (tasks.segfault, 0), "abort": (tasks.abort, 0),
+             "sys.exit": (tasks.sys_exit, 3), "interrupt": (tasks.raise_keyboard_interrupt, 0),
+             "hang": (tasks.sleep, 600), "kill": (tasks.kill_self, signal.SIGKILL), "ok": (tasks.double, 21)}
+    with Pool(2) as pool:
+        for key, (fn, arg) in cases.items():
+            pool.submit(fn, arg, key=key, timeout=5.0 if key == "hang" else None)
+        done = _results(pool)
+    assert (done["exit"].status, done["exit"].how) == (CRASHED, "exit status 0")
+    assert (done["segfault"].status, done["segfault"].how) == (CRASHED, "signal SIGSEGV")
+    assert (done["abort"].status, done["abort"].how) == (CRASHED, "signal SIGABRT")
+    assert (done["kill"].status, done["kill"].how) == (CRASHED, "signal SIGKILL")
+    assert done["sys.exit"].status == RAISED and isinstance(done["sys.exit"].error, SystemExit)
+    assert done["sys.exit"].error.code == 3 and "sys_exit" in done["sys.exit"].traceback
+    assert done["interrupt"].status == RAISED and isinstance(done["interrupt"].error, KeyboardInterrupt)
+    assert (done["hang"].status, done["hang"].how) == (TIMED_OUT, "after 5 s")
+    assert (done["ok"].status, done["ok"].value) == (OK, 42)
+
+
+def test_workers_are_reused_and_a_crashed_one_replaced():
+    with Pool(1) as pool:
+        for key in ("a", "b"):
+            pool.submit(os.getpid, key=key)
+        first = _results(pool)
+        assert first["a"].value == first["b"].value  # one worker ran both
+        pool.submit(tasks.os_exit, 0, key="crash")
+        pool.submit(os.getpid, key="after")
+        second = _results(pool)
+    assert second["crash"].status == CRASHED and second["after"].status == OK
+    assert second["after"].value != first["a"].value  # a new worker took over
+
+
+def test_a_forked_child_gives_no_result_and_is_killed_with_its_worker():
+    with Pool(1) as pool:
+        pool.submit(tasks.fork_and_return, key="returns")  # parent and child both return
+        pool.submit(tasks.fork_and_sleep, key="sleeps")  # the child sleeps on
+        done = _results(pool)
+        assert done["returns"].status == OK and done["returns"].value["child"] > 0  # the worker's answer, once
+        sleeper = done["sleeps"].value["child"]
+        assert _alive(sleeper)
+    assert _gone([sleeper])  # closing the pool killed the worker's process group
+
+
+def test_chdir_and_threads_do_not_outlive_the_task(tmp_path):
+    home = os.getcwd()
+    with Pool(1) as pool:
+        pool.submit(tasks.chdir, str(tmp_path), key="chdir")
+        pool.submit(os.getcwd, key="cwd")
+        pool.submit(tasks.start_thread, key="thread")
+        pool.submit(os.getpid, key="pid")
+        done = _results(pool)
+    assert done["chdir"].value == str(tmp_path) and done["cwd"].value == home
+    assert done["thread"].status == OK
+    assert _gone([done["pid"].value], within=10.0)  # a non-daemon thread did not keep the worker alive
+
+
+def test_unpicklable_results_and_exceptions_come_back_as_errors():
+    with Pool(1) as pool:
+        pool.submit(tasks.return_lambda, key="result")
+        pool.submit(tasks.raise_unpicklable, key="exception")
+        done = _results(pool)
+    assert done["result"].status == RAISED and "could not be sent back" in str(done["result"].error)
+    assert done["exception"].status == RAISED and isinstance(done["exception"].error, isolation.RemoteError)
+    assert "Unpicklable" in str(done["exception"].error)
+
+
+def test_an_initializer_that_raises_or_exits_is_a_start_error():
+    pool = Pool(1, initializer=tasks.raise_parameter_error)
+    with pytest.raises(ParameterError, match="bad input at start"):  # a CrossdynError comes back as itself
+        pool.start()
+    pool.terminate()
+    pool = Pool(1, initializer=tasks.os_exit, initargs=(0,))
+    with pytest.raises(WorkerStartError, match=r"ended \(exit status 0\)"):
+        pool.start()
+    pool.terminate()
+    pool = Pool(1, initializer=tasks.sleep, initargs=(600,), start_timeout=3.0)
+    with pytest.raises(WorkerStartError, match="did not start within 3 s"):
+        pool.start()
+    pool.terminate()
+
+
+def test_call_runs_one_task_in_a_fresh_process():
+    done = isolation.call(os.getpid)
+    assert done.ok and done.value != os.getpid() and _gone([done.value])
+    assert isolation.call(tasks.os_exit, 7).how == "exit status 7"
+
+
+def test_how_it_ended():
+    assert isolation.how_it_ended(0) == "exit status 0"
+    assert isolation.how_it_ended(-signal.SIGSEGV) == "signal SIGSEGV"
+    assert isolation.how_it_ended(None) == "still running"
