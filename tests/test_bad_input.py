@@ -583,7 +583,7 @@ def test_a_scheduler_address_that_is_not_dask_is_one_line(mode, phrase, tcp_serv
     from crossdyn.experiments.core import dask_client
 
     monkeypatch.setattr(dask_client, "CONNECT_TIMEOUT_S", 2.0)
-    monkeypatch.setattr("crossdyn.experiments.biped.tune.CONNECT_TIMEOUT", "2s")
+    monkeypatch.setattr("crossdyn.experiments.core.sweep.engine.CONNECT_TIMEOUT", "2s")
     start = time.monotonic()
     code, err = _run_main(["tune", "balance", "--samples", "2", "--no-progress", "--scheduler", tcp_service(mode),
                            "--out", str(tmp_path / "out")], capsys)

@@ -360,8 +360,9 @@ def test_crossdyn_from_collects_selects_and_judges(project):
     results = project / "results"
     assert re.search(r"experiment 'crashes': RuntimeError: simulated crash\n  traceback: \S+/crashes/error.txt",
                      run.stdout), run.out
-    assert "experiment 'truthy-string': returned passed='yes' (str); expected True or False" in run.stdout
-    assert "returned no 'passed'/'measured' metrics" in run.stdout  # the runner's words
+    # crossdyn's one judge of what an experiment returns (results.check_metrics), in its words
+    assert "experiment 'truthy-string' returned 'passed': 'yes' (a str); only True or False is a verdict" in run.stdout
+    assert "experiment 'no-verdict' returned no 'passed' and no 'measured' metric" in run.stdout
     assert "simulated crash" in (results / "crashes" / "error.txt").read_text()
     assert (results / "pendulum-pd" / "angle.png").stat().st_size > 10_000
     assert json.loads((results / "noisy-mean" / "metrics.json").read_text())["short"] is True
@@ -479,3 +480,19 @@ def test_bad_input_is_a_clear_failure(project, files, args, status, phrase):
     assert run.returncode == status, run.out
     assert phrase in run.out, run.out
     assert "Traceback (most recent call last)" not in run.out and "site-packages/_pytest" not in run.out, run.out
+
+
+def test_crossdyn_timeout_stops_a_hanging_experiment(tmp_path):
+    """--crossdyn-timeout: a hanging experiment is stopped and its item errors as timed out; the next runs."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "slow.py").write_text(
+        "import time\nfrom crossdyn.experiments import experiment\n\n"
+        "@experiment('hangs', summary='-', expected='-')\ndef hangs(ctx):\n    time.sleep(600)\n\n"
+        "@experiment('quick', summary='-', expected='-')\ndef quick(ctx):\n"
+        "    return {'passed': True, 'measured': 'done'}\n")
+    run = pytest_in(tmp_path, "--crossdyn-from", "slow.py", "--crossdyn-timeout", "3")
+    assert run.returncode == 1, run.out
+    assert re.search(r"^ERROR slow.py::hangs", run.stdout, flags=re.M) and "timed out" in run.stdout, run.out
+    assert re.search(r"^PASSED slow.py::quick", run.stdout, flags=re.M), run.out
+    bad = pytest_in(tmp_path, "--crossdyn-from", "slow.py", "--crossdyn-timeout", "-1")
+    assert bad.returncode != 0 and "--crossdyn-timeout -1.0: expected a positive number of seconds" in bad.out

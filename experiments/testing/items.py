@@ -111,8 +111,9 @@ class ExperimentItem(pytest.Function):
         if problem:
             traceback = self.ran.out_dir / "error.txt"
             where = f"\n  traceback: {traceback}" if traceback.is_file() else ""
-            raise ExperimentError(f"experiment {self.name!r}: {problem}{where}\n  output: {self.ran.out_dir}",
-                                  pytrace=False)
+            named = f"experiment {self.name!r}"
+            named = problem if problem.startswith(named) else f"{named}: {problem}"
+            raise ExperimentError(f"{named}{where}\n  output: {self.ran.out_dir}", pytrace=False)
 
     def runtest(self) -> None:
         ran = self.ran

@@ -47,6 +47,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "workers do this instead)")
     group.addoption("--crossdyn-seed", type=int, default=0, metavar="S",
                     help="seed of the experiments' random draws (default 0)")
+    group.addoption("--crossdyn-timeout", type=float, default=None, metavar="SECONDS",
+                    help="each experiment's time limit: one that runs longer is stopped and its item errors as "
+                         "'timed out' (default: none)")
     group.addoption("--crossdyn-regen", action="store_true", default=False,
                     help="write (or rewrite) the crossdyn_baseline files instead of comparing with them")
 
@@ -60,6 +63,7 @@ class State:
         self.out = (Path(config.invocation_params.dir) / Path(out).expanduser()) if out else None
         self.workers = config.getoption("crossdyn_workers")
         self.seed = config.getoption("crossdyn_seed")
+        self.timeout = config.getoption("crossdyn_timeout")
         self.regen = config.getoption("crossdyn_regen")
         self.worker = hasattr(config, "workerinput")  # a pytest-xdist worker process
         self.command = shlex.join(["pytest", *config.invocation_params.args])
@@ -98,7 +102,8 @@ class State:
             sources = tuple(dict.fromkeys(s for i in batch.values() for s in i.source.sources))
             try:
                 ran = runner.run([i.experiment for i in batch.values()], out, seed=seed,
-                                 workers=min(self.workers, len(batch)), sources=sources, command=self.command)
+                                 workers=min(self.workers, len(batch)), sources=sources, command=self.command,
+                                 timeout=self.timeout)
             except CrossdynError as exc:
                 self.failed.update({(name, seed): str(exc) for name in batch})
             else:
@@ -124,6 +129,9 @@ def pytest_configure(config: pytest.Config) -> None:
     workers = config.getoption("crossdyn_workers")
     if workers < 1:
         raise pytest.UsageError(f"--crossdyn-workers {workers}: expected 1 or more")
+    timeout = config.getoption("crossdyn_timeout")
+    if timeout is not None and not 0 < timeout < float("inf"):
+        raise pytest.UsageError(f"--crossdyn-timeout {timeout}: expected a positive number of seconds")
     config.stash[_STATE] = st = State(config)
     config.pluginmanager.register(_Reports(st), "crossdyn-reports")
     if st.out is not None and not st.worker:

@@ -8,7 +8,6 @@ taken up here and nowhere else in :mod:`crossdyn.testing`.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +42,8 @@ class Ran:
     row: dict
 
 
-def run(experiments: list, out: Path, *, seed: int, workers: int, sources: tuple[str, ...], command: str
-        ) -> dict[str, Ran]:
+def run(experiments: list, out: Path, *, seed: int, workers: int, sources: tuple[str, ...], command: str,
+        timeout: float | None = None) -> dict[str, Ran]:
     """Run registered experiments in short mode, as ``crossdyn run --short --out OUT`` would.
 
     Args:
@@ -54,6 +53,7 @@ def run(experiments: list, out: Path, *, seed: int, workers: int, sources: tuple
       workers: processes to run them in (1: this process).
       sources: the users' files and modules they come from (loaded again by worker processes).
       command: the command line index.html shows.
+      timeout: each experiment's time limit, s (one over it is stopped: ``timed out``).
 
     Returns:
       One :class:`Ran` per experiment, by name.
@@ -61,17 +61,11 @@ def run(experiments: list, out: Path, *, seed: int, workers: int, sources: tuple
     from crossdyn.experiments.core.results import run_experiments
 
     outcomes = run_experiments(list(experiments), Path(out), short=True, seed=seed, workers=workers,
-                               sources=tuple(sources), command=command)
-    ran = {}
-    for outcome in outcomes:
-        error = outcome.error
-        try:
-            metrics = json.loads((Path(out) / outcome.name / "metrics.json").read_text())
-        except (OSError, ValueError) as exc:
-            metrics, error = {}, error or f"its metrics.json could not be read: {exc}"
-        ran[outcome.name] = Ran(outcome.name, Path(out) / outcome.name, outcome.expected, outcome.measured,
-                                metrics, error, outcome.row())
-    return ran
+                               sources=tuple(sources), command=command, timeout=timeout)
+    # Every experiment runs in a worker process (a crash or a time-out is its error, the others go on);
+    # its metrics come back in memory, as crossdyn run's summary, baselines and report take them.
+    return {o.name: Ran(o.name, Path(out) / o.name, o.expected, o.measured, o.metrics, o.error, o.row())
+            for o in outcomes}
 
 
 def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, started: float | None = None) -> None:
