@@ -137,3 +137,49 @@ def test_bad_tune_input_is_one_line_exit_2(user_file, tmp_path, capsys, extra, m
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert message in err or __import__("re").search(message, err), err
+
+
+FAULTY = textwrap.dedent('''
+    import os, time
+    from crossdyn.experiments import Param, experiment
+
+    @experiment("faulty", summary="crashes above 2, hangs above 3", expected="-",
+                params={"x": Param(1.0, "-", 0.0, 10.0), "z": Param(0.0, "-", 0.0, 1.0)})
+    def faulty(ctx):
+        x = ctx.params["x"]
+        if x > 3:
+            time.sleep(600)
+        if x > 2:
+            os._exit(0)
+        return {"passed": True, "measured": f"x {x}", "y": x * x}
+''')
+
+
+@pytest.fixture(scope="module")
+def faulty_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("faulty") / "faulty_experiments.py"
+    path.write_text(FAULTY)
+    return path
+
+
+def test_a_run_that_crashes_or_hangs_is_a_row_and_the_tune_goes_on(faulty_file, tmp_path):
+    """Each run is isolated: os._exit(0) is 'crashed', a hang past --timeout is 'timed out', the rest are kept."""
+    path = faulty_file
+    out = tmp_path / "t"
+    args = ["tune", "faulty", "--from", str(path), "--vary", "x=0:4", "--search", "grid", "--samples", "5",
+            "--minimize", "y", "--timeout", "5", "--workers", "2", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    rows = {float(r["x"]): r for r in _rows(out / "samples.csv") if r["kind"] == "grid"}
+    assert {x: r["outcome"] for x, r in rows.items()} == {0.0: "pass", 1.0: "pass", 2.0: "pass", 3.0: "crashed",
+                                                         4.0: "timed out"}
+    assert "exit status 0" in rows[3.0]["detail"] and "timed out after 5 s" in rows[4.0]["detail"]
+    assert json.loads((out / "best.json").read_text())["best"]["params"] == {"x": 0.0}
+
+
+def test_a_defaults_run_that_crashes_is_refused_in_one_line(faulty_file, tmp_path, capsys):
+    path = faulty_file
+    assert main(["tune", "faulty", "--from", str(path), "--vary", "z=0:1", "--set", "x=2.5", "--samples", "1",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the defaults run of 'faulty' failed: its process ended (exit status 0)" in err
+    assert not (tmp_path / "o" / "samples.csv").exists()

@@ -37,7 +37,8 @@ from typing import Any, Callable
 from crossdyn.experiments.core.baseline import Tolerance
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 
-__all__ = ["Param", "Verdict", "Experiment", "experiment", "experiments", "get", "load_sources", "ENTRY_POINT_GROUP"]
+__all__ = ["Param", "Verdict", "Experiment", "experiment", "experiments", "get", "load_sources", "loadable",
+           "ENTRY_POINT_GROUP"]
 
 # Installed packages register experiments by naming a module (or module:attr) in this group.
 ENTRY_POINT_GROUP = "crossdyn.experiments"
@@ -303,6 +304,19 @@ def _import_module(name: str) -> None:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):  # the module itself, not its imports
             raise ParameterError("no such file or importable module") from None
         raise
+
+
+def loadable(exp: Experiment) -> bool:
+    """Whether a fresh process can load ``exp`` by name (to run it in a worker).
+
+    It can when ``exp`` is the registered experiment of its name and its function
+    lives in an importable module (crossdyn's, an installed package's, a ``--from``
+    file's, which workers load again); not when it was made on the fly, or is
+    defined in the running script (``__main__``: a worker would run the script
+    again, or cannot, for ``python -c``).
+    """
+    module = getattr(getattr(exp.run, "__wrapped__", exp.run), "__module__", None)
+    return _REGISTRY.get(exp.name) is exp and module not in (None, "__main__", "__mp_main__")
 
 
 def get(name: str) -> Experiment:

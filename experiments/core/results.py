@@ -387,10 +387,10 @@ def _outcome(job: _Job, expected: str, payload: dict, out: Path) -> Outcome:
 
 
 def _registered(selected: list[Experiment], sources) -> bool:
-    from crossdyn.experiments.core.registry import experiments
+    from crossdyn.experiments.core.registry import experiments, loadable
 
-    registry = experiments(sources)
-    return all(registry.get(exp.name) is exp for exp in selected)
+    experiments(sources)
+    return all(loadable(exp) for exp in selected)
 
 
 def run_experiments(

@@ -139,6 +139,9 @@ Rerun the same command to resume: only the missing runs run.
     p.add_argument("--seed", type=arguments.seed, default=0,
                    help=f"seed of the plan or the search, and the experiment's (default 0; 0 to {arguments.SEED_MAX})")
     p.add_argument("--short", action="store_true", help="the experiment's reduced runs")
+    p.add_argument("--timeout", type=arguments.number(0.0, 1e7, "--timeout", low_open=True), metavar="SECONDS",
+                   help="each run's time limit: a run over it is stopped and recorded 'timed out' (every run goes "
+                        "to a worker process, where a crash or an exit is a row too)")
     p.add_argument("--workers", type=arguments.count(1, arguments.WORKERS_MAX, "--workers"), metavar="K",
                    help="local worker processes (default: all cores)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
@@ -165,7 +168,8 @@ def _cmd_tune_experiment(args) -> int:
         with sigterm_interrupts():
             result = tune(args.what, out, vary=args.vary, minimize=args.minimize, constraints=args.constraint,
                           search=args.search, sampler=args.sampler or "gp", samples=args.samples, seed=args.seed,
-                          fixed=fixed, short=args.short, sources=tuple(args.sources), **engine)
+                          fixed=fixed, short=args.short, sources=tuple(args.sources), timeout=args.timeout,
+                          **engine)
     except KeyboardInterrupt:
         return interrupted(out / "samples.csv")
     names = ", ".join(v.name for v in result.space)

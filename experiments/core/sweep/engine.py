@@ -12,7 +12,10 @@ text, one table row; it must record a failing run as a row, never raise); a
   (forking a process whose other threads may hold locks can deadlock the child).
   Each worker dies with its parent (Linux's parent-death signal) and may warm up
   once (``warm()``, e.g. compile a model) before its first job;
-- Dask: ``--scheduler tcp://HOST:PORT``, every job its own task.
+- Dask: ``--scheduler tcp://HOST:PORT``, every job its own task;
+- isolated workers (:class:`Isolation`: users' code, ``--timeout``): processes of
+  :mod:`crossdyn.experiments.core.isolation`, where a run that crashes, exits or
+  hangs past its limit becomes a row of its own and the others go on.
 
 Each evaluation runs with BLAS single-threaded: a sweep's parallelism is its
 processes, and OpenBLAS's own threads on small solves cost several times more on
@@ -28,11 +31,11 @@ import os
 import socket
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
-from crossdyn.experiments.core.errors import CrossdynError
 
-__all__ = ["Engine", "engine", "timed", "IN_FLIGHT", "CONNECT_TIMEOUT"]
+__all__ = ["Engine", "engine", "Isolation", "timed", "IN_FLIGHT", "CONNECT_TIMEOUT"]
 
 IN_FLIGHT = 2  # jobs submitted ahead per local worker: keeps every worker busy, bounds memory
 CONNECT_TIMEOUT = "5s"  # an unreachable or silent address fails fast instead of hanging
@@ -57,9 +60,27 @@ class Engine(NamedTuple):
     size: int
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """Runs in worker processes where their death is seen (:mod:`crossdyn.experiments.core.isolation`).
+
+    Attributes:
+      failed: ``failed(job, done) -> row``: the table row of a run that crashed,
+        timed out or raised out of the evaluation (``done`` its
+        :class:`~crossdyn.experiments.core.isolation.Done`).
+      timeout: each run's time limit, s (None: none).
+      initializer, initargs: run once in each worker (e.g. load users' experiments).
+    """
+
+    failed: Callable[[Any, Any], dict]
+    timeout: float | None = None
+    initializer: Callable | None = None
+    initargs: tuple = ()
+
+
 @contextlib.contextmanager
 def engine(evaluate: Evaluate, workers: int = 1, scheduler: str | None = None, *,
-           warm: Callable[[], None] | None = None, preload: Sequence[str] = ()):
+           warm: Callable[[], None] | None = None, preload: Sequence[str] = (), isolation: Isolation | None = None):
     """An open :class:`Engine` for several batches of jobs, closed on exit.
 
     The local pool or the Dask client starts once and serves every batch (a
@@ -71,12 +92,25 @@ def engine(evaluate: Evaluate, workers: int = 1, scheduler: str | None = None, *
       scheduler: a Dask scheduler's address instead.
       warm: run once in each local worker before its first job.
       preload: modules a fork server imports before forking workers.
+      isolation: run locally in isolated workers instead (even one): a run that
+        crashes, hangs past the time limit or exits is a row, not the sweep's end.
 
     Raises:
-      CrossdynError: the Dask scheduler cannot be reached.
+      CrossdynError: the Dask scheduler cannot be reached; an isolated worker
+        cannot start (a user's file that ends the process while being imported).
     """
     run_one = functools.partial(timed, evaluate)
-    if scheduler:
+    if isolation is not None and not scheduler:
+        from crossdyn.experiments.core import isolation as isolated
+
+        pool = isolated.Pool(workers, initializer=isolation.initializer, initargs=isolation.initargs)
+        try:
+            yield Engine(lambda jobs: _isolated(pool, run_one, jobs, workers, isolation), workers)
+        except BaseException:
+            pool.terminate()
+            raise
+        pool.close()
+    elif scheduler:
         client = connect(scheduler)
         try:
             yield Engine(lambda jobs: _dask(client, run_one, jobs), max(1, sum(client.nthreads().values())))
@@ -121,6 +155,19 @@ def run_all(evaluate: Evaluate, jobs: list, workers: int = 1, scheduler: str | N
             pool.shutdown(wait=not running, cancel_futures=True)
 
     return results()
+
+
+def _isolated(pool, run_one, jobs: list, workers: int, isolation: Isolation):
+    """``run_one`` results from an isolated pool as they finish, at most IN_FLIGHT per worker queued;
+    a run that ended without a result is ``isolation.failed``'s row."""
+    pending = iter(jobs)
+    for job in itertools.islice(pending, IN_FLIGHT * workers):
+        pool.submit(run_one, job, timeout=isolation.timeout, key=job)
+    for done in pool.as_completed():
+        job = next(pending, None)
+        if job is not None:
+            pool.submit(run_one, job, timeout=isolation.timeout, key=job)
+        yield done.value if done.ok else (isolation.failed(done.key, done), done.seconds, "isolated worker")
 
 
 def _closing(client, results):

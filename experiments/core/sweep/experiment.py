@@ -4,7 +4,8 @@ A *run* is the experiment's own function called with one set of parameter values
 (a ``Context`` whose ``params`` are its defaults, the ``--set`` values and the
 run's varied ones; no plots are drawn), and its row of ``samples.csv`` holds the
 run's parameters, its verdict (``passed``: the experiment's own expectation met,
-a real ``True`` only), ``outcome`` (``pass``, ``fail`` or ``error``) and every
+a real ``True`` only), ``outcome`` (``pass``, ``fail``, ``error``, ``crashed`` or
+``timed out``: each run goes to a worker process where its death is seen) and every
 numeric metric it returned, nested ones by dotted name as baselines name them.
 
 Sample 0 is always the defaults (the reference, run first, alone: its metrics
@@ -42,6 +43,7 @@ import numpy as np
 from crossdyn.experiments.core.baseline import numeric_metrics
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.results import Context, make_out_dir, write_json
+from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import table
 from crossdyn.experiments.core.sweep.space import Vary, parse_constraint, parse_vary, plan
@@ -174,7 +176,8 @@ class TuneResult(sweep_run.SweepResult):
 def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, constraints: list[str] = (),
          search: str = "lhs", sampler: str = "gp", samples: int = 32, seed: int = 0, fixed: dict | None = None,
          short: bool = False, sources: tuple[str, ...] | list[str] = (), workers: int = 1,
-         scheduler: str | None = None, progress: bool = False, plots: bool = True) -> TuneResult:
+         scheduler: str | None = None, progress: bool = False, plots: bool = True,
+         timeout: float | None = None) -> TuneResult:
     """Sweep, search or map experiment ``name`` into ``out`` (see the module docstring).
 
     Args:
@@ -191,6 +194,7 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
       short: the experiments' reduced runs.
       sources, workers, scheduler, progress: as ``crossdyn run``'s and the sweep engine's.
       plots: draw the plots.
+      timeout: each run's time limit, s: a run over it is stopped and recorded ``timed out``.
 
     Raises:
       ParameterError: an unknown experiment, parameter or metric, a range outside a
@@ -198,7 +202,7 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
         arguments, or a defaults run that fails on its input.
       CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
     """
-    from crossdyn.experiments.core.registry import experiments
+    from crossdyn.experiments.core.registry import experiments, loadable
 
     start = time.perf_counter()
     sources = tuple(sources)
@@ -232,18 +236,25 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
     csv_path = out / "samples.csv"
     columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in space)))
     first = [job(0, "default", {})]
-    _defaults_run(first[0], csv_path, columns, lambda row: _check_defaults(row, name, minimize, limits))
-    if search == "optuna":
-        from crossdyn.experiments.core.sweep.search import search as optuna_search
+    # Every run, the defaults' too, in worker processes where a crash, an exit or a hang is seen (a row);
+    # an experiment defined in the running script cannot be loaded there, and runs as the script's own.
+    isolation = engines.Isolation(failed_row, timeout, _load_experiments, (sources,)) if loadable(exp) else None
+    if isolation is None and timeout is not None:
+        raise ParameterError(f"experiment {name!r} is defined in the running script, so a worker process cannot "
+                             "load it and a time limit cannot stop it; register it in a file given to --from")
+    with engines.engine(evaluate, workers, scheduler, isolation=isolation) as engine:
+        _defaults_run(first[0], csv_path, columns, lambda row: _check_defaults(row, name, minimize, limits), engine)
+        if search == "optuna":
+            from crossdyn.experiments.core.sweep.search import search as optuna_search
 
-        rows, computed = optuna_search(job, space, csv_path, columns, minimize, limits, samples, seed, sampler,
-                                       workers, scheduler, progress, evaluate)
-    else:
-        jobs = first + [job(i + 1, kind, values) for i, (kind, values) in enumerate(blind)]
-        result = sweep_run.run_samples(evaluate, jobs, {j.index: j.key() for j in jobs}, csv_path, columns,
-                                       workers=workers, scheduler=scheduler, progress=progress, exact=False,
-                                       failed=lambda row: row["outcome"] != "pass", desc=f"tune {name}")
-        rows, computed = result.rows, result.computed
+            rows, computed = optuna_search(job, space, csv_path, columns, minimize, limits, samples, seed, sampler,
+                                           engine, progress)
+        else:
+            jobs = first + [job(i + 1, kind, values) for i, (kind, values) in enumerate(blind)]
+            result = sweep_run.run_samples(evaluate, jobs, {j.index: j.key() for j in jobs}, csv_path, columns,
+                                           progress=progress, exact=False, engine=engine, desc=f"tune {name}",
+                                           failed=lambda row: row["outcome"] != "pass")
+            rows, computed = result.rows, result.computed
     result = TuneResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path,
                         experiment=name, minimize=minimize, constraints=limits, space=space)
     result.best = best_row(rows, minimize, limits) if minimize else None
@@ -255,8 +266,8 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
     return result
 
 
-def _defaults_run(job: Job, csv_path: Path, columns: list[str], check) -> dict:
-    """Sample 0's row: read back from the table, or run now in this process, ``check``-ed, then appended
+def _defaults_run(job: Job, csv_path: Path, columns: list[str], check, engine) -> dict:
+    """Sample 0's row: read back from the table, or run now on ``engine``, ``check``-ed, then appended
     (the table's other rows kept, whatever they are: the full plan checks them next).  A defaults run
     that ``check`` refuses writes nothing.
 
@@ -269,13 +280,33 @@ def _defaults_run(job: Job, csv_path: Path, columns: list[str], check) -> dict:
             table.read_done(csv_path, {0: job.key()}, columns, exact=False, only=True)
             check(row)
             return row
-    from crossdyn.experiments.core.sweep.engine import timed
-
-    row, seconds, where = timed(evaluate, job)
+    [(row, seconds, where)] = list(engine.run([job]))
     check(row)
     with table.appending(csv_path, rows, columns, grow=True) as record:
         record(row, seconds, where)
     return row
+
+
+def _load_experiments(sources: tuple[str, ...]) -> None:
+    """An isolated worker's start: the registry with the users' files (one that ends the process here is a
+    start failure, one line)."""
+    from crossdyn.experiments.core.registry import experiments
+
+    experiments(sources)
+
+
+def failed_row(job: Job, done) -> dict[str, str]:
+    """The row of a run that ended without one: crashed (its process ended), timed out, or raised out of
+    the evaluation (``SystemExit``, a ``KeyboardInterrupt`` of its own)."""
+    from crossdyn.experiments.core import isolation
+
+    if done.status == isolation.TIMED_OUT:
+        outcome, detail = "timed out", f"timed out {done.how} (--timeout); its process was stopped"
+    elif done.status == isolation.CRASHED:
+        outcome, detail = "crashed", f"its process ended ({done.how}) without a result"
+    else:
+        outcome, detail = "error", f"{type(done.error).__name__}: {' '.join(str(done.error).split())}"
+    return {**job.key(), **{k: "" for k in RESULT_COLUMNS}, "passed": "false", "outcome": outcome, "detail": detail}
 
 
 def _check_defaults(row: dict, name: str, minimize: str | None, limits: list) -> None:
@@ -286,7 +317,7 @@ def _check_defaults(row: dict, name: str, minimize: str | None, limits: list) ->
         controller that returns the wrong shape, ...), or a named metric is not
         among its metrics.
     """
-    if row["outcome"] == "error":
+    if row["outcome"] in ("error", "crashed", "timed out"):
         raise ParameterError(f"the defaults run of {name!r} failed: {row['detail']}")
     metrics = [k for k in row if k not in RESULT_COLUMNS and k not in ("sample", "kind", "seed", "short")]
     for metric in [minimize, *(m for m, _, _ in limits)]:

@@ -44,8 +44,8 @@ class SweepResult:
 def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str, str]], csv_path: Path,
                 columns: Sequence[str], *, workers: int = 1, scheduler: str | None = None, progress: bool = False,
                 desc: str = "tune", failed: Callable[[dict], bool] = lambda row: False,
-                warm: Callable[[], None] | None = None, preload: Sequence[str] = (), exact: bool = True
-                ) -> SweepResult:
+                warm: Callable[[], None] | None = None, preload: Sequence[str] = (), exact: bool = True,
+                engine: engines.Engine | None = None) -> SweepResult:
     """Run the jobs of ``plan`` not yet in ``csv_path``; return all rows in sample order.
 
     Args:
@@ -57,6 +57,7 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
         grows a column per metric).
       workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine`.
       progress, desc: a progress bar on stderr, counting ``failed`` rows.
+      engine: an open engine to run on (then ``workers``, ``scheduler``, ``warm`` and ``preload`` are its own).
 
     Raises:
       ParameterError: ``csv_path`` was made by a sweep with other arguments.
@@ -66,7 +67,8 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
     csv_path = Path(csv_path)
     done = table.read_done(csv_path, keys, columns, exact=exact)
     todo = [job for job in plan if job.index not in done]
-    results = engines.run_all(evaluate, todo, workers, scheduler, warm=warm, preload=preload)
+    results = engine.run(todo) if engine is not None else engines.run_all(evaluate, todo, workers, scheduler,
+                                                                        warm=warm, preload=preload)
     failures = sum(failed(row) for row in done.values())
     bar = None
     if progress:

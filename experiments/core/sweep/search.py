@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Callable
 
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import table
 
 __all__ = ["search"]
@@ -55,8 +54,8 @@ def _suggest(trial, space) -> dict:
 
 
 def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | None, limits: list, trials: int,
-           seed: int, sampler: str, workers: int, scheduler: str | None, progress: bool, evaluate) -> tuple[list, int]:
-    """Run the search; returns ``(rows in trial order, runs made now)``.
+           seed: int, sampler: str, engine, progress: bool) -> tuple[list, int]:
+    """Run the search on an open ``engine``; returns ``(rows in trial order, runs made now)``.
 
     Raises:
       ParameterError: no ``--minimize`` metric; a table made with other arguments.
@@ -88,8 +87,7 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
 
         bar = tqdm(total=total, initial=offset, desc="search", unit="trial", dynamic_ncols=True)
     try:
-        with engines.engine(evaluate, workers, scheduler) as engine, \
-                table.appending(csv_path, [found[i] for i in sorted(found)], columns, grow=True) as record:
+        with table.appending(csv_path, [found[i] for i in sorted(found)], columns, grow=True) as record:
             for first in range(offset, total, engine.size):
                 asked = [study.ask() for _ in range(min(engine.size, total - first))]
                 jobs = [make_job(first + i, "default" if first + i == 0 else "optuna",
