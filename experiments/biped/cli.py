@@ -51,7 +51,7 @@ def _cmd_tune_balance(args) -> int:
     trials = args.trials if args.trials is not None else 64
     ranges, engine = tune.parse_range(args.range), tune_engine(args)
     out = Path(args.out)  # made by the sweep once every input is known to be good
-    common = dict(seed=args.seed, ranges=ranges, duration=args.duration, initial_tilt_deg=args.tilt,
+    common = dict(seed=args.seed, ranges=ranges, duration=args.duration, initial_tilt_deg=args.tilt, timeout=args.timeout,
                   push_check=args.push, mjcf=args.mjcf, **engine)
     try:
         with sigterm_interrupts():
@@ -101,6 +101,7 @@ def _cmd_tune_robustness(args) -> int:
     try:
         with sigterm_interrupts():
             result = tune.robustness(out, weights=weights, axes=axes, duration=args.duration, seed=args.seed,
+                                     timeout=args.timeout,
                                      mjcf=args.mjcf, **engine)
     except KeyboardInterrupt:
         return interrupted(out / "robustness.csv")
@@ -215,6 +216,9 @@ def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float) -> 
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT / name, metavar="DIR",
                    help=f"output folder; rerun to resume (default results/{name})")
+    p.add_argument("--timeout", type=arguments.number(0.0, 1e7, "--timeout", low_open=True), metavar="SECONDS",
+                   help="each run's time limit: runs go to isolated worker processes and one over it is recorded "
+                        "'timed out' (default: none, runs in forked workers)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

@@ -87,7 +87,7 @@ FAILED_EFFORT = 1e3  # (N m)^2 s: above any balancing run's effort (the defaults
 def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[float, float]] | None = None,
            duration: float = 4.0, initial_tilt_deg: float = 10.0, push_check: float = 0.0, workers: int = 1,
            scheduler: str | None = None, progress: bool = False, plots_: bool = True, mjcf: str = "",
-           sampler: str = "gp") -> SweepResult:
+           sampler: str = "gp", timeout: float | None = None) -> SweepResult:
     """Search the balance LQR weights with Optuna into ``out`` (the same files as a sweep).
 
     Args:
@@ -131,7 +131,7 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
         from tqdm import tqdm
 
         bar = tqdm(total=total, desc="search", unit="trial", dynamic_ncols=True)
-    with tune.engine(workers, scheduler) as engine:
+    with tune.engine(workers, scheduler, timeout) as engine:
         batch = engine.size
         try:
             with tune.appending(csv_path, [found[i] for i in sorted(found)]) as record:

@@ -115,7 +115,7 @@ METRICS = ("outcome", "settling_time_s", "overshoot_deg", "max_tilt_deg", "excur
            "push_max_tilt_deg", "detail")
 KEYS = ("sample", "kind", *WEIGHTS, *PERTURBATIONS, "duration_s", "push_check_Ns", "seed", "mjcf")
 COLUMNS = (*KEYS, *GAINS, *METRICS)
-FAILED = ("unsettled", "fell", "diverged", "invalid", "push-failed", "error")
+FAILED = ("unsettled", "fell", "diverged", "invalid", "push-failed", "error", "crashed", "timed out")
 
 # The most runs one sweep plans (Latin-hypercube samples, grid cells or search
 # trials): about a CPU-day at ~1 s a run, and a plan of that size is a few tens of MB.
@@ -459,7 +459,7 @@ def read_table(path: Path) -> list[dict[str, str]]:
 
 
 def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, scheduler: str | None = None,
-                progress: bool = False, desc: str = "tune") -> SweepResult:
+                progress: bool = False, desc: str = "tune", timeout: float | None = None) -> SweepResult:
     """Run the samples of ``plan`` not yet in ``csv_path``; return all rows in sample order
     (:func:`crossdyn.experiments.core.sweep.run.run_samples` with :func:`evaluate`).
 
@@ -467,14 +467,32 @@ def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, schedul
       ParameterError: ``csv_path`` was made by a sweep with other arguments.
       CrossdynError: the Dask scheduler cannot be reached.
     """
-    return sweep_run.run_samples(evaluate, plan, {s.index: s.key() for s in plan}, csv_path, COLUMNS,
-                                 workers=workers, scheduler=scheduler, progress=progress, desc=desc,
-                                 failed=_failed, warm=_warm, preload=_PRELOAD)
+    keys = {s.index: s.key() for s in plan}
+    if timeout is None:
+        return sweep_run.run_samples(evaluate, plan, keys, csv_path, COLUMNS, workers=workers, scheduler=scheduler,
+                                     progress=progress, desc=desc, failed=_failed, warm=_warm, preload=_PRELOAD)
+    with engine(workers, scheduler, timeout) as open_engine:
+        return sweep_run.run_samples(evaluate, plan, keys, csv_path, COLUMNS, progress=progress, desc=desc,
+                                     failed=_failed, engine=open_engine)
 
 
-def engine(workers: int = 1, scheduler: str | None = None):
-    """An open engine of :func:`evaluate` runs (:func:`crossdyn.experiments.core.sweep.engine.engine`)."""
-    return engines.engine(evaluate, workers, scheduler, warm=_warm, preload=_PRELOAD)
+def engine(workers: int = 1, scheduler: str | None = None, timeout: float | None = None):
+    """An open engine of :func:`evaluate` runs (:func:`crossdyn.experiments.core.sweep.engine.engine`); with a
+    ``timeout``, each run in an isolated worker process, stopped past it (a ``timed out`` row)."""
+    isolation = engines.Isolation(_failed_row, timeout) if timeout is not None and not scheduler else None
+    return engines.engine(evaluate, workers, scheduler, warm=_warm, preload=_PRELOAD, isolation=isolation)
+
+
+def _failed_row(sample: Sample, done) -> dict[str, str]:
+    """The row of a run that ended without one (isolated workers): crashed or timed out."""
+    from crossdyn.experiments.core import isolation
+
+    row = {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}}
+    if done.status == isolation.TIMED_OUT:
+        return {**row, "outcome": "timed out", "detail": f"timed out {done.how} (--timeout); its process was stopped"}
+    if done.status == isolation.CRASHED:
+        return {**row, "outcome": "crashed", "detail": f"its process ended ({done.how}) without a result"}
+    return {**row, "outcome": "error", "detail": f"{type(done.error).__name__}: {done.error}"}
 
 
 def appending(csv_path: Path, rows: list[dict]):
@@ -628,7 +646,8 @@ def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: P
 def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]] | None = None, seed: int = 0,
           ranges: dict[str, tuple[float, float]] | None = None, duration: float = 4.0,
           initial_tilt_deg: float = 10.0, push_check: float = 0.0, workers: int = 1,
-          scheduler: str | None = None, progress: bool = False, plots_: bool = True, mjcf: str = "") -> SweepResult:
+          scheduler: str | None = None, progress: bool = False, plots_: bool = True, mjcf: str = "",
+          timeout: float | None = None) -> SweepResult:
     """Sweep the balance LQR weights (see :func:`plan_sweep`) into ``out``.
 
     Writes ``out/samples.csv``, ``out/timings.csv``, ``out/best.json`` (the
@@ -637,7 +656,8 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
     """
     out = Path(out)
     plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check, mjcf)
-    result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress)
+    result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress,
+                         timeout=timeout)
     finish(out, result, plots_, grid)
     return result
 
@@ -668,7 +688,7 @@ def _summary(row: dict) -> dict:
 
 def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict[str, list[float]] | None = None,
                duration: float = 6.0, workers: int = 1, scheduler: str | None = None,
-               progress: bool = False, seed: int = 0, mjcf: str = "") -> SweepResult:
+               progress: bool = False, seed: int = 0, mjcf: str = "", timeout: float | None = None) -> SweepResult:
     """Success map over two perturbation axes for fixed LQR weights, into ``out``.
 
     Success (the controller *holds*): up and no longer rolling at the end
@@ -683,7 +703,7 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     axes = axes or DEFAULT_AXES
     plan = plan_robustness(weights or {}, axes, duration, seed, mjcf)
     result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
-                         progress=progress, desc="robustness")
+                         progress=progress, desc="robustness", timeout=timeout)
     (a, va), (b, vb) = axes.items()
     held = np.zeros((len(va), len(vb)))
     text = [["" for _ in vb] for _ in va]
