@@ -26,10 +26,10 @@ import time
 
 import mujoco
 
-from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, balance_scenario, controller_for
-from crossdyn.experiments.biped.model import HIPS, biped_params, build
 from crossdyn.controllers.biped import Command
 from crossdyn.experiments.biped.closed_loop import initial_state, simulate
+from crossdyn.experiments.biped.model import HIPS, biped_params, build
+from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, balance_scenario, controller_for
 
 
 def main() -> None:

@@ -74,7 +74,8 @@ def main() -> None:
     print(f"pytest on 50 trivial tests, best of {args.repeats} fresh runs each:")
     print(f"  plugin on (as installed):   {min(on):.3f} s")
     print(f"  plugin off (-p no:crossdyn): {min(off):.3f} s")
-    print(f"  ratio on/off: {min(on) / min(off):.3f}   (median of runs: {sorted(on)[len(on) // 2] / sorted(off)[len(off) // 2]:.3f})")
+    median = sorted(on)[len(on) // 2] / sorted(off)[len(off) // 2]
+    print(f"  ratio on/off: {min(on) / min(off):.3f}   (median of runs: {median:.3f})")
     print(f"  importing crossdyn.testing.plugin alone: {1000 * _import_time():.1f} ms")
     print(f"  output identical: {'yes' if same else 'NO'}")
     if not same:

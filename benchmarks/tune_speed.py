@@ -49,7 +49,7 @@ def _per_run(out: Path) -> float:
 
 
 def _bare_physics(duration: float) -> tuple[float, float]:
-    """Wall and CPU time of the bare physics of one balance-recovery run: its recorded torques replayed, s (best of 3)."""
+    """Wall and CPU time of one balance-recovery run's bare physics (its torques replayed), s, best of 3."""
     import mujoco
 
     from crossdyn.experiments.biped.closed_loop import initial_state, simulate
@@ -105,7 +105,8 @@ def main() -> None:
     print(f"{runs} balance-recovery runs of {args.duration:g} s (sweep seed 0)")
     print(f"  bare physics of one run {bare:5.2f} s; 1-worker sweep {one / runs:.2f} s per run = "
           f"{one / runs / bare:.2f}x the bare physics (bound <= 1.5x)")
-    print(f"  in CPU time: bare {bare_cpu:.2f} s, sweep {one_cpu / runs:.2f} s per run = {one_cpu / runs / bare_cpu:.2f}x")
+    print(f"  in CPU time: bare {bare_cpu:.2f} s, sweep {one_cpu / runs:.2f} s per run = "
+          f"{one_cpu / runs / bare_cpu:.2f}x")
     print(f"  1 local worker        {one:7.1f} s  ({per_run['one']:.2f} s per run inside the worker)")
     print(f"  2 local workers       {two:7.1f} s  speed-up {one / two:.2f}x (aim >= 1.7x)"
           f"  ({per_run['two']:.2f} s per run)")

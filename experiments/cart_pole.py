@@ -124,7 +124,7 @@ def plot(reg: Regulator, balanced: Trace, stepped: Trace, title: str):
     lin = reg.linearization
     values, left = np.linalg.eig((lin.A - lin.B @ reg.design.K).T)
     w = left[:, int(np.argmin(np.abs(values - reg.slowest)))]
-    z = np.abs(np.array([lin.deviation(q, v) for q, v in zip(balanced.qpos, balanced.qvel)]) @ w.conj())
+    z = np.abs(np.array([lin.deviation(q, v) for q, v in zip(balanced.qpos, balanced.qvel, strict=False)]) @ w.conj())
     a3.semilogy(balanced.t, z, label="|w^H x| measured")
     a3.semilogy(balanced.t, z[0] * np.exp(reg.slowest.real * balanced.t), "k--",
                 label=f"designed e^({reg.slowest.real:.2f} t)")
@@ -144,7 +144,7 @@ def model_param(default: str) -> Param:
 def weight_params(weights: dict, states: list[str]) -> dict[str, Param]:
     """``--set`` parameters of the LQR weights: one per state (``states``: what each weighs, with its unit), then r."""
     out = {name: Param(value, f"LQR weight on {what}", 0.0, 1e6)
-           for (name, value), what in zip(list(weights.items())[:-1], states)}
+           for (name, value), what in zip(list(weights.items())[:-1], states, strict=False)}
     out["r"] = Param(weights["r"], "LQR weight on the cart force, 1/N^2 (> 0)", 1e-6, 1e6)
     return out
 

@@ -7,14 +7,14 @@ the machinery (:mod:`crossdyn.experiments.core`) never names a system.
 """
 
 from crossdyn.experiments import (  # noqa: F401 (imported for their registrations)
-    two_link,
-    rnea,
-    unit_vector,
-    lagrange,
-    rigid_box,
-    inertia,
-    showcase,
     cart_pole,
     double_pendulum_cart,
+    inertia,
+    lagrange,
+    rigid_box,
+    rnea,
+    showcase,
+    two_link,
+    unit_vector,
 )
 from crossdyn.experiments.biped import checks, control, derivations  # noqa: F401

@@ -34,8 +34,10 @@ BAD_FILES = {
       <geom type="capsule" fromto="0 0 0 0 -0.3 0" size="0.01" mass="nan"/></body></worldbody></mujoco>""",
     "three_joints.xml": """<mujoco><option gravity="0 -9.81 0"/><worldbody>
       <body name="a"><joint name="j1" type="hinge" axis="0 0 1"/><geom type="sphere" size="0.01" pos="0 -0.1 0"/>
-      <body name="b" pos="0 -0.2 0"><joint name="j2" type="hinge" axis="0 0 1"/><geom type="sphere" size="0.01" pos="0 -0.1 0"/>
-      <body name="c" pos="0 -0.2 0"><joint name="j3" type="hinge" axis="0 0 1"/><geom type="sphere" size="0.01" pos="0 -0.1 0"/>
+      <body name="b" pos="0 -0.2 0"><joint name="j2" type="hinge" axis="0 0 1"/>
+        <geom type="sphere" size="0.01" pos="0 -0.1 0"/>
+      <body name="c" pos="0 -0.2 0"><joint name="j3" type="hinge" axis="0 0 1"/>
+        <geom type="sphere" size="0.01" pos="0 -0.1 0"/>
       </body></body></body></worldbody></mujoco>""",
     "a_file": "not a folder",
     "raises.py": "raise RuntimeError('broken at import')\n",

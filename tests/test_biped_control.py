@@ -12,10 +12,10 @@ import pytest
 
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
 from crossdyn.controllers.estimation import Estimator, LegGeometry
-from crossdyn.experiments.biped.scenarios import balance_scenario, controller_for, robot, settling_time
-from crossdyn.experiments.biped.model import STANCE, build
-from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.biped.closed_loop import simulate
+from crossdyn.experiments.biped.model import STANCE, build
+from crossdyn.experiments.biped.scenarios import balance_scenario, controller_for, robot, settling_time
+from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.errors import ParameterError
 from support import assert_close
 

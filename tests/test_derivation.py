@@ -10,11 +10,10 @@ import pytest
 
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.crosscheck import check
-from crossdyn.experiments.two_link import FAULTS, faulty_two_link
 from crossdyn.experiments.core.derivation import check_derivation, load_derivation
 from crossdyn.experiments.core.errors import DerivationError
 from crossdyn.experiments.core.models import load_model, model_path
-from crossdyn.experiments.two_link import two_link_params
+from crossdyn.experiments.two_link import FAULTS, faulty_two_link, two_link_params
 
 USER = Path(__file__).parent / "derivations" / "two_link_user.py"
 SAMPLES = "200"  # the faults are 1e-3..1 N m against 1e-9 round-off: 200 states are plenty

@@ -52,7 +52,7 @@ def _study(sampler, trials: int, batch: int = 1) -> optuna.Study:
     for _ in range(0, trials, batch):
         asked = [study.ask() for _ in range(batch)]
         values = [_evaluate(t) for t in asked]
-        for t, v in zip(asked, values):
+        for t, v in zip(asked, values, strict=False):
             study.tell(t, v)
     return study
 

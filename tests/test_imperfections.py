@@ -5,15 +5,24 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
-from support import assert_close
 
 from crossdyn.analytic.cart_pole import CartPoleParams, forward_dynamics
 from crossdyn.analytic.rotation import euler_zyx
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.imperfections import (ActuatorLag, AttitudeFilter, Delay, FrictionScale, MassScale,
-                                                     Push, Quantization, SensorNoise, TorqueSpeedLimit)
+from crossdyn.experiments.core.imperfections import (
+    ActuatorLag,
+    AttitudeFilter,
+    Delay,
+    FrictionScale,
+    MassScale,
+    Push,
+    Quantization,
+    SensorNoise,
+    TorqueSpeedLimit,
+)
 from crossdyn.experiments.core.loop import simulate
 from crossdyn.experiments.core.models import load_model
+from support import assert_close
 
 CART_POLE = load_model("cart_pole")
 H = CART_POLE.opt.timestep

@@ -6,12 +6,12 @@ import control
 import mujoco
 import numpy as np
 import pytest
-from support import assert_close
 
 from crossdyn.analytic.cart_pole import CartPoleParams, forward_dynamics, linearize_upright
 from crossdyn.experiments import holding_control, linearize
 from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
 from crossdyn.experiments.core.models import load_model, with_options
+from support import assert_close
 
 # A floating box carrying a damped ball-jointed arm, pushed up by a thruster: free and
 # ball joints (tangent space 6 + 3 dofs from 7 + 4 coordinates), damping, a site actuator.

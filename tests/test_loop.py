@@ -6,12 +6,12 @@ import control
 import mujoco
 import numpy as np
 import pytest
-from support import assert_close
 
 from crossdyn.experiments import Trace, linearize, simulate
 from crossdyn.experiments.core.errors import ParameterError, StateError
 from crossdyn.experiments.core.loop import ControllerError
 from crossdyn.experiments.core.models import load_model
+from support import assert_close
 
 CART_POLE = load_model("cart_pole")
 H = CART_POLE.opt.timestep

@@ -332,7 +332,8 @@ def test_wrong_derivation_and_drift_fail_in_the_users_suite(project):
     test_file = project / "tests" / "test_arm.py"
     text = test_file.read_text()
     for good, bad in (("P.m1 * P.p1**2 + P.i1 + ", "P.m1 * P.p1**2 + "),  # forgets link 1's own inertia
-                      ("data.qpos[:] = [np.pi / 2, 0.0]", "data.qpos[:] = [np.pi / 2 + 0.01, 0.0]")):  # starts 0.6 deg off
+                      # starts 0.6 deg off
+                      ("data.qpos[:] = [np.pi / 2, 0.0]", "data.qpos[:] = [np.pi / 2 + 0.01, 0.0]")):
         assert good in text, f"README's example no longer has {good!r}"
         text = text.replace(good, bad)
     test_file.write_text(text)
@@ -451,7 +452,8 @@ BAD_INPUT = [
     ({"tests/test_decl.py": "from crossdyn.testing import experiment_tests\nmine = experiment_tests('ci/gone.py')\n"},
      [], 2, "crossdyn: no experiment file ci/gone.py"),
     ({}, ["--crossdyn-workers", "0"], 4, "ERROR: --crossdyn-workers 0: expected 1 or more"),
-    ({"a_file": "x"}, ["--crossdyn-out", "a_file/results"], 4, "ERROR: --crossdyn-out a_file/results: cannot create it"),
+    ({"a_file": "x"}, ["--crossdyn-out", "a_file/results"], 4,
+     "ERROR: --crossdyn-out a_file/results: cannot create it"),
     ({"tests/test_b.py": "def test_b(crossdyn_baseline):\n    crossdyn_baseline.check({'a': 1.0})\n",
       "tests/test_b/test_b.json": '{"test": "x", "metrics": {"a": 1.0,}}'}, [], 1,
      "tests/test_b/test_b.json is not a crossdyn baseline: not valid JSON (Expecting property name enclosed in "

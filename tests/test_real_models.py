@@ -115,7 +115,8 @@ def test_constraints_are_switched_off_and_counted():
     report = check_derivation(f"{REAL}:contact_arm", model, samples=SAMPLES, seed=7)
     assert report.passed, report.diagnosis
     contacts = next(line for line in report.switched_off if line.startswith("contacts off"))
-    rows, state = (int(n) for n in re.fullmatch(r"contacts off: (\d+) rows were active at state (\d+) .*", contacts).groups())
+    found = re.fullmatch(r"contacts off: (\d+) rows were active at state (\d+) .*", contacts)
+    rows, state = (int(n) for n in found.groups())
     # Independent count: every contact of condim 3 in a pyramidal cone is 4 rows.
     data = mujoco.MjData(model)
     data.qpos[:] = crosscheck.sample_states(model, SAMPLES, seed=7)[0][state]
@@ -203,7 +204,7 @@ def test_chunking_gives_the_states_sample_states_gives(passive, monkeypatch):
     monkeypatch.setattr(crosscheck, "CHUNK", 7)
     chunks = list(crosscheck.state_chunks(passive, 20, seed=3))
     assert [c[0].shape[0] for c in chunks] == [7, 7, 6]
-    for got, whole in zip(zip(*chunks), crosscheck.sample_states(passive, 20, seed=3)):
+    for got, whole in zip(zip(*chunks, strict=False), crosscheck.sample_states(passive, 20, seed=3), strict=False):
         assert np.array_equal(np.concatenate(got), whole)
 
 

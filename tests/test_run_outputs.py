@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -164,10 +165,8 @@ def test_ctrl_c_stops_a_parallel_run_and_its_workers(tmp_path):
         _, err = run.communicate(timeout=60)
     finally:  # a failing run must not outlive the test
         for pid in workers + [run.pid]:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
     assert run.returncode == 130 and err.strip().splitlines() == [
         "crossdyn: interrupted; finished experiments' results are kept"], err
     assert _gone(workers, within=10.0)

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from crossdyn.experiments.biped import tune
-from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.cli import main
+from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.sweep import engine as engines
 
 SWEEP = dict(samples=3, seed=5, duration=1.0)  # 4 runs of 1 s: fast, and enough to reorder across workers

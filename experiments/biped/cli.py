@@ -51,8 +51,8 @@ def _cmd_tune_balance(args) -> int:
     trials = args.trials if args.trials is not None else 64
     ranges, engine = tune.parse_range(args.range), tune_engine(args)
     out = Path(args.out)  # made by the sweep once every input is known to be good
-    common = dict(seed=args.seed, ranges=ranges, duration=args.duration, initial_tilt_deg=args.tilt, timeout=args.timeout,
-                  push_check=args.push, mjcf=args.mjcf, **engine)
+    common = dict(seed=args.seed, ranges=ranges, duration=args.duration, initial_tilt_deg=args.tilt,
+                  timeout=args.timeout, push_check=args.push, mjcf=args.mjcf, **engine)
     try:
         with sigterm_interrupts():
             if optuna:
@@ -61,8 +61,10 @@ def _cmd_tune_balance(args) -> int:
                 result = tune.sweep(out, samples=samples, grid=grid, **common)
     except KeyboardInterrupt:
         return interrupted(out / "samples.csv")
-    how = (f"{trials} Optuna {search.SAMPLERS[sampler]} trials (seed {args.seed})" if optuna else f"grid of {len(result.rows) - 1}" if grid
-           else f"{samples} Latin-hypercube (seed {args.seed})")
+    if optuna:
+        how = f"{trials} Optuna {search.SAMPLERS[sampler]} trials (seed {args.seed})"
+    else:
+        how = f"grid of {len(result.rows) - 1}" if grid else f"{samples} Latin-hypercube (seed {args.seed})"
     print(f"tune balance: {len(result.rows)} samples ({how} + the defaults); {result.computed} run in "
           f"{result.seconds:.1f} s, {result.resumed} resumed from {result.csv}")
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))

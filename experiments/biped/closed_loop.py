@@ -11,17 +11,17 @@ from the tracking camera.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from math import asin, nan
 from operator import itemgetter
 from pathlib import Path
-from typing import Callable, Sequence
 
 import mujoco
 import numpy as np
 
-from crossdyn.controllers.biped import BipedController, Command, Reference, design
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
+from crossdyn.controllers.biped import BipedController, Command, Reference, design
 from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
 from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params

@@ -368,7 +368,8 @@ def _robustness(ctx: Context) -> dict:
     setup = {k: v for k, v in _setup(ctx).items() if k in ("ground_truth", "mjcf", "imperfections", "seed")}
     traces, metrics = scenarios.robustness(ctx.params["initial_tilt_deg"], video_dir=_video_dir(ctx), **setup)
     for name, trace in traces.items():
-        ctx.savefig(plot_states(trace, f"robustness: {name}"), f"states_{name.replace(' ', '_').replace('%', 'pct')}.png")
+        filename = f"states_{name.replace(' ', '_').replace('%', 'pct')}.png"
+        ctx.savefig(plot_states(trace, f"robustness: {name}"), filename)
     name, other = _other(ctx)
     other = {k: v for k, v in other.items() if k in setup}
     _, other_metrics = scenarios.robustness(ctx.params["initial_tilt_deg"], **other)

@@ -35,9 +35,16 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from crossdyn.experiments.biped.model import HIPS, WHEELS, BipedParams, Ground
-from crossdyn.experiments.core.imperfections import (ActuatorLag, AttitudeFilter, Delay, Imperfection, Quantization,
-                                                     SensorNoise, TorqueSpeedLimit)
 from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.imperfections import (
+    ActuatorLag,
+    AttitudeFilter,
+    Delay,
+    Imperfection,
+    Quantization,
+    SensorNoise,
+    TorqueSpeedLimit,
+)
 from crossdyn.experiments.core.registry import Param
 
 __all__ = ["Imperfections", "REALISTIC", "PARAMS", "ATTITUDE_GAIN"]
@@ -111,7 +118,7 @@ class Imperfections:
         return (self.payload_kg, 0.0)
 
     @classmethod
-    def from_values(cls, values: dict) -> "Imperfections":
+    def from_values(cls, values: dict) -> Imperfections:
         """From flat ``--set`` values: ``realistic=true`` starts from :data:`REALISTIC`,
         and every imperfection set to a non-default value overrides it."""
         base = REALISTIC if values.get("realistic") else cls()

@@ -36,7 +36,6 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn import mjcf
 from crossdyn.analytic.biped.five_bar import height
 from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams
 from crossdyn.experiments.core.errors import ModelError
@@ -536,7 +535,7 @@ def stand_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None =
     p = biped_params(model) if params is None else params
     qpos = model.qpos0.copy()
     knee = knee_angle(alpha, p.l1, p.l2, p.l3)
-    for hip, kn in zip(HIPS, KNEES):
+    for hip, kn in zip(HIPS, KNEES, strict=False):
         if _has_joint(model, hip):  # a rigid-leg variant has no hip or knee joints
             qpos[model.joint(hip).qposadr[0]] = alpha
             qpos[model.joint(kn).qposadr[0]] = knee
@@ -622,6 +621,7 @@ def _settle_height(model: mujoco.MjModel, data: mujoco.MjData, qpos: np.ndarray)
 def closure_error(model: mujoco.MjModel, data: mujoco.MjData) -> float:
     """Largest distance between a rear shank tip and its axle (loop-closure error), m."""
     return max(
-        float(np.linalg.norm(data.site_xpos[model.site(f"{side}_rear_foot").id] - data.site_xpos[model.site(f"{side}_axle").id]))
+        float(np.linalg.norm(data.site_xpos[model.site(f"{side}_rear_foot").id]
+                             - data.site_xpos[model.site(f"{side}_axle").id]))
         for side in SIDES
     )

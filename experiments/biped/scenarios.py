@@ -75,7 +75,7 @@ PUSH_START = 0.5  # s: the push comes after the estimator has settled
 
 # The LQR weights on [x, xd, theta, thetad] and on the total wheel torque.
 WEIGHTS = ("q_x", "q_xd", "q_theta", "q_thetad", "r")
-DEFAULT_WEIGHTS = dict(zip(WEIGHTS, (*DEFAULT_Q, DEFAULT_R)))
+DEFAULT_WEIGHTS = dict(zip(WEIGHTS, (*DEFAULT_Q, DEFAULT_R), strict=False))
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class Setup:
             raise ParameterError(f"unknown LQR weight(s) {', '.join(unknown)}; known: {', '.join(WEIGHTS)}")
 
     @classmethod
-    def from_values(cls, values: dict) -> "Setup":
+    def from_values(cls, values: dict) -> Setup:
         """A setup from flat parameter values (``--set`` names), ignoring other keys.
 
         The imperfections come from their own names and ``realistic``
@@ -121,7 +121,7 @@ class Setup:
                    imperfections=Imperfections.from_values(values),
                    **{k: values[k] for k in names if k in values})
 
-    def with_(self, **changes) -> "Setup":
+    def with_(self, **changes) -> Setup:
         """A copy with some fields changed."""
         return replace(self, **changes)
 
@@ -401,8 +401,8 @@ def push_recovery(push_duration_s: float = 0.1, max_impulse: float = 30.0, *, bi
 
     def recovered(impulse: float) -> tuple[bool, Trace]:
         video = None if video_dir is None else Path(video_dir) / f"push_{impulse:.2f}.mp4"
-        trace = _run(push_scenario(impulse, push_duration_s, mjcf=setup.mjcf), setup, model=model, ctrl=copy.deepcopy(ctrl0),
-                     video=video)
+        trace = _run(push_scenario(impulse, push_duration_s, mjcf=setup.mjcf), setup, model=model,
+                     ctrl=copy.deepcopy(ctrl0), video=video)
         return push_recovered(trace), trace
 
     low, high = 0.0, float(max_impulse)
@@ -452,7 +452,8 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
     airborne = clearance > 0.005
     takeoff = phases.get("retract")
     body_vz = np.gradient(trace.body_z, trace.t)
-    takeoff_speed = float(body_vz[trace.window(phases.get("thrust", 0), (takeoff or 0) + 0.05)].max()) if takeoff else 0.0
+    thrust = trace.window(phases.get("thrust", 0), (takeoff or 0) + 0.05)
+    takeoff_speed = float(body_vz[thrust].max()) if takeoff else 0.0
     landed = "landing" in phases
     balanced_at = None
     if landed and not trace.fell:
@@ -515,10 +516,12 @@ def robustness(tilt_deg: float = 10.0, *, variants: dict | None = None, video_di
         calm = holding(trace)
         why = None
         if trace.fell:
-            why = "diverged" if trace.diverged else f"fell (max tilt {np.degrees(np.abs(trace.true_pitch)).max():.0f} deg)"
+            tilt = np.degrees(np.abs(trace.true_pitch)).max()
+            why = "diverged" if trace.diverged else f"fell (max tilt {tilt:.0f} deg)"
         elif not calm:
             why = f"still moving at {np.abs(trace.true_xd[end]).max():.3f} m/s"
-        rows[name] = {"balanced": bool(calm), "why": why, "max_tilt_deg": float(np.degrees(np.abs(trace.true_pitch)).max()),
+        rows[name] = {"balanced": bool(calm), "why": why,
+                      "max_tilt_deg": float(np.degrees(np.abs(trace.true_pitch)).max()),
                       "final_pitch_deg": float(np.degrees(trace.true_pitch[-1])), "final_x_m": float(trace.true_x[-1])}
         traces[name] = trace
     return traces, {
@@ -549,22 +552,22 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
     w = {**DEFAULT_WEIGHTS, **(weights or {})}
     model = build(legs="massless", rigid_alpha=alpha, mjcf=mjcf)
     p = biped_params(model)
-    l = float(p.leg_height(alpha))
+    height = float(p.leg_height(alpha))
     Q = np.diag([w[k] for k in WEIGHTS[:4]])
     R = np.array([[w["r"]]])
-    analytic_design = lqr(*linearize(p.pendulum, l), Q, R)
+    analytic_design = lqr(*linearize(p.pendulum, height), Q, R)
     data = mujoco.MjData(model)
     data.qpos[:], _ = balance_pose(model, alpha, p)
     mujoco.mj_forward(model, data)
     dt = model.opt.timestep
     # The discrete cost sum (x'Qx + u'Ru) dt approximates the continuous integral, so
     # the weights are scaled by dt for a like-for-like S.
-    mujoco_design = dlqr(*reduced_linearization(model, data, l), Q * dt, R * dt)
+    mujoco_design = dlqr(*reduced_linearization(model, data, height), Q * dt, R * dt)
     theta0 = np.radians(tilt_deg)
     x0 = np.array([0.0, 0.0, theta0, 0.0])
     results, run = {}, None
     for name, design_ in (("analytic", analytic_design), ("mujoco", mujoco_design)):
-        cost, states, torques = _ideal_cost(model, p, l, alpha, design_.K, Q, R, theta0, duration)
+        cost, states, torques = _ideal_cost(model, p, height, alpha, design_.K, Q, R, theta0, duration)
         results[name] = {"K": design_.K.tolist(), "predicted_cost": design_.cost(x0), "realised_cost": cost,
                          "relative_error": abs(cost - design_.cost(x0)) / design_.cost(x0)}
         if name == "analytic":
@@ -579,7 +582,7 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
     }
 
 
-def _ideal_cost(model, p, l, alpha, K, Q, R, theta0, duration):
+def _ideal_cost(model, p, height, alpha, K, Q, R, theta0, duration):
     """Run the rigid-leg robot under ``T = -K x`` from MuJoCo's state; return the realised cost.
 
     The state is read from MuJoCo directly (axle travel, body pitch), the torque is
@@ -588,7 +591,7 @@ def _ideal_cost(model, p, l, alpha, K, Q, R, theta0, duration):
     """
     data = mujoco.MjData(model)
     qpos, _ = balance_pose(model, alpha, p)
-    qpos[0:3] = [l * np.sin(theta0), 0.0, p.pendulum.r + l * np.cos(theta0)]
+    qpos[0:3] = [height * np.sin(theta0), 0.0, p.pendulum.r + height * np.cos(theta0)]
     qpos[3:7] = [np.cos(theta0 / 2), 0.0, np.sin(theta0 / 2), 0.0]
     data.qpos[:] = qpos
     mujoco.mj_forward(model, data)

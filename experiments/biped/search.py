@@ -150,7 +150,8 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
                         record(row, seconds, where)
                         done[int(row["sample"])] = row
                         computed += 1
-                    for t, s in zip(asked, samples):  # in trial order: the sampler's history is deterministic
+                    # in trial order: the sampler's history is deterministic
+                    for t, s in zip(asked, samples, strict=True):
                         _tell(study, t, done[s.index], done[0], duration)
                     if bar is not None:
                         bar.update(len(samples))
@@ -203,8 +204,9 @@ def _check_same(path: Path, row: dict, sample: Sample) -> None:
     for key, value in sample.key().items():
         if row[key] != value:
             raise ParameterError(f"{path} trial {sample.index} has {key}={row[key]} but this search has "
-                                 f"{key}={value}: it was made with other arguments (seed, sampler, ranges, or worker count: "
-                                 "trials are drawn a batch of workers at a time); use another --out or delete it")
+                                 f"{key}={value}: it was made with other arguments (seed, sampler, ranges, or "
+                                 "worker count: trials are drawn a batch of workers at a time); use another --out or "
+                                 "delete it")
 
 
 def _objectives(row: dict, duration: float) -> tuple[float, float]:

@@ -49,10 +49,11 @@ from pathlib import Path
 
 import numpy as np
 
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.biped.closed_loop import make_controller, simulate
 from crossdyn.experiments.biped.control import COMMON
 from crossdyn.experiments.biped.imperfections import PARAMS as IMPERFECTION_PARAMS
 from crossdyn.experiments.biped.imperfections import Imperfections
+from crossdyn.experiments.biped.model import nominal_params
 from crossdyn.experiments.biped.scenarios import (
     ALPHA_NOMINAL,
     CONTROL_PERIOD,
@@ -64,16 +65,15 @@ from crossdyn.experiments.biped.scenarios import (
     balanced,
     common_metrics,
     controller_for,
-    imperfections_for,
     holding,
+    imperfections_for,
     push_recovered,
     push_scenario,
     robot,
     settling_time,
     stance_height,
 )
-from crossdyn.experiments.biped.closed_loop import make_controller, simulate
-from crossdyn.experiments.biped.model import nominal_params
+from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
 from crossdyn.experiments.core.results import write_json
@@ -288,7 +288,7 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
         if cells > SAMPLES_MAX:
             raise ParameterError(f"the grid has {cells:,} combinations; at most {SAMPLES_MAX:,} per sweep")
         for values in itertools.product(*(grid[n] for n in names)):
-            plan.append(sample(len(plan), "grid", dict(zip(names, values))))
+            plan.append(sample(len(plan), "grid", dict(zip(names, values, strict=False))))
         return plan
     if not 1 <= samples <= SAMPLES_MAX:
         raise ParameterError(f"--samples must be from 1 to {SAMPLES_MAX:,}, got {samples:,}")
@@ -299,7 +299,7 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
     hi = np.log10([bounds[w][1] for w in WEIGHTS])
     unit = qmc.LatinHypercube(d=len(WEIGHTS), rng=np.random.default_rng(seed)).random(samples)
     for row in 10.0 ** (lo + unit * (hi - lo)):
-        plan.append(sample(len(plan), "lhs", {w: float(v) for w, v in zip(WEIGHTS, row)}))
+        plan.append(sample(len(plan), "lhs", {w: float(v) for w, v in zip(WEIGHTS, row, strict=False)}))
     return plan
 
 
@@ -366,9 +366,10 @@ def _score(trace, start: float) -> dict:
 
 
 @functools.lru_cache(maxsize=8)
-def _robot(body_mass_scale: float, com_offset_x: float, mjcf: str = "", imperfections: Imperfections = Imperfections()):
+def _robot(body_mass_scale: float, com_offset_x: float, mjcf: str = "", imperfections: Imperfections | None = None):
     """The perturbed robot (with the imperfections' floor and payload), compiled once
     per process (a model is read-only while it runs)."""
+    imperfections = imperfections if imperfections is not None else Imperfections()
     return robot(Setup(body_mass_scale=body_mass_scale, com_offset_x=com_offset_x, mjcf=mjcf,
                        imperfections=imperfections))
 
@@ -405,7 +406,8 @@ def evaluate(sample: Sample) -> dict[str, str]:
         row.update(outcome="invalid", detail=str(exc))
         return row
     try:
-        row.update(zip(GAINS, (_fmt(k) for k in ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, sample.mjcf)).ravel())))
+        gains = ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, sample.mjcf)).ravel()
+        row.update(zip(GAINS, (_fmt(k) for k in gains), strict=True))
         imperfections = sample.imperfections()
         setup = Setup(body_mass_scale=p["body_mass_scale"], com_offset_x=p["com_offset_x"], mjcf=sample.mjcf,
                       imperfections=imperfections, seed=sample.seed)
@@ -580,7 +582,7 @@ def _plot_pareto(rows: list[dict], best: dict | None, path: Path) -> None:
 def _plot_weights(rows: list[dict], path: Path) -> None:
     """Settling time against each weight (log scale): which weights matter."""
     fig, axes = plots.figure(1, len(WEIGHTS), width=14.0, height=3.0, sharey=True)
-    for ax, w in zip(axes, WEIGHTS):
+    for ax, w in zip(axes, WEIGHTS, strict=False):
         for outcome, color in _COLORS.items():
             pts = [r for r in rows if r["outcome"] == outcome and np.isfinite(_value(r, "settling_time_s"))]
             ax.scatter([_value(r, w) for r in pts], [_value(r, "settling_time_s") for r in pts], s=10, color=color)
@@ -622,7 +624,7 @@ def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: P
                  for w in axes]
         xs, ys = (np.sqrt(e[1:] * e[:-1]) for e in edges)  # geometric bin centres
         cell = lambda r: tuple(int(np.searchsorted(e, _value(r, w), "right") - 1)  # noqa: E731
-                               for e, w in zip(edges, axes))
+                               for e, w in zip(edges, axes, strict=False))
     settle = np.full((len(xs), len(ys)), np.nan)
     effort = np.full((len(xs), len(ys)), np.nan)
     for r in ok:
@@ -663,7 +665,7 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
 
 
 def finish(out: Path, result: SweepResult, plots_: bool, grid: dict[str, list[float]] | None = None) -> None:
-    """Choose the best sample (:func:`best_sample`) and write ``best.json`` and the plots of a weight sweep or search."""
+    """Choose the best sample (:func:`best_sample`); write ``best.json`` and the plots of a weight sweep or search."""
     result.best = best_sample(result.rows)
     default = result.rows[0]
     write_json(out / "best.json", {
@@ -707,7 +709,7 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     (a, va), (b, vb) = axes.items()
     held = np.zeros((len(va), len(vb)))
     text = [["" for _ in vb] for _ in va]
-    for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb)))):
+    for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb))), strict=False):
         held[i, j] = row["held"] == "true"
         settle = _value(row, "settling_time_s")
         text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]

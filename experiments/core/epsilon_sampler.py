@@ -214,7 +214,7 @@ def _unit(params: dict, space: dict[str, FloatDistribution], names: list[str]) -
 def _params(u: np.ndarray, space: dict[str, FloatDistribution], names: list[str]) -> dict[str, float]:
     """The inverse of :func:`_unit`, clipped into each range."""
     out = {}
-    for ui, name in zip(u, names):
+    for ui, name in zip(u, names, strict=False):
         d = space[name]
         lo, hi = (math.log(d.low), math.log(d.high)) if d.log else (d.low, d.high)
         v = lo + float(ui) * (hi - lo)

@@ -41,8 +41,8 @@ from __future__ import annotations
 import collections
 import copy
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import mujoco
 import numpy as np

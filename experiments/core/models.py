@@ -143,7 +143,8 @@ def compile_warnings(path: str | os.PathLike):
         mujoco.set_mju_user_warning(previous)
     nan = [text for text in collected if "nan" in text.lower()]
     if nan:
-        raise ModelError(f"{path} contains a NaN ({nan[0]}); MuJoCo only warns about it and may ignore the value, so fix it in the file")
+        raise ModelError(f"{path} contains a NaN ({nan[0]}); MuJoCo only warns about it and may ignore the value, "
+                         "so fix it in the file")
 
 
 def with_options(model: mujoco.MjModel, *, fields: dict[str, float] | None = None, **options) -> mujoco.MjModel:

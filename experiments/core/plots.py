@@ -37,7 +37,7 @@ def term_errors(report: Report, title: str) -> Figure:
     """
     fig, axes = figure(1, 4, width=11.0, height=3.0, sharey=True)
     floor = 1e-18  # exact zeros cannot be drawn on a log axis
-    for ax, name in zip(axes, ("torque",) + TERMS):
+    for ax, name in zip(axes, ("torque",) + TERMS, strict=False):
         err = np.maximum(report.per_sample[name], floor)
         failed = name != "torque" and not report.terms[name].passed
         ax.semilogy(err, ".", ms=2, color="tab:red" if failed else "tab:blue")

@@ -30,9 +30,10 @@ import importlib.util
 import re
 import string
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from crossdyn.experiments.core.baseline import Tolerance
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
@@ -294,7 +295,7 @@ def load_sources(sources: tuple[str, ...] | list[str]) -> None:
         if source.endswith(".py") or "/" in source or "\\" in source:
             _load_file(Path(source).expanduser())
             continue
-        _import_user_code(f"--from {source}", lambda: _import_module(source))
+        _import_user_code(f"--from {source}", lambda name=source: _import_module(name))
 
 
 def _import_module(name: str) -> None:

@@ -46,7 +46,7 @@ class Regulator:
         qpos = obs.qpos if self.target is None else obs.qpos - self.target + lin.qpos
         return lin.ctrl - self.design.K @ lin.deviation(qpos, obs.qvel)
 
-    def to(self, qpos) -> "Regulator":
+    def to(self, qpos) -> Regulator:
         """The same gains regulating to another pose (e.g. the cart moved along its rail)."""
         return Regulator(self.linearization, self.design, np.asarray(qpos, dtype=float))
 
@@ -96,7 +96,7 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
     values, left = np.linalg.eig(closed.T)  # left eigenvectors of A - B K
     w = left[:, int(np.argmin(np.abs(values - reg.slowest)))]
     target = lin.qpos if reg.target is None else reg.target
-    x = np.array([lin.deviation(q - target + lin.qpos, v) for q, v in zip(trace.qpos, trace.qvel)])
+    x = np.array([lin.deviation(q - target + lin.qpos, v) for q, v in zip(trace.qpos, trace.qvel, strict=False)])
     z = np.abs(x @ w.conj())
     use = (trace.t >= start) & (z > floor * z.max())
     if use.sum() < 10:

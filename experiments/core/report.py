@@ -174,7 +174,7 @@ def off_entries(report) -> list[str]:
         ok, mean = np.array(t.entry_passed), np.array(t.mean_error)
         max_abs, spread = np.array(t.entry_max_abs), np.array(t.entry_range) / 2
         groups: dict[str, list] = {}
-        for index in zip(*np.nonzero(~ok)):
+        for index in zip(*np.nonzero(~ok), strict=False):
             name = _entry_name(term, index, report.names)
             if spread[index] <= CONSTANT * max_abs[index]:
                 groups.setdefault(f"off by {mean[index]:.4g}, constant", []).append((name, index))
@@ -244,7 +244,8 @@ def text(report, title: str, verbose: bool = False) -> str:
         [row for row in report.per_joint if row["max_abs_error"] > report.atol]
     shown = rows if verbose else rows[:2 * GROUP_LINES]
     for row in shown:
-        lines.append(f"  {row['name']:>12}: max |error| {row['max_abs_error']:.3e}  (relative {row['max_rel_error']:.2e})")
+        lines.append(f"  {row['name']:>12}: max |error| {row['max_abs_error']:.3e}  "
+                     f"(relative {row['max_rel_error']:.2e})")
     if len(shown) < len(rows):
         lines.append(f"  ... and {len(rows) - len(shown)} more joints off (metrics.json; --verbose)")
     return "\n".join(lines)

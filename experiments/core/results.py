@@ -574,7 +574,8 @@ def summary_table(outcomes: list[Outcome], markdown: bool = False) -> str:
     rows = [(o.name, o.expected, o.measured, "pass" if o.passed else "FAIL") for o in outcomes]
     if any(o.baseline is not None for o in outcomes):
         header += ("baseline",)
-        rows = [r + (o.baseline.headline if o.baseline is not None else "-",) for r, o in zip(rows, outcomes)]
+        rows = [r + (o.baseline.headline if o.baseline is not None else "-",)
+                for r, o in zip(rows, outcomes, strict=True)]
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]

@@ -21,9 +21,9 @@ import importlib.util
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 import numpy as np
 

@@ -31,7 +31,7 @@ when a helper is first called.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import crossdyn.experiments as _api
 

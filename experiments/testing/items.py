@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -69,7 +69,7 @@ class ExperimentSource(pytest.Collector):
     def collect(self):
         # Resolved now, not when the collector was made: test modules collected before it may have imported a file.
         self.sources = tuple(resolve(source, self.base) for source in self.given)
-        for given, source in zip(self.given, self.sources):
+        for given, source in zip(self.given, self.sources, strict=False):
             if runner.is_file(source) and not Path(source).is_file():
                 raise ParameterError(f"no experiment file {given} (looked for {source}; give a .py file or an "
                                      f"importable module name)")

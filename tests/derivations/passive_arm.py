@@ -12,7 +12,6 @@ Usage: ``crossdyn check derivation tests/derivations/passive_arm.py:as_modeled
 from pathlib import Path
 
 import passive_terms  # a helper beside this file, found as `python passive_arm.py` would
-
 from crossdyn.analytic.rnea import rnea
 from crossdyn.experiments.core.derivation import tree_from_model
 from crossdyn.experiments.core.models import load_model

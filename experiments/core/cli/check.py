@@ -386,7 +386,7 @@ def _cmd_check_linearization(args) -> int:
     name = f"check-linearization-{_function_stem(args.function)}"
     args._stored = prepare(args, name)
     start = time.perf_counter()
-    model = load_model(args.mjcf)
+    load_model(args.mjcf)  # a missing or broken model is refused here, before a worker starts
     ctrl = "hold" if args.ctrl == ["hold"] else args.ctrl
     report = check_isolated(args.function, args.mjcf, check=_LINEARIZATION_CHECK, keyframe=args.keyframe,
                             qpos=args.qpos, qvel=args.qvel, ctrl=ctrl, atol=args.atol, rtol=args.rtol)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-from typing import Callable
+from collections.abc import Callable
 
 from crossdyn.experiments.core.errors import ParameterError
 

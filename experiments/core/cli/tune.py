@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -87,8 +86,9 @@ def add_parser(sub) -> None:
         description="crossdyn tune EXPERIMENT --vary NAME=LO:HI[:log] ... [--minimize METRIC] [--constraint "
                     "METRIC<=VALUE] [--search lhs|grid|optuna]: run any registered experiment over its parameters "
                     "('crossdyn tune EXPERIMENT --help')." + others)
-    p_tune.add_argument("what", metavar="EXPERIMENT", help="an experiment's name (see 'crossdyn list'), or a "
-                                                           "registered tune command: " + (", ".join(registered) or "none"))
+    p_tune.add_argument("what", metavar="EXPERIMENT",
+                        help="an experiment's name (see 'crossdyn list'), or a registered tune command: "
+                             + (", ".join(registered) or "none"))
     p_tune.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p_tune.set_defaults(func=_cmd_tune, prog="crossdyn tune")
 

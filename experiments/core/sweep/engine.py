@@ -31,9 +31,9 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
-
+from typing import Any, NamedTuple
 
 __all__ = ["Engine", "engine", "Isolation", "timed", "IN_FLIGHT", "CONNECT_TIMEOUT"]
 

@@ -42,7 +42,7 @@ def _objective(result, path: Path) -> None:
     space, rows, metric = result.space, result.rows, result.minimize
     fig, axes = plots.figure(1, len(space), width=4.0 * len(space) + 1.0, height=3.2, sharey=True)
     axes = np.atleast_1d(axes)
-    for ax, v in zip(axes, space):
+    for ax, v in zip(axes, space, strict=False):
         for outcome, color in _COLORS.items():
             pts = [r for r in rows if r["outcome"] == outcome and math.isfinite(_value(r, metric))]
             ax.scatter([_value(r, v.name) for r in pts], [_value(r, metric) for r in pts], s=14, color=color,
@@ -125,7 +125,7 @@ def heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", annot
 def outline(ax, held: np.ndarray) -> None:
     """Draw the border of the holding cells ``held[i, j]`` (column i, row j of the heat-map)."""
     n, m = held.shape
-    for i, j in zip(*np.nonzero(held)):
+    for i, j in zip(*np.nonzero(held), strict=False):
         for di, dj, (x0, x1, y0, y1) in ((-1, 0, (-.5, -.5, -.5, .5)), (1, 0, (.5, .5, -.5, .5)),
                                          (0, -1, (-.5, .5, -.5, -.5)), (0, 1, (-.5, .5, .5, .5))):
             inside = 0 <= i + di < n and 0 <= j + dj < m
@@ -154,5 +154,5 @@ def holding_region(axes: dict[str, list[float]], held: np.ndarray) -> dict:
         rows.append({a: float(x), b: [float(vb[j]) for j in ok],
                      "span": [float(vb[ok[0]]), float(vb[ok[-1]])] if ok.size else None,
                      "contiguous": bool(ok.size == 0 or ok[-1] - ok[0] + 1 == ok.size)})
-    cells = [[float(va[i]), float(vb[j])] for i, j in zip(*np.nonzero(held))]
+    cells = [[float(va[i]), float(vb[j])] for i, j in zip(*np.nonzero(held), strict=False)]
     return {"held_cells": cells, "by": a, "rows": rows}

@@ -24,8 +24,8 @@ runs only the missing trials.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.sweep import table
@@ -100,7 +100,7 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
                     record(row, seconds, where)
                     done[int(row["sample"])] = row
                     computed += 1
-                for t, j in zip(asked, jobs):  # in trial order: the sampler's history is deterministic
+                for t, j in zip(asked, jobs, strict=False):  # in trial order: the sampler's history is deterministic
                     row = done[j.index]
                     value = _number(row, minimize)
                     if math.isfinite(value):
@@ -139,6 +139,7 @@ def _check_same(path: Path, row: dict, job) -> None:
     """The table's row of trial ``job.index`` must be the trial this search suggests now."""
     for key, value in job.key().items():
         if row.get(key) != value:
-            raise ParameterError(f"{path} trial {job.index} has {key}={row.get(key)} but this search has {key}={value}: "
+            raise ParameterError(f"{path} trial {job.index} has {key}={row.get(key)} but this search has "
+                                 f"{key}={value}: "
                                  "it was made with other arguments (seed, sampler, ranges, or worker count: trials are "
                                  "drawn a batch of workers at a time); use another --out or delete it")

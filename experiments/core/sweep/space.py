@@ -142,7 +142,7 @@ def plan(space: list[Vary], search: str, samples: int, seed: int) -> list[tuple[
         from scipy.stats import qmc
 
         unit = qmc.LatinHypercube(d=len(space), rng=np.random.default_rng(seed)).random(samples)
-        return [("lhs", {v.name: v.value(u) for v, u in zip(space, row)}) for row in unit]
+        return [("lhs", {v.name: v.value(u) for v, u in zip(space, row, strict=False)}) for row in unit]
     if search == "grid":
         k = int(math.floor(samples ** (1.0 / len(space)) + 1e-9))
         if k < 2:
@@ -151,5 +151,6 @@ def plan(space: list[Vary], search: str, samples: int, seed: int) -> list[tuple[
         import itertools
 
         axes = [v.grid(k) for v in space]
-        return [("grid", dict(zip((v.name for v in space), values))) for values in itertools.product(*axes)]
+        names = [v.name for v in space]
+        return [("grid", dict(zip(names, values, strict=True))) for values in itertools.product(*axes)]
     raise ParameterError(f"unknown search {search!r}; choose from {', '.join(SEARCHES)}")

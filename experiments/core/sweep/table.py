@@ -18,8 +18,8 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.results import make_out_dir, write_text
@@ -59,7 +59,7 @@ def read(path: Path, columns: Sequence[str], *, exact: bool = True) -> list[dict
             return []
         if tuple(header) != tuple(columns) if exact else tuple(header[: len(columns)]) != tuple(columns):
             raise ParameterError(f"{path} is not a sweep table of this version; use another --out or delete it")
-        return [dict(zip(header, r)) for r in reader if len(r) == len(header)]
+        return [dict(zip(header, r, strict=False)) for r in reader if len(r) == len(header)]
 
 
 def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str], *, exact: bool = True,
