@@ -202,68 +202,93 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
         arguments, or a defaults run that fails on its input.
       CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
     """
-    from crossdyn.experiments.core.registry import experiments, loadable
+    from crossdyn.experiments.core.registry import loadable
 
     start = time.perf_counter()
-    sources = tuple(sources)
-    registry = experiments(sources)
-    if name not in registry:
-        raise ParameterError(f"no experiment {name!r}; known: {', '.join(registry)}")
-    exp = registry[name]
-    space = parse_vary(list(vary), exp.params, name)
-    both = sorted({v.name for v in space} & set(fixed or {}))
-    if both:
-        raise ParameterError(f"{both[0]} is both --set and --vary; give it once")
-    given = exp.resolve_params({k: str(v) for k, v in (fixed or {}).items()})
-    fixed_values = {k: given[k] for k in (fixed or {})}
-    limits = [parse_constraint(c) for c in constraints]
-    if search not in ("lhs", "grid", "optuna"):
-        raise ParameterError(f"unknown search {search!r}; choose from lhs, grid, optuna")
-    if search == "optuna" and minimize is None:
-        raise ParameterError("--search optuna needs --minimize METRIC")
-    if search == "optuna" and sampler not in SAMPLERS:
-        raise ParameterError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
-    blind = [] if search == "optuna" else plan(space, search, samples, seed)
-    if search == "optuna" and not 1 <= samples <= 100_000:
-        raise ParameterError(f"--samples must be from 1 to 100,000, got {samples:,}")
-
-    def job(index: int, kind: str, values: dict) -> Job:
-        defaults = {v.name: exp.params[v.name].default for v in space}
-        return Job(index, kind, name, sources, tuple(sorted({**fixed_values, **defaults, **values}.items())),
-                   tuple(v.name for v in space), seed, short)
-
+    plan_ = _prepare(name, list(vary), minimize, constraints, search, sampler, samples, seed, fixed or {}, short,
+                     tuple(sources))
     out = Path(out)
     csv_path = out / "samples.csv"
-    columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in space)))
-    first = [job(0, "default", {})]
+    columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in plan_.space)))
     # Every run, the defaults' too, in worker processes where a crash, an exit or a hang is seen (a row);
     # an experiment defined in the running script cannot be loaded there, and runs as the script's own.
-    isolation = engines.Isolation(failed_row, timeout, _load_experiments, (sources,)) if loadable(exp) else None
+    isolation = engines.Isolation(failed_row, timeout, _load_experiments, (plan_.sources,)) \
+        if loadable(plan_.experiment) else None
     if isolation is None and timeout is not None:
         raise ParameterError(f"experiment {name!r} is defined in the running script, so a worker process cannot "
                              "load it and a time limit cannot stop it; register it in a file given to --from")
     with engines.engine(evaluate, workers, scheduler, isolation=isolation) as engine:
-        _defaults_run(first[0], csv_path, columns, lambda row: _check_defaults(row, name, minimize, limits), engine)
+        first = plan_.job(0, "default", {})
+        _defaults_run(first, csv_path, columns, lambda row: _check_defaults(row, name, minimize, plan_.limits), engine)
         if search == "optuna":
             from crossdyn.experiments.core.sweep.search import search as optuna_search
 
-            rows, computed = optuna_search(job, space, csv_path, columns, minimize, limits, samples, seed, sampler,
-                                           engine, progress)
+            rows, computed = optuna_search(plan_.job, plan_.space, csv_path, columns, minimize, plan_.limits, samples,
+                                           seed, sampler, engine, progress)
         else:
-            jobs = first + [job(i + 1, kind, values) for i, (kind, values) in enumerate(blind)]
-            result = sweep_run.run_samples(evaluate, jobs, {j.index: j.key() for j in jobs}, csv_path, columns,
-                                           progress=progress, exact=False, engine=engine, desc=f"tune {name}",
-                                           failed=lambda row: row["outcome"] != "pass")
-            rows, computed = result.rows, result.computed
+            jobs = [first] + [plan_.job(i + 1, kind, values) for i, (kind, values) in enumerate(plan_.blind)]
+            done = sweep_run.run_samples(evaluate, jobs, {j.index: j.key() for j in jobs}, csv_path, columns,
+                                         progress=progress, exact=False, engine=engine, desc=f"tune {name}",
+                                         failed=lambda row: row["outcome"] != "pass")
+            rows, computed = done.rows, done.computed
     result = TuneResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path,
-                        experiment=name, minimize=minimize, constraints=limits, space=space)
-    result.best = best_row(rows, minimize, limits) if minimize else None
-    _write_best(out, result, fixed_values, search, sampler, seed)
+                        experiment=name, minimize=minimize, constraints=plan_.limits, space=plan_.space)
+    result.best = best_row(rows, minimize, plan_.limits) if minimize else None
+    _write_best(out, result, plan_.fixed, search, sampler, seed)
     if plots:
         from crossdyn.experiments.core.sweep import plots as sweep_plots
 
         result.files = sweep_plots.draw(out, result, search)
     return result
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A tune's arguments, checked: the experiment, what varies and what is fixed, the bounds, the blind runs."""
+
+    experiment: Any
+    space: list[Vary]
+    fixed: dict
+    limits: list[tuple[str, str, float]]
+    blind: list[tuple[str, dict]]
+    sources: tuple[str, ...]
+    seed: int
+    short: bool
+
+    def job(self, index: int, kind: str, values: dict) -> Job:
+        """Run ``index``: the defaults, then the fixed values, then ``values`` (the varied ones)."""
+        defaults = {v.name: self.experiment.params[v.name].default for v in self.space}
+        return Job(index, kind, self.experiment.name, self.sources,
+                   tuple(sorted({**self.fixed, **defaults, **values}.items())), tuple(v.name for v in self.space),
+                   self.seed, self.short)
+
+
+def _prepare(name: str, vary: list, minimize: str | None, constraints, search: str, sampler: str, samples: int,
+             seed: int, fixed: dict, short: bool, sources: tuple[str, ...]) -> _Plan:
+    """Check a tune's arguments before anything runs (see :func:`tune`'s Raises)."""
+    from crossdyn.experiments.core.registry import experiments
+
+    registry = experiments(sources)
+    if name not in registry:
+        raise ParameterError(f"no experiment {name!r}; known: {', '.join(registry)}")
+    exp = registry[name]
+    space = parse_vary(vary, exp.params, name)
+    both = sorted({v.name for v in space} & set(fixed))
+    if both:
+        raise ParameterError(f"{both[0]} is both --set and --vary; give it once")
+    given = exp.resolve_params({k: str(v) for k, v in fixed.items()})
+    limits = [parse_constraint(c) for c in constraints]
+    if search not in ("lhs", "grid", "optuna"):
+        raise ParameterError(f"unknown search {search!r}; choose from lhs, grid, optuna")
+    if search == "optuna":
+        if minimize is None:
+            raise ParameterError("--search optuna needs --minimize METRIC")
+        if sampler not in SAMPLERS:
+            raise ParameterError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+        if not 1 <= samples <= 100_000:
+            raise ParameterError(f"--samples must be from 1 to 100,000, got {samples:,}")
+    blind = [] if search == "optuna" else plan(space, search, samples, seed)
+    return _Plan(exp, space, {k: given[k] for k in fixed}, limits, blind, sources, seed, short)
 
 
 def _defaults_run(job: Job, csv_path: Path, columns: list[str], check, engine) -> dict:
