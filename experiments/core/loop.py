@@ -408,16 +408,17 @@ def _quiet(warnings: list[str]):
     The loop keeps nothing in reference cycles; the collector's passes over the growing
     trace would cost more than the step itself.
     """
-    previous = mujoco.get_mju_user_warning()
-    mujoco.set_mju_user_warning(lambda text: warnings.append(" ".join(str(text).split())))
+    from crossdyn.experiments.core.models import mujoco_warnings
+
     collecting = gc.isenabled()
     gc.disable()
     try:
-        yield
+        with mujoco_warnings() as collected:
+            yield
     finally:
         if collecting:
             gc.enable()
-        mujoco.set_mju_user_warning(previous)
+        warnings.extend(collected)
 
 
 class _Film:

@@ -122,6 +122,20 @@ def check_size(path: str | os.PathLike) -> None:
 
 
 @contextlib.contextmanager
+def mujoco_warnings():
+    """Collect MuJoCo's warnings instead of letting it print them: yields the list they are appended to,
+    one line each.  (MuJoCo's default handler prints ``WARNING: ...`` to the terminal, beside crossdyn's
+    own messages, and appends to ``MUJOCO_LOG.TXT`` in the working folder.)"""
+    collected: list[str] = []
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(lambda text: collected.append(" ".join(str(text).split())))
+    try:
+        yield collected
+    finally:
+        mujoco.set_mju_user_warning(previous)
+
+
+@contextlib.contextmanager
 def compile_warnings(path: str | os.PathLike):
     """Collect MuJoCo's warnings while a model compiles, instead of letting it print them.
 
@@ -134,13 +148,8 @@ def compile_warnings(path: str | os.PathLike):
     Raises:
       ModelError: MuJoCo found a NaN in the file.
     """
-    collected: list[str] = []
-    previous = mujoco.get_mju_user_warning()
-    mujoco.set_mju_user_warning(lambda text: collected.append(" ".join(str(text).split())))
-    try:
+    with mujoco_warnings() as collected:
         yield collected
-    finally:
-        mujoco.set_mju_user_warning(previous)
     nan = [text for text in collected if "nan" in text.lower()]
     if nan:
         raise ModelError(f"{path} contains a NaN ({nan[0]}); MuJoCo only warns about it and may ignore the value, "

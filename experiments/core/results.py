@@ -65,6 +65,12 @@ _TERMINAL_CELL = 200
 BOOKKEEPING = frozenset({"metrics.json", "timing.json", "error.txt"})
 
 
+def as_stored(metrics: dict) -> dict:
+    """``metrics`` as metrics.json stores them (NumPy types as Python's, NaN and inf as text, tuples as
+    lists), in memory: what baselines and JUnit compare, without reading the file back."""
+    return json.loads(json.dumps(_jsonable(metrics)))
+
+
 def _jsonable(value):
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}

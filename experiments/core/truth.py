@@ -26,7 +26,26 @@ __all__ = [
     "truth_model",
     "ConstraintTally",
     "as_state_batch",
+    "as_rows",
 ]
+
+
+def as_rows(name: str, value, size: int) -> np.ndarray:
+    """One state array as rows of finite numbers: ``(N, size)`` (a single state ``(size,)`` is one row).
+
+    Raises:
+      StateError: the wrong trailing size, or a NaN/inf entry (naming the array and the row).
+    """
+    a = np.asarray(value, dtype=float)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[1] != size:
+        raise StateError(f"{name} must have shape (N, {size}) or ({size},) for this model, got {np.shape(value)}")
+    bad = ~np.isfinite(a).all(axis=1)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise StateError(f"{name} has a non-finite entry in row {row}: {a[row]}")
+    return a
 
 
 def as_state_batch(model: mujoco.MjModel, qpos, qvel, qacc) -> tuple[np.ndarray, ...]:
@@ -38,18 +57,8 @@ def as_state_batch(model: mujoco.MjModel, qpos, qvel, qacc) -> tuple[np.ndarray,
       StateError: wrong trailing sizes, or NaN/inf entries (the message names
         which array and which row).
     """
-    arrays = []
-    for name, value, size in (("q", qpos, model.nq), ("qd", qvel, model.nv), ("qdd", qacc, model.nv)):
-        a = np.asarray(value, dtype=float)
-        if a.ndim == 1:
-            a = a[None, :]
-        if a.ndim != 2 or a.shape[1] != size:
-            raise StateError(f"{name} must have shape (N, {size}) or ({size},) for this model, got {np.shape(value)}")
-        bad = ~np.isfinite(a).all(axis=1)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise StateError(f"{name} has a non-finite entry in row {row}: {a[row]}")
-        arrays.append(a)
+    arrays = [as_rows(name, value, size)
+              for name, value, size in (("q", qpos, model.nq), ("qd", qvel, model.nv), ("qdd", qacc, model.nv))]
     n = np.broadcast_shapes(*(a.shape[:1] for a in arrays))
     return tuple(np.broadcast_to(a, n + a.shape[1:]) for a in arrays)
 

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -186,19 +185,9 @@ def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np
         states = (states,)
     if len(states) != len(parts):
         raise StateError(f"expected {len(parts)} state arrays ({', '.join(parts)}), got {len(states)}")
-    arrays = []
-    for name, value in zip(parts, states, strict=False):
-        size = getattr(model, _PART_SIZE[name])
-        a = np.asarray(value, dtype=float)
-        if a.ndim == 1:
-            a = a[None, :]
-        if a.ndim != 2 or a.shape[1] != size:
-            raise StateError(f"{name} must have shape (N, {size}) or ({size},) for this model, got {np.shape(value)}")
-        bad = ~np.isfinite(a).all(axis=1)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise StateError(f"{name} has a non-finite entry in row {row}: {a[row]}")
-        arrays.append(a)
+    from crossdyn.experiments.core.truth import as_rows
+
+    arrays = [as_rows(name, value, getattr(model, _PART_SIZE[name])) for name, value in zip(parts, states, strict=True)]
     n = {a.shape[0] for a in arrays}
     if len(n) != 1:
         rows = ", ".join(str(a.shape[0]) for a in arrays)
@@ -229,19 +218,12 @@ def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: 
     return StateSource(lambda: (tuple(a[s : s + CHUNK] for a in arrays) for s in range(0, n, CHUNK)), n, None)
 
 
-@contextlib.contextmanager
 def model_warnings():
-    """Collect MuJoCo's warnings (``Insufficient arena memory`` ...) instead of letting it print them.
+    """Collect MuJoCo's warnings (``Insufficient arena memory`` ...) instead of letting it print them
+    (:func:`crossdyn.experiments.core.models.mujoco_warnings`): yields the list, one line each."""
+    from crossdyn.experiments.core.models import mujoco_warnings
 
-    Yields the list the warnings are appended to, one-line each.
-    """
-    collected: list[str] = []
-    previous = mujoco.get_mju_user_warning()
-    mujoco.set_mju_user_warning(lambda text: collected.append(" ".join(str(text).split())))
-    try:
-        yield collected
-    finally:
-        mujoco.set_mju_user_warning(previous)
+    return mujoco_warnings()
 
 
 def warning_lines(collected: Iterable[str]) -> list[str]:

@@ -18,7 +18,6 @@ entry points (:mod:`crossdyn.experiments.core.cli.commands`), with
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
@@ -101,19 +100,6 @@ def load_state_file(path: str, parts: tuple[tuple[str, int], ...]):
     return tuple(out)
 
 
-@dataclass
-class _Outcome:
-    """A check as one JUnit test case (the fields experiments.core.junit reads)."""
-
-    name: str
-    expected: str
-    measured: str
-    passed: bool
-    seconds: float
-    error: str | None = None
-    baseline: object = None
-
-
 def _function_stem(spec: str) -> str:
     """``file-func`` of ``FILE.py:FUNC`` (the file's stem) or ``module-func`` of ``module:FUNC``."""
     file, _, func = spec.rpartition(":")
@@ -132,7 +118,7 @@ def _finish(args, name: str, metrics: dict, passed: bool, text: str, figure, fig
             expected: str, measured: str, seconds: float) -> int:
     """Write metrics.json and the plot, print the report, JUnit and baselines; the exit status."""
     from crossdyn.experiments.core import baseline
-    from crossdyn.experiments.core.results import write_json
+    from crossdyn.experiments.core.results import Outcome, as_stored, write_json
 
     out_dir = arguments.make_out_dir(Path(args.out) / name)
     for folder in (getattr(args, "save_baseline", None), args.junit.parent if getattr(args, "junit", None) else None):
@@ -144,20 +130,15 @@ def _finish(args, name: str, metrics: dict, passed: bool, text: str, figure, fig
     print(f"  results in {out_dir}")
     comparison = None
     if stored is not None:
-        import json
-
-        written = json.loads((out_dir / "metrics.json").read_text())  # as stored: NaN as text, tuples as lists
-        comparison = baseline.compare(name, written, stored.get(name))
+        comparison = baseline.compare(name, as_stored(metrics), stored.get(name))
         print(baseline.report([comparison], args.baseline), end="")
     if getattr(args, "save_baseline", None):
-        import json
-
-        baseline.save(args.save_baseline, {name: json.loads((out_dir / "metrics.json").read_text())})
+        baseline.save(args.save_baseline, {name: as_stored(metrics)})
         print(f"  baseline saved in {args.save_baseline / (name + '.json')}")
     if getattr(args, "junit", None):
         from crossdyn.experiments.core.junit import write_junit
 
-        outcome = _Outcome(name, expected, measured, passed, seconds, baseline=comparison)
+        outcome = Outcome(name, expected, measured, passed, seconds, baseline=comparison, metrics=metrics)
         write_junit(args.junit, [outcome], out_dir.parent)
     return 0 if passed and (comparison is None or comparison.passed) else 1
 
