@@ -13,11 +13,11 @@ what is the biped's is here and in :mod:`crossdyn.experiments.biped.tune` and
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
 from crossdyn.experiments.core.cli.tune import DEFAULT_OUT, interrupted, sigterm_interrupts, tune_engine
+from crossdyn.experiments.core.results import as_stored
 
 __all__ = ["configure_balance", "configure_robustness"]
 
@@ -68,7 +68,7 @@ def _cmd_tune_balance(args) -> int:
     print(f"tune balance: {len(result.rows)} samples ({how} + the defaults); {result.computed} run in "
           f"{result.seconds:.1f} s, {result.resumed} resumed from {result.csv}")
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
-    best = json.loads((out / "best.json").read_text())
+    best = as_stored(result.summary)  # best.json's content, as stored (inf as text), from memory
     default, chosen = best["defaults"], best["chosen"]
     print(f"  defaults  {_fmt_weights(default['weights'])}: {_fmt_metrics(default)}")
     if chosen is None:
@@ -107,7 +107,7 @@ def _cmd_tune_robustness(args) -> int:
                                      mjcf=args.mjcf, **engine)
     except KeyboardInterrupt:
         return interrupted(out / "robustness.csv")
-    summary = json.loads((out / "robustness.json").read_text())
+    summary = as_stored(result.summary)  # robustness.json's content, from memory
     held = sum(r["held"] == "true" for r in result.rows)
     print(f"tune robustness: {_fmt_weights(summary['weights'])}")
     print(f"  holds in {held}/{len(result.rows)} cells of " + " x ".join(summary["axes"]) + f"; {result.computed} run "

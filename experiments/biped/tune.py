@@ -668,12 +668,13 @@ def finish(out: Path, result: SweepResult, plots_: bool, grid: dict[str, list[fl
     """Choose the best sample (:func:`best_sample`); write ``best.json`` and the plots of a weight sweep or search."""
     result.best = best_sample(result.rows)
     default = result.rows[0]
-    write_json(out / "best.json", {
+    result.summary = {
         "chosen": _summary(result.best) if result.best else None,
         "defaults": _summary(default),
         "rule": "fastest-settling 'ok' sample using no more effort than the defaults",
         "outcomes": result.counts(),
-    })
+    }
+    write_json(out / "best.json", result.summary)
     if plots_:
         _plot_pareto(result.rows, result.best, out / "pareto.png")
         _plot_weights(result.rows, out / "weights.png")
@@ -720,9 +721,9 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
           cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
     outline(ax, held.astype(bool))
     fig.savefig(Path(out) / "robustness.png", dpi=110, bbox_inches="tight")
-    write_json(Path(out) / "robustness.json", {"weights": plan[0].weights, "axes": axes, "seed": seed, "mjcf": mjcf,
-                                               "held_fraction": float(held.mean()), "holding_region": region,
-                                               "outcomes": result.counts()})
+    result.summary = {"weights": plan[0].weights, "axes": axes, "seed": seed, "mjcf": mjcf,
+                      "held_fraction": float(held.mean()), "holding_region": region, "outcomes": result.counts()}
+    write_json(Path(out) / "robustness.json", result.summary)
     return result
 
 

@@ -29,7 +29,6 @@ table back and runs only what is missing (a finished search runs nothing new).
 from __future__ import annotations
 
 import functools
-import json
 import math
 import shutil
 import tempfile
@@ -375,8 +374,3 @@ def _write_best(out: Path, result: TuneResult, fixed: dict, search: str, sampler
         "best": _summary(result.best, result.space, result.minimize, limits),
         "outcomes": result.counts(),
     })
-
-
-def read_best(out: Path) -> dict:
-    """``best.json`` of a finished tune."""
-    return json.loads((Path(out) / "best.json").read_text())

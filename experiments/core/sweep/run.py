@@ -24,6 +24,7 @@ class SweepResult:
       seconds: wall time of this call, s.
       csv: path of the table.
       best: the chosen run's row, or None.
+      summary: what the sweep wrote as its summary file (``best.json``, a map's JSON), or None.
     """
 
     rows: list[dict]
@@ -32,6 +33,7 @@ class SweepResult:
     seconds: float
     csv: Path
     best: dict | None = None
+    summary: dict | None = None
 
     def counts(self, key: str = "outcome") -> dict[str, int]:
         """How many rows have each value of ``key``."""
