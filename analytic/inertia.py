@@ -1,11 +1,11 @@
-"""Inertia tensors of simple solids: the appendix table of seed 000 (SPEC §3).
+"""Inertia tensors of simple solids: a robotics lecture's appendix table (docs/derivations/inertia.md).
 
 Each function returns the principal inertia tensor as a ``(3, 3)`` diagonal
-matrix, kg m^2, about the point the seed's formula names (the centre, unless the
+matrix, kg m^2, about the point the lecture's formula names (the centre, unless the
 name says otherwise), with the shape's symmetry axis along z where it has one.
 Masses in kg, lengths in m.
 
-The cone's formula in the seed is about its apex; :func:`solid_cone_centroid`
+The cone's formula in the lecture is about its apex; :func:`solid_cone_centroid`
 moves it to the centroid (3/4 of the height from the apex) with the parallel-axis
 theorem, :func:`parallel_axis`, which is what a simulator's body inertia (always
 about the CoM) has to be compared with.

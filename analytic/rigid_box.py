@@ -1,6 +1,6 @@
 """One rigid body: Newton-Euler equations, three integrators, conserved quantities.
 
-Source: seed 000, rigid-body section (SPEC §3).  The body's CoM ``c`` moves under
+Source: the lecture, rigid-body section (docs/derivations/rigid-box.md).  The body's CoM ``c`` moves under
 the total force, ``m c'' = f``; its rotation obeys Euler's equation about the CoM,
 ``I w' + w x I w = tau`` with the world-frame inertia ``I = R Ibar R^T``.
 
@@ -8,7 +8,7 @@ Conventions (all SI):
 
 - ``R``: body-to-world rotation, ``(3, 3)``; the body frame is the CoM frame in
   which the inertia ``Ibar`` is given.
-- ``omega``: angular velocity in the WORLD frame, rad/s (the seed's choice).  The
+- ``omega``: angular velocity in the WORLD frame, rad/s (the lecture's choice).  The
   body-frame one is ``R^T omega``.
 - A wrench is ``(f, tau)``: total force, N, and torque about the CoM, N m, both in
   the world frame.  A force ``f`` at a point ``p`` gives ``tau = (p - c) x f``.
@@ -16,8 +16,8 @@ Conventions (all SI):
 
 Integrators, each returning a :class:`Trajectory` on a fixed grid:
 
-``seed_euler``
-    Seed 000 exactly as SPEC §3 states it: accelerations, then
+``lecture_euler``
+    The lecture exactly as docs/derivations/rigid-box.md states it: accelerations, then
     ``cdot += dt cddot; omega += dt omegadot; c += dt cdot`` (with the *updated*
     velocity) and the Rodrigues rotation ``R <- exp(dt omega^) R``.  First order.
 ``rk4``
@@ -28,8 +28,8 @@ Integrators, each returning a :class:`Trajectory` on a fixed grid:
     SciPy ``solve_ivp`` (DOP853, rtol = atol = 1e-13) on the same equations: the
     high-accuracy reference the other two, and MuJoCo, are measured against.
 
-Also the seed's penalty ground contact (spring-dampers at the 8 box corners,
-SPEC §3) and :func:`simulate_penalty` for it.
+Also the lecture's penalty ground contact (spring-dampers at the 8 box corners,
+docs/derivations/rigid-box.md) and :func:`simulate_penalty` for it.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ __all__ = [
     "rodrigues",
     "wrench_about_com",
     "point_force",
-    "seed_euler",
+    "lecture_euler",
     "rk4",
     "reference",
     "angular_momentum",
@@ -192,7 +192,7 @@ class Trajectory:
 
 
 def rodrigues(omega, dt: float) -> np.ndarray:
-    """Rotation by ``|omega| dt`` about ``omega`` (seed 000's update, SPEC §3).
+    """Rotation by ``|omega| dt`` about ``omega`` (the lecture's update, docs/derivations/rigid-box.md).
 
     ``E + a^ sin(|omega| dt) + a^2 (1 - cos(|omega| dt))`` with ``a = omega/|omega|``;
     the identity when ``omega = 0``.
@@ -223,7 +223,7 @@ def _finite_vector(value, name: str) -> np.ndarray:
 
 
 def wrench_about_com(force, point, com) -> tuple[np.ndarray, np.ndarray]:
-    """A force at a point as a wrench about the CoM: ``(f, (p - c) x f)`` (SPEC §3).
+    """A force at a point as a wrench about the CoM: ``(f, (p - c) x f)`` (docs/derivations/rigid-box.md).
 
     Args:
       force: ``(3,)``, N, world frame.
@@ -276,9 +276,9 @@ def _check_step(dt: float, steps: int) -> None:
         raise ValueError(f"number of steps must be a non-negative integer, got {steps!r}")
 
 
-def seed_euler(params: RigidBodyParams, state: BodyState, dt: float, steps: int,
+def lecture_euler(params: RigidBodyParams, state: BodyState, dt: float, steps: int,
                wrench: Wrench | None = None) -> Trajectory:
-    """Seed 000's integrator, exactly in the order SPEC §3 gives it.
+    """The lecture's integrator, exactly in the order docs/derivations/rigid-box.md gives it.
 
     Per step: ``I = R Ibar R^T``; ``cddot = f/m``; ``omegadot = I^-1 (tau - omega x I omega)``;
     then ``cdot += dt cddot``, ``omega += dt omegadot``, ``c += dt cdot`` and
@@ -372,7 +372,7 @@ def rk4(params: RigidBodyParams, state: BodyState, dt: float, steps: int,
     The wrench is evaluated at all four stages with the stage's own state, so a
     force at a moving body point is applied where the point is at each stage.
 
-    Args/Returns: as :func:`seed_euler`.
+    Args/Returns: as :func:`lecture_euler`.
     """
     _check_step(dt, steps)
     f = _rhs(params, wrench or _no_wrench)
@@ -390,7 +390,7 @@ def reference(params: RigidBodyParams, state: BodyState, t_eval, wrench: Wrench 
     """High-accuracy solution: ``solve_ivp`` (DOP853) on the same equations as :func:`rk4`.
 
     Args:
-      params, state, wrench: as :func:`seed_euler`.
+      params, state, wrench: as :func:`lecture_euler`.
       t_eval: increasing output times starting at 0, ``(N,)``, s.
       rtol, atol: SciPy tolerances.  At 1e-12 the reference's own error (~1e-12
         rad/s in omega after 10 s of the box's rotation) was as large as RK4's at
@@ -435,7 +435,7 @@ def angular_momentum(params: RigidBodyParams, R, omega) -> np.ndarray:
       R: rotations, ``(..., 3, 3)``; omega: world angular velocity, ``(..., 3)``, rad/s.
 
     Returns:
-      ``(..., 3)``, kg m^2/s.  Constant when no torque acts (SPEC §3).
+      ``(..., 3)``, kg m^2/s.  Constant when no torque acts (docs/derivations/rigid-box.md).
     """
     R, omega = np.asarray(R, float), np.asarray(omega, float)
     wb = np.einsum("...ji,...j->...i", R, omega)
@@ -455,7 +455,7 @@ def kinetic_energy(params: RigidBodyParams, v, R, omega) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PenaltyGround:
-    """Seed 000's penalty ground (its screenshot header; SPEC §3), at ``z = height``.
+    """The lecture's penalty ground (docs/derivations/rigid-box.md), at ``z = height``.
 
     Each contact point below the ground gets a normal force
     ``Fn = max(0, -K depth_signed - D zdot)`` (``depth_signed = z - height < 0``)

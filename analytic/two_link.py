@@ -1,6 +1,6 @@
 """Two-link planar arm: four hand derivations of the inverse dynamics.
 
-Convention (SPEC §1, seed 000): the arm moves in the x-y plane, joint axes +z,
+Convention (docs/derivations/two-link.md, the lecture): the arm moves in the x-y plane, joint axes +z,
 gravity along -y.  ``q[..., 0]`` is link 1's absolute angle from the downward
 vertical, counter-clockwise positive; ``q[..., 1]`` is link 2's angle relative to
 link 1.  So ``q = 0`` hangs straight down and the CoM of link 1 sits at
@@ -10,22 +10,22 @@ Variants (``VARIANTS``), each ``tau = f(params, q, qd, qdd)`` with arrays of sha
 ``(..., 2)`` (rad, rad/s, rad/s^2) and torques of shape ``(..., 2)`` in N m:
 
 ``lagrange``
-    The closed form of SPEC §1 (seed 000's D-coefficients with the link
+    The closed form of docs/derivations/two-link.md (the lecture's D-coefficients with the link
     inertias about the CoM added).
-``seed-000-printed``
-    Seed 000 as printed: the same D-coefficients *without* I1, I2, i.e. each link
+``lecture-no-link-inertia``
+    The lecture as printed: the same D-coefficients *without* I1, I2, i.e. each link
     a point mass at its CoM.  On a cylinder arm this is a real error, confined
     to the mass matrix (offsets I1 + I2, I2, I2).
-``seed-000-matrix-printed``
-    Seed 000's matrix form as printed (with the link inertias added, so only the
+``lecture-matrix-form``
+    The lecture's matrix form as printed (with the link inertias added, so only the
     matrix form differs): its centrifugal matrix ``[[D111, D122], [D212, D221]]``
     puts the Coriolis coefficient D212 (= 0) where D211 = h belongs, so joint 2
     loses its ``h qd1^2`` term; the velocity terms of joint 1 are right.
 ``point-mass``
-    Seed 001: all of a link's mass at its tip (p_i = l_i, I_i = 0).
+    The textbook: all of a link's mass at its tip (p_i = l_i, I_i = 0).
 ``newton-euler``
-    Seed 002: outward/inward Newton-Euler recursion in link frames with modified
-    DH parameters, gravity as a base acceleration.  Seed 002 measures q1 from +x,
+    The Newton-Euler article: outward/inward Newton-Euler recursion in link frames with modified
+    DH parameters, gravity as a base acceleration.  The Newton-Euler article measures q1 from +x,
     so ``q_dh1 = q1 - pi/2``, ``q_dh2 = q2``.  This is a recursion, not a
     restatement of the closed form, so agreement between the two is evidence.
 """
@@ -40,8 +40,8 @@ import numpy as np
 __all__ = [
     "TwoLinkParams",
     "lagrange",
-    "seed_000_printed",
-    "seed_000_matrix_printed",
+    "lecture_no_link_inertia",
+    "lecture_matrix_form",
     "point_mass",
     "newton_euler",
     "mass_matrix",
@@ -87,7 +87,7 @@ def _split(q, qd, qdd):
 
 
 def _closed_form(m1, m2, l1, p1, p2, i1, i2, g, q, qd, qdd):
-    """SPEC §1 closed form with the given (possibly modified) parameters."""
+    """docs/derivations/two-link.md closed form with the given (possibly modified) parameters."""
     q1, q2 = q[..., 0], q[..., 1]
     qd1, qd2 = qd[..., 0], qd[..., 1]
     qdd1, qdd2 = qdd[..., 0], qdd[..., 1]
@@ -110,7 +110,7 @@ def _closed_form(m1, m2, l1, p1, p2, i1, i2, g, q, qd, qdd):
 
 
 def lagrange(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """Lagrange closed form, SPEC §1: tau = D(q) qdd + velocity terms + gravity.
+    """Lagrange closed form, docs/derivations/two-link.md: tau = D(q) qdd + velocity terms + gravity.
 
     Args:
       params: the arm's parameters.
@@ -124,26 +124,26 @@ def lagrange(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
     return _closed_form(p.m1, p.m2, p.l1, p.p1, p.p2, p.i1, p.i2, p.g, q, qd, qdd)
 
 
-def seed_000_printed(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """Seed 000's D-coefficients as printed: no link inertia about the CoM.
+def lecture_no_link_inertia(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
+    """The lecture's D-coefficients as printed: no link inertia about the CoM.
 
     Identical to :func:`lagrange` with ``i1 = i2 = 0``; against a model whose
     links have rotational inertia the mass matrix is short by
-    ``[[I1 + I2, I2], [I2, I2]]`` and every other term is right (SPEC §5).
+    ``[[I1 + I2, I2], [I2, I2]]`` and every other term is right (docs/derivations/errata.md).
     """
     q, qd, qdd = _split(q, qd, qdd)
     p = params
     return _closed_form(p.m1, p.m2, p.l1, p.p1, p.p2, 0.0, 0.0, p.g, q, qd, qdd)
 
 
-def seed_000_matrix_printed(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """Seed 000's matrix form as printed, term by term (link inertias included).
+def lecture_matrix_form(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
+    """The lecture's matrix form as printed, term by term (link inertias included).
 
     ``tau = D qdd + [[D111, D122], [D212, D221]] [qd1^2, qd2^2]
-    + [[D112, D121], [D212, D221]] [qd1 qd2, qd2 qd1] + [D1, D2]`` with the seed's
+    + [[D112, D121], [D212, D221]] [qd1 qd2, qd2 qd1] + [D1, D2]`` with the lecture's
     coefficients: D112 = -2h, D122 = -h, D212 = -h + h = 0, and D111, D121, D221
     not defined (0).  Against the closed form it misses ``D211 qd1^2 = h qd1^2``
-    on joint 2 (SPEC §5).
+    on joint 2 (docs/derivations/errata.md).
     """
     q, qd, qdd = _split(q, qd, qdd)
     p = params
@@ -158,7 +158,7 @@ def seed_000_matrix_printed(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
 
 
 def point_mass(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """Seed 001: each link's mass concentrated at the link's tip.
+    """The textbook: each link's mass concentrated at the link's tip.
 
     The CoM distances are the link lengths (p_i = l_i) and the inertias about the
     CoM vanish; ``params.p*`` and ``params.i*`` are ignored by assumption.
@@ -194,12 +194,12 @@ def _mtv(R: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def newton_euler(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """Seed 002's recursive Newton-Euler with modified DH parameters.
+    """The Newton-Euler article's recursive Newton-Euler with modified DH parameters.
 
     Link frames follow Craig's modified DH convention,
     ``T_i = RotX(alpha_{i-1}) Trans(a_{i-1}, 0, d_i) RotZ(theta_i)``, with the table
-    ``[(0, 0, 0, q_dh1), (0, l1, 0, q_dh2)]`` and ``q_dh1 = q1 - pi/2`` (seed 002
-    measures the first angle from +x; SPEC §1).  Gravity enters as a base
+    ``[(0, 0, 0, q_dh1), (0, l1, 0, q_dh2)]`` and ``q_dh1 = q1 - pi/2`` (the Newton-Euler article
+    measures the first angle from +x; docs/derivations/two-link.md).  Gravity enters as a base
     acceleration ``a_0 = +g y`` (the arm sits in an upward-accelerating frame).
 
     Outward pass (frame i quantities, R_i = rotation of frame i in frame i-1,
@@ -294,7 +294,7 @@ def _inward_pass(p: TwoLinkParams, R: list, r: list, ws: list, dws: list, acs: l
 
 
 def mass_matrix(params: TwoLinkParams, q) -> np.ndarray:
-    """Closed-form mass matrix D(q) of SPEC §1, ``(..., 2, 2)`` in kg m^2."""
+    """Closed-form mass matrix D(q) of docs/derivations/two-link.md, ``(..., 2, 2)`` in kg m^2."""
     q = np.asarray(q, dtype=float)
     p = params
     c2 = np.cos(q[..., 1])
@@ -379,8 +379,8 @@ InverseDynamics = Callable[[TwoLinkParams, np.ndarray, np.ndarray, np.ndarray], 
 
 VARIANTS: dict[str, InverseDynamics] = {
     "lagrange": lagrange,
-    "seed-000-printed": seed_000_printed,
-    "seed-000-matrix-printed": seed_000_matrix_printed,
+    "lecture-no-link-inertia": lecture_no_link_inertia,
+    "lecture-matrix-form": lecture_matrix_form,
     "point-mass": point_mass,
     "newton-euler": newton_euler,
 }

@@ -1,7 +1,7 @@
-"""Forward dynamics from any inverse dynamics: seed 000 §10.3's unit-vector method.
+"""Forward dynamics from any inverse dynamics: the unit-vector method of a robotics lecture.
 
 An inverse-dynamics function ``ID(q, qd, qdd) = A(q) qdd + b(q, qd)`` is linear in
-``qdd``, so (SPEC §2)
+``qdd``, so (docs/derivations/unit-vector.md)
 
 - ``b = ID(q, qd, 0)`` (Coriolis, centrifugal and gravity forces),
 - column ``i`` of ``A`` is ``ID(q, qd, e_i) - b``,
@@ -29,7 +29,7 @@ IDFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 def mass_matrix_and_bias(id_fn: IDFunction, qpos, qvel) -> tuple[np.ndarray, np.ndarray]:
-    """Seed 000 §10.3: ``A`` and ``b`` of ``ID(q, qd, qdd) = A qdd + b`` from ``nv + 1`` calls.
+    """The lecture's method: ``A`` and ``b`` of ``ID(q, qd, qdd) = A qdd + b`` from ``nv + 1`` calls.
 
     All ``nv + 1`` evaluations go to ``id_fn`` as one batch, so a vectorized
     inverse dynamics does the whole job in one call.

@@ -1,8 +1,8 @@
-"""Per-step cost of the rigid-box integrators: the seed's, our RK4, MuJoCo's.
+"""Per-step cost of the rigid-box integrators: the lecture's, our RK4, MuJoCo's.
 
 Prints, for the torque-free box of ``mjcf/rigid_box.xml`` (omega0 = [1, 1, 1]
 rad/s, dt = 1 ms), the per-step wall time of
-  1. ``analytic.rigid_box.seed_euler`` (Python loop, one step = one Euler update),
+  1. ``analytic.rigid_box.lecture_euler`` (Python loop, one step = one Euler update),
   2. ``analytic.rigid_box.rk4`` (Python loop, four stages),
   3. MuJoCo's RK4 and Euler (``mj_step`` from Python, through the same sampling
      wrapper the experiments use, which copies the state out after every step),
@@ -44,7 +44,7 @@ def main() -> None:
         return lambda: mujoco_trajectory(m, state, args.steps)
 
     runs = {
-        "seed (Python)": lambda: rb.seed_euler(params, state, dt, args.steps),
+        "lecture (Python)": lambda: rb.lecture_euler(params, state, dt, args.steps),
         "rk4 (Python)": lambda: rb.rk4(params, state, dt, args.steps),
         "MuJoCo RK4": mj(mujoco.mjtIntegrator.mjINT_RK4),
         "MuJoCo Euler": mj(mujoco.mjtIntegrator.mjINT_EULER),

@@ -2,7 +2,7 @@
 
 State ``x = [x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive
 leaning forward) and input ``T = T_L + T_R`` (N m, total wheel torque), as in the
-linearized model of seed 004, eq. 2.19 (``analytic.biped.wheeled_pendulum.linearize``).
+linearized model of the thesis chapter, eq. 2.19 (``analytic.biped.wheeled_pendulum.linearize``).
 
 Two designs can be compared:
 

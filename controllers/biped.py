@@ -64,7 +64,7 @@ class BipedGains:
       legs: virtual-model PD gains (height, roll).
       alpha_kp, alpha_kd: leg-angle PD used during jump phases, N m/rad, N m s/rad.
       swing_kp, swing_kd: PD on each leg's asymmetry ``alpha_front - alpha_rear``,
-        which keeps the axle under the hip line (the seed's rigid-leg assumption);
+        which keeps the axle under the hip line (the thesis's rigid-leg assumption);
         N m/rad, N m s/rad.
       Q, R: the LQR weights the schedule was designed with.
     """

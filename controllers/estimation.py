@@ -4,11 +4,11 @@ What a real robot has: the IMU's orientation quaternion, gyro (body-frame angula
 velocity) and accelerometer; hip and wheel encoders (position and velocity).  No
 knee encoders: the knee follows from the hip angle through the five-bar.
 
-Conventions (``mjcf/wheel_legged_biped.xml``, SPEC §4): x forward, y left, z up;
+Conventions (``mjcf/wheel_legged_biped.xml``, docs/derivations/biped-model.md): x forward, y left, z up;
 Z-Y-X Euler angles (yaw, pitch, roll); pitch positive leaning forward (about +y);
 roll positive lifting the left side (about +x).  ``x`` is the axle's travel
 along the body's heading, from wheel odometry; ``theta`` is the body's pitch,
-which for a symmetric five-bar is the pendulum angle of seed 004 (the axle lies
+which for a symmetric five-bar is the pendulum angle of the biped thesis chapter (the axle lies
 straight below the hip-line midpoint in the body frame).
 """
 

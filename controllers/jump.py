@@ -1,4 +1,4 @@
-"""Jump state machine of the wheel-legged biped (seed 004 §2.3, with lift-off detection).
+"""Jump state machine of the wheel-legged biped (the thesis chapter, section 2.3, with lift-off detection).
 
 Phases, in order::
 
@@ -47,7 +47,7 @@ class JumpPlan:
 
     Attributes:
       start: time the jump is triggered.
-      alpha_crouch, alpha_takeoff: the thrust stroke (SPEC default 190 -> 250 deg).
+      alpha_crouch, alpha_takeoff: the thrust stroke (crossdyn's default 190 -> 250 deg).
       alpha_flight: leg angle held in the air (retracted).
       alpha_land: leg angle at touchdown.
       crouch_time: time allowed to reach the crouch.

@@ -1,10 +1,10 @@
-"""Steering by differential wheel torque (seed 004, eq. 2.22).
+"""Steering by differential wheel torque (the thesis chapter, eq. 2.22).
 
 The yaw axis is a pure inertia: ``delta_dd = dT / J_eff`` with ``dT = T_L - T_R``
-and ``J_eff = r (m D + I D / r^2 + 2 J_yaw / D)`` (SPEC §4).  A PD law on yaw
+and ``J_eff = r (m D + I D / r^2 + 2 J_yaw / D)`` (docs/derivations/biped-model.md).  A PD law on yaw
 angle and rate places the closed loop at a chosen natural frequency and damping.
 
-Sign: the seed's ``delta`` is positive turning right (a stronger left wheel turns
+Sign: the thesis's ``delta`` is positive turning right (a stronger left wheel turns
 the robot clockwise seen from above), which is *minus* the yaw about +z that the
 IMU reports.  The law here takes the IMU's yaw (about +z, counter-clockwise
 positive), so ``dT = -J_eff * (wanted yaw acceleration)``.

@@ -1,4 +1,4 @@
-"""Virtual-model leg control: virtual force and roll torque -> hip torques (seed 004 §2.2).
+"""Virtual-model leg control: virtual force and roll torque -> hip torques (the thesis chapter, section 2.2).
 
 The chain, per control step:
 

@@ -1,4 +1,4 @@
-"""Seed 000's appendix of shape inertias against the inertia MuJoCo computes from geoms.
+"""The lecture's appendix of shape inertias against the inertia MuJoCo computes from geoms.
 
 Experiment ``inertia-table``: one body per shape, built with ``mujoco.MjSpec`` and
 given its mass on the geom, so MuJoCo computes the inertia from the geometry
@@ -37,7 +37,7 @@ __all__ = ["Row", "cone_mesh", "build_model", "inertia_rows", "markdown_table", 
 MASS = 1.5  # kg, every specimen
 SPHERE_R = 0.1  # m
 ELLIPSOID_ABC = (0.1, 0.2, 0.3)  # m, semi-axes
-BOX_WHD = (0.1, 0.4, 0.8)  # m, the seed's box
+BOX_WHD = (0.1, 0.4, 0.8)  # m, the lecture's box
 ROD_L, ROD_R = 1.0, 1e-5  # m; a cylinder this thin is a rod to 3 r^2/l^2 = 3e-10 relative
 CONE_H, CONE_R = 0.3, 0.1  # m
 CONE_SEGMENTS = 512  # base polygon; (2 pi/N)^2 / 6 ~ 2.5e-5 relative area deficit
@@ -57,7 +57,7 @@ class Row:
     Attributes:
       shape: the specimen's name.
       about: the point the formula is about.
-      formula: the seed's formula (text).
+      formula: the lecture's formula (text).
       analytic: principal moments from the formula, ``(3,)``, kg m^2.
       mujoco: MuJoCo's moments, moved to the same point, ``(3,)``, kg m^2.
       rtol: the tolerance this row is held to.
@@ -232,7 +232,7 @@ def judge_inertia(result: InertiaResult) -> tuple[Verdict, dict]:
             "(geom shellinertia), ellipsoid and box use the same closed forms as the appendix, so they agree "
             "to round-off. The rod is a cylinder of radius 1e-5 m (its extra 3 r^2/l^2 = 3e-10 is inside the "
             "tolerance; its axial moment, 0 in the rod formula, is not compared); 'about the end' is MuJoCo's "
-            "inertia moved by l/2 with the parallel-axis theorem. The seed's cone formula is about the apex: "
+            "inertia moved by l/2 with the parallel-axis theorem. The lecture's cone formula is about the apex: "
             "compared directly with MuJoCo's CoM inertia it is off by "
             f"{100 * naive:.0f}% (the term m (3h/4)^2); moved to the apex (MuJoCo puts the mesh CoM "
             f"{centroid:.6f} m from the apex, 3h/4 = {0.75 * CONE_H:.6f}) it agrees to the mesh's "
@@ -255,14 +255,14 @@ def plot_inertia(result: InertiaResult, out_dir) -> list[Path]:
     ax.set_yscale("log")
     ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("relative error, formula vs MuJoCo")
-    ax.set_title("seed 000 appendix inertias vs MuJoCo (1e-17 drawn for exact zeros)")
+    ax.set_title("the lecture's appendix inertias vs MuJoCo (1e-17 drawn for exact zeros)")
     ax.legend(fontsize=7)
     return [table, plots.save(fig, out_dir, "inertia_errors.png")]
 
 
 @experiment(
     "inertia-table",
-    summary="seed 000 appendix: sphere, shell, ellipsoid, box, rod, cone (mesh) inertia formulas vs MuJoCo's",
+    summary="the lecture's appendix: sphere, shell, ellipsoid, box, rod, cone (mesh) inertias vs MuJoCo's",
     expected=f"primitives agree to {PRIMITIVE_RTOL:g} relative, the mesh cone to {MESH_RTOL:g}",
 )
 def run(ctx: Context) -> dict:

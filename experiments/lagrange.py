@@ -1,6 +1,6 @@
-"""Seed 003's symbolic Lagrange recipe (SPEC §2) against the closed form, RNEA and MuJoCo.
+"""An article's symbolic Lagrange recipe (docs/derivations/lagrange.md) against the closed form, RNEA and MuJoCo.
 
-Experiment ``lagrange-symbolic``: the RR arm derived in SymPy equals SPEC §1's
+Experiment ``lagrange-symbolic``: the RR arm derived in SymPy equals docs/derivations/two-link.md's
 closed form symbolically, M is SPD and ``Mdot - 2C`` skew-symmetric, and its
 torques match ``mj_inverse``; the PR arm matches ``analytic.rnea`` on an
 independent :class:`~crossdyn.analytic.rnea.Tree` (:func:`pr_arm_tree`).
@@ -31,7 +31,7 @@ __all__ = ["pr_arm_tree", "symbolic_properties", "SymbolicResult", "symbolic_lag
 
 
 def pr_arm_tree(values: dict) -> Tree:
-    """Seed 003's PR arm as a :class:`Tree` for ``analytic.rnea``: an independent path.
+    """The Lagrange-recipe article's PR arm as a :class:`Tree` for ``analytic.rnea``: an independent path.
 
     Slide along world x (CoM of link 1 at ``q1 - dc1``), then a hinge about z at the
     slider's origin (CoM of link 2 at ``dc2`` along the link); no gravity.  Link
@@ -70,11 +70,11 @@ def symbolic_properties(lm: lagrange_module.LagrangeModel, values: dict, samples
 
 @dataclass(frozen=True)
 class SymbolicResult:
-    """Seed 003's recipe on the RR and PR arms, checked symbolically and numerically.
+    """The Lagrange-recipe article's recipe on the RR and PR arms, checked symbolically and numerically.
 
     Attributes:
       symbolic_equal: check -> whether the RR arm's symbolic difference simplifies to
-        zero (``"M"``, ``"c"``, ``"g"`` against SPEC §1, ``"Mdot_minus_2C_skew"``,
+        zero (``"M"``, ``"c"``, ``"g"`` against the two-link closed form, ``"Mdot_minus_2C_skew"``,
         ``"c_is_C_qd"``).
       rr, pr: the derived models (SymPy expressions inside).
       rr_report: the RR arm with ``two_link_arm``'s parameters vs ``mj_inverse`` (N m).
@@ -160,7 +160,7 @@ def plot_symbolic(result: SymbolicResult, out_dir) -> list[Path]:
 
 @experiment(
     "lagrange-symbolic",
-    summary="seed 003's Lagrange recipe in SymPy: PR and RR arms; RR vs the closed-form two-link dynamics and "
+    summary="an article's Lagrange recipe in SymPy: PR and RR arms; RR vs the closed-form two-link dynamics and "
     "mj_inverse, PR vs RNEA",
     expected="RR equals the closed form symbolically; M SPD, Mdot-2C skew; numeric checks to 1e-9",
 )

@@ -1,17 +1,17 @@
-"""Two-link arm: every hand derivation of the closed form (SPEC §1) against MuJoCo.
+"""Two-link arm: every hand derivation of the closed form (docs/derivations/two-link.md) against MuJoCo.
 
 Experiments:
 
 - ``two-link-<variant>`` for each of ``analytic.two_link.VARIANTS``: 10,000 seeded
   random states (|q| <= pi, |qd| <= 10 rad/s, |qdd| <= 50 rad/s^2) and a smooth
-  trajectory, compared with ``mj_inverse`` term by term.  ``seed-000-printed`` is
+  trajectory, compared with ``mj_inverse`` term by term.  ``lecture-no-link-inertia`` is
   expected to *fail* in exactly one way: a constant mass-matrix offset equal to
-  the missing link inertias, ``-(I1 + I2, I2, I2)``; ``seed-000-matrix-printed``
+  the missing link inertias, ``-(I1 + I2, I2, I2)``; ``lecture-matrix-form``
   in the velocity terms of joint 2 only, by the missing ``h qd1^2``.
-- ``two-link-scope``: seed 002's scope figure (torque along a 5 s trajectory, MuJoCo
+- ``two-link-scope``: the Newton-Euler article's scope figure (torque along a 5 s trajectory, MuJoCo
   and each variant, and their differences) plus a forward check: the analytic
   torque replayed as feedforward in MuJoCo tracks the trajectory.
-- ``derivation-attribution``: four derivations of the arm (correct, seed 000 as
+- ``derivation-attribution``: four derivations of the arm (correct, the lecture as
   printed, gravity sign flipped, Coriolis term dropped), each checked against
   MuJoCo; the checker must blame the right term (:data:`FAULTS`).
 
@@ -54,7 +54,7 @@ __all__ = ["two_link_params", "default_model", "check_variant", "trajectory", "f
 ATOL = 1e-10
 SAMPLES, SHORT_SAMPLES = 10_000, 500
 
-# Seed-000's reported mass-matrix offsets must equal the missing inertias to this
+# The lecture's printed form's reported mass-matrix offsets must equal the missing inertias to this
 # (both are sums of the same few doubles).
 OFFSET_TOL = 1e-12
 
@@ -217,7 +217,7 @@ def _violations(problems: list[str]) -> str:
 
 
 def default_model(variant: str) -> str:
-    """The built-in model a variant is exact on (the point-mass arm for seed 001)."""
+    """The built-in model a variant is exact on (the point-mass arm for the textbook)."""
     return "two_link_arm_point_mass" if variant == "point-mass" else "two_link_arm"
 
 
@@ -254,7 +254,7 @@ _TRAJECTORY = (
     ((1.2, 0.30, 0.0), (0.5, 0.85, 0.7)),
     ((1.5, 0.45, 1.0), (0.4, 1.30, -0.4)),
 )
-DURATION = 5.0  # s, as in seed 002's scope figure
+DURATION = 5.0  # s, as in the Newton-Euler article's scope figure
 ORDER_WINDOW = 1.0  # s, horizon over which the start-hold drift's order is measured
 MIDPOINT_DRIFT_MAX = 1e-2  # rad over 5 s at dt = 1 ms: measured 6.3e-4, so 16x margin
 
@@ -335,7 +335,7 @@ def crosscheck_variant(variant: str, samples: int = SAMPLES, seed: int = 0) -> V
 
 
 def _mass_matrix_offsets(params: TwoLinkParams, report: Report, model, samples: int, seed: int) -> dict:
-    """Seed 000 as printed: how far the mean mass-matrix error is from the missing inertias, kg m^2."""
+    """The lecture as printed: how far the mean mass-matrix error is from the missing inertias, kg m^2."""
     missing = np.array([[params.i1 + params.i2, params.i2], [params.i2, params.i2]])
     offset_error = float(np.abs(np.array(report.terms["mass_matrix"].mean_error) + missing).max())
     return {"expected_offsets": (-missing).tolist(), "offset_error": offset_error}
@@ -349,11 +349,11 @@ def _judge_mass_matrix_offsets(result: VariantCheck) -> Verdict:
 
 
 def _missing_centrifugal(params: TwoLinkParams, report: Report, model, samples: int, seed: int) -> dict:
-    """Seed 000's matrix form: its velocity-term error per joint, and what is left of joint 2's
+    """The lecture's matrix form: its velocity-term error per joint, and what is left of joint 2's
     once the missing ``h qd1^2`` is put back, N m (at the states the check drew)."""
     q, qd, _ = sample_states(model, samples, seed)  # the states check() drew
     zero = np.zeros_like(q)
-    variant = VARIANTS["seed-000-matrix-printed"]
+    variant = VARIANTS["lecture-matrix-form"]
     error = (variant(params, q, qd, zero) - variant(params, q, zero, zero)) - (
         inverse_dynamics(model, q, qd, zero) - inverse_dynamics(model, q, zero, zero))
     h = params.m2 * params.l1 * params.p2 * np.sin(q[:, 1])
@@ -375,12 +375,12 @@ def _judge_missing_centrifugal(result: VariantCheck) -> Verdict:
 
 
 # Variants that reproduce a printed erratum: the experiment passes when the
-# checker finds exactly that error (SPEC §5), not when the variant agrees.
+# checker finds exactly that error (docs/derivations/errata.md), not when the variant agrees.
 # variant -> (expected outcome, measure(params, report, model, samples, seed) -> numbers, judge)
 EXPECTED_MISMATCH = {
-    "seed-000-printed": ("mismatch, in the mass matrix only: offsets -(I1+I2, I2, I2)", _mass_matrix_offsets,
+    "lecture-no-link-inertia": ("mismatch, in the mass matrix only: offsets -(I1+I2, I2, I2)", _mass_matrix_offsets,
                          _judge_mass_matrix_offsets),
-    "seed-000-matrix-printed": ("mismatch, in the velocity terms of joint 2 only: the missing h qd1^2",
+    "lecture-matrix-form": ("mismatch, in the velocity terms of joint 2 only: the missing h qd1^2",
                                 _missing_centrifugal, _judge_missing_centrifugal),
 }
 
@@ -435,7 +435,7 @@ for _variant in VARIANTS:
     _crosscheck_experiment(_variant)
 
 
-# --- two-link-scope: seed 002's scope figure and a feedforward replay ----------------
+# --- two-link-scope: the Newton-Euler article's scope figure and a feedforward replay ----------------
 
 # (time step s, torque held from the step's midpoint?) of the four replays
 _REPLAYS = ((1e-3, False), (5e-4, False), (1e-3, True), (5e-4, True))
@@ -524,7 +524,10 @@ def judge_scope(result: ScopeResult) -> tuple[Verdict, dict]:
 
 
 def plot_scope(result: ScopeResult, out_dir) -> list[Path]:
-    """Seed 002's scope figure (``scope.png``) and the replays' drift (``feedforward_drift.png``) into ``out_dir``."""
+    """The Newton-Euler article's scope figure (``scope.png``) and the replays' drift into ``out_dir``.
+
+    The drift figure is ``feedforward_drift.png``.
+    """
     return [plots.save(_plot_scope_torques(result), out_dir, "scope.png"),
             plots.save(_plot_feedforward_drift(result), out_dir, "feedforward_drift.png")]
 
@@ -541,7 +544,7 @@ def _plot_scope_torques(result: ScopeResult) -> Figure:
         for name in ("lagrange", "newton-euler"):  # round-off: dots, not a zig-zag line
             axes[1, j].semilogy(t, np.maximum(np.abs(tau[name][:, j] - tau_mj[:, j]), 1e-18), ".", ms=2, label=name)
         axes[1, j].set_title("|exact variant - MuJoCo| (N m)")
-        for name in ("seed-000-printed", "seed-000-matrix-printed", "point-mass"):
+        for name in ("lecture-no-link-inertia", "lecture-matrix-form", "point-mass"):
             axes[2, j].plot(t, tau[name][:, j] - tau_mj[:, j], label=name)
         axes[2, j].set_title("approximate variant - MuJoCo (N m)")
         axes[2, j].set_xlabel("t (s)")
@@ -565,7 +568,8 @@ def _plot_feedforward_drift(result: ScopeResult) -> Figure:
 
 @experiment(
     "two-link-scope",
-    summary="seed 002's scope: torque along a 5 s trajectory, MuJoCo vs each variant; feedforward replay",
+    summary=("the Newton-Euler article's scope: torque along a 5 s trajectory, MuJoCo vs each variant; "
+             "feedforward replay"),
     expected="exact variants agree along the path; feedforward drift shrinks O(dt) / O(dt^2)",
 )
 def scope(ctx: Context) -> dict:
@@ -594,7 +598,7 @@ def _coriolis_dropped(params, q, qd, qdd):
 # fault -> (derivation(params, q, qd, qdd), the term the checker must blame or None)
 FAULTS: dict[str, tuple[Callable, str | None]] = {
     "correct": (two_link.lagrange, None),
-    "seed-000-printed": (two_link.seed_000_printed, "mass_matrix"),
+    "lecture-no-link-inertia": (two_link.lecture_no_link_inertia, "mass_matrix"),
     "gravity-sign-flipped": (_gravity_flipped, "gravity"),
     "coriolis-dropped": (_coriolis_dropped, "velocity"),
 }
@@ -651,7 +655,7 @@ def plot_attribution(result: AttributionResult, out_dir) -> list[Path]:
 
 @experiment(
     "derivation-attribution",
-    summary="check derivation on four two-link derivations: correct, seed-000-printed, "
+    summary="check derivation on four two-link derivations: correct, lecture-no-link-inertia, "
     "gravity flipped, Coriolis dropped",
     expected="correct passes; the others fail in exactly mass matrix / gravity / velocity",
     params={"samples": Param(1000, "number of random states", 1, 1_000_000)},

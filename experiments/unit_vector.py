@@ -1,4 +1,4 @@
-"""Seed 000's unit-vector method (SPEC §2) against MuJoCo.
+"""A robotics lecture's unit-vector method (docs/derivations/unit-vector.md) against MuJoCo.
 
 - :func:`unit_vector_errors`: ``A``, ``b`` built from ``rnea`` by the unit-vector
   method vs ``mj_fullM`` and ``qfrc_bias`` (used by the ``rnea-*`` experiments).

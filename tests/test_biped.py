@@ -1,4 +1,4 @@
-"""The wheel-legged biped MJCF and its cross-checks against seed 004's hand models."""
+"""The wheel-legged biped MJCF and its cross-checks against the biped thesis chapter's hand models."""
 
 from __future__ import annotations
 
@@ -51,14 +51,14 @@ def test_model_is_pinned(robot):
     assert model.camera("track").mode == mujoco.mjtCamLight.mjCAMLIGHT_TRACKCOM
     assert all(model.body(i).name for i in range(model.nbody))
     assert model.opt.timestep == 0.00025
-    # No passive forces anywhere (SPEC §0).
+    # No passive forces anywhere (docs/derivations/index.md).
     assert not model.dof_armature.any() and not model.dof_damping.any() and not model.dof_frictionloss.any()
 
 
-def test_params_are_spec_numbers(robot):
+def test_params_are_the_documented_numbers(robot):
     _, p = robot
     pend = p.pendulum
-    # SPEC §4; inertias from MuJoCo's box and cylinder integrals, round-off only.
+    # docs/derivations/biped-model.md; inertias from MuJoCo's box and cylinder integrals, round-off only.
     expected = [6.0, 0.4, 0.06, 0.5 * 0.4 * 0.06**2, 6 / 12 * (0.24**2 + 0.10**2), 6 / 12 * (0.24**2 + 0.30**2), 0.40]
     got = [pend.M, pend.m, pend.r, pend.I, pend.J_pitch, pend.J_yaw, pend.D]
     assert_close(got, expected, atol=1e-12)
@@ -152,7 +152,7 @@ def test_statics_corrected_passes_and_printed_fails():
 def test_steering_within_the_wheel_yaw_inertia():
     model = build(legs="massless", rigid_alpha=STAND)
     point = steering_instant(model, biped_params(model), STAND, 1.0)
-    assert point["mujoco"] > 0  # stronger left wheel turns right (seed's positive delta)
+    assert point["mujoco"] > 0  # stronger left wheel turns right (the thesis's positive delta)
     assert abs(point["analytic"] / point["mujoco"] - 1) < 0.02  # 2.22 leaves out 2 x the wheel's yaw inertia
     assert abs(point["with_wheel_yaw"] / point["mujoco"] - 1) < 1e-3
 

@@ -12,7 +12,7 @@ from crossdyn.analytic.biped import five_bar
 from crossdyn.experiments.biped import derivations
 from support import assert_close
 
-L1, L2, L3 = 0.10, 0.16, 0.32  # the seed's leg lengths, m (SPEC §4)
+L1, L2, L3 = 0.10, 0.16, 0.32  # the thesis chapter's leg lengths, m (docs/derivations/biped-model.md)
 
 
 def test_axle_position_is_eq_3_2_on_a_symmetric_leg():

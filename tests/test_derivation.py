@@ -26,7 +26,7 @@ def arm():
 
 @pytest.mark.parametrize(
     "func,blamed",
-    [("correct", None), ("correct_batch", None), ("seed_000_printed", "mass_matrix"),
+    [("correct", None), ("correct_batch", None), ("lecture_no_link_inertia", "mass_matrix"),
      ("gravity_flipped", "gravity"), ("coriolis_dropped", "velocity")],
 )
 def test_checker_blames_the_right_term(arm, func, blamed):
@@ -35,9 +35,9 @@ def test_checker_blames_the_right_term(arm, func, blamed):
     assert report.failing_terms == ([] if blamed is None else [blamed]), report.diagnosis
 
 
-def test_seed_000_printed_offset_is_the_missing_inertia(arm):
+def test_lecture_no_link_inertia_offset_is_the_missing_inertia(arm):
     params = two_link_params(arm)
-    report = check_derivation(f"{USER}:seed_000_printed", arm, samples=200, seed=2)
+    report = check_derivation(f"{USER}:lecture_no_link_inertia", arm, samples=200, seed=2)
     term = report.terms["mass_matrix"]
     assert term.worst_entry == (0, 0)
     # A constant offset: the mean error is -(I1 + I2) exactly, to round-off of ~1e-16.

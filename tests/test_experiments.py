@@ -54,11 +54,12 @@ def test_same_seed_same_metrics(tmp_path):
 
 
 def test_run_cli_summary_and_exit_status(tmp_path, capsys):
-    assert main(["run", "two-link-lagrange", "two-link-seed-000-printed", "--short", "--out", str(tmp_path)]) == 0
+    names = ["two-link-lagrange", "two-link-lecture-no-link-inertia"]
+    assert main(["run", *names, "--short", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "experiment" in out and "expected" in out and "2/2 as expected" in out
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert [row["name"] for row in summary] == ["two-link-lagrange", "two-link-seed-000-printed"]
+    assert [row["name"] for row in summary] == ["two-link-lagrange", "two-link-lecture-no-link-inertia"]
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Five-bar leg geometry and statics (seed 004, eq. 3.2, 2.28-2.30; SPEC §4)."""
+"""Five-bar leg geometry and statics (the thesis chapter, eq. 3.2, 2.28-2.30; docs/derivations/biped-model.md)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import pytest
 from crossdyn.analytic.biped.five_bar import height, height_derivatives, hip_torque
 from support import assert_close
 
-L1, L2, L3 = 0.10, 0.16, 0.32  # SPEC §4 (seed 004 §3 link lengths), m
+L1, L2, L3 = 0.10, 0.16, 0.32  # docs/derivations/biped-model.md (the thesis chapter, section 3 link lengths), m
 STROKE = np.radians([190.0, 250.0])
 
 
-def test_height_matches_spec_values():
-    # SPEC §4 quotes these "about" to the millimetre (its 0.431 is 0.43046 rounded
+def test_height_matches_the_documented_values():
+    # docs/derivations/biped-model.md quotes these "about" to the millimetre (its 0.431 is 0.43046 rounded
     # up), so 1 mm is the quoting precision.
     assert_close(height(np.radians([190, 215, 250]), L1, L2, L3), [0.218, 0.313, 0.431], atol=1e-3)
 

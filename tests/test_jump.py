@@ -1,4 +1,4 @@
-"""Jump extension phase, eq. 2.35-2.36 (seed 004 §2.2.2, figure 2-9)."""
+"""Jump extension phase, eq. 2.35-2.36 (the thesis chapter, section 2.2.2, figure 2-9)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from crossdyn.analytic.biped.five_bar import height
 from crossdyn.analytic.biped.jump import extension_stroke
 from support import assert_close
 
-L1, L2, L3 = 0.10, 0.16, 0.32  # m, SPEC §4
-A0, A1 = np.radians(190.0), np.radians(250.0)  # SPEC's default stroke
+L1, L2, L3 = 0.10, 0.16, 0.32  # m, docs/derivations/biped-model.md
+A0, A1 = np.radians(190.0), np.radians(250.0)  # crossdyn's default stroke
 M, TAU, G = 6.0, 17.0, 9.81
 
 
@@ -27,7 +27,7 @@ def test_takeoff_velocity_is_the_energy_balance(stroke):
 
 
 def test_takeoff_clears_the_seed_requirement(stroke):
-    # SPEC's "about 4.6 m/s"; eq. 2.35 with these numbers gives 4.42 m/s (the energy balance above).
+    # the thesis chapter's "about 4.6 m/s"; eq. 2.35 with these numbers gives 4.42 m/s (the energy balance above).
     assert 4.3 < stroke.takeoff_velocity < 4.7
     assert stroke.takeoff_velocity > stroke.requirement(0.3)
     assert stroke.requirement(0.3) == pytest.approx(2.943)

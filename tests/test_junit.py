@@ -44,9 +44,10 @@ def test_one_case_per_experiment_with_its_failure(tmp_path):
 def test_written_file_parses_and_cli_writes_it(tmp_path, capsys):
     path = write_junit(tmp_path / "deep" / "junit.xml", _outcomes(tmp_path / "out"), tmp_path / "out")
     assert ET.parse(path).getroot().find("testsuite").get("tests") == "4"
-    code = main(["run", "two-link-seed-000-printed", "two-link-lagrange", "--short", "--out", str(tmp_path / "run"),
+    code = main(["run", "two-link-lecture-no-link-inertia", "two-link-lagrange", "--short",
+                 "--out", str(tmp_path / "run"),
                  "--junit", str(tmp_path / "run.xml")])
     assert code == 0
     cases = list(ET.parse(tmp_path / "run.xml").getroot().iter("testcase"))
-    assert [c.get("name") for c in cases] == ["two-link-seed-000-printed", "two-link-lagrange"]
+    assert [c.get("name") for c in cases] == ["two-link-lecture-no-link-inertia", "two-link-lagrange"]
     assert all(c.find("failure") is None for c in cases)

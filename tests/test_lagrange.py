@@ -1,4 +1,4 @@
-"""Seed 003's symbolic Lagrange recipe: closed forms, structural properties, MuJoCo."""
+"""The Lagrange-recipe article's symbolic Lagrange recipe: closed forms, structural properties, MuJoCo."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from crossdyn.experiments.lagrange import pr_arm_tree
 from crossdyn.experiments.two_link import two_link_params
 from support import assert_close
 
-# Illustrative PR-arm numbers (seed 003 gives none), SI units.
+# Illustrative PR-arm numbers (the Lagrange-recipe article gives none), SI units.
 PR_VALUES = {"m1": 1.5, "m2": 0.8, "dc1": 0.1, "dc2": 0.25, "I2zz": 0.02}
 
 
@@ -29,14 +29,14 @@ def pr():
     return pr_arm()
 
 
-def test_rr_equals_spec_closed_form_symbolically(rr):
+def test_rr_equals_the_closed_form_symbolically(rr):
     D, velocity, gravity = rr_closed_form(rr)
     assert sp.simplify(rr.M - D) == sp.zeros(2, 2)
     assert sp.simplify(rr.c - velocity) == sp.zeros(2, 1)
     assert sp.simplify(rr.g - gravity) == sp.zeros(2, 1)
 
 
-def test_pr_mass_matrix_is_seed_003s(pr):
+def test_pr_mass_matrix_is_the_recipe_articles(pr):
     m1, m2, dc1, dc2, i2zz = pr.params
     q2 = pr.q[1]
     expected = sp.Matrix([[m1 + m2, -m2 * dc2 * sp.sin(q2)], [-m2 * dc2 * sp.sin(q2), i2zz + m2 * dc2**2]])

@@ -17,7 +17,7 @@ from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.rigid_box import OMEGA0, rigid_body_params
 from support import assert_close
 
-DT = 1e-3  # s, SPEC §3
+DT = 1e-3  # s, docs/derivations/rigid-box.md
 STEPS = 10_000  # 10 s
 
 
@@ -28,11 +28,11 @@ def params() -> rb.RigidBodyParams:
 
 @pytest.fixture(scope="module")
 def free(params):
-    """Torque-free box, omega0 = [1, 1, 1]: seed, RK4 and reference over 10 s (run once)."""
+    """Torque-free box, omega0 = [1, 1, 1]: the lecture's step, RK4 and reference over 10 s (run once)."""
     state = rb.BodyState.at_rest(omega=OMEGA0)
     t = np.arange(STEPS + 1) * DT
     return {
-        "seed": rb.seed_euler(params, state, DT, STEPS),
+        "lecture": rb.lecture_euler(params, state, DT, STEPS),
         "rk4": rb.rk4(params, state, DT, STEPS),
         "reference": rb.reference(params, state, t),
     }
@@ -80,7 +80,7 @@ def test_bad_state_and_step_raise(params):
     with pytest.raises(ValueError, match="rotation matrix"):
         rb.BodyState.at_rest(R=np.diag([1.0, 1.0, -1.0]))
     with pytest.raises(ValueError, match="time step"):
-        rb.seed_euler(params, rb.BodyState.at_rest(), 0.0, 10)
+        rb.lecture_euler(params, rb.BodyState.at_rest(), 0.0, 10)
 
 
 # --------------------------------------------------------------------------- building blocks
@@ -124,11 +124,11 @@ def test_conserved_quantities_are_frame_consistent(params):
     assert_close(T, 0.5 * np.einsum("ni,ij,nj->n", wb, params.inertia, wb), atol=1e-12)
 
 
-def test_seed_step_follows_spec_order(params):
-    """One step by hand: v += dt f/m, then c += dt v with the NEW v (SPEC §3)."""
+def test_lecture_step_order(params):
+    """One step by hand: v += dt f/m, then c += dt v with the NEW v (docs/derivations/rigid-box.md)."""
     state = rb.BodyState.at_rest(c=(1.0, 0.0, 0.0), v=(0.5, 0.0, 0.0))
     f = np.array([50.0, 0.0, 0.0])
-    tr = rb.seed_euler(params, state, DT, 1, rb.point_force(f, np.zeros(3)))
+    tr = rb.lecture_euler(params, state, DT, 1, rb.point_force(f, np.zeros(3)))
     v1 = 0.5 + DT * f[0] / params.mass
     # The same three flops: exact up to one rounding.
     assert_close(tr.v[1], [v1, 0.0, 0.0], atol=1e-15)
@@ -143,38 +143,38 @@ def test_rk4_matches_reference(params, free):
     assert_close(free["rk4"].omega_body[-1], free["reference"].omega_body[-1], atol=1e-9)
 
 
-def test_seed_drift_reported_and_rk4_100x_smaller(params, free):
-    seed_L, seed_E = _drift(params, free["seed"])
+def test_lecture_drift_reported_and_rk4_100x_smaller(params, free):
+    lecture_L, lecture_E = _drift(params, free["lecture"])
     rk4_L, rk4_E = _drift(params, free["rk4"])
-    # The seed's explicit step adds dt^2 |omega x L|^2 to |L|^2 every step: |L| and T grow.
-    assert seed_L > 1e-4 and seed_E > 1e-4, (seed_L, seed_E)
-    assert abs(rk4_L) * 100 <= abs(seed_L), (rk4_L, seed_L)
-    assert abs(rk4_E) * 100 <= abs(seed_E), (rk4_E, seed_E)
+    # The lecture's explicit step adds dt^2 |omega x L|^2 to |L|^2 every step: |L| and T grow.
+    assert lecture_L > 1e-4 and lecture_E > 1e-4, (lecture_L, lecture_E)
+    assert abs(rk4_L) * 100 <= abs(lecture_L), (rk4_L, lecture_L)
+    assert abs(rk4_E) * 100 <= abs(lecture_E), (rk4_E, lecture_E)
 
 
 def test_orders_of_accuracy(params):
-    """Halving dt halves the seed's error (first order) and divides RK4's by 16."""
+    """Halving dt halves the lecture's error (first order) and divides RK4's by 16."""
     state = rb.BodyState.at_rest(omega=OMEGA0)
     wrench = rb.point_force([50.0, 0.0, 0.0], [0.0, 0.1, 0.3])
     errors = {}
     for dt in (4e-3, 2e-3):
         steps = int(round(1.0 / dt))
         ref = rb.reference(params, state, np.arange(steps + 1) * dt, wrench)
-        for name, method in (("seed", rb.seed_euler), ("rk4", rb.rk4)):
+        for name, method in (("lecture", rb.lecture_euler), ("rk4", rb.rk4)):
             tr = method(params, state, dt, steps, wrench)
             errors[name, dt] = np.abs(tr.omega[-1] - ref.omega[-1]).max()
-    seed_order = np.log2(errors["seed", 4e-3] / errors["seed", 2e-3])
+    lecture_order = np.log2(errors["lecture", 4e-3] / errors["lecture", 2e-3])
     rk4_order = np.log2(errors["rk4", 4e-3] / errors["rk4", 2e-3])
     # Asymptotic orders 1 and 4; +-0.25 allows for the next term at these step sizes.
-    assert abs(seed_order - 1.0) < 0.25, errors
+    assert abs(lecture_order - 1.0) < 0.25, errors
     assert abs(rk4_order - 4.0) < 0.25, errors
 
 
 # --------------------------------------------------------------------------- inertia formulas
 
 
-def test_box_formula_gives_spec_numbers(params):
-    # SPEC §3: Ibar = diag(2.4, 1.95, 0.51) kg m^2 for 36 kg, 0.1 x 0.4 x 0.8 m; the
+def test_box_formula_gives_the_model_numbers(params):
+    # docs/derivations/rigid-box.md: Ibar = diag(2.4, 1.95, 0.51) kg m^2 for 36 kg, 0.1 x 0.4 x 0.8 m; the
     # model's explicit inertia must be the formula's (both typed to 3 digits: 1e-12).
     model = load_model("rigid_box")
     sizes = 2 * model.geom_size[model.geom("box").id]

@@ -96,19 +96,19 @@ def test_wrong_inertia_is_caught(free):
 
 def test_momentum_drift_metrics(free):
     drift = free.momentum_drift
-    assert {"seed", "rk4", "mujoco_rk4", "mujoco_euler", "mujoco_implicit"} <= set(drift)
-    assert abs(drift["rk4"]) * box.DRIFT_RATIO_MIN <= abs(drift["seed"])
-    assert abs(free.energy_drift["rk4"]) * box.DRIFT_RATIO_MIN <= abs(free.energy_drift["seed"])
+    assert {"lecture", "rk4", "mujoco_rk4", "mujoco_euler", "mujoco_implicit"} <= set(drift)
+    assert abs(drift["rk4"]) * box.DRIFT_RATIO_MIN <= abs(drift["lecture"])
+    assert abs(free.energy_drift["rk4"]) * box.DRIFT_RATIO_MIN <= abs(free.energy_drift["lecture"])
 
 
-def test_seed_is_mujoco_euler(free):
-    """The seed's step and MuJoCo's (semi-implicit) Euler step are the same map."""
-    seed, euler = free.trajectories["seed"], free.trajectories["mujoco_euler"]
+def test_lecture_step_is_mujoco_euler(free):
+    """The lecture's step and MuJoCo's (semi-implicit) Euler step are the same map."""
+    lecture, euler = free.trajectories["lecture"], free.trajectories["mujoco_euler"]
     # Same operations in a different order and frame: round-off accumulated over 1e4 steps.
-    assert_close(seed.omega, euler.omega, atol=1e-10)
-    assert box.rotation_angle(seed.R, euler.R).max() < 1e-10
+    assert_close(lecture.omega, euler.omega, atol=1e-10)
+    assert box.rotation_angle(lecture.R, euler.R).max() < 1e-10
     # ...and not the same as RK4 (the comparison can tell maps apart).
-    assert np.abs(seed.omega - free.trajectories["mujoco_rk4"].omega).max() > 1e-3
+    assert np.abs(lecture.omega - free.trajectories["mujoco_rk4"].omega).max() > 1e-3
 
 
 # --------------------------------------------------------------------------- pulled box
@@ -116,7 +116,7 @@ def test_seed_is_mujoco_euler(free):
 
 def test_pulled_a_is_pure_translation(pulled_a):
     params = pulled_a.params
-    for name in ("rk4", "mujoco_rk4", "reference", "seed"):
+    for name in ("rk4", "mujoco_rk4", "reference", "lecture"):
         tr = pulled_a.trajectories[name]
         assert np.all(tr.omega == 0.0), name  # no torque: exactly zero, not small
     t_end = pulled_a.trajectories["reference"].t[-1]
@@ -186,9 +186,9 @@ def test_free_rotation_judge_and_plot(free, tmp_path):
     verdict, metrics = box.judge_free_rotation(free)
     assert verdict.passed and metrics["passed"] is True and metrics["measured"] == verdict.measured
     assert metrics["flip"]["omega_y_sign_changes"] == len(free.flip_times) > 0
-    # MuJoCo's RK4 1e-6 rad/s off the reference, or our RK4 drifting like the seed: each fails.
+    # MuJoCo's RK4 1e-6 rad/s off the reference, or our RK4 drifting like the lecture's step: each fails.
     off = dataclasses.replace(free, omega_error_end={**free.omega_error_end, "mujoco_rk4": 1e3 * box.OMEGA_TOL})
-    drifty = dataclasses.replace(free, momentum_drift={**free.momentum_drift, "rk4": free.momentum_drift["seed"]})
+    drifty = dataclasses.replace(free, momentum_drift={**free.momentum_drift, "rk4": free.momentum_drift["lecture"]})
     for wrong in (off, drifty):
         verdict, metrics = box.judge_free_rotation(wrong)
         assert not verdict.passed and metrics["passed"] is False

@@ -1,4 +1,4 @@
-"""Seed 000's spatial RNEA (analytic.rnea) against mj_inverse and the two-link closed forms."""
+"""The lecture's spatial RNEA (analytic.rnea) against mj_inverse and the two-link closed forms."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from crossdyn.analytic.rnea import Tree, apply_spatial_inertia, rnea, spatial_in
 from crossdyn.analytic.two_link import lagrange, newton_euler
 from crossdyn.experiments.core.crosscheck import sample_states
 from crossdyn.experiments.core.derivation import tree_from_model
-from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 from crossdyn.experiments.core.models import load_model, model_path
+from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 from crossdyn.experiments.two_link import two_link_params
 from support import assert_close
 
@@ -54,7 +54,7 @@ def test_rnea_equals_two_link_closed_forms():
     tau = rnea(tree, q, qd, qdd)
     # Three independent derivations of torques of ~2 N m: round-off only.
     assert_close(tau, lagrange(params, q, qd, qdd), atol=1e-12, what="rnea vs Lagrange closed form")
-    assert_close(tau, newton_euler(params, q, qd, qdd), atol=1e-12, what="rnea vs seed-002 Newton-Euler")
+    assert_close(tau, newton_euler(params, q, qd, qdd), atol=1e-12, what="rnea vs the Newton-Euler article's recursion")
 
 
 def test_a_wrong_inertia_is_caught():
@@ -127,7 +127,10 @@ def test_ball_followed_by_a_rotation_is_refused():
     ids=["armature", "damping", "gravcomp"],
 )
 def test_tree_is_the_rigid_body_part(edit):
-    """A model with passive effects gives the tree of its rigid bodies: RNEA equals the rigid-body truth, not mj_inverse."""
+    """A model with passive effects gives the tree of its rigid bodies.
+
+    RNEA equals the rigid-body truth, not mj_inverse.
+    """
     model = _edit("spatial_arm", edit)
     q, qd, qdd = sample_states(model, 20, seed=11)
     tau = rnea(tree_from_model(model), q, qd, qdd)
@@ -147,7 +150,7 @@ def test_tree_validates_its_arrays():
 
 
 def test_applied_spatial_inertia_is_the_seed_matrix():
-    # rnea applies I^S without forming it; the product must be seed 000's matrix times xi.
+    # rnea applies I^S without forming it; the product must be the lecture's matrix times xi.
     rng = np.random.default_rng(14)
     c, xi = rng.normal(size=(20, 3)), rng.normal(size=(20, 6))
     L = rng.normal(size=(20, 3, 3))

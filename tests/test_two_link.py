@@ -1,4 +1,4 @@
-"""Two-link arm: the four derivations of SPEC §1 against MuJoCo and each other."""
+"""Two-link arm: the four derivations of docs/derivations/two-link.md against MuJoCo and each other."""
 
 from __future__ import annotations
 
@@ -33,9 +33,9 @@ def point_arm():
     return model, two_link_params(model)
 
 
-def test_params_read_from_model_are_spec_numbers(arm):
+def test_params_read_from_model_are_the_documented_numbers(arm):
     _, p = arm
-    # The MJCF carries SPEC §1's numbers verbatim; reading them back goes through
+    # The MJCF carries the page docs/derivations/two-link.md's numbers verbatim; reading them back goes through
     # MuJoCo's float32-free compile and a rotation, so round-off only.
     expected = TwoLinkParams(0.3, 0.2, 0.0942478, 0.125664, 0.15, 0.10, 7.09215e-4, 4.22021e-4, 9.81)
     assert_close(list(p.__dict__.values()), list(expected.__dict__.values()), atol=1e-15, rtol=1e-12, what="params")
@@ -65,9 +65,9 @@ def test_exact_variants_along_trajectory(variant, model_name):
                  atol=EXACT_ATOL, what=f"{variant} along the trajectory")
 
 
-def test_seed_000_printed_is_flagged_in_the_mass_matrix_only(arm):
+def test_lecture_no_link_inertia_is_flagged_in_the_mass_matrix_only(arm):
     model, p = arm
-    report, _ = check_variant("seed-000-printed", model, samples=N_STATES, seed=3)
+    report, _ = check_variant("lecture-no-link-inertia", model, samples=N_STATES, seed=3)
     assert not report.passed
     assert report.failing_terms == ["mass_matrix"]
     assert report.terms["velocity"].max_abs_error <= EXACT_ATOL
@@ -80,15 +80,15 @@ def test_seed_000_printed_is_flagged_in_the_mass_matrix_only(arm):
     assert "mass matrix off by up to 1.131e-03 on entry M[0,0]" in report.diagnosis
 
 
-def test_seed_000_matrix_form_is_flagged_in_joint_2_velocity_terms(arm):
+def test_the_lectures_matrix_form_is_flagged_in_joint_2_velocity_terms(arm):
     model, p = arm
-    report, _ = check_variant("seed-000-matrix-printed", model, samples=500, seed=9)
+    report, _ = check_variant("lecture-matrix-form", model, samples=500, seed=9)
     assert report.failing_terms == ["velocity"]
     assert report.terms["velocity"].worst_entry == (1,)  # joint 2
     # Independent of MuJoCo: the printed form differs from the closed form by h qd1^2 on joint 2.
     q, qd, qdd = sample_states(model, 50, seed=10)
     h = p.m2 * p.l1 * p.p2 * np.sin(q[:, 1])
-    diff = VARIANTS["seed-000-matrix-printed"](p, q, qd, qdd) - lagrange(p, q, qd, qdd)
+    diff = VARIANTS["lecture-matrix-form"](p, q, qd, qdd) - lagrange(p, q, qd, qdd)
     # Torques <= ~1 N m: round-off.
     assert_close(diff, np.stack([np.zeros(50), -h * qd[:, 0] ** 2], -1), atol=1e-14, what="printed - closed form")
 
@@ -177,7 +177,7 @@ def test_users_own_arm_is_read_and_checked(tmp_path, capsys):
     assert_close([p.l1, p.l2, p.m1, p.m2, p.p1, p.p2, p.i1, p.i2], [0.45, 0.35, 1.7, 0.9, 0.2, 0.13, 0.031, 0.012],
                  atol=1e-12, what="user arm params")
     assert main(["check", "two-link", "--mjcf", str(path), "--samples", "500", "--out", str(tmp_path)]) == 0
-    assert main(["check", "two-link", "--variant", "seed-000-printed", "--mjcf", str(path), "--samples", "200",
+    assert main(["check", "two-link", "--variant", "lecture-no-link-inertia", "--mjcf", str(path), "--samples", "200",
                  "--out", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "PASS" in out and "MISMATCH" in out and "mass matrix off by" in out

@@ -21,7 +21,7 @@ def lagrange_check():
 
 @pytest.fixture(scope="module")
 def printed_check():
-    return tl.crosscheck_variant("seed-000-printed", samples=200, seed=0)
+    return tl.crosscheck_variant("lecture-no-link-inertia", samples=200, seed=0)
 
 
 def test_exact_variant_judged(lagrange_check, tmp_path):
@@ -47,7 +47,7 @@ def test_printed_erratum_judged_by_its_attribution(printed_check, lagrange_check
 
 
 def test_matrix_printed_judged_by_its_residual():
-    result = tl.crosscheck_variant("seed-000-matrix-printed", samples=200, seed=0)
+    result = tl.crosscheck_variant("lecture-matrix-form", samples=200, seed=0)
     assert tl.judge_variant(result)[0].passed
     # An error in joint 2 that is not h qd1^2: FAIL.
     wrong = dataclasses.replace(result, attribution={**result.attribution, "residual_after_h_qd1_squared": 1e-3})

@@ -1,4 +1,4 @@
-"""Seed 000 §10.3's unit-vector method and its semi-implicit Euler simulator vs MuJoCo."""
+"""The lecture §10.3's unit-vector method and its semi-implicit Euler simulator vs MuJoCo."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from crossdyn.analytic.rnea import rnea
-from crossdyn.analytic.two_link import seed_000_printed
+from crossdyn.analytic.two_link import lecture_no_link_inertia
 from crossdyn.analytic.unit_vector import forward_dynamics, integrate_pos, mass_matrix_and_bias, simulate
 from crossdyn.experiments.core.crosscheck import sample_states
 from crossdyn.experiments.core.derivation import tree_from_model
@@ -77,11 +77,11 @@ def test_simulator_matches_mujoco_euler_over_2s(name):
 
 
 def test_simulator_tells_a_wrong_model_apart():
-    # seed-000-as-printed misses the link inertias: its trajectory must leave
+    # the lecture as printed misses the link inertias: its trajectory must leave
     # MuJoCo's by far more than the tolerance within 0.5 s.
     model = load_model("two_link_arm")
     params = two_link_params(model)
-    id_fn = functools.partial(seed_000_printed, params)
+    id_fn = functools.partial(lecture_no_link_inertia, params)
     q0, qd0 = np.array([0.8, -0.4]), np.array([0.5, 1.0])
     ours, _ = simulate(id_fn, ("hinge", "hinge"), q0, qd0, model.opt.timestep, 500)
     theirs, _ = mujoco_euler(model, q0, qd0, 500)

@@ -1,4 +1,4 @@
-"""Wheeled inverted pendulum, steering and support statics (seed 004 §2.1-2.2)."""
+"""Wheeled inverted pendulum, steering and support statics (the thesis chapter, section 2.1-2.2)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from crossdyn.analytic.biped import wheeled_pendulum as wp
 from support import assert_close
 
-# SPEC §4 testbed numbers; the body a 0.24 x 0.30 x 0.10 m box of 6 kg.
+# docs/derivations/biped-model.md testbed numbers; the body a 0.24 x 0.30 x 0.10 m box of 6 kg.
 M, m, r = 6.0, 0.4, 0.06
 P = wp.PendulumParams(M=M, m=m, r=r, I=0.5 * m * r**2, J_pitch=M / 12 * (0.24**2 + 0.10**2),
                       J_yaw=M / 12 * (0.24**2 + 0.30**2), D=0.40)

@@ -1,6 +1,6 @@
-"""Five-bar leg of the wheel-legged biped: height and hip torque (seed 004).
+"""Five-bar leg of the wheel-legged biped: height and hip torque (from a thesis chapter on the biped).
 
-Geometry (SPEC §4): the two hip motors of a leg sit ``l1`` either side of the
+Geometry (docs/derivations/biped-model.md): the two hip motors of a leg sit ``l1`` either side of the
 leg's centre line, thighs ``l2`` long, shanks ``l3`` long meet at the wheel axle
 on the centre line.  ``alpha`` is the thigh angle from the inward horizontal
 (towards the other motor), upward positive, in radians; both motors are at the
@@ -8,7 +8,7 @@ same ``alpha`` (symmetric leg).  The knee sits ``a = l1 - l2 cos(alpha)`` out fr
 the centre line and ``l2 sin(alpha)`` above the motor line, so the body's height
 above the axle is
 
-    y(alpha) = sqrt(l3^2 - a^2) - l2 sin(alpha)          (seed 004, eq. 3.2 / 2.36)
+    y(alpha) = sqrt(l3^2 - a^2) - l2 sin(alpha)          (the thesis chapter, eq. 3.2 / 2.36)
 
 Virtual work with the two motors of a leg each giving torque ``tau`` (equal and
 opposite in the world, equal in the ``alpha`` convention) against a vertical leg
@@ -45,8 +45,8 @@ __all__ = ["REACHABLE", "STROKE", "height", "height_derivatives", "hip_torque", 
 # straight down.  Outside it the leg folds through itself or the knee points inward.
 REACHABLE = (np.pi, 1.5 * np.pi)
 
-# The testbed's default extension stroke (SPEC §4): crouched at 190 deg, extended at
-# 250 deg (y = 0.218 m and 0.430 m with the seed's legs).
+# The testbed's default extension stroke (docs/derivations/biped-model.md): crouched at 190 deg, extended at
+# 250 deg (y = 0.218 m and 0.430 m with the thesis's legs).
 STROKE = (np.radians(190.0), np.radians(250.0))
 
 
@@ -86,7 +86,7 @@ def check_alpha(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
 
 
 def height(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
-    """Body (hip-motor line) height above the wheel axle, seed 004 eq. 3.2.
+    """Body (hip-motor line) height above the wheel axle, the thesis chapter's eq. 3.2.
 
     Args:
       alpha: thigh angle(s), any shape, rad, in [pi, 3 pi / 2].
@@ -103,7 +103,7 @@ def height(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
 
 def height_derivatives(alpha, l1: float, l2: float, l3: float,
                        validate: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``y(alpha)`` and its first two derivatives (seed 004, eq. 2.36).
+    """``y(alpha)`` and its first two derivatives (the thesis chapter, eq. 2.36).
 
     Args:
       alpha: thigh angle(s), any shape, rad.

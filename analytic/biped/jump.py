@@ -1,4 +1,4 @@
-"""Jump, leg-extension phase of the biped (seed 004 §2.2.2, eq. 2.31-2.36).
+"""Jump, leg-extension phase of the biped (a thesis chapter on the biped, section 2.2.2, eqs. 2.31-2.36).
 
 The body (mass ``M``, a point on massless five-bar legs) is pushed up by four hip
 motors, each giving torque ``tau``, while the wheels stay on the ground.  With the
@@ -8,7 +8,7 @@ in ``alpha`` is
     (1/4) M y1 (y2 alphad^2 + y1 alphadd + g) = tau          (eq. 2.35)
 
 and the body rises at ``yd = y1 alphad``.  The stroke starts from rest at
-``alpha0`` and ends (take-off) when ``alpha`` reaches ``alpha1``.  The seed asks
+``alpha0`` and ends (take-off) when ``alpha`` reaches ``alpha1``.  The thesis asks
 whether the take-off speed beats ``g t`` for a retraction time ``t`` (figure 2-9).
 """
 
@@ -65,11 +65,11 @@ class Stroke:
         return self.takeoff_velocity**2 / (2 * self.g)
 
     def requirement(self, retraction_time: float) -> float:
-        """The seed's take-off speed requirement ``g t`` for a leg retraction time ``t`` (s), m/s."""
+        """The thesis's take-off speed requirement ``g t`` for a leg retraction time ``t`` (s), m/s."""
         return self.g * retraction_time
 
     def apex_height(self, retraction_time: float) -> float:
-        """The seed's apex ``h_max = h1 + h2`` with ``h2 = g t^2 / 2``, m."""
+        """The thesis's apex ``h_max = h1 + h2`` with ``h2 = g t^2 / 2``, m."""
         return self.stroke_height + 0.5 * self.g * retraction_time**2
 
 

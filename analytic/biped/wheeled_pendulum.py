@@ -1,13 +1,15 @@
-"""Wheeled inverted pendulum, steering and support statics of the biped (seed 004 §2.1-2.2).
+"""Wheeled inverted pendulum, steering and support statics of the biped.
 
-Assumptions (the seed's): the body is a rigid body of mass ``M`` and pitch inertia
+The source is a thesis chapter on the biped, sections 2.1-2.2.
+
+Assumptions (the thesis's): the body is a rigid body of mass ``M`` and pitch inertia
 ``J_pitch`` whose CoM is ``l`` above the wheel axle on rigid, massless legs; two
 wheels (mass ``m``, axle inertia ``I``, radius ``r``, track ``D``) roll without
-slipping.  Sign conventions (SPEC §4): ``x`` forward along the axle, ``theta`` the
+slipping.  Sign conventions (docs/derivations/biped-model.md): ``x`` forward along the axle, ``theta`` the
 pitch, positive leaning forward (MuJoCo's rotation about +y); ``T = T_L + T_R`` the
 total wheel torque, positive driving forward, which pitches the body back.
 
-Equations (seed 004):
+Equations (the biped thesis chapter):
 
 - nonlinear planar model, eq. 2.16-2.17::
 
@@ -20,14 +22,14 @@ Equations (seed 004):
     (J + M l^2) thdd = M g l th - M l xdd - T
 
 - steering, eq. 2.22: ``deltadd = (T_L - T_R) / (r (m D + I D / r^2 + 2 J_yaw / D))``
-  with the seed's yaw ``delta`` positive turning right (clockwise seen from above,
+  with the thesis's yaw ``delta`` positive turning right (clockwise seen from above,
   that is minus MuJoCo's yaw about +z): a stronger left wheel turns right;
 - support statics, eq. 2.23-2.27: ``F_y = P_L + P_R - M g``, ``T_x = (P_L - P_R) D/2``,
   so ``P_{L,R} = (F_y + M g)/2 +- T_x/D`` (printed ``(F_y - M g)/2``).  ``P`` is the
   vertical force a leg pushes the body up with, ``T_x`` the roll torque about
   MuJoCo's +x (forward); a positive ``T_x`` means the left leg pushes harder.
 
-Where the print differs from the corrected form (SPEC §5) the function takes
+Where the print differs from the corrected form (docs/derivations/errata.md) the function takes
 ``printed=True`` and returns the printed form, so the errata can be shown.
 """
 
@@ -60,8 +62,8 @@ class PendulumParams:
       m: mass of one wheel, kg.
       r: wheel radius, m.
       I: one wheel's inertia about its axle, kg m^2.
-      J_pitch: body inertia about the pitch axis through its CoM (seed's J_z), kg m^2.
-      J_yaw: body inertia about the vertical axis through its CoM (seed's J_y), kg m^2.
+      J_pitch: body inertia about the pitch axis through its CoM (the thesis's J_z), kg m^2.
+      J_yaw: body inertia about the vertical axis through its CoM (the thesis's J_y), kg m^2.
       D: track, distance between the wheels, m.
       g: gravity, m/s^2.
     """
@@ -128,7 +130,7 @@ def linearize(p: PendulumParams, length: float, printed: bool = False) -> tuple[
     Args:
       p: parameters.
       length: l, the CoM height above the axle, m.
-      printed: use the seed's printed ``2 l / r^2`` in place of ``2 I / r^2``.
+      printed: use the thesis's printed ``2 l / r^2`` in place of ``2 I / r^2``.
 
     Returns:
       ``A`` (4, 4) and ``B`` (4, 1) for the state ``[x, xd, theta, thd]`` (m, m/s,
@@ -181,7 +183,7 @@ def axle_acceleration(xdd_L, xdd_R, xd_R=None, printed: bool = False):
 
 
 def yaw_acceleration(p: PendulumParams, T_L, T_R):
-    """Yaw acceleration for wheel torques, eq. 2.22 (seed's sign: positive turns right).
+    """Yaw acceleration for wheel torques, eq. 2.22 (the thesis's sign: positive turns right).
 
     Returns:
       ``deltadd``, rad/s^2 (minus MuJoCo's yaw acceleration about +z).
@@ -191,7 +193,7 @@ def yaw_acceleration(p: PendulumParams, T_L, T_R):
 
 
 def yaw_acceleration_from_wheels(D: float, xdd_L, xdd_R, xd_L=None, x_R=None, printed: bool = False):
-    """Yaw acceleration from the axle motions, eq. 2.21 (seed's sign: positive turns right).
+    """Yaw acceleration from the axle motions, eq. 2.21 (the thesis's sign: positive turns right).
 
     Corrected: ``(xdd_L - xdd_R)/D``; printed: ``(xd_L - x_R)/D``.
 
@@ -213,7 +215,7 @@ def leg_forces(p: PendulumParams, F_y, T_x, printed: bool = False):
     Args:
       F_y: virtual vertical force on the body beyond its weight (``M yddot``), N.
       T_x: virtual roll torque about +x (forward), N m.
-      printed: the seed's ``(F_y - M g)/2``.
+      printed: the thesis's ``(F_y - M g)/2``.
       Floats give floats (the controller calls this every step), arrays give arrays.
 
     Returns:

@@ -1,4 +1,4 @@
-"""Wheel-legged biped (seed 004, SPEC §4-5): each hand model against MuJoCo.
+"""Wheel-legged biped (a thesis chapter's models; docs/derivations/biped-model.md, errata.md) against MuJoCo.
 
 Experiments (``crossdyn run NAME``):
 
@@ -9,7 +9,7 @@ Experiments (``crossdyn run NAME``):
 - ``steering``: yaw acceleration for a differential wheel torque vs eq. 2.22.
 - ``statics``: wheel contact forces under commanded (F_y, T_x) vs eq. 2.27.
 - ``jump-stroke``: seed figure 2-9 (eq. 2.35) and the same stroke in MuJoCo.
-- ``errata``: every seed-004 row of SPEC §5, printed vs corrected vs MuJoCo.
+- ``errata``: every erratum of the biped thesis chapter (docs/derivations/errata.md), printed vs corrected vs MuJoCo.
 
 Parameters all come from ``mjcf/wheel_legged_biped.xml`` through
 :func:`experiments.biped.model.biped_params`.
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from crossdyn.analytic.biped import five_bar
+from crossdyn.analytic.biped.five_bar import STROKE
 from crossdyn.analytic.biped.jump import Stroke
-from crossdyn.experiments.core import plots
 from crossdyn.experiments.biped.measurements import (
     JumpRun,
     drive_and_turn,
@@ -40,8 +40,8 @@ from crossdyn.experiments.biped.measurements import (
     steering_instant,
     wheel_dynamics_instant,
 )
-from crossdyn.analytic.biped.five_bar import STROKE
 from crossdyn.experiments.biped.model import MJCF, STANCE, BipedParams, biped_params, build
+from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
@@ -78,8 +78,9 @@ __all__ = [
     "plot_errata",
 ]
 
-STROKE_DEG = tuple(float(a) for a in np.degrees(STROKE))  # testbed default stroke (SPEC §4), deg
-RETRACTION_TIME = 0.3  # s, seed 004's leg retraction time t
+# crossdyn's default stroke (docs/derivations/biped-model.md), deg.
+STROKE_DEG = tuple(float(a) for a in np.degrees(STROKE))
+RETRACTION_TIME = 0.3  # s, the biped thesis chapter's leg retraction time t
 STAND_DEG = float(np.degrees(STANCE))  # mid-stroke pose for the single-pose checks, deg
 
 # Five-bar: eq. 3.2 against MuJoCo's kinematics is exact up to the Gauss-Newton
@@ -92,7 +93,7 @@ TORQUE_RTOL = 1e-4
 # Linearization: ideal variant within 1 % on every non-zero entry (the issue's bar;
 # measured ~1e-4, from the 1e-4 kg leg links and the soft contacts).
 LIN_RTOL = 0.01
-# Steering / statics / wheel dynamics on the ideal robot: the seed's models leave
+# Steering / statics / wheel dynamics on the ideal robot: the thesis's models leave
 # out only the wheels' yaw inertia (steering, 0.7 %) and the 1e-4 kg leg links.
 STEER_RTOL = 0.02
 STEER_EXPLAINED_RTOL = 1e-3
@@ -234,7 +235,10 @@ class LinearizationResult:
     rows: dict[str, list[dict]]
 
 
-def linearization_ladder(alpha_deg=np.linspace(*STROKE_DEG, 7), mjcf: str = "") -> LinearizationResult:
+LADDER_DEG = tuple(float(a) for a in np.linspace(*STROKE_DEG, 7))  # seven heights across the stroke, deg
+
+
+def linearization_ladder(alpha_deg=LADDER_DEG, mjcf: str = "") -> LinearizationResult:
     """Linearize the three robot variants at each angle in ``alpha_deg`` (deg; no files) of the robot ``mjcf``."""
     alphas = _deg(alpha_deg)
     rows = {"ideal": [], "realistic": [], "com_offset": []}
@@ -281,7 +285,8 @@ def judge_linearization(result: LinearizationResult) -> tuple[Verdict, dict]:
     return verdict, {
         **verdict.as_metrics(),
         "table": table,
-        "ideal_entry_errors": {f"{np.degrees(r['alpha']):.0f}deg": r["errors"]["analytic"]["rel"] for r in rows["ideal"]},
+        "ideal_entry_errors": {f"{np.degrees(r['alpha']):.0f}deg": r["errors"]["analytic"]["rel"]
+                               for r in rows["ideal"]},
         "pole_mujoco_ideal": [r["pole_mujoco"] for r in rows["ideal"]],
         "pole_analytic": [r["pole_analytic"] for r in rows["ideal"]],
         "pole_mujoco_realistic": [r["pole_mujoco"] for r in rows["realistic"]],
@@ -384,7 +389,8 @@ def plot_steering(result: SteeringResult, out_dir) -> list[Path]:
     labels = ["MuJoCo", "eq. 2.22", "+ wheel yaw", "legs lumped"]
     for k, legs in enumerate(("massless", "realistic")):
         p = result.variants[legs]
-        ax.bar(np.arange(4) + 0.38 * k, [p["mujoco"], p["analytic"], p["with_wheel_yaw"], p["lumped_legs_and_wheel_yaw"]],
+        heights = [p["mujoco"], p["analytic"], p["with_wheel_yaw"], p["lumped_legs_and_wheel_yaw"]]
+        ax.bar(np.arange(4) + 0.38 * k, heights,
                width=0.36, label=legs)
     ax.set_xticks(np.arange(4) + 0.19, labels)
     ax.set(ylabel="yaw acceleration (rad/s^2)", title=f"T_L = {result.torque:g}, T_R = {-result.torque:g} N m")
@@ -395,7 +401,8 @@ def plot_steering(result: SteeringResult, out_dir) -> list[Path]:
 @experiment(
     "steering",
     summary="yaw acceleration for a differential wheel torque, MuJoCo vs eq. 2.22",
-    expected=f"ideal robot within {STEER_RTOL:.0%}; residual = wheels' own yaw inertia; heavy legs explained by lumping",
+    expected=(f"ideal robot within {STEER_RTOL:.0%}; residual = wheels' own yaw inertia; "
+              "heavy legs explained by lumping"),
     params={"torque": Param(1.0, "differential wheel torque dT (T_L = dT, T_R = -dT), N m", 0.01, 6.0), "mjcf": MJCF},
 )
 def steering_experiment(ctx: Context) -> dict:
@@ -503,7 +510,7 @@ class JumpStrokeResult:
 
     @property
     def requirement(self) -> float:
-        """The seed's take-off requirement g t for the retraction time t, m/s."""
+        """The thesis's take-off requirement g t for the retraction time t, m/s."""
         return self.ode.requirement(RETRACTION_TIME)
 
 
@@ -547,7 +554,7 @@ def judge_jump_stroke(result: JumpStrokeResult) -> tuple[Verdict, dict]:
         "ode_stroke_time_s": ode.duration,
         "ode_stroke_height_m": ode.stroke_height,
         "ode_ballistic_rise_m": ode.ballistic_rise,
-        "seed_apex_h1_plus_h2_m": ode.apex_height(RETRACTION_TIME),
+        "thesis_apex_h1_plus_h2_m": ode.apex_height(RETRACTION_TIME),
         "mujoco_takeoff_velocity": run.takeoff_velocity,
         "mujoco_stroke_time_s": run.t_stroke,
         "mujoco_liftoff_com_velocity": run.liftoff_com_velocity,
@@ -594,7 +601,7 @@ def jump_stroke_experiment(ctx: Context) -> dict:
 
 @dataclass(frozen=True)
 class ErrataResult:
-    """What MuJoCo and the printed and corrected forms give for each seed-004 erratum, at mid-stroke.
+    """What MuJoCo and the printed and corrected forms give for each erratum of the biped thesis chapter, at mid-stroke.
 
     Attributes:
       wheel: :func:`~crossdyn.experiments.biped.measurements.wheel_dynamics_instant`
@@ -615,7 +622,10 @@ class ErrataResult:
 
 
 def errata_measurements(mjcf: str = "") -> ErrataResult:
-    """Measure every seed-004 erratum of SPEC §5 in MuJoCo (no files) on the robot ``mjcf``."""
+    """Measure every erratum of the biped thesis chapter in MuJoCo (no files) on the robot ``mjcf``.
+
+    The errata are listed in docs/derivations/errata.md.
+    """
     alpha = np.radians(STAND_DEG)
     ideal = build(legs="massless", rigid_alpha=alpha, mjcf=mjcf)
     params = biped_params(ideal)
@@ -708,18 +718,19 @@ def plot_errata(result: ErrataResult, out_dir) -> list[Path]:
     ax.scatter(x, [r["tol"] for r in rows], marker="_", s=600, color="k", label="tolerance", zorder=3)
     ax.set_yscale("log")
     ax.set_xticks(x, [r["where"].replace("004 ", "") for r in rows])
-    ax.set(ylabel="relative error vs MuJoCo", title="seed 004 errata")
+    ax.set(ylabel="relative error vs MuJoCo", title="the biped thesis chapter's errata")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
     table = Path(out_dir) / "errata.md"
     table.write_text(errata_table(rows)
-                     + "\n\nSeed-000 rows of SPEC §5 are shown by the two-link experiments (two-link-seed-000-printed).\n")
+                     + "\n\nThe lecture's errata are shown by the two-link experiments "
+                       "(two-link-lecture-no-link-inertia).\n")
     return [plots.save(fig, out_dir, "errata.png"), table]
 
 
 @experiment(
     "errata",
-    summary="every erratum of the biped derivation (seed 004): printed vs corrected vs MuJoCo",
+    summary="every erratum of the biped derivation (the biped thesis chapter): printed vs corrected vs MuJoCo",
     expected="each printed form fails and each corrected form passes against MuJoCo",
     params={"mjcf": MJCF},
 )

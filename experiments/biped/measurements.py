@@ -1,8 +1,8 @@
-"""The biped's cross-checks: each hand model of seed 004 against MuJoCo, as functions.
+"""The biped's cross-checks: each hand model of the biped thesis chapter against MuJoCo, as functions.
 
 The registered experiments (``experiments/biped/checks.py``) and the tests call these;
 each returns plain numbers so a check can be shown to fail on a wrong model
-(the seed's printed forms are run through the same functions).
+(the thesis's printed forms are run through the same functions).
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.biped import five_bar, wheeled_pendulum as wp
+from crossdyn.analytic.biped import five_bar
+from crossdyn.analytic.biped import wheeled_pendulum as wp
 from crossdyn.analytic.biped.jump import extension_stroke
+from crossdyn.analytic.rotation import pitch
 from crossdyn.experiments.biped.model import (
     HIPS,
     KNEES,
@@ -25,7 +27,6 @@ from crossdyn.experiments.biped.model import (
     closure_error,
     stand_pose,
 )
-from crossdyn.analytic.rotation import pitch
 from crossdyn.experiments.core.errors import StateError
 from crossdyn.experiments.core.models import body_inertia
 
@@ -101,7 +102,7 @@ def five_bar_point(rig: mujoco.MjModel, alpha: float, force: float, data: mujoco
 
     ``rig`` is the biped with its body welded to the world, no gravity and no
     contacts (``build(fixed_body=True, gravity=False)``): link masses then play no
-    part in a static pose, which is the seed's massless-leg assumption realised
+    part in a static pose, which is the thesis's massless-leg assumption realised
     exactly.  An upward force ``force`` (N) on each wheel (at the axle) stands for
     the ground pushing the leg, so the leg pushes the body up with ``force``.
 
@@ -130,7 +131,8 @@ def five_bar_point(rig: mujoco.MjModel, alpha: float, force: float, data: mujoco
     body_z = data.xpos[rig.body("body").id][2]
     heights = [body_z - data.site_xpos[rig.site(f"{side}_axle").id][2] for side in SIDES]
     if min(heights) <= 0:
-        raise StateError(f"five-bar closed on the wrong branch at alpha={np.degrees(alpha):.2f} deg (axle above the hips)")
+        raise StateError(f"five-bar closed on the wrong branch at alpha={np.degrees(alpha):.2f} deg "
+                         "(axle above the hips)")
     data.xfrc_applied[:] = 0.0
     for side in SIDES:
         data.xfrc_applied[rig.body(f"{side}_wheel").id, 2] = force
@@ -204,7 +206,7 @@ def statics_point(model: mujoco.MjModel, params: BipedParams, alpha: float, F_y:
     P_L, P_R = wp.leg_forces(p, F_y, T_x, printed=printed)
     data = mujoco.MjData(model)
     data.qpos[:] = stand_pose(model, alpha, params)
-    for side, P in zip(SIDES, (P_L, P_R)):
+    for side, P in zip(SIDES, (P_L, P_R), strict=False):
         tau = five_bar.hip_torque(alpha, P, params.l1, params.l2, params.l3)
         for end in ("front", "rear"):
             data.ctrl[model.actuator(f"{side}_{end}_hip").id] = tau
@@ -287,7 +289,8 @@ def discretize(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.
     return Ad, Bd
 
 
-def composite_params(model: mujoco.MjModel, data: mujoco.MjData, params: BipedParams) -> tuple[wp.PendulumParams, float]:
+def composite_params(model: mujoco.MjModel, data: mujoco.MjData,
+                     params: BipedParams) -> tuple[wp.PendulumParams, float]:
     """Lump the body and the (rigid) leg links into one pendulum body, read from MuJoCo.
 
     Returns:
@@ -298,7 +301,7 @@ def composite_params(model: mujoco.MjModel, data: mujoco.MjData, params: BipedPa
     mass = model.body_mass[ids]
     com = (mass[:, None] * data.xipos[ids]).sum(0) / mass.sum()
     J = np.zeros((3, 3))
-    for i, m_i in zip(ids, mass):
+    for i, m_i in zip(ids, mass, strict=False):
         d = data.xipos[i] - com
         J += body_inertia(model, i, data) + m_i * (d @ d * np.eye(3) - np.outer(d, d))
     axle_z = data.site_xpos[model.site("left_axle").id][2]
@@ -340,21 +343,21 @@ def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0
     data = mujoco.MjData(model)
     data.qpos[:], _ = balance_pose(model, alpha, params)
     mujoco.mj_forward(model, data)
-    l = float(params.leg_height(alpha))
+    height = float(params.leg_height(alpha))  # the pendulum length l, m
     dt = model.opt.timestep
-    truth = reduced_linearization(model, data, l)
+    truth = reduced_linearization(model, data, height)
     lump, l_lump = composite_params(model, data, params)
     p = params.pendulum
     candidates = {
-        "analytic": wp.linearize(p, l),
-        "printed": wp.linearize(p, l, printed=True),
-        "no_wheel_inertia": wp.linearize(wp.PendulumParams(p.M, p.m, p.r, 0.0, p.J_pitch, p.J_yaw, p.D, p.g), l),
+        "analytic": wp.linearize(p, height),
+        "printed": wp.linearize(p, height, printed=True),
+        "no_wheel_inertia": wp.linearize(wp.PendulumParams(p.M, p.m, p.r, 0.0, p.J_pitch, p.J_yaw, p.D, p.g), height),
         "lumped": wp.linearize(lump, l_lump),
     }
     errors = {name: _relative_entry_errors(discretize(A, B, dt), truth) for name, (A, B) in candidates.items()}
     pole_mj = float(np.max(np.log(np.abs(np.linalg.eigvals(truth[0])))) / dt)
     pole_an = float(np.max(np.linalg.eigvals(candidates["analytic"][0]).real))
-    return {"alpha": alpha, "l": l, "mujoco": truth, "errors": errors, "pole_mujoco": pole_mj,
+    return {"alpha": alpha, "l": height, "mujoco": truth, "errors": errors, "pole_mujoco": pole_mj,
             "pole_analytic": pole_an, "pole_lumped": float(np.max(np.linalg.eigvals(candidates["lumped"][0]).real))}
 
 
@@ -365,9 +368,9 @@ def steering_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, d
     """Yaw acceleration at rest for ``T_L = dT``, ``T_R = -dT`` (N m): MuJoCo vs eq. 2.22.
 
     Returns:
-      dict: ``mujoco`` and ``analytic`` (rad/s^2, the seed's sign: positive turns
+      dict: ``mujoco`` and ``analytic`` (rad/s^2, the thesis's sign: positive turns
       right), ``with_wheel_yaw`` (2.22 with each wheel's own inertia about the
-      vertical added to J_yaw, the one thing the seed leaves out on an ideal
+      vertical added to J_yaw, the one thing the thesis leaves out on an ideal
       robot), ``lumped_legs_and_wheel_yaw`` (J_yaw of body and leg links lumped,
       plus the wheels' own: explains a robot with heavy legs).
     """
@@ -408,7 +411,7 @@ def drive_and_turn(model: mujoco.MjModel, params: BipedParams, alpha: float, T_L
     At the final instant the relations are evaluated on the wheel bodies' own
     accelerations and velocities (``mj_objectAcceleration``/``mj_objectVelocity``,
     along the horizontal heading) and compared with the body's motion: its yaw
-    acceleration (seed's sign) and the acceleration of the body point at the
+    acceleration (the thesis's sign) and the acceleration of the body point at the
     axle midpoint, ``a_C + alpha x r + omega x (omega x r)`` from the body's own
     CoM acceleration and angular velocity/acceleration.  Needs a rigid-leg model.
     """
@@ -581,7 +584,8 @@ def jump_run(model: mujoco.MjModel, params: BipedParams, tau: float, alpha0: flo
             com_z_lift = float(data.subtree_com[body][2])
         if lift is not None:
             com_apex = max(com_apex, float(data.subtree_com[body][2]) - com_z_lift)
-            wheel_top = max(wheel_top, min(float(data.xpos[model.body(f"{s}_wheel").id][2]) for s in SIDES) - params.pendulum.r)
+            lowest_axle = min(float(data.xpos[model.body(f"{s}_wheel").id][2]) for s in SIDES)
+            wheel_top = max(wheel_top, lowest_axle - params.pendulum.r)
         if not np.all(np.isfinite(data.qacc)):
             raise StateError("jump: the simulation diverged (non-finite accelerations)")
     if take is None:
@@ -601,5 +605,6 @@ def _com_velocity(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
 
 
 def ode_stroke(params: BipedParams, tau: float, alpha0: float, alpha1: float):
-    """The seed's extension-phase ODE with the model's numbers (eq. 2.35)."""
-    return extension_stroke(params.pendulum.M, tau, params.l1, params.l2, params.l3, alpha0, alpha1, g=params.pendulum.g)
+    """The thesis's extension-phase ODE with the model's numbers (eq. 2.35)."""
+    return extension_stroke(params.pendulum.M, tau, params.l1, params.l2, params.l3, alpha0, alpha1,
+                            g=params.pendulum.g)

@@ -2,7 +2,7 @@
 
 The comparison evaluates both functions at seeded random states and, besides the
 torque error, splits each function into its terms by the unit-vector idea of
-seed 000 §10.3:
+the lecture's unit-vector method:
 
 - gravity            g(q)     = ID(q, 0, 0)
 - velocity terms     c(q, qd) = ID(q, qd, 0) - g(q)
@@ -23,8 +23,8 @@ An inverse-dynamics function here takes batched MuJoCo-layout states
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
 
 import mujoco
 import numpy as np
@@ -33,8 +33,13 @@ from tqdm import tqdm
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.attribution import SPRINGREF, Attribution, springref_model
 from crossdyn.experiments.core.errors import DerivationError
-from crossdyn.experiments.core.truth import (ConstraintTally, effects_present, inverse_dynamics, as_state_batch,
-                                             truth_model)
+from crossdyn.experiments.core.truth import (
+    ConstraintTally,
+    as_state_batch,
+    effects_present,
+    inverse_dynamics,
+    truth_model,
+)
 
 __all__ = [
     "TermReport",
@@ -301,14 +306,15 @@ def state_chunks(
         yield _draw(model, rng, min(CHUNK, samples - start), q_max, qd_max, qdd_max, slide_max)
 
 
-def sample_states(model: mujoco.MjModel, samples: int, seed: int, **ranges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sample_states(model: mujoco.MjModel, samples: int, seed: int,
+                  **ranges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All of :func:`state_chunks` at once: the states a check with ``samples, seed`` uses.
 
     Returns:
       ``qpos (samples, nq)``, ``qvel (samples, nv)``, ``qacc (samples, nv)``.
     """
     chunks = list(state_chunks(model, samples, seed, **ranges))
-    return tuple(np.concatenate(parts) for parts in zip(*chunks))
+    return tuple(np.concatenate(parts) for parts in zip(*chunks, strict=False))
 
 
 def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
@@ -376,6 +382,11 @@ def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
 
     wrapped.note = note  # type: ignore[attr-defined]  # said once in the report
     return wrapped
+
+
+def _minus(a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """Term by term ``a - b`` of two :func:`split_terms` results."""
+    return tuple(x - y for x, y in zip(a, b, strict=True))
 
 
 def split_terms(id_fn: IDFunction, qpos, qvel, nv) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -576,7 +587,7 @@ def _passes(candidate, reference, chunks, total, label, nv, torque, stats, tally
                                                      "qd": qvel[row].tolist(), "qdd": qacc[row].tolist()})
         torque.add(err, tau_r, atol, rtol)
         for name, cand, ref in zip(TERMS, split_terms(candidate, qpos, qvel, nv),
-                                   split_terms(reference, qpos, qvel, nv)):
+                                   split_terms(reference, qpos, qvel, nv), strict=False):
             stats[name].add(cand - ref, ref, atol, rtol)
         tally.add(qpos)
         if kept is None:
@@ -625,10 +636,9 @@ def _explain(candidate: IDFunction, model, dynamics: str, chunks: Chunks, total:
         cand = split_terms(candidate, qpos, qvel, nv)
         ref = split_terms(mode_fn, qpos, qvel, nv)
         rigid = split_terms(base_fn, qpos, qvel, nv)
-        contributions = {e: tuple(a - b for a, b in zip(split_terms(fn, qpos, qvel, nv), rigid))
-                         for e, fn in effect_fns.items()}
+        contributions = {e: _minus(split_terms(fn, qpos, qvel, nv), rigid) for e, fn in effect_fns.items()}
         if spring_fn is not None:
-            contributions[SPRINGREF] = tuple(a - b for a, b in zip(split_terms(spring_fn, qpos, qvel, nv), ref))
-        attribution.add(dict(zip(TERMS, (c - r for c, r in zip(cand, ref)))), dict(zip(TERMS, ref)),
-                        {e: dict(zip(TERMS, parts)) for e, parts in contributions.items()})
+            contributions[SPRINGREF] = _minus(split_terms(spring_fn, qpos, qvel, nv), ref)
+        attribution.add(dict(zip(TERMS, _minus(cand, ref), strict=True)), dict(zip(TERMS, ref, strict=True)),
+                        {e: dict(zip(TERMS, parts, strict=True)) for e, parts in contributions.items()})
     return attribution.sentences()

@@ -137,7 +137,8 @@ __all__ = [
 @experiment(
     "box-free-rotation",
     summary="torque-free box, omega0=[1,1,1] rad/s, 10 s at 1 ms: the lecture's integrator / RK4 / MuJoCo vs reference",
-    expected=f"MuJoCo RK4 omega within {OMEGA_TOL:g} rad/s of the reference; RK4 drifts >= 100x less than the seed",
+    expected=(f"MuJoCo RK4 omega within {OMEGA_TOL:g} rad/s of the reference; "
+              "RK4 drifts >= 100x less than the lecture's step"),
 )
 def run_free_rotation(ctx: Context) -> dict:
     result = free_rotation(SHORT_DURATION if ctx.short else DURATION)
@@ -159,7 +160,8 @@ def run_pulled(ctx: Context) -> dict:
 
 @experiment(
     "box-ground-contact",
-    summary="box dropped (and sliding) on the ground: seed's penalty corners vs MuJoCo soft contact matched to (K, D)",
+    summary=("box dropped (and sliding) on the ground: the lecture's penalty corners vs "
+             "MuJoCo soft contact matched to (K, D)"),
     expected=f"drop: rest penetration within {REST_RTOL:.0%}, bounce within {BOUNCE_RTOL:.0%}; slides within "
     f"{SLIDE_RTOL:.0%} of v0^2/2 mu g; differences explained",
     params={"slide_speed": Param(SLIDE_SPEED, "initial horizontal speed of the sliding case, m/s", 0.0, 10.0)},

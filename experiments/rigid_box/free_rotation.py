@@ -1,7 +1,7 @@
 """The torque-free box: every integrator against a tight reference, and the tennis-racket flip.
 
 ``box-free-rotation`` spins the box at ``omega0 = [1, 1, 1]`` rad/s for 10 s at
-dt = 1 ms in zero gravity.  The lecture's integrator (``analytic.rigid_box.seed_euler``),
+dt = 1 ms in zero gravity.  The lecture's integrator (``analytic.rigid_box.lecture_euler``),
 our RK4 (``analytic.rigid_box.rk4``) and MuJoCo's RK4, Euler, implicit and
 implicitfast integrators all run against a SciPy DOP853 reference: the drift of |L|
 and of the kinetic energy, the intermediate-axis flip, and why the lecture's
@@ -30,7 +30,7 @@ OMEGA0 = np.array([1.0, 1.0, 1.0])  # rad/s, the lecture's first experiment (wor
 # Reference vs MuJoCo RK4 (dt = 1 ms): RK4's global error is ~(omega dt)^4 ~ 1e-12
 # per unit time here, so 1e-9 rad/s leaves three orders for the flip's amplification.
 OMEGA_TOL = 1e-9
-# Our RK4 must drift at least this many times less than the seed's integrator.
+# Our RK4 must drift at least this many times less than the lecture's integrator.
 DRIFT_RATIO_MIN = 100.0
 
 
@@ -43,7 +43,7 @@ class FreeRotationResult:
       omega0: initial angular velocity, ``(3,)``, rad/s (world = body at t = 0).
       duration: simulated time, s.
       trajectories: integrator -> its trajectory at ``t = 0, dt, ..., duration``:
-        ``"reference"`` (SciPy DOP853), ``"seed"``, ``"rk4"`` and every name of
+        ``"reference"`` (SciPy DOP853), ``"lecture"``, ``"rk4"`` and every name of
         :data:`INTEGRATORS`.
       momentum_drift: integrator -> relative change of |L| (world angular
         momentum) from t = 0 to the end.
@@ -82,7 +82,7 @@ def free_rotation(duration: float = DURATION, omega0=OMEGA0, model: mujoco.MjMod
     t = np.arange(steps + 1) * dt
     runs = {
         "reference": rb.reference(params, state, t),
-        "seed": rb.seed_euler(params, state, dt, steps),
+        "lecture": rb.lecture_euler(params, state, dt, steps),
         "rk4": rb.rk4(params, state, dt, steps),
     }
     for name, integrator in INTEGRATORS.items():
@@ -105,7 +105,7 @@ def _flip_times(t: np.ndarray, x: np.ndarray) -> list[float]:
 
 def judge_free_rotation(result: FreeRotationResult) -> tuple[Verdict, dict]:
     """MuJoCo's RK4 within :data:`OMEGA_TOL` of the reference, and our RK4 drifting at
-    least :data:`DRIFT_RATIO_MIN` times less than the seed's integrator (|L| and energy).
+    least :data:`DRIFT_RATIO_MIN` times less than the lecture's integrator (|L| and energy).
 
     Returns:
       The verdict and the experiment's metrics (the verdict's keys included).
@@ -116,17 +116,17 @@ def judge_free_rotation(result: FreeRotationResult) -> tuple[Verdict, dict]:
     wb0 = result.omega0
     d_star = np.sum((inertia * wb0) ** 2) / (wb0 @ (inertia * wb0))  # |L|^2 / 2T: the polhode's axis
     flips = result.flip_times
-    seed_vs_euler = {
-        "omega_max_abs_diff": float(np.abs(runs["seed"].omega - runs["mujoco_euler"].omega).max()),
-        "angle_max_rad": float(rotation_angle(runs["seed"].R, runs["mujoco_euler"].R).max()),
-        "com_max_abs_diff": float(np.abs(runs["seed"].c - runs["mujoco_euler"].c).max()),
+    lecture_vs_euler = {
+        "omega_max_abs_diff": float(np.abs(runs["lecture"].omega - runs["mujoco_euler"].omega).max()),
+        "angle_max_rad": float(rotation_angle(runs["lecture"].R, runs["mujoco_euler"].R).max()),
+        "com_max_abs_diff": float(np.abs(runs["lecture"].c - runs["mujoco_euler"].c).max()),
     }
-    ratio_l = abs(drift["seed"]) / max(abs(drift["rk4"]), 1e-300)
-    ratio_e = abs(energy["seed"]) / max(abs(energy["rk4"]), 1e-300)
+    ratio_l = abs(drift["lecture"]) / max(abs(drift["rk4"]), 1e-300)
+    ratio_e = abs(energy["lecture"]) / max(abs(energy["rk4"]), 1e-300)
     rk4_err = result.omega_error_end["mujoco_rk4"]
     verdict = Verdict(
         rk4_err <= OMEGA_TOL and ratio_l >= DRIFT_RATIO_MIN and ratio_e >= DRIFT_RATIO_MIN,
-        f"MuJoCo RK4 omega error {rk4_err:.1e} rad/s; |L| drift seed {drift['seed']:.1e}, "
+        f"MuJoCo RK4 omega error {rk4_err:.1e} rad/s; |L| drift lecture {drift['lecture']:.1e}, "
         f"RK4 {drift['rk4']:.1e} ({ratio_l:.0e}x less)",
     )
     return verdict, {
@@ -136,27 +136,27 @@ def judge_free_rotation(result: FreeRotationResult) -> tuple[Verdict, dict]:
         "momentum_drift": drift,
         "energy_drift": energy,
         "omega_body_error_at_end_rad_s": result.omega_error_end,
-        "drift_ratio_seed_over_rk4": {"momentum": ratio_l, "energy": ratio_e},
+        "drift_ratio_lecture_over_rk4": {"momentum": ratio_l, "energy": ratio_e},
         "omega_body_at_end": {name: tr.omega_body[-1] for name, tr in runs.items()},
         "flip": {"omega_y_sign_changes": len(flips), "times_s": flips,
                  "polhode_D_kg_m2": float(d_star), "principal_moments_kg_m2": inertia},
-        "seed_vs_mujoco_euler": seed_vs_euler,
-        "explanation": _free_rotation_explanation(drift, energy, seed_vs_euler, float(d_star), inertia),
+        "lecture_vs_mujoco_euler": lecture_vs_euler,
+        "explanation": _free_rotation_explanation(drift, energy, lecture_vs_euler, float(d_star), inertia),
     }
 
 
-def _free_rotation_explanation(drift: dict, energy: dict, seed_vs_euler: dict, d_star: float,
+def _free_rotation_explanation(drift: dict, energy: dict, lecture_vs_euler: dict, d_star: float,
                                inertia: np.ndarray) -> str:
     return (
-        "The seed's step and MuJoCo's Euler step are the same map: MuJoCo's Euler is semi-implicit "
+        "The lecture's step and MuJoCo's Euler step are the same map: MuJoCo's Euler is semi-implicit "
         "(qvel += dt qacc, then the position, quaternion included, is integrated with the NEW velocity, "
-        "the quaternion by the exact rotation exp(dt omega^)), and the seed updates omega first and then "
+        "the quaternion by the exact rotation exp(dt omega^)), and the lecture updates omega first and then "
         "rotates by Rodrigues' formula with the new omega. Euler's equation in the world frame "
         "(I = R Ibar R^T) is the body-frame one rotated by R, so both compute the same numbers; they "
-        f"differ only by round-off (max |omega difference| {seed_vs_euler['omega_max_abs_diff']:.1e} rad/s "
+        f"differ only by round-off (max |omega difference| {lecture_vs_euler['omega_max_abs_diff']:.1e} rad/s "
         f"over the run). Both are first order: each step adds dt^2 |omega x L|^2 to |L|^2 (an explicit "
         "step of L' = L x omega is never norm-preserving), so |L| and the energy grow monotonically "
-        f"(|L| {drift['seed']:+.1e}). MuJoCo's implicit and implicitfast integrators give identical numbers "
+        f"(|L| {drift['lecture']:+.1e}). MuJoCo's implicit and implicitfast integrators give identical numbers "
         "here and, unlike Euler, LOSE |L| and energy "
         f"(|L| {drift['mujoco_implicit']:+.1e}, energy {energy['mujoco_implicit']:+.1e}): "
         "their velocity update uses the derivative of the velocity-dependent (gyroscopic) force, a "

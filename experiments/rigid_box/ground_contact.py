@@ -55,7 +55,7 @@ class BoxContactParams:
     Attributes:
       body: mass properties.
       half_sizes: the box's half sizes, ``(3,)``, m.
-      ground: the seed's penalty parameters (and the friction coefficient).
+      ground: the lecture's penalty parameters (and the friction coefficient).
       gravity: ``(3,)``, m/s^2.
       m_eff: the contact's effective mass MuJoCo uses, ``1/invweight0``, kg.
     """
@@ -152,7 +152,7 @@ class DropRun:
 
     Attributes:
       params: the box, the penalty ground and gravity (:func:`contact_params`).
-      penalty: the seed's penalty-corner simulation.
+      penalty: the lecture's penalty-corner simulation.
       penalty_normal_force: the penalty's summed corner normal force per sample, ``(N,)``, N.
       mujoco: MuJoCo's soft contact (the model's solref/solimp, or the override).
     """

@@ -23,7 +23,7 @@ __all__ = ["plot_free_rotation", "plot_pulled", "plot_contact"]
 
 
 def plot_free_rotation(result: FreeRotationResult, out_dir) -> list[Path]:
-    """The seed's two plots (world L and omega), the drifts, and the flip, into ``out_dir``."""
+    """The lecture's two plots (world L and omega), the drifts, and the flip, into ``out_dir``."""
     return [plots.save(_plot_momentum_and_velocity(result), out_dir, "momentum_and_velocity.png"),
             plots.save(_plot_drift(result), out_dir, "drift.png"),
             plots.save(_plot_flip(result), out_dir, "flip.png")]
@@ -32,7 +32,7 @@ def plot_free_rotation(result: FreeRotationResult, out_dir) -> list[Path]:
 def _plot_momentum_and_velocity(result: FreeRotationResult) -> Figure:
     runs, t = result.trajectories, result.trajectories["reference"].t
     fig, axes = plots.figure(2, 1, width=8.0, height=2.8, sharex=True)
-    for name, style in (("seed", "-"), ("mujoco_rk4", "--")):
+    for name, style in (("lecture", "-"), ("mujoco_rk4", "--")):
         L = rb.angular_momentum(result.params, runs[name].R, runs[name].omega)
         for i, axis in enumerate("xyz"):
             axes[0].plot(t, L[:, i], style, lw=1, label=f"L_{axis} {name}")
@@ -70,7 +70,7 @@ def _plot_flip(result: FreeRotationResult) -> Figure:
     fig, ax = plots.figure(1, 1, width=8.0, height=3.2)
     for i, axis in enumerate("xyz"):
         ax.plot(ref.t, ref.omega_body[:, i], lw=1.2, label=f"omega_{axis} (body), reference")
-    ax.plot(ref.t, result.trajectories["seed"].omega_body[:, 1], "k:", lw=1, label="omega_y, seed integrator")
+    ax.plot(ref.t, result.trajectories["lecture"].omega_body[:, 1], "k:", lw=1, label="omega_y, lecture's step")
     for tf in flips:
         ax.axvline(tf, color="0.6", lw=0.6)
     ax.set_xlabel("t (s)")
@@ -98,7 +98,7 @@ def plot_pulled(result: PulledResult, out_dir) -> list[Path]:
     axes[0, 1].legend(fontsize=7)
     axes[0, 1].set_title("pulled box B: the point swings like a pendulum about the CoM")
     floor = 1e-18  # exact zeros cannot be drawn on a log axis
-    curves = [(name, b.trajectories[name], ref) for name in ("seed", "rk4", "mujoco_rk4")]
+    curves = [(name, b.trajectories[name], ref) for name in ("lecture", "rk4", "mujoco_rk4")]
     curves += [(f"MuJoCo RK4, xfrc held, dt {h * 1e3:g} ms", tr, b.held_reference[h]) for h, tr in b.held.items()]
     for label, tr, tr_ref in curves:
         axes[1, 0].semilogy(tr.t, np.maximum(np.abs(tr.c - tr_ref.c).max(axis=1), floor), lw=1, label=label)

@@ -41,7 +41,7 @@ class PulledRun:
     Attributes:
       params: the box's mass properties.
       point: the application point in the body (CoM) frame, ``(3,)``, m.
-      trajectories: ``"reference"``, ``"seed"``, ``"rk4"``, ``"mujoco_rk4"`` (the
+      trajectories: ``"reference"``, ``"lecture"``, ``"rk4"``, ``"mujoco_rk4"`` (the
         site actuator) -> trajectory at the model's time step.
       held: time step (s) -> MuJoCo RK4 with the force as ``xfrc_applied`` held
         over each step.
@@ -81,7 +81,7 @@ def pulled(point_site: str, duration: float = DURATION, force=FORCE, model: mujo
                          f"not along the requested force {np.asarray(force).tolist()}")
     runs = {
         "reference": rb.reference(params, state, t, wrench),
-        "seed": rb.seed_euler(params, state, dt, steps, wrench),
+        "lecture": rb.lecture_euler(params, state, dt, steps, wrench),
         "rk4": rb.rk4(params, state, dt, steps, wrench),
         "mujoco_rk4": mujoco_trajectory(model, state, steps, ctrl=ctrl),
     }
@@ -165,7 +165,7 @@ def judge_pulled(result: PulledResult) -> tuple[Verdict, dict]:
                         "yz_max_abs_m": float(np.abs(tr.c[:, 1:]).max())}
                  for name, tr in a.trajectories.items()}
     # Every method keeps omega exactly 0; the RK4s integrate the constant acceleration
-    # exactly.  The seed's semi-implicit position update is first order even for a
+    # exactly.  The lecture's semi-implicit position update is first order even for a
     # constant f, x_n = f/m dt^2 n(n+1)/2, a relative error of dt/t: reported, not required.
     a_ok = all(m["max_abs_omega_rad_s"] == 0.0 for m in a_metrics.values()) and all(
         a_metrics[n]["x_end_rel_error"] <= TRANSLATION_RTOL for n in ("rk4", "mujoco_rk4"))
@@ -206,7 +206,7 @@ def _ms(h: float) -> str:
 
 def _pulled_explanation(a_metrics: dict, b_err: dict, held_err: dict, dts: list, order: float,
                         dt_model: float) -> str:
-    seed_angle = b_err["seed"]["angle_rad"]
+    lecture_angle = b_err["lecture"]["angle_rad"]
     return (
         "MuJoCo applies the force through a site actuator whose gear is read in a world-fixed refsite "
         "frame: the moment arm is the Jacobian of the moving site, recomputed at every RK4 stage, so the "
@@ -217,13 +217,13 @@ def _pulled_explanation(a_metrics: dict, b_err: dict, held_err: dict, dts: list,
         f"error is first order in dt (measured order {order:.2f}; "
         + ", ".join(f"{held_err[_ms(h)]['angle_rad']:.1e} rad at dt = {h * 1e3:g} ms" for h in dts)
         + "). "
-        + ("That is worse than the seed's own first-order integrator "
-           f"({seed_angle:.1e} rad): for this pendulum-like swing the seed's semi-implicit "
+        + ("That is worse than the lecture's own first-order integrator "
+           f"({lecture_angle:.1e} rad): for this pendulum-like swing the lecture's semi-implicit "
            "Euler is symplectic and keeps its phase error bounded, while RK4 with a torque frozen at the "
            "step's start is an explicit first-order method whose swing amplitude, and so its phase, drifts. "
-           if held_err[_ms(dt_model)]["angle_rad"] > seed_angle else
-           f"The seed's own first-order integrator reaches {seed_angle:.1e} rad. ")
+           if held_err[_ms(dt_model)]["angle_rad"] > lecture_angle else
+           f"The lecture's own first-order integrator reaches {lecture_angle:.1e} rad. ")
         + "Case A has no torque: every method keeps omega exactly 0 and RK4 integrates a constant "
-        "acceleration exactly; the seed's position update (with the new velocity) is first order "
-        f"(x relative error {a_metrics['seed']['x_end_rel_error']:.1e} = dt/T)."
+        "acceleration exactly; the lecture's position update (with the new velocity) is first order "
+        f"(x relative error {a_metrics['lecture']['x_end_rel_error']:.1e} = dt/T)."
     )

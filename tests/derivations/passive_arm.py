@@ -1,6 +1,6 @@
 """Derivations of ``tests/models/passive_arm.xml`` for ``crossdyn check derivation``.
 
-- ``rigid_body``: seed 000's spatial RNEA of the rigid bodies (passes ``--dynamics rigid-body``);
+- ``rigid_body``: the lecture's spatial RNEA of the rigid bodies (passes ``--dynamics rigid-body``);
 - ``as_modeled``: plus armature, joint and tendon damping, the wrist spring and
   gravity compensation (passes ``--dynamics as-modeled``);
 - ``omits_damping``, ``omits_armature``: as modeled but one effect forgotten.

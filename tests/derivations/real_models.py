@@ -1,6 +1,6 @@
 """Rigid-body derivations of the test models that carry constraints or come from URDF.
 
-- ``contact_arm``: seed 000's spatial RNEA on ``tests/models/contact_arm.xml``,
+- ``contact_arm``: the lecture's spatial RNEA on ``tests/models/contact_arm.xml``,
   whose contacts, joint limit and equality constraint are active at sampled
   states; the check switches them off and compares the open tree;
 - ``urdf_arm``: the same on ``tests/models/urdf_arm.urdf`` (MuJoCo's URDF import);

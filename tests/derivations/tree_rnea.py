@@ -1,4 +1,4 @@
-"""A derivation for a floating-base model: seed 000's spatial RNEA on the free tree.
+"""A derivation for a floating-base model: the lecture's spatial RNEA on the free tree.
 
 ``crossdyn check derivation tests/derivations/tree_rnea.py:free_tree --mjcf free_tree``
 checks a 10-dof floating-base tree (MuJoCo's free-joint layout) term by term.

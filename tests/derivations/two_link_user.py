@@ -1,12 +1,12 @@
 """A user's own two-link derivations, as ``crossdyn check derivation`` loads them.
 
-Written the way a user would: one state at a time, plain NumPy, SPEC §1's closed
+Written the way a user would: one state at a time, plain NumPy, the page docs/derivations/two-link.md's closed
 form typed out.  The parameters are read from the MJCF (the single source), so
 only the *formulas* differ between the functions below:
 
-- ``correct``: SPEC §1 (seed 000's D-coefficients with the link inertias I1, I2);
+- ``correct``: docs/derivations/two-link.md (the lecture's D-coefficients with the link inertias I1, I2);
 - ``correct_batch``: the same, vectorized over a leading batch axis;
-- ``seed_000_printed``: without I1, I2 (SPEC §5) -> the mass matrix is off;
+- ``lecture_no_link_inertia``: without I1, I2 (docs/derivations/errata.md) -> the mass matrix is off;
 - ``gravity_flipped``: potential energy with the wrong sign -> gravity is off;
 - ``coriolis_dropped``: tau1 without -2 h qd1 qd2 -> the velocity terms are off;
 - ``wrong_shape``, ``raises``: broken on purpose, for the error messages.
@@ -44,7 +44,7 @@ def correct_batch(q, qd, qdd):
     return _tau(np.asarray(q), np.asarray(qd), np.asarray(qdd), P.i1, P.i2, P.g)
 
 
-def seed_000_printed(q, qd, qdd):
+def lecture_no_link_inertia(q, qd, qdd):
     return _tau(q, qd, qdd, 0.0, 0.0, P.g)
 
 
