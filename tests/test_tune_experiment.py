@@ -79,7 +79,9 @@ def test_a_search_finds_better_than_the_defaults_and_a_rerun_runs_nothing(user_f
     assert {"kp", "kd", "passed", "outcome", "settle_s", "peak_torque"} <= rows[0].keys()
     # The same command again: every trial is read back, none run.
     assert main(args) == 0
-    assert " 0 run in" in capsys.readouterr().out and "24 run in" in first
+    again = capsys.readouterr().out
+    assert " 0 run in" in again and "25 resumed" in again  # the defaults' row too
+    assert "25 run in" in first and "0 resumed" in first
     assert _rows(out / "samples.csv") == rows
     for name in ("objective.png", "progress.png", "timings.csv"):
         assert (out / name).is_file()
@@ -99,6 +101,7 @@ def test_a_grid_of_two_parameters_is_a_map(user_file, tmp_path):
     result = tune("swing-pd", tmp_path / "map", vary=["kp=2:200:log", "kd=0.05:20:log"], search="grid",
                   samples=16, sources=(user_file,))
     assert len(result.rows) == 17 and result.files == ["map.png", "map.json"]
+    assert (result.computed, result.resumed) == (17, 0)
     summary = json.loads((tmp_path / "map" / "map.json").read_text())
     assert summary["axes"]["kp"][0] == pytest.approx(2.0) and len(summary["axes"]["kd"]) == 4
     held = {(round(a, 6), round(b, 6)) for a, b in summary["holding_region"]["held_cells"]}

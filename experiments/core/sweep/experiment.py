@@ -218,7 +218,8 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
                              "load it and a time limit cannot stop it; register it in a file given to --from")
     with engines.engine(evaluate, workers, scheduler, isolation=isolation) as engine:
         first = plan_.job(0, "default", {})
-        _defaults_run(first, csv_path, columns, lambda row: _check_defaults(row, name, minimize, plan_.limits), engine)
+        _, ran_defaults = _defaults_run(first, csv_path, columns,
+                                        lambda row: _check_defaults(row, name, minimize, plan_.limits), engine)
         if search == "optuna":
             from crossdyn.experiments.core.sweep.search import search as optuna_search
 
@@ -230,6 +231,7 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
                                          progress=progress, exact=False, engine=engine, desc=f"tune {name}",
                                          failed=lambda row: row["outcome"] != "pass")
             rows, computed = done.rows, done.computed
+    computed += ran_defaults  # the table already held the defaults' row when the plan ran
     result = TuneResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path,
                         experiment=name, minimize=minimize, constraints=plan_.limits, space=plan_.space)
     result.best = best_row(rows, minimize, plan_.limits) if minimize else None
@@ -290,10 +292,10 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
     return _Plan(exp, space, {k: given[k] for k in fixed}, limits, blind, sources, seed, short)
 
 
-def _defaults_run(job: Job, csv_path: Path, columns: list[str], check, engine) -> dict:
-    """Sample 0's row: read back from the table, or run now on ``engine``, ``check``-ed, then appended
-    (the table's other rows kept, whatever they are: the full plan checks them next).  A defaults run
-    that ``check`` refuses writes nothing.
+def _defaults_run(job: Job, csv_path: Path, columns: list[str], check, engine) -> tuple[dict, bool]:
+    """Sample 0's row and whether it ran now: read back from the table, or run now on ``engine``,
+    ``check``-ed, then appended (the table's other rows kept, whatever they are: the full plan checks
+    them next).  A defaults run that ``check`` refuses writes nothing.
 
     Raises:
       ParameterError: the table's sample 0 was made with other arguments; ``check``'s refusal.
@@ -303,12 +305,12 @@ def _defaults_run(job: Job, csv_path: Path, columns: list[str], check, engine) -
         if row["sample"] == "0" and row.get("outcome"):
             table.read_done(csv_path, {0: job.key()}, columns, exact=False, only=True)
             check(row)
-            return row
+            return row, False
     [(row, seconds, where)] = list(engine.run([job]))
     check(row)
     with table.appending(csv_path, rows, columns, grow=True) as record:
         record(row, seconds, where)
-    return row
+    return row, True
 
 
 def _load_experiments(sources: tuple[str, ...]) -> None:
