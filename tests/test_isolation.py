@@ -141,3 +141,27 @@ def test_how_it_ended():
     assert isolation.how_it_ended(0) == "exit status 0"
     assert isolation.how_it_ended(-signal.SIGSEGV) == "signal SIGSEGV"
     assert isolation.how_it_ended(None) == "still running"
+
+
+def test_a_script_without_a_main_guard_runs_experiments_and_tunes(tmp_path):
+    """A user's script calling crossdyn at its top level (no ``if __name__ == "__main__":``).
+
+    ``spawn`` would import the script again in each worker, where the top-level call
+    starts workers of its own and the worker dies: ``run`` and ``tune`` then failed
+    with a traceback.  The workers are started with the script hidden.
+    """
+    import subprocess
+
+    script = tmp_path / "my_script.py"
+    script.write_text(
+        "from crossdyn.experiments import run, tune\n"
+        "(outcome,) = run('two-link-lagrange', out='results', short=True)\n"
+        "print('run', outcome.name, outcome.passed)\n"
+        "result = tune('cart-pole-lqr', 'results/tune', vary=['r=0.05:0.5'], samples=2, short=True)\n"
+        "print('tune', len(result.rows), result.computed)\n"
+        "import __main__\n"
+        "print('main', __main__.__file__ == __file__)\n")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MPLBACKEND": "Agg"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["run two-link-lagrange True", "tune 3 3", "main True"]

@@ -236,12 +236,48 @@ class _Task:
     started: float = 0.0
 
 
+_MAIN_LOCK = threading.Lock()
+_MISSING = object()
+
+
+@contextlib.contextmanager
+def _main_script_hidden() -> Iterator[None]:
+    """Start a spawned process without running the parent's main script again in it.
+
+    ``spawn`` imports the parent's ``__main__`` in the child (as ``__mp_main__``) so
+    that functions defined there can be unpickled.  A user's script that calls
+    crossdyn at its top level, with no ``if __name__ == "__main__":`` guard, would
+    then run again in every worker, and fail there.  A worker only runs functions
+    of importable modules (crossdyn's, and the registry's files, loaded by path),
+    never the main script's, so the script is hidden from what the child is told
+    to import while the process starts (``__file__`` and ``__spec__`` of
+    ``__main__``, put back at once).
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    with _MAIN_LOCK:
+        saved = {name: main.__dict__.get(name, _MISSING) for name in ("__file__", "__spec__")}
+        main.__dict__.pop("__file__", None)
+        main.__dict__["__spec__"] = None
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is _MISSING:
+                    main.__dict__.pop(name, None)
+                else:
+                    main.__dict__[name] = value
+
+
 class _Worker:
     def __init__(self, context, initializer, initargs, start_timeout):
         self.conn, child = context.Pipe(duplex=True)
         self.process = context.Process(target=_worker_main, args=(child, os.getpid(), initializer, initargs),
                                        daemon=False, name="crossdyn-worker")
-        self.process.start()
+        with _main_script_hidden():
+            self.process.start()
         child.close()
         self.ready = False
         self.task: _Task | None = None
