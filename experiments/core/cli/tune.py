@@ -180,16 +180,24 @@ def _cmd_tune_experiment(args) -> int:
     metric = result.minimize
     defaults = result.rows[0]
     if metric is not None:
-        print(f"  defaults  {_params(defaults, result.space)}: {metric} {defaults.get(metric, '')} "
+        print(f"  defaults  {_params(defaults, result.space)}: {metric} {_number(defaults.get(metric, ''))} "
               f"[{defaults['outcome']}]")
         if result.best is None:
             print("  no run passed and met every constraint: nothing to recommend")
             return 1
         best = result.best
         better = "the defaults stay" if best["sample"] == "0" else f"sample {best['sample']}"
-        print(f"  best      {_params(best, result.space)}: {metric} {best[metric]} [{best['outcome']}] ({better})")
+        print(f"  best      {_params(best, result.space)}: {metric} {_number(best[metric])} [{best['outcome']}] ({better})")
     print(f"  results in {out} (samples.csv, best.json{''.join(', ' + f for f in result.files)}; timings.csv)")
     return 0
+
+
+def _number(text: str) -> str:
+    """A table cell as printed: a number to four significant digits (the table keeps all of them)."""
+    try:
+        return f"{float(text):.4g}"
+    except ValueError:
+        return text
 
 
 def _params(row: dict, space) -> str:
