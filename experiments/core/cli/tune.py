@@ -187,7 +187,8 @@ def _cmd_tune_experiment(args) -> int:
             return 1
         best = result.best
         better = "the defaults stay" if best["sample"] == "0" else f"sample {best['sample']}"
-        print(f"  best      {_params(best, result.space)}: {metric} {_number(best[metric])} [{best['outcome']}] ({better})")
+        print(f"  best      {_params(best, result.space)}: {metric} {_number(best[metric])} "
+              f"[{best['outcome']}] ({better})")
     print(f"  results in {out} (samples.csv, best.json{''.join(', ' + f for f in result.files)}; timings.csv)")
     return 0
 
