@@ -15,8 +15,8 @@ Experiments:
   printed, gravity sign flipped, Coriolis term dropped), each checked against
   MuJoCo; the checker must blame the right term (:data:`FAULTS`).
 
-:func:`two_link_params` reads a user's arm from its MJCF (the convention of README
-"Check a two-link arm derivation").
+:func:`two_link_params` reads a user's arm from its MJCF (the convention of docs/derivations/two-link.md,
+"Conventions").
 
 Each experiment is a computation returning a frozen result (:func:`crosscheck_variant`,
 :func:`scope_traces`, :func:`attribute_faults`; no files), a ``judge_*`` giving the
@@ -64,17 +64,17 @@ OFFSET_TOL = 1e-12
 _GEOM_TOL = 1e-9
 
 
-_CONVENTION = "see README 'Check a two-link arm derivation'"
+_CONVENTION = "see docs/derivations/two-link.md, 'Conventions'"
 _ELSEWHERE = ("for an arm drawn in another convention, check your own derivation with "
               "'crossdyn check derivation FILE.py:FUNC --mjcf MODEL' "
-              "(README 'Check your own derivation of your own robot')")
+              "(docs/guides/check-derivation.md)")
 
 
 def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
     """Read a planar two-link arm's parameters from a compiled model.
 
-    The model must follow the closed form's convention (README "Check a two-link
-    arm derivation"): two hinge joints in a chain from the world, both axes along
+    The model must follow the closed form's convention (docs/derivations/two-link.md,
+    "Conventions"): two hinge joints in a chain from the world, both axes along
     world +z, gravity along -y, link 1 hanging straight down at ``q = 0`` with
     link 2 continuing it, each CoM on its link's line.  Lengths: ``l1`` is the
     distance between the joint anchors; ``l2`` is the distance from joint 2 to a

@@ -1,7 +1,7 @@
-"""README's GitHub Actions recipe parses, and its commands are the ones that work here.
+"""The regression guide's GitHub Actions recipe parses, and its commands are the ones that work here.
 
-The test lays out the user's repository the recipe assumes (README's example as
-``ci/experiments.py``, a baseline made with README's ``--save-baseline``
+The test lays out the user's repository the recipe assumes (the guide's example as
+``ci/experiments.py``, a baseline made with the guide's ``--save-baseline``
 command), then runs the workflow's crossdyn step verbatim, from that folder:
 it must pass, write the JUnit file the report step reads, and fill the folder
 the upload step keeps.
@@ -10,7 +10,6 @@ the upload step keeps.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -19,18 +18,19 @@ from pathlib import Path
 
 import yaml
 
+from support import code_blocks, doc_section
 from test_user_experiments import readme_example
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _section() -> str:
-    return (ROOT / "README.md").read_text().split("## Regression checks in your own CI", 1)[1].split("\n## ", 1)[0]
+    return doc_section("docs/guides/regression-ci.md", "A CI recipe")
 
 
 def _workflow() -> dict:
-    blocks = re.findall(r"```yaml\n(.*?)```", _section(), flags=re.S)
-    assert len(blocks) == 1, "README's CI section should hold one YAML workflow"
+    blocks = code_blocks(_section(), "yaml")
+    assert len(blocks) == 1, "the CI recipe should hold one YAML workflow"
     return yaml.safe_load(blocks[0])
 
 
@@ -71,7 +71,8 @@ def test_workflow_parses_and_hangs_together():
 def test_workflow_commands_run_here(tmp_path):
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "experiments.py").write_text(readme_example())
-    [make_baseline] = [line.split("#")[0].strip() for line in _section().splitlines()
+    guide = (ROOT / "docs" / "guides" / "regression-ci.md").read_text()
+    [make_baseline] = [line.split("#")[0].strip() for line in guide.splitlines()
                        if line.startswith("crossdyn run") and "--save-baseline" in line]
     command = _run_command()
     assert _option(make_baseline, "--save-baseline") == _option(command, "--baseline")

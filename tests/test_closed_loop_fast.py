@@ -195,16 +195,14 @@ def test_a_user_controller_function_drives_simulate():
 
 
 def test_readme_user_controller_example_runs(tmp_path):
-    """README's 'Your own controller in the loop' example runs as printed and balances."""
+    """The Python guide's 'Your own controller on the biped' example runs as printed and balances."""
     import os
-    import re
     import subprocess
     import sys
-    from pathlib import Path
 
-    section = (Path(__file__).resolve().parents[1] / "README.md").read_text().split(
-        "### Your own controller in the loop", 1)[1]
-    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    from support import code_blocks, doc_section
+
+    [code] = code_blocks(doc_section("docs/guides/python.md", "Your own controller on the biped"), "python")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,
                          env={**os.environ, "MPLBACKEND": "Agg"})
     assert out.returncode == 0, out.stderr

@@ -32,6 +32,7 @@ import pytest
 
 from crossdyn.experiments.core.cli import build_parser
 from crossdyn.experiments.core.registry import experiments
+from test_guides import PAGES as GUIDE_PAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -46,7 +47,9 @@ def _blocks(page: Path, language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```", page.read_text(), flags=re.S | re.M)
 
 
-PYTHON_PAGES = [p for p in _pages() if _blocks(p, "python")]
+# Pages whose examples tests/test_guides.py runs (and checks the numbers of), so they run once.
+RUN_ELSEWHERE = {DOCS / page for page in GUIDE_PAGES}
+PYTHON_PAGES = [p for p in _pages() if _blocks(p, "python") and p not in RUN_ELSEWHERE]
 
 
 def test_the_pages_have_examples():

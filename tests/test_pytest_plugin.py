@@ -15,8 +15,8 @@
   return is an error, never a pass) with the same metrics serially, with
   ``--crossdyn-workers`` and with pytest-xdist; the plugin is inert for a suite
   that does not use it; bad input is a clear failure, never an internal error.
-  (The missing -> ``--crossdyn-regen`` -> pass cycle of README's example is
-  tests/test_readme.py's.)
+  (The missing -> ``--crossdyn-regen`` -> pass cycle of the pytest guide's example is
+  tests/test_guides.py's.)
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from crossdyn.experiments.core.errors import CrossdynError, DerivationError
 from crossdyn.experiments.two_link import two_link_params
 from crossdyn.testing import assert_derivation
 from crossdyn.testing.baseline_fixture import Baseline, flatten
+from support import code_blocks, doc_section
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
@@ -47,9 +48,8 @@ P = two_link_params(MODEL)
 SAMPLES = 50  # a missing link inertia is 1e-4 kg m^2 against 1e-9 round-off: 50 states are plenty
 
 
-def _section_block(title: str, lang: str = "python") -> str:
-    section = (ROOT / "README.md").read_text().split(f"### {title}", 1)[1]
-    return re.search(rf"```{lang}\n(.*?)```", section, flags=re.S).group(1)
+def _section_block(page: str, title: str, lang: str = "python") -> str:
+    return code_blocks(doc_section(page, title), lang)[0]
 
 
 # --- assertion helpers, in this process -------------------------------------------------------------------------
@@ -69,6 +69,9 @@ def test_assert_derivation_fails_a_wrong_one_with_its_attribution():
     assert message.splitlines()[0] == report.diagnosis  # the report's own words, term, entry and size
     assert "mass matrix off by up to" in message and "on entry M[0,0] (q1, q1) (a constant offset)" in message
     assert "velocity terms and gravity agree" in message
+    # ... and what the error is: both links' own inertia, named by body (the inertial-parameter fit).
+    assert message.splitlines()[1:] == report.parameters and len(report.parameters) == 2
+    assert "body 'link1': inertia about the centre of mass Izz 0 where the model has" in message
 
 
 def test_assert_derivation_message_carries_the_explanation():
@@ -269,7 +272,7 @@ def test_baseline_file_names_stay_in_the_test_files_folder():
 
 # --- a user's project, run as the user runs it ---------------------------------------------------------------------
 
-# A user's experiments beside README's: one seeded, one that misses, and broken ones.
+# A user's experiments beside the guide's: one seeded, one that misses, and broken ones.
 MORE_EXPERIMENTS = '''
 import numpy as np
 from crossdyn.experiments import experiment
@@ -305,13 +308,13 @@ def no_verdict(ctx):
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    """A user's project: pytest.ini, README's tests/test_arm.py and ci/experiments.py, and ci/more.py."""
+    """A user's project: pytest.ini, the guides' tests/test_arm.py and ci/experiments.py, and ci/more.py."""
     root = tmp_path / "project"
     (root / "tests").mkdir(parents=True)
     (root / "ci").mkdir()
     (root / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
-    (root / "tests" / "test_arm.py").write_text(_section_block("In your pytest suite"))
-    (root / "ci" / "experiments.py").write_text(_section_block("Your own experiments"))
+    (root / "tests" / "test_arm.py").write_text(_section_block("docs/guides/pytest.md", "A derivation and a baseline"))
+    (root / "ci" / "experiments.py").write_text(_section_block("docs/guides/regression-ci.md", "Your own experiments"))
     (root / "ci" / "more.py").write_text(MORE_EXPERIMENTS)
     return root
 
@@ -334,7 +337,7 @@ def test_wrong_derivation_and_drift_fail_in_the_users_suite(project):
     for good, bad in (("P.m1 * P.p1**2 + P.i1 + ", "P.m1 * P.p1**2 + "),  # forgets link 1's own inertia
                       # starts 0.6 deg off
                       ("data.qpos[:] = [np.pi / 2, 0.0]", "data.qpos[:] = [np.pi / 2 + 0.01, 0.0]")):
-        assert good in text, f"README's example no longer has {good!r}"
+        assert good in text, f"the guide's example no longer has {good!r}"
         text = text.replace(good, bad)
     test_file.write_text(text)
     run = pytest_in(project)

@@ -214,7 +214,8 @@ def test_every_violation_is_named_at_once(tmp_path):
     with pytest.raises(ModelError) as caught:
         two_link_params(load_model(path))
     message = str(caught.value)
-    assert message.startswith("2 departures from the two-link convention (see README 'Check a two-link arm")
+    assert message.startswith("2 departures from the two-link convention "
+                              "(see docs/derivations/two-link.md, 'Conventions'")
     assert "gravity must point along -y" in message and "'elbow' axis is [1.0, 0.0, 0.0]" in message
     assert "crossdyn check derivation FILE.py:FUNC" in message and "SPEC" not in message
 

@@ -1,6 +1,6 @@
 """A user's own experiments: listed, run, saved as a baseline, compared, reported in JUnit.
 
-The experiment file is README's example (``ci/experiments.py``), written to a
+The experiment file is the regression guide's example (``ci/experiments.py``), written to a
 temporary folder outside crossdyn's packages and run through the command line in
 fresh interpreters, as a user's CI would.  An installed package's entry point is
 checked with a minimal distribution on ``PYTHONPATH``.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -18,14 +17,16 @@ from pathlib import Path
 
 import pytest
 
+from support import code_blocks, doc_section
+
 ROOT = Path(__file__).resolve().parents[1]
 SETTLE_LINE = '"settle_s": settle,'  # where the tests change the example's settling time
 
 
 def readme_example() -> str:
-    """The python block of README's 'Your own experiments' section."""
-    section = (ROOT / "README.md").read_text().split("### Your own experiments", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    """The python block of the regression guide's 'Your own experiments' section."""
+    [block] = code_blocks(doc_section("docs/guides/regression-ci.md", "Your own experiments"), "python")
+    return block
 
 
 def crossdyn(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -36,7 +37,7 @@ def crossdyn(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Compl
 
 @pytest.fixture
 def user_repo(tmp_path) -> Path:
-    """A user's repository holding README's example as ci/experiments.py."""
+    """A user's repository holding the guide's example as ci/experiments.py."""
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "experiments.py").write_text(readme_example())
     return tmp_path
@@ -46,7 +47,7 @@ def _scale_settle(repo: Path, factor: float) -> None:
     """The code change under test: the example reports its settling time times ``factor``."""
     path = repo / "ci" / "experiments.py"
     text = path.read_text()
-    assert SETTLE_LINE in text, "README's example no longer reports settle_s as the tests expect"
+    assert SETTLE_LINE in text, "the guide's example no longer reports settle_s as the tests expect"
     path.write_text(text.replace(SETTLE_LINE, f'"settle_s": {factor!r} * settle,'))
 
 

@@ -173,7 +173,7 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
 
     ``controller`` is a :class:`~crossdyn.controllers.biped.BipedController` (by
     default one designed for ``model``) or any function ``(t, est, ref) -> Command``
-    (a user's own; see README, "Your own controller in the loop").  With the
+    (a user's own; see docs/guides/python.md, "Your own controller on the biped").  With the
     built-in controller (a ``BipedController`` itself) the estimator and controller
     run as one compiled step (:mod:`crossdyn.controllers.compiled`, Numba;
     bit-identical to the classes); a user's function gets the compiled estimate.

@@ -45,7 +45,7 @@ __all__ = ["COMMON", "MJCF", "IMPERFECTIONS", "plot_states", "plot_jump_heights"
 # The imperfections (one --set parameter each) and their preset.
 IMPERFECTIONS = {
     **imperfections.PARAMS,
-    "realistic": Param(False, "the realistic preset of sensor, motor and ground imperfections (README)"),
+    "realistic": Param(False, "the realistic preset of sensor, motor and ground imperfections"),
 }
 
 # Parameters every closed-loop experiment accepts through --set (the fields of a Setup).

@@ -173,7 +173,7 @@ PARAMS = {
 }
 
 # Plausible values for a 6-15 kg wheel-legged robot with a MEMS IMU, magnetic
-# encoders and quasi-direct-drive motors (README "Imperfections" gives the sources):
+# encoders and quasi-direct-drive motors (docs/guides/imperfections.md gives the sources):
 REALISTIC = Imperfections(
     gyro_noise=2.4e-4,  # Bosch BMI088 datasheet: 0.014 deg/s/sqrt(Hz)
     gyro_bias=1.7e-3,  # 0.1 deg/s residual after a standstill calibration at power-up (assumption)
@@ -181,7 +181,7 @@ REALISTIC = Imperfections(
     accel_bias=0.05,  # ~5 mg residual after a six-position calibration (assumption; raw offset is +-20 mg)
     encoder_counts=16384,  # 14-bit magnetic encoder (AS5047P / MT6701 class)
     # Latency under one 1 ms period (on-board loop; its lag is in torque_lag): one whole period
-    # already unsettles the hip loops (README).
+    # already unsettles the hip loops (docs/guides/imperfections.md).
     delay=0,
     wheel_no_load_speed=50.0,  # DJI M3508 with its 19:1 gearbox: ~480 rpm at 24 V
     hip_no_load_speed=30.0,  # CubeMars AK70-10 class QDD actuator: ~300 rpm at 48 V

@@ -170,7 +170,8 @@ def robot_path(mjcf: str | os.PathLike = "") -> Path:
     return model_path(text if text else MODEL)
 
 
-# The MJCF contract (README "Your own robot"): names, element kinds, five-bar conventions.
+# The MJCF contract (docs/guides/tuning-biped.md, "Your own wheel-legged robot"): names, element kinds,
+# five-bar conventions.
 _JOINTS = {"root": mujoco.mjtJoint.mjJNT_FREE, **{j: mujoco.mjtJoint.mjJNT_HINGE for j in HIPS + KNEES + WHEELS}}
 _BODIES = ("body", *LINKS, *WHEELS)
 _SITES = ("imu", *(f"{side}_axle" for side in SIDES), *(f"{side}_rear_foot" for side in SIDES))

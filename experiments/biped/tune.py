@@ -23,7 +23,7 @@ LQR weights ``Q = diag(q_x, q_xd, q_theta, q_thetad)``, ``R = r``), scored on
 hand-picked defaults as sample 0, the reference), :func:`robustness` a grid over
 two perturbation axes for fixed weights: the robot's mass and CoM, the tilt and
 push, and every imperfection of :mod:`~crossdyn.experiments.biped.imperfections`
-(gyro noise x control delay and slope x friction are the README's two maps),
+(gyro noise x control delay and slope x friction are the two maps of docs/guides/imperfections.md),
 each map with its holding region.  Both run on the built-in robot or the user's
 (``mjcf``); the imperfections' noise is drawn from ``seed``.
 

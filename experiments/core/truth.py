@@ -195,7 +195,7 @@ def inverse_dynamics(model: mujoco.MjModel, qpos, qvel, qacc, data: mujoco.MjDat
             raise ModelError(
                 f"at state {k} (q = {np.round(qpos[k], 4).tolist()}) {data.nefc} constraint row(s) are active "
                 f"({', '.join(kinds)}): mj_inverse then includes constraint forces; check on "
-                "truth_model(model), which switches them off (see README 'Check a real robot's model as it comes')."
+                "truth_model(model), which switches them off (see docs/guides/real-models.md)."
             )
         out[k] = data.qfrc_inverse
     return out

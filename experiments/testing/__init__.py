@@ -57,16 +57,18 @@ __all__ = ["HELPERS", "ExperimentTests", "experiment_tests", "failure_message", 
 
 
 def failure_message(report) -> str:
-    """What an assertion helper says when ``report`` did not pass: its diagnosis, then its explanation.
+    """What an assertion helper says when ``report`` did not pass: its diagnosis, then what the error is.
 
     Args:
       report: a check's report: ``.diagnosis`` (one line: the term, joint or
-        entry and by how much) and ``.explanation`` (sentences, a list or one
-        string; may be empty).
+        entry and by how much), ``.explanation`` (sentences, a list or one
+        string; may be empty) and, for ``check_derivation``'s report,
+        ``.parameters`` (the bodies' inertial parameters the error is a change of).
     """
     lines = [str(report.diagnosis)]
-    explanation = getattr(report, "explanation", None) or []
-    lines += [explanation] if isinstance(explanation, str) else [str(line) for line in explanation]
+    for name in ("explanation", "parameters"):
+        sentences = getattr(report, name, None) or []
+        lines += [sentences] if isinstance(sentences, str) else [str(line) for line in sentences]
     return "\n".join(lines)
 
 
