@@ -417,9 +417,9 @@ def bad_files(tmp_path_factory) -> Path:
     return folder
 
 
-def _run_main(args, capsys) -> tuple[int, str]:
+def _run_main(args, capsys) -> tuple[int | str | None, str]:
     try:
-        code = main(args)
+        code: int | str | None = main(args)
     except SystemExit as exc:  # argparse's errors
         code = exc.code
     return code, capsys.readouterr().err

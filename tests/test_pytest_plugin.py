@@ -49,7 +49,9 @@ SAMPLES = 50  # a missing link inertia is 1e-4 kg m^2 against 1e-9 round-off: 50
 
 def _section_block(title: str, lang: str = "python") -> str:
     section = (ROOT / "README.md").read_text().split(f"### {title}", 1)[1]
-    return re.search(rf"```{lang}\n(.*?)```", section, flags=re.S).group(1)
+    block = re.search(rf"```{lang}\n(.*?)```", section, flags=re.S)
+    assert block is not None, f"README's {title!r} section has no {lang} block"
+    return block.group(1)
 
 
 # --- assertion helpers, in this process -------------------------------------------------------------------------
@@ -316,12 +318,19 @@ def project(tmp_path) -> Path:
     return root
 
 
-def pytest_in(folder: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+class PytestRun(subprocess.CompletedProcess):
+    """A finished pytest run, with ``out``: its stdout and stderr together."""
+
+    def __init__(self, done: subprocess.CompletedProcess):
+        super().__init__(done.args, done.returncode, done.stdout, done.stderr)
+        self.out: str = done.stdout + done.stderr
+
+
+def pytest_in(folder: Path, *args: str, env: dict | None = None) -> PytestRun:
     """``python -m pytest ARGS`` in a fresh interpreter from ``folder``; ``.out`` holds stdout and stderr."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args], cwd=folder,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "MPLBACKEND": "Agg", **(env or {})})
-    done.out = done.stdout + done.stderr
+    done = PytestRun(subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args],
+                                    cwd=folder, capture_output=True, text=True, timeout=600,
+                                    env={**os.environ, "MPLBACKEND": "Agg", **(env or {})}))
     assert "INTERNALERROR" not in done.out, done.out
     return done
 

@@ -25,7 +25,9 @@ SETTLE_LINE = '"settle_s": settle,'  # where the tests change the example's sett
 def readme_example() -> str:
     """The python block of README's 'Your own experiments' section."""
     section = (ROOT / "README.md").read_text().split("### Your own experiments", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    block = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    assert block is not None, "README's 'Your own experiments' section has no python block"
+    return block.group(1)
 
 
 def crossdyn(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -106,7 +106,7 @@ def make_out_dir(path: str | os.PathLike) -> Path:
     return path
 
 
-def write_text(path: Path, text: str) -> None:
+def write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically: a reader sees the old file or the new one, never a part.
 
     The text goes to a temporary file of a name unique to this write (process id
@@ -135,7 +135,7 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
-def write_json(path: Path, obj) -> None:
+def write_json(path: str | os.PathLike, obj) -> None:
     """Write ``obj`` as indented JSON atomically (numpy types converted; see :func:`write_text`)."""
     write_text(path, json.dumps(_jsonable(obj), indent=2) + "\n")
 
