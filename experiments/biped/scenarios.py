@@ -466,12 +466,12 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
     t_off = phases.get("flight", trace.t[-1])
     body_rise = float(trace.body_z[trace.t >= t_off].max() - trace.body_z[trace.t >= t_off][0]) if takeoff else 0.0
     # The torque the controller thrusts with: BipedController fills in the plan's None (the motors' limit).
-    thrust_torque = ctrl.jump.thrust_torque if ctrl.jump is not None else None
-    if thrust_torque is None:
+    torque = ctrl.jump.thrust_torque if ctrl.jump is not None else None
+    if torque is None:
         raise RuntimeError("the jump controller has no thrust torque: BipedController did not fill in its plan")
-    stroke = extension_stroke(p.pendulum.M, thrust_torque, p.l1, p.l2, p.l3, plan.alpha_crouch, plan.alpha_takeoff)
+    stroke = extension_stroke(p.pendulum.M, torque, p.l1, p.l2, p.l3, plan.alpha_crouch, plan.alpha_takeoff)
     return trace, {
-        "thrust_torque_N_m": thrust_torque,
+        "thrust_torque_N_m": torque,
         "apex_clearance_m": float(clearance.max()),
         "airborne_time_s": float(airborne.sum() * CONTROL_PERIOD),
         "takeoff_speed_m_s": takeoff_speed,
