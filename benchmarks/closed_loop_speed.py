@@ -75,7 +75,7 @@ def main() -> None:
         wheels, hips = commands[int(t / CONTROL_PERIOD + 0.5)]
         return Command(wheels, hips)
 
-    times = {"closed": [], "bare": [], "user": [], "readable": []}
+    times: dict[str, list[float]] = {"closed": [], "bare": [], "user": [], "readable": []}
     for _ in range(args.repeats):  # interleaved: load bursts hit all of them alike
         times["closed"].append(closed(controller_for({})))
         times["bare"].append(bare())

@@ -16,6 +16,7 @@ Prints, each the best of a few repeats (on a shared machine other load only adds
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tempfile
 from pathlib import Path
@@ -95,9 +96,9 @@ def main() -> None:
     spec = f"{work / 'derivation.py'}:tau"
     for samples in (10, 10_000):
         check_derivation(spec, "two_link_arm", samples=samples)  # warm: imports and compiled code
-        inline, report = best_time(lambda n=samples: check_derivation(spec, "two_link_arm", samples=n),
+        inline, report = best_time(functools.partial(check_derivation, spec, "two_link_arm", samples=samples),
                                    args.repeats)
-        isolated, report_iso = best_time(lambda n=samples: check_isolated(spec, "two_link_arm", samples=n),
+        isolated, report_iso = best_time(functools.partial(check_isolated, spec, "two_link_arm", samples=samples),
                                          args.repeats)
         assert report.passed and report_iso.passed and report.max_abs_error == report_iso.max_abs_error
         print(f"check derivation, {samples:>6,} states: in this process {inline:.2f} s, in a worker "

@@ -51,7 +51,7 @@ def main() -> None:
         return time.process_time() - start
 
     loop()  # warm-up: imports, first allocations
-    times = {"loop": [], "bare": []}
+    times: dict[str, list[float]] = {"loop": [], "bare": []}
     for _ in range(args.repeats):
         times["loop"].append(loop())
         times["bare"].append(bare())

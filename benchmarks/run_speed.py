@@ -46,8 +46,8 @@ def main() -> None:
     parser.add_argument("--short", action="store_true", help="the reduced experiments the test suite runs")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
         serial = _timed_run(tmp / "serial", 1, args.short)
         fresh = _timed_run(tmp / "fresh", args.workers, args.short)
         shutil.copytree(tmp / "serial", tmp / "timed", ignore=shutil.ignore_patterns("metrics.json", "*.png",

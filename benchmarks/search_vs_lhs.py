@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--duration", type=float, default=4.0)
     args = parser.parse_args()
-    rows = {s: [] for s in args.samplers}
+    rows: dict[str, list[tuple]] = {s: [] for s in args.samplers}
     seconds = {s: [0.0] for s in ["lhs", *args.samplers]}  # wall of each method over all seeds
     with tempfile.TemporaryDirectory() as tmp:
         for seed in args.seeds:

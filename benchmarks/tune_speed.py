@@ -91,8 +91,8 @@ def main() -> None:
     from distributed import LocalCluster
 
     runs = args.samples + 1
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
         bare, bare_cpu = _bare_physics(args.duration)
         one_cpu = _cpu_sweep(tmp / "cpu", args)
         one = _timed_sweep(tmp / "one", args, workers=1)

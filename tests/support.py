@@ -66,7 +66,9 @@ def doc_section(page: str, title: str) -> str:
 
 def code_blocks(text: str, language: str) -> list[str]:
     """The fenced code blocks of one language in Markdown ``text``, in order (``""``: unlabelled blocks)."""
-    blocks, current, label = [], None, ""
+    blocks: list[str] = []
+    current: list[str] | None = None
+    label = ""
     for line in text.splitlines(keepends=True):
         stripped = line.strip()
         if current is None and stripped.startswith("```"):

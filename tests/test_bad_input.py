@@ -41,6 +41,7 @@ BAD_FILES = {
       </body></body></body></worldbody></mujoco>""",
     "a_file": "not a folder",
     "raises.py": "raise RuntimeError('broken at import')\n",
+    "not_python.txt": "x = 1\n",
     "fine.py": "import numpy as np\ndef tau(q, qd, qdd):\n    return np.zeros(2)\n",
     "nan_states.csv": "0,0,0,0,nan,0\n",
     "short_rows.csv": "0,0,0\n",
@@ -206,6 +207,7 @@ CASES = [
     (["list", "--from", "{tmp}/missing.py"], "no such file"),
     (["run", "--from", "no_such_module_for_crossdyn"], "no such file or importable module"),
     (["run", "--from", "{tmp}/syntax.py"], "syntax error on line 2"),
+    (["run", "--from", "{tmp}/not_python.txt"], "not a Python file"),
     (["run", "--from", "{tmp}/raises.py"], "broken at import"),
     (["list", "--from", "{tmp}/exits.py"], "called exit(3)"),
     (["run", "--from", "{tmp}/takes_turn.py"], "registered twice"),
@@ -415,9 +417,9 @@ def bad_files(tmp_path_factory) -> Path:
     return folder
 
 
-def _run_main(args, capsys) -> tuple[int, str]:
+def _run_main(args, capsys) -> tuple[int | str | None, str]:
     try:
-        code = main(args)
+        code: int | str | None = main(args)
     except SystemExit as exc:  # argparse's errors
         code = exc.code
     return code, capsys.readouterr().err

@@ -66,7 +66,7 @@ def test_python_examples_run(page, tmp_path):
     assert done.returncode == 0, f"{page.relative_to(ROOT)}:\n{done.stderr[-3000:]}"
 
 
-def _command_lines(text: str) -> list[str]:
+def _command_lines(text: str) -> list[list[str]]:
     """The ``crossdyn ...`` commands of a shell block: continuation lines joined, comments dropped."""
     commands = []
     for line in text.replace("\\\n", " ").splitlines():

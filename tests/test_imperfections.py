@@ -191,6 +191,18 @@ def test_bad_imperfections_are_named(item, message):
         run([item], duration=H)
 
 
+class _BindsNothing(SensorNoise):
+    """A sensor imperfection whose bind forgets to return its per-step function."""
+
+    def bind(self, model, control_dt, rng):
+        return None
+
+
+def test_a_per_step_imperfection_must_bind_a_function():
+    with pytest.raises(ParameterError, match="_BindsNothing.bind returned no per-step function"):
+        run([_BindsNothing("pole_angle")], duration=H)
+
+
 def test_only_imperfections_are_accepted():
     with pytest.raises(ParameterError, match="got str"):
         run(["noise"], duration=H)

@@ -319,12 +319,19 @@ def project(tmp_path) -> Path:
     return root
 
 
-def pytest_in(folder: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+class PytestRun(subprocess.CompletedProcess):
+    """A finished pytest run, with ``out``: its stdout and stderr together."""
+
+    def __init__(self, done: subprocess.CompletedProcess):
+        super().__init__(done.args, done.returncode, done.stdout, done.stderr)
+        self.out: str = done.stdout + done.stderr
+
+
+def pytest_in(folder: Path, *args: str, env: dict | None = None) -> PytestRun:
     """``python -m pytest ARGS`` in a fresh interpreter from ``folder``; ``.out`` holds stdout and stderr."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args], cwd=folder,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "MPLBACKEND": "Agg", **(env or {})})
-    done.out = done.stdout + done.stderr
+    done = PytestRun(subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args],
+                                    cwd=folder, capture_output=True, text=True, timeout=600,
+                                    env={**os.environ, "MPLBACKEND": "Agg", **(env or {})}))
     assert "INTERNALERROR" not in done.out, done.out
     return done
 

@@ -79,7 +79,7 @@ __all__ = [
 ]
 
 # crossdyn's default stroke (docs/derivations/biped-model.md), deg.
-STROKE_DEG = tuple(float(a) for a in np.degrees(STROKE))
+STROKE_DEG: tuple[float, float] = (float(np.degrees(STROKE[0])), float(np.degrees(STROKE[1])))
 RETRACTION_TIME = 0.3  # s, the biped thesis chapter's leg retraction time t
 STAND_DEG = float(np.degrees(STANCE))  # mid-stroke pose for the single-pose checks, deg
 
@@ -241,7 +241,7 @@ LADDER_DEG = tuple(float(a) for a in np.linspace(*STROKE_DEG, 7))  # seven heigh
 def linearization_ladder(alpha_deg=LADDER_DEG, mjcf: str = "") -> LinearizationResult:
     """Linearize the three robot variants at each angle in ``alpha_deg`` (deg; no files) of the robot ``mjcf``."""
     alphas = _deg(alpha_deg)
-    rows = {"ideal": [], "realistic": [], "com_offset": []}
+    rows: dict[str, list[dict]] = {"ideal": [], "realistic": [], "com_offset": []}
     for a in alphas:
         rows["ideal"].append(linearization_point(a, legs="massless", mjcf=mjcf))
         rows["realistic"].append(linearization_point(a, legs="realistic", mjcf=mjcf))

@@ -24,6 +24,13 @@ __all__ = ["configure_balance", "configure_robustness"]
 DURATION_MAX = 600.0  # s simulated per run
 
 
+def _stored_summary(result) -> dict:
+    """The sweep's summary file content as stored (inf as text), from memory."""
+    if result.summary is None:  # tune.finish and tune.robustness always set it
+        raise RuntimeError("the sweep returned no summary")
+    return as_stored(result.summary)
+
+
 def _fmt_weights(weights: dict) -> str:
     return " ".join(f"{k}={v:.4g}" for k, v in weights.items())
 
@@ -68,7 +75,7 @@ def _cmd_tune_balance(args) -> int:
     print(f"tune balance: {len(result.rows)} samples ({how} + the defaults); {result.computed} run in "
           f"{result.seconds:.1f} s, {result.resumed} resumed from {result.csv}")
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
-    best = as_stored(result.summary)  # best.json's content, as stored (inf as text), from memory
+    best = _stored_summary(result)  # best.json's content, as stored (inf as text), from memory
     default, chosen = best["defaults"], best["chosen"]
     print(f"  defaults  {_fmt_weights(default['weights'])}: {_fmt_metrics(default)}")
     if chosen is None:
@@ -107,7 +114,7 @@ def _cmd_tune_robustness(args) -> int:
                                      mjcf=args.mjcf, **engine)
     except KeyboardInterrupt:
         return interrupted(out / "robustness.csv")
-    summary = as_stored(result.summary)  # robustness.json's content, from memory
+    summary = _stored_summary(result)  # robustness.json's content, from memory
     held = sum(r["held"] == "true" for r in result.rows)
     print(f"tune robustness: {_fmt_weights(summary['weights'])}")
     print(f"  holds in {held}/{len(result.rows)} cells of " + " x ".join(summary["axes"]) + f"; {result.computed} run "

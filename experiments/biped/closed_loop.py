@@ -334,7 +334,7 @@ class _Readable:
         self.ground_truth = sc.ground_truth
         self.log: list[tuple] = []
         self.phases: list[str] = []
-        self.truth = None
+        self.truth: _TruthNow | None = None
 
     def start(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
         if self.ground_truth:
@@ -380,7 +380,7 @@ class _TruthNow:
     def __init__(self, model: mujoco.MjModel, data: mujoco.MjData):
         self.model, self.data = model, data
         self.views = {name: view(model, data) for name, view in _RECORD.items()}
-        self.first = None
+        self.first: dict | None = None  # the state at the first control step
 
     def raw(self) -> dict:
         d = self.data

@@ -256,7 +256,8 @@ def pendulum_maps(model: mujoco.MjModel, l_hip: float) -> tuple[np.ndarray, np.n
     return lift, read, split
 
 
-def reduced_linearization(model: mujoco.MjModel, data: mujoco.MjData, l_hip: float, eps: float = 1e-6):
+def reduced_linearization(model: mujoco.MjModel, data: mujoco.MjData, l_hip: float,
+                          eps: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
     """MuJoCo's one-step linearization reduced to ``[x, xd, theta, thd]`` and ``T = T_L + T_R``.
 
     ``mjd_transitionFD`` gives the full ``(2 nv)`` transition, reduced through

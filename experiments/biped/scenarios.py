@@ -270,14 +270,14 @@ def balance_recovery(tilt_deg: float = 10.0, *, duration: float = 4.0, video: Pa
     hold to the end; inf if never), the gain schedule's fit error and gains at
     stance, odometry error, and :func:`common_metrics`.
     """
-    setup = Setup(**setup)
-    ctrl = controller_for(setup)
-    trace = _run(balance_scenario(tilt_deg, duration, setup.mjcf), setup, ctrl=ctrl, video=video)
+    cfg = Setup(**setup)
+    ctrl = controller_for(cfg)
+    trace = _run(balance_scenario(tilt_deg, duration, cfg.mjcf), cfg, ctrl=ctrl, video=video)
     settle = settling_time(trace.t, balanced(trace)) if not trace.fell else float("inf")
     return trace, {
         "settling_time_s": settle,
         "gain_schedule_fit_error": ctrl.gains.schedule.fit_error,
-        "gain_at_stance": ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, setup.mjcf)).tolist(),
+        "gain_at_stance": ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, cfg.mjcf)).tolist(),
         "final_x_m": float(trace.true_x[-1]),
         "max_odometry_error_m": float(np.abs(trace.est_x - trace.true_x).max()),
         **common_metrics(trace),
@@ -293,14 +293,14 @@ def velocity_tracking(speed: float = 1.0, *, video: Path | None = None, **setup)
     Raises:
       ParameterError: ``speed`` is zero.
     """
-    setup = Setup(**setup)
+    cfg = Setup(**setup)
     start, stop = 0.5, 5.0
     if speed == 0:
         raise ParameterError("velocity-tracking needs a non-zero speed")
-    height = stance_height(ALPHA_NOMINAL, setup.mjcf)
+    height = stance_height(ALPHA_NOMINAL, cfg.mjcf)
     sc = Scenario(duration=7.5, alpha0=ALPHA_NOMINAL,
                   reference=lambda t: Reference(velocity=speed if start <= t < stop else 0.0, height=height))
-    trace = _run(sc, setup, video=video)
+    trace = _run(sc, cfg, video=video)
     v = trace.true_xd / speed
     reached = np.flatnonzero((trace.t >= start) & (v >= 0.95))
     rise = float(trace.t[reached[0]] - start) if reached.size else float("inf")
@@ -322,12 +322,12 @@ def turn(turn_deg: float = 90.0, *, video: Path | None = None, **setup) -> tuple
     Metrics: ``settling_time_s`` (until within 3 deg of the target for good),
     the final yaw error, overshoot and how far the axle drifted.
     """
-    setup = Setup(**setup)
+    cfg = Setup(**setup)
     target, start = np.radians(turn_deg), 0.5
-    height = stance_height(ALPHA_NOMINAL, setup.mjcf)
+    height = stance_height(ALPHA_NOMINAL, cfg.mjcf)
     sc = Scenario(duration=4.0, alpha0=ALPHA_NOMINAL,
                   reference=lambda t: Reference(yaw=target if t >= start else 0.0, height=height))
-    trace = _run(sc, setup, video=video)
+    trace = _run(sc, cfg, video=video)
     error = np.degrees(trace.true_yaw - target)
     settle = settling_time(trace.t, np.abs(error) <= 3.0, start)
     return trace, {
@@ -345,12 +345,12 @@ def height_change(*, video: Path | None = None, **setup) -> tuple[Trace, dict]:
     Metrics: ``extend_time_s`` and ``retract_time_s``, each until the mean leg
     height is within 5 % of the stroke of its target for good.
     """
-    setup = Setup(**setup)
-    low, high = stance_height(STROKE[0], setup.mjcf), stance_height(STROKE[1], setup.mjcf)
+    cfg = Setup(**setup)
+    low, high = stance_height(STROKE[0], cfg.mjcf), stance_height(STROKE[1], cfg.mjcf)
     up, down, end = 0.5, 3.0, 5.5
     sc = Scenario(duration=end, alpha0=STROKE[0],
                   reference=lambda t: Reference(height=high if up <= t < down else low))
-    trace = _run(sc, setup, video=video)
+    trace = _run(sc, cfg, video=video)
     h = trace.height.mean(axis=1)
     tol = 0.05 * (high - low)  # within 5 % of the stroke counts as arrived
     rise = settling_time(trace.t[trace.window(0, down)], np.abs(h[trace.window(0, down)] - high) <= tol, up)
@@ -369,14 +369,14 @@ def roll_leveling(step_m: float = 0.04, *, video: Path | None = None, **setup) -
     Metrics: ``steady_roll_deg`` (largest |roll| over the last second), the
     initial roll and the legs' height difference that levels the body.
     """
-    setup = Setup(**setup)
-    model = robot(setup, ground=replace(setup.imperfections.ground(), left_step=step_m) if step_m > 0 else None)
+    cfg = Setup(**setup)
+    model = robot(cfg, ground=replace(cfg.imperfections.ground(), left_step=step_m) if step_m > 0 else None)
     p = biped_params(model)
     height = float(p.leg_height(ALPHA_NOMINAL))
     roll0 = float(np.arcsin(step_m / p.pendulum.D))
     sc = Scenario(duration=3.0, alpha0=ALPHA_NOMINAL, reference=lambda t: Reference(height=height),
                   initial_roll=roll0, initial_lift=step_m / 2 + 1e-3)
-    trace = _run(sc, setup, model=model, video=video)
+    trace = _run(sc, cfg, model=model, video=video)
     steady = trace.window(trace.t[-1] - 1.0)
     return trace, {
         "steady_roll_deg": float(np.degrees(np.abs(trace.true_roll[steady])).max()),
@@ -395,17 +395,18 @@ def push_recovery(push_duration_s: float = 0.1, max_impulse: float = 30.0, *, bi
     recovered push (None if none was) and ``max_recovered_impulse_Ns``,
     ``first_failing_impulse_Ns``, the trials, and that trace's common metrics.
     """
-    setup = Setup(**setup)
-    model = robot(setup)
-    ctrl0 = controller_for(setup)
+    cfg = Setup(**setup)
+    model = robot(cfg)
+    ctrl0 = controller_for(cfg)
 
     def recovered(impulse: float) -> tuple[bool, Trace]:
         video = None if video_dir is None else Path(video_dir) / f"push_{impulse:.2f}.mp4"
-        trace = _run(push_scenario(impulse, push_duration_s, mjcf=setup.mjcf), setup, model=model,
+        trace = _run(push_scenario(impulse, push_duration_s, mjcf=cfg.mjcf), cfg, model=model,
                      ctrl=copy.deepcopy(ctrl0), video=video)
         return push_recovered(trace), trace
 
     low, high = 0.0, float(max_impulse)
+    best: Trace | None
     ok, best = recovered(high)
     trials = [(high, ok)]
     if not ok:
@@ -437,16 +438,16 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
     the stroke ODE's prediction (eq. 2.35), the body's rise after lift-off and the
     ballistic prediction, time to balance after landing, the phase transitions.
     """
-    setup = Setup(**setup)
-    p = nominal_params(setup.mjcf)
+    cfg = Setup(**setup)
+    p = nominal_params(cfg.mjcf)
     if thrust_torque is not None and not 0 < thrust_torque <= p.hip_torque_limit:
         raise ParameterError(f"thrust_torque={thrust_torque:g} N m: the hip motors give at most "
                              f"{p.hip_torque_limit:g} N m")
     plan = JumpPlan(thrust_torque=thrust_torque)
-    low = stance_height(plan.alpha_crouch, setup.mjcf)
+    low = stance_height(plan.alpha_crouch, cfg.mjcf)
     sc = Scenario(duration=4.0, alpha0=np.radians(200.0), reference=lambda t: Reference(height=low), jump=plan)
-    ctrl = controller_for(setup, jump=plan)
-    trace = _run(sc, setup, ctrl=ctrl, video=video)
+    ctrl = controller_for(cfg, jump=plan)
+    trace = _run(sc, cfg, ctrl=ctrl, video=video)
     phases = dict((ph, t) for t, ph in reversed(trace.transitions))  # first entry of each phase
     clearance = trace.wheel_z.min(axis=1)  # the lower wheel's bottom above the floor
     airborne = clearance > 0.005
@@ -464,10 +465,13 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
     # Ballistic body rise after take-off, measured and as the stroke ODE predicts it.
     t_off = phases.get("flight", trace.t[-1])
     body_rise = float(trace.body_z[trace.t >= t_off].max() - trace.body_z[trace.t >= t_off][0]) if takeoff else 0.0
-    thrust = ctrl.jump.thrust_torque
-    stroke = extension_stroke(p.pendulum.M, thrust, p.l1, p.l2, p.l3, plan.alpha_crouch, plan.alpha_takeoff)
+    # The torque the controller thrusts with: BipedController fills in the plan's None (the motors' limit).
+    torque = ctrl.jump.thrust_torque if ctrl.jump is not None else None
+    if torque is None:
+        raise RuntimeError("the jump controller has no thrust torque: BipedController did not fill in its plan")
+    stroke = extension_stroke(p.pendulum.M, torque, p.l1, p.l2, p.l3, plan.alpha_crouch, plan.alpha_takeoff)
     return trace, {
-        "thrust_torque_N_m": thrust,
+        "thrust_torque_N_m": torque,
         "apex_clearance_m": float(clearance.max()),
         "airborne_time_s": float(airborne.sum() * CONTROL_PERIOD),
         "takeoff_speed_m_s": takeoff_speed,
@@ -505,13 +509,14 @@ def robustness(tilt_deg: float = 10.0, *, variants: dict | None = None, video_di
     Returns the trace of each variant and, per variant, whether it holds
     (:func:`holding`), why not, its largest tilt, final pitch and travel.
     """
-    setup = Setup(**setup)
-    traces, rows = {}, {}
+    cfg = Setup(**setup)
+    traces: dict[str, Trace] = {}
+    rows: dict[str, dict] = {}
     for name, change in (variants or ROBUSTNESS_VARIANTS).items():
-        robot_setup = setup.with_(**change)
+        robot_setup = cfg.with_(**change)
         video = None if video_dir is None else Path(video_dir) / f"{name.replace(' ', '_')}.mp4"
-        trace = _run(balance_scenario(tilt_deg, mjcf=setup.mjcf), robot_setup, model=robot(robot_setup),
-                     ctrl=controller_for(setup.with_(weights={})), video=video)
+        trace = _run(balance_scenario(tilt_deg, mjcf=cfg.mjcf), robot_setup, model=robot(robot_setup),
+                     ctrl=controller_for(cfg.with_(weights={})), video=video)
         end = trace.window(trace.t[-1] - 0.5)
         calm = holding(trace)
         why = None
@@ -565,13 +570,13 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
     mujoco_design = dlqr(*reduced_linearization(model, data, height), Q * dt, R * dt)
     theta0 = np.radians(tilt_deg)
     x0 = np.array([0.0, 0.0, theta0, 0.0])
-    results, run = {}, None
+    results, runs = {}, {}
     for name, design_ in (("analytic", analytic_design), ("mujoco", mujoco_design)):
         cost, states, torques = _ideal_cost(model, p, height, alpha, design_.K, Q, R, theta0, duration)
         results[name] = {"K": design_.K.tolist(), "predicted_cost": design_.cost(x0), "realised_cost": cost,
                          "relative_error": abs(cost - design_.cost(x0)) / design_.cost(x0)}
-        if name == "analytic":
-            run = IdealRun(states, torques, dt)
+        runs[name] = IdealRun(states, torques, dt)
+    run = runs["analytic"]
     K_a, K_m = np.array(results["analytic"]["K"]), np.array(results["mujoco"]["K"])
     return run, {
         "fell": bool(np.abs(run.states[:, 2]).max() > FALL_PITCH),

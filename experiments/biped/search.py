@@ -188,7 +188,7 @@ def _read_rows(path: Path) -> dict[int, dict]:
     Raises:
       ParameterError: the file is not a sweep table of this version, or holds a bad trial number.
     """
-    out = {}
+    out: dict[int, dict] = {}
     for row in tune.read_table(path):
         try:
             index = int(row["sample"])

@@ -44,8 +44,10 @@ import functools
 import itertools
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -156,8 +158,10 @@ class Sample:
 
     def imperfections(self) -> Imperfections:
         """The imperfections among the perturbations (whole numbers where the field is one)."""
-        return Imperfections(**{k: type(IMPERFECTION_PARAMS[k].default)(self.perturbation[k])
-                                for k in IMPERFECTION_PARAMS})
+        # Each value converted to its field's own type (float, or int for counts and delays).
+        values: dict[str, Any] = {k: type(IMPERFECTION_PARAMS[k].default)(self.perturbation[k])
+                                  for k in IMPERFECTION_PARAMS}
+        return Imperfections(**values)
 
 
 def _fmt(value) -> str:
@@ -290,6 +294,8 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
         for values in itertools.product(*(grid[n] for n in names)):
             plan.append(sample(len(plan), "grid", dict(zip(names, values, strict=False))))
         return plan
+    if samples is None:  # not reached: exactly one of samples and grid was required above
+        raise ParameterError("give either --samples N (Latin hypercube) or --grid NAME=VALUES, not both")
     if not 1 <= samples <= SAMPLES_MAX:
         raise ParameterError(f"--samples must be from 1 to {SAMPLES_MAX:,}, got {samples:,}")
     from scipy.stats import qmc
@@ -603,6 +609,9 @@ def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: P
     not two varying weights.
     """
     ok = [r for r in rows if r["kind"] != "default"]
+    xs: list[float] | np.ndarray  # a grid's values, or a hypercube's bin centres
+    ys: list[float] | np.ndarray
+    cell: Callable[[dict], tuple[int, ...]]  # a row's (i, j) cell
     if grid is not None:
         axes = [w for w in grid if len(grid[w]) > 1][:2]
         if len(axes) < 2:

@@ -37,6 +37,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 from crossdyn.experiments.core.errors import ParameterError
 
@@ -89,7 +90,7 @@ class Tolerance:
 DEFAULT_TOLERANCE = Tolerance()
 
 
-def _is_number(value) -> bool:
+def _is_number(value) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -225,11 +226,12 @@ class Drift:
     @property
     def change(self) -> str:
         """The change, relative when the baseline is non-zero (``+5.00 %``), else absolute; ``changed`` for others."""
-        if not self.numeric:
+        base, now = self.baseline, self.now
+        if not (_is_number(base) and _is_number(now)):  # not self.numeric, with the two narrowed to numbers
             return "changed"
-        if self.baseline != 0 and math.isfinite(self.baseline) and math.isfinite(self.now):
-            return f"{100 * (self.now - self.baseline) / abs(self.baseline):+.3g} %"
-        return f"{self.now - self.baseline:+.3g}" if math.isfinite(self.now - self.baseline) else "changed"
+        if base != 0 and math.isfinite(base) and math.isfinite(now):
+            return f"{100 * (now - base) / abs(base):+.3g} %"
+        return f"{now - base:+.3g}" if math.isfinite(now - base) else "changed"
 
     def __str__(self) -> str:
         if not self.numeric:
@@ -341,12 +343,13 @@ def compare(name: str, metrics: dict, baseline: dict | None, tolerances: dict[st
             result.new.append(metric)
             continue
         stored = then[metric]
-        numeric = _as_number(stored) is not None and _as_number(value) is not None
-        tol = tolerances.get(metric, DEFAULT_TOLERANCE) if numeric else None
-        if not _same(stored, value, tol or DEFAULT_TOLERANCE):
-            as_number = _as_number(stored)
-            result.drifted.append(Drift(metric, as_number if numeric else stored,
-                                        _as_number(value) if numeric else value, tol))
+        a, b = _as_number(stored), _as_number(value)
+        if a is not None and b is not None:  # numbers (NaN/inf stored as text included): within tolerance
+            tol = tolerances.get(metric, DEFAULT_TOLERANCE)
+            if not tol.allows(a, b):
+                result.drifted.append(Drift(metric, a, b, tol))
+        elif not _same(stored, value, DEFAULT_TOLERANCE):  # booleans and text: exactly
+            result.drifted.append(Drift(metric, stored, value, None))
     result.missing = [metric for metric in then if metric not in now]
     return result
 

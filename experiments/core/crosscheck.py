@@ -314,7 +314,8 @@ def sample_states(model: mujoco.MjModel, samples: int, seed: int,
       ``qpos (samples, nq)``, ``qvel (samples, nv)``, ``qacc (samples, nv)``.
     """
     chunks = list(state_chunks(model, samples, seed, **ranges))
-    return tuple(np.concatenate(parts) for parts in zip(*chunks, strict=False))
+    qpos, qvel, qacc = (np.concatenate(parts) for parts in zip(*chunks, strict=False))
+    return qpos, qvel, qacc
 
 
 def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:

@@ -54,8 +54,9 @@ def _distributed():
 
 def _reason(exc: BaseException) -> str:
     """An exception in a few words: ``CommClosedError: ...``; a cancelled future by its reason alone."""
-    if getattr(exc, "reason", None):  # FutureCancelledError: its text names the task's key
-        return f"{type(exc).__name__}: {exc.reason}"
+    reason = getattr(exc, "reason", None)
+    if reason:  # FutureCancelledError: its text names the task's key
+        return f"{type(exc).__name__}: {reason}"
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 from optuna.distributions import BaseDistribution, FloatDistribution
@@ -119,8 +120,10 @@ class EpsilonConstraintSampler(BaseSampler):
             return {}
         pending = [t for t in trials if t.state == TrialState.RUNNING and t.number != trial.number
                    and search_space.keys() <= t.params.keys()]
-        names = sorted(search_space)
-        x = np.array([_unit(t.params, search_space, names) for t in done])
+        # Optuna passes back infer_relative_search_space's result: float ranges without a step only.
+        space = cast(dict[str, FloatDistribution], search_space)
+        names = sorted(space)
+        x = np.array([_unit(t.params, space, names) for t in done])
         f0 = np.array([t.values[0] for t in done])
         f1 = np.array([t.values[1] if len(t.values) > 1 else 0.0 for t in done])
         eps = self._epsilon(done, trial.number)
@@ -135,7 +138,7 @@ class EpsilonConstraintSampler(BaseSampler):
                 self._fitted = (key, _fit(x, y), gp1)
             _, gp0, gp1 = self._fitted
             if pending:  # kriging believer: the batch's earlier trials at their posterior mean
-                xp = np.array([_unit(t.params, search_space, names) for t in pending])
+                xp = np.array([_unit(t.params, space, names) for t in pending])
                 gp0 = _fit(np.vstack([x, xp]), np.concatenate([y, gp0.predict(xp)]), kernel=gp0.kernel_)
             rng = np.random.default_rng([self._seed, trial.number])
             candidates = self._candidates(rng, x, y, feasible)
@@ -149,7 +152,7 @@ class EpsilonConstraintSampler(BaseSampler):
                 g = (y[feasible].min() - m0) / s0
                 p = p * s0 * (g * norm.cdf(g) + norm.pdf(g))
         best = candidates[int(np.argmax(p))]
-        return _params(best, search_space, names)
+        return _params(best, space, names)
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution):

@@ -459,5 +459,7 @@ def bind(model: mujoco.MjModel, imperfections: Sequence[Imperfection], control_d
         if item.order == MODEL:
             continue
         fn = item.bind(model, control_dt, rng)
+        if fn is None:  # only model edits bind to nothing; a subclass of Imperfection may get this wrong
+            raise ParameterError(f"{type(item).__name__}.bind returned no per-step function (order {item.order})")
         (bound.push if item.order == PUSH else bound.act if item.order >= ACT_DELAY else bound.sense).append(fn)
     return bound

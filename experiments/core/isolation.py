@@ -206,7 +206,7 @@ def _worker_main(conn, parent: int, initializer, initargs) -> None:
             break
         task, fn, args = message
         try:
-            reply = ("ok", task, fn(*args))
+            reply: tuple[Any, ...] = ("ok", task, fn(*args))
         except BaseException as exc:  # the task's own ending, SystemExit and KeyboardInterrupt included
             if os.getpid() != _WORKER_PID:
                 os._exit(0)

@@ -19,6 +19,7 @@ import re
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import cast
 
 __all__ = ["write_junit", "to_xml"]
 
@@ -85,5 +86,6 @@ def write_junit(path: Path, outcomes, out: Path | None = None) -> Path:
 
     tree = to_xml(outcomes)
     ET.indent(tree)
-    write_text(Path(path), ET.tostring(tree.getroot(), encoding="unicode", xml_declaration=True) + "\n")
+    root = cast(ET.Element, tree.getroot())  # to_xml's tree always has its <testsuites> root
+    write_text(Path(path), ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n")
     return Path(path)

@@ -429,7 +429,8 @@ class _Film:
             self.renderer = mujoco.Renderer(model, 360, 640)
         except Exception as exc:  # no GL: say how to get one
             raise ModelError(f"cannot render a video: {exc} (headless: MUJOCO_GL=egl with Mesa's libEGL)") from None
-        self.camera, self.fps, self.frames = -1 if camera is None else camera, fps, []
+        self.camera, self.fps = -1 if camera is None else camera, fps
+        self.frames: list[np.ndarray] = []
 
     def capture(self, data: mujoco.MjData) -> None:
         if len(self.frames) < data.time * self.fps:

@@ -69,12 +69,13 @@ class Param:
             if kind is bool:
                 if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
                     raise ValueError(text)
-                value = text.lower() in ("true", "1", "yes")
+                value: float | int | bool | str = text.lower() in ("true", "1", "yes")
             else:
                 value = kind(text)
         except ValueError:
             raise ParameterError(f"{key}={text!r}: expected a {kind.__name__} ({self.help})") from None
-        if kind in (int, float):
+        # value is kind(text), so isinstance always holds here; it narrows value for the type checker.
+        if kind in (int, float) and isinstance(value, (int, float)):
             if value != value:  # NaN
                 raise ParameterError(f"{key}={text!r}: not a number")
             if self.low is not None and value < self.low or self.high is not None and value > self.high:
@@ -194,7 +195,7 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
     _check_name(name)
     params = dict(params or {})
     _check_expected(name, expected, params)
-    tolerances = {key: Tolerance.of(key, value) for key, value in (tolerances or {}).items()}
+    declared = {key: Tolerance.of(key, value) for key, value in (tolerances or {}).items()}
 
     def register(run: Callable) -> Callable:
         if name in _REGISTRY:
@@ -202,7 +203,7 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
             if (first.__module__, first.__qualname__) != (run.__module__, run.__qualname__):
                 raise ParameterError(f"experiment {name!r} registered twice: by {first.__module__}."
                                      f"{first.__qualname__} and by {run.__module__}.{run.__qualname__}")
-        _REGISTRY[name] = Experiment(name, summary, expected, run, params, tolerances)
+        _REGISTRY[name] = Experiment(name, summary, expected, run, params, declared)
         return run
 
     return register
@@ -262,16 +263,19 @@ def _load_file(path: Path) -> None:
     # A name of its own per file, so two users' 'experiments.py' do not collide in sys.modules.
     digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
     module_name = f"crossdyn_user_{resolved.stem}_{digest}"
+    spec = importlib.util.spec_from_file_location(module_name, resolved)
+    if spec is None or spec.loader is None:  # no import machinery for the file's suffix (e.g. experiments.txt)
+        raise ParameterError(f"--from {path}: not a Python file (give a FILE.py or an importable module name)")
+    loader = spec.loader
     # As `python FILE.py` would: the file's folder is importable, so it can import its neighbours.
     if str(resolved.parent) not in sys.path:
         sys.path.insert(0, str(resolved.parent))
-    spec = importlib.util.spec_from_file_location(module_name, resolved)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # dataclasses and pickling look the module up here
 
     def load():
         try:
-            spec.loader.exec_module(module)
+            loader.exec_module(module)
         except BaseException:
             del sys.modules[module_name]
             raise

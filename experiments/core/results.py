@@ -106,7 +106,7 @@ def make_out_dir(path: str | os.PathLike) -> Path:
     return path
 
 
-def write_text(path: Path, text: str) -> None:
+def write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically: a reader sees the old file or the new one, never a part.
 
     The text goes to a temporary file of a name unique to this write (process id
@@ -135,7 +135,7 @@ def write_text(path: Path, text: str) -> None:
         raise
 
 
-def write_json(path: Path, obj) -> None:
+def write_json(path: str | os.PathLike, obj) -> None:
     """Write ``obj`` as indented JSON atomically (numpy types converted; see :func:`write_text`)."""
     write_text(path, json.dumps(_jsonable(obj), indent=2) + "\n")
 
@@ -352,6 +352,8 @@ def _from_done(done: isolation.Done) -> dict:
     if done.status == isolation.CRASHED:
         return {"status": "crashed", "metrics": None, "seconds": done.seconds, "detail": None,
                 "error": f"crashed: its process ended ({done.how}) without returning a result"}
+    if done.error is None:  # status raised: the worker sent the exception back (isolation.Done)
+        raise RuntimeError(f"worker task ended {done.status!r} without its exception")
     return {"status": "crashed", "metrics": None, "seconds": done.seconds, "detail": done.traceback or None,
             "error": _describe(done.error)}
 
@@ -576,8 +578,8 @@ def summary_table(outcomes: list[Outcome], markdown: bool = False) -> str:
     terminal table's cells are one line each, escaped and shortened
     (:func:`~.safe_text.one_line`); the Markdown one keeps the full text.
     """
-    header = ("experiment", "expected", "measured", "result")
-    rows = [(o.name, o.expected, o.measured, "pass" if o.passed else "FAIL") for o in outcomes]
+    header: tuple[str, ...] = ("experiment", "expected", "measured", "result")
+    rows: list[tuple[str, ...]] = [(o.name, o.expected, o.measured, "pass" if o.passed else "FAIL") for o in outcomes]
     if any(o.baseline is not None for o in outcomes):
         header += ("baseline",)
         rows = [r + (o.baseline.headline if o.baseline is not None else "-",)

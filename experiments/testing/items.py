@@ -16,6 +16,7 @@ import inspect
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,8 +27,15 @@ from crossdyn.testing import runner
 # the two outcome exceptions.
 __all__ = ["ExperimentError", "ExperimentFailed"]
 
+# pytest's public name for its failure exception is an attribute of pytest.fail, which a type checker cannot
+# take as a base class; it is the class _pytest.outcomes.Failed (pytest declares it so), named for the checker only.
+if TYPE_CHECKING:
+    from _pytest.outcomes import Failed as _Failed
+else:
+    _Failed = pytest.fail.Exception
 
-class ExperimentError(pytest.fail.Exception):
+
+class ExperimentError(_Failed):
     """The experiment crashed, refused its input or returned something that is not metrics.
 
     Raised while the item is set up (so pytest reports an error, not a failure),
@@ -98,7 +106,10 @@ class ExperimentItem(pytest.Function):
 
     @property
     def source(self) -> ExperimentSource:
-        return self.getparent(ExperimentSource)
+        source = self.getparent(ExperimentSource)
+        if source is None:  # items are made only by ExperimentSource.collect
+            raise RuntimeError(f"experiment item {self.name!r} has no ExperimentSource parent")
+        return source
 
     def setup(self) -> None:
         super().setup()
@@ -117,6 +128,8 @@ class ExperimentItem(pytest.Function):
 
     def runtest(self) -> None:
         ran = self.ran
+        if ran is None:  # pytest sets an item up before it runs it
+            raise RuntimeError(f"experiment item {self.name!r} run before it was set up")
         if ran.metrics["passed"] is not True:
             raise ExperimentFailed(f"experiment {self.name!r} missed its expected outcome\n"
                                    f"  expected: {ran.expected}\n  measured: {ran.measured}\n"

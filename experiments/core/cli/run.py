@@ -112,7 +112,8 @@ def _cmd_run(args) -> int:
         if o.error:
             print(f"{o.name}: {one_line(o.error, 500)}", file=sys.stderr)
     if stored is not None:
-        report = baseline.report([o.baseline for o in outcomes], args.baseline)
+        # Given baselines, run_experiments compares every outcome: each carries its Comparison.
+        report = baseline.report([o.baseline for o in outcomes if o.baseline is not None], args.baseline)
         print("".join(one_line(line, 500) + "\n" for line in report.splitlines()), end="")
     if args.save_baseline:
         _save_baseline(args.save_baseline, outcomes)

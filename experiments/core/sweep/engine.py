@@ -33,7 +33,11 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from multiprocessing.context import BaseContext
 
 __all__ = ["Engine", "engine", "Isolation", "timed", "IN_FLIGHT", "CONNECT_TIMEOUT"]
 
@@ -121,7 +125,8 @@ def engine(evaluate: Evaluate, workers: int = 1, scheduler: str | None = None, *
     elif workers <= 1:
         yield Engine(lambda jobs: (run_one(j) for j in jobs), 1)
     else:
-        pool, running = _open_pool(workers, warm, preload), set()
+        pool = _open_pool(workers, warm, preload)
+        running: set[Future] = set()
         try:
             yield Engine(lambda jobs: _bounded(pool, run_one, jobs, workers, running), workers)
         finally:
@@ -185,6 +190,7 @@ def _open_pool(workers: int, warm, preload: Sequence[str]):
     import threading
     from concurrent.futures import ProcessPoolExecutor
 
+    context: BaseContext
     if threading.active_count() == 1:
         context = multiprocessing.get_context("fork")
     else:

@@ -33,6 +33,7 @@ import math
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,7 +173,7 @@ class TuneResult(sweep_run.SweepResult):
     files: list[str] = field(default_factory=list)
 
 
-def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, constraints: list[str] = (),
+def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, constraints: Sequence[str] = (),
          search: str = "lhs", sampler: str = "gp", samples: int = 32, seed: int = 0, fixed: dict | None = None,
          short: bool = False, sources: tuple[str, ...] | list[str] = (), workers: int = 1,
          scheduler: str | None = None, progress: bool = False, plots: bool = True,

@@ -72,7 +72,7 @@ def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str
       ParameterError: the file was written by a sweep with other arguments, or is not a sweep table.
     """
     rows = read(path, columns, exact=exact)
-    found = {}
+    found: dict[int, dict] = {}
     for row in rows:
         try:
             if only and row["sample"].isdigit() and int(row["sample"]) not in keys:
