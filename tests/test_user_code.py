@@ -72,13 +72,33 @@ def test_helper_module_beside_the_file_imports(tmp_path):
     assert proc.returncode == 1 and out.startswith("MISMATCH") and err == "", (out, err)
 
 
+def test_a_long_check_leaves_stderr_clean(tmp_path):
+    """Over PROGRESS_STATES the worker makes a tqdm bar; its lock must not leak a semaphore.
+
+    tqdm's default lock holds a multiprocessing semaphore, and a worker ends with
+    ``os._exit``, so the resource tracker used to print a "leaked semaphore"
+    warning after every long check.
+    """
+    from crossdyn.experiments.core.crosscheck import PROGRESS_STATES
+
+    (tmp_path / "user.py").write_text("import numpy as np\ndef tau(q, qd, qdd):\n    return np.zeros(np.shape(q))\n")
+    proc = _crossdyn(["check", "derivation", "user.py:tau", "--mjcf", "two_link_arm",
+                      "--samples", str(2 * PROGRESS_STATES), "--out", str(tmp_path / "out")], tmp_path)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and out.startswith("MISMATCH") and err == "", (out, err)
+
+
 def test_real_ctrl_c_is_still_an_interrupt(tmp_path):
     """A Ctrl-C while the user's code runs is the user's Ctrl-C (130), not their code's fault (2)."""
     marker = tmp_path / "running"
     (tmp_path / "slow.py").write_text(
         "import time\nfrom pathlib import Path\nimport numpy as np\n"
         f"def tau(q, qd, qdd):\n    Path({str(marker)!r}).touch()\n    time.sleep(0.01)\n"
+        "    assert np.ndim(q) == 1, 'one state at a time'\n"
         "    return np.zeros(np.shape(q))\n")
+    # Written for one state, the function is called 100,000 times at 10 ms each, so the run
+    # is certainly still going when the signal arrives (a batched function would finish the
+    # whole check in about a second, and on a loaded machine before the signal was sent).
     proc = _crossdyn(["check", "derivation", "slow.py:tau", "--mjcf", "two_link_arm", "--samples", "100000",
                       "--out", str(tmp_path / "out")], tmp_path)
     deadline = time.monotonic() + 120

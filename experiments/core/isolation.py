@@ -172,6 +172,23 @@ def _leave(code: int = 0) -> None:
     os._exit(code)
 
 
+def _no_tqdm_semaphore() -> None:
+    """Keep tqdm from making a multiprocessing lock in this worker.
+
+    tqdm guards its bars with a ``multiprocessing.RLock`` made on the first bar,
+    and that lock's semaphore is registered with the resource tracker the whole
+    process tree shares.  A worker ends with ``os._exit``, which skips the
+    finalizer that would unregister it, so the tracker printed "There appear to
+    be 1 leaked semaphore objects" at the end of a normal ``crossdyn check``.  A
+    worker draws its bars alone, so tqdm's thread lock is all it needs.
+    """
+    try:
+        from tqdm.std import TqdmDefaultWriteLock
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return
+    TqdmDefaultWriteLock.mp_lock = None  # create_mp_lock() skips a class that already has one
+
+
 def _worker_main(conn, parent: int, initializer, initargs) -> None:
     global _WORKER_PID
     _WORKER_PID = os.getpid()
@@ -184,6 +201,7 @@ def _worker_main(conn, parent: int, initializer, initargs) -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
     except (ImportError, ValueError, OSError):
         pass
+    _no_tqdm_semaphore()
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="watch-parent").start()
     home = os.getcwd()
     if initializer is not None:
