@@ -673,7 +673,10 @@ def configure_check(parser) -> None:
     """cross-check a two-link planar arm variant against mj_inverse (on the built-in arm or your own)"""
     from crossdyn.experiments.core.cli.check import add_outputs, add_sampling
 
-    parser.add_argument("--variant", choices=list(VARIANTS), default="lagrange")
+    parser.add_argument("--variant", choices=list(VARIANTS), default="lagrange", metavar="VARIANT",
+                        help="the derivation to check (default lagrange): " + "; ".join(
+                            f"{name}: {(fn.__doc__ or '').strip().splitlines()[0].rstrip('.')}"
+                            for name, fn in VARIANTS.items()))
     parser.add_argument("--mjcf", metavar="PATH", help="your own two-link MJCF (default: the built-in arm)")
     parser.add_argument("--states", metavar="FILE", help="check at these states (.csv/.npy rows q, qd, qdd)")
     add_sampling(parser)

@@ -183,10 +183,10 @@ def _no_tqdm_semaphore() -> None:
     worker draws its bars alone, so tqdm's thread lock is all it needs.
     """
     try:
-        from tqdm.std import TqdmDefaultWriteLock
+        from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is a dependency
         return
-    TqdmDefaultWriteLock.mp_lock = None  # create_mp_lock() skips a class that already has one
+    tqdm.set_lock(threading.RLock())  # before any bar: get_lock() then never makes its default lock
 
 
 def _worker_main(conn, parent: int, initializer, initargs) -> None:

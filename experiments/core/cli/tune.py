@@ -93,6 +93,24 @@ def add_parser(sub) -> None:
     p_tune.set_defaults(func=_cmd_tune, prog="crossdyn tune")
 
 
+def inner_parsers(prog: str = "crossdyn tune") -> list[tuple[str, str, argparse.ArgumentParser]]:
+    """``(name, help, parser)`` of what ``tune`` parses after its first word, for the CLI reference.
+
+    ``tune`` builds these parsers only once it knows that word (an experiment's
+    name or a registered command's), so its ``--help`` cannot list their options;
+    the documentation builds them all here.
+    """
+    from crossdyn.experiments.core.cli import commands
+
+    parsers = [("EXPERIMENT", "tune any registered experiment over its parameters", _experiment_parser(prog))]
+    for name, entry in commands.registered("tune").items():
+        text = commands.summary(entry)
+        parser = _subparser(f"{prog} {name}", description=text)
+        commands.configure(entry, parser)
+        parsers.append((name, text, parser))
+    return parsers
+
+
 def _subparser(prog: str, **kwargs) -> argparse.ArgumentParser:
     from crossdyn.experiments.core.cli import _Parser
 
