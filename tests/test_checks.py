@@ -283,6 +283,21 @@ def test_unnamed_joints_and_equalities_are_named_by_their_bodies(tmp_path, capsy
         switched_off(model, ConstraintTally(model))
 
 
+def test_frictionloss_on_many_joints_is_counted_not_listed():
+    """A legged robot has dry friction on every joint: the sentence names three and counts the rest."""
+    import mujoco
+
+    from crossdyn.experiments.core.report import switched_off
+    from crossdyn.experiments.core.truth import ConstraintTally
+
+    links = "".join(f'<body pos="0 0 -0.1"><joint name="j{k}" axis="0 1 0" frictionloss="0.2"/>'
+                    '<geom size="0.02" mass="1"/>' for k in range(12)) + "</body>" * 12
+    model = mujoco.MjModel.from_xml_string(f"<mujoco><worldbody>{links}</worldbody></mujoco>")
+    line = next(s for s in switched_off(model, ConstraintTally(model)) if s.startswith("frictionloss"))
+    assert line.startswith("frictionloss left out on 12 elements (joint 'j0', joint 'j1', joint 'j2' and 9 more;")
+    assert "'j3'" not in line
+
+
 def test_a_one_state_function_is_said_once():
     report = check_kinematics(fn("foot_pose_one_state"), FLOAT, site="left_foot", samples=50)
     assert report.passed and len(report.notes) == 1

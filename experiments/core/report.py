@@ -116,7 +116,10 @@ def switched_off(model: mujoco.MjModel, tally) -> list[str]:
         out.append(f"{equality_label(model, int(e))} ({kind}) off: this checks the open tree")
     friction = [*_values(model, "dof_frictionloss"), *_values(model, "tendon_frictionloss")]
     if friction:
-        out.append(f"frictionloss left out on {', '.join(friction)}: dry friction is not a function of "
+        where = ", ".join(friction[:3])
+        if len(friction) > 3:  # a legged robot has it on every joint: say how many, name a few
+            where = f"{len(friction)} elements ({where} and {len(friction) - 3} more; metrics.json lists them)"
+        out.append(f"frictionloss left out on {where}: dry friction is not a function of "
                    "(q, qd, qdd), so it is never compared")
     if model.opt.density or model.opt.viscosity or np.any(model.opt.wind):
         out.append(f"fluid forces left out (density {model.opt.density:g}, viscosity {model.opt.viscosity:g}): "
