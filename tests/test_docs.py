@@ -254,6 +254,9 @@ def test_browser_renders_page_and_math(site, tmp_path, page):
     shot = tmp_path / (page.replace("/", "_") + ".png")
     done = _browser(tmp_path, "--window-size=1280,1600", f"--screenshot={shot}", url)
     assert shot.is_file(), done.stderr[-2000:]
+    if keep := os.environ.get("CROSSDYN_SCREENSHOTS"):  # a folder to keep them in (CI: an artifact)
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(keep) / shot.name)
     assert _ink(shot) > 0.02, f"the screenshot of {page} is blank"
     dom = _browser(tmp_path, "--dump-dom", url).stdout
     assert "crossdyn" in dom and "</html>" in dom
