@@ -324,6 +324,8 @@ CASES = [
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--sampler", "tpe"], "--sampler is for --search optuna"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--search", "optuna", "--sampler", "cma"], "invalid choice"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--search", "optuna"], "needs --minimize"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--minimize", "r"], "'r' is a parameter this tune varies"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--constraint", "r<=1.5"], "'r' is a parameter this tune varies"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--constraint", "effort"], "expected METRIC<=VALUE"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--constraint", "effort<=inf"], "expected METRIC<=VALUE"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--set", "r=3"], "r is both --set and --vary"),

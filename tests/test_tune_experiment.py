@@ -74,6 +74,9 @@ def test_a_search_finds_better_than_the_defaults_and_a_rerun_runs_nothing(user_f
     # The defaults settle in 1.05 s; seed 0 finds 0.42 s within the torque bound (LHS and TPE do about as well).
     assert best["best"]["settle_s"] < 0.5 * best["defaults"]["settle_s"]
     assert best["best"]["peak_torque"] <= 15
+    # best.json carries every metric of the best run, and no parameter among them.
+    assert set(best["best"]["metrics"]) == set(best["defaults"]["metrics"]) == {"settle_s", "peak_torque"}
+    assert best["best"]["metrics"]["settle_s"] == best["best"]["settle_s"]
     rows = _rows(out / "samples.csv")
     assert len(rows) == 25 and rows[0]["kind"] == "default" and {r["kind"] for r in rows[1:]} == {"optuna"}
     assert {"kp", "kd", "passed", "outcome", "settle_s", "peak_torque"} <= rows[0].keys()

@@ -132,7 +132,8 @@ Example:
   crossdyn tune pendulum-pd --from ci/experiments.py --vary kp=10:200 --vary target_deg=-60:60 \\
       --search grid --samples 36          # a 6 x 6 map of where it passes
 Writes DIR/samples.csv (one row per run: its parameters, verdict and every numeric metric),
-DIR/best.json (the passing run with the lowest --minimize metric meeting every --constraint),
+DIR/best.json (the passing run with the lowest --minimize metric meeting every --constraint: its parameters
+and every metric, beside the defaults'),
 DIR/objective.png, and for a search progress.png, for a 2-parameter grid map.png and map.json.
 Rerun the same command to resume: only the missing runs run.
 """)

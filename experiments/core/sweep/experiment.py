@@ -220,7 +220,8 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
     with engines.engine(evaluate, workers, scheduler, isolation=isolation) as engine:
         first = plan_.job(0, "default", {})
         _, ran_defaults = _defaults_run(first, csv_path, columns,
-                                        lambda row: _check_defaults(row, name, minimize, plan_.limits), engine)
+                                        lambda row: _check_defaults(row, name, minimize, plan_.limits,
+                                                                    [v.name for v in plan_.space]), engine)
         if search == "optuna":
             from crossdyn.experiments.core.sweep.search import search as optuna_search
 
@@ -280,6 +281,10 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
         raise ParameterError(f"{both[0]} is both --set and --vary; give it once")
     given = exp.resolve_params({k: str(v) for k, v in fixed.items()})
     limits = [parse_constraint(c) for c in constraints]
+    for metric in [minimize, *(m for m, _, _ in limits)]:
+        if metric in {v.name for v in space}:  # its column holds the value tried, not a result
+            raise ParameterError(f"{metric!r} is a parameter this tune varies, not a metric it can "
+                                 f"{'minimize' if metric == minimize else 'bound'}")
     if search not in ("lhs", "grid", "optuna"):
         raise ParameterError(f"unknown search {search!r}; choose from lhs, grid, optuna")
     if search == "optuna":
@@ -336,7 +341,7 @@ def failed_row(job: Job, done) -> dict[str, str]:
     return {**job.key(), **{k: "" for k in RESULT_COLUMNS}, "passed": "false", "outcome": outcome, "detail": detail}
 
 
-def _check_defaults(row: dict, name: str, minimize: str | None, limits: list) -> None:
+def _check_defaults(row: dict, name: str, minimize: str | None, limits: list, varied: list[str]) -> None:
     """The defaults run must run, and carry the metrics the tune names.
 
     Raises:
@@ -346,7 +351,7 @@ def _check_defaults(row: dict, name: str, minimize: str | None, limits: list) ->
     """
     if row["outcome"] in ("error", "crashed", "timed out"):
         raise ParameterError(f"the defaults run of {name!r} failed: {row['detail']}")
-    metrics = [k for k in row if k not in RESULT_COLUMNS and k not in ("sample", "kind", "seed", "short")]
+    metrics = _metric_names(row, varied)
     for metric in [minimize, *(m for m, _, _ in limits)]:
         if metric is not None and metric not in row:
             listed = ", ".join(metrics[:20]) + (", ..." if len(metrics) > 20 else "")
@@ -355,13 +360,22 @@ def _check_defaults(row: dict, name: str, minimize: str | None, limits: list) ->
             raise ParameterError(f"{metric!r} is a column of the table, not a metric")
 
 
+def _metric_names(row: dict, varied: list[str]) -> list[str]:
+    """The metric columns of a table row: neither the run's key (sample, kind, seed, short, the varied
+    parameters) nor its verdict."""
+    return [k for k in row if k not in RESULT_COLUMNS and k not in ("sample", "kind", "seed", "short", *varied)]
+
+
 def _summary(row: dict | None, space: list[Vary], minimize: str | None, limits: list) -> dict | None:
+    """A run in ``best.json``: its parameters, verdict, the metrics the tune names, and every metric it returned."""
     if row is None:
         return None
     named = [minimize, *(m for m, _, _ in limits)]
-    return {"sample": int(row["sample"]), "params": {v.name: _value(row, v.name) for v in space},
+    varied = [v.name for v in space]
+    return {"sample": int(row["sample"]), "params": {name: _value(row, name) for name in varied},
             "passed": row["passed"] == "true", "outcome": row["outcome"], "measured": row["measured"],
-            **{m: _value(row, m) for m in named if m is not None}}
+            **{m: _value(row, m) for m in named if m is not None},
+            "metrics": {m: _value(row, m) for m in _metric_names(row, varied) if row.get(m, "") != ""}}
 
 
 def _write_best(out: Path, result: TuneResult, fixed: dict, search: str, sampler: str, seed: int) -> None:
