@@ -73,6 +73,31 @@ def test_loop_example_balances_under_noise_and_delay(tmp_path):
     assert angle < 1e-2 and force <= 20.0  # balanced, within the motor's +-20 N
 
 
+def _wheel_block(text: str) -> str:
+    blocks = [b for b in code_blocks(text, "python") if "wheel-pendulum-lqr" in b]
+    assert len(blocks) == 1
+    return blocks[0]
+
+
+def test_tune_example_is_the_guides_which_runs_there():
+    """The robot-nobody-shipped example is the any-robot guide's, verbatim, and short.
+
+    tests/test_guides.py runs the guide's copy (24 search trials: once in the
+    suite is enough) and checks the numbers both pages state: the defaults ask
+    1.96 N m of a 0.5 N m motor, the tuned weights stay within it.
+    """
+    block = _wheel_block(README.split("## Tune", 1)[1].split("\n## ", 1)[0])
+    assert block == _wheel_block((ROOT / "docs" / "guides" / "any-robot.md").read_text())
+    assert len(block.strip().splitlines()) < 40  # from an MJCF string to tuned gains in under 40 lines
+    section = README.split("## Tune", 1)[1].split("\n## ", 1)[0]
+    assert "1.96 N m" in section and "0.50 N m" in section
+
+
+def test_every_python_block_is_tested():
+    """A new python block in README needs a test above: the check, the loop and the tune examples."""
+    assert len(code_blocks(README, "python")) == 3
+
+
 def test_two_link_output_is_what_the_command_prints(tmp_path, capsys):
     section = README.split("## Check a derivation", 1)[1]
     shown = code_blocks(section, "")[0].splitlines()
