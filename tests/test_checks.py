@@ -109,6 +109,20 @@ def test_jacobian_point_is_named():
                                   "'left_foot': the point is wrong (the angular rows agree)"]
 
 
+def test_jacobian_at_the_centre_of_mass_is_named():
+    report = check_jacobian(fn("foot_jacobian_at_calf_com"), FLOAT, site="left_foot", samples=N)
+    expected = ("the linear rows are the Jacobian of the centre of mass of body 'left_calf', not of site "
+                "'left_foot': the point is wrong (the angular rows agree)")
+    assert report.attribution == [expected], report.attribution
+
+
+def test_report_text_lists_the_worst_error_by_part_under_its_heading():
+    report = check_jacobian(fn("foot_jacobian_at_calf_com"), FLOAT, site="left_foot", samples=N)
+    lines = report.text("foot").splitlines()
+    heading = lines.index("  worst error by part:")
+    assert lines[heading + 1].startswith("    jacobian: max |error| ") and heading > lines.index("  conventions:")
+
+
 def test_jacobian_free_joint_convention_is_named():
     from crossdyn.analytic.rotation import quat_to_matrix
 

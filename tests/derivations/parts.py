@@ -107,6 +107,11 @@ def foot_jacobian_at_calf_origin(q):
     return K.point_jacobian(TREES["float"], q, FOOT[0])[..., :3, :]
 
 
+def foot_jacobian_at_calf_com(q):
+    """The calf's centre of mass (``body_ipos``, off its axis) where the foot site belongs."""
+    return K.point_jacobian(TREES["float"], q, FOOT[0], FLOAT.body_ipos[FOOT[0] + 1])
+
+
 def hand_pose(q):
     return site_pose(TREES["ball"], HAND, q)
 

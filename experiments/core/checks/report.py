@@ -267,6 +267,8 @@ class CheckReport:
                 lines.append(f"  {heading}:")
                 lines += [f"    {line}" for line in items]
         if verbose or not self.passed:
-            for name, part in self.parts.items():
-                lines.append(f"  {name:>14}: max |error| {part.max_abs_error:.3e} (scale {part.scale:.3e})")
+            lines.append("  worst error by part:")
+            width = max(len(name) for name in self.parts)
+            lines += [f"    {name + ':':<{width + 1}} max |error| {part.max_abs_error:.3e} (scale {part.scale:.3e})"
+                      for name, part in self.parts.items()]
         return "\n".join(lines)
