@@ -208,7 +208,8 @@ CASES = [
     (["run", "--from", "no_such_module_for_crossdyn"], "no such file or importable module"),
     (["run", "--from", "{tmp}/syntax.py"], "syntax error on line 2"),
     (["run", "--from", "{tmp}/not_python.txt"], "not a Python file"),
-    (["run", "--from", "{tmp}/raises.py"], "broken at import"),
+    (["run", "--from", "{tmp}/raises.py"], "broken at import (at "),  # the file and line kept
+    (["list", "--from", "{tmp}/raises.py"], "raises.py:1)"),
     (["list", "--from", "{tmp}/exits.py"], "called exit(3)"),
     (["run", "--from", "{tmp}/takes_turn.py"], "registered twice"),
     (["run", "--from", "{tmp}/bad_expected.py"], "names {speed}"),

@@ -248,7 +248,9 @@ def _import_user_code(where: str, load: Callable):
     except SystemExit as exc:
         raise ParameterError(f"{where}: called exit({exc.code!r}) while being imported") from None
     except Exception as exc:
-        raise ParameterError(f"{where}: failed to import: {type(exc).__name__}: {exc}") from None
+        from crossdyn.experiments.core.user_code import where as line_of
+
+        raise ParameterError(f"{where}: failed to import: {type(exc).__name__}: {exc}{line_of(exc)}") from None
 
 
 _LOADED_FILES: dict[Path, str] = {}  # resolved path -> module name, so a file given twice loads once
