@@ -127,4 +127,8 @@ def test_cli_floating_base_derivation(tmp_path, capsys):
     # convention is stated; --verbose prints the table, a free joint's six dofs named one by one.
     assert "PASS" in out and "max |error|" not in out.split("\n", 3)[3] and "qvel[3:6]" in out
     assert main(argv + ["--verbose"]) == 0
-    assert "root.rz: max |error|" in capsys.readouterr().out
+    verbose = capsys.readouterr().out
+    table = verbose.split("\n  worst torque error by joint:\n", 1)[1].splitlines()
+    assert [line.split(":")[0].strip() for line in table[:6]] == ["root.x", "root.y", "root.z", "root.rx", "root.ry",
+                                                                  "root.rz"]
+    assert all("max |error|" in line for line in table[:6])

@@ -246,9 +246,12 @@ def text(report, title: str, verbose: bool = False) -> str:
     rows = report.per_joint if verbose else [] if report.passed else \
         [row for row in report.per_joint if row["max_abs_error"] > report.atol]
     shown = rows if verbose else rows[:2 * GROUP_LINES]
+    if shown:
+        lines.append("  worst torque error by joint:" if verbose else "  joints whose torque is off:")
+        width = max(len(row["name"]) for row in shown) + 1
     for row in shown:
-        lines.append(f"  {row['name']:>12}: max |error| {row['max_abs_error']:.3e}  "
+        lines.append(f"    {row['name'] + ':':<{width}} max |error| {row['max_abs_error']:.3e}  "
                      f"(relative {row['max_rel_error']:.2e})")
     if len(shown) < len(rows):
-        lines.append(f"  ... and {len(rows) - len(shown)} more joints off (metrics.json; --verbose)")
+        lines.append(f"    ... and {len(rows) - len(shown)} more joints off (metrics.json; --verbose)")
     return "\n".join(lines)
