@@ -288,3 +288,25 @@ def test_a_dask_scheduler_killed_mid_sweep_is_one_line_and_rows_are_kept(tmp_pat
     assert "lost the Dask scheduler at" in lines[0] and "rows finished so far are kept" in lines[0], lines[0]
     assert took < 60, took  # seconds, not a hang
     assert kept >= 2 and len(table.read_text().splitlines()) - 1 >= kept  # what finished is still there
+
+
+def test_a_from_file_that_hangs_at_import_is_stopped_with_timeout(tmp_path, monkeypatch, capsys):
+    """With --timeout, a file of experiments still importing after it (plus a worker's start-up) is one line, exit 2.
+
+    The file is imported in a worker first, so the hang is there: the worker is
+    killed and this process never imports the file.
+    """
+    import multiprocessing
+
+    from crossdyn.experiments.core.cli import main, run
+
+    monkeypatch.setattr(run, "START_ALLOWANCE", 5.0)  # the real 60 s covers a loaded machine's start-up
+    (tmp_path / "hangs.py").write_text("import time\ntime.sleep(600)\n")
+    start = time.monotonic()
+    code = main(["run", "--from", str(tmp_path / "hangs.py"), "--timeout", "1", "--out", str(tmp_path / "out")])
+    took = time.monotonic() - start
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "hangs.py: still importing after 6 s (--timeout 1 s plus 5 s for a worker to start)" in err[0], err
+    assert took < 60, took  # stopped at its deadline, not at the file's 600 s
+    assert not [p for p in multiprocessing.active_children() if p.name == "crossdyn-worker"]

@@ -91,7 +91,15 @@ class RemoteError(Exception):
 
 
 class WorkerStartError(CrossdynError):
-    """A worker process could not start: its initializer raised, or the process ended or hung while starting."""
+    """A worker process could not start: its initializer raised, or the process ended or hung while starting.
+
+    Attributes:
+      hung: True when it was stopped for taking longer than the pool's ``start_timeout``.
+    """
+
+    def __init__(self, message: str, *, hung: bool = False):
+        super().__init__(message)
+        self.hung = hung
 
 
 @dataclass
@@ -522,7 +530,8 @@ class Pool:
             elif not w.ready and w.start_deadline is not None and now >= w.start_deadline:
                 self._live.remove(w)
                 w.kill()
-                raise WorkerStartError(f"the worker process did not start within {self._start_timeout:g} s")
+                raise WorkerStartError(f"the worker process did not start within {self._start_timeout:g} s",
+                                       hung=True)
 
 
 # Pools not yet closed: killed at exit, before multiprocessing would wait for their (non-daemon) workers.
