@@ -363,6 +363,7 @@ CASES = [
     (["run", "x", "--from", "{tmp}/import_exit.py"], "worker process ended (exit status 0) while importing it"),
     (["run", "x", "--from", "{tmp}/import_segfault.py"], "ended (signal SIGSEGV) while importing it"),
     (["list", "--from", "{tmp}/import_exit.py"], "ended (exit status 0)"),
+    (["tune", "x", "--from", "{tmp}/import_exit.py", "--vary", "a=1:2"], "ended (exit status 0) while importing it"),
     (["check", "derivation", "{tmp}/derivation_exit.py:tau", "--mjcf", "two_link_arm", "--samples", "5"],
      "the process checking it ended (exit status 0)"),
     (["check", "derivation", "{tmp}/derivation_segfault.py:tau", "--mjcf", "two_link_arm", "--samples", "5"],

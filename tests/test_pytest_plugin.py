@@ -454,6 +454,11 @@ BAD_INPUT = [
     ({"ci/raises.py": "raise RuntimeError('broken at import')\n"}, ["--crossdyn-from", "ci/raises.py"], 2,
      "failed to import: RuntimeError: broken at import"),
     ({"ci/syntax.py": "def broken(:\n"}, ["--crossdyn-from", "ci/syntax.py"], 2, "syntax error on line 1"),
+    # A file that ends its process while imported ends a worker first, never pytest (whose status would be 0).
+    ({"ci/ends.py": "import os\nos._exit(0)\n"}, ["--crossdyn-from", "ci/ends.py"], 2,
+     "ci/ends.py: the worker process ended (exit status 0) while importing it"),
+    ({"tests/test_decl.py": "from crossdyn.testing import experiment_tests\nmine = experiment_tests('ci/ends.py')\n",
+      "ci/ends.py": "import os\nos._exit(0)\n"}, [], 2, "ci/ends.py: the worker process ended (exit status 0)"),
     ({"ci/exits.py": "import sys\nsys.exit(0)\n"}, ["--crossdyn-from", "ci/exits.py"], 2,
      "called exit(0) while being imported"),
     ({"ci/takes_turn.py": "from crossdyn.experiments import experiment\n\n"

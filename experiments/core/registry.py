@@ -304,6 +304,16 @@ def load_sources(sources: tuple[str, ...] | list[str]) -> None:
         _import_user_code(f"--from {source}", lambda name=source: _import_module(name))
 
 
+def unloaded(sources: tuple[str, ...] | list[str]) -> list[str]:
+    """Those of users' ``sources`` (as :func:`load_sources` takes them) this process has not imported yet."""
+    def loaded(source: str) -> bool:
+        if source.endswith(".py") or "/" in source or "\\" in source:
+            return Path(source).expanduser().resolve() in _LOADED_FILES
+        return source in sys.modules
+
+    return [source for source in sources if not loaded(source)]
+
+
 def _import_module(name: str) -> None:
     try:
         importlib.import_module(name)

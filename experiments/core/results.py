@@ -342,6 +342,50 @@ def experiment_pool(workers: int, sources: tuple[str, ...] | list[str] = (),
                           start_timeout=start_timeout)
 
 
+# With a time limit, a worker may take this long to start on top of it: a fresh interpreter importing
+# MuJoCo and crossdyn takes 1-2 s, far more on a loaded CI machine; the users' files take the rest.
+START_ALLOWANCE = 60.0
+
+
+def pool_with_sources_imported(sources: tuple[str, ...] | list[str], workers: int = 1, *,
+                               timeout: float | None = None, option: str = "--from") -> isolation.Pool:
+    """An :func:`experiment_pool` whose first worker has imported users' ``sources``.
+
+    Call it before importing the files in this process.  A file that ends the
+    worker while being imported (``os._exit``, a segfault, ``abort()``) or, with
+    ``timeout``, is still importing after ``timeout`` + :data:`START_ALLOWANCE`
+    seconds (the worker is then killed) is a one-line error here, instead of
+    ending or holding this process.  The caller runs on the pool or terminates it.
+
+    Args:
+      sources: ``.py`` paths or module names.
+      workers: the pool's size (one worker is started now).
+      timeout: the run's time limit per experiment, s, or None for none.
+      option: how the user gave the sources, for the message (``--from``).
+
+    Raises:
+      ParameterError: as above, or the file's own import error (a syntax error,
+        an exception, a taken name), said by the worker.
+    """
+    start_timeout = None if timeout is None else timeout + START_ALLOWANCE
+    pool = experiment_pool(workers, sources, start_timeout=start_timeout)
+    given = f"{option} {', '.join(sources)}".strip()
+    try:
+        pool.start()
+    except isolation.WorkerStartError as exc:
+        pool.terminate()
+        if exc.hung:
+            raise ParameterError(f"{given}: still importing after {start_timeout:g} s (the time limit {timeout:g} s "
+                                 f"plus {START_ALLOWANCE:g} s for a worker to start), so it was stopped; a file of "
+                                 "experiments must define them, not wait") from None
+        raise ParameterError(f"{given}: {exc} while importing it; a file of experiments must define them, not end "
+                             "the process") from None
+    except BaseException:
+        pool.terminate()
+        raise
+    return pool
+
+
 def _from_done(done: isolation.Done) -> dict:
     """The payload of a finished worker task; a crash or timeout said in words."""
     if done.status == isolation.OK:

@@ -87,21 +87,28 @@ def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, start
                  started=started if started is not None else time.time())
 
 
-def registered(sources: tuple[str, ...]) -> list:
+def registered(sources: tuple[str, ...], timeout: float | None = None) -> list:
     """The experiments ``sources`` register, in registry order.
 
     An experiment belongs to a source when loading the source registered it, or
     when its function is defined there (a source loaded before, e.g. by a test
-    module that imports it, registers nothing new).
+    module that imports it, registers nothing new).  A source not imported yet
+    is imported in a worker process first, so one that ends its process (or
+    hangs past ``timeout`` and a worker's start-up) fails its collector instead
+    of ending pytest with that process's exit status.
 
     Args:
       sources: absolute ``.py`` paths or module names.
+      timeout: ``--crossdyn-timeout``, s, or None.
 
     Raises:
       CrossdynError: a source is missing, fails to import, or registers a taken name.
     """
-    from crossdyn.experiments.core.registry import experiments
+    from crossdyn.experiments.core.registry import experiments, unloaded
+    from crossdyn.experiments.core.results import pool_with_sources_imported
 
+    if fresh := unloaded(sources):
+        pool_with_sources_imported(fresh, timeout=timeout, option="").terminate()
     before = set(experiments())
     after = experiments(sources)
     files = {str(Path(s).resolve()) for s in sources if is_file(s)}

@@ -12,46 +12,24 @@ __all__ = ["add_parser", "add_list_parser"]
 DEFAULT_OUT = Path("results")
 # --timeout's ceiling, s: a week; beyond it a typo, not a limit.
 TIMEOUT_MAX = 7 * 24 * 3600.0
-# With --timeout, a worker may take this long to start on top of it: a fresh interpreter importing
-# MuJoCo and crossdyn takes 1-2 s, far more on a loaded CI machine; the users' files take the rest.
-START_ALLOWANCE = 60.0
-
-
 def _load(sources, workers: int = 1, timeout: float | None = None):
     """The registry with users' ``sources``, and the run's pool of up to ``workers`` worker processes.
 
-    A user's file is imported in a worker process first: one that ends the
-    process while being imported (``os._exit``, a segfault) ends that worker,
-    reported in one line, instead of ending crossdyn with its exit status; with
-    ``timeout`` (``--timeout``) one that is still importing after ``timeout`` +
-    :data:`START_ALLOWANCE` seconds is stopped, so a hang there cannot hold the
-    run.  Only then is it imported here, where the run needs its experiments'
-    names, parameters and tolerances.  Without users' files the first worker
-    starts in the background.
+    A user's file is imported in a worker process first
+    (:func:`~crossdyn.experiments.core.results.pool_with_sources_imported`): one
+    that ends the process or, with ``timeout``, hangs while being imported is one
+    line, not crossdyn's exit status or a run that never ends.  Only then is it
+    imported here, where the run needs its experiments' names, parameters and
+    tolerances.  Without users' files the first worker starts in the background.
     """
-    from crossdyn.experiments.core import isolation
-    from crossdyn.experiments.core.errors import ParameterError
     from crossdyn.experiments.core.registry import experiments
-    from crossdyn.experiments.core.results import experiment_pool
+    from crossdyn.experiments.core.results import experiment_pool, pool_with_sources_imported
 
-    start_timeout = None if timeout is None else timeout + START_ALLOWANCE
-    pool = experiment_pool(workers, sources, start_timeout=start_timeout)
     if not sources:
+        pool = experiment_pool(workers)
         pool.start(wait=False)  # a first worker starts (imports MuJoCo, the registry) while this process does
     else:
-        try:
-            pool.start()
-        except isolation.WorkerStartError as exc:
-            pool.terminate()
-            if exc.hung:
-                raise ParameterError(f"--from {', '.join(sources)}: still importing after {start_timeout:g} s "
-                                     f"(--timeout {timeout:g} s plus {START_ALLOWANCE:g} s for a worker to start), "
-                                     "so it was stopped; a file of experiments must define them, not wait") from None
-            raise ParameterError(f"--from {', '.join(sources)}: {exc} while importing it; a file of experiments "
-                                 "must define them, not end the process") from None
-        except BaseException:
-            pool.terminate()
-            raise
+        pool = pool_with_sources_imported(sources, workers, timeout=timeout)
         from crossdyn.experiments.core import cli
 
         cli.USER_CODE_LOADED = True  # its atexit handlers and threads must not decide crossdyn's exit
@@ -220,5 +198,5 @@ def add_parser(sub) -> None:
     p_run.add_argument("--timeout", type=arguments.number(0.0, TIMEOUT_MAX, "--timeout", low_open=True),
                        metavar="SECONDS", help="stop an experiment that runs longer than this and record it as "
                                                "'timed out' (the others go on; default: no limit); a --from file still "
-                                               f"importing after it plus {START_ALLOWANCE:g} s is an error")
+                                               "importing after it plus a minute is an error")
     p_run.set_defaults(func=_cmd_run)

@@ -179,6 +179,10 @@ def _cmd_tune_experiment(args) -> int:
         raise ParameterError("--sampler is for --search optuna; a Latin hypercube or a grid draws blindly")
     if args.what.startswith("-"):
         raise ParameterError(f"expected an experiment's name after 'crossdyn tune', got {args.what!r}")
+    if args.sources:
+        from crossdyn.experiments.core import cli
+
+        cli.USER_CODE_LOADED = True  # its atexit handlers and threads must not decide crossdyn's exit
     fixed = dict(args.set)
     out = Path(args.out) if args.out is not None else DEFAULT_OUT / f"tune-{args.what}"
     arguments.out_dir(str(out))

@@ -202,9 +202,12 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
         arguments, or a defaults run that fails on its input.
       CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
     """
-    from crossdyn.experiments.core.registry import loadable
+    from crossdyn.experiments.core.registry import loadable, unloaded
+    from crossdyn.experiments.core.results import pool_with_sources_imported
 
     start = time.perf_counter()
+    if fresh := unloaded(sources):  # a file that exits or hangs while imported ends a worker, not this process
+        pool_with_sources_imported(fresh, timeout=timeout).terminate()
     plan_ = _prepare(name, list(vary), minimize, constraints, search, sampler, samples, seed, fixed or {}, short,
                      tuple(sources))
     out = Path(out)
