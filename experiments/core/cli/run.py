@@ -12,6 +12,8 @@ __all__ = ["add_parser", "add_list_parser"]
 DEFAULT_OUT = Path("results")
 # --timeout's ceiling, s: a week; beyond it a typo, not a limit.
 TIMEOUT_MAX = 7 * 24 * 3600.0
+
+
 def _load(sources, workers: int = 1, timeout: float | None = None):
     """The registry with users' ``sources``, and the run's pool of up to ``workers`` worker processes.
 
