@@ -70,6 +70,7 @@ from crossdyn.experiments.biped.tune import (
     SweepResult,
 )
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.sweep.search import refuse_extra_trials
 
 __all__ = ["search", "TRIALS_MAX", "FAILED_EFFORT", "SEARCHES", "SAMPLERS", "EFFORT_LEVELS"]
 
@@ -159,10 +160,7 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
         finally:
             if bar is not None:
                 bar.close()
-    extra = sorted(set(found) - set(done))
-    if extra:
-        raise ParameterError(f"{csv_path} holds trial {extra[0]}, beyond this search's {trials} trials: it was made "
-                             "with other arguments; use another --out or delete it")
+    refuse_extra_trials(csv_path, found, done, trials)
     rows = [done[i] for i in range(total)]
     tune._write_csv(csv_path, rows)
     result = SweepResult(rows, computed, total - computed, time.perf_counter() - start, csv_path)

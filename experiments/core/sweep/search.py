@@ -30,7 +30,7 @@ from pathlib import Path
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.sweep import table
 
-__all__ = ["search"]
+__all__ = ["search", "refuse_extra_trials"]
 
 
 def _sampler(name: str, seed: int):
@@ -119,13 +119,22 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
     finally:
         if bar is not None:
             bar.close()
+    refuse_extra_trials(csv_path, found, done, trials)
+    rows = [done[i] for i in range(total)]
+    table.write(csv_path, rows, table.columns_of(rows, columns))
+    return rows, computed
+
+
+def refuse_extra_trials(csv_path: Path, found, done, trials: int) -> None:
+    """A resumed table with a trial past this search's (``found`` rows that ``done`` has not) was made otherwise.
+
+    Raises:
+      ParameterError: naming the first such trial.
+    """
     extra = sorted(set(found) - set(done))
     if extra:
         raise ParameterError(f"{csv_path} holds trial {extra[0]}, beyond this search's {trials} trials: it was made "
                              "with other arguments; use another --out or delete it")
-    rows = [done[i] for i in range(total)]
-    table.write(csv_path, rows, table.columns_of(rows, columns))
-    return rows, computed
 
 
 def _number(row: dict, key: str) -> float:
