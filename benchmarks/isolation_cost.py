@@ -24,7 +24,7 @@ from pathlib import Path
 from timing import best_time
 
 TRIVIAL = """\
-from crossdyn.experiments import experiment
+from crossdyn import experiment
 
 for i in range({count}):
     experiment(f"trivial-{{i}}", summary="nothing", expected="pass")(

@@ -19,7 +19,7 @@ import time
 import mujoco
 import numpy as np
 
-from crossdyn.experiments import simulate
+from crossdyn import simulate
 from crossdyn.experiments.core.models import load_model
 
 

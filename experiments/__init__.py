@@ -1,17 +1,18 @@
 """The MuJoCo layer of crossdyn: cross-checks, closed loops, results, plots, the CLI.
 
-The short API for scripts and notebooks::
+Its generic API is the front door's, :mod:`crossdyn` (``import crossdyn``), and the
+same names import from here::
 
-    from crossdyn.experiments import load_model, check_derivation, run, experiment, Param
+    import crossdyn
 
-    report = check_derivation(my_inverse_dynamics, load_model("two_link_arm"))
+    report = crossdyn.check_derivation(my_inverse_dynamics, crossdyn.load_model("two_link_arm"))
     print(report.diagnosis)
+    report = crossdyn.check_jacobian("my_robot.py:foot_jacobian", "robot.xml", site="foot")
+    print(report.text("foot Jacobian"))
 
-    from crossdyn.experiments import check_jacobian
-    report = check_jacobian("my_robot.py:foot_jacobian", "robot.xml", site="foot")   # kinematics, mass
-    print(report.text("foot Jacobian"))        # matrix, bias, energy, forward dynamics, linearization alike
+One robot's names live in its own package::
 
-    from crossdyn.experiments import balance_recovery
+    from crossdyn.experiments.biped import balance_recovery
     trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
 
 Layout: :mod:`.core` holds the machinery every system shares (models, ground
@@ -27,69 +28,29 @@ start-up) stays cheap.
 from __future__ import annotations
 
 import importlib
+import warnings
 
-# public name -> module that defines it
-_API = {
-    "load_model": "crossdyn.experiments.core.models",
-    "with_options": "crossdyn.experiments.core.models",
-    "check_derivation": "crossdyn.experiments.core.derivation",
-    "tree_from_model": "crossdyn.experiments.core.derivation",
-    "check_kinematics": "crossdyn.experiments.core.checks.kinematics",
-    "check_jacobian": "crossdyn.experiments.core.checks.jacobian",
-    "check_mass_matrix": "crossdyn.experiments.core.checks.mass_matrix",
-    "check_bias": "crossdyn.experiments.core.checks.bias",
-    "check_energy": "crossdyn.experiments.core.checks.energy",
-    "check_forward_dynamics": "crossdyn.experiments.core.checks.forward_dynamics",
-    "check_linearization": "crossdyn.experiments.core.checks.linearization",
-    "CheckReport": "crossdyn.experiments.core.checks.report",
-    "Report": "crossdyn.experiments.core.crosscheck",
-    "run": "crossdyn.experiments.core.results",
-    "Context": "crossdyn.experiments.core.results",
-    "Outcome": "crossdyn.experiments.core.results",
-    "experiment": "crossdyn.experiments.core.registry",
-    "experiments": "crossdyn.experiments.core.registry",
-    "Param": "crossdyn.experiments.core.registry",
-    "Verdict": "crossdyn.experiments.core.registry",
-    "CrossdynError": "crossdyn.experiments.core.errors",
-    "Setup": "crossdyn.experiments.biped.scenarios",
-    "balance_recovery": "crossdyn.experiments.biped.scenarios",
-    "velocity_tracking": "crossdyn.experiments.biped.scenarios",
-    "turn": "crossdyn.experiments.biped.scenarios",
-    "height_change": "crossdyn.experiments.biped.scenarios",
-    "roll_leveling": "crossdyn.experiments.biped.scenarios",
-    "push_recovery": "crossdyn.experiments.biped.scenarios",
-    "jump": "crossdyn.experiments.biped.scenarios",
-    "robustness": "crossdyn.experiments.biped.scenarios",
-    "lqr_cost": "crossdyn.experiments.biped.scenarios",
-    "Imperfections": "crossdyn.experiments.biped.imperfections",
-    "REALISTIC": "crossdyn.experiments.biped.imperfections",
-    "simulate": "crossdyn.experiments.core.loop",
-    "Trace": "crossdyn.experiments.core.loop",
-    "Observation": "crossdyn.experiments.core.loop",
-    "ControllerError": "crossdyn.experiments.core.loop",
-    "SensorNoise": "crossdyn.experiments.core.imperfections",
-    "AttitudeFilter": "crossdyn.experiments.core.imperfections",
-    "Quantization": "crossdyn.experiments.core.imperfections",
-    "Delay": "crossdyn.experiments.core.imperfections",
-    "ActuatorLag": "crossdyn.experiments.core.imperfections",
-    "TorqueSpeedLimit": "crossdyn.experiments.core.imperfections",
-    "Push": "crossdyn.experiments.core.imperfections",
-    "MassScale": "crossdyn.experiments.core.imperfections",
-    "InertiaScale": "crossdyn.experiments.core.imperfections",
-    "FrictionScale": "crossdyn.experiments.core.imperfections",
-    "plot_states": "crossdyn.experiments.biped.control",
-    "Tolerance": "crossdyn.experiments.core.baseline",
-    "tune": "crossdyn.experiments.core.sweep.experiment",
-    "regulator": "crossdyn.experiments.core.regulator",
-    "linearize": "crossdyn.experiments.core.linearize",
-    "Linearization": "crossdyn.experiments.core.linearize",
-    "holding_control": "crossdyn.experiments.core.linearize",
-}
+from crossdyn import API as _FRONT_DOOR
+
+# public name -> module that defines it: the front door's names (``import crossdyn``).
+_API = dict(_FRONT_DOOR)
+# The registry's listing under its own module's name as well (at the front door it is
+# ``crossdyn.registered``: there ``crossdyn.experiments`` is this package).
+_API["experiments"] = "crossdyn.experiments.core.registry"
+
+# The biped's names, once exported here beside the generic ones; they live in its own package now.
+_MOVED = {name: "crossdyn.experiments.biped" for name in (
+    "Setup", "balance_recovery", "velocity_tracking", "turn", "height_change", "roll_leveling", "push_recovery",
+    "jump", "robustness", "lqr_cost", "Imperfections", "REALISTIC", "plot_states")}
 
 __all__ = sorted(_API)
 
 
 def __getattr__(name: str):
+    if name in _MOVED:
+        warnings.warn(f"crossdyn.experiments.{name} is the wheel-legged biped's: import it from {_MOVED[name]}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
     try:
         module = _API[name]
     except KeyError:

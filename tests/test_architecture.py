@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "experiments" / "core"
 SYSTEMS = sorted({p.stem for p in (ROOT / "experiments").iterdir() if p.suffix == ".py" or p.is_dir()}
-                 - {"__init__", "__main__", "core", "testing", "__pycache__"})
+                 - {"__init__", "__main__", "core", "testing", "api", "__pycache__"})
 
 
 def _imported(path: Path, parts: tuple[str, ...] | None = None) -> list[tuple[int, str]]:

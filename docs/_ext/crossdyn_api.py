@@ -1,8 +1,8 @@
 """Sphinx extension: the API reference's lists of names, taken from the package itself.
 
 ``{crossdyn-short-api}``
-    autodoc of every name of the short API, ``crossdyn.experiments.NAME``, in the
-    order ``crossdyn.experiments._API`` lists them (the one place that list lives).
+    autodoc of every name of the front door, ``crossdyn.NAME``, in the order
+    ``crossdyn.API`` lists them (the one place that list lives).
 ``{crossdyn-modules} PACKAGE``
     ``automodule`` of PACKAGE and every module under it, in name order (each
     module's ``__all__`` chooses its members).
@@ -38,11 +38,11 @@ from sphinx.util.docutils import SphinxDirective
 
 
 def short_api() -> list[tuple[str, str]]:
-    """``(autodoc directive, name)`` for each name of ``crossdyn.experiments._API``, in its order."""
-    import crossdyn.experiments as api
+    """``(autodoc directive, name)`` for each name of ``crossdyn.API``, in its order."""
+    import crossdyn as api
 
     out = []
-    for name in api._API:
+    for name in api.API:
         value = getattr(api, name)
         kind = "autoclass" if inspect.isclass(value) else "autofunction" if callable(value) else "autodata"
         out.append((kind, name))
@@ -78,7 +78,7 @@ class ShortApiDirective(_Generated):
     def text(self) -> list[str]:
         lines = ["```{eval-rst}"]
         for kind, name in short_api():
-            lines += [f".. {kind}:: crossdyn.experiments.{name}"]
+            lines += [f".. {kind}:: crossdyn.{name}"]
             if kind == "autodata":
                 lines += ["   :no-value:"]
             lines += [""]
@@ -129,9 +129,9 @@ _IDS: set[int] = set()
 
 def _short_api_ids() -> set[int]:
     if not _IDS:
-        import crossdyn.experiments as api
+        import crossdyn as api
 
-        _IDS.update(id(getattr(api, name)) for name in api._API
+        _IDS.update(id(getattr(api, name)) for name in api.API
                     if inspect.isclass(getattr(api, name)) or callable(getattr(api, name)))
     return _IDS
 

@@ -1,0 +1,46 @@
+"""The wheel-legged biped: its model, controllers, scenarios, checks and tuning, as experiments.
+
+The scenarios and their helpers for scripts::
+
+    from crossdyn.experiments.biped import balance_recovery, REALISTIC, plot_states
+
+    trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
+
+Names are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_API = {
+    "Setup": "crossdyn.experiments.biped.scenarios",
+    "balance_recovery": "crossdyn.experiments.biped.scenarios",
+    "velocity_tracking": "crossdyn.experiments.biped.scenarios",
+    "turn": "crossdyn.experiments.biped.scenarios",
+    "height_change": "crossdyn.experiments.biped.scenarios",
+    "roll_leveling": "crossdyn.experiments.biped.scenarios",
+    "push_recovery": "crossdyn.experiments.biped.scenarios",
+    "jump": "crossdyn.experiments.biped.scenarios",
+    "robustness": "crossdyn.experiments.biped.scenarios",
+    "lqr_cost": "crossdyn.experiments.biped.scenarios",
+    "Imperfections": "crossdyn.experiments.biped.imperfections",
+    "REALISTIC": "crossdyn.experiments.biped.imperfections",
+    "plot_states": "crossdyn.experiments.biped.control",
+}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    try:
+        module = _API[name]
+    except KeyError:
+        raise AttributeError(f"module 'crossdyn.experiments.biped' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

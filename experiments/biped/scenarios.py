@@ -2,7 +2,7 @@
 
 Callable from a script or a notebook, without a results folder::
 
-    from crossdyn.experiments import balance_recovery
+    from crossdyn.experiments.biped import balance_recovery
     trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
     metrics["settling_time_s"], trace.t, trace.true_pitch
 

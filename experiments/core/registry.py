@@ -237,6 +237,11 @@ def experiments(sources: tuple[str, ...] | list[str] = ()) -> dict[str, Experime
     return dict(_REGISTRY)
 
 
+# The front door's name for :func:`experiments` (``crossdyn.registered()``): there,
+# ``crossdyn.experiments`` is the MuJoCo layer's package.
+registered = experiments
+
+
 def _import_user_code(where: str, load: Callable):
     """Run ``load()`` (an import of a user's code); any failure is a one-line :class:`CrossdynError`."""
     try:

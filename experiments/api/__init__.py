@@ -1,0 +1,103 @@
+"""crossdyn: MuJoCo as the ground truth for hand-derived robot dynamics and controllers.
+
+The front door, as ``import control as ct`` is python-control's::
+
+    import crossdyn as cd
+
+    model = cd.load_model("two_link_arm")
+    report = cd.check_derivation(my_inverse_dynamics, model)       # term by term against mj_inverse
+    report = cd.check_mass_matrix("my_robot.py:mass_matrix", "robot.xml")
+    lin = cd.linearize(model, keyframe="upright")                  # A, B for python-control
+    trace = cd.simulate(model, controller, 4.0, imperfections=[cd.Delay(1)], seed=0)
+
+    @cd.experiment("my-robot-balance", params={"q_angle": cd.Param(100.0, "weight on the angle")})
+    def balance(ctx): ...
+
+    cd.run("my-robot-balance", out="results")
+    cd.tune("my-robot-balance", "results/tune", vary=["q_angle=1:1000:log"], minimize="settling_time_s")
+
+Everything here is generic: models, every check of a derivation, linearization,
+the LQR regulator, the closed loop and its imperfections, experiments, their
+registry, running and tuning them.  Nothing of one robot is here: the wheel-legged
+biped's scenarios, controllers and plots live in :mod:`crossdyn.experiments.biped`,
+the two-link arm's in :mod:`crossdyn.experiments.two_link`, and so on.
+
+The package's layers are its subpackages: :mod:`crossdyn.analytic` (hand-derived
+models, NumPy/SciPy/SymPy only), :mod:`crossdyn.controllers` (control design and
+laws), :mod:`crossdyn.experiments` (everything that runs MuJoCo), :mod:`crossdyn.mjcf`
+(the models) and :mod:`crossdyn.testing` (the pytest plugin and its helpers).
+
+Names are imported on first use: ``import crossdyn`` loads neither MuJoCo nor NumPy.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# public name -> module that defines it; one meaning per name.
+API = {
+    # models
+    "load_model": "crossdyn.experiments.core.models",
+    "with_options": "crossdyn.experiments.core.models",
+    # checks of a derivation, one report type
+    "check_derivation": "crossdyn.experiments.core.derivation",
+    "tree_from_model": "crossdyn.experiments.core.derivation",
+    "check_kinematics": "crossdyn.experiments.core.checks.kinematics",
+    "check_jacobian": "crossdyn.experiments.core.checks.jacobian",
+    "check_mass_matrix": "crossdyn.experiments.core.checks.mass_matrix",
+    "check_bias": "crossdyn.experiments.core.checks.bias",
+    "check_energy": "crossdyn.experiments.core.checks.energy",
+    "check_forward_dynamics": "crossdyn.experiments.core.checks.forward_dynamics",
+    "check_linearization": "crossdyn.experiments.core.checks.linearization",
+    "CheckReport": "crossdyn.experiments.core.checks.report",
+    "Report": "crossdyn.experiments.core.crosscheck",
+    # linearization and the regulator
+    "linearize": "crossdyn.experiments.core.linearize",
+    "Linearization": "crossdyn.experiments.core.linearize",
+    "holding_control": "crossdyn.experiments.core.linearize",
+    "regulator": "crossdyn.experiments.core.regulator",
+    # the closed loop
+    "simulate": "crossdyn.experiments.core.loop",
+    "Trace": "crossdyn.experiments.core.loop",
+    "Observation": "crossdyn.experiments.core.loop",
+    "ControllerError": "crossdyn.experiments.core.loop",
+    # imperfections of the loop
+    "SensorNoise": "crossdyn.experiments.core.imperfections",
+    "AttitudeFilter": "crossdyn.experiments.core.imperfections",
+    "Quantization": "crossdyn.experiments.core.imperfections",
+    "Delay": "crossdyn.experiments.core.imperfections",
+    "ActuatorLag": "crossdyn.experiments.core.imperfections",
+    "TorqueSpeedLimit": "crossdyn.experiments.core.imperfections",
+    "Push": "crossdyn.experiments.core.imperfections",
+    "MassScale": "crossdyn.experiments.core.imperfections",
+    "InertiaScale": "crossdyn.experiments.core.imperfections",
+    "FrictionScale": "crossdyn.experiments.core.imperfections",
+    # experiments: declare, run, judge, tune
+    "experiment": "crossdyn.experiments.core.registry",
+    "registered": "crossdyn.experiments.core.registry",
+    "Param": "crossdyn.experiments.core.registry",
+    "Verdict": "crossdyn.experiments.core.registry",
+    "run": "crossdyn.experiments.core.results",
+    "Context": "crossdyn.experiments.core.results",
+    "Outcome": "crossdyn.experiments.core.results",
+    "Tolerance": "crossdyn.experiments.core.baseline",
+    "tune": "crossdyn.experiments.core.sweep.experiment",
+    # errors
+    "CrossdynError": "crossdyn.experiments.core.errors",
+}
+
+__all__ = sorted(API)
+
+
+def __getattr__(name: str):
+    try:
+        module = API[name]
+    except KeyError:
+        raise AttributeError(f"module 'crossdyn' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(API))
