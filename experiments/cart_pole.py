@@ -26,6 +26,10 @@ from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.regulator import Regulator, measured_decay, regulator
 from crossdyn.experiments.core.results import Context
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Cart-pole and double pendulum on a cart: LQR from MuJoCo's linearization"
+DERIVATION_PAGE = "cart-pole"
+
 __all__ = ["cart_pole_params", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
            "model_param",
            "WEIGHTS", "DECAY_TOL"]

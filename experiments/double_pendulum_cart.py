@@ -17,6 +17,10 @@ from crossdyn.experiments.cart_pole import DECAY_TOL, balance, design, judge, mo
 from crossdyn.experiments.core.registry import Param, experiment
 from crossdyn.experiments.core.results import Context
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Cart-pole and double pendulum on a cart: LQR from MuJoCo's linearization"
+DERIVATION_PAGE = "cart-pole"
+
 __all__ = ["WEIGHTS", "MODEL"]
 
 MODEL = "double_pendulum_cart"

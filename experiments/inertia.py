@@ -31,6 +31,10 @@ from crossdyn.experiments.core.models import body_inertia
 from crossdyn.experiments.core.registry import Verdict, experiment
 from crossdyn.experiments.core.results import Context
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Rigid box and inertia table"
+DERIVATION_PAGE = "inertia"
+
 __all__ = ["Row", "cone_mesh", "build_model", "inertia_rows", "markdown_table", "InertiaResult", "compare_inertias",
            "judge_inertia", "plot_inertia"]
 

@@ -26,6 +26,10 @@ from crossdyn.experiments.core.results import Context
 from crossdyn.experiments.rnea import RNEA_TOL
 from crossdyn.experiments.two_link import two_link_params
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"
+DERIVATION_PAGE = "lagrange"
+
 __all__ = ["pr_arm_tree", "symbolic_properties", "SymbolicResult", "symbolic_lagrange", "judge_symbolic",
            "plot_symbolic"]
 

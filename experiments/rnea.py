@@ -24,6 +24,10 @@ from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 from crossdyn.experiments.unit_vector import MATRIX_RTOL, unit_vector_errors
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"
+DERIVATION_PAGE = "rnea"
+
 __all__ = ["RNEA_TOL", "RNEA_MODELS", "RneaCheck", "rnea_check", "judge_rnea", "plot_rnea"]
 
 # rnea vs mj_inverse: |error| <= 1e-9 (1 + |tau|).  Torques reach ~500 N m on the

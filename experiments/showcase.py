@@ -41,6 +41,10 @@ from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Two-link arm"
+DERIVATION_PAGE = "two-link"
+
 __all__ = ["DERIVATIONS", "derivations", "ShowcaseResult", "showcase_checks", "judge_showcase", "plot_showcase"]
 
 MODEL = "two_link_arm"

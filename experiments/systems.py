@@ -11,6 +11,7 @@ from crossdyn.experiments import (  # noqa: F401 (imported for their registratio
     double_pendulum_cart,
     inertia,
     lagrange,
+    pendulum,
     rigid_box,
     rnea,
     showcase,

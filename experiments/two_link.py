@@ -44,6 +44,10 @@ from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 from crossdyn.experiments.core.truth import inverse_dynamics
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Two-link arm"
+DERIVATION_PAGE = "two-link"
+
 __all__ = ["two_link_params", "default_model", "check_variant", "trajectory", "feedforward_drift", "FAULTS",
            "faulty_two_link", "VariantCheck", "crosscheck_variant", "judge_variant", "plot_variant", "ScopeResult",
            "scope_traces", "judge_scope", "plot_scope", "AttributionResult", "attribute_faults", "judge_attribution",

@@ -27,6 +27,10 @@ from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 from crossdyn.experiments.core.truth import bias_force, mass_matrix
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"
+DERIVATION_PAGE = "unit-vector"
+
 __all__ = ["MATRIX_RTOL", "TRAJECTORY_TOL", "initial_state", "unit_vector_errors", "mujoco_euler", "simulator_error",
            "SimulatorResult", "simulator_comparison", "judge_simulator", "plot_simulator"]
 

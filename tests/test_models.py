@@ -26,6 +26,7 @@ PINNED = {
     "wheel_legged_biped_large": (17, 16, 6),
     "cart_pole": (2, 2, 1),
     "double_pendulum_cart": (3, 3, 1),
+    "pendulum": (1, 1, 1),
 }
 
 

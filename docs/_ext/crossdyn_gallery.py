@@ -62,18 +62,8 @@ NOT_HEADLINE = {"experiment", "expected", "short", "seed", "params", "passed", "
 MAX_HEADLINE_METRICS = 16
 LONG_TEXT = 120  # characters: a longer string metric is not a headline
 
-# The gallery's sections: experiment module -> heading.  An experiment from a module
-# not listed here still appears, under its module's name.
-GROUPS = {
-    "crossdyn.experiments.two_link": "Two-link arm",
-    "crossdyn.experiments.unit_vector": "Generic algorithms: RNEA, unit vectors, symbolic Lagrange",
-    "crossdyn.experiments.rnea": "Generic algorithms: RNEA, unit vectors, symbolic Lagrange",
-    "crossdyn.experiments.lagrange": "Generic algorithms: RNEA, unit vectors, symbolic Lagrange",
-    "crossdyn.experiments.rigid_box": "Rigid box and inertia table",
-    "crossdyn.experiments.inertia": "Rigid box and inertia table",
-    "crossdyn.experiments.biped.checks": "Wheel-legged biped: the hand models against MuJoCo",
-    "crossdyn.experiments.biped.control": "Wheel-legged biped: closed loops",
-}
+# The gallery's sections are declared by the systems themselves: each experiment's module
+# (or a package above it) sets GALLERY_HEADING and DERIVATION_PAGE (Experiment.declared).
 
 
 # --------------------------------------------------------------------------- the registry
@@ -239,8 +229,12 @@ def index_page(groups: dict[str, list], outcomes: dict[str, dict]) -> str:
              "and its plots. The pages are generated while the documentation is built, from the registry "
              "and from the experiments' own output folders; nothing here is typed by hand.", ""]
     for title, exps in groups.items():
-        lines += [f"## {md_escape(title)}", "", "| experiment | what it shows | measured | result |",
-                  "|---|---|---|---|"]
+        lines += [f"## {md_escape(title)}", ""]
+        pages = sorted({page for exp in exps if (page := exp.declared("DERIVATION_PAGE"))})
+        if pages:
+            links = ", ".join(f"[{page}](../derivations/{page}.md)" for page in pages)
+            lines += [f"What these check is derived in {links}.", ""]
+        lines += ["| experiment | what it shows | measured | result |", "|---|---|---|---|"]
         for exp in exps:
             m = outcomes[exp.name]
             result = "pass" if m.get("passed") else "**FAIL**"
@@ -277,7 +271,11 @@ def generate(app: Sphinx) -> None:
             logger.warning("gallery: experiment %r did not meet its expected outcome: %s", name,
                            metrics.get("error") or metrics.get("measured"))
         outcomes[name] = metrics
-        groups.setdefault(GROUPS.get(exp.run.__module__, exp.run.__module__), []).append(exp)
+        heading = exp.declared("GALLERY_HEADING")
+        if heading is None:
+            logger.warning("gallery: experiment %r's module %s declares no GALLERY_HEADING (see the guide "
+                           "'Add a system')", name, exp.run.__module__)
+        groups.setdefault(heading or exp.run.__module__, []).append(exp)
         media = gallery / "_media" / name
         files = _files(folder, name, summary)
         for f in files + ([metrics_file] if metrics_file.is_file() else []):

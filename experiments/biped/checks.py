@@ -46,6 +46,10 @@ from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
+DERIVATION_PAGE = "biped-model"
+
 __all__ = [
     "STROKE_DEG",
     "RETRACTION_TIME",

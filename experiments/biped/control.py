@@ -38,6 +38,10 @@ from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Wheel-legged biped: closed loops"
+DERIVATION_PAGE = "biped-control"
+
 __all__ = ["COMMON", "MJCF", "IMPERFECTIONS", "plot_states", "plot_jump_heights", "plot_ideal_run"] + [
     f"judge_{name}" for name in ("balance_recovery", "velocity_tracking", "turn", "height_change", "roll_leveling",
                                  "push_recovery", "jump", "robustness", "lqr_cost")]

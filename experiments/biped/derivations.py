@@ -47,6 +47,10 @@ from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.registry import Verdict, experiment
 from crossdyn.experiments.core.results import Context
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
+DERIVATION_PAGE = "biped-model"
+
 __all__ = ["closed_poses", "leg_derivation", "FiveBarDerivation", "five_bar_derivation", "judge_five_bar_derivation",
            "plot_five_bar_derivation", "PendulumLinearization", "pendulum_linearization",
            "judge_pendulum_linearization", "plot_pendulum_linearization", "PENDULUM_ATOL", "PENDULUM_RTOL"]

@@ -130,6 +130,22 @@ class Experiment:
         """The expected outcome with the parameters' values filled in (``--set`` honoured)."""
         return self.expected.format_map(values)
 
+    def declared(self, attribute: str) -> str | None:
+        """A module-level declaration of the system that registered this experiment, or None.
+
+        Read from the module defining :attr:`run`, else from the nearest package
+        above it that declares ``attribute``.  crossdyn's systems declare
+        ``GALLERY_HEADING`` (the gallery section their experiments appear under) and
+        ``DERIVATION_PAGE`` (the docs/derivations page of what they check).
+        """
+        module = getattr(self.run, "__module__", "") or ""
+        while module:
+            value = getattr(sys.modules.get(module), attribute, None)
+            if isinstance(value, str):
+                return value
+            module = module.rpartition(".")[0]
+        return None
+
     def resolve_params(self, overrides: dict[str, str]) -> dict:
         """Defaults updated with ``--set`` overrides (strings), validated."""
         values = {key: p.default for key, p in self.params.items()}

@@ -82,6 +82,10 @@ from crossdyn.experiments.rigid_box.pulled_box import (
     pulled_box,
 )
 
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Rigid box and inertia table"
+DERIVATION_PAGE = "rigid-box"
+
 __all__ = [
     "rigid_body_params",
     "application_point",
