@@ -41,7 +41,12 @@ class PendulumParams:
 
 
 def inverse_dynamics(p: PendulumParams, q, qd, qdd) -> np.ndarray:
-    """Hinge torque ``tau``, ``(..., 1)`` N m, for ``q``, ``qd``, ``qdd`` of shape ``(..., 1)`` (rad, rad/s, rad/s^2)."""
+    """Hinge torque ``tau``, ``(..., 1)`` N m.
+
+    Args:
+      p: the pendulum's numbers.
+      q, qd, qdd: angle, rate and acceleration, ``(..., 1)``, rad, rad/s, rad/s^2.
+    """
     del qd  # one hinge: no velocity-dependent torque
     q, qdd = np.asarray(q, dtype=float), np.asarray(qdd, dtype=float)
     return (p.inertia + p.m * p.lc**2) * qdd + p.m * p.g * p.lc * np.sin(q)
