@@ -2,7 +2,8 @@
 
 State ``x = [x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive
 leaning forward) and input ``T = T_L + T_R`` (N m, total wheel torque), as in the
-linearized model of the thesis chapter, eq. 2.19 (``analytic.biped.wheeled_pendulum.linearize``).
+linearized wheeled-inverted-pendulum model (``analytic.biped.wheeled_pendulum.linearize``; from a thesis
+chapter on the dynamics of a wheel-legged biped).
 
 Two designs can be compared:
 
