@@ -100,8 +100,8 @@ def dlqr(A_d, B_d, Q, R) -> LQRDesign:
 
 
 # Below this many states a Riccati solve runs BLAS single-threaded: on matrices this
-# small threads only cost, and OpenBLAS's idle threads spin ~0.1 s of a second core
-# after every solve (measured: 0.11 s CPU after one 4-state scipy.linalg.solve_continuous_are).
+# small threads only cost, and OpenBLAS's idle threads keep a second core spinning
+# after every solve (what that costs a sweep: docs/guides/speed.md).
 SMALL_SYSTEM = 64
 
 
