@@ -650,6 +650,9 @@ def errata_measurements(mjcf: str = "") -> ErrataResult:
 
 
 _DEMONSTRATED = "printed wrong, corrected right"
+# What each erratum's ``where`` is, for the plot's axis.
+_ERRATUM_NAMES = {"004 (2.5)/(2.6)": "wheel dynamics", "004 (2.7)": "mean acceleration",
+                  "004 (2.19)": "linearized model", "004 (2.21)": "yaw from wheels", "004 (2.27)": "leg forces"}
 
 
 def errata_rows(result: ErrataResult) -> list[dict]:
@@ -727,7 +730,7 @@ def plot_errata(result: ErrataResult, out_dir) -> list[Path]:
            label="corrected")
     ax.scatter(x, [r["tol"] for r in rows], marker="_", s=600, color="k", label="tolerance", zorder=3)
     ax.set_yscale("log")
-    ax.set_xticks(x, [r["where"].replace("004 ", "") for r in rows])
+    ax.set_xticks(x, [_ERRATUM_NAMES.get(r["where"], r["where"]) for r in rows], fontsize=8)
     ax.set(ylabel="relative error vs MuJoCo", title="errata of the biped thesis chapter")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
