@@ -1,7 +1,8 @@
-"""Inertia tensors of simple solids: a robotics lecture's appendix table (docs/derivations/inertia.md).
+"""Inertia tensors of simple solids: the appendix table of a robotics lecture on
+dynamics (docs/derivations/inertia.md).
 
 Each function returns the principal inertia tensor as a ``(3, 3)`` diagonal
-matrix, kg m^2, about the point the lecture's formula names (the centre, unless the
+matrix, kg m^2, about the point the table's formula names (the centre, unless the
 name says otherwise), with the shape's symmetry axis along z where it has one.
 Masses in kg, lengths in m.
 

@@ -1,19 +1,19 @@
-"""An article's Lagrange recipe in SymPy, compiled to NumPy.
+"""The Lagrange recipe of an article on robot dynamics, in SymPy, compiled to NumPy.
 
 From the CoM positions ``p_ci(q)`` and link angular velocities ``w_i(q, qd)``
-(docs/derivations/lagrange.md; the article's eqs. 1-5):
+(docs/derivations/lagrange.md):
 
-- ``T = sum_i 1/2 m_i v_ci^T v_ci + 1/2 w_i^T I_ci w_i`` with ``v_ci = dp_ci/dq qd``  (1, 2)
-- ``M(q) = d^2 T / dqd dqd``                                                (3)
+- ``T = sum_i 1/2 m_i v_ci^T v_ci + 1/2 w_i^T I_ci w_i`` with ``v_ci = dp_ci/dq qd``
+- ``M(q) = d^2 T / dqd dqd`` (the Hessian of ``T`` in ``qd``)
 - ``C_k(q) = 1/2 (dM_k/dq + (dM_k/dq)^T - dM/dq_k)``, ``c_k = qd^T C_k qd``
-  (``M_k`` the k-th column of M)                                            (4)
-- ``g(q) = dU/dq`` with ``U = -sum_i m_i g_vec . p_ci``                       (5)
+  (``M_k`` the k-th column of M; Christoffel symbols of the first kind)
+- ``g(q) = dU/dq`` with ``U = -sum_i m_i g_vec . p_ci``
 
 so ``tau = M(q) qdd + c(q, qd) + g(q)``.  The Christoffel matrix ``C(q, qd)``
 with ``C[k, j] = sum_i qd_i C_k[i, j]`` gives ``c = C qd`` and makes
 ``Mdot - 2C`` skew-symmetric, which :class:`LagrangeModel` exposes for checks.
 
-Worked examples: :func:`pr_arm` (the Lagrange-recipe article's prismatic-revolute arm, planar, no
+Worked examples: :func:`pr_arm` (the worked example of the same article, a prismatic-revolute arm, planar, no
 gravity) and :func:`rr_arm` (the two-link arm of docs/derivations/two-link.md, whose symbols are named like
 ``analytic.two_link.TwoLinkParams`` fields so numbers come from the same object).
 """
@@ -39,7 +39,7 @@ class LagrangeModel:
         by name).
       T, U: kinetic and potential energy, J.
       M: mass matrix, ``n x n``.
-      christoffel: ``C_k`` for k = 1..n, each ``n x n`` (the Lagrange-recipe article, eq. 4).
+      christoffel: ``C_k`` for k = 1..n, each ``n x n`` (Christoffel symbols of the first kind).
       C: Christoffel matrix ``n x n`` with ``c = C qd``.
       c: velocity terms, ``n x 1``; g: gravity terms, ``n x 1``.
     """
@@ -129,7 +129,7 @@ def derive(
     gravity: sp.Matrix,
     params: Sequence[sp.Symbol],
 ) -> LagrangeModel:
-    """The Lagrange-recipe article's recipe: ``T``, ``U`` -> ``M``, ``C_k``, ``C``, ``c``, ``g``.
+    """The Lagrange recipe: ``T``, ``U`` -> ``M``, ``C_k``, ``C``, ``c``, ``g``.
 
     Args:
       q, qd: coordinate and velocity symbols.
@@ -162,7 +162,7 @@ def derive(
 
 
 def pr_arm() -> LagrangeModel:
-    """The Lagrange-recipe article's PR arm: a prismatic joint along x, then a revolute joint about z.
+    """The worked PR arm of the Lagrange-recipe article: a prismatic joint along x, then a revolute joint about z.
 
     ``p_c1 = (q1 - d_c1, 0, 0)``, ``p_c2 = (q1 + d_c2 cos q2, d_c2 sin q2, 0)``,
     ``w_1 = 0``, ``w_2 = (0, 0, qd2)``; planar, no gravity (``g = 0``).
@@ -212,7 +212,7 @@ def rr_arm() -> LagrangeModel:
 def rr_closed_form(model: LagrangeModel) -> tuple[sp.Matrix, sp.Matrix, sp.Matrix]:
     """The closed form of docs/derivations/two-link.md ``(D, velocity terms, gravity)`` in ``model``'s symbols.
 
-    Restated from docs/derivations/two-link.md (the lecture's D-coefficients with I1, I2), written
+    Restated from docs/derivations/two-link.md (the D-coefficients of the robotics lecture, with I1, I2 added), written
     independently of the recipe, so ``simplify(recipe - closed form) == 0`` is a
     real check.  ``model`` must be :func:`rr_arm` (its symbols are reused).
     """

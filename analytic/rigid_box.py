@@ -1,14 +1,14 @@
 """One rigid body: Newton-Euler equations, three integrators, conserved quantities.
 
-Source: the lecture, rigid-body section (docs/derivations/rigid-box.md).  The body's CoM ``c`` moves under
-the total force, ``m c'' = f``; its rotation obeys Euler's equation about the CoM,
+Source: the rigid-body section of a robotics lecture on dynamics (docs/derivations/rigid-box.md).
+The body's CoM ``c`` moves under the total force, ``m c'' = f``; its rotation obeys Euler's equation about the CoM,
 ``I w' + w x I w = tau`` with the world-frame inertia ``I = R Ibar R^T``.
 
 Conventions (all SI):
 
 - ``R``: body-to-world rotation, ``(3, 3)``; the body frame is the CoM frame in
   which the inertia ``Ibar`` is given.
-- ``omega``: angular velocity in the WORLD frame, rad/s (the lecture's choice).  The
+- ``omega``: angular velocity in the WORLD frame, rad/s (as the lecture writes it).  The
   body-frame one is ``R^T omega``.
 - A wrench is ``(f, tau)``: total force, N, and torque about the CoM, N m, both in
   the world frame.  A force ``f`` at a point ``p`` gives ``tau = (p - c) x f``.
@@ -28,7 +28,7 @@ Integrators, each returning a :class:`Trajectory` on a fixed grid:
     SciPy ``solve_ivp`` (DOP853, rtol = atol = 1e-13) on the same equations: the
     high-accuracy reference the other two, and MuJoCo, are measured against.
 
-Also the lecture's penalty ground contact (spring-dampers at the 8 box corners,
+Also the penalty ground contact the lecture uses (spring-dampers at the 8 box corners,
 docs/derivations/rigid-box.md) and :func:`simulate_penalty` for it.
 """
 
@@ -192,7 +192,7 @@ class Trajectory:
 
 
 def rodrigues(omega, dt: float) -> np.ndarray:
-    """Rotation by ``|omega| dt`` about ``omega`` (the lecture's update, docs/derivations/rigid-box.md).
+    """Rotation by ``|omega| dt`` about ``omega`` (Rodrigues' formula, docs/derivations/rigid-box.md).
 
     ``E + a^ sin(|omega| dt) + a^2 (1 - cos(|omega| dt))`` with ``a = omega/|omega|``;
     the identity when ``omega = 0``.
@@ -278,7 +278,7 @@ def _check_step(dt: float, steps: int) -> None:
 
 def lecture_euler(params: RigidBodyParams, state: BodyState, dt: float, steps: int,
                wrench: Wrench | None = None) -> Trajectory:
-    """The lecture's integrator, exactly in the order docs/derivations/rigid-box.md gives it.
+    """The first-order Euler step of the lecture, exactly in the order docs/derivations/rigid-box.md gives it.
 
     Per step: ``I = R Ibar R^T``; ``cddot = f/m``; ``omegadot = I^-1 (tau - omega x I omega)``;
     then ``cdot += dt cddot``, ``omega += dt omegadot``, ``c += dt cdot`` and
@@ -455,7 +455,7 @@ def kinetic_energy(params: RigidBodyParams, v, R, omega) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PenaltyGround:
-    """The lecture's penalty ground (docs/derivations/rigid-box.md), at ``z = height``.
+    """Penalty ground contact as the lecture models it (docs/derivations/rigid-box.md), at ``z = height``.
 
     Each contact point below the ground gets a normal force
     ``Fn = max(0, -K depth_signed - D zdot)`` (``depth_signed = z - height < 0``)

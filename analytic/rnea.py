@@ -1,7 +1,8 @@
-"""Spatial-velocity recursive Newton-Euler for kinematic trees, in a robotics lecture's form.
+"""Spatial-velocity recursive Newton-Euler for kinematic trees, in the form of a robotics lecture on
+dynamics.
 
 Everything is expressed in the world frame, about the world origin, as in the
-lecture's "spatial velocity" form (docs/derivations/rnea.md):
+"spatial velocity" form of that lecture (docs/derivations/rnea.md):
 
 - spatial velocity ``xi = [v_o; w]``: ``v_o`` is the velocity of the body point
   that is momentarily at the world origin, ``w`` the angular velocity (world);
@@ -17,7 +18,7 @@ lecture's "spatial velocity" form (docs/derivations/rnea.md):
   ``(xi x*) = [[w^, 0], [v^, w^]]``, accumulated from the leaves inward; the
   joint force is ``u_j = s_j^T f_j``.
 
-Gravity enters as a base acceleration ``dxi_world = [-g; 0]`` (the Newton-Euler article's trick):
+Gravity enters as a base acceleration ``dxi_world = [-g; 0]`` (the base-acceleration trick):
 every body then carries the weight it would need to hover.
 
 Coordinates follow MuJoCo exactly, so a result compares one-to-one with
@@ -32,7 +33,7 @@ each about the frame left by the previous ones (MuJoCo's ``mj_kinematics``).
 
 For speed the 6 x 6 matrices are applied, not formed: ``I^S xi`` is multiplied
 out in :func:`apply_spatial_inertia` (checked against :func:`spatial_inertia`, the
-Newton-Euler article's matrix, in the tests), and the batch is processed joint by joint with
+formed 6 x 6 matrix, in the tests), and the batch is processed joint by joint with
 every state of the batch in one array operation.
 
 This module is NumPy only; the tree's numbers come from the compiled model through
@@ -204,7 +205,7 @@ def _cross_force(xi: np.ndarray, f: np.ndarray) -> np.ndarray:
 def spatial_inertia(mass: float, c: np.ndarray, inertia: np.ndarray) -> np.ndarray:
     """``I^S = [[m E, m c^T], [m c^, m c^ c^T + I]]`` about the world origin, ``(..., 6, 6)``.
 
-    The lecture's spatial inertia matrix, for reference and tests; :func:`rnea` applies it
+    The spatial inertia matrix as the lecture writes it, for reference and tests; :func:`rnea` applies it
     through :func:`apply_spatial_inertia`, the same product without forming it.
 
     Args:
@@ -356,7 +357,7 @@ def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np
 
 
 def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
-    """Inverse dynamics ``tau = M(q) qacc + bias(q, qvel)`` by the lecture's spatial RNEA.
+    """Inverse dynamics ``tau = M(q) qacc + bias(q, qvel)`` by the spatial-velocity RNEA.
 
     Args:
       tree: the kinematic tree.

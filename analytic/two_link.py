@@ -1,7 +1,7 @@
 """Two-link planar arm: four hand derivations of the inverse dynamics.
 
-Convention (docs/derivations/two-link.md, the lecture): the arm moves in the x-y plane, joint axes +z,
-gravity along -y.  ``q[..., 0]`` is link 1's absolute angle from the downward
+Convention (docs/derivations/two-link.md; that of a robotics lecture on dynamics): the arm
+moves in the x-y plane, joint axes +z, gravity along -y.  ``q[..., 0]`` is link 1's absolute angle from the downward
 vertical, counter-clockwise positive; ``q[..., 1]`` is link 2's angle relative to
 link 1.  So ``q = 0`` hangs straight down and the CoM of link 1 sits at
 ``(p1 sin q1, -p1 cos q1)``.
@@ -10,14 +10,14 @@ Variants (``VARIANTS``), each ``tau = f(params, q, qd, qdd)`` with arrays of sha
 ``(..., 2)`` (rad, rad/s, rad/s^2) and torques of shape ``(..., 2)`` in N m:
 
 ``lagrange``
-    The closed form of docs/derivations/two-link.md (the lecture's D-coefficients with the link
-    inertias about the CoM added).
+    The closed form of docs/derivations/two-link.md (the D-coefficients of the robotics lecture
+    with the link inertias about the CoM added).
 ``lecture-no-link-inertia``
     The lecture as printed: the same D-coefficients *without* I1, I2, i.e. each link
     a point mass at its CoM.  On a cylinder arm this is a real error, confined
     to the mass matrix (offsets I1 + I2, I2, I2).
 ``lecture-matrix-form``
-    The lecture's matrix form as printed (with the link inertias added, so only the
+    The matrix form as the lecture prints it (with the link inertias added, so only the
     matrix form differs): its centrifugal matrix ``[[D111, D122], [D212, D221]]``
     puts the Coriolis coefficient D212 (= 0) where D211 = h belongs, so joint 2
     loses its ``h qd1^2`` term; the velocity terms of joint 1 are right.
@@ -125,7 +125,7 @@ def lagrange(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
 
 
 def lecture_no_link_inertia(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """The lecture's D-coefficients as printed: no link inertia about the CoM.
+    """The D-coefficients as the lecture prints them: no link inertia about the CoM.
 
     Identical to :func:`lagrange` with ``i1 = i2 = 0``; against a model whose
     links have rotational inertia the mass matrix is short by
@@ -137,10 +137,10 @@ def lecture_no_link_inertia(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
 
 
 def lecture_matrix_form(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """The lecture's matrix form as printed, term by term (link inertias included).
+    """The matrix form as the lecture prints it, term by term (link inertias included).
 
     ``tau = D qdd + [[D111, D122], [D212, D221]] [qd1^2, qd2^2]
-    + [[D112, D121], [D212, D221]] [qd1 qd2, qd2 qd1] + [D1, D2]`` with the lecture's
+    + [[D112, D121], [D212, D221]] [qd1 qd2, qd2 qd1] + [D1, D2]`` with the printed
     coefficients: D112 = -2h, D122 = -h, D212 = -h + h = 0, and D111, D121, D221
     not defined (0).  Against the closed form it misses ``D211 qd1^2 = h qd1^2``
     on joint 2 (docs/derivations/errata.md).
@@ -194,7 +194,7 @@ def _mtv(R: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def newton_euler(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """The Newton-Euler article's recursive Newton-Euler with modified DH parameters.
+    """Recursive Newton-Euler with modified DH parameters, as an article on the two-link arm derives it.
 
     Link frames follow Craig's modified DH convention,
     ``T_i = RotX(alpha_{i-1}) Trans(a_{i-1}, 0, d_i) RotZ(theta_i)``, with the table

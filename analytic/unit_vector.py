@@ -29,7 +29,7 @@ IDFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 def mass_matrix_and_bias(id_fn: IDFunction, qpos, qvel) -> tuple[np.ndarray, np.ndarray]:
-    """The lecture's method: ``A`` and ``b`` of ``ID(q, qd, qdd) = A qdd + b`` from ``nv + 1`` calls.
+    """The unit-vector method: ``A`` and ``b`` of ``ID(q, qd, qdd) = A qdd + b`` from ``nv + 1`` calls.
 
     All ``nv + 1`` evaluations go to ``id_fn`` as one batch, so a vectorized
     inverse dynamics does the whole job in one call.

@@ -2,7 +2,8 @@
 
 State ``x = [x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive
 leaning forward) and input ``T = T_L + T_R`` (N m, total wheel torque), as in the
-linearized model of the thesis chapter, eq. 2.19 (``analytic.biped.wheeled_pendulum.linearize``).
+linearized wheeled-inverted-pendulum model (``analytic.biped.wheeled_pendulum.linearize``; from a thesis
+chapter on the dynamics of a wheel-legged biped).
 
 Two designs can be compared:
 
@@ -99,8 +100,8 @@ def dlqr(A_d, B_d, Q, R) -> LQRDesign:
 
 
 # Below this many states a Riccati solve runs BLAS single-threaded: on matrices this
-# small threads only cost, and OpenBLAS's idle threads spin ~0.1 s of a second core
-# after every solve (measured: 0.11 s CPU after one 4-state scipy.linalg.solve_continuous_are).
+# small threads only cost, and OpenBLAS's idle threads keep a second core spinning
+# after every solve (what that costs a sweep: docs/guides/speed.md).
 SMALL_SYSTEM = 64
 
 

@@ -4,11 +4,11 @@ One call per control step turns an :class:`~controllers.estimation.Estimate` and
 :class:`Reference` into motor torques:
 
 - wheels: LQR balance ``T = -K(l) (x - x_ref)`` with the gain scheduled over leg
-  length (:mod:`controllers.balance`, eq. 2.19), plus the yaw PD's differential
-  torque (:mod:`controllers.steering`, eq. 2.22), split between the wheels with
+  length (:mod:`controllers.balance`, on the linearized wheeled pendulum), plus the yaw
+  PD's differential torque (:mod:`controllers.steering`), split between the wheels with
   balance first;
-- hips: virtual-model control (:mod:`controllers.virtual_model`, eq. 2.27 and
-  2.30) for height and roll, or the jump state machine's targets
+- hips: virtual-model control (:mod:`controllers.virtual_model`: support statics and
+  the five-bar's virtual work) for height and roll, or the jump state machine's targets
   (:mod:`controllers.jump`) while a jump runs.
 
 Velocity tracking moves ``x_ref`` at the wanted speed, so the LQR's position
@@ -64,7 +64,7 @@ class BipedGains:
       legs: virtual-model PD gains (height, roll).
       alpha_kp, alpha_kd: leg-angle PD used during jump phases, N m/rad, N m s/rad.
       swing_kp, swing_kd: PD on each leg's asymmetry ``alpha_front - alpha_rear``,
-        which keeps the axle under the hip line (the thesis's rigid-leg assumption);
+        which keeps the axle under the hip line (the balance model's rigid-leg assumption);
         N m/rad, N m s/rad.
       Q, R: the LQR weights the schedule was designed with.
     """
@@ -107,7 +107,7 @@ class Command(NamedTuple):
 
 
 def yaw_inertia(params: PendulumParams) -> float:
-    """Torque per yaw acceleration of eq. 2.22: ``r (m D + I D / r^2 + 2 J_yaw / D)``, N m s^2."""
+    """Torque per yaw acceleration of the steering model: ``r (m D + I D / r^2 + 2 J_yaw / D)``, N m s^2."""
     p = params
     return p.r * (p.m * p.D + p.I * p.D / p.r**2 + 2 * p.J_yaw / p.D)
 
@@ -212,7 +212,7 @@ class BipedController:
             on_ground = phase in (Phase.CROUCH, Phase.LANDING)
             left, right = (
                 _clip(self.gains.alpha_kp * (value - a) - self.gains.alpha_kd * ad
-                      + (0.25 * self.params.M * self.params.g * y1 if on_ground else 0.0),  # eq. 2.30, P = M g / 2
+                      + (0.25 * self.params.M * self.params.g * y1 if on_ground else 0.0),  # (P/2) y1 with P = M g / 2
                       self.hip_limit)
                 for a, ad, y1 in zip(est.alpha, est.alpha_rate, est.height_slope, strict=True)
             )

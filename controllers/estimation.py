@@ -40,7 +40,7 @@ class Estimate(NamedTuple):
 
     ``alpha``, ``alpha_rate``, ``height``, ``height_rate``, ``height_slope`` are
     ``(left, right)`` tuples of floats; ``height`` is each leg's hip-line height
-    above its axle, eq. 3.2.  A named tuple of floats, not a dataclass of arrays:
+    above its axle, the five-bar's ``y(alpha)``.  A named tuple of floats, not a dataclass of arrays:
     the estimator builds one every control step, and this costs a fraction of a
     microsecond (``est._replace(x=...)`` makes a changed copy).
     """
@@ -57,7 +57,7 @@ class Estimate(NamedTuple):
     alpha_rate: tuple
     height: tuple
     height_rate: tuple
-    height_slope: tuple  # (left, right) dy/dalpha, m/rad: the five-bar's lever (eq. 2.29)
+    height_slope: tuple  # (left, right) dy/dalpha, m/rad: the five-bar's lever
     accel: float  # |specific force| from the accelerometer, m/s^2 (about 0 in free fall)
     hip_angles: tuple | None = None  # (4,) per motor: left front, left rear, right front, right rear, rad
     hip_rates: tuple | None = None  # (4,), rad/s
@@ -89,7 +89,7 @@ class Estimator:
     through +-180 deg stays continuous.
 
     The update runs at every control step, so it is written in plain floats
-    (``math``, no NumPy): each leg's five-bar (eq. 3.2, 2.29) and shank angle are
+    (``math``, no NumPy): each leg's five-bar height and slope and its shank angle are
     evaluated for one ``alpha`` at a time, which costs a few microseconds where
     the same formulas on 2-element arrays cost tens.
     """
@@ -156,7 +156,7 @@ class Estimator:
 
         ``alpha`` is the mean of the front and rear motor, clipped into the reachable
         range (a transient overshoot must not stop the estimate); ``y, y1`` are
-        eq. 3.2 and 2.29 and ``phi, dphi`` the shank angle (:func:`shank_angle`),
+        the five-bar's height and its slope ``dy/dalpha`` and ``phi, dphi`` the shank angle (:func:`shank_angle`),
         in plain floats.
         """
         g = self.geometry

@@ -1,4 +1,5 @@
-"""Jump state machine of the wheel-legged biped (the thesis chapter, section 2.3, with lift-off detection).
+"""Jump state machine of the wheel-legged biped (after a thesis chapter on
+the biped's jump, with lift-off detection).
 
 Phases, in order::
 
@@ -6,7 +7,7 @@ Phases, in order::
 
 - crouch: legs pulled to ``alpha_crouch`` (the bottom of the stroke) while balancing;
 - thrust: every hip motor at full torque until the legs reach ``alpha_takeoff``
-  (the extension phase of eq. 2.35);
+  (the extension phase of :mod:`analytic.biped.jump`);
 - retract: legs pulled up hard to ``alpha_flight``, lifting the wheels;
 - flight: entered when the accelerometer reads free fall (specific force below
   ``freefall_accel``); legs extend to ``alpha_land`` to meet the ground;

@@ -1,10 +1,10 @@
-"""Steering by differential wheel torque (the thesis chapter, eq. 2.22).
+"""Steering by differential wheel torque (model from a thesis chapter on a wheel-legged biped).
 
 The yaw axis is a pure inertia: ``delta_dd = dT / J_eff`` with ``dT = T_L - T_R``
 and ``J_eff = r (m D + I D / r^2 + 2 J_yaw / D)`` (docs/derivations/biped-model.md).  A PD law on yaw
 angle and rate places the closed loop at a chosen natural frequency and damping.
 
-Sign: the thesis's ``delta`` is positive turning right (a stronger left wheel turns
+Sign: ``delta``, as in the thesis chapter, is positive turning right (a stronger left wheel turns
 the robot clockwise seen from above), which is *minus* the yaw about +z that the
 IMU reports.  The law here takes the IMU's yaw (about +z, counter-clockwise
 positive), so ``dT = -J_eff * (wanted yaw acceleration)``.
@@ -34,7 +34,7 @@ def yaw_gains(j_eff: float, natural_frequency: float, damping_ratio: float = 1.0
     """Pole placement on ``J_eff delta_dd = dT``: ``s^2 + 2 zeta wn s + wn^2``.
 
     Args:
-      j_eff: effective yaw inertia of eq. 2.22 expressed as torque per yaw
+      j_eff: effective yaw inertia of the steering model expressed as torque per yaw
         acceleration, N m s^2 / rad (``T_L - T_R = j_eff * delta_dd``).
       natural_frequency: wn, rad/s.
       damping_ratio: zeta.
@@ -48,7 +48,7 @@ def yaw_torque(gains: YawGains, yaw: float, rate: float, yaw_ref: float = 0.0, r
     """Differential torque ``T_L - T_R`` (N m) steering ``yaw`` (about +z, rad) to ``yaw_ref``.
 
     The yaw error is wrapped to (-pi, pi]; the minus sign converts the wanted
-    counter-clockwise acceleration into eq. 2.22's clockwise-positive ``dT``.
+    counter-clockwise acceleration into the steering model's clockwise-positive ``dT``.
     """
     error = (yaw_ref - yaw + pi) % (2 * pi) - pi
     return float(-(gains.kp * error + gains.kd * (rate_ref - rate)))

@@ -1,13 +1,14 @@
-"""Virtual-model leg control: virtual force and roll torque -> hip torques (the thesis chapter, section 2.2).
+"""Virtual-model leg control: virtual force and roll torque -> hip torques (after a thesis chapter on a
+wheel-legged biped).
 
 The chain, per control step:
 
 1. a height PD gives the virtual vertical force ``F_y`` (N, the net vertical force
    wanted on the body beyond its weight) and a roll PD the virtual roll torque
    ``T_x`` (N m, about the forward axis, positive lifting the left side);
-2. the support statics, eq. 2.27 (``analytic.biped.wheeled_pendulum.leg_forces``), turn
+2. the support statics (``analytic.biped.wheeled_pendulum.leg_forces``), turn
    them into leg forces ``P_L, P_R`` with the body's weight fed forward;
-3. the five-bar's virtual work, eq. 2.30 (as ``analytic.biped.five_bar.hip_torque``),
+3. the five-bar's virtual work (as ``analytic.biped.five_bar.hip_torque``),
    gives each hip motor's torque ``tau = (P / 2) y1(alpha)``; both motors of a leg
    get the same command (equal and opposite in the world).
 
@@ -56,12 +57,12 @@ def hip_torques(params: PendulumParams, slopes, F_y: float, T_x: float, limit: f
     """Hip torque per motor for the left and right leg (N m), saturated to ``+-limit``.
 
     Args:
-      params: the pendulum parameters (body mass ``M``, track ``D``, ``g``) for eq. 2.27.
+      params: the pendulum parameters (body mass ``M``, track ``D``, ``g``) for the support statics.
       slopes: each leg's lever ``y1 = dy/dalpha`` (left, right), m/rad, from
         ``analytic.biped.five_bar.height_derivatives`` (the estimator provides it).
       F_y, T_x: virtual force and roll torque from :func:`virtual_forces`.
       limit: motor torque limit, N m.
     """
     P_L, P_R = leg_forces(params, float(F_y), float(T_x))
-    tau_L, tau_R = 0.5 * P_L * slopes[0], 0.5 * P_R * slopes[1]  # eq. 2.30
+    tau_L, tau_R = 0.5 * P_L * slopes[0], 0.5 * P_R * slopes[1]  # tau = (P / 2) y1
     return min(max(tau_L, -limit), limit), min(max(tau_R, -limit), limit)

@@ -1,4 +1,4 @@
-"""The lecture's appendix of shape inertias against the inertia MuJoCo computes from geoms.
+"""The appendix table of shape inertias of a robotics lecture against the inertia MuJoCo computes from geoms.
 
 Experiment ``inertia-table``: one body per shape, built with ``mujoco.MjSpec`` and
 given its mass on the geom, so MuJoCo computes the inertia from the geometry
@@ -41,7 +41,7 @@ __all__ = ["Row", "cone_mesh", "build_model", "inertia_rows", "markdown_table", 
 MASS = 1.5  # kg, every specimen
 SPHERE_R = 0.1  # m
 ELLIPSOID_ABC = (0.1, 0.2, 0.3)  # m, semi-axes
-BOX_WHD = (0.1, 0.4, 0.8)  # m, the lecture's box
+BOX_WHD = (0.1, 0.4, 0.8)  # m, the rigid-box experiments' box
 ROD_L, ROD_R = 1.0, 1e-5  # m; a cylinder this thin is a rod to 3 r^2/l^2 = 3e-10 relative
 CONE_H, CONE_R = 0.3, 0.1  # m
 CONE_SEGMENTS = 512  # base polygon; (2 pi/N)^2 / 6 ~ 2.5e-5 relative area deficit
@@ -61,7 +61,7 @@ class Row:
     Attributes:
       shape: the specimen's name.
       about: the point the formula is about.
-      formula: the lecture's formula (text).
+      formula: the table's formula (text).
       analytic: principal moments from the formula, ``(3,)``, kg m^2.
       mujoco: MuJoCo's moments, moved to the same point, ``(3,)``, kg m^2.
       rtol: the tolerance this row is held to.
@@ -231,6 +231,7 @@ def judge_inertia(result: InertiaResult) -> tuple[Verdict, dict]:
                   "mujoco": r.mujoco, "rel_error": r.rel_error, "rtol": r.rtol, "passed": r.passed} for r in rows],
         "cone_centroid_from_apex_m": centroid,
         "cone_apex_formula_vs_mujoco_com_inertia_rel": naive,
+        # The explanation is a text metric that saved baselines compare: its wording stays.
         "explanation": (
             "MuJoCo's body_inertia is always about the body's CoM, in its principal frame. The sphere, shell "
             "(geom shellinertia), ellipsoid and box use the same closed forms as the appendix, so they agree "
@@ -259,14 +260,14 @@ def plot_inertia(result: InertiaResult, out_dir) -> list[Path]:
     ax.set_yscale("log")
     ax.set_xticks(x, labels, fontsize=7)
     ax.set_ylabel("relative error, formula vs MuJoCo")
-    ax.set_title("the lecture's appendix inertias vs MuJoCo (1e-17 drawn for exact zeros)")
+    ax.set_title("appendix inertias vs MuJoCo (1e-17 drawn for exact zeros)")
     ax.legend(fontsize=7)
     return [table, plots.save(fig, out_dir, "inertia_errors.png")]
 
 
 @experiment(
     "inertia-table",
-    summary="the lecture's appendix: sphere, shell, ellipsoid, box, rod, cone (mesh) inertias vs MuJoCo's",
+    summary="inertia table of a robotics lecture: sphere, shell, ellipsoid, box, rod, cone (mesh) inertias vs MuJoCo's",
     expected=f"primitives agree to {PRIMITIVE_RTOL:g} relative, the mesh cone to {MESH_RTOL:g}",
 )
 def run(ctx: Context) -> dict:

@@ -1,4 +1,6 @@
-"""An article's symbolic Lagrange recipe (docs/derivations/lagrange.md) against the closed form, RNEA and MuJoCo.
+"""The symbolic Lagrange recipe (docs/derivations/lagrange.md) against the closed form, RNEA and MuJoCo.
+
+The recipe and its worked PR arm come from an article on robot dynamics.
 
 Experiment ``lagrange-symbolic``: the RR arm derived in SymPy equals docs/derivations/two-link.md's
 closed form symbolically, M is SPD and ``Mdot - 2C`` skew-symmetric, and its
@@ -35,7 +37,7 @@ __all__ = ["pr_arm_tree", "symbolic_properties", "SymbolicResult", "symbolic_lag
 
 
 def pr_arm_tree(values: dict) -> Tree:
-    """The Lagrange-recipe article's PR arm as a :class:`Tree` for ``analytic.rnea``: an independent path.
+    """The worked PR arm of the Lagrange-recipe article as a :class:`Tree` for ``analytic.rnea``: an independent path.
 
     Slide along world x (CoM of link 1 at ``q1 - dc1``), then a hinge about z at the
     slider's origin (CoM of link 2 at ``dc2`` along the link); no gravity.  Link
@@ -74,7 +76,7 @@ def symbolic_properties(lm: lagrange_module.LagrangeModel, values: dict, samples
 
 @dataclass(frozen=True)
 class SymbolicResult:
-    """The Lagrange-recipe article's recipe on the RR and PR arms, checked symbolically and numerically.
+    """The Lagrange recipe on the RR and PR arms, checked symbolically and numerically.
 
     Attributes:
       symbolic_equal: check -> whether the RR arm's symbolic difference simplifies to
@@ -164,7 +166,7 @@ def plot_symbolic(result: SymbolicResult, out_dir) -> list[Path]:
 
 @experiment(
     "lagrange-symbolic",
-    summary="an article's Lagrange recipe in SymPy: PR and RR arms; RR vs the closed-form two-link dynamics and "
+    summary="the Lagrange recipe of an article, in SymPy: PR and RR arms; RR vs the closed-form two-link dynamics and "
     "mj_inverse, PR vs RNEA",
     expected="RR equals the closed form symbolically; M SPD, Mdot-2C skew; numeric checks to 1e-9",
 )

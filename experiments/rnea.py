@@ -1,4 +1,4 @@
-"""A robotics lecture's spatial-velocity RNEA against ``mj_inverse`` (docs/derivations/rnea.md).
+"""The spatial-velocity RNEA of a robotics lecture on dynamics against ``mj_inverse`` (docs/derivations/rnea.md).
 
 Experiments ``rnea-two-link-arm``, ``rnea-spatial-arm``, ``rnea-free-tree``:
 :func:`crossdyn.analytic.rnea.rnea` on a :class:`~crossdyn.analytic.rnea.Tree`
@@ -38,7 +38,7 @@ RNEA_MODELS = ("two_link_arm", "spatial_arm", "free_tree")
 
 @dataclass(frozen=True)
 class RneaCheck:
-    """The lecture's spatial RNEA and the unit-vector A, b against MuJoCo on one model.
+    """The spatial-velocity RNEA and the unit-vector A, b against MuJoCo on one model.
 
     Attributes:
       model: the MJCF's name.
@@ -90,7 +90,7 @@ def plot_rnea(result: RneaCheck, out_dir) -> list[Path]:
 def _rnea_experiment(name: str):
     @experiment(
         f"rnea-{name.replace('_', '-')}",
-        summary=f"the lecture's spatial RNEA vs mj_inverse on {name}; unit-vector A, b vs mj_fullM, qfrc_bias",
+        summary=f"spatial-velocity RNEA vs mj_inverse on {name}; unit-vector A, b vs mj_fullM, qfrc_bias",
         expected=f"|tau error| <= {RNEA_TOL:g} (1 + |tau|); A, b within {MATRIX_RTOL:g} x scale",
         params={"samples": Param(1000, "number of random states", 1, 1_000_000)},
     )

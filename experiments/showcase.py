@@ -9,7 +9,7 @@ fail with the slip named:
 
 - kinematics: the rotation transposed (a world-to-tip rotation);
 - Jacobian: in the tip's local frame where MuJoCo's is world-aligned;
-- mass matrix: the link inertias left out (a lecture's printed form: point masses at the CoMs);
+- mass matrix: the link inertias left out (the form a robotics lecture prints: point masses at the CoMs);
 - bias: gravity with the opposite sign;
 - energy: the kinetic energy of point masses (link inertias left out);
 - forward dynamics: the Coriolis and centrifugal forces dropped;

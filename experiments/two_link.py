@@ -1,5 +1,9 @@
 """Two-link arm: every hand derivation of the closed form (docs/derivations/two-link.md) against MuJoCo.
 
+The derivations come from a robotics lecture on dynamics, a textbook chapter on Lagrange
+dynamics and an article that derives the arm by Newton-Euler and checks it against a
+Simscape model.
+
 Experiments:
 
 - ``two-link-<variant>`` for each of ``analytic.two_link.VARIANTS``: 10,000 seeded
@@ -8,7 +12,7 @@ Experiments:
   expected to *fail* in exactly one way: a constant mass-matrix offset equal to
   the missing link inertias, ``-(I1 + I2, I2, I2)``; ``lecture-matrix-form``
   in the velocity terms of joint 2 only, by the missing ``h qd1^2``.
-- ``two-link-scope``: the Newton-Euler article's scope figure (torque along a 5 s trajectory, MuJoCo
+- ``two-link-scope``: the scope plot of the Newton-Euler article (torque along a 5 s trajectory, MuJoCo
   and each variant, and their differences) plus a forward check: the analytic
   torque replayed as feedforward in MuJoCo tracks the trajectory.
 - ``derivation-attribution``: four derivations of the arm (correct, the lecture as
@@ -58,7 +62,7 @@ __all__ = ["two_link_params", "default_model", "check_variant", "trajectory", "f
 ATOL = 1e-10
 SAMPLES, SHORT_SAMPLES = 10_000, 500
 
-# The lecture's printed form's reported mass-matrix offsets must equal the missing inertias to this
+# The reported mass-matrix offsets of the form the lecture prints must equal the missing inertias to this
 # (both are sums of the same few doubles).
 OFFSET_TOL = 1e-12
 
@@ -258,7 +262,7 @@ _TRAJECTORY = (
     ((1.2, 0.30, 0.0), (0.5, 0.85, 0.7)),
     ((1.5, 0.45, 1.0), (0.4, 1.30, -0.4)),
 )
-DURATION = 5.0  # s, as in the Newton-Euler article's scope figure
+DURATION = 5.0  # s, as in the scope plot of the Newton-Euler article
 ORDER_WINDOW = 1.0  # s, horizon over which the start-hold drift's order is measured
 MIDPOINT_DRIFT_MAX = 1e-2  # rad over 5 s at dt = 1 ms: measured 6.3e-4, so 16x margin
 
@@ -353,7 +357,7 @@ def _judge_mass_matrix_offsets(result: VariantCheck) -> Verdict:
 
 
 def _missing_centrifugal(params: TwoLinkParams, report: Report, model, samples: int, seed: int) -> dict:
-    """The lecture's matrix form: its velocity-term error per joint, and what is left of joint 2's
+    """The printed matrix form: its velocity-term error per joint, and what is left of joint 2's
     once the missing ``h qd1^2`` is put back, N m (at the states the check drew)."""
     q, qd, _ = sample_states(model, samples, seed)  # the states check() drew
     zero = np.zeros_like(q)
@@ -439,7 +443,7 @@ for _variant in VARIANTS:
     _crosscheck_experiment(_variant)
 
 
-# --- two-link-scope: the Newton-Euler article's scope figure and a feedforward replay ----------------
+# --- two-link-scope: the scope plot of the Newton-Euler article and a feedforward replay ---------
 
 # (time step s, torque held from the step's midpoint?) of the four replays
 _REPLAYS = ((1e-3, False), (5e-4, False), (1e-3, True), (5e-4, True))
@@ -528,7 +532,7 @@ def judge_scope(result: ScopeResult) -> tuple[Verdict, dict]:
 
 
 def plot_scope(result: ScopeResult, out_dir) -> list[Path]:
-    """The Newton-Euler article's scope figure (``scope.png``) and the replays' drift into ``out_dir``.
+    """The scope plot of the Newton-Euler article (``scope.png``) and the replays' drift into ``out_dir``.
 
     The drift figure is ``feedforward_drift.png``.
     """
@@ -572,7 +576,7 @@ def _plot_feedforward_drift(result: ScopeResult) -> Figure:
 
 @experiment(
     "two-link-scope",
-    summary=("the Newton-Euler article's scope: torque along a 5 s trajectory, MuJoCo vs each variant; "
+    summary=("scope plot of the Newton-Euler article: torque along a 5 s trajectory, MuJoCo vs each variant; "
              "feedforward replay"),
     expected="exact variants agree along the path; feedforward drift shrinks O(dt) / O(dt^2)",
 )

@@ -1,4 +1,4 @@
-"""A robotics lecture's unit-vector method (docs/derivations/unit-vector.md) against MuJoCo.
+"""The unit-vector method of a robotics lecture on dynamics (docs/derivations/unit-vector.md) against MuJoCo.
 
 - :func:`unit_vector_errors`: ``A``, ``b`` built from ``rnea`` by the unit-vector
   method vs ``mj_fullM`` and ``qfrc_bias`` (used by the ``rnea-*`` experiments).

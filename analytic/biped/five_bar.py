@@ -1,4 +1,5 @@
-"""Five-bar leg of the wheel-legged biped: height and hip torque (from a thesis chapter on the biped).
+"""Five-bar leg of the wheel-legged biped: height and hip torque (from a thesis chapter on the dynamics of a
+wheel-legged biped).
 
 Geometry (docs/derivations/biped-model.md): the two hip motors of a leg sit ``l1`` either side of the
 leg's centre line, thighs ``l2`` long, shanks ``l3`` long meet at the wheel axle
@@ -8,15 +9,15 @@ same ``alpha`` (symmetric leg).  The knee sits ``a = l1 - l2 cos(alpha)`` out fr
 the centre line and ``l2 sin(alpha)`` above the motor line, so the body's height
 above the axle is
 
-    y(alpha) = sqrt(l3^2 - a^2) - l2 sin(alpha)          (the thesis chapter, eq. 3.2 / 2.36)
+    y(alpha) = sqrt(l3^2 - a^2) - l2 sin(alpha)
 
 Virtual work with the two motors of a leg each giving torque ``tau`` (equal and
 opposite in the world, equal in the ``alpha`` convention) against a vertical leg
 force ``P`` (the force the leg pushes the body up with, N):
 
-    2 tau delta(alpha) = P delta(y)  ->  tau = (P / 2) y1(alpha)    (eq. 2.28-2.30)
+    2 tau delta(alpha) = P delta(y)  ->  tau = (P / 2) y1(alpha)
 
-with ``y1 = dy/dalpha`` (eq. 2.29: ``y1 = -[a l2 sin(alpha) / sqrt(l3^2 - a^2) +
+with ``y1 = dy/dalpha`` (``y1 = -[a l2 sin(alpha) / sqrt(l3^2 - a^2) +
 l2 cos(alpha)]``).  Over the stroke (alpha in (180 deg, 270 deg)) y1 > 0: the leg
 extends as alpha grows, and an upward P needs a positive (extending) torque.
 
@@ -31,7 +32,7 @@ radius ``l3`` about them (:func:`axle_position`).  Differentiating
     [(A - K_f)^T; (A - K_r)^T] dA = [(A - K_f)^T dK_f; (A - K_r)^T dK_r]
 
 At a symmetric pose its vertical row is ``-y1 / 2`` per motor, so the virtual-work
-torque of eq. 2.30 is ``tau = -J_z^T P``: the virtual-model controller's ``J^T F``.
+torque ``tau = (P / 2) y1`` is ``tau = -J_z^T P``: the virtual-model controller's ``J^T F``.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ __all__ = ["REACHABLE", "STROKE", "height", "height_derivatives", "hip_torque", 
 REACHABLE = (np.pi, 1.5 * np.pi)
 
 # The testbed's default extension stroke (docs/derivations/biped-model.md): crouched at 190 deg, extended at
-# 250 deg (y = 0.218 m and 0.430 m with the thesis's legs).
+# 250 deg (y = 0.218 m and 0.430 m with the leg lengths of the thesis chapter).
 STROKE = (np.radians(190.0), np.radians(250.0))
 
 
@@ -86,7 +87,7 @@ def check_alpha(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
 
 
 def height(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
-    """Body (hip-motor line) height above the wheel axle, the thesis chapter's eq. 3.2.
+    """Body (hip-motor line) height above the wheel axle, ``y(alpha)`` of the module docstring.
 
     Args:
       alpha: thigh angle(s), any shape, rad, in [pi, 3 pi / 2].
@@ -103,7 +104,7 @@ def height(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
 
 def height_derivatives(alpha, l1: float, l2: float, l3: float,
                        validate: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``y(alpha)`` and its first two derivatives (the thesis chapter, eq. 2.36).
+    """``y(alpha)`` and its first two derivatives in ``alpha``.
 
     Args:
       alpha: thigh angle(s), any shape, rad.
@@ -126,13 +127,13 @@ def height_derivatives(alpha, l1: float, l2: float, l3: float,
     a2 = l2 * c  # d2a/dalpha2
     root = np.sqrt(l3**2 - a**2)  # axle's depth below the knee
     y = root - l2 * s
-    y1 = -a * a1 / root - l2 * c  # eq. 2.29
+    y1 = -a * a1 / root - l2 * c
     y2 = -(a1**2 + a * a2) / root - (a * a1) ** 2 / root**3 + l2 * s
     return y, y1, y2
 
 
 def hip_torque(alpha, force, l1: float, l2: float, l3: float) -> np.ndarray:
-    """Torque of each hip motor holding a vertical leg force, eq. 2.28-2.30.
+    """Torque of each hip motor holding a vertical leg force, by virtual work: ``tau = (P / 2) y1``.
 
     Args:
       alpha: thigh angle(s), rad.

@@ -1,15 +1,17 @@
-"""Jump, leg-extension phase of the biped (a thesis chapter on the biped, section 2.2.2, eqs. 2.31-2.36).
+"""Jump, leg-extension phase of the biped (from a thesis chapter on the dynamics of a
+wheel-legged biped).
 
 The body (mass ``M``, a point on massless five-bar legs) is pushed up by four hip
 motors, each giving torque ``tau``, while the wheels stay on the ground.  With the
-body height ``y(alpha)`` of eq. 3.2 (:mod:`analytic.biped.five_bar`), Lagrange's equation
+body height ``y(alpha)`` of the five-bar leg (:mod:`analytic.biped.five_bar`), Lagrange's equation
 in ``alpha`` is
 
-    (1/4) M y1 (y2 alphad^2 + y1 alphadd + g) = tau          (eq. 2.35)
+    (1/4) M y1 (y2 alphad^2 + y1 alphadd + g) = tau
 
 and the body rises at ``yd = y1 alphad``.  The stroke starts from rest at
-``alpha0`` and ends (take-off) when ``alpha`` reaches ``alpha1``.  The thesis asks
-whether the take-off speed beats ``g t`` for a retraction time ``t`` (figure 2-9).
+``alpha0`` and ends (take-off) when ``alpha`` reaches ``alpha1``.  The thesis chapter asks
+whether the take-off speed beats ``g t`` for a retraction time ``t``, and plots ``yd``
+against ``alpha`` with that line.
 """
 
 from __future__ import annotations
@@ -65,16 +67,16 @@ class Stroke:
         return self.takeoff_velocity**2 / (2 * self.g)
 
     def requirement(self, retraction_time: float) -> float:
-        """The thesis's take-off speed requirement ``g t`` for a leg retraction time ``t`` (s), m/s."""
+        """Take-off speed requirement (from the thesis chapter) ``g t`` for a leg retraction time ``t`` (s), m/s."""
         return self.g * retraction_time
 
     def apex_height(self, retraction_time: float) -> float:
-        """The thesis's apex ``h_max = h1 + h2`` with ``h2 = g t^2 / 2``, m."""
+        """Apex as the thesis chapter estimates it, ``h_max = h1 + h2`` with ``h2 = g t^2 / 2``, m."""
         return self.stroke_height + 0.5 * self.g * retraction_time**2
 
 
 def alpha_acceleration(alpha, alpha_dot, M: float, tau: float, l1: float, l2: float, l3: float, g: float = 9.81):
-    """``alphadd`` from eq. 2.35, rad/s^2 (``alpha`` in rad, ``alpha_dot`` rad/s, ``tau`` N m per motor)."""
+    """``alphadd`` of the extension phase, rad/s^2 (``alpha`` in rad, ``alpha_dot`` rad/s, ``tau`` N m per motor)."""
     _, y1, y2 = height_derivatives(alpha, l1, l2, l3)
     return (4.0 * tau / (M * y1) - g - y2 * np.asarray(alpha_dot) ** 2) / y1
 
@@ -90,7 +92,7 @@ def extension_stroke(
     g: float = 9.81,
     max_time: float = 2.0,
 ) -> Stroke:
-    """Integrate eq. 2.35 from rest at ``alpha0`` until ``alpha`` reaches ``alpha1``.
+    """Integrate the extension-phase equation from rest at ``alpha0`` until ``alpha`` reaches ``alpha1``.
 
     Args:
       M: body mass, kg.

@@ -1,30 +1,32 @@
 """Wheeled inverted pendulum, steering and support statics of the biped.
 
-The source is a thesis chapter on the biped, sections 2.1-2.2.
+The source is a thesis chapter on the dynamics of a wheel-legged biped (docs/derivations/biped-model.md).
 
-Assumptions (the thesis's): the body is a rigid body of mass ``M`` and pitch inertia
+Assumptions (as in the thesis chapter): the body is a rigid body of mass ``M`` and pitch inertia
 ``J_pitch`` whose CoM is ``l`` above the wheel axle on rigid, massless legs; two
 wheels (mass ``m``, axle inertia ``I``, radius ``r``, track ``D``) roll without
 slipping.  Sign conventions (docs/derivations/biped-model.md): ``x`` forward along the axle, ``theta`` the
 pitch, positive leaning forward (MuJoCo's rotation about +y); ``T = T_L + T_R`` the
 total wheel torque, positive driving forward, which pitches the body back.
 
-Equations (the biped thesis chapter):
+Equations:
 
-- nonlinear planar model, eq. 2.16-2.17::
+- nonlinear planar model (body pitch and axle travel, contact forces eliminated)::
 
     (J + M l^2) thdd = M g l sin(th) - M l xdd cos(th) - T
     (M + 2m + 2I/r^2) xdd = T/r - M l thdd cos(th) + M l thd^2 sin(th)
 
-- linearized, eq. 2.19 (printed with ``2 l / r^2`` for ``2 I / r^2``)::
+- linearized about upright (``cos th = 1``, ``sin th = th``, ``thd^2 = 0``; the thesis chapter
+  prints ``2 l / r^2`` for ``2 I / r^2``)::
 
     r (M + 2m + 2I/r^2) xdd = T - M r l thdd
     (J + M l^2) thdd = M g l th - M l xdd - T
 
-- steering, eq. 2.22: ``deltadd = (T_L - T_R) / (r (m D + I D / r^2 + 2 J_yaw / D))``
-  with the thesis's yaw ``delta`` positive turning right (clockwise seen from above,
+- steering by differential wheel torque: ``deltadd = (T_L - T_R) / (r (m D + I D / r^2 + 2 J_yaw / D))``
+  with the yaw ``delta`` of the thesis chapter, positive turning right (clockwise seen from above,
   that is minus MuJoCo's yaw about +z): a stronger left wheel turns right;
-- support statics, eq. 2.23-2.27: ``F_y = P_L + P_R - M g``, ``T_x = (P_L - P_R) D/2``,
+- support statics (virtual vertical force and roll torque from the two leg forces):
+  ``F_y = P_L + P_R - M g``, ``T_x = (P_L - P_R) D/2``,
   so ``P_{L,R} = (F_y + M g)/2 +- T_x/D`` (printed ``(F_y - M g)/2``).  ``P`` is the
   vertical force a leg pushes the body up with, ``T_x`` the roll torque about
   MuJoCo's +x (forward); a positive ``T_x`` means the left leg pushes harder.
@@ -62,8 +64,8 @@ class PendulumParams:
       m: mass of one wheel, kg.
       r: wheel radius, m.
       I: one wheel's inertia about its axle, kg m^2.
-      J_pitch: body inertia about the pitch axis through its CoM (the thesis's J_z), kg m^2.
-      J_yaw: body inertia about the vertical axis through its CoM (the thesis's J_y), kg m^2.
+      J_pitch: body inertia about the pitch axis through its CoM (written J_z in the thesis chapter), kg m^2.
+      J_yaw: body inertia about the vertical axis through its CoM (written J_y in the thesis chapter), kg m^2.
       D: track, distance between the wheels, m.
       g: gravity, m/s^2.
     """
@@ -71,7 +73,7 @@ class PendulumParams:
     M: float
     m: float
     r: float
-    I: float  # noqa: E741 -- eq. 2.16-2.19's symbol, and a public field (PendulumParams(I=...)) read across crossdyn
+    I: float  # noqa: E741 -- the equations' symbol, and a public field (PendulumParams(I=...)) read across crossdyn
     J_pitch: float
     J_yaw: float
     D: float
@@ -94,7 +96,7 @@ def _check_length(length) -> float:
 
 
 def accelerations(p: PendulumParams, length: float, theta, theta_dot, T):
-    """``(xdd, thdd)`` of the nonlinear model, eq. 2.16-2.17, solved jointly.
+    """``(xdd, thdd)`` of the nonlinear model, both equations solved jointly.
 
     Args:
       p: parameters.
@@ -125,12 +127,12 @@ def dynamics(p: PendulumParams, length: float, state, T) -> np.ndarray:
 
 
 def linearize(p: PendulumParams, length: float, printed: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Continuous-time ``(A, B)`` of eq. 2.19 about the upright equilibrium.
+    """Continuous-time ``(A, B)`` of the linearized model about the upright equilibrium.
 
     Args:
       p: parameters.
       length: l, the CoM height above the axle, m.
-      printed: use the thesis's printed ``2 l / r^2`` in place of ``2 I / r^2``.
+      printed: use the ``2 l / r^2`` the thesis chapter prints in place of ``2 I / r^2``.
 
     Returns:
       ``A`` (4, 4) and ``B`` (4, 1) for the state ``[x, xd, theta, thd]`` (m, m/s,
@@ -138,7 +140,7 @@ def linearize(p: PendulumParams, length: float, printed: bool = False) -> tuple[
     """
     length = _check_length(length)
     wheel = 2 * (length if printed else p.I) / p.r**2
-    # E [xdd, thdd] = G theta + H T, from the two lines of 2.19.
+    # E [xdd, thdd] = G theta + H T, from the two linearized equations.
     E = np.array([[p.r * (p.M + 2 * p.m + wheel), p.M * p.r * length], [p.M * length, p.J_pitch + p.M * length**2]])
     G = np.array([0.0, p.M * p.g * length])
     H = np.array([1.0, -1.0])
@@ -153,7 +155,7 @@ def linearize(p: PendulumParams, length: float, printed: bool = False) -> tuple[
 
 
 def wheel_drive_torque(p: PendulumParams, xdd_wheel, N, printed: bool = False):
-    """Wheel torque from one wheel's dynamics, eq. 2.5/2.6 solved for ``T``.
+    """Wheel torque from one wheel's dynamics (rolling without slip), solved for ``T``.
 
     ``(m + I/r^2) xdd = T/r - N`` (printed: ``m + 1/r^2``, dimensionally wrong).
 
@@ -169,7 +171,7 @@ def wheel_drive_torque(p: PendulumParams, xdd_wheel, N, printed: bool = False):
 
 
 def axle_acceleration(xdd_L, xdd_R, xd_R=None, printed: bool = False):
-    """Mean axle acceleration, eq. 2.7: ``(xdd_L + xdd_R)/2`` (printed: ``(xdd_L + xd_R)/2``).
+    """Mean axle acceleration of the two wheels: ``(xdd_L + xdd_R)/2`` (printed: ``(xdd_L + xd_R)/2``).
 
     Args:
       xdd_L, xdd_R: wheel axle accelerations, m/s^2.
@@ -177,13 +179,13 @@ def axle_acceleration(xdd_L, xdd_R, xd_R=None, printed: bool = False):
     """
     if printed:
         if xd_R is None:
-            raise ValueError("the printed eq. 2.7 uses the right wheel's velocity: pass xd_R")
+            raise ValueError("the printed mean acceleration uses the right wheel's velocity: pass xd_R")
         return 0.5 * (np.asarray(xdd_L) + np.asarray(xd_R))
     return 0.5 * (np.asarray(xdd_L) + np.asarray(xdd_R))
 
 
 def yaw_acceleration(p: PendulumParams, T_L, T_R):
-    """Yaw acceleration for wheel torques, eq. 2.22 (the thesis's sign: positive turns right).
+    """Yaw acceleration for wheel torques (sign as in the thesis chapter: positive turns right).
 
     Returns:
       ``deltadd``, rad/s^2 (minus MuJoCo's yaw acceleration about +z).
@@ -193,7 +195,7 @@ def yaw_acceleration(p: PendulumParams, T_L, T_R):
 
 
 def yaw_acceleration_from_wheels(D: float, xdd_L, xdd_R, xd_L=None, x_R=None, printed: bool = False):
-    """Yaw acceleration from the axle motions, eq. 2.21 (the thesis's sign: positive turns right).
+    """Yaw acceleration from the axle motions (sign as in the thesis chapter: positive turns right).
 
     Corrected: ``(xdd_L - xdd_R)/D``; printed: ``(xd_L - x_R)/D``.
 
@@ -204,18 +206,18 @@ def yaw_acceleration_from_wheels(D: float, xdd_L, xdd_R, xd_L=None, x_R=None, pr
     """
     if printed:
         if xd_L is None or x_R is None:
-            raise ValueError("the printed eq. 2.21 uses xd_L and x_R: pass both")
+            raise ValueError("the printed yaw-from-wheels form uses xd_L and x_R: pass both")
         return (np.asarray(xd_L) - np.asarray(x_R)) / D
     return (np.asarray(xdd_L) - np.asarray(xdd_R)) / D
 
 
 def leg_forces(p: PendulumParams, F_y, T_x, printed: bool = False):
-    """Leg forces for a virtual vertical force and roll torque, eq. 2.27.
+    """Leg forces for a virtual vertical force and roll torque (the inverse of :func:`virtual_forces`).
 
     Args:
       F_y: virtual vertical force on the body beyond its weight (``M yddot``), N.
       T_x: virtual roll torque about +x (forward), N m.
-      printed: the thesis's ``(F_y - M g)/2``.
+      printed: the misprinted ``(F_y - M g)/2``.
       Floats give floats (the controller calls this every step), arrays give arrays.
 
     Returns:
@@ -230,6 +232,6 @@ def leg_forces(p: PendulumParams, F_y, T_x, printed: bool = False):
 
 
 def virtual_forces(p: PendulumParams, P_L, P_R):
-    """``(F_y, T_x)`` from the leg forces, eq. 2.23-2.24 (the forward statics)."""
+    """``(F_y, T_x)`` from the leg forces (the forward statics)."""
     P_L, P_R = np.asarray(P_L, dtype=float), np.asarray(P_R, dtype=float)
     return P_L + P_R - p.M * p.g, (P_L - P_R) * p.D / 2

@@ -1,14 +1,18 @@
-"""Wheel-legged biped (a thesis chapter's models; docs/derivations/biped-model.md, errata.md) against MuJoCo.
+"""Wheel-legged biped: the hand models of a thesis chapter on its dynamics against MuJoCo.
+
+The models and their errata are described in docs/derivations/biped-model.md and errata.md.
 
 Experiments (``crossdyn run NAME``):
 
-- ``five-bar``: MuJoCo's closed leg geometry and static hip torques vs eq. 3.2 and 2.30.
+- ``five-bar``: MuJoCo's closed leg geometry and static hip torques vs the height
+  formula ``y(alpha)`` and the virtual-work torque ``tau = (P / 2) y1``.
 - ``linearization``: ``mjd_transitionFD`` of the balancing robot, reduced to
-  ``[x, xd, theta, thd]``, vs eq. 2.19 across the stroke; the assumption ladder
+  ``[x, xd, theta, thd]``, vs the linearized wheeled pendulum across the stroke; the assumption ladder
   (massless legs, leg mass, CoM offset, wheel inertia, the printed 2l/r^2).
-- ``steering``: yaw acceleration for a differential wheel torque vs eq. 2.22.
-- ``statics``: wheel contact forces under commanded (F_y, T_x) vs eq. 2.27.
-- ``jump-stroke``: seed figure 2-9 (eq. 2.35) and the same stroke in MuJoCo.
+- ``steering``: yaw acceleration for a differential wheel torque vs the steering model.
+- ``statics``: wheel contact forces under commanded (F_y, T_x) vs the support statics.
+- ``jump-stroke``: the extension-phase ODE's body speed against alpha, with the ``g t``
+  take-off requirement, and the same stroke in MuJoCo.
 - ``errata``: every erratum of the biped thesis chapter (docs/derivations/errata.md), printed vs corrected vs MuJoCo.
 
 Parameters all come from ``mjcf/wheel_legged_biped.xml`` through
@@ -84,10 +88,10 @@ __all__ = [
 
 # crossdyn's default stroke (docs/derivations/biped-model.md), deg.
 STROKE_DEG: tuple[float, float] = (float(np.degrees(STROKE[0])), float(np.degrees(STROKE[1])))
-RETRACTION_TIME = 0.3  # s, the biped thesis chapter's leg retraction time t
+RETRACTION_TIME = 0.3  # s, the leg retraction time t the thesis chapter assumes
 STAND_DEG = float(np.degrees(STANCE))  # mid-stroke pose for the single-pose checks, deg
 
-# Five-bar: eq. 3.2 against MuJoCo's kinematics is exact up to the Gauss-Newton
+# Five-bar: the height formula against MuJoCo's kinematics is exact up to the Gauss-Newton
 # tolerance (1e-14 m), so 1e-9 leaves room for round-off only.  Rigid statics of
 # MuJoCo's constrained pose is exact too (measured ~1e-14); held in MuJoCo's soft
 # forward dynamics the torques carry the closure's softness, (1 - d) with
@@ -97,12 +101,12 @@ TORQUE_RTOL = 1e-4
 # Linearization: ideal variant within 1 % on every non-zero entry (the issue's bar;
 # measured ~1e-4, from the 1e-4 kg leg links and the soft contacts).
 LIN_RTOL = 0.01
-# Steering / statics / wheel dynamics on the ideal robot: the thesis's models leave
+# Steering / statics / wheel dynamics on the ideal robot: the hand models leave
 # out only the wheels' yaw inertia (steering, 0.7 %) and the 1e-4 kg leg links.
 STEER_RTOL = 0.02
 STEER_EXPLAINED_RTOL = 1e-3
 STATICS_RTOL = 1e-3
-KINEMATIC_RTOL = 1e-3  # eq. 2.7 / 2.21 against MuJoCo, finite differences at dt^2 level
+KINEMATIC_RTOL = 1e-3  # mean and yaw acceleration from the wheels against MuJoCo, finite differences at dt^2 level
 
 
 def _deg(values):
@@ -113,15 +117,15 @@ def _deg(values):
 
 @dataclass(frozen=True)
 class FiveBarResult:
-    """The five-bar leg across the stroke: MuJoCo's closed geometry and statics vs eq. 3.2, 2.30.
+    """The five-bar leg across the stroke: MuJoCo's closed geometry and statics vs the hand formulas.
 
     Attributes:
       alpha: hip angles, ``(n,)``, rad.
       force: the vertical leg force P, N.
-      height_analytic: eq. 3.2's body height above the axle, ``(n,)``, m.
+      height_analytic: the formula's body height ``y(alpha)`` above the axle, ``(n,)``, m.
       y1: its derivative dy/dalpha, ``(n,)``, m/rad.
       height_mujoco: MuJoCo's closed legs' height, ``(n, 2)`` (left, right), m.
-      torque_analytic: eq. 2.30's hip torque per motor, ``(n,)``, N m.
+      torque_analytic: the virtual-work hip torque per motor, ``(n,)``, N m.
       torque_mujoco: MuJoCo's rigid statics, ``(n, 4)`` (every hip motor), N m.
       torque_mujoco_soft: the same held in MuJoCo's soft forward dynamics, ``(n, 4)``, N m.
       closure_residual: largest loop-closure error, m.
@@ -141,8 +145,8 @@ class FiveBarResult:
 
 
 def five_bar_comparison(force: float = 30.0, points: int = 61, mjcf: str = "") -> FiveBarResult:
-    """Eq. 3.2 and 2.30 vs the fixed-body, zero-gravity rig at ``points`` angles over the stroke (no files);
-    ``mjcf`` is the robot (``""``: the built-in one)."""
+    """Height formula and virtual-work torque vs the fixed-body, zero-gravity rig at ``points`` angles over
+    the stroke (no files); ``mjcf`` is the robot (``""``: the built-in one)."""
     rig = build(fixed_body=True, gravity=False, mjcf=mjcf)
     p = biped_params(rig)
     alphas = _deg(np.linspace(*STROKE_DEG, points))
@@ -196,10 +200,10 @@ def plot_five_bar(result: FiveBarResult, out_dir) -> list[Path]:
     """Leg height and static hip torques against alpha (``five_bar.png``) into ``out_dir``."""
     fig, axes = plots.figure(1, 2, width=10.0, height=3.2)
     deg = np.degrees(result.alpha)
-    axes[0].plot(deg, result.height_analytic, "k-", label="eq. 3.2")
+    axes[0].plot(deg, result.height_analytic, "k-", label="y(alpha), five-bar formula")
     axes[0].plot(deg, result.height_mujoco[:, 0], "o", ms=3, label="MuJoCo (left)")
     axes[0].set(xlabel="alpha (deg)", ylabel="body height above axle (m)", title="leg height")
-    axes[1].plot(deg, result.torque_analytic, "k-", label=f"eq. 2.30, P = {result.force:g} N")
+    axes[1].plot(deg, result.torque_analytic, "k-", label=f"virtual work (P/2) y1, P = {result.force:g} N")
     axes[1].plot(deg, result.torque_mujoco, ".", ms=3)
     axes[1].set(xlabel="alpha (deg)", ylabel="hip torque per motor (N m)", title="static hip torques (4 motors)")
     for ax in axes:
@@ -210,7 +214,7 @@ def plot_five_bar(result: FiveBarResult, out_dir) -> list[Path]:
 
 @experiment(
     "five-bar",
-    summary="five-bar leg: MuJoCo's closed geometry and static hip torques vs eq. 3.2 and 2.30",
+    summary="five-bar leg: MuJoCo's closed geometry and static hip torques vs the height formula and virtual work",
     expected=f"height within {HEIGHT_RTOL:g}, torques within {TORQUE_RTOL:g} relative",
     params={"force": Param(30.0, "vertical leg force P, N", -200.0, 200.0), "mjcf": MJCF},
 )
@@ -225,7 +229,7 @@ def five_bar_experiment(ctx: Context) -> dict:
 
 @dataclass(frozen=True)
 class LinearizationResult:
-    """``mjd_transitionFD`` of the balancing robot vs eq. 2.19 at several leg angles.
+    """``mjd_transitionFD`` of the balancing robot vs the linearized wheeled pendulum at several leg angles.
 
     Attributes:
       alpha: hip angles, ``(n,)``, rad.
@@ -259,6 +263,8 @@ def ladder_table(result: LinearizationResult) -> dict:
     def column(variant, candidate):
         return [r["errors"][candidate]["max_rel"] for r in result.rows[variant]]
 
+    # The candidates' keys are metrics that saved baselines compare, so they keep the source's
+    # equation number for the linearized wheeled pendulum.
     return {
         "alpha_deg": np.degrees(result.alpha),
         "l_m": [r["l"] for r in result.rows["ideal"]],
@@ -273,7 +279,7 @@ def ladder_table(result: LinearizationResult) -> dict:
 
 
 def judge_linearization(result: LinearizationResult) -> tuple[Verdict, dict]:
-    """Eq. 2.19 within :data:`LIN_RTOL` on the ideal robot at every angle, the printed 2l/r^2
+    """The linearized model within :data:`LIN_RTOL` on the ideal robot at every angle, the printed 2l/r^2
     outside it everywhere, and the lumped model within it on the realistic and offset robots.
 
     Returns:
@@ -306,7 +312,7 @@ def plot_linearization(result: LinearizationResult, out_dir) -> list[Path]:
         ls = [r["l"] for r in rows[variant]]
         ax.plot(ls, [r["pole_mujoco"] for r in rows[variant]], style, mfc="none", label=f"MuJoCo, {variant}")
     ls = [r["l"] for r in rows["ideal"]]
-    ax.plot(ls, [r["pole_analytic"] for r in rows["ideal"]], "k-", label="eq. 2.19")
+    ax.plot(ls, [r["pole_analytic"] for r in rows["ideal"]], "k-", label="linearized model")
     ax.set(xlabel="leg length l (m)", ylabel="unstable pole (1/s)", title="open-loop unstable pole vs leg length")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -324,7 +330,8 @@ def plot_linearization(result: LinearizationResult, out_dir) -> list[Path]:
 
 @experiment(
     "linearization",
-    summary="mjd_transitionFD of the balancing robot vs eq. 2.19 across the stroke; assumption ladder",
+    summary="mjd_transitionFD of the balancing robot vs the linearized wheeled pendulum across the stroke; "
+            "assumption ladder",
     expected=f"ideal variant within {LIN_RTOL:.0%} on every non-zero entry; realistic mismatch attributed",
     params={"mjcf": MJCF},
 )
@@ -339,7 +346,7 @@ def linearization_experiment(ctx: Context) -> dict:
 
 @dataclass(frozen=True)
 class SteeringResult:
-    """Yaw acceleration for a differential wheel torque, MuJoCo vs eq. 2.22, at mid-stroke.
+    """Yaw acceleration for a differential wheel torque, MuJoCo vs the steering model, at mid-stroke.
 
     Attributes:
       torque: dT, N m (T_L = dT, T_R = -dT).
@@ -364,7 +371,7 @@ def steering_comparison(torque: float = 1.0, mjcf: str = "") -> SteeringResult:
 
 
 def judge_steering(result: SteeringResult) -> tuple[Verdict, dict]:
-    """Ideal robot: eq. 2.22 within :data:`STEER_RTOL`, within :data:`STEER_EXPLAINED_RTOL` once the
+    """Ideal robot: the steering model within :data:`STEER_RTOL`, within :data:`STEER_EXPLAINED_RTOL` once the
     wheels' yaw inertia is added; realistic legs: within the latter when lumped.
 
     Returns:
@@ -381,7 +388,8 @@ def judge_steering(result: SteeringResult) -> tuple[Verdict, dict]:
     ideal = out["massless"]
     passed = (ideal["rel_error"] <= STEER_RTOL and ideal["rel_error_with_wheel_yaw"] <= STEER_EXPLAINED_RTOL
               and out["realistic"]["rel_error_lumped"] <= STEER_EXPLAINED_RTOL)
-    verdict = Verdict(passed, f"ideal: 2.22 off by {ideal['rel_error']:.2%}, {ideal['rel_error_with_wheel_yaw']:.1e} "
+    verdict = Verdict(passed, f"ideal: steering model off by {ideal['rel_error']:.2%}, "
+                      f"{ideal['rel_error_with_wheel_yaw']:.1e} "
                       f"with wheel yaw inertia; realistic legs {out['realistic']['rel_error']:.0%} "
                       f"({out['realistic']['rel_error_lumped']:.0e} lumped)")
     return verdict, {**verdict.as_metrics(), "variants": out}
@@ -390,7 +398,7 @@ def judge_steering(result: SteeringResult) -> tuple[Verdict, dict]:
 def plot_steering(result: SteeringResult, out_dir) -> list[Path]:
     """Each model's yaw acceleration as bars per leg variant (``steering.png``) into ``out_dir``."""
     fig, ax = plots.figure(1, 1, width=6.0, height=3.0)
-    labels = ["MuJoCo", "eq. 2.22", "+ wheel yaw", "legs lumped"]
+    labels = ["MuJoCo", "steering model", "+ wheel yaw", "legs lumped"]
     for k, legs in enumerate(("massless", "realistic")):
         p = result.variants[legs]
         heights = [p["mujoco"], p["analytic"], p["with_wheel_yaw"], p["lumped_legs_and_wheel_yaw"]]
@@ -404,7 +412,7 @@ def plot_steering(result: SteeringResult, out_dir) -> list[Path]:
 
 @experiment(
     "steering",
-    summary="yaw acceleration for a differential wheel torque, MuJoCo vs eq. 2.22",
+    summary="yaw acceleration for a differential wheel torque, MuJoCo vs the steering model",
     expected=(f"ideal robot within {STEER_RTOL:.0%}; residual = wheels' own yaw inertia; "
               "heavy legs explained by lumping"),
     params={"torque": Param(1.0, "differential wheel torque dT (T_L = dT, T_R = -dT), N m", 0.01, 6.0), "mjcf": MJCF},
@@ -420,7 +428,7 @@ def steering_experiment(ctx: Context) -> dict:
 
 @dataclass(frozen=True)
 class StaticsResult:
-    """Wheel normal forces under commanded (F_y, T_x): eq. 2.27 corrected and as printed vs MuJoCo.
+    """Wheel normal forces under commanded (F_y, T_x): the support statics corrected and as printed vs MuJoCo.
 
     Attributes:
       rows: one per (alpha, command): ``alpha_deg`` (deg), ``F_y`` (N), ``T_x`` (N m),
@@ -449,7 +457,7 @@ def statics_comparison(alphas_deg=(195.0, 215.0, 235.0, 245.0),
 
 
 def judge_statics(result: StaticsResult) -> tuple[Verdict, dict]:
-    """Corrected eq. 2.27 within :data:`STATICS_RTOL` everywhere; the printed form outside it everywhere.
+    """Corrected leg forces within :data:`STATICS_RTOL` everywhere; the printed form outside it everywhere.
 
     Returns:
       The verdict and the experiment's metrics (the verdict's keys included).
@@ -470,8 +478,8 @@ def plot_statics(result: StaticsResult, out_dir) -> list[Path]:
     meas = [r["corrected"]["measured"][s] for r in rows for s in ("left", "right")]
     pred_p = [r["printed"]["predicted"][s] for r in rows for s in ("left", "right")]
     meas_p = [r["printed"]["measured"][s] for r in rows for s in ("left", "right")]
-    ax.plot(pred, meas, "o", label="2.27 corrected")
-    ax.plot(pred_p, meas_p, "x", label="2.27 as printed")
+    ax.plot(pred, meas, "o", label="leg forces, corrected")
+    ax.plot(pred_p, meas_p, "x", label="leg forces, as printed")
     lim = [min(pred + pred_p + meas_p), max(pred + meas)]
     ax.plot(lim, lim, "k--", lw=0.8)
     ax.set(xlabel="predicted wheel normal force (N)", ylabel="MuJoCo wheel normal force (N)", title="support statics")
@@ -482,8 +490,8 @@ def plot_statics(result: StaticsResult, out_dir) -> list[Path]:
 
 @experiment(
     "statics",
-    summary="wheel contact forces under a commanded virtual force F_y and roll torque T_x vs eq. 2.27",
-    expected=f"corrected 2.27 within {STATICS_RTOL:g}; printed (F_y - M g)/2 fails",
+    summary="wheel contact forces under a commanded virtual force F_y and roll torque T_x vs the support statics",
+    expected=f"corrected leg forces within {STATICS_RTOL:g}; printed (F_y - M g)/2 fails",
     params={"mjcf": MJCF},
 )
 def statics_experiment(ctx: Context) -> dict:
@@ -498,12 +506,12 @@ def statics_experiment(ctx: Context) -> dict:
 
 @dataclass(frozen=True)
 class JumpStrokeResult:
-    """The constant-torque extension stroke: eq. 2.35's ODE and the full five-bar robot in MuJoCo.
+    """The constant-torque extension stroke: the extension-phase ODE and the full five-bar robot in MuJoCo.
 
     Attributes:
       tau: torque of each hip motor, N m.
       params: the robot's numbers (body mass ``params.pendulum.M`` kg, gravity m/s^2, legs).
-      ode: eq. 2.35 from alpha 190 to 250 deg (massless legs): take-off speed m/s, times s.
+      ode: the extension-phase ODE from alpha 190 to 250 deg (massless legs): take-off speed m/s, times s.
       run: the same stroke simulated in MuJoCo: take-off speed m/s, energies J, closure m.
     """
 
@@ -514,12 +522,12 @@ class JumpStrokeResult:
 
     @property
     def requirement(self) -> float:
-        """The thesis's take-off requirement g t for the retraction time t, m/s."""
+        """The take-off requirement g t for the retraction time t, m/s."""
         return self.ode.requirement(RETRACTION_TIME)
 
 
 def jump_stroke(tau: float | None = None, duration: float = 0.9, mjcf: str = "") -> JumpStrokeResult:
-    """Eq. 2.35 and a MuJoCo run of ``duration`` s at hip torque ``tau`` (N m; None: the motors'
+    """The extension-phase ODE and a MuJoCo run of ``duration`` s at hip torque ``tau`` (N m; None: the motors'
     limit; no files) on the robot ``mjcf``.
 
     Raises:
@@ -545,7 +553,7 @@ def judge_jump_stroke(result: JumpStrokeResult) -> tuple[Verdict, dict]:
     ode, run, params, need = result.ode, result.run, result.params, result.requirement
     e = run.energy
     share = e["legs_wheels_kinetic"] / e["hip_work"]
-    # What eq. 2.35 would give if the body got only what MuJoCo's body got of the work.
+    # What the ODE would give if the body got only what MuJoCo's body got of the work.
     explained = float(np.sqrt(2 * e["body_kinetic"] / params.pendulum.M))
     closure_ok = run.closure_max < 5e-4
     verdict = Verdict(ode.takeoff_velocity > need and closure_ok and run.takeoff_velocity < ode.takeoff_velocity,
@@ -574,10 +582,10 @@ def judge_jump_stroke(result: JumpStrokeResult) -> tuple[Verdict, dict]:
 
 
 def plot_jump_stroke(result: JumpStrokeResult, out_dir) -> list[Path]:
-    """Seed figure 2-9 with MuJoCo's stroke over it (``jump_stroke.png``) into ``out_dir``."""
+    """Body speed against alpha, ODE and MuJoCo, and the ``g t`` line (``jump_stroke.png``), into ``out_dir``."""
     ode, run = result.ode, result.run
     fig, ax = plots.figure(1, 1, width=6.5, height=3.4)
-    ax.plot(np.degrees(ode.alpha), ode.body_velocity, "k-", label="eq. 2.35 (massless legs)")
+    ax.plot(np.degrees(ode.alpha), ode.body_velocity, "k-", label="extension ODE (massless legs)")
     ax.plot(np.degrees(run.alpha), run.body_velocity, "-", color="tab:blue", label="MuJoCo, full five-bar")
     ax.axhline(result.requirement, color="tab:red", label=f"g t, t = {RETRACTION_TIME} s")
     ax.set(xlabel="hip angle alpha (deg)", ylabel="body velocity (m/s)",
@@ -589,7 +597,7 @@ def plot_jump_stroke(result: JumpStrokeResult, out_dir) -> list[Path]:
 
 @experiment(
     "jump-stroke",
-    summary="seed figure 2-9 (eq. 2.35) and the same constant-torque stroke in MuJoCo",
+    summary="take-off speed of the jump's extension-phase ODE vs g t, and the same constant-torque stroke in MuJoCo",
     expected="ODE take-off speed above g t; MuJoCo's lower by the legs' share of the work; closure < 0.5 mm",
     params={"tau": Param(0.0, "torque of each hip motor, N m (0: the robot's motor limit)", 0.0, 1e4),
             "mjcf": MJCF},
@@ -609,13 +617,13 @@ class ErrataResult:
 
     Attributes:
       wheel: :func:`~crossdyn.experiments.biped.measurements.wheel_dynamics_instant`
-        at T = 0.5 N m (eq. 2.5/2.6: the wheel torque each form implies, N m).
+        at T = 0.5 N m (one wheel's dynamics: the wheel torque each form implies, N m).
       drive: :func:`~crossdyn.experiments.biped.measurements.drive_and_turn`, 0.1 s at
-        T_L = 0.4, T_R = 0.1 N m (eq. 2.7 in m/s^2, eq. 2.21 in rad/s^2).
+        T_L = 0.4, T_R = 0.1 N m (mean acceleration in m/s^2, yaw acceleration in rad/s^2).
       linearization: :func:`~crossdyn.experiments.biped.measurements.linearization_point`
-        on the ideal robot (eq. 2.19: relative entry errors).
+        on the ideal robot (linearized model: relative entry errors).
       statics_corrected, statics_printed: :func:`~crossdyn.experiments.biped.measurements.statics_point`
-        at F_y = 10 N, T_x = 3 N m with each form's torques (eq. 2.27, N).
+        at F_y = 10 N, T_x = 3 N m with each form's torques (leg forces, N).
     """
 
     wheel: dict
@@ -646,6 +654,9 @@ def errata_measurements(mjcf: str = "") -> ErrataResult:
 
 
 _DEMONSTRATED = "printed wrong, corrected right"
+# What each erratum's ``where`` is, for the plot's axis.
+_ERRATUM_NAMES = {"004 (2.5)/(2.6)": "wheel dynamics", "004 (2.7)": "mean acceleration",
+                  "004 (2.19)": "linearized model", "004 (2.21)": "yaw from wheels", "004 (2.27)": "leg forces"}
 
 
 def errata_rows(result: ErrataResult) -> list[dict]:
@@ -663,6 +674,8 @@ def errata_rows(result: ErrataResult) -> list[dict]:
                      "printed_rel_error": rel(printed), "corrected_rel_error": rel(corrected), "tol": tol,
                      "verdict": _DEMONSTRATED if ok else "NOT DEMONSTRATED"})
 
+    # ``where`` is a text metric that saved baselines compare, so it keeps the source's equation
+    # numbers; the printed and corrected forms beside it say what each equation is.
     w, drive, lin = result.wheel, result.drive, result.linearization
     row("004 (2.5)/(2.6)", "(m + 1/r^2) xdd = T/r - N", "(m + I/r^2) xdd = T/r - N",
         w["applied"], w["printed"], w["corrected"], STATICS_RTOL, "N m (wheel torque implied)")
@@ -672,7 +685,7 @@ def errata_rows(result: ErrataResult) -> list[dict]:
         0.0, lin["errors"]["printed"]["max_rel"], lin["errors"]["analytic"]["max_rel"], LIN_RTOL,
         "max rel. entry error of (A_d - I, B_d)")
     rows[-1]["mujoco"] = "mjd_transitionFD"
-    # For 2.19 the numbers are already errors against MuJoCo; judge them directly.
+    # For the linearized model the numbers are already errors against MuJoCo; judge them directly.
     rows[-1]["printed_rel_error"], rows[-1]["corrected_rel_error"] = rows[-1]["printed"], rows[-1]["corrected"]
     ok = rows[-1]["corrected"] <= LIN_RTOL < rows[-1]["printed"]
     rows[-1]["verdict"] = _DEMONSTRATED if ok else "NOT DEMONSTRATED"
@@ -721,13 +734,13 @@ def plot_errata(result: ErrataResult, out_dir) -> list[Path]:
            label="corrected")
     ax.scatter(x, [r["tol"] for r in rows], marker="_", s=600, color="k", label="tolerance", zorder=3)
     ax.set_yscale("log")
-    ax.set_xticks(x, [r["where"].replace("004 ", "") for r in rows])
-    ax.set(ylabel="relative error vs MuJoCo", title="the biped thesis chapter's errata")
+    ax.set_xticks(x, [_ERRATUM_NAMES.get(r["where"], r["where"]) for r in rows], fontsize=8)
+    ax.set(ylabel="relative error vs MuJoCo", title="errata of the biped thesis chapter")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
     table = Path(out_dir) / "errata.md"
     table.write_text(errata_table(rows)
-                     + "\n\nThe lecture's errata are shown by the two-link experiments "
+                     + "\n\nThe errata of the robotics lecture are shown by the two-link experiments "
                        "(two-link-lecture-no-link-inertia).\n")
     return [plots.save(fig, out_dir, "errata.png"), table]
 

@@ -13,8 +13,8 @@ Experiments (``crossdyn run NAME``):
   ``connect`` constraint held.  A Jacobian taking the rear motor about the front's
   axis must fail, the rear column named; the virtual-model torques of
   ``controllers.virtual_model.hip_torques`` must equal ``-J_z^T P``.
-- ``pendulum-linearization``: the wheeled pendulum's ``(A, B)`` (eq. 2.19,
-  ``analytic.biped.wheeled_pendulum.linearize``) checked with
+- ``pendulum-linearization``: the linearized wheeled pendulum's ``(A, B)``
+  (``analytic.biped.wheeled_pendulum.linearize``) checked with
   :func:`~crossdyn.experiments.core.checks.linearization.check_linearization`
   against ``linearize`` of the rigid-leg robot at several leg heights, reduced to
   ``[x, xd, theta, thd]`` and ``T`` (:func:`~crossdyn.experiments.biped.measurements.pendulum_maps`);
@@ -149,7 +149,7 @@ def five_bar_derivation(points: int = 13, mjcf: str = "") -> FiveBarDerivation:
     J_z = jacobian(symmetric)[:, 2, :]  # (n, 2): d axle_z / d (front, rear)
     _, y1, _ = five_bar.height_derivatives(alphas, p.l1, p.l2, p.l3)
     tau = np.array([hip_torques(p.pendulum, (s, s), 2 * FORCE - p.pendulum.M * p.pendulum.g, 0.0, np.inf)[0]
-                    for s in y1])  # F_y = P_L + P_R - M g (eq. 2.23) with P_L = P_R = FORCE
+                    for s in y1])  # F_y = P_L + P_R - M g (support statics) with P_L = P_R = FORCE
     error = float(np.abs(tau[:, None] + J_z * FORCE).max())
     return FiveBarDerivation(pairs, kinematics, right_J, wrong_J, error, float(np.abs(tau).max()))
 
@@ -202,11 +202,11 @@ def five_bar_derivation_experiment(ctx: Context) -> dict:
 
 @dataclass(frozen=True)
 class PendulumLinearization:
-    """Eq. 2.19 through ``check linearization`` at several leg angles.
+    """The linearized wheeled pendulum through ``check linearization`` at several leg angles.
 
     Attributes:
       alpha: hip angles, ``(n,)`` rad; heights: leg heights (the pendulum's ``l``), ``(n,)`` m.
-      reports, printed: per angle, the report of eq. 2.19 and of the printed ``2 l / r^2`` form.
+      reports, printed: per angle, the report of the linearized model and of the printed ``2 l / r^2`` form.
     """
 
     alpha: np.ndarray
@@ -216,7 +216,7 @@ class PendulumLinearization:
 
 
 def pendulum_linearization(alpha_deg=(190.0, 220.0, 250.0), mjcf: str = "") -> PendulumLinearization:
-    """Linearize the rigid-leg robot balanced at each angle and check eq. 2.19 (and its print) against it."""
+    """Linearize the rigid-leg robot balanced at each angle and check the linear model (and its print) against it."""
     reports, printed, heights = [], [], []
     for alpha in np.radians(alpha_deg):
         model = build(legs="massless", rigid_alpha=float(alpha), mjcf=mjcf)
@@ -236,10 +236,10 @@ def pendulum_linearization(alpha_deg=(190.0, 220.0, 250.0), mjcf: str = "") -> P
 
 
 def judge_pendulum_linearization(result: PendulumLinearization) -> tuple[Verdict, dict]:
-    """Eq. 2.19 agrees at every leg height; the printed form fails at every one."""
+    """The linearized model agrees at every leg height; the printed form fails at every one."""
     ok = all(r.passed for r in result.reports) and not any(r.passed for r in result.printed)
     worst = max(r.max_abs_error for r in result.reports)
-    verdict = Verdict(ok, f"eq. 2.19 within {worst:.2g} at {len(result.reports)} leg heights; printed 2l/r^2 "
+    verdict = Verdict(ok, f"linearized model within {worst:.2g} at {len(result.reports)} leg heights; printed 2l/r^2 "
                           f"{'fails everywhere' if not any(r.passed for r in result.printed) else 'PASSES somewhere'}")
     return verdict, {**verdict.as_metrics(), "alpha_deg": np.degrees(result.alpha), "l_m": result.heights,
                      "max_abs_error": [r.max_abs_error for r in result.reports],
@@ -249,13 +249,13 @@ def judge_pendulum_linearization(result: PendulumLinearization) -> tuple[Verdict
 
 
 def plot_pendulum_linearization(result: PendulumLinearization, out_dir) -> list[Path]:
-    """Eq. 2.19's and the print's per-entry errors of A at each leg height (``pendulum_linearization.png``)."""
+    """The linear model's and the print's per-entry errors of A at each leg height (``pendulum_linearization.png``)."""
     n = len(result.reports)
     fig, axes = plots.figure(2, n, width=4.2 * n, height=3.2)
     axes = np.atleast_2d(axes).reshape(2, n)
     for k in range(n):
         title = f"l = {result.heights[k]:.3f} m"
-        draw_part(axes[0, k], result.reports[k].parts["A"], PENDULUM_ATOL, f"eq. 2.19, {title}")
+        draw_part(axes[0, k], result.reports[k].parts["A"], PENDULUM_ATOL, f"linearized model, {title}")
         draw_part(axes[1, k], result.printed[k].parts["A"], PENDULUM_ATOL, f"as printed (2l/r^2), {title}")
     fig.suptitle("wheeled pendulum: A of [x, xd, theta, thd] vs linearize of the robot", fontsize=10)
     return [plots.save(fig, out_dir, "pendulum_linearization.png")]
@@ -263,9 +263,9 @@ def plot_pendulum_linearization(result: PendulumLinearization, out_dir) -> list[
 
 @experiment(
     "pendulum-linearization",
-    summary="the wheeled pendulum's linearization (eq. 2.19) through check linearization at several leg heights",
-    expected=f"eq. 2.19 agrees within {PENDULUM_RTOL:.0%} (+{PENDULUM_ATOL:g}) at every height; the printed "
-             "2l/r^2 fails at every one",
+    summary="the wheeled pendulum's linearization through check linearization at several leg heights",
+    expected=f"the linearized model agrees within {PENDULUM_RTOL:.0%} (+{PENDULUM_ATOL:g}) at every height; "
+             "the printed 2l/r^2 fails at every one",
     params={"mjcf": MJCF},
 )
 def pendulum_linearization_experiment(ctx: Context) -> dict:

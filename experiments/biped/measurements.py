@@ -1,8 +1,8 @@
-"""The biped's cross-checks: each hand model of the biped thesis chapter against MuJoCo, as functions.
+"""The biped's cross-checks: each hand model of a thesis chapter on it against MuJoCo, as functions.
 
 The registered experiments (``experiments/biped/checks.py``) and the tests call these;
 each returns plain numbers so a check can be shown to fail on a wrong model
-(the thesis's printed forms are run through the same functions).
+(the misprinted forms, docs/derivations/errata.md, run through the same functions).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def solve_closure(model: mujoco.MjModel, data: mujoco.MjData, alpha: float, knee
     The residual is the distance between each rear shank tip and its axle
     (the ``connect`` constraint's sites); the Jacobians come from ``mj_jacSite``.
     ``knee_guess`` (rad) starts every knee with the knee outward, so the solution
-    is the leg's working branch and owes nothing to eq. 3.2.
+    is the leg's working branch and owes nothing to the height formula ``y(alpha)``.
 
     Returns:
       The final closure residual, m.
@@ -102,7 +102,7 @@ def five_bar_point(rig: mujoco.MjModel, alpha: float, force: float, data: mujoco
 
     ``rig`` is the biped with its body welded to the world, no gravity and no
     contacts (``build(fixed_body=True, gravity=False)``): link masses then play no
-    part in a static pose, which is the thesis's massless-leg assumption realised
+    part in a static pose, which is the hand model's massless-leg assumption realised
     exactly.  An upward force ``force`` (N) on each wheel (at the axle) stands for
     the ground pushing the leg, so the leg pushes the body up with ``force``.
 
@@ -192,7 +192,7 @@ def contact_forces(model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, floa
 
 def statics_point(model: mujoco.MjModel, params: BipedParams, alpha: float, F_y: float, T_x: float,
                   printed: bool = False) -> dict:
-    """Command (F_y, T_x) through eq. 2.27 and 2.30; read the wheel contact forces from MuJoCo.
+    """Command (F_y, T_x) through the support statics and the virtual work; read the wheel contact forces from MuJoCo.
 
     ``model`` is the jointed biped with nearly massless legs (``legs="massless"``),
     standing at rest at ``alpha``.  The predicted normal force on a wheel is the
@@ -330,8 +330,8 @@ def _relative_entry_errors(candidate: tuple, truth: tuple) -> dict:
 def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0.0), mjcf: str = "") -> dict:
     """One leg pose: MuJoCo's reduced (A, B) vs the analytic models that could explain it.
 
-    Candidates: ``analytic`` (eq. 2.19 with the body's own M, J and l = y(alpha)),
-    ``printed`` (eq. 2.19 as printed), ``no_wheel_inertia`` (I = 0), ``lumped`` (the
+    Candidates: ``analytic`` (the linearized wheeled pendulum with the body's own M, J and
+    l = y(alpha)), ``printed`` (the same as printed, with ``2 l / r^2``), ``no_wheel_inertia`` (I = 0), ``lumped`` (the
     body and leg links lumped into one rigid body, l its CoM height).
 
     Returns:
@@ -366,12 +366,12 @@ def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0
 
 
 def steering_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, dT: float) -> dict:
-    """Yaw acceleration at rest for ``T_L = dT``, ``T_R = -dT`` (N m): MuJoCo vs eq. 2.22.
+    """Yaw acceleration at rest for ``T_L = dT``, ``T_R = -dT`` (N m): MuJoCo vs the steering model.
 
     Returns:
-      dict: ``mujoco`` and ``analytic`` (rad/s^2, the thesis's sign: positive turns
-      right), ``with_wheel_yaw`` (2.22 with each wheel's own inertia about the
-      vertical added to J_yaw, the one thing the thesis leaves out on an ideal
+      dict: ``mujoco`` and ``analytic`` (rad/s^2, sign as in the thesis chapter: positive turns
+      right), ``with_wheel_yaw`` (the steering model with each wheel's own inertia about the
+      vertical added to J_yaw, the one thing the model leaves out on an ideal
       robot), ``lumped_legs_and_wheel_yaw`` (J_yaw of body and leg links lumped,
       plus the wheels' own: explains a robot with heavy legs).
     """
@@ -407,12 +407,13 @@ def _axle_motion(model, data, heading):
 
 def drive_and_turn(model: mujoco.MjModel, params: BipedParams, alpha: float, T_L: float, T_R: float,
                    duration: float) -> dict:
-    """Drive with constant wheel torques for ``duration`` s, then compare eq. 2.7 and 2.21 with MuJoCo.
+    """Drive with constant wheel torques for ``duration`` s, then compare the mean and yaw accelerations
+    from the wheels with MuJoCo.
 
     At the final instant the relations are evaluated on the wheel bodies' own
     accelerations and velocities (``mj_objectAcceleration``/``mj_objectVelocity``,
     along the horizontal heading) and compared with the body's motion: its yaw
-    acceleration (the thesis's sign) and the acceleration of the body point at the
+    acceleration (sign as in the thesis chapter) and the acceleration of the body point at the
     axle midpoint, ``a_C + alpha x r + omega x (omega x r)`` from the body's own
     CoM acceleration and angular velocity/acceleration.  Needs a rigid-leg model.
     """
@@ -453,7 +454,7 @@ def drive_and_turn(model: mujoco.MjModel, params: BipedParams, alpha: float, T_L
 
 
 def wheel_dynamics_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, T: float) -> dict:
-    """One wheel's dynamics, eq. 2.5: the torque it implies from MuJoCo's ``xdd`` and ``N`` vs the applied ``T``.
+    """One wheel's dynamics: the torque it implies from MuJoCo's ``xdd`` and ``N`` vs the applied ``T``.
 
     ``N`` (the wheel pushing the leg forward) is minus the x force the leg
     exerts on the wheel, MuJoCo's ``cfrc_int`` of the wheel body.
@@ -606,6 +607,6 @@ def _com_velocity(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
 
 
 def ode_stroke(params: BipedParams, tau: float, alpha0: float, alpha1: float):
-    """The thesis's extension-phase ODE with the model's numbers (eq. 2.35)."""
+    """The extension-phase ODE of the jump with the model's numbers."""
     return extension_stroke(params.pendulum.M, tau, params.l1, params.l2, params.l3, alpha0, alpha1,
                             g=params.pendulum.g)

@@ -9,10 +9,10 @@ poses (:func:`stand_pose`, :func:`balance_pose`).
 Variants (keyword arguments of :func:`build`):
 
 - ``legs="realistic"`` the file as written (thigh 0.15 kg, shank 0.20 kg);
-  ``legs="massless"`` leg links of ``LEG_MASS_IDEAL`` (the thesis's massless legs);
+  ``legs="massless"`` leg links of ``LEG_MASS_IDEAL`` (the hand models' massless legs);
 - ``rigid_alpha=a`` weld both legs at ``alpha = a``: hip and knee joints and the
   loop closures are removed, the links fixed in the closed pose, so the legs are
-  exactly rigid with no soft constraint (the thesis's rigid legs; preferred for the
+  exactly rigid with no soft constraint (the hand models' rigid legs; preferred for the
   linearization, because MuJoCo scales a soft constraint's regularization with the
   inverse mass it sees, which light links make large);
 - ``com_offset=(dx, dz)`` move the body's CoM off the hip line, m;
@@ -98,7 +98,7 @@ class BipedParams:
       hip_torque_limit, wheel_torque_limit: actuator limits, N m.
       timestep: the model's time step, s.
       wheel_yaw_inertia: one wheel's inertia about a vertical diameter, kg m^2
-        (not in the thesis's steering model; it explains 2.22's residual).
+        (not in the steering model; it explains that model's residual).
     """
 
     pendulum: PendulumParams
@@ -115,7 +115,7 @@ class BipedParams:
     wheel_yaw_inertia: float
 
     def leg_height(self, alpha) -> np.ndarray:
-        """Hip-line height above the axle ``y(alpha)`` (eq. 3.2), m."""
+        """Hip-line height above the axle ``y(alpha)`` (the five-bar formula), m."""
         return height(alpha, self.l1, self.l2, self.l3)
 
 

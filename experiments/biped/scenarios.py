@@ -435,7 +435,7 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
     """Crouch, thrust at ``thrust_torque`` (default: the hip motors' limit), retract, fly, land, balance; 4 s.
 
     Metrics: apex clearance of the lower wheel, airborne time, take-off speed and
-    the stroke ODE's prediction (eq. 2.35), the body's rise after lift-off and the
+    the stroke ODE's prediction (the jump's extension phase), the body's rise after lift-off and the
     ballistic prediction, time to balance after landing, the phase transitions.
     """
     cfg = Setup(**setup)
@@ -548,8 +548,8 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
              mjcf: str = "") -> tuple[IdealRun, dict]:
     """The ideal robot (rigid massless legs): realised LQR cost vs the Riccati prediction ``x0' S x0``.
 
-    Designs the LQR twice, from the analytic eq. 2.19 and from MuJoCo's own
-    linearization (``mjd_transitionFD``, discrete), and runs the analytic design.
+    Designs the LQR twice, from the analytic linearized wheeled pendulum and from
+    MuJoCo's own linearization (``mjd_transitionFD``, discrete), and runs the analytic design.
     Returns the analytic design's run and, per design, gains, predicted and
     realised cost and their relative error.
     """

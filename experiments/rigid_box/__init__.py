@@ -1,17 +1,20 @@
 """The rigid box against MuJoCo: free rotation, the pulled box, ground contact.
 
+The box, its first-order integrator, the two experiments and the penalty ground come from
+the rigid-body section of a robotics lecture on dynamics (docs/derivations/rigid-box.md).
+
 Experiments (the box is ``mjcf/rigid_box.xml``, the ground variant
 ``mjcf/rigid_box_ground.xml``):
 
 - ``box-free-rotation`` (:mod:`.free_rotation`): omega0 = [1, 1, 1] rad/s, 10 s at
-  dt = 1 ms, zero gravity; the lecture's integrator, RK4 and MuJoCo's four
+  dt = 1 ms, zero gravity; the first-order step of the lecture, RK4 and MuJoCo's four
   integrators against the SciPy reference: drift of |L| and of the kinetic energy,
   the intermediate-axis flip.
 - ``box-pulled`` (:mod:`.pulled_box`): 50 N along world x at the CoM (A) and at
   (0, 0, 0.3) m in the body (B), as a site actuator re-evaluated at every RK4 stage
   and as a held ``xfrc_applied``.
 - ``box-ground-contact`` (:mod:`.ground_contact`): the box dropped, and dropped
-  while sliding, onto the ground: the lecture's penalty model vs MuJoCo's soft
+  while sliding, onto the ground: a penalty model vs MuJoCo's soft
   contact with ``solref`` / ``solimp`` converted from the penalty's (K, D).
 
 The other modules: :mod:`.model` reads the box from the compiled model (mass,
@@ -140,9 +143,9 @@ __all__ = [
 
 @experiment(
     "box-free-rotation",
-    summary="torque-free box, omega0=[1,1,1] rad/s, 10 s at 1 ms: the lecture's integrator / RK4 / MuJoCo vs reference",
+    summary="torque-free box, omega0=[1,1,1] rad/s, 10 s at 1 ms: first-order step / RK4 / MuJoCo vs reference",
     expected=(f"MuJoCo RK4 omega within {OMEGA_TOL:g} rad/s of the reference; "
-              "RK4 drifts >= 100x less than the lecture's step"),
+              "RK4 drifts >= 100x less than the first-order step"),
 )
 def run_free_rotation(ctx: Context) -> dict:
     result = free_rotation(SHORT_DURATION if ctx.short else DURATION)
@@ -164,7 +167,7 @@ def run_pulled(ctx: Context) -> dict:
 
 @experiment(
     "box-ground-contact",
-    summary=("box dropped (and sliding) on the ground: the lecture's penalty corners vs "
+    summary=("box dropped (and sliding) on the ground: penalty spring-dampers at the corners vs "
              "MuJoCo soft contact matched to (K, D)"),
     expected=f"drop: rest penetration within {REST_RTOL:.0%}, bounce within {BOUNCE_RTOL:.0%}; slides within "
     f"{SLIDE_RTOL:.0%} of v0^2/2 mu g; differences explained",

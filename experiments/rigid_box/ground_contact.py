@@ -1,4 +1,4 @@
-"""The box on the ground: the lecture's penalty contact against MuJoCo's soft contact.
+"""The box on the ground: the penalty contact of a robotics lecture against MuJoCo's soft contact.
 
 ``box-ground-contact`` drops the flat box onto the ground, and starts it sliding on
 the ground, twice each: with the penalty-corner model (``analytic.rigid_box.simulate_penalty``:
@@ -55,7 +55,7 @@ class BoxContactParams:
     Attributes:
       body: mass properties.
       half_sizes: the box's half sizes, ``(3,)``, m.
-      ground: the lecture's penalty parameters (and the friction coefficient).
+      ground: the penalty parameters (and the friction coefficient).
       gravity: ``(3,)``, m/s^2.
       m_eff: the contact's effective mass MuJoCo uses, ``1/invweight0``, kg.
     """
@@ -152,7 +152,7 @@ class DropRun:
 
     Attributes:
       params: the box, the penalty ground and gravity (:func:`contact_params`).
-      penalty: the lecture's penalty-corner simulation.
+      penalty: the penalty-corner simulation.
       penalty_normal_force: the penalty's summed corner normal force per sample, ``(N,)``, N.
       mujoco: MuJoCo's soft contact (the model's solref/solimp, or the override).
     """

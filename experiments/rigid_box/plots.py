@@ -23,7 +23,7 @@ __all__ = ["plot_free_rotation", "plot_pulled", "plot_contact"]
 
 
 def plot_free_rotation(result: FreeRotationResult, out_dir) -> list[Path]:
-    """The lecture's two plots (world L and omega), the drifts, and the flip, into ``out_dir``."""
+    """The two plots the lecture draws (world L and omega), the drifts, and the flip, into ``out_dir``."""
     return [plots.save(_plot_momentum_and_velocity(result), out_dir, "momentum_and_velocity.png"),
             plots.save(_plot_drift(result), out_dir, "drift.png"),
             plots.save(_plot_flip(result), out_dir, "flip.png")]
@@ -70,7 +70,7 @@ def _plot_flip(result: FreeRotationResult) -> Figure:
     fig, ax = plots.figure(1, 1, width=8.0, height=3.2)
     for i, axis in enumerate("xyz"):
         ax.plot(ref.t, ref.omega_body[:, i], lw=1.2, label=f"omega_{axis} (body), reference")
-    ax.plot(ref.t, result.trajectories["lecture"].omega_body[:, 1], "k:", lw=1, label="omega_y, lecture's step")
+    ax.plot(ref.t, result.trajectories["lecture"].omega_body[:, 1], "k:", lw=1, label="omega_y, first-order step")
     for tf in flips:
         ax.axvline(tf, color="0.6", lw=0.6)
     ax.set_xlabel("t (s)")

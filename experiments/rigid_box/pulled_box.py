@@ -26,7 +26,7 @@ from crossdyn.experiments.rigid_box.model import DURATION, MODEL, application_po
 __all__ = ["FORCE", "POSE_TOL", "TRANSLATION_RTOL", "PulledRun", "pulled", "PulledResult", "pulled_box",
            "judge_pulled"]
 
-FORCE = np.array([50.0, 0.0, 0.0])  # N, the lecture's second experiment, fixed in the world frame
+FORCE = np.array([50.0, 0.0, 0.0])  # N, the second box experiment of the lecture, fixed in the world frame
 # Pulled box B: RK4 (ours, MuJoCo's) vs the reference, position (m) and angle (rad).
 POSE_TOL = 1e-6
 # Pulled box A: x(T) = 1/2 (f/m) T^2 relative error; the RK4 of a constant
@@ -128,7 +128,7 @@ def _pose_errors(tr: rb.Trajectory, ref: rb.Trajectory) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class PulledResult:
-    """The lecture's second experiment: the force at the CoM (case A) and off it (case B).
+    """The second box experiment of the lecture: the force at the CoM (case A) and off it (case B).
 
     Attributes:
       duration: simulated time, s.
@@ -165,7 +165,7 @@ def judge_pulled(result: PulledResult) -> tuple[Verdict, dict]:
                         "yz_max_abs_m": float(np.abs(tr.c[:, 1:]).max())}
                  for name, tr in a.trajectories.items()}
     # Every method keeps omega exactly 0; the RK4s integrate the constant acceleration
-    # exactly.  The lecture's semi-implicit position update is first order even for a
+    # exactly.  The semi-implicit position update of the first-order step is first order even for a
     # constant f, x_n = f/m dt^2 n(n+1)/2, a relative error of dt/t: reported, not required.
     a_ok = all(m["max_abs_omega_rad_s"] == 0.0 for m in a_metrics.values()) and all(
         a_metrics[n]["x_end_rel_error"] <= TRANSLATION_RTOL for n in ("rk4", "mujoco_rk4"))
@@ -207,6 +207,7 @@ def _ms(h: float) -> str:
 def _pulled_explanation(a_metrics: dict, b_err: dict, held_err: dict, dts: list, order: float,
                         dt_model: float) -> str:
     lecture_angle = b_err["lecture"]["angle_rad"]
+    # The explanation is a text metric that saved baselines compare: its wording stays.
     return (
         "MuJoCo applies the force through a site actuator whose gear is read in a world-fixed refsite "
         "frame: the moment arm is the Jacobian of the moving site, recomputed at every RK4 stage, so the "
