@@ -1,4 +1,4 @@
-"""Per-step cost of the rigid-box integrators: the lecture's, our RK4, MuJoCo's.
+"""Per-step cost of the rigid-box integrators: the first-order rotation update, our RK4, MuJoCo's.
 
 Prints, for the torque-free box of ``mjcf/rigid_box.xml`` (omega0 = [1, 1, 1]
 rad/s, dt = 1 ms), the per-step wall time of

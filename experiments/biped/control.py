@@ -288,7 +288,7 @@ def _velocity_tracking(ctx: Context) -> dict:
 
 @experiment(
     "turn",
-    summary="turn in place by the yaw PD's differential wheel torque (eq. 2.22)",
+    summary="turn in place by the yaw PD's differential wheel torque (the steering model)",
     expected="{turn_deg:g} deg +- 3 deg within 2 s",
     params=_params(turn_deg=Param(90.0, "turn angle, deg (positive: left)", -360.0, 360.0)),
 )

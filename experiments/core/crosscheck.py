@@ -1,8 +1,8 @@
 """Compare two inverse-dynamics functions and say *which term* disagrees.
 
 The comparison evaluates both functions at seeded random states and, besides the
-torque error, splits each function into its terms by the unit-vector idea of
-the lecture's unit-vector method:
+torque error, splits each function into its terms by evaluating it at unit
+accelerations and zero velocities (the unit-vector method):
 
 - gravity            g(q)     = ID(q, 0, 0)
 - velocity terms     c(q, qd) = ID(q, qd, 0) - g(q)
