@@ -275,7 +275,7 @@ def pack(controller: BipedController, geometry: LegGeometry) -> tuple[np.ndarray
                                                            controller.height_rate_limit)
     p[P_WEIGHT] = pend.M * pend.g  # analytic.biped.wheeled_pendulum.leg_forces
     p[P_D] = pend.D
-    p[P_FEED] = 0.25 * pend.M * pend.g  # the crouch's weight feed-forward per motor (the five-bar's static hip torque for P = M g / 2)
+    p[P_FEED] = 0.25 * pend.M * pend.g  # weight feed-forward per motor: static hip torque, P = M g / 2
     state[S_X_REF] = controller.x_ref
     if controller.height_ref is not None:
         state[S_HEIGHT_REF] = controller.height_ref
