@@ -20,13 +20,12 @@ import sympy as sp
 
 from crossdyn.analytic import lagrange as lagrange_module
 from crossdyn.analytic.rnea import Tree, rnea
+from crossdyn.experiments.common.two_link_arm import two_link_params
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.crosscheck import Report, check
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Verdict, experiment
 from crossdyn.experiments.core.results import Context
-from crossdyn.experiments.rnea import RNEA_TOL
-from crossdyn.experiments.two_link import two_link_params
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"
@@ -34,6 +33,11 @@ DERIVATION_PAGE = "lagrange"
 
 __all__ = ["pr_arm_tree", "symbolic_properties", "SymbolicResult", "symbolic_lagrange", "judge_symbolic",
            "plot_symbolic"]
+
+# The lambdified symbolic torques vs mj_inverse (RR arm) and vs the numeric RNEA (PR arm):
+# |error| <= 1e-9 (1 + |tau|).  Torques are a few N m, so round-off is ~1e-15 N m; 1e-9 leaves
+# room for the symbolic forms' different order of operations.
+RNEA_TOL = 1e-9
 
 
 def pr_arm_tree(values: dict) -> Tree:

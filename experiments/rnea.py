@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crossdyn.analytic.rnea import rnea
+from crossdyn.experiments.common.unit_vector_matrices import MATRIX_RTOL, unit_vector_errors
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.crosscheck import Report, check
 from crossdyn.experiments.core.derivation import tree_from_model
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
-from crossdyn.experiments.unit_vector import MATRIX_RTOL, unit_vector_errors
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"
@@ -44,7 +44,7 @@ class RneaCheck:
       model: the MJCF's name.
       nq, nv: its position and velocity coordinate counts.
       report: ``rnea`` vs ``mj_inverse``, term by term (torques in N m or N).
-      matrices: :func:`~crossdyn.experiments.unit_vector.unit_vector_errors` at up to
+      matrices: :func:`~crossdyn.experiments.common.unit_vector_matrices.unit_vector_errors` at up to
         200 of the same states: max errors of A and b and their scales.
     """
 

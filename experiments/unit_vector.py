@@ -1,7 +1,8 @@
 """The unit-vector method of a robotics lecture on dynamics (docs/derivations/unit-vector.md) against MuJoCo.
 
-- :func:`unit_vector_errors`: ``A``, ``b`` built from ``rnea`` by the unit-vector
-  method vs ``mj_fullM`` and ``qfrc_bias`` (used by the ``rnea-*`` experiments).
+- ``A``, ``b`` built from ``rnea`` by the unit-vector method vs ``mj_fullM`` and
+  ``qfrc_bias`` are checked by the ``rnea-*`` experiments, on each of their models
+  (:func:`~crossdyn.experiments.common.unit_vector_matrices.unit_vector_errors`).
 - ``unit-vector-simulator``: the unit-vector forward dynamics integrated by
   semi-implicit Euler vs MuJoCo's Euler integrator, fixed and floating base:
   :func:`simulator_comparison` computes (no files), :func:`judge_simulator`
@@ -18,25 +19,20 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.rnea import rnea
-from crossdyn.analytic.unit_vector import mass_matrix_and_bias, simulate
+from crossdyn.analytic.unit_vector import simulate
 from crossdyn.experiments.core import plots
-from crossdyn.experiments.core.crosscheck import sample_states
 from crossdyn.experiments.core.derivation import tree_from_model
 from crossdyn.experiments.core.models import load_model, with_options
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
-from crossdyn.experiments.core.truth import bias_force, mass_matrix
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"
 DERIVATION_PAGE = "unit-vector"
 
-__all__ = ["MATRIX_RTOL", "TRAJECTORY_TOL", "initial_state", "unit_vector_errors", "mujoco_euler", "simulator_error",
+__all__ = ["TRAJECTORY_TOL", "initial_state", "mujoco_euler", "simulator_error",
            "SimulatorResult", "simulator_comparison", "judge_simulator", "plot_simulator"]
 
-# Unit-vector A and b vs mj_fullM / qfrc_bias: 1e-10 x the largest entry; both are
-# sums of a few dozen products, so round-off is ~1e-15 x scale.
-MATRIX_RTOL = 1e-10
 # The unit-vector simulator vs MuJoCo's Euler at the same dt: the two integrate the
 # same equations in the same order, so only round-off (1e-16 per step) separates
 # them, amplified by the system's own sensitivity over 2 s.
@@ -55,21 +51,6 @@ def initial_state(model: mujoco.MjModel, seed: int) -> tuple[np.ndarray, np.ndar
         else:
             qpos[qa] += rng.uniform(-0.5, 0.5)
     return qpos, rng.uniform(-1.0, 1.0, model.nv)
-
-
-def unit_vector_errors(model: mujoco.MjModel, samples: int, seed: int) -> dict:
-    """Unit-vector ``A``, ``b`` (with ``rnea`` inside) vs ``mj_fullM`` and ``qfrc_bias``."""
-    tree = tree_from_model(model)
-    qpos, qvel, _ = sample_states(model, samples, seed)
-    A, b = mass_matrix_and_bias(functools.partial(rnea, tree), qpos, qvel)
-    M_ref, b_ref = mass_matrix(model, qpos), bias_force(model, qpos, qvel)
-    return {
-        "mass_matrix_max_abs_error": float(np.abs(A - M_ref).max()),
-        "mass_matrix_scale": float(np.abs(M_ref).max()),
-        "bias_max_abs_error": float(np.abs(b - b_ref).max()),
-        "bias_scale": float(np.abs(b_ref).max()),
-        "mass_matrix_symmetric_to": float(np.abs(A - np.swapaxes(A, 1, 2)).max()),
-    }
 
 
 def mujoco_euler(model: mujoco.MjModel, qpos, qvel, steps: int) -> tuple[np.ndarray, np.ndarray]:

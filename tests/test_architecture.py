@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "experiments" / "core"
 SYSTEMS = sorted({p.stem for p in (ROOT / "experiments").iterdir() if p.suffix == ".py" or p.is_dir()}
-                 - {"__init__", "__main__", "core", "testing", "api", "__pycache__"})
+                 - {"__init__", "__main__", "core", "testing", "api", "common", "__pycache__"})
 
 
 def _imported(path: Path, parts: tuple[str, ...] | None = None) -> list[tuple[int, str]]:
@@ -36,10 +36,16 @@ def _imported(path: Path, parts: tuple[str, ...] | None = None) -> list[tuple[in
     return found
 
 
-def _system_imports(path: Path, parts: tuple[str, ...] | None = None) -> list[str]:
+def _system_imports(path: Path, parts: tuple[str, ...] | None = None, own: str | None = None) -> list[str]:
+    """The imports of a system's module by ``path`` (``own``: the system the file belongs to, allowed)."""
     return [f"{path.name}:{line}: {name}" for line, name in _imported(path, parts)
             if any(name == f"crossdyn.experiments.{s}" or name.startswith(f"crossdyn.experiments.{s}.")
-                   for s in SYSTEMS)]
+                   for s in SYSTEMS if s != own)]
+
+
+def _files_of(system: str) -> list[Path]:
+    folder = ROOT / "experiments" / system
+    return sorted(folder.rglob("*.py")) if folder.is_dir() else [folder.with_suffix(".py")]
 
 
 def test_there_are_systems_and_core_files_to_check():
@@ -50,6 +56,17 @@ def test_there_are_systems_and_core_files_to_check():
 def test_core_names_no_system():
     offending = [hit for path in sorted(CORE.rglob("*.py")) for hit in _system_imports(path)]
     assert offending == [], "experiments/core imports a system (register it through an entry point instead):\n" + \
+        "\n".join(offending)
+
+
+def test_systems_stand_alone():
+    """A system imports the machinery, the hand layers, experiments/common and its own package, never
+    another system: what two systems share lives in experiments/common, which imports no system."""
+    offending = [f"{system}: {hit}" for system in SYSTEMS if system != "systems" for path in _files_of(system)
+                 for hit in _system_imports(path, own=system)]
+    offending += [f"common: {hit}" for path in sorted((ROOT / "experiments" / "common").rglob("*.py"))
+                  for hit in _system_imports(path)]
+    assert offending == [], "a system imports another (move what they share to experiments/common):\n" + \
         "\n".join(offending)
 
 
