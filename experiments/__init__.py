@@ -31,6 +31,7 @@ import importlib
 import warnings
 
 from crossdyn import API as _FRONT_DOOR
+from crossdyn import lazy_names
 
 # public name -> module that defines it: the front door's names (``import crossdyn``).
 _API = dict(_FRONT_DOOR)
@@ -46,19 +47,12 @@ _MOVED = {name: "crossdyn.experiments.biped" for name in (
 __all__ = sorted(_API)
 
 
+_lookup, __dir__ = lazy_names(__name__, _API, globals())
+
+
 def __getattr__(name: str):
     if name in _MOVED:
         warnings.warn(f"crossdyn.experiments.{name} is the wheel-legged biped's: import it from {_MOVED[name]}",
                       DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module(_MOVED[name]), name)
-    try:
-        module = _API[name]
-    except KeyError:
-        raise AttributeError(f"module 'crossdyn.experiments' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_API))
+    return _lookup(name)

@@ -89,15 +89,26 @@ API = {
 __all__ = sorted(API)
 
 
-def __getattr__(name: str):
-    try:
-        module = API[name]
-    except KeyError:
-        raise AttributeError(f"module 'crossdyn' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+def lazy_names(module: str, table: dict[str, str], namespace: dict):
+    """``(__getattr__, __dir__)`` for a module whose names in ``table`` (name -> defining module) load on first use.
+
+    A name is imported from its module when first asked for and then kept in
+    ``namespace`` (the module's globals), so later lookups never come back here.
+    """
+
+    def __getattr__(name: str):
+        try:
+            where = table[name]
+        except KeyError:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
+        value = getattr(importlib.import_module(where), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(table))
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(API))
+__getattr__, __dir__ = lazy_names(__name__, API, globals())

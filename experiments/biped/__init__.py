@@ -11,7 +11,7 @@ Names are imported on first use.
 
 from __future__ import annotations
 
-import importlib
+from crossdyn import lazy_names
 
 _API = {
     "Setup": "crossdyn.experiments.biped.scenarios",
@@ -32,15 +32,4 @@ _API = {
 __all__ = sorted(_API)
 
 
-def __getattr__(name: str):
-    try:
-        module = _API[name]
-    except KeyError:
-        raise AttributeError(f"module 'crossdyn.experiments.biped' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_API))
+__getattr__, __dir__ = lazy_names(__name__, _API, globals())
