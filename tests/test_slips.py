@@ -68,6 +68,14 @@ def test_each_slip_is_named_as_one_cause(check, model, right, wrong, target, sen
     assert report.attribution[0].startswith(sentence), report.attribution
 
 
+def test_a_body_fixed_to_the_world_is_never_offered():
+    # H1's pelvis is fixed: its parameters cannot change M, so it is no second explanation of a wrong knee mass.
+    assert check_mass_matrix(fn("h1_mass_matrix"), H1, samples=6, seed=1).passed
+    report = check_mass_matrix(fn("h1_mass_matrix_heavy_knee"), H1, samples=6, seed=1)
+    assert report.attribution == ["body 'left_knee_link': mass 2 where the model has 1.721 (+0.279 kg); everything "
+                                  "else agrees"]
+
+
 def test_a_body_jacobians_truth_names_the_body_once():
     report = check_jacobian(fn("h1_elbow_jacobian"), H1, samples=4, **ELBOW)
     assert report.truth.startswith("the origin of body 'left_elbow_link_ball_hand': mj_jacBody"), report.truth

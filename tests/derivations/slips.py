@@ -57,9 +57,11 @@ class Walk:
       quat: ``{body: (4,)}`` a body's orientation written differently (a slip).
       ignore_ref: joints whose ``ref`` is left out (their angle taken as ``q``).
       reversed: joints measured the other way (their angle taken as ``-(q - ref)``).
+      mass: ``{body: kg}`` a body's mass written differently (a slip).
+      inertia: ``{body: (3, 3)}`` a body's inertia about its centre of mass, in its frame (a slip).
     """
 
-    def __init__(self, model, pos=None, quat=None, ignore_ref=(), reversed=()):
+    def __init__(self, model, pos=None, quat=None, ignore_ref=(), reversed=(), mass=None, inertia=None):
         self.nv, self.nbody = model.nv, model.nbody
         self.parent = [int(p) for p in model.body_parentid]
         self.pos = [np.array(model.body_pos[b]) for b in range(model.nbody)]
@@ -77,9 +79,13 @@ class Walk:
                 (int(model.jnt_type[j]), np.array(model.jnt_axis[j]), np.array(model.jnt_pos[j]),
                  int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j]), ref, sign))
         self.mass = np.array(model.body_mass)
+        for name, value in (mass or {}).items():
+            self.mass[model.body(name).id] = value
         self.ipos = [np.array(model.body_ipos[b]) for b in range(model.nbody)]
         self.inertia = [_quat_matrix(model.body_iquat[b]) @ np.diag(model.body_inertia[b])
                         @ _quat_matrix(model.body_iquat[b]).T for b in range(model.nbody)]
+        for name, value in (inertia or {}).items():
+            self.inertia[model.body(name).id] = np.asarray(value, dtype=float)
         self.below = [self._chain(b) for b in range(model.nbody)]
 
     def _chain(self, b: int) -> list[int]:
@@ -241,3 +247,16 @@ def h1_elbow_jacobian_angular_in_body(q):
     J = _H1.jacobian(q, _ELBOW)
     J[3:] = R[_ELBOW].T @ J[3:]
     return J
+
+
+# H1's mass matrix; the left knee link's mass written 2.0 kg where the model has 1.721 kg.
+_H1_HEAVY_KNEE = Walk(H1, mass={"left_knee_link": 2.0})
+
+
+def h1_mass_matrix(q):
+    return _H1.mass_matrix(q)
+
+
+def h1_mass_matrix_heavy_knee(q):
+    return _H1_HEAVY_KNEE.mass_matrix(q)
+

@@ -164,6 +164,8 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
                     active = int(np.count_nonzero(np.linalg.norm(A, axis=0)))
                     found.append((rank, size, level, bodies, deltas, active))
                     break  # the simplest level of this set that fits
+        if found and min(f[0] for f in found) <= size:
+            break  # a larger set changes at least as many parameters: it cannot be simpler
     if found:
         found.sort(key=lambda f: f[:3])
         best = [f for f in found if f[0] == found[0][0]]
