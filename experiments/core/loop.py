@@ -299,16 +299,15 @@ class _Run:
         self.sensed = data.sensordata.copy() if bound.sense else data.sensordata
         self.command = np.zeros(model.nu) if bound.act else data.ctrl
         # MuJoCo clamps ctrl to ctrlrange when it computes the actuators' forces (data.ctrl keeps what was
-        # written): the trace records the clamped control, what was applied, and counts the clamped steps.
+        # written): the trace's ctrl is that clamp of what reached data.ctrl, done on the whole table once
+        # the run ends (no cost per step), and the clamped steps are counted.
         limited = model.actuator_ctrllimited.astype(bool)
         if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL:
             limited[:] = False
         self.clamp = None
         if limited.any():
-            low = np.where(limited, model.actuator_ctrlrange[:, 0], -np.inf)
-            high = np.where(limited, model.actuator_ctrlrange[:, 1], np.inf)
-            self.clamp = (low, high, np.zeros(model.nu))
-        self.saturated = np.zeros(model.nu, dtype=int)
+            self.clamp = (np.where(limited, model.actuator_ctrlrange[:, 0], -np.inf),
+                          np.where(limited, model.actuator_ctrlrange[:, 1], np.inf))
         extras, self.computed = {}, []
         for name, fn in (record or {}).items():
             array = _record_value(name, fn, model, data)
@@ -320,9 +319,7 @@ class _Run:
                 extras[name] = buffer
         # One row: each distinct array once (without actuation imperfections or clamping the command is ctrl).
         named = [("qpos", data.qpos), ("qvel", data.qvel), ("sensordata", self.sensed), ("command", self.command)]
-        if self.clamp is not None:
-            named.append(("ctrl", self.clamp[2]))
-        elif self.command is not data.ctrl:
+        if self.command is not data.ctrl:
             named.append(("ctrl", data.ctrl))
         named += [(f"extra:{name}", view.reshape(-1)) for name, view in extras.items()]
         self.parts = tuple(array for _, array in named)
@@ -366,8 +363,7 @@ class _Run:
         bad_qacc, bad_qpos, bad_qvel, bad_ctrl = (warning[w] for w in _WATCHED)
         table, times, parts, concatenate = self.table, self.times, self.parts, np.concatenate
         ndarray, shape, step = np.ndarray, command.shape, mujoco.mj_step
-        clamp, saturated, computed, clip = self.clamp, self.saturated, self.computed, np.clip
-        low, high, applied = clamp if clamp is not None else (None, None, None)
+        computed = self.computed
         for i in range(self.n):
             t = data.time
             if sense:
@@ -395,9 +391,6 @@ class _Run:
                 ctrl[:] = command
                 for fn in act:
                     fn(ctrl, data)
-            if clamp is not None:
-                clip(ctrl, low, high, out=applied)
-                saturated += applied != ctrl
             for name, fn, buffer in computed:
                 buffer[...] = _record_value(name, fn, model, data, buffer.shape, i, t)
             times[i] = t
@@ -426,10 +419,15 @@ class _Run:
     def trace(self, rows: int, stopped: str | None, warnings: list[str]) -> Trace:
         table, cols = self.table[:rows], self.columns
         extra = {name: table[:, cols[f"extra:{name}"]].reshape((rows, *shape)) for name, shape in self.extras.items()}
+        ctrl = table[:, cols["ctrl"]]
+        saturated = np.zeros(self.model.nu, dtype=int)
+        if self.clamp is not None:
+            reached, ctrl = ctrl, np.clip(ctrl, *self.clamp)
+            saturated = np.count_nonzero(ctrl != reached, axis=0)
         return Trace(t=self.times[:rows].copy(), qpos=table[:, cols["qpos"]], qvel=table[:, cols["qvel"]],
                      sensordata=table[:, cols["sensordata"]], command=table[:, cols["command"]],
-                     ctrl=table[:, cols["ctrl"]], stopped=stopped, extra=extra, warnings=warnings, model=self.model,
-                     saturated=self.saturated.copy())
+                     ctrl=ctrl, stopped=stopped, extra=extra, warnings=warnings, model=self.model,
+                     saturated=saturated)
 
 
 def _record_value(name: str, fn, model: mujoco.MjModel, data: mujoco.MjData, shape: tuple | None = None,
