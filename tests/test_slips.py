@@ -110,3 +110,11 @@ def test_one_state_is_neither_constant_nor_state_dependent():
 def test_round_off_prints_as_zero():
     assert number(-1.07692e-14) == "0" and number(0.33) == "0.33" and number(-1e-14, scale=1e-12) == "-1e-14"
     assert vector([0.0, -1.07692e-17, -0.33]) == "0 0 -0.33"
+
+
+def test_an_effect_left_out_is_named_with_the_sign_of_the_off_entries():
+    # The hopper's joints carry armature 0.2; a rigid-body matrix checked as-modeled is off by -0.2 on them.
+    report = check_mass_matrix(fn("hopper_mass_matrix"), HOPPER, dynamics="as-modeled", samples=8)
+    assert "column 'knee': row knee off by -0.2, constant" in report.entries()[2]
+    assert report.attribution[0].startswith("the mass-matrix diagonal is off by exactly minus the armature (rotor "
+                                            "inertia) of joint 'waist' (0.2)"), report.attribution
