@@ -47,6 +47,8 @@ def test_the_public_models_come_with_their_licences():
 @pytest.mark.parametrize("check, model, right, wrong, target, sentence", [
     (check_kinematics, HOPPER, "hopper_toe", "hopper_toe_knee_reversed", {"site": "touch_toe"},
      "joint 'knee' turns the other way: your angle is minus MuJoCo's (it turns about [0 1 0] in body 'calf')"),
+    (check_kinematics, HOPPER, "hopper_toe", "hopper_toe_knee_tilted", {"site": "touch_toe"},
+     "joint 'knee': axis [0 0.995 0.09983] where the model has [0 1 0]"),
     (check_kinematics, FINGER, "finger_touch", "finger_touch_without_ref", {"site": "touchtop"},
      "joint 'proximal': ref -1.5708 (-90 deg) left out"),
     (check_kinematics, H1, "h1_elbow", "h1_elbow_without_shoulder_quat", ELBOW,

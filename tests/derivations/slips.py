@@ -58,10 +58,10 @@ class Walk:
       ignore_ref: joints whose ``ref`` is left out (their angle taken as ``q``).
       reversed: joints measured the other way (their angle taken as ``-(q - ref)``).
       mass: ``{body: kg}`` a body's mass written differently (a slip).
-      inertia: ``{body: (3, 3)}`` a body's inertia about its centre of mass, in its frame (a slip).
+      axis: ``{joint: (3,)}`` a joint's axis written differently, unit length (a slip).
     """
 
-    def __init__(self, model, pos=None, quat=None, ignore_ref=(), reversed=(), mass=None, inertia=None):
+    def __init__(self, model, pos=None, quat=None, ignore_ref=(), reversed=(), mass=None, axis=None):
         self.nv, self.nbody = model.nv, model.nbody
         self.parent = [int(p) for p in model.body_parentid]
         self.pos = [np.array(model.body_pos[b]) for b in range(model.nbody)]
@@ -76,7 +76,8 @@ class Walk:
             ref = 0.0 if name in ignore_ref else float(model.qpos0[model.jnt_qposadr[j]])
             sign = -1.0 if name in reversed else 1.0
             self.joints[int(model.jnt_bodyid[j])].append(
-                (int(model.jnt_type[j]), np.array(model.jnt_axis[j]), np.array(model.jnt_pos[j]),
+                (int(model.jnt_type[j]), np.asarray((axis or {}).get(name, model.jnt_axis[j]), dtype=float),
+                 np.array(model.jnt_pos[j]),
                  int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j]), ref, sign))
         self.mass = np.array(model.body_mass)
         for name, value in (mass or {}).items():
@@ -84,8 +85,6 @@ class Walk:
         self.ipos = [np.array(model.body_ipos[b]) for b in range(model.nbody)]
         self.inertia = [_quat_matrix(model.body_iquat[b]) @ np.diag(model.body_inertia[b])
                         @ _quat_matrix(model.body_iquat[b]).T for b in range(model.nbody)]
-        for name, value in (inertia or {}).items():
-            self.inertia[model.body(name).id] = np.asarray(value, dtype=float)
         self.below = [self._chain(b) for b in range(model.nbody)]
 
     def _chain(self, b: int) -> list[int]:
@@ -168,6 +167,14 @@ def hopper_toe(q):
 
 def hopper_toe_knee_reversed(q):
     return _site_pose(_HOPPER_KNEE, HOPPER, "touch_toe", q)
+
+
+# The knee's axis tilted by 0.1 rad about x: [0, cos 0.1, sin 0.1] where the model has [0, 1, 0].
+_HOPPER_TILTED = Walk(HOPPER, axis={"knee": [0.0, np.cos(0.1), np.sin(0.1)]})
+
+
+def hopper_toe_knee_tilted(q):
+    return _site_pose(_HOPPER_TILTED, HOPPER, "touch_toe", q)
 
 
 # The hopper's mass matrix; the calf's origin written 0.30 m below the thigh's where the model has 0.33 m.
