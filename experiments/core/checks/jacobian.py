@@ -334,7 +334,8 @@ def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees, 
                 return out
     signs = hyp["sign"]
     flipped = [c for c in off_columns if signs.size and signs[c]]
-    if slip is not None and len(flipped) < len(off_columns):
+    tried = slip is not None and len(flipped) < len(off_columns)
+    if tried:
         found = slip()
         if found:
             return found
@@ -354,4 +355,6 @@ def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees, 
         out.append(f"column{'s' if len(rest) > 1 else ''} {', '.join(repr(c) for c in rest[:8])}"
                    f"{f' and {len(rest) - 8} more' if len(rest) > 8 else ''} off in rows {', '.join(bad_rows)}, "
                    "not by a sign, a frame or a point: a joint axis, an anchor or a link length differs")
+        if tried:
+            out.append(slips.NONE_ALONE)
     return out

@@ -159,8 +159,10 @@ def check_kinematics(
         # One geometric slip (a joint's sign or ref, a body's pos or quat) that explains position and rotation
         # together is the one cause, in place of a sentence per part.
         q_kept, kept = _kept(source, user)
-        attribution = slips.explain(model, slips.kinematics_truth(tgt, user.form == 1), q_kept, kept, atol,
-                                    rtol) or attribution
+        found = slips.explain(model, slips.kinematics_truth(tgt, user.form == 1), q_kept, kept, atol, rtol)
+        scale = atol + rtol * max(parts["position"].scale, 1.0)
+        generic = not parts["position"].passed and not in_world.constant(scale)
+        attribution = found or (attribution + [slips.NONE_ALONE] if generic else attribution)
     truth = "mj_kinematics: " + (f"site_xpos and site_xmat of {tgt.label}" if tgt.kind == "site"
                                  else f"xpos and xmat of {tgt.label} (its frame's origin)")
     return CheckReport(

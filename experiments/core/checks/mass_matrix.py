@@ -172,7 +172,7 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
         q = kept[0][: slips.STATES]
         found = slips.explain(truth, slips.mass_matrix_truth, q, kept[1][: q.shape[0]] + kept[2][: q.shape[0]],
                               atol, rtol)
-        out = found or out
+        out = found or [*out, slips.NONE_ALONE]
     return out
 
 

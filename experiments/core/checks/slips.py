@@ -39,7 +39,11 @@ import numpy as np
 from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix
 from crossdyn.experiments.core.checks.names import body_name, joint_name
 
-__all__ = ["Slip", "explain", "number", "vector", "STATES"]
+__all__ = ["Slip", "explain", "number", "vector", "STATES", "NONE_ALONE"]
+
+# Said when the slips were tried and none explains the error alone.
+NONE_ALONE = ("no single slip explains it alone (a joint's sign, ref or axis, a body's pos or quat were each "
+              "tried): several differ, or a term is missing")
 
 # States a slip is fitted on: each gives 3 to nv^2 equations against at most 3 unknowns.
 STATES = 16
