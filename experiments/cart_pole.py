@@ -100,15 +100,20 @@ def judge(reg: Regulator, balanced: Trace, stepped: Trace, distance: float, at: 
     settle = settling_time(balanced)
     step_settle = settling_time(stepped, distance, start=at)
     overshoot = max(0.0, float((stepped.qpos[:, 0].max() - distance) / distance * 100)) if distance else 0.0
-    force = np.abs(np.concatenate([balanced.ctrl[:, 0], stepped.ctrl[:, 0]]))
+    # The peak force asked (what a --constraint bounds); trace.ctrl is MuJoCo's, clamped to the motor's 20 N.
+    force = np.abs(np.concatenate([balanced.command[:, 0], stepped.command[:, 0]]))
     passed = bool(np.isfinite(settle) and np.isfinite(step_settle) and error <= DECAY_TOL)
     measured_text = (f"slowest mode {measured:.3f} 1/s vs designed {designed:.3f} ({100 * error:.1f} %); settled in "
                      f"{settle:.2f} s, step in {step_settle:.2f} s")
+    for label, trace in (("balance", balanced), ("step", stepped)):
+        if trace.saturation():
+            measured_text += f"; {label} {trace.saturation()}"
     return Verdict(passed, measured_text), {
         "decay_rate_measured": measured, "decay_rate_designed": designed, "decay_error_pct": 100 * error,
         "settling_time_s": settle, "step_settling_time_s": step_settle, "step_overshoot_pct": overshoot,
         "max_force_N": float(force.max()), "effort_N2s": float(np.sum(balanced.ctrl[:, 0] ** 2) * CONTROL_DT),
         "poles_real": sorted(float(p.real) for p in reg.design.poles),
+        "saturated_steps": int(balanced.saturated.sum() + stepped.saturated.sum()),
         "gain": reg.design.K.ravel().tolist(),
     }
 

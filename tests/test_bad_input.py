@@ -45,6 +45,7 @@ BAD_FILES = {
     "fine.py": "import numpy as np\ndef tau(q, qd, qdd):\n    return np.zeros(2)\n",
     "nan_states.csv": "0,0,0,0,nan,0\n",
     "short_rows.csv": "0,0,0\n",
+    "short_header.csv": "q1,q2,qd1\n0,0,0,0,0,0\n",
     "syntax.py": "from crossdyn.experiments import experiment\ndef broken(:\n",
     "exits.py": "import sys\nsys.exit(3)\n",
     "takes_turn.py": ("from crossdyn.experiments import experiment\n\n"
@@ -182,6 +183,7 @@ CASES = [
     (["check", "two-link", "--states", "{tmp}/missing.csv"], "no states file"),
     (["check", "two-link", "--states", "{tmp}/nan_states.csv"], "non-finite"),
     (["check", "two-link", "--states", "{tmp}/short_rows.csv"], "each row needs 6"),
+    (["check", "two-link", "--states", "{tmp}/short_header.csv"], "its first row names 3 columns (q1, q2, qd1)"),
     # user functions
     (["check", "derivation", "{tmp}/missing.py:tau", "--mjcf", "two_link_arm"], "no derivation file"),
     (["check", "derivation", "{tmp}/fine.py", "--mjcf", "two_link_arm"], "FILE.py:FUNC"),

@@ -45,7 +45,7 @@ USER_FILE = textwrap.dedent('''
         settle = float(trace.t[outside[-1]] + 0.004) if outside.size else 0.0
         return {"passed": bool(settle < 2.0 - 1e-9), "measured": f"settled in {settle:.3f} s",
                 "settle_s": settle if settle < 2.0 - 1e-9 else float("inf"),
-                "peak_torque": float(np.abs(trace.ctrl).max())}
+                "peak_torque": float(np.abs(trace.command).max())}  # asked: trace.ctrl is clamped to 15
 ''')
 
 

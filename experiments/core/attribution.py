@@ -127,7 +127,10 @@ class Attribution:
         out = []
         for effect in found:
             who = ", ".join(f"{element} ({value})" for element, value in carriers(self.model, effect))
-            out.append(_WORDS[effect].format(who=who))
+            sentence = _WORDS[effect].format(who=who)
+            if self.sign < 0:  # as-modeled: the error is minus what is left out (the off entries' sign)
+                sentence = sentence.replace("off by exactly the ", "off by exactly minus the ", 1)
+            out.append(sentence)
         named = " and ".join(found)
         rest = [e for e in self.effects if e not in found]
         if self.dynamics == "rigid-body":

@@ -12,7 +12,8 @@ default the time step itself) the loop
    ``nu`` (actuator order) or a dict by actuator name (missing ones get 0);
 3. passes the command through the actuation imperfections into ``data.ctrl``;
 4. records one row of the :class:`Trace` (time, ``qpos``, ``qvel``, what the
-   controller saw, commanded and what reached ``ctrl``), then
+   controller saw, what it commanded, and what MuJoCo applies: ``ctrl`` clamped
+   to the actuators' ``ctrlrange`` as MuJoCo clamps it), then
 5. steps the physics ``control_dt / timestep`` times (pushes applied per step).
 
 ``obs.qpos`` and ``obs.qvel`` are the true state (read-only views of MuJoCo's
@@ -118,12 +119,13 @@ class Trace:
       t: ``(N,)`` s.
       qpos: ``(N, nq)``; qvel: ``(N, nv)``: MuJoCo's state.
       sensordata: ``(N, nsensordata)`` what the controller saw (after sensing imperfections).
-      command: ``(N, nu)`` what the controller returned.
-      ctrl: ``(N, nu)`` what reached MuJoCo's ``ctrl`` (after delay, lag and limits;
-        MuJoCo still clamps it to ``ctrlrange``).
+      command: ``(N, nu)`` what the controller asked for.
+      ctrl: ``(N, nu)`` what MuJoCo applied: the command after delay, lag and
+        limits, clamped to each actuator's ``ctrlrange`` (as MuJoCo clamps it).
       stopped: why the run ended early (``"diverged"``, or ``stop``'s reason), or None.
       extra: further per-step records asked for with ``record=`` (name -> ``(N, size)``).
       warnings: MuJoCo's warnings during the run.
+      saturated: ``(nu,)`` per actuator, the steps whose control MuJoCo clamped to its ``ctrlrange``.
     """
 
     t: np.ndarray
@@ -136,10 +138,21 @@ class Trace:
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     model: mujoco.MjModel | None = field(default=None, repr=False, compare=False)
+    saturated: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @property
     def diverged(self) -> bool:
         return self.stopped == "diverged"
+
+    def saturation(self) -> str:
+        """One line naming the actuators MuJoCo clamped to their ``ctrlrange`` and on how many steps; "" if none."""
+        counts = np.asarray(self.saturated)
+        if not counts.any():
+            return ""
+        names = [(self.model.actuator(i).name if self.model is not None else "") or f"actuator {i}"
+                 for i in range(counts.size)]
+        parts = [f"{name!r} {int(n)} of {self.t.size} steps" for name, n in zip(names, counts, strict=True) if n]
+        return "saturated (clamped to ctrlrange): " + ", ".join(parts)
 
     def sensor(self, name: str) -> np.ndarray:
         """One sensor's column(s) of :attr:`sensordata`, ``(N, dim)``."""
@@ -244,9 +257,11 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
       seed: seed of every random draw of the imperfections.
       stop: ``stop(obs)`` checked at each control step after its row is recorded;
         a truthy return ends the run (a string is kept as the reason).
-      record: more per-step records, ``name -> view(model, data)`` returning an
-        array view of ``data`` bound once (e.g. ``lambda m, d: d.site_xpos``),
-        logged into ``trace.extra[name]``.
+      record: more per-step records, ``name -> fn(model, data)``, logged into
+        ``trace.extra[name]``: a contiguous view of ``data`` (e.g. ``lambda m, d:
+        d.site_xpos``) is bound once and read each step; anything else (a value
+        computed from ``data``, e.g. ``lambda m, d: d.site_xpos[0, 2] - 0.5``) is
+        called each step and copied (it must keep its first call's shape).
       video: write an MP4 here (needs ``imageio``; headless with ``MUJOCO_GL=egl``).
       camera: the camera to render (name or index; default the free camera).
       fps: video frames per simulated second.
@@ -283,15 +298,26 @@ class _Run:
         # Without imperfections the controller reads MuJoCo's sensordata and writes its ctrl directly.
         self.sensed = data.sensordata.copy() if bound.sense else data.sensordata
         self.command = np.zeros(model.nu) if bound.act else data.ctrl
-        extras = {}
-        for name, view in (record or {}).items():
-            array = np.asarray(view(model, data))
-            flat = array.reshape(-1)
-            if array.base is None or not np.shares_memory(flat, array):
-                raise ParameterError(f"record[{name!r}] must return a contiguous view of MuJoCo's data (bound "
-                                     "once), not a copy")
-            extras[name] = array
-        # One row: each distinct array once (without actuation imperfections the command is MuJoCo's ctrl).
+        # MuJoCo clamps ctrl to ctrlrange when it computes the actuators' forces (data.ctrl keeps what was
+        # written): the trace's ctrl is that clamp of what reached data.ctrl, done on the whole table once
+        # the run ends (no cost per step), and the clamped steps are counted.
+        limited = model.actuator_ctrllimited.astype(bool)
+        if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL:
+            limited[:] = False
+        self.clamp = None
+        if limited.any():
+            self.clamp = (np.where(limited, model.actuator_ctrlrange[:, 0], -np.inf),
+                          np.where(limited, model.actuator_ctrlrange[:, 1], np.inf))
+        extras, self.computed = {}, []
+        for name, fn in (record or {}).items():
+            array = _record_value(name, fn, model, data)
+            if _views_data(array, data):
+                extras[name] = array
+            else:  # a computed value: called each step, copied into the row
+                buffer = np.array(array, dtype=float)
+                self.computed.append((name, fn, buffer))
+                extras[name] = buffer
+        # One row: each distinct array once (without actuation imperfections or clamping the command is ctrl).
         named = [("qpos", data.qpos), ("qvel", data.qvel), ("sensordata", self.sensed), ("command", self.command)]
         if self.command is not data.ctrl:
             named.append(("ctrl", data.ctrl))
@@ -337,6 +363,7 @@ class _Run:
         bad_qacc, bad_qpos, bad_qvel, bad_ctrl = (warning[w] for w in _WATCHED)
         table, times, parts, concatenate = self.table, self.times, self.parts, np.concatenate
         ndarray, shape, step = np.ndarray, command.shape, mujoco.mj_step
+        computed = self.computed
         for i in range(self.n):
             t = data.time
             if sense:
@@ -364,6 +391,8 @@ class _Run:
                 ctrl[:] = command
                 for fn in act:
                     fn(ctrl, data)
+            for name, fn, buffer in computed:
+                buffer[...] = _record_value(name, fn, model, data, buffer.shape, i, t)
             times[i] = t
             concatenate(parts, out=table[i])
             if stop is not None:
@@ -390,9 +419,44 @@ class _Run:
     def trace(self, rows: int, stopped: str | None, warnings: list[str]) -> Trace:
         table, cols = self.table[:rows], self.columns
         extra = {name: table[:, cols[f"extra:{name}"]].reshape((rows, *shape)) for name, shape in self.extras.items()}
+        ctrl = table[:, cols["ctrl"]]
+        saturated = np.zeros(self.model.nu, dtype=int)
+        if self.clamp is not None:
+            reached, ctrl = ctrl, np.clip(ctrl, *self.clamp)
+            saturated = np.count_nonzero(ctrl != reached, axis=0)
         return Trace(t=self.times[:rows].copy(), qpos=table[:, cols["qpos"]], qvel=table[:, cols["qvel"]],
                      sensordata=table[:, cols["sensordata"]], command=table[:, cols["command"]],
-                     ctrl=table[:, cols["ctrl"]], stopped=stopped, extra=extra, warnings=warnings, model=self.model)
+                     ctrl=ctrl, stopped=stopped, extra=extra, warnings=warnings, model=self.model,
+                     saturated=saturated)
+
+
+def _record_value(name: str, fn, model: mujoco.MjModel, data: mujoco.MjData, shape: tuple | None = None,
+                  i: int | None = None, t: float = 0.0) -> np.ndarray:
+    """``fn(model, data)`` as an array of real numbers (of ``shape`` when given), or a :class:`ParameterError`."""
+    where = "" if i is None else f" {_at(i, t)}"
+    try:
+        array = np.asarray(fn(model, data))
+    except Exception as exc:
+        detail = " ".join(str(exc).split())
+        raise ParameterError(f"record[{name!r}] raised {type(exc).__name__}{where}: {detail}") from None
+    if array.dtype.kind not in "biuf":
+        raise ParameterError(f"record[{name!r}] returned {array.dtype.name} values{where}; expected real numbers")
+    if shape is not None and array.shape != shape:
+        raise ParameterError(f"record[{name!r}] returned shape {array.shape}{where}; its first call returned "
+                             f"{shape}")
+    return array
+
+
+def _views_data(array: np.ndarray, data: mujoco.MjData) -> bool:
+    """Whether ``array`` is a contiguous view into MuJoCo's data (then it is bound once, read each step)."""
+    def root(a):
+        while isinstance(a, np.ndarray) and a.base is not None:
+            a = a.base
+        return a
+
+    if array.dtype != np.float64 or not array.flags.c_contiguous or array.base is None:
+        return False
+    return root(array) is root(data.qpos)
 
 
 # MuJoCo's warnings the loop watches: a bad acceleration, position or velocity (MuJoCo then resets the

@@ -14,6 +14,7 @@ nonlinear, sampled loop MuJoCo runs agrees once the state is small.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import mujoco
@@ -80,13 +81,23 @@ def regulator(model: mujoco.MjModel, Q, R, keyframe: str | int | None = None, qp
     return Regulator(lin, design)
 
 
-def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: float = 1e-9) -> float:
+def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: float = 1e-9,
+                   noise_floor: bool = True) -> float:
     """The slowest mode's decay rate measured in a trace, 1/s (negative: decaying).
 
     ``z = w^H x`` along the run (``x`` the state's deviation, ``w`` the slowest
     pole's left eigenvector), and the least-squares slope of ``log |z|`` over the
     rows at or after ``start`` whose ``|z|`` is above ``floor`` times its largest
     (below, round-off and the other modes' remains take over).
+
+    With noisy sensors (or pushes) ``|z|`` stops falling where the noise holds it:
+    a slope fitted across that floor measures the noise, not the design.  With
+    ``noise_floor`` (the default) the floor is found in the run itself, as the
+    level of its last quarter when that quarter no longer falls (its change is
+    within its own scatter), and the fit ends where ``|z|`` first comes within a
+    decade of it.  When that leaves fewer than ten rows after ``start`` (the
+    window sits on the floor), a ``RuntimeWarning`` says so and the slope of the
+    whole window is returned.
 
     Raises:
       ParameterError: fewer than ten rows to fit.
@@ -98,8 +109,39 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
     target = lin.qpos if reg.target is None else reg.target
     x = np.array([lin.deviation(q - target + lin.qpos, v) for q, v in zip(trace.qpos, trace.qvel, strict=False)])
     z = np.abs(x @ w.conj())
-    use = (trace.t >= start) & (z > floor * z.max())
-    if use.sum() < 10:
+    rows = np.flatnonzero((trace.t >= start) & (z > floor * z.max()))
+    if rows.size < 10:
         raise ParameterError("too few rows to measure a decay rate (run longer, or start earlier)")
-    slope, _ = np.polyfit(trace.t[use], np.log(z[use]), 1)
+    level = _noise_floor(trace.t, z) if noise_floor else None
+    if level is not None:
+        below = np.flatnonzero(z[rows] <= FLOOR_MARGIN * level)
+        kept = rows[: below[0]] if below.size else rows
+        if kept.size < 10:
+            warnings.warn(f"measured_decay: the window from t = {trace.t[rows[0]]:.4g} s sits on the noise floor "
+                          f"(|w^H x| ~ {level:.3g} from t = {trace.t[-(trace.t.size // 4)]:.4g} s): the slope "
+                          "measured is the noise's, not the mode's; start earlier", RuntimeWarning, stacklevel=2)
+        else:
+            rows = kept
+    slope, _ = np.polyfit(trace.t[rows], np.log(z[rows]), 1)
     return float(slope)
+
+
+# The fit ends a decade above the noise floor: there the noise moves |z| by about a tenth, log |z| by ~0.1.
+FLOOR_MARGIN = 10.0
+
+
+def _noise_floor(t: np.ndarray, z: np.ndarray) -> float | None:
+    """The level ``|z|`` settles on in the run's last quarter, or None when that quarter still falls.
+
+    The quarter is flat when the fitted change of ``log |z|`` across it is within
+    twice the scatter about that fit (a clean exponential has almost no scatter).
+    """
+    tail = slice(t.size - t.size // 4, None)
+    tt, lz = t[tail], np.log(np.maximum(z[tail], np.finfo(float).tiny))
+    if tt.size < 10:
+        return None
+    slope, offset = np.polyfit(tt, lz, 1)
+    scatter = float(np.std(lz - (slope * tt + offset)))
+    if -slope * (tt[-1] - tt[0]) > 2.0 * scatter:
+        return None
+    return float(np.median(z[tail]))

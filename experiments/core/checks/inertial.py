@@ -76,7 +76,8 @@ def _describe(tree: Tree, b: int, delta: np.ndarray, rank: int, active: int) -> 
     if abs(m1 - m0) > _AGREE * max(abs(m0), abs(m1)) + 1e-12:
         parts.append(f"mass {m1:.6g} where the model has {m0:.6g} ({m1 - m0:+.4g} kg)")
     if m1 > 0 and np.abs(c1 - c0).max() > _AGREE * max(np.abs(c0).max(), 1e-3) + 1e-12:
-        parts.append(f"centre of mass {_vector(c1)} m where the model has {_vector(c0)} "
+        floor_c = 1e-9 * max(np.abs(c0).max(), np.abs(c1).max())  # round-off prints as 0
+        parts.append(f"centre of mass {_vector(c1, floor_c)} m where the model has {_vector(c0, floor_c)} "
                      f"({_vector(1e3 * (c1 - c0), floor=1e-6)} mm, body frame)")
     scale = max(np.abs(I0).max(), 1e-9)
     changed = [(k, i, j) for k, (i, j) in zip(("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz"),
@@ -85,7 +86,8 @@ def _describe(tree: Tree, b: int, delta: np.ndarray, rank: int, active: int) -> 
     if changed:
         floor = 1e-9 * scale  # round-off of the fit prints as 0
         parts.append("inertia about the centre of mass " + ", ".join(
-            f"{k} {(I1[i, j] if abs(I1[i, j]) > floor else 0.0):.4g} where the model has {I0[i, j]:.4g}"
+            f"{k} {(I1[i, j] if abs(I1[i, j]) > floor else 0.0):.4g} where the model has "
+            f"{(I0[i, j] if abs(I0[i, j]) > floor else 0.0):.4g}"
             for k, i, j in changed) + " kg m^2")
     text = f"body {name!r}: " + ("; ".join(parts) if parts else "a change below round-off")
     if rank < active:
@@ -141,12 +143,17 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
                 "missing or wrong term, or a link length, a joint offset or an axis, which are not linear in them"]
     limit = max_bodies if nb <= 20 else min(max_bodies, 2)
     levels = [_levels(tree, b) for b in range(nb)]
+    # A body whose parameters cannot change the answer (fixed to the world: its columns of Y are 0) is
+    # never offered as a cause.
+    blind = [not np.any(Y[:, 10 * b : 10 * b + 10]) for b in range(nb)]
     # Every set of up to `limit` bodies at every level of the user's terms; the explanation is the
     # fit that changes the fewest parameters the states can tell apart (the rank of its columns):
     # two links' inertias (rank 2 on a planar arm) before one link's mass, CoM and inertia (rank 4).
     found = []
     for size in range(1, min(limit, nb) + 1):
         for bodies in combinations(range(nb), size):
+            if any(blind[b] for b in bodies):
+                continue
             for level in range(len(levels[0])):
                 bases = [levels[b][level][1] for b in bodies]
                 A = np.hstack([Y[:, 10 * b : 10 * b + 10] @ V for b, V in zip(bodies, bases, strict=False)])
@@ -157,6 +164,8 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
                     active = int(np.count_nonzero(np.linalg.norm(A, axis=0)))
                     found.append((rank, size, level, bodies, deltas, active))
                     break  # the simplest level of this set that fits
+        if found and min(f[0] for f in found) <= size:
+            break  # a larger set changes at least as many parameters: it cannot be simpler
     if found:
         found.sort(key=lambda f: f[:3])
         best = [f for f in found if f[0] == found[0][0]]
@@ -169,7 +178,8 @@ def _sentences(tree: Tree, found: list) -> list[str]:
     bodies, deltas, rank, active = found[0]
     lines = [_describe(tree, b, delta, rank, active) for b, delta in zip(bodies, deltas, strict=False)]
     lines[-1] += "; everything else agrees"
-    for other, *_ in found[1:3]:
+    alternatives = [f for f in found[1:] if not set(f[0]) >= set(bodies)]  # a superset adds a body that trades
+    for other, *_ in alternatives[:2]:  # off inside its own parameters: not another explanation
         names = ", ".join(repr(tree.body_names[b]) if tree.body_names else f"#{b}" for b in other)
         lines.append(f"(the same error is also a change of body {names} alone: the states checked cannot tell "
                      "these apart)")

@@ -34,6 +34,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.rotation import skew
+from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
     UserFunction,
@@ -235,9 +236,12 @@ def check_jacobian(
                 project = functools.partial(_project, T=T)
                 ref = project(frames[frame])[:, :rows]
                 _test(hyp, J_user, ref, rows, frames, other, p, alt, R, project, frees, model, q, atol, rtol)
+    slip = None
+    if not part.passed and dofs is None:
+        slip = functools.partial(_slips, model, tgt, frame, rows, source, user, atol, rtol)
     attribution = [] if part.passed else _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs,
-                                                    frees)
-    where = f"site {tgt.name!r}: mj_jacSite" if tgt.kind == "site" else f"body {tgt.name!r}'s origin: mj_jacBody"
+                                                    frees, slip)
+    where = f"site {tgt.name!r}: mj_jacSite" if tgt.kind == "site" else f"the origin of body {tgt.name!r}: mj_jacBody"
     truth_text = f"{where}, {_FRAME_WORDS[frame]}"
     if dofs is not None:
         truth_text += f", per unit velocity of {', '.join(columns)} with the model's equality constraints held"
@@ -290,7 +294,16 @@ def _body_rotation(model: mujoco.MjModel, body: int, q: np.ndarray) -> np.ndarra
     return quat_to_matrix(q[:, adr + 3 : adr + 7])
 
 
-def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees) -> list[str]:
+def _slips(model, tgt, frame: str, rows: int, source, user, atol: float, rtol: float) -> list[str]:
+    """Rows laid out wrong (transposed, angular rows in a body's frame), or one geometric slip (:mod:`.slips`)."""
+    (q,) = next(iter(source.chunks()))
+    q = q[: slips.STATES]
+    (J_user,) = user(q)
+    return (slips.jacobian_layout(model, tgt, frame, q, J_user, atol, rtol)
+            or slips.explain(model, slips.jacobian_truth(tgt, frame, rows), q, J_user, atol, rtol))
+
+
+def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees, slip=None) -> list[str]:
     out = []
     if hyp.all("frame"):
         out.append(f"the whole Jacobian is in the {_FRAME_WORDS[other]}, not {_FRAME_WORDS[frame]}: rotate "
@@ -321,6 +334,11 @@ def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees) 
                 return out
     signs = hyp["sign"]
     flipped = [c for c in off_columns if signs.size and signs[c]]
+    tried = slip is not None and len(flipped) < len(off_columns)
+    if tried:
+        found = slip()
+        if found:
+            return found
     for c in flipped:
         if dofs is None:
             j = int(model.dof_jntid[c])
@@ -337,4 +355,6 @@ def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees) 
         out.append(f"column{'s' if len(rest) > 1 else ''} {', '.join(repr(c) for c in rest[:8])}"
                    f"{f' and {len(rest) - 8} more' if len(rest) > 8 else ''} off in rows {', '.join(bad_rows)}, "
                    "not by a sign, a frame or a point: a joint axis, an anchor or a link length differs")
+        if tried:
+            out.append(slips.NONE_ALONE)
     return out

@@ -26,6 +26,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.rotation import matrix_to_quat
+from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
     UserFunction,
@@ -154,6 +155,14 @@ def check_kinematics(
     passed = all(p.passed for p in parts.values())
     attribution = [] if passed else _attribute(model, tgt, parts, hyp, alternatives, in_body, in_world, right, left,
                                                atol, rtol)
+    if not passed and not _exact_point(parts, hyp, alternatives, in_body, atol, rtol):
+        # One geometric slip (a joint's sign or ref, a body's pos or quat) that explains position and rotation
+        # together is the one cause, in place of a sentence per part.
+        q_kept, kept = _kept(source, user)
+        found = slips.explain(model, slips.kinematics_truth(tgt, user.form == 1), q_kept, kept, atol, rtol)
+        scale = atol + rtol * max(parts["position"].scale, 1.0)
+        generic = not parts["position"].passed and not in_world.constant(scale)
+        attribution = found or (attribution + [slips.NONE_ALONE] if generic else attribution)
     truth = "mj_kinematics: " + (f"site_xpos and site_xmat of {tgt.label}" if tgt.kind == "site"
                                  else f"xpos and xmat of {tgt.label} (its frame's origin)")
     return CheckReport(
@@ -161,6 +170,23 @@ def check_kinematics(
         conventions=conventions(model), notes=[n for n in [user.note()] if n], warnings=warning_lines(warned),
         atol=atol, rtol=rtol, samples=source.total, seed=source.seed,
         extra={"target": {"kind": tgt.kind, "name": tgt.name, "body": body_name(model, tgt.body)}})
+
+
+def _exact_point(parts, hyp, alternatives, in_body, atol, rtol) -> bool:
+    """The position is another point of the body, or off by a constant in its frame (said as such)."""
+    if parts["position"].passed:
+        return False
+    scale = atol + rtol * max(parts["position"].scale, 1.0)
+    return any(hyp.all(name) for name in alternatives) or in_body.constant(scale)
+
+
+def _kept(source, user) -> tuple[np.ndarray, np.ndarray]:
+    """The first :data:`~.slips.STATES` states and the user's values there, flattened as the slips' truth is."""
+    (q,) = next(iter(source.chunks()))
+    q = q[: slips.STATES]
+    outs = user(q)
+    flat = outs[0] if len(outs) == 1 else np.concatenate([outs[0], outs[1].reshape(q.shape[0], 9)], axis=1)
+    return q, flat
 
 
 def _attribute(model, tgt, parts, hyp, alternatives, in_body, in_world, right, left, atol, rtol) -> list[str]:

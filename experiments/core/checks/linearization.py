@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import UserFunction, load_function, model_warnings, warning_lines
 from crossdyn.experiments.core.checks.names import conventions
 from crossdyn.experiments.core.checks.report import CheckReport, Part
@@ -148,6 +149,8 @@ def check_linearization(
     passed = all(p.passed for p in parts.values())
     attribution = [] if passed else _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, inputs,
                                                atol, rtol)
+    if not passed:  # a joint's damping, stiffness or armature left out is one cause, named per joint
+        attribution = slips.linearization_effects(model, lin, reduction, A_user, B_user, atol, rtol) or attribution
     where = f"keyframe {keyframe!r}" if keyframe is not None else "the given pose"
     truth = (f"linearize at {where} (continuous time, x = [dq, dqd] in MuJoCo's tangent space, u = ctrl - ctrl_op"
              + (", reduced by the given lift/read maps" if reduction is not None else "") + ")")

@@ -21,7 +21,7 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.checks import inertial
+from crossdyn.experiments.core.checks import inertial, slips
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
     UserFunction,
@@ -167,6 +167,12 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
                 "flyer, M = T^T M_mujoco T); MuJoCo's qvel[0:3] is the world-frame linear velocity"]
     if tree is not None and kept is not None:
         out += _inertial(tree, *kept, atol, rtol)
+    if kept is not None and (not out or out[0].startswith("not explained")):
+        # Not a mass, centre of mass or inertia: one geometric slip (a body's pos, a joint's ref ...) may be.
+        q = kept[0][: slips.STATES]
+        found = slips.explain(truth, slips.mass_matrix_truth, q, kept[1][: q.shape[0]] + kept[2][: q.shape[0]],
+                              atol, rtol)
+        out = found or [*out, slips.NONE_ALONE]
     return out
 
 

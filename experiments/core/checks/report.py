@@ -126,7 +126,9 @@ def group_entries(part: Part, symmetric: bool = False) -> list[str]:
         worst = float(np.max(part.max_abs[rows, col]))
         constant = all(part.constant((r, col)) for r in rows)
         names = _names([str(part.labels[0][r]) for r in rows])
-        if constant and len(rows) == 1:
+        if part.states <= 1:  # one state: nothing is constant or state-dependent
+            what = (f"off by {part.mean_error[rows[0], col]:.4g}" if len(rows) == 1 else f"off by up to {worst:.4g}")
+        elif constant and len(rows) == 1:
             what = f"off by {part.mean_error[rows[0], col]:.4g}, constant"
         else:
             what = f"off by up to {worst:.4g}, {'constant' if constant else 'state-dependent'}"
@@ -135,6 +137,8 @@ def group_entries(part: Part, symmetric: bool = False) -> list[str]:
 
 
 def _scalar_line(part: Part, index) -> str:
+    if part.states <= 1:  # one state: nothing is constant or state-dependent
+        return f"{part.entry(index)} off by {float(np.asarray(part.mean_error)[index]):.4g}"
     if part.constant(index):
         return f"{part.entry(index)} off by {float(np.asarray(part.mean_error)[index]):.4g}, constant"
     return f"{part.entry(index)} off by up to {float(np.asarray(part.max_abs)[index]):.4g}, state-dependent"
@@ -149,6 +153,9 @@ def _names(names: list[str]) -> str:
 def _vector_lines(part: Part, indices) -> list[str]:
     groups: dict[str, list[int]] = {}
     for i in indices:
+        if part.states <= 1:  # one state: nothing is constant or state-dependent
+            groups.setdefault(f"off by {part.mean_error[i]:.4g}", []).append(int(i))
+            continue
         key = f"off by {part.mean_error[i]:.4g}, constant" if part.constant(i) else "state-dependent"
         groups.setdefault(key, []).append(int(i))
     constant = [k for k in groups if k != "state-dependent"]

@@ -35,8 +35,10 @@ SAMPLES_MAX = 1_000_000_000
 def load_states(path: str, nq: int, nv: int):
     """Read states from a ``.npy`` or ``.csv`` file, one row ``[q (nq), qd (nv), qdd (nv)]``.
 
-    A CSV may carry ``#`` comments; a ``.npy`` must hold a 2-D array of numbers
-    (it is memory-mapped, so a large file is not read at once).
+    A CSV may carry ``#`` comments and a header row naming the coordinates (its
+    first row, one name per column: ``q0,q1,qd0,...``, or the joints' names); a
+    ``.npy`` must hold a 2-D array of numbers (it is memory-mapped, so a large
+    file is not read at once).
 
     Raises:
       StateError: unreadable file, no rows, not a table of real numbers, wrong
@@ -76,9 +78,10 @@ def load_state_file(path: str, parts: tuple[tuple[str, int], ...]):
         if file.suffix == ".npy":
             rows = np.load(file, mmap_mode="r", allow_pickle=False)
         else:
+            header = _csv_header(file, columns, path, expected)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # NumPy warns about an empty file; the message below says it
-                rows = np.loadtxt(file, delimiter=",", ndmin=2, comments="#")
+                rows = np.loadtxt(file, delimiter=",", ndmin=2, comments="#", skiprows=header)
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         detail = " ".join(str(exc).split())
         raise StateError(f"cannot read states from {path}: {detail}; {expected}") from None
@@ -98,6 +101,37 @@ def load_state_file(path: str, parts: tuple[tuple[str, int], ...]):
         out.append(rows[:, start : start + size])
         start += size
     return tuple(out)
+
+
+def _csv_header(file: Path, columns: int, path: str, expected: str) -> int:
+    """The lines to skip before a CSV's numbers: through its header row if its first row names the columns."""
+    from crossdyn.experiments.core.errors import StateError
+
+    with file.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            cells = [cell.strip() for cell in line.split("#", 1)[0].split(",")]
+            if cells == [""]:
+                continue  # a blank or comment line
+            try:
+                [float(cell) for cell in cells]
+            except ValueError:
+                if any(_is_number(cell) for cell in cells) or "" in cells:
+                    return 0  # a row of numbers with a typo: loadtxt names the bad cell
+                if len(cells) != columns:
+                    shown = ", ".join(cells[:8]) + (", ..." if len(cells) > 8 else "")
+                    raise StateError(f"cannot read states from {path}: its first row names {len(cells)} columns "
+                                     f"({shown[:200]}); {expected}") from None
+                return number
+            return 0
+    return 0
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _function_stem(spec: str) -> str:

@@ -202,16 +202,20 @@ def _cmd_tune_experiment(args) -> int:
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
     metric = result.minimize
     defaults = result.rows[0]
+    limits = result.constraints
     if metric is not None:
-        print(f"  defaults  {_params(defaults, result.space)}: {metric} {_number(defaults.get(metric, ''))} "
-              f"[{defaults['outcome']}]")
+        print(f"  defaults  {_params(defaults, result.space)}: {_metrics(defaults, metric, limits)} "
+              f"[{_mark(defaults, limits)}]")
         if result.best is None:
             print("  no run passed and met every constraint: nothing to recommend")
             return 1
         best = result.best
         better = "the defaults stay" if best["sample"] == "0" else f"sample {best['sample']}"
-        print(f"  best      {_params(best, result.space)}: {metric} {_number(best[metric])} "
-              f"[{best['outcome']}] ({better})")
+        print(f"  best      {_params(best, result.space)}: {_metrics(best, metric, limits)} "
+              f"[{_mark(best, limits)}] ({better})")
+    elif limits:
+        print(f"  defaults  {_params(defaults, result.space)}: {_metrics(defaults, None, limits)} "
+              f"[{_mark(defaults, limits)}]")
     print(f"  results in {out} (samples.csv, best.json{''.join(', ' + f for f in result.files)}; timings.csv)")
     return 0
 
@@ -222,6 +226,20 @@ def _number(text: str) -> str:
         return f"{float(text):.4g}"
     except ValueError:
         return text
+
+
+def _metrics(row: dict, minimize: str | None, limits: list) -> str:
+    """The minimized metric's value, then each constrained metric's: ``settle_s 0.42, peak_torque 14.2``."""
+    names = ([minimize] if minimize else []) + [m for m, _, _ in limits if m != minimize]
+    return ", ".join(f"{name} {_number(row.get(name, ''))}" for name in dict.fromkeys(names))
+
+
+def _mark(row: dict, limits: list) -> str:
+    """The run's outcome, and the constraints it breaks: ``pass; breaks peak_torque<=0.3``."""
+    from crossdyn.experiments.core.sweep.experiment import _meets
+
+    broken = [f"{m}{op}{v:g}" for m, op, v in limits if not _meets(row, [(m, op, v)])]
+    return row["outcome"] + (f"; breaks {', '.join(broken)}" if broken else "")
 
 
 def _params(row: dict, space) -> str:

@@ -1,0 +1,477 @@
+"""Is an error one slip in the model's geometry?  Fit it, and name the element and its value.
+
+A hand derivation of kinematics, a Jacobian or a mass matrix most often differs
+from the model in one geometric number typed or read wrong: a joint measured the
+other way, a joint's ``ref`` (MuJoCo measures a hinge's angle from it) left out,
+a body's ``quat`` left out, a body's ``pos`` (a link length) written wrong, a
+joint's axis.  Each such slip is a change of one element of the compiled model
+(``jnt_qposadr``'s ``qpos0``, ``body_pos``, ``body_quat``, ``jnt_axis``), so
+each is tested the same way: MuJoCo's own quantity is recomputed on a copy of the
+model with that element changed, at the states the check kept, and compared with
+the user's values under the check's tolerance.
+
+- the discrete slips are tried as they are: joint ``j`` measured the other way
+  (MuJoCo's value at ``2 ref - q_j``, its column negated), ``ref`` left out
+  (``qpos0 = 0``), a body's ``quat`` left out (the identity);
+- the continuous ones are fitted by Gauss-Newton on finite differences, the way
+  :mod:`.inertial` fits masses: a body's ``pos`` (3 numbers), its orientation (a
+  rotation vector), a joint's ``ref``, a joint's axis (two directions normal to
+  it).  Directions the states cannot see (a column of the fit's Jacobian at
+  round-off) keep the model's value, so an element that cannot change the
+  quantity (a body fixed to the world, a length along a hinge's own axis) is
+  never offered as the cause.
+
+The first slip that explains every kept state, the simplest first (discrete,
+then one number, then three), is reported alone: "body 'calf': pos 0 0 -0.3 where
+the model has 0 0 -0.33".  When two slips of the same size explain it equally,
+both are named: the states checked cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix
+from crossdyn.experiments.core.checks.names import body_name, joint_name
+
+__all__ = ["Slip", "explain", "number", "vector", "STATES", "NONE_ALONE"]
+
+# Said when the slips were tried and none explains the error alone.
+NONE_ALONE = ("no single slip explains it alone (a joint's sign, ref or axis, a body's pos or quat were each "
+              "tried): several differ, or a term is missing")
+
+# States a slip is fitted on: each gives 3 to nv^2 equations against at most 3 unknowns.
+STATES = 16
+# Gauss-Newton steps per fit: a length or an angle off by a few percent converges in two or three.
+_STEPS = 8
+# Finite-difference step of the fit, m or rad: the quantities are smooth, and the final
+# comparison is on MuJoCo's own values, so the step only sets how fast the fit converges.
+_H = 1e-7
+# A fit direction the states cannot see: its column of the fit's Jacobian is below this
+# fraction of the largest (round-off of the finite difference).
+_BLIND = 1e-6
+
+_HINGE_SLIDE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+
+
+@dataclass(frozen=True)
+class Slip:
+    """One geometric slip that explains the error: its sentence and its size (how many numbers it changes)."""
+
+    sentence: str
+    size: int
+
+
+# truth(model, q, dof_sign) -> the quantity at each state, (n, ...): dof_sign (nv,) of +-1 negates
+# the columns (and rows) of a Jacobian or a mass matrix per dof; a position ignores it.
+Truth = Callable[[mujoco.MjModel, np.ndarray, np.ndarray], np.ndarray]
+
+
+def number(x: float, scale: float = 1.0) -> str:
+    """A number to 4 significant digits; round-off (below 1e-9 of ``scale``) printed as 0."""
+    x = float(x)
+    return "0" if abs(x) <= 1e-9 * max(abs(scale), 1e-300) else f"{x:.4g}"
+
+
+def vector(v, sep: str = " ") -> str:
+    """A vector's entries as :func:`number` prints them, round-off against the largest entry as 0."""
+    v = np.asarray(v, dtype=float)
+    scale = float(np.abs(v).max()) if v.size else 1.0
+    return sep.join(number(x, scale) for x in v)
+
+
+def explain(model: mujoco.MjModel, truth: Truth, q: np.ndarray, user: np.ndarray, atol: float, rtol: float,
+            sign: bool = True) -> list[str]:
+    """Sentences naming the one geometric slip that explains ``user`` at the states ``q``, or [].
+
+    Args:
+      model: the model MuJoCo's quantity is computed on (the check's truth model).
+      truth: MuJoCo's quantity on a (changed) copy of the model, see :data:`Truth`.
+      q: ``(n, nq)`` the states kept.
+      user: ``(n, ...)`` the user's values there.
+      atol, rtol: the check's tolerance on each entry.
+      sign: try joints measured the other way (a quantity that has dof columns or none).
+    """
+    work = copy.copy(model)
+    nv = model.nv
+    ones = np.ones(nv)
+    reference = truth(model, q, ones)
+    tol = atol + rtol * np.abs(reference)
+    if np.all(np.abs(user - reference) <= tol):
+        return []
+    found: list[Slip] = []
+    for candidate in _discrete(model, sign):
+        slip = candidate(work, truth, q, user, tol)
+        if slip is not None:
+            found.append(slip)
+    if not found:
+        for fit in _continuous(model):
+            slip = fit(work, truth, q, user, tol)
+            if slip is not None:
+                found.append(slip)
+    if not found:
+        return []
+    found.sort(key=lambda s: s.size)
+    best = [s for s in found if s.size == found[0].size]
+    out = [best[0].sentence + "; everything else agrees"]
+    for other in best[1:3]:
+        out.append(f"(the same error is also {other.sentence}: the states checked cannot tell these apart)")
+    return out
+
+
+def _matches(value: np.ndarray, user: np.ndarray, tol: np.ndarray) -> bool:
+    return bool(value.shape == user.shape and np.all(np.abs(user - value) <= tol))
+
+
+def _restore(work: mujoco.MjModel, model: mujoco.MjModel) -> None:
+    work.qpos0[:] = model.qpos0
+    work.body_pos[:] = model.body_pos
+    work.body_quat[:] = model.body_quat
+    work.jnt_axis[:] = model.jnt_axis
+
+
+def _moving_joints(model: mujoco.MjModel) -> list[int]:
+    return [j for j in range(model.njnt) if int(model.jnt_type[j]) in _HINGE_SLIDE]
+
+
+def _moving_bodies(model: mujoco.MjModel) -> list[int]:
+    """Bodies that move with some joint, or whose children do: a body welded to the world changes nothing
+    a joint-space quantity sees unless something below it moves."""
+    moves = np.zeros(model.nbody, dtype=bool)
+    for b in range(1, model.nbody):
+        moves[b] = model.body_dofnum[b] > 0 or moves[int(model.body_parentid[b])]
+    below = moves.copy()
+    for b in range(model.nbody - 1, 0, -1):
+        if below[b]:
+            below[int(model.body_parentid[b])] = True
+    return [b for b in range(1, model.nbody) if below[b]]
+
+
+def _discrete(model: mujoco.MjModel, sign: bool) -> list[Callable]:
+    out: list[Callable] = []
+    for j in _moving_joints(model):
+        if sign:
+            out.append(lambda work, truth, q, user, tol, j=j: _other_way(model, work, truth, q, user, tol, j))
+        if model.qpos0[int(model.jnt_qposadr[j])] != 0:
+            out.append(lambda work, truth, q, user, tol, j=j: _ref_left_out(model, work, truth, q, user, tol, j))
+    for b in _moving_bodies(model):
+        if not np.allclose(model.body_quat[b], [1, 0, 0, 0], atol=1e-12):
+            out.append(lambda work, truth, q, user, tol, b=b: _quat_left_out(model, work, truth, q, user, tol, b))
+    return out
+
+
+def _other_way(model, work, truth, q, user, tol, j: int) -> Slip | None:
+    adr, dof = int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])
+    flipped = np.array(q, dtype=float)
+    flipped[:, adr] = 2 * model.qpos0[adr] - flipped[:, adr]
+    signs = np.ones(model.nv)
+    signs[dof] = -1.0
+    if not _matches(truth(work, flipped, signs), user, tol):
+        return None
+    axis = vector(model.jnt_axis[j])
+    return Slip(f"joint {joint_name(model, j)!r} turns the other way: your angle is minus MuJoCo's (it turns "
+                f"about [{axis}] in body {body_name(model, int(model.jnt_bodyid[j]))!r})", 0)
+
+
+def _ref_left_out(model, work, truth, q, user, tol, j: int) -> Slip | None:
+    adr = int(model.jnt_qposadr[j])
+    work.qpos0[adr] = 0.0
+    try:
+        if not _matches(truth(work, q, np.ones(model.nv)), user, tol):
+            return None
+    finally:
+        _restore(work, model)
+    ref = float(model.qpos0[adr])
+    unit = f" ({np.degrees(ref):.4g} deg)" if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE) else " m"
+    return Slip(f"joint {joint_name(model, j)!r}: ref {ref:.6g}{unit} left out (MuJoCo measures the joint's "
+                "position from its ref: at qpos = ref the body sits as the model places it)", 0)
+
+
+def _quat_left_out(model, work, truth, q, user, tol, b: int) -> Slip | None:
+    work.body_quat[b] = [1.0, 0.0, 0.0, 0.0]
+    try:
+        if not _matches(truth(work, q, np.ones(model.nv)), user, tol):
+            return None
+    finally:
+        _restore(work, model)
+    return Slip(f"body {body_name(model, b)!r}: its quat left out (the model turns it by "
+                f"{_angle_axis(model.body_quat[b])} against its parent, quat {vector(model.body_quat[b])})", 0)
+
+
+def _angle_axis(quat) -> str:
+    quat = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
+    if quat[0] < 0:
+        quat = -quat
+    angle = 2 * np.degrees(np.arctan2(np.linalg.norm(quat[1:]), quat[0]))
+    axis = quat[1:] / max(np.linalg.norm(quat[1:]), 1e-300)
+    return f"{angle:.4g} deg about [{vector(axis)}]"
+
+
+def _continuous(model: mujoco.MjModel) -> list[Callable]:
+    out: list[Callable] = []
+    bodies = _moving_bodies(model)
+    for b in bodies:  # a link length first: the commonest slip of the same size as a ref
+        out.append(lambda work, truth, q, user, tol, b=b: _fit_pos(model, work, truth, q, user, tol, b))
+    for j in _moving_joints(model):
+        out.append(lambda work, truth, q, user, tol, j=j: _fit_ref(model, work, truth, q, user, tol, j))
+    for b in bodies:
+        out.append(lambda work, truth, q, user, tol, b=b: _fit_quat(model, work, truth, q, user, tol, b))
+    for j in _moving_joints(model):
+        out.append(lambda work, truth, q, user, tol, j=j: _fit_axis(model, work, truth, q, user, tol, j))
+    return out
+
+
+def _gauss_newton(evaluate: Callable[[np.ndarray], np.ndarray], k: int, user: np.ndarray,
+                  tol: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """Fit ``k`` numbers ``x`` (from 0) with ``evaluate(x) ~ user`` within ``tol``: ``(x, seen)`` or None.
+
+    ``seen`` is how many of the directions the states can see; unseen ones stay 0.
+    """
+    x = np.zeros(k)
+    target = user.ravel()
+    seen = k
+    for _ in range(_STEPS):
+        f = evaluate(x).ravel()
+        r = target - f
+        if np.all(np.abs(r) <= tol.ravel()):
+            return x, seen
+        J = np.stack([(evaluate(x + _H * e).ravel() - f) / _H for e in np.eye(k)], axis=1)
+        norms = np.linalg.norm(J, axis=0)
+        visible = norms > _BLIND * max(float(norms.max()), 1e-300)
+        seen = int(visible.sum())
+        if not visible.any():
+            return None
+        step = np.zeros(k)
+        step[visible] = np.linalg.lstsq(J[:, visible] / norms[visible], r, rcond=None)[0] / norms[visible]
+        if not np.all(np.isfinite(step)):
+            return None
+        x = x + step
+    f = evaluate(x).ravel()
+    return (x, seen) if np.all(np.abs(target - f) <= tol.ravel()) else None
+
+
+def _fit_ref(model, work, truth, q, user, tol, j: int) -> Slip | None:
+    adr = int(model.jnt_qposadr[j])
+    ones = np.ones(model.nv)
+
+    def evaluate(x):
+        work.qpos0[adr] = model.qpos0[adr] + x[0]
+        return truth(work, q, ones)
+
+    try:
+        fit = _gauss_newton(evaluate, 1, user, tol)
+    finally:
+        _restore(work, model)
+    if fit is None or fit[1] == 0:
+        return None
+    ref0, ref1 = float(model.qpos0[adr]), float(model.qpos0[adr] + fit[0][0])
+    hinge = int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE)
+    unit = " rad" if hinge else " m"
+    offset = f" ({np.degrees(ref1 - ref0):+.4g} deg)" if hinge else f" ({ref1 - ref0:+.4g} m)"
+    zero = "angle" if hinge else "position"
+    return Slip(f"joint {joint_name(model, j)!r}: ref {number(ref1)}{unit} where the model has {number(ref0)}"
+                f"{unit}{offset}: your zero {zero} is elsewhere", 1)
+
+
+def _fit_pos(model, work, truth, q, user, tol, b: int) -> Slip | None:
+    ones = np.ones(model.nv)
+
+    def evaluate(x):
+        work.body_pos[b] = model.body_pos[b] + x
+        return truth(work, q, ones)
+
+    try:
+        fit = _gauss_newton(evaluate, 3, user, tol)
+    finally:
+        _restore(work, model)
+    if fit is None or fit[1] == 0:
+        return None
+    p0 = np.asarray(model.body_pos[b], dtype=float)
+    p1 = p0 + fit[0]
+    scale = max(float(np.abs(p0).max()), float(np.abs(p1).max()))
+    p1 = np.where(np.abs(p1 - p0) <= 1e-9 * scale, p0, p1)  # round-off of the fit keeps the model's value
+    parent = body_name(model, int(model.body_parentid[b]))
+    length0, length1 = float(np.linalg.norm(p0)), float(np.linalg.norm(p1))
+    return Slip(f"body {body_name(model, b)!r}: pos {vector(p1)} where the model has {vector(p0)} (its origin "
+                f"{number(length1)} m from the origin of body {parent!r}, not {number(length0)} m: a link length)",
+                int(np.count_nonzero(p1 != p0)))
+
+
+def _fit_quat(model, work, truth, q, user, tol, b: int) -> Slip | None:
+    ones = np.ones(model.nv)
+    R0 = quat_to_matrix(np.asarray(model.body_quat[b], dtype=float))
+
+    def evaluate(x):
+        work.body_quat[b] = matrix_to_quat(R0 @ _rotvec(x))
+        return truth(work, q, ones)
+
+    try:
+        fit = _gauss_newton(evaluate, 3, user, tol)
+    finally:
+        _restore(work, model)
+    if fit is None or fit[1] == 0:
+        return None
+    quat = matrix_to_quat(R0 @ _rotvec(fit[0]))
+    turn = np.asarray(matrix_to_quat(_rotvec(fit[0])))
+    return Slip(f"body {body_name(model, b)!r}: quat {vector(quat)} where the model has "
+                f"{vector(model.body_quat[b])} (turned by a further {_angle_axis(turn)} in its own frame)", 3)
+
+
+def _fit_axis(model, work, truth, q, user, tol, j: int) -> Slip | None:
+    ones = np.ones(model.nv)
+    a0 = np.asarray(model.jnt_axis[j], dtype=float)
+    # Two directions normal to the axis: tilting it (its length stays 1).
+    u = np.cross(a0, [1.0, 0.0, 0.0] if abs(a0[0]) < 0.9 else [0.0, 1.0, 0.0])
+    u /= np.linalg.norm(u)
+    v = np.cross(a0, u)
+
+    def axis(x):
+        a = a0 + x[0] * u + x[1] * v
+        return a / np.linalg.norm(a)
+
+    def evaluate(x):
+        work.jnt_axis[j] = axis(x)
+        return truth(work, q, ones)
+
+    try:
+        fit = _gauss_newton(evaluate, 2, user, tol)
+    finally:
+        _restore(work, model)
+    if fit is None or fit[1] == 0:
+        return None
+    return Slip(f"joint {joint_name(model, j)!r}: axis [{vector(axis(fit[0]))}] where the model has [{vector(a0)}]",
+                2)
+
+
+def _rotvec(x: np.ndarray) -> np.ndarray:
+    """The rotation matrix of a rotation vector ``x`` (rad)."""
+    angle = float(np.linalg.norm(x))
+    if angle < 1e-300:
+        return np.eye(3)
+    k = np.asarray(x, dtype=float) / angle
+    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+
+
+def kinematics_truth(tgt, rotation: bool) -> Truth:
+    """MuJoCo's position of ``tgt`` (and its rotation, flattened after it): ``(n, 3)`` or ``(n, 12)``."""
+    def truth(model: mujoco.MjModel, q: np.ndarray, dof_sign: np.ndarray) -> np.ndarray:
+        data = mujoco.MjData(model)
+        out = np.empty((q.shape[0], 12 if rotation else 3))
+        for k in range(q.shape[0]):
+            data.qpos[:] = q[k]
+            mujoco.mj_kinematics(model, data)
+            out[k, :3] = tgt.position(data)
+            if rotation:
+                out[k, 3:] = tgt.rotation(data).ravel()
+        return out
+
+    return truth
+
+
+def jacobian_truth(tgt, frame: str, rows: int) -> Truth:
+    """MuJoCo's Jacobian of ``tgt`` in ``frame`` (``"world-aligned"`` or ``"local"``), its first ``rows`` rows,
+    ``(n, rows, nv)``; ``dof_sign`` negates columns."""
+    def truth(model: mujoco.MjModel, q: np.ndarray, dof_sign: np.ndarray) -> np.ndarray:
+        data = mujoco.MjData(model)
+        jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+        jac = mujoco.mj_jacSite if tgt.kind == "site" else mujoco.mj_jacBody
+        out = np.empty((q.shape[0], 6, model.nv))
+        for k in range(q.shape[0]):
+            data.qpos[:] = q[k]
+            mujoco.mj_kinematics(model, data)
+            mujoco.mj_comPos(model, data)
+            jac(model, data, jacp, jacr, tgt.index)
+            if frame == "local":
+                Rt = tgt.rotation(data).T
+                out[k, :3], out[k, 3:] = Rt @ jacp, Rt @ jacr
+            else:
+                out[k, :3], out[k, 3:] = jacp, jacr
+        return out[:, :rows] * dof_sign
+
+    return truth
+
+
+def mass_matrix_truth(model: mujoco.MjModel, q: np.ndarray, dof_sign: np.ndarray) -> np.ndarray:
+    """MuJoCo's ``M(q)``, ``(n, nv, nv)``; ``dof_sign`` negates a dof's row and column."""
+    from crossdyn.experiments.core.checks.mass_matrix import mass_matrices
+
+    return mass_matrices(model, q) * dof_sign[:, None] * dof_sign[None, :]
+
+
+def jacobian_layout(model: mujoco.MjModel, tgt, frame: str, q: np.ndarray, user: np.ndarray, atol: float,
+                    rtol: float) -> list[str]:
+    """A Jacobian whose rows are laid out wrong: transposed, or its angular rows in a body's frame (or the
+    world's) while its linear rows agree.  ``user (n, rows, nv)``; [] when neither explains it."""
+    rows = user.shape[1]
+    J = jacobian_truth(tgt, "world-aligned", 6)(model, q, np.ones(model.nv))
+    ref = J if frame == "world-aligned" else jacobian_truth(tgt, "local", 6)(model, q, np.ones(model.nv))
+    ref = ref[:, :rows]
+    tol = atol + rtol * np.abs(ref)
+    if rows == model.nv and _matches(np.swapaxes(ref, 1, 2), user, np.swapaxes(tol, 1, 2)):
+        return [f"your Jacobian is transposed: its row i is MuJoCo's column i ({rows} x {rows}: MuJoCo's rows are "
+                f"the velocity components of {tgt.label}, its columns the dofs)"]
+    if rows != 6 or not np.all(np.abs(user[:, :3] - ref[:, :3]) <= tol[:, :3]):
+        return []
+    data = mujoco.MjData(model)
+    frames = np.empty((q.shape[0], model.nbody, 3, 3))
+    for k in range(q.shape[0]):
+        data.qpos[:] = q[k]
+        mujoco.mj_kinematics(model, data)
+        frames[k] = np.asarray(data.xmat).reshape(model.nbody, 3, 3)
+    angular = J[:, 3:]
+    order = [tgt.body] + [b for b in range(model.nbody) if b != tgt.body]
+    for b in order:
+        candidate = np.swapaxes(frames[:, b], 1, 2) @ angular
+        if _matches(candidate, user[:, 3:], tol[:, 3:]):
+            where = "the world's" if b == 0 else f"the frame of body {body_name(model, b)!r}"
+            should = "the world's axes" if frame == "world-aligned" else f"{tgt.label}'s own axes"
+            return [f"the angular rows are in {where} (the linear rows agree): MuJoCo's angular rows are in "
+                    f"{should}, as its linear rows; rotate yours by that body's rotation R (w_world = R w_body)"]
+    return []
+
+
+# Passive effects a linearization's A carries, by the model's field: (words, field, per dof or per joint).
+_EFFECTS = (("damping", "dof_damping", "dq/dqd block: d qdd / d qd = -M^-1 D"),
+            ("stiffness", "jnt_stiffness", "dq/dq block: d qdd / d q = -M^-1 K"),
+            ("armature", "dof_armature", "M = M_rigid + armature on the diagonal"))
+
+
+def linearization_effects(model: mujoco.MjModel, lin, reduction, A_user: np.ndarray, B_user: np.ndarray,
+                          atol: float, rtol: float) -> list[str]:
+    """The joints whose damping, stiffness or armature the user's ``(A, B)`` leaves out, or [].
+
+    Each hypothesis is MuJoCo's own linearization at the same point of a copy of the
+    model without that effect on those joints: one joint at a time, then every joint
+    carrying it.
+    """
+    from crossdyn.experiments.core.linearize import linearize
+
+    for words, name, where in _EFFECTS:
+        values = np.asarray(getattr(model, name))
+        carriers = [int(i) for i in np.flatnonzero(values)]
+        if not carriers:
+            continue
+        def explains(chosen: list[int], name=name) -> bool:
+            work = copy.copy(model)
+            getattr(work, name)[chosen] = 0.0
+            other = linearize(work, qpos=lin.qpos, qvel=lin.qvel, ctrl=lin.ctrl)
+            A, B = (other.A, other.B) if reduction is None else reduction.apply(other.A, other.B)
+            return _matches(A, A_user, atol + rtol * np.abs(A)) and _matches(B, B_user, atol + rtol * np.abs(B))
+
+        sets = [[i] for i in carriers] + ([carriers] if len(carriers) > 1 else [])
+        for chosen in sets:
+            if explains(chosen):
+                for i in list(chosen):  # a joint the (reduced) linearization cannot see is not named
+                    if len(chosen) > 1 and explains([k for k in chosen if k != i]):
+                        chosen.remove(i)
+                joints = [i if name.startswith("jnt_") else int(model.dof_jntid[i]) for i in chosen]
+                who = ", ".join(f"joint {joint_name(model, j)!r}: {words} {number(values[i])}"
+                                for j, i in zip(joints, chosen, strict=True))
+                return [f"{who} left out of A ({where}); everything else agrees"]
+    return []
