@@ -473,6 +473,86 @@ def test_the_table_reaches_every_command():
     assert len(CASES) >= 40
 
 
+# The Python API's bad input (issue 36): (id, call, phrase its one-line crossdyn error must contain).
+FLOATING = str(Path(__file__).parent / "models" / "floating_base.xml")
+ZERO_QUATERNION = [0.0, 0.0, 0.45, 0.0, 0.0, 0.0, 0.0, *[0.0] * 6]  # the floating base's qpos, quaternion zeroed
+
+
+def _simulate(controller=lambda t, obs: np.zeros(1), duration=0.1, model="cart_pole", **kwargs):
+    from crossdyn.experiments.core.loop import simulate
+
+    return simulate(model, controller, duration, **kwargs)
+
+
+def _linearize(model="cart_pole", **kwargs):
+    from crossdyn.experiments.core.linearize import linearize
+
+    return linearize(model, **kwargs)
+
+
+def _delayed(periods: int) -> list:
+    from crossdyn.experiments.core.imperfections import Delay
+
+    return [Delay(periods)]
+
+
+API_CASES = [
+    ("simulate complex control", lambda: _simulate(lambda t, obs: np.array([1 + 1j])),
+     "controller returned a complex control at control step 0 (t = 0 s)"),
+    ("simulate complex control by name", lambda: _simulate(lambda t, obs: {"push": 2j}),
+     "controller returned 2j for actuator 'push' at control step 0 (t = 0 s); expected a number"),
+    ("simulate None returned", lambda: _simulate(lambda t, obs: None),
+     "controller returned None at control step 0 (t = 0 s)"),
+    ("simulate seed -1", lambda: _simulate(seed=-1), "seed must be a whole number from 0 to 4294967295, got -1"),
+    ("simulate 20-digit seed", lambda: _simulate(seed=10**19), "got 10000000000000000000"),
+    ("simulate float seed", lambda: _simulate(seed=1.5), "seed must be a whole number"),
+    ("simulate delay longer than the run", lambda: _simulate(duration=0.01, imperfections=_delayed(10**8)),
+     "no command would reach the actuators"),
+    ("simulate delay as long as the run", lambda: _simulate(duration=0.01, imperfections=_delayed(5)),
+     "Delay(5) holds commands 0.01 s, at least the whole run (5 control periods of 0.002 s)"),
+    ("simulate zero quaternion", lambda: _simulate(lambda t, obs: np.zeros(0), model=FLOATING, qpos=ZERO_QUATERNION),
+     "the quaternion of joint 'root', is all zero"),
+    ("linearize eps 0", lambda: _linearize(eps=0), "eps must be a finite step in (0, 0.1], got 0"),
+    ("linearize eps nan", lambda: _linearize(eps=float("nan")), "got nan"),
+    ("linearize eps negative", lambda: _linearize(eps=-1e-6), "eps must be"),
+    ("linearize eps huge", lambda: _linearize(eps=10.0), "eps must be"),
+    ("linearize zero quaternion", lambda: _linearize(FLOATING, qpos=ZERO_QUATERNION),
+     "qpos[3:7], the quaternion of joint 'root', is all zero"),
+]
+
+
+@pytest.mark.parametrize("call, phrase", [case[1:] for case in API_CASES], ids=[case[0] for case in API_CASES])
+def test_python_api_bad_input_is_one_crossdyn_error(call, phrase):
+    """A crossdyn error of one line; a NumPy warning (a ComplexWarning dropping a part) is no answer."""
+    import warnings
+
+    from crossdyn.experiments.core.errors import CrossdynError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(CrossdynError) as info:
+            call()
+    message = str(info.value)
+    assert phrase in message and "\n" not in message, message
+
+
+def test_a_long_delay_is_not_allocated_up_front():
+    """Delay(10**8) bound without a run length holds nothing yet (it once built its whole queue: 1.6 GB)."""
+    import tracemalloc
+
+    from crossdyn.experiments.core.imperfections import bind
+    from crossdyn.experiments.core.models import load_model
+
+    model = load_model("cart_pole")
+    tracemalloc.start()
+    try:
+        bind(model, _delayed(10**8), 0.002, 0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10_000_000, peak  # bytes: the model copy and names, far below one queue of 10**8 entries
+
+
 def _all_json_valid(folder: Path) -> list[Path]:
     """Every JSON file under ``folder`` parses (none is half-written); no temporary file is left."""
     files = sorted(folder.rglob("*.json"))

@@ -56,7 +56,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import CrossdynError, ModelError, ParameterError
+from crossdyn.experiments.core.errors import CrossdynError, ModelError, ParameterError, validate_seed
 from crossdyn.experiments.core.imperfections import Imperfection, bind
 
 __all__ = ["simulate", "Trace", "Observation", "ControllerError", "DURATION_MAX"]
@@ -171,12 +171,13 @@ def _steps(model: mujoco.MjModel, duration: float, control_dt: float | None) -> 
 
 def _initial(model: mujoco.MjModel, data: mujoco.MjData, keyframe, qpos, qvel) -> None:
     """Reset ``data`` to the keyframe (or the model's reference pose at rest), then ``qpos``/``qvel``."""
-    from crossdyn.experiments.core.linearize import _keyframe_id, _vector
+    from crossdyn.experiments.core.linearize import _keyframe_id, _vector, check_quaternions
 
     if keyframe is not None:
         mujoco.mj_resetDataKeyframe(model, data, _keyframe_id(model, keyframe))
     if qpos is not None:
         data.qpos[:] = _vector("qpos", qpos, model.nq)
+        check_quaternions(model, data.qpos)
     if qvel is not None:
         data.qvel[:] = _vector("qvel", qvel, model.nv)
     mujoco.mj_forward(model, data)
@@ -193,8 +194,13 @@ class _Commands:
         if type(value) is np.ndarray and value.shape == self.command.shape and value.dtype.kind == "f":
             self.command[:] = value  # the common case, no conversion
             return
+        if value is None:
+            raise ControllerError(f"controller returned None {where}; expected {self.nu} controls (does it end "
+                                  "without a return?)")
         if isinstance(value, Mapping):
             value = self._from_names(value, where)
+        if np.iscomplexobj(value):  # converting would drop the imaginary part with only a warning
+            raise ControllerError(f"controller returned a complex control {where}; expected {self.nu} real controls")
         try:
             array = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
@@ -212,6 +218,8 @@ class _Commands:
                 raise ControllerError(f"controller returned a control for {name!r} {where}; the actuators are "
                                       f"{', '.join(self.names) or 'unnamed'}")
             try:
+                if np.iscomplexobj(u):
+                    raise TypeError("complex")
                 out[self.names[name]] = u
             except (TypeError, ValueError):
                 raise ControllerError(f"controller returned {u!r} for actuator {name!r} {where}; expected a "
@@ -256,9 +264,11 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
 
     Raises:
       ControllerError: the controller raised, called ``sys.exit``, or returned the
-        wrong shape or a non-finite control (the message names the step and time).
-      ParameterError: a bad duration, control period, keyframe or imperfection.
-      StateError: a wrong-sized or non-finite initial state.
+        wrong shape, None, a complex or a non-finite control (the message names the
+        step and time).
+      ParameterError: a bad duration, control period, keyframe, seed or imperfection
+        (a :class:`~.imperfections.Delay` as long as the run).
+      StateError: a wrong-sized or non-finite initial state, or an all-zero quaternion.
     """
     from crossdyn.experiments.core.models import load_model
 
@@ -267,7 +277,7 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
     if not callable(controller) and not hasattr(controller, "write_command"):
         raise ParameterError(f"controller must be a function (t, obs) -> controls, got {type(controller).__name__}")
     dt, per, n = _steps(model, float(duration), control_dt)
-    bound = bind(model, imperfections, dt, seed)
+    bound = bind(model, imperfections, dt, validate_seed(seed), steps=n)
     model = bound.model
     data = mujoco.MjData(model)
     _initial(model, data, keyframe, qpos, qvel)
