@@ -348,6 +348,14 @@ CASES = [
     (["run", "two-link-lagrange", "--mjcf", "cart_pole"], "none of the selected experiments takes a model"),
     (["run", "cart-pole-lqr", "--mjcf", "{tmp}/missing.xml"], "no model file"),
     (["run", "cart-pole-lqr", "--mjcf", "cart_pole", "--set", "mjcf=cart_pole"], "give the model once"),
+    # metrics a tune cannot measure: the verdict, its text, the table's keys (issue 36)
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--minimize", "measured"],
+     "'measured' describes a run (its verdict, text or key), not a numeric metric a tune can minimize"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--minimize", "passed"], "'passed' describes a run"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--constraint", "passed>=1"],
+     "not a numeric metric a tune can bound"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--constraint", "outcome>=1"], "'outcome' describes a run"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--minimize", "seed"], "'seed' describes a run"),
     # a user's controller failing in the closed loop: the step and time named
     *[(["tune", f"{kind}-controller", "--from", "{tmp}/controllers.py", "--vary", "gain=1:2", "--samples", "1"],
        phrase) for kind, phrase in (
