@@ -504,6 +504,12 @@ def _delayed(periods: int) -> list:
     return [Delay(periods)]
 
 
+def _push(body: str):
+    from crossdyn.experiments.core.imperfections import Push
+
+    return Push(body, (1.0, 0.0, 0.0), 0.0, 0.01)
+
+
 API_CASES = [
     ("simulate complex control", lambda: _simulate(lambda t, obs: np.array([1 + 1j])),
      "controller returned a complex control at control step 0 (t = 0 s)"),
@@ -520,6 +526,15 @@ API_CASES = [
      "Delay(5) holds commands 0.01 s, at least the whole run (5 control periods of 0.002 s)"),
     ("simulate zero quaternion", lambda: _simulate(lambda t, obs: np.zeros(0), model=FLOATING, qpos=ZERO_QUATERNION),
      "the quaternion of joint 'root', is all zero"),
+    # finite controls MuJoCo refuses: said as such, not as the function's NaN
+    ("simulate controls summing past 1e308", lambda: _simulate(lambda t, obs: np.array([1e308, 1e308]),
+                                                               model="two_link_arm"),
+     "a control beyond MuJoCo's limit |ctrl| <= 1e+10 reached the actuators at control step 0 (t = 0 s)"),
+    ("simulate a control past MuJoCo's limit", lambda: _simulate(lambda t, obs: np.array([1e200, 0.0]),
+                                                                 model="two_link_arm"),
+     "[1e+200, 0.0] (MuJoCo zeroes such a control)"),
+    ("simulate push on a missing body", lambda: _simulate(imperfections=[_push("ghost")]),
+     "no body 'ghost' in the model (its bodies: world, cart, pole)"),
     ("linearize eps 0", lambda: _linearize(eps=0), "eps must be a finite step in (0, 0.1], got 0"),
     ("linearize eps nan", lambda: _linearize(eps=float("nan")), "got nan"),
     ("linearize eps negative", lambda: _linearize(eps=-1e-6), "eps must be"),

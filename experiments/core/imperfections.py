@@ -64,7 +64,8 @@ def _element(model: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -
         known = [mujoco.mj_id2name(model, kind, i) for i in range(count)]
         known = [k for k in known if k]
         listed = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
-        raise ParameterError(f"no {what} {name!r} in the model (its {what}s: {listed or 'none named'})")
+        plural = "bodies" if what == "body" else f"{what}s"
+        raise ParameterError(f"no {what} {name!r} in the model (its {plural}: {listed or 'none named'})")
     return index
 
 

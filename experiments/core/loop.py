@@ -227,6 +227,14 @@ class _Commands:
         return out
 
 
+def _refused_control(ctrl: list[float], where: str) -> str:
+    """Why MuJoCo refused (zeroed) a control: not finite, or beyond its limit on any value it integrates."""
+    if all(isfinite(u) for u in ctrl):
+        return (f"a control beyond MuJoCo's limit |ctrl| <= {mujoco.mjMAXVAL:g} reached the actuators {where}: "
+                f"{ctrl} (MuJoCo zeroes such a control)")
+    return f"a non-finite control reached the actuators {where}: {ctrl}"
+
+
 def _at(i: int, t: float) -> str:
     return f"at control step {i} (t = {t:.6g} s)"
 
@@ -368,7 +376,8 @@ class _Run:
                     command[:] = value  # the common case, checked inline
                 else:
                     commands.write(value, _at(i, t))
-                if not isfinite(sum(command.tolist())):  # a NaN or inf makes the sum one
+                if not isfinite(sum(command.tolist())) and not np.isfinite(command).all():  # a NaN or inf makes
+                    # the sum one (so do controls past 1e308 / nu, which MuJoCo's own limit refuses after the step)
                     raise ControllerError(f"controller returned a non-finite control {_at(i, t)}: {command.tolist()}")
             if act:
                 ctrl[:] = command
@@ -388,8 +397,8 @@ class _Run:
                     step(model, data)
             else:
                 step(model, data, per)
-            if bad_ctrl.number != counted:  # MuJoCo zeroed a NaN control (a compiled controller's or a lag's)
-                raise ControllerError(f"a non-finite control reached the actuators {_at(i, t)}: {ctrl.tolist()}")
+            if bad_ctrl.number != counted:  # MuJoCo zeroed a NaN or huge control (a controller's or a lag's)
+                raise ControllerError(_refused_control(ctrl.tolist(), _at(i, t)))
             if film is not None:
                 film.capture(data)
             # MuJoCo resets the state on a bad qpos, qvel or qacc and warns; a NaN or inf makes the sum one.
