@@ -504,6 +504,15 @@ def _delayed(periods: int) -> list:
     return [Delay(periods)]
 
 
+def _tune(**kwargs):
+    import tempfile
+
+    from crossdyn.experiments.core.sweep.experiment import tune
+
+    with tempfile.TemporaryDirectory() as folder:
+        return tune("cart-pole-lqr", Path(folder) / "out", vary=["r=0.1:1"], samples=1, short=True, **kwargs)
+
+
 def _push(body: str):
     from crossdyn.experiments.core.imperfections import Push
 
@@ -535,6 +544,8 @@ API_CASES = [
      "[1e+200, 0.0] (MuJoCo zeroes such a control)"),
     ("simulate push on a missing body", lambda: _simulate(imperfections=[_push("ghost")]),
      "no body 'ghost' in the model (its bodies: world, cart, pole)"),
+    ("tune seed -1", lambda: _tune(seed=-1), "seed must be a whole number from 0 to 4294967295, got -1"),
+    ("tune minimize measured", lambda: _tune(minimize="measured"), "'measured' describes a run"),
     ("linearize eps 0", lambda: _linearize(eps=0), "eps must be a finite step in (0, 0.1], got 0"),
     ("linearize eps nan", lambda: _linearize(eps=float("nan")), "got nan"),
     ("linearize eps negative", lambda: _linearize(eps=-1e-6), "eps must be"),

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from crossdyn.experiments.core.baseline import NOT_MEASURED, numeric_metrics
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError, validate_seed
 from crossdyn.experiments.core.results import Context, make_out_dir, write_json
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
@@ -206,7 +206,7 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
     Raises:
       ParameterError: an unknown experiment, parameter or metric (or one that is no
         measurement: ``passed``, ``measured``), a range outside a parameter's bounds,
-        a bad constraint or count, a table made with other arguments or damaged,
+        a bad constraint, count or seed, a table made with other arguments or damaged,
         ``out`` in use by another tune, or a defaults run that fails on its input.
       CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
     """
@@ -292,6 +292,7 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
     """Check a tune's arguments before anything runs (see :func:`tune`'s Raises)."""
     from crossdyn.experiments.core.registry import experiments
 
+    seed = validate_seed(seed)
     registry = experiments(sources)
     if name not in registry:
         raise ParameterError(f"no experiment {name!r}; known: {', '.join(registry)}")
