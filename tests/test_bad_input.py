@@ -450,6 +450,24 @@ def test_bad_input_is_one_line_and_exit_2(args, phrase, bad_files, tmp_path, cap
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*")), "refused input wrote output"
 
 
+@pytest.mark.parametrize("args", [
+    ["tune", "cart-pole-lqr", "--vary", "r=0.1:1", "--samples", "1"],
+    ["tune", "balance", "--samples", "2", "--duration", "1"],
+    ["tune", "balance", "--search", "optuna", "--trials", "2", "--duration", "1"],
+    ["tune", "robustness", "--axis", "body_mass_scale=1", "--axis", "com_offset_x=0", "--duration", "1"],
+], ids=lambda args: " ".join(args[:4]))
+def test_a_tune_into_an_out_another_holds_is_refused(args, tmp_path, capsys):
+    """Two tunes into one --out at once would lose one's rows: while one holds it, the other is one line, exit 2."""
+    from crossdyn.experiments.core.sweep import table
+
+    out = tmp_path / "out"
+    with table.locked(out):
+        code, err = _run_main([*args, "--workers", "1", "--no-progress", "--out", str(out)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{out} is in use by another tune still writing there" in err, err
+    assert not any(out.iterdir())
+
+
 def test_nothing_chosen_sweep_is_one_line(tmp_path, capsys):
     """--weights-from a sweep whose best.json chose nothing (every sample failed)."""
     sweep = tmp_path / "sweep"
