@@ -32,7 +32,8 @@ def locked(folder: Path):
     """``folder`` (created) held for one sweep: a second one into it meanwhile is refused.
 
     The lock is the operating system's on the folder itself (``flock``), so it leaves no
-    file behind, and a process that dies, even by ``kill -9``, lets go of it.
+    file behind, and a process that dies, even by ``kill -9``, lets go of it.  A
+    folder made here and still empty when the sweep raises is removed again.
 
     Raises:
       ParameterError: another process holds ``folder``.
@@ -40,6 +41,8 @@ def locked(folder: Path):
     import fcntl
     import os
 
+    folder = Path(folder)
+    created = [p for p in (folder, *folder.parents) if not p.exists()]  # leaf first
     folder = make_out_dir(folder)
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -49,6 +52,11 @@ def locked(folder: Path):
             raise ParameterError(f"{folder} is in use by another tune still writing there; wait for it to end or "
                                  "give another --out") from None
         yield folder
+    except BaseException:
+        for made in created:  # refused before writing anything (a scheduler out of reach): leave no folder
+            with contextlib.suppress(OSError):
+                made.rmdir()  # only an empty one
+        raise
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)  # for worker processes forked meanwhile too: they share the lock
         os.close(fd)
