@@ -116,17 +116,17 @@ def test_a_helper_exists_exactly_when_its_check_does(monkeypatch):
     with pytest.raises(AttributeError, match="needs crossdyn.experiments.check_wobble"):
         testing.assert_wobble  # noqa: B018
 
-    calls = []
-
-    def check_wobble(*args, **options):
-        calls.append((args, options))
-        return _FakeReport(passed=options.get("result"))
+    def check_wobble(*args, **options):  # runs in the helper's child process: what it was given comes back
+        report = _FakeReport(passed=options.get("result"))
+        report.call = (args, options)
+        return report
 
     monkeypatch.setattr(api, "check_wobble", check_wobble, raising=False)
     try:
         helper = testing.assert_wobble
         assert "assert_wobble" in dir(testing) and helper.__name__ == "assert_wobble"
-        assert helper("arm.xml", result=True).passed is True and calls[-1] == (("arm.xml",), {"result": True})
+        report = helper("arm.xml", result=True)
+        assert report.passed is True and report.call == (("arm.xml",), {"result": True})
         with pytest.raises(AssertionError) as caught:
             helper("arm.xml", result=np.bool_(False))
         assert str(caught.value) == ("jacobian of site 'tip' off by up to 2.0e-03 on entry J[1,0] (q1)\n"
