@@ -60,7 +60,8 @@ BAD_FILES = {
         "import numpy as np\nfrom crossdyn.experiments import Param, experiment, simulate\n\n"
         "LAWS = {'shape': lambda t, obs: np.zeros(3), 'nan': lambda t, obs: np.array([np.nan]),\n"
         "        'raise': lambda t, obs: {}['gain'], 'exit': lambda t, obs: exit(0),\n"
-        "        'name': lambda t, obs: {'pull': 1.0}, 'text': lambda t, obs: 'push'}\n\n"
+        "        'name': lambda t, obs: {'pull': 1.0}, 'text': lambda t, obs: 'push',\n"
+        "        'complex': lambda t, obs: np.array([1 + 1j]), 'none': lambda t, obs: None}\n\n"
         "for kind, law in LAWS.items():\n"
         "    @experiment(f'{kind}-controller', summary='-', expected='-', params={'gain': Param(1.0, '-', 0, 10)})\n"
         "    def run(ctx, law=law):\n"
@@ -364,7 +365,9 @@ CASES = [
         ("raise", "controller raised KeyError at control step 0 (t = 0 s): 'gain'"),
         ("exit", "controller called sys.exit(0) at control step 0 (t = 0 s)"),
         ("name", "controller returned a control for 'pull' at control step 0 (t = 0 s); the actuators are push"),
-        ("text", "controller returned a str at control step 0 (t = 0 s); expected 1 controls"))],
+        ("text", "controller returned a str at control step 0 (t = 0 s); expected 1 controls"),
+        ("complex", "controller returned a complex control at control step 0 (t = 0 s); expected 1 real controls"),
+        ("none", "controller returned None at control step 0 (t = 0 s); expected 1 controls"))],
     # user code and names that would end the process or write outside --out (issue 26)
     *[(["run", "x", "--from", f"{{tmp}}/name_{key}.py"], "is not allowed") for key in BAD_NAMES],
     (["list", "--from", "{tmp}/name_parent.py"], "experiment name '../x' is not allowed"),
