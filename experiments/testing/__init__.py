@@ -96,13 +96,16 @@ def _in_child(check: str, run: Callable, args: tuple, options: dict):
     import os
     import pickle
     import sys
+    import warnings
 
     if not hasattr(os, "fork"):
         return run(*args, **options)
     sys.stdout.flush()
     sys.stderr.flush()
     read, write = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():  # Python 3.12 warns of fork with threads (pytest-xdist's); the child only checks
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # the child: run the check, send the outcome, leave without running the parent's exit handlers
         try:
             os.close(read)
