@@ -61,7 +61,8 @@ BAD_FILES = {
         "import numpy as np\nfrom crossdyn.experiments import Param, experiment, simulate\n\n"
         "LAWS = {'shape': lambda t, obs: np.zeros(3), 'nan': lambda t, obs: np.array([np.nan]),\n"
         "        'raise': lambda t, obs: {}['gain'], 'exit': lambda t, obs: exit(0),\n"
-        "        'name': lambda t, obs: {'pull': 1.0}, 'text': lambda t, obs: 'push'}\n\n"
+        "        'name': lambda t, obs: {'pull': 1.0}, 'text': lambda t, obs: 'push',\n"
+        "        'complex': lambda t, obs: np.array([1 + 1j]), 'none': lambda t, obs: None}\n\n"
         "for kind, law in LAWS.items():\n"
         "    @experiment(f'{kind}-controller', summary='-', expected='-', params={'gain': Param(1.0, '-', 0, 10)})\n"
         "    def run(ctx, law=law):\n"
@@ -350,6 +351,14 @@ CASES = [
     (["run", "two-link-lagrange", "--mjcf", "cart_pole"], "none of the selected experiments takes a model"),
     (["run", "cart-pole-lqr", "--mjcf", "{tmp}/missing.xml"], "no model file"),
     (["run", "cart-pole-lqr", "--mjcf", "cart_pole", "--set", "mjcf=cart_pole"], "give the model once"),
+    # metrics a tune cannot measure: the verdict, its text, the table's keys (issue 36)
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--minimize", "measured"],
+     "'measured' describes a run (its verdict, text or key), not a numeric metric a tune can minimize"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--minimize", "passed"], "'passed' describes a run"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--constraint", "passed>=1"],
+     "not a numeric metric a tune can bound"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--constraint", "outcome>=1"], "'outcome' describes a run"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--minimize", "seed"], "'seed' describes a run"),
     # a user's controller failing in the closed loop: the step and time named
     *[(["tune", f"{kind}-controller", "--from", "{tmp}/controllers.py", "--vary", "gain=1:2", "--samples", "1"],
        phrase) for kind, phrase in (
@@ -358,7 +367,9 @@ CASES = [
         ("raise", "controller raised KeyError at control step 0 (t = 0 s): 'gain'"),
         ("exit", "controller called sys.exit(0) at control step 0 (t = 0 s)"),
         ("name", "controller returned a control for 'pull' at control step 0 (t = 0 s); the actuators are push"),
-        ("text", "controller returned a str at control step 0 (t = 0 s); expected 1 controls"))],
+        ("text", "controller returned a str at control step 0 (t = 0 s); expected 1 controls"),
+        ("complex", "controller returned a complex control at control step 0 (t = 0 s); expected 1 real controls"),
+        ("none", "controller returned None at control step 0 (t = 0 s); expected 1 controls"))],
     # user code and names that would end the process or write outside --out (issue 26)
     *[(["run", "x", "--from", f"{{tmp}}/name_{key}.py"], "is not allowed") for key in BAD_NAMES],
     (["list", "--from", "{tmp}/name_parent.py"], "experiment name '../x' is not allowed"),
@@ -444,6 +455,24 @@ def test_bad_input_is_one_line_and_exit_2(args, phrase, bad_files, tmp_path, cap
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*")), "refused input wrote output"
 
 
+@pytest.mark.parametrize("args", [
+    ["tune", "cart-pole-lqr", "--vary", "r=0.1:1", "--samples", "1"],
+    ["tune", "balance", "--samples", "2", "--duration", "1"],
+    ["tune", "balance", "--search", "optuna", "--trials", "2", "--duration", "1"],
+    ["tune", "robustness", "--axis", "body_mass_scale=1", "--axis", "com_offset_x=0", "--duration", "1"],
+], ids=lambda args: " ".join(args[:4]))
+def test_a_tune_into_an_out_another_holds_is_refused(args, tmp_path, capsys):
+    """Two tunes into one --out at once would lose one's rows: while one holds it, the other is one line, exit 2."""
+    from crossdyn.experiments.core.sweep import table
+
+    out = tmp_path / "out"
+    with table.locked(out):
+        code, err = _run_main([*args, "--workers", "1", "--no-progress", "--out", str(out)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"{out} is in use by another tune still writing there" in err, err
+    assert not any(out.iterdir())
+
+
 def test_nothing_chosen_sweep_is_one_line(tmp_path, capsys):
     """--weights-from a sweep whose best.json chose nothing (every sample failed)."""
     sweep = tmp_path / "sweep"
@@ -473,6 +502,112 @@ def test_the_table_reaches_every_command():
                         "check mass-matrix", "check bias", "check energy", "check forward-dynamics",
                         "check linearization", "run", "list", "tune balance", "tune robustness"}, commands
     assert len(CASES) >= 40
+
+
+# The Python API's bad input (issue 36): (id, call, phrase its one-line crossdyn error must contain).
+FLOATING = str(Path(__file__).parent / "models" / "floating_base.xml")
+ZERO_QUATERNION = [0.0, 0.0, 0.45, 0.0, 0.0, 0.0, 0.0, *[0.0] * 6]  # the floating base's qpos, quaternion zeroed
+
+
+def _simulate(controller=lambda t, obs: np.zeros(1), duration=0.1, model="cart_pole", **kwargs):
+    from crossdyn.experiments.core.loop import simulate
+
+    return simulate(model, controller, duration, **kwargs)
+
+
+def _linearize(model="cart_pole", **kwargs):
+    from crossdyn.experiments.core.linearize import linearize
+
+    return linearize(model, **kwargs)
+
+
+def _delayed(periods: int) -> list:
+    from crossdyn.experiments.core.imperfections import Delay
+
+    return [Delay(periods)]
+
+
+def _tune(**kwargs):
+    import tempfile
+
+    from crossdyn.experiments.core.sweep.experiment import tune
+
+    with tempfile.TemporaryDirectory() as folder:
+        return tune("cart-pole-lqr", Path(folder) / "out", vary=["r=0.1:1"], samples=1, short=True, **kwargs)
+
+
+def _push(body: str):
+    from crossdyn.experiments.core.imperfections import Push
+
+    return Push(body, (1.0, 0.0, 0.0), 0.0, 0.01)
+
+
+API_CASES = [
+    ("simulate complex control", lambda: _simulate(lambda t, obs: np.array([1 + 1j])),
+     "controller returned a complex control at control step 0 (t = 0 s)"),
+    ("simulate complex control by name", lambda: _simulate(lambda t, obs: {"push": 2j}),
+     "controller returned 2j for actuator 'push' at control step 0 (t = 0 s); expected a number"),
+    ("simulate None returned", lambda: _simulate(lambda t, obs: None),
+     "controller returned None at control step 0 (t = 0 s)"),
+    ("simulate seed -1", lambda: _simulate(seed=-1), "seed must be a whole number from 0 to 4294967295, got -1"),
+    ("simulate 20-digit seed", lambda: _simulate(seed=10**19), "got 10000000000000000000"),
+    ("simulate float seed", lambda: _simulate(seed=1.5), "seed must be a whole number"),
+    ("simulate delay longer than the run", lambda: _simulate(duration=0.01, imperfections=_delayed(10**8)),
+     "no command would reach the actuators"),
+    ("simulate delay as long as the run", lambda: _simulate(duration=0.01, imperfections=_delayed(5)),
+     "Delay(5) holds commands 0.01 s, at least the whole run (5 control periods of 0.002 s)"),
+    ("simulate zero quaternion", lambda: _simulate(lambda t, obs: np.zeros(0), model=FLOATING, qpos=ZERO_QUATERNION),
+     "the quaternion of joint 'root', is all zero"),
+    # finite controls MuJoCo refuses: said as such, not as the function's NaN
+    ("simulate controls summing past 1e308", lambda: _simulate(lambda t, obs: np.array([1e308, 1e308]),
+                                                               model="two_link_arm"),
+     "a control beyond MuJoCo's limit |ctrl| <= 1e+10 reached the actuators at control step 0 (t = 0 s)"),
+    ("simulate a control past MuJoCo's limit", lambda: _simulate(lambda t, obs: np.array([1e200, 0.0]),
+                                                                 model="two_link_arm"),
+     "[1e+200, 0.0] (MuJoCo zeroes such a control)"),
+    ("simulate push on a missing body", lambda: _simulate(imperfections=[_push("ghost")]),
+     "no body 'ghost' in the model (its bodies: world, cart, pole)"),
+    ("tune seed -1", lambda: _tune(seed=-1), "seed must be a whole number from 0 to 4294967295, got -1"),
+    ("tune minimize measured", lambda: _tune(minimize="measured"), "'measured' describes a run"),
+    ("linearize eps 0", lambda: _linearize(eps=0), "eps must be a finite step in (0, 0.1], got 0"),
+    ("linearize eps nan", lambda: _linearize(eps=float("nan")), "got nan"),
+    ("linearize eps negative", lambda: _linearize(eps=-1e-6), "eps must be"),
+    ("linearize eps huge", lambda: _linearize(eps=10.0), "eps must be"),
+    ("linearize zero quaternion", lambda: _linearize(FLOATING, qpos=ZERO_QUATERNION),
+     "qpos[3:7], the quaternion of joint 'root', is all zero"),
+]
+
+
+@pytest.mark.parametrize("call, phrase", [case[1:] for case in API_CASES], ids=[case[0] for case in API_CASES])
+def test_python_api_bad_input_is_one_crossdyn_error(call, phrase):
+    """A crossdyn error of one line; a NumPy warning (a ComplexWarning dropping a part) is no answer."""
+    import warnings
+
+    from crossdyn.experiments.core.errors import CrossdynError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(CrossdynError) as info:
+            call()
+    message = str(info.value)
+    assert phrase in message and "\n" not in message, message
+
+
+def test_a_long_delay_is_not_allocated_up_front():
+    """Delay(10**8) bound without a run length holds nothing yet (it once built its whole queue: 1.6 GB)."""
+    import tracemalloc
+
+    from crossdyn.experiments.core.imperfections import bind
+    from crossdyn.experiments.core.models import load_model
+
+    model = load_model("cart_pole")
+    tracemalloc.start()
+    try:
+        bind(model, _delayed(10**8), 0.002, 0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10_000_000, peak  # bytes: the model copy and names, far below one queue of 10**8 entries
 
 
 def _all_json_valid(folder: Path) -> list[Path]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -137,6 +138,22 @@ def test_booleans_and_text_are_compared_exactly():
     assert "drifted fell: baseline false, now true (compared exactly)" in lines
     assert 'drifted label: baseline "text", now "other" (compared exactly)' in lines
     assert compare("demo", dict(METRICS), _stored(METRICS), loose).passed  # unchanged: no drift
+
+
+@pytest.mark.parametrize("returned, metric", [({"x": "inf"}, "x"), ({"a": [{"name": "q1", "b": "-inf"}]}, "a[0].b"),
+                                              ({"a": {"b": "nan"}}, "a.b")])
+def test_a_text_metric_that_reads_as_a_number_is_refused(returned, metric):
+    """Stored, the text "inf" is the number inf: a metric going from one to the other would pass (issue 36)."""
+    from crossdyn.experiments.core.results import check_metrics
+
+    with pytest.raises(ParameterError, match=rf"experiment 'demo': metric '{re.escape(metric)}' is the text"):
+        check_metrics("demo", {"passed": True, "measured": "-", **returned})
+    check_metrics("demo", {"passed": True, "measured": "inf", "x": float("inf"), "label": "infinite"})  # fine
+
+
+def test_a_non_finite_drift_says_no_change_changed():
+    line = str(baseline.Drift("x", 1.0, math.inf, DEFAULT_TOLERANCE))
+    assert line == f"x: baseline 1, now inf (tolerance {DEFAULT_TOLERANCE})", line
 
 
 def test_a_nested_key_colliding_with_a_dotted_one_is_refused():

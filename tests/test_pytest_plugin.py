@@ -116,17 +116,17 @@ def test_a_helper_exists_exactly_when_its_check_does(monkeypatch):
     with pytest.raises(AttributeError, match="needs crossdyn.experiments.check_wobble"):
         testing.assert_wobble  # noqa: B018
 
-    calls = []
-
-    def check_wobble(*args, **options):
-        calls.append((args, options))
-        return _FakeReport(passed=options.get("result"))
+    def check_wobble(*args, **options):  # runs in the helper's child process: what it was given comes back
+        report = _FakeReport(passed=options.get("result"))
+        report.call = (args, options)
+        return report
 
     monkeypatch.setattr(api, "check_wobble", check_wobble, raising=False)
     try:
         helper = testing.assert_wobble
         assert "assert_wobble" in dir(testing) and helper.__name__ == "assert_wobble"
-        assert helper("arm.xml", result=True).passed is True and calls[-1] == (("arm.xml",), {"result": True})
+        report = helper("arm.xml", result=True)
+        assert report.passed is True and report.call == (("arm.xml",), {"result": True})
         with pytest.raises(AssertionError) as caught:
             helper("arm.xml", result=np.bool_(False))
         assert str(caught.value) == ("jacobian of site 'tip' off by up to 2.0e-03 on entry J[1,0] (q1)\n"
@@ -214,8 +214,8 @@ def test_baseline_missing_then_written_then_compared(baseline):
     ({"q": np.array([0.1, -0.2, 0.3])}, None, ["new metric q[2] = 0.3 (not in the baseline)"]),
     ({"per_joint": [{"name": "q1", "err": 1e-15}]}, None,
      ["missing metric per_joint[q2].err (baseline 2e-15; not in this check)"]),
-    ({"settle_s": float("nan")}, None, ["drifted settle_s: baseline 0.297, now nan, change changed "
-                                        "(tolerance rel 1e-06 + abs 1e-09)"]),
+    ({"settle_s": float("nan")}, None, ["drifted settle_s: baseline 0.297, now nan "
+                                        "(tolerance rel 1e-06 + abs 1e-09)"]),  # no "change changed"
 ])
 def test_baseline_drift_names_metric_values_and_tolerance(baseline, change, tolerances, lines):
     baseline(regen=True).check(METRICS)
@@ -243,6 +243,10 @@ def test_baseline_nan_matches_only_nan(baseline):
     ({"a": {"b": 1 + 2j}}, None, TypeError, "metric 'a.b' is a complex"),
     ({"a": 1.0}, {"b": 0.1}, ValueError, "tolerance given for 'b', which is not among the metrics (a)"),
     ({"a": 1.0}, {"a": -0.1}, CrossdynError, "tolerance of metric 'a'"),
+    # stored, the text "inf" and the number inf are one value: a change between them would pass
+    ({"a": "inf"}, None, CrossdynError, "metric 'a' is the text 'inf', which a stored baseline cannot tell from"),
+    ({"a": {"b": ["-inf"]}}, None, CrossdynError, "metric 'a.b[0]' is the text '-inf'"),
+    ({"a": [{"name": "nan", "v": "nan"}]}, None, CrossdynError, "metric 'a[0].v' is the text 'nan'"),
 ])
 def test_baseline_malformed_metrics_are_named(baseline, metrics, tolerances, error, phrase):
     with pytest.raises(error, match=re.escape(phrase)):
@@ -264,10 +268,38 @@ def test_baseline_file_names_stay_in_the_test_files_folder():
     for name in ("test_a[../../etc/passwd]", "test_a[a/b\\c:d e'f]", "test_" + "x" * 300):
         path = baseline_file(test_file, name)
         assert path.parent == Path("tests/test_x") and len(path.name) <= 125, path
-    assert baseline_file(test_file, "test_a[../../etc/passwd]").name == "test_a[.._.._etc_passwd].json"
+    assert baseline_file(test_file, "test_a[../../etc/passwd]").name == "test_a[..%2F..%2Fetc%2Fpasswd].json"
     assert baseline_file(test_file, "test_a[1.5-x]", "TestArm").name == "TestArm.test_a[1.5-x].json"
     long = baseline_file(test_file, "test_" + "x" * 300)
     assert long != baseline_file(test_file, "test_" + "x" * 301) and long.stem.startswith("test_xxx")
+
+
+def test_baseline_file_names_never_collide():
+    """Ids that differ only in characters a file name cannot hold, or in an outer class, keep their own files."""
+    from crossdyn.testing.baseline_fixture import baseline_file
+
+    test_file = Path("tests/test_x.py")
+    names = [baseline_file(test_file, f"test_a[{id_}]") for id_ in ("a/b", "a_b", "a b", "a%2Fb", "a%b", "a\\b")]
+    names += [baseline_file(test_file, "test_x", cls) for cls in ("TestA.Inner", "TestB.Inner", "Inner", None)]
+    long = "test_" + "y" * 300
+    names += [baseline_file(test_file, long, cls) for cls in ("TestA", "TestB")]
+    assert len(set(names)) == len(names), names
+
+
+def test_nested_classes_keep_their_own_baselines(tmp_path):
+    """TestA::TestIn::test_x and TestB::TestIn::test_x, regenerated, then both pass (they once shared a file)."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_nest.py").write_text(
+        "class TestA:\n    class TestIn:\n        def test_x(self, crossdyn_baseline):\n"
+        "            crossdyn_baseline.check({'v': 1.0})\n\n"
+        "class TestB:\n    class TestIn:\n        def test_x(self, crossdyn_baseline):\n"
+        "            crossdyn_baseline.check({'v': 2.0})\n\n"
+        "import pytest\n\n@pytest.mark.parametrize('p', ['a/b', 'a_b', 'a b'])\n"
+        "def test_p(p, crossdyn_baseline):\n    crossdyn_baseline.check({'p': p})\n")
+    assert pytest_in(tmp_path, "--crossdyn-regen").returncode == 0
+    run = pytest_in(tmp_path)
+    assert run.returncode == 0 and "5 passed" in run.out, run.out
+    assert len(list((tmp_path / "test_nest").iterdir())) == 5
 
 
 # --- a user's project, run as the user runs it ---------------------------------------------------------------------
@@ -485,6 +517,19 @@ BAD_INPUT = [
      "(DoctestItem) is not a test function in a .py file"),
     ({"tests/test_b.py": "def test_b(crossdyn_baseline):\n    crossdyn_baseline.check({'a': object()})\n"}, [], 1,
      "TypeError: crossdyn_baseline.check: metric 'a' is a object"),
+    # issue 36: seeds the experiments cannot take; a file another test's name maps to (a case-insensitive disk)
+    ({}, ["--crossdyn-seed", "-1"], 4, "ERROR: --crossdyn-seed must be a whole number from 0 to 4294967295, got -1"),
+    ({}, ["--crossdyn-seed", "12345678901234567890"], 4, "got 12345678901234567890"),
+    ({"tests/test_decl.py": "from crossdyn.testing import experiment_tests\nmine = experiment_tests('ci/more.py', "
+                            "seed=-1)\n"}, [], 2, "seed must be a whole number from 0 to 4294967295, got -1"),
+    ({"tests/test_b.py": "def test_b(crossdyn_baseline):\n    crossdyn_baseline.check({'a': 1.0})\n",
+      "tests/test_b/test_b.json": '{"test": "tests/test_b.py::test_B", "metrics": {"a": 1.0}}'}, [], 1,
+     "tests/test_b/test_b.json is the baseline of test_B, not of test_b: the two test names map to one file"),
+    # a function under test that ends its process: its test fails, the earlier failure stays, the status is not 0
+    ({"tests/test_b.py": "import os\nfrom crossdyn.testing import assert_mass_matrix\n\n"
+                         "def test_a():\n    assert False, 'an earlier failure'\n\n"
+                         "def test_b():\n    assert_mass_matrix(lambda q: os._exit(0), 'cart_pole', samples=5)\n"},
+     [], 1, "the process checking the function ended (exit status 0) before the check finished"),
 ]
 
 

@@ -189,3 +189,91 @@ def test_a_defaults_run_that_crashes_is_refused_in_one_line(faulty_file, tmp_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the defaults run of 'faulty' failed: its process ended (exit status 0)" in err
     assert not (tmp_path / "o" / "samples.csv").exists()
+
+
+# A short tune of a built-in experiment, made once and copied into each test that damages or holds it.
+SMALL_TUNE = ["tune", "cart-pole-lqr", "--vary", "r=0.1:1", "--samples", "2", "--short", "--workers", "1",
+              "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def small_tune(tmp_path_factory):
+    out = tmp_path_factory.mktemp("small") / "tune"
+    assert main([*SMALL_TUNE, "--out", str(out)]) == 0
+    return out
+
+
+def _copy(folder, to):
+    import shutil
+
+    shutil.copytree(folder, to)
+    return to
+
+
+def test_a_torn_last_row_is_run_again_not_kept(small_tune, tmp_path, capsys):
+    """A last row cut mid-number (no newline: a full disk, a power loss) still parses; it is run again."""
+    out = _copy(small_tune, tmp_path / "tune")
+    whole = (out / "samples.csv").read_text()
+    torn = whole[:-12]  # the last row loses the end of its last number and its newline
+    assert torn.count("\n") == whole.count("\n") - 1 and torn.rsplit(",", 1)[1].replace(".", "").lstrip("-").isdigit()
+    (out / "samples.csv").write_text(torn)
+    capsys.readouterr()
+    assert main([*SMALL_TUNE, "--out", str(out)]) == 0
+    assert "1 run in" in capsys.readouterr().out  # the torn run, and only it
+    assert (out / "samples.csv").read_text() == whole
+
+
+@pytest.mark.parametrize("column, damage, message", [
+    ("decay_rate_measured", "-1.2x", "decay_rate_measured='-1.2x' is not a number"),
+    ("outcome", "pas", "outcome='pas' is none of crashed, error, fail, pass, timed out"),
+    ("passed", "yes", "passed='yes' is none of false, true"),
+])
+def test_a_damaged_resumed_row_is_refused_in_one_line(small_tune, tmp_path, capsys, column, damage, message):
+    out = _copy(small_tune, tmp_path / "tune")
+    rows = _rows(out / "samples.csv")
+    rows[1][column] = damage
+    with open(out / "samples.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    before = (out / "samples.csv").read_text()
+    capsys.readouterr()
+    assert main([*SMALL_TUNE, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"samples.csv line 3 is damaged: {message}" in err, err
+    assert (out / "samples.csv").read_text() == before
+
+
+def test_a_second_tune_into_the_same_out_is_refused(small_tune, tmp_path, capsys):
+    """While one tune holds --out (here: this test, as another process would), a second is refused; after, it runs."""
+    from crossdyn.experiments.core.sweep import table
+
+    out = _copy(small_tune, tmp_path / "tune")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    with table.locked(out):
+        assert main([*SMALL_TUNE, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is in use by another tune" in err, err
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert main([*SMALL_TUNE, "--out", str(out)]) == 0  # the lock is let go with the first
+    assert "0 run in" in capsys.readouterr().out
+
+
+def test_two_tunes_at_once_into_one_out_one_is_refused(tmp_path):
+    """Two real processes started together: one finishes, the other is refused in one line; no row is lost."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "tune"
+    command = [sys.executable, "-m", "crossdyn.experiments", *SMALL_TUNE, "--out", str(out)]
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(2)]
+    results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0, 2], results
+    refused = next(err for code, _, err in results if code == 2)
+    assert refused.count("\n") == 1 and "is in use by another tune" in refused, refused
+    assert len(_rows(out / "samples.csv")) == 3

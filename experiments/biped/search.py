@@ -70,6 +70,7 @@ from crossdyn.experiments.biped.tune import (
     SweepResult,
 )
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.sweep import table
 from crossdyn.experiments.core.sweep.search import refuse_extra_trials
 
 __all__ = ["search", "TRIALS_MAX", "FAILED_EFFORT", "SEARCHES", "SAMPLERS", "EFFORT_LEVELS"]
@@ -116,8 +117,16 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
         raise CrossdynError("--search optuna needs Optuna: pip install optuna") from None
     optuna.logging.set_verbosity(optuna.logging.ERROR)
 
+    with table.locked(Path(out)):  # a second search into this folder is refused, not mixed into its rows
+        return _search(Path(out), trials, seed, ranges, duration, initial_tilt_deg, push_check, workers, scheduler,
+                       progress, plots_, mjcf, sampler, timeout, optuna)
+
+
+def _search(out: Path, trials: int, seed: int, ranges, duration: float, initial_tilt_deg: float, push_check: float,
+            workers: int, scheduler: str | None, progress: bool, plots_: bool, mjcf: str, sampler: str,
+            timeout: float | None, optuna) -> SweepResult:
+    """:func:`search` once its arguments are checked and ``out`` is its own."""
     start = time.perf_counter()
-    out = Path(out)
     csv_path = out / "samples.csv"
     found = _read_rows(csv_path)
     bounds = {**RANGES, **(ranges or {})}

@@ -667,9 +667,10 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
     """
     out = Path(out)
     plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check, mjcf)
-    result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress,
-                         timeout=timeout)
-    finish(out, result, plots_, grid)
+    with table.locked(out):  # a second sweep into this folder is refused, not mixed into its rows
+        result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress,
+                             timeout=timeout)
+        finish(out, result, plots_, grid)
     return result
 
 
@@ -714,25 +715,26 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     """
     axes = axes or DEFAULT_AXES
     plan = plan_robustness(weights or {}, axes, duration, seed, mjcf)
-    result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
-                         progress=progress, desc="robustness", timeout=timeout)
-    (a, va), (b, vb) = axes.items()
-    held = np.zeros((len(va), len(vb)))
-    text = [["" for _ in vb] for _ in va]
-    for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb))), strict=False):
-        held[i, j] = row["held"] == "true"
-        settle = _value(row, "settling_time_s")
-        text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]
-    region = holding_region(axes, held)
-    fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
-    heat(ax, fig, va, vb, held, a, b, f"green: holds ({int(held.sum())}/{held.size}); "
-          "text: settling time, 'held' (steady, not settled) or outcome",
-          cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
-    outline(ax, held.astype(bool))
-    fig.savefig(Path(out) / "robustness.png", dpi=110, bbox_inches="tight")
-    result.summary = {"weights": plan[0].weights, "axes": axes, "seed": seed, "mjcf": mjcf,
-                      "held_fraction": float(held.mean()), "holding_region": region, "outcomes": result.counts()}
-    write_json(Path(out) / "robustness.json", result.summary)
+    with table.locked(Path(out)):  # a second map into this folder is refused, not mixed into its rows
+        result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
+                             progress=progress, desc="robustness", timeout=timeout)
+        (a, va), (b, vb) = axes.items()
+        held = np.zeros((len(va), len(vb)))
+        text = [["" for _ in vb] for _ in va]
+        for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb))), strict=False):
+            held[i, j] = row["held"] == "true"
+            settle = _value(row, "settling_time_s")
+            text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]
+        region = holding_region(axes, held)
+        fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
+        heat(ax, fig, va, vb, held, a, b, f"green: holds ({int(held.sum())}/{held.size}); "
+              "text: settling time, 'held' (steady, not settled) or outcome",
+              cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
+        outline(ax, held.astype(bool))
+        fig.savefig(Path(out) / "robustness.png", dpi=110, bbox_inches="tight")
+        result.summary = {"weights": plan[0].weights, "axes": axes, "seed": seed, "mjcf": mjcf,
+                          "held_fraction": float(held.mean()), "holding_region": region, "outcomes": result.counts()}
+        write_json(Path(out) / "robustness.json", result.summary)
     return result
 
 

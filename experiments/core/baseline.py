@@ -42,7 +42,7 @@ from typing import TypeGuard
 from crossdyn.experiments.core.errors import ParameterError
 
 __all__ = ["Tolerance", "DEFAULT_TOLERANCE", "DEFAULT_RTOL", "DEFAULT_ATOL", "Drift", "Comparison",
-           "numeric_metrics", "flat_metrics", "save", "load", "compare", "report"]
+           "numeric_metrics", "flat_metrics", "refuse_numeric_text", "save", "load", "compare", "report"]
 
 # Relative part: round-off in the last digits passes, a 1e-4 % change does not.
 DEFAULT_RTOL = 1e-6
@@ -98,9 +98,37 @@ def _as_number(value) -> float | None:
     """A metric value as a float, or None for others (NaN/inf are stored as strings; booleans are not numbers)."""
     if _is_number(value):
         return float(value)
-    if isinstance(value, str) and value in ("nan", "inf", "-inf"):
+    if isinstance(value, str) and value in NON_FINITE_TEXTS:
         return float(value)
     return None
+
+
+# Texts a stored metric takes for a non-finite number (JSON has none).
+NON_FINITE_TEXTS = ("nan", "inf", "-inf")
+
+
+def refuse_numeric_text(metrics, where: str = "") -> None:
+    """Refuse a text metric that reads as a number: ``"nan"``, ``"inf"``, ``"-inf"``.
+
+    Stored, such a text and the number it spells are one value (JSON keeps a
+    non-finite number as that text), so a metric that went from the text ``"inf"``
+    to the number inf, or back, would compare equal.  List items' ``"name"`` labels
+    are not metrics and may be any text.
+
+    Raises:
+      ParameterError: naming the metric (``where`` is put in front of the message).
+    """
+    stack: list[tuple[str, object]] = [("", metrics)]
+    while stack:
+        prefix, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{prefix}.{key}" if prefix else str(key), item) for key, item in value.items()
+                         if not (key == "name" and prefix.endswith("]")))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{prefix}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, str) and value in NON_FINITE_TEXTS:
+            raise ParameterError(f"{where}metric {prefix!r} is the text {value!r}, which a stored baseline cannot "
+                                 f"tell from the number {value}; return float({value!r}) or another text")
 
 
 def flat_metrics(metrics: dict) -> dict[str, float | bool | str]:
@@ -233,10 +261,16 @@ class Drift:
             return f"{100 * (now - base) / abs(base):+.3g} %"
         return f"{now - base:+.3g}" if math.isfinite(now - base) else "changed"
 
+    @property
+    def change_shown(self) -> str:
+        """``", change +5.00 %"``, or nothing when there is no number to give (a NaN or an infinity)."""
+        change = self.change
+        return "" if change == "changed" else f", change {change}"
+
     def __str__(self) -> str:
         if not self.numeric:
             return f"{self.metric}: baseline {_shown(self.baseline)}, now {_shown(self.now)} (compared exactly)"
-        return (f"{self.metric}: baseline {self.baseline:.6g}, now {self.now:.6g}, change {self.change} "
+        return (f"{self.metric}: baseline {self.baseline:.6g}, now {self.now:.6g}{self.change_shown} "
                 f"(tolerance {self.tolerance})")
 
 

@@ -64,7 +64,8 @@ def _element(model: mujoco.MjModel, kind: mujoco.mjtObj, name: str, what: str) -
         known = [mujoco.mj_id2name(model, kind, i) for i in range(count)]
         known = [k for k in known if k]
         listed = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
-        raise ParameterError(f"no {what} {name!r} in the model (its {what}s: {listed or 'none named'})")
+        plural = "bodies" if what == "body" else f"{what}s"
+        raise ParameterError(f"no {what} {name!r} in the model (its {plural}: {listed or 'none named'})")
     return index
 
 
@@ -91,6 +92,13 @@ class Imperfection:
 
     def edit(self, model: mujoco.MjModel) -> None:
         """Edit ``model`` (a copy) in place; only model edits do anything."""
+
+    def check_run(self, steps: int, control_dt: float) -> None:
+        """Refuse a run this imperfection cannot be part of (``steps`` control periods of ``control_dt`` s).
+
+        Raises:
+          ParameterError: the imperfection would make the run meaningless.
+        """
 
 
 def _sensor_slice(model: mujoco.MjModel, name: str) -> slice:
@@ -234,18 +242,31 @@ class Delay(Imperfection):
     actuators: tuple[str, ...] | None = None
     order = ACT_DELAY
 
-    def bind(self, model, control_dt, rng):
+    def _periods(self) -> int:
         if not isinstance(self.periods, (int, np.integer)) or isinstance(self.periods, bool) or self.periods < 0:
             raise ParameterError(f"Delay.periods must be a whole number >= 0, got {self.periods!r}")
+        return int(self.periods)
+
+    def bind(self, model, control_dt, rng):
+        periods = self._periods()
         which = _actuators(model, self.actuators)
-        queue = collections.deque([np.zeros(which.size)] * int(self.periods))
+        # Filled as the run goes, so it never holds more than the run's commands (not ``periods`` zeros up front).
+        queue: collections.deque = collections.deque()
 
         def act(ctrl, data):
-            if queue:
+            if periods:
                 queue.append(ctrl[which].copy())
-                ctrl[which] = queue.popleft()
+                ctrl[which] = queue.popleft() if len(queue) > periods else 0.0
 
         return act
+
+    def check_run(self, steps: int, control_dt: float) -> None:
+        """Refuse a delay no command outlives: ``periods`` at least the run's ``steps`` control periods."""
+        periods = self._periods()
+        if periods and periods >= steps:
+            raise ParameterError(f"Delay({periods}) holds commands {periods * control_dt:g} s, at "
+                                 f"least the whole run ({steps} control periods of {control_dt:g} s): no command "
+                                 "would reach the actuators")
 
 
 @dataclass(frozen=True)
@@ -434,12 +455,17 @@ class Bound:
     push: list[Callable]
 
 
-def bind(model: mujoco.MjModel, imperfections: Sequence[Imperfection], control_dt: float, seed: int) -> Bound:
+def bind(model: mujoco.MjModel, imperfections: Sequence[Imperfection], control_dt: float, seed: int, *,
+         steps: int | None = None) -> Bound:
     """Apply the model edits (to a copy, if any) and bind the rest, drawing from one generator seeded ``seed``.
+
+    Args:
+      steps: the run's control steps, when known: each imperfection checks it
+        can be part of such a run (:meth:`Imperfection.check_run`).
 
     Raises:
       ParameterError: an entry is not an :class:`Imperfection`, names a missing
-        element, or has an out-of-range value.
+        element, has an out-of-range value, or does not fit a run of ``steps``.
     """
     items = list(imperfections)
     for item in items:
@@ -462,4 +488,7 @@ def bind(model: mujoco.MjModel, imperfections: Sequence[Imperfection], control_d
         if fn is None:  # only model edits bind to nothing; a subclass of Imperfection may get this wrong
             raise ParameterError(f"{type(item).__name__}.bind returned no per-step function (order {item.order})")
         (bound.push if item.order == PUSH else bound.act if item.order >= ACT_DELAY else bound.sense).append(fn)
+    if steps is not None:
+        for item in items:
+            item.check_run(steps, control_dt)
     return bound

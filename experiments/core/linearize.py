@@ -39,11 +39,14 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
 
-__all__ = ["Linearization", "linearize", "holding_control", "operating_point", "EPS", "HOLD_RTOL"]
+__all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions", "EPS", "EPS_MAX",
+           "HOLD_RTOL"]
 
 # Finite-difference step on state and control: central differences err by
 # ~EPS^2 |f'''| (1e-12) and round-off ~1e-16 |qacc| / EPS (1e-10 of the scale).
 EPS = 1e-6
+# Largest step taken: beyond 0.1 (rad, m, rad/s or a control's unit) the difference mixes in curvature, not a slope.
+EPS_MAX = 0.1
 # A pose is held when the actuators reproduce mj_inverse's generalized force to
 # this fraction of its size (least-squares round-off is ~1e-15 of it).
 HOLD_RTOL = 1e-8
@@ -186,6 +189,25 @@ def _vector(name: str, value, size: int) -> np.ndarray:
     return array
 
 
+def check_quaternions(model: mujoco.MjModel, qpos: np.ndarray, name: str = "qpos") -> None:
+    """Refuse a free or ball joint whose quaternion in ``qpos`` ``(nq,)`` is all zero (no rotation at all).
+
+    MuJoCo would quietly turn it into the identity; any other length is normalized, as MuJoCo does.
+
+    Raises:
+      StateError: naming the joint and its entries.
+    """
+    for j in range(model.njnt):
+        kind = int(model.jnt_type[j])
+        if kind not in (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)):
+            continue
+        start = int(model.jnt_qposadr[j]) + (3 if kind == int(mujoco.mjtJoint.mjJNT_FREE) else 0)
+        if not np.any(qpos[start:start + 4]):
+            joint = model.joint(j).name or f"#{j}"
+            raise StateError(f"{name}[{start}:{start + 4}], the quaternion of joint {joint!r}, is all zero; a "
+                             "rotation needs a non-zero quaternion (1 0 0 0 for none)")
+
+
 def operating_point(model: mujoco.MjModel, keyframe: str | int | None = None, qpos=None, qvel=None,
                     ctrl=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(qpos (nq,), qvel (nv,), ctrl (nu,))``: a keyframe's, overridden by what is given.
@@ -210,6 +232,7 @@ def operating_point(model: mujoco.MjModel, keyframe: str | int | None = None, qp
         u0 = holding_control(model, qpos=q0)
     elif ctrl is not None:
         u0 = _vector("ctrl", ctrl, model.nu)
+    check_quaternions(model, q0)
     return q0, v0, u0
 
 
@@ -262,7 +285,8 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
       qvel: ``(nv,)`` velocity (default: the keyframe's, or rest).
       ctrl: ``(nu,)`` control (default: the keyframe's, or zero); ``"hold"`` for
         :func:`holding_control`, the control that keeps the pose at rest.
-      eps: finite-difference step on positions (rad or m), velocities and controls.
+      eps: finite-difference step on positions (rad or m), velocities and controls,
+        in ``(0, EPS_MAX]``.
 
     Returns:
       The :class:`Linearization`: ``A (2nv, 2nv)``, ``B (2nv, nu)`` on the state
@@ -270,8 +294,8 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
 
     Raises:
       ModelError: the model has activation states (``na > 0``), or cannot be loaded;
-      ParameterError: unknown keyframe; StateError: a wrong-sized or non-finite
-      operating point.
+      ParameterError: unknown keyframe, or ``eps`` not a step in ``(0, EPS_MAX]``;
+      StateError: a wrong-sized or non-finite operating point, or an all-zero quaternion.
     """
     from crossdyn.experiments.core.models import load_model
 
@@ -280,6 +304,8 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
     if model.na:
         raise ModelError(f"the model has {model.na} actuator activation state(s) (dyntype filter, integrator or "
                          "muscle): linearize covers the state [dq, dqd] only")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not 0 < eps <= EPS_MAX:
+        raise ParameterError(f"eps must be a finite step in (0, {EPS_MAX:g}], got {eps!r}")
     qpos, qvel, ctrl = operating_point(model, keyframe, qpos, qvel, ctrl)
     nv, nu = model.nv, model.nu
     forward = _Forward(model, qpos, qvel, ctrl)

@@ -57,7 +57,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import CrossdynError, ModelError, ParameterError
+from crossdyn.experiments.core.errors import CrossdynError, ModelError, ParameterError, validate_seed
 from crossdyn.experiments.core.imperfections import Imperfection, bind
 
 __all__ = ["simulate", "Trace", "Observation", "ControllerError", "DURATION_MAX"]
@@ -184,12 +184,13 @@ def _steps(model: mujoco.MjModel, duration: float, control_dt: float | None) -> 
 
 def _initial(model: mujoco.MjModel, data: mujoco.MjData, keyframe, qpos, qvel) -> None:
     """Reset ``data`` to the keyframe (or the model's reference pose at rest), then ``qpos``/``qvel``."""
-    from crossdyn.experiments.core.linearize import _keyframe_id, _vector
+    from crossdyn.experiments.core.linearize import _keyframe_id, _vector, check_quaternions
 
     if keyframe is not None:
         mujoco.mj_resetDataKeyframe(model, data, _keyframe_id(model, keyframe))
     if qpos is not None:
         data.qpos[:] = _vector("qpos", qpos, model.nq)
+        check_quaternions(model, data.qpos)
     if qvel is not None:
         data.qvel[:] = _vector("qvel", qvel, model.nv)
     mujoco.mj_forward(model, data)
@@ -206,8 +207,13 @@ class _Commands:
         if type(value) is np.ndarray and value.shape == self.command.shape and value.dtype.kind == "f":
             self.command[:] = value  # the common case, no conversion
             return
+        if value is None:
+            raise ControllerError(f"controller returned None {where}; expected {self.nu} controls (does it end "
+                                  "without a return?)")
         if isinstance(value, Mapping):
             value = self._from_names(value, where)
+        if np.iscomplexobj(value):  # converting would drop the imaginary part with only a warning
+            raise ControllerError(f"controller returned a complex control {where}; expected {self.nu} real controls")
         try:
             array = np.asarray(value, dtype=float)
         except (TypeError, ValueError):
@@ -225,11 +231,21 @@ class _Commands:
                 raise ControllerError(f"controller returned a control for {name!r} {where}; the actuators are "
                                       f"{', '.join(self.names) or 'unnamed'}")
             try:
+                if np.iscomplexobj(u):
+                    raise TypeError("complex")
                 out[self.names[name]] = u
             except (TypeError, ValueError):
                 raise ControllerError(f"controller returned {u!r} for actuator {name!r} {where}; expected a "
                                       "number") from None
         return out
+
+
+def _refused_control(ctrl: list[float], where: str) -> str:
+    """Why MuJoCo refused (zeroed) a control: not finite, or beyond its limit on any value it integrates."""
+    if all(isfinite(u) for u in ctrl):
+        return (f"a control beyond MuJoCo's limit |ctrl| <= {mujoco.mjMAXVAL:g} reached the actuators {where}: "
+                f"{ctrl} (MuJoCo zeroes such a control)")
+    return f"a non-finite control reached the actuators {where}: {ctrl}"
 
 
 def _at(i: int, t: float) -> str:
@@ -271,9 +287,11 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
 
     Raises:
       ControllerError: the controller raised, called ``sys.exit``, or returned the
-        wrong shape or a non-finite control (the message names the step and time).
-      ParameterError: a bad duration, control period, keyframe or imperfection.
-      StateError: a wrong-sized or non-finite initial state.
+        wrong shape, None, a complex or a non-finite control (the message names the
+        step and time).
+      ParameterError: a bad duration, control period, keyframe, seed or imperfection
+        (a :class:`~.imperfections.Delay` as long as the run).
+      StateError: a wrong-sized or non-finite initial state, or an all-zero quaternion.
     """
     from crossdyn.experiments.core.models import load_model
 
@@ -282,7 +300,7 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
     if not callable(controller) and not hasattr(controller, "write_command"):
         raise ParameterError(f"controller must be a function (t, obs) -> controls, got {type(controller).__name__}")
     dt, per, n = _steps(model, float(duration), control_dt)
-    bound = bind(model, imperfections, dt, seed)
+    bound = bind(model, imperfections, dt, validate_seed(seed), steps=n)
     model = bound.model
     data = mujoco.MjData(model)
     _initial(model, data, keyframe, qpos, qvel)
@@ -385,7 +403,8 @@ class _Run:
                     command[:] = value  # the common case, checked inline
                 else:
                     commands.write(value, _at(i, t))
-                if not isfinite(sum(command.tolist())):  # a NaN or inf makes the sum one
+                if not isfinite(sum(command.tolist())) and not np.isfinite(command).all():  # a NaN or inf makes
+                    # the sum one (so do controls past 1e308 / nu, which MuJoCo's own limit refuses after the step)
                     raise ControllerError(f"controller returned a non-finite control {_at(i, t)}: {command.tolist()}")
             if act:
                 ctrl[:] = command
@@ -407,8 +426,8 @@ class _Run:
                     step(model, data)
             else:
                 step(model, data, per)
-            if bad_ctrl.number != counted:  # MuJoCo zeroed a NaN control (a compiled controller's or a lag's)
-                raise ControllerError(f"a non-finite control reached the actuators {_at(i, t)}: {ctrl.tolist()}")
+            if bad_ctrl.number != counted:  # MuJoCo zeroed a NaN or huge control (a controller's or a lag's)
+                raise ControllerError(_refused_control(ctrl.tolist(), _at(i, t)))
             if film is not None:
                 film.capture(data)
             # MuJoCo resets the state on a bad qpos, qvel or qacc and warns; a NaN or inf makes the sum one.

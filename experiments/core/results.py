@@ -245,6 +245,8 @@ def check_metrics(name: str, returned) -> dict:
         raise ParameterError(f"{where} returned 'measured': a {type(returned['measured']).__name__}; "
                              "expected one line of text")
     try:
+        # the text "inf" would be stored as the number inf is (what describes the run is no metric)
+        baselines.refuse_numeric_text({k: v for k, v in returned.items() if k not in baselines.NOT_MEASURED})
         metrics = _jsonable(dict(returned))
         json.dumps(metrics)
         baselines.flat_metrics(metrics)

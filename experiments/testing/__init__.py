@@ -80,6 +80,67 @@ def _passed(report, check: str) -> bool:
     return bool(passed)
 
 
+def _in_child(check: str, run: Callable, args: tuple, options: dict):
+    """``run(*args, **options)`` in a forked child process: its report, or its exception, comes back.
+
+    The user's function runs there, so one that ends its process (``os._exit(0)``, a
+    crash) ends the child, never the test run: with pytest, a suite whose process
+    ended with exit status 0 would read as passed, hiding every earlier failure.
+    Forking copies the function as it is (a lambda, a closure), nothing is pickled
+    but the report; where there is no ``fork`` (Windows) the check runs here.
+
+    Raises:
+      DerivationError: the child ended without a report (how it ended is named).
+      Whatever the check raised in the child.
+    """
+    import os
+    import pickle
+    import sys
+    import warnings
+
+    if not hasattr(os, "fork"):
+        return run(*args, **options)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12 warns of fork with threads (pytest-xdist's); the child only checks
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: run the check, send the outcome, leave without running the parent's exit handlers
+        try:
+            os.close(read)
+            try:
+                outcome: tuple = ("ok", run(*args, **options))
+            except BaseException as exc:  # noqa: BLE001 - SystemExit too: it is sent back, raised in the parent
+                outcome = ("raised", exc)
+            try:
+                data = pickle.dumps(outcome)
+            except Exception as exc:  # noqa: BLE001 - said in the parent, as the check's failure
+                data = pickle.dumps(("raised", RuntimeError(f"{check}'s result cannot be sent back from the "
+                                                            f"process that ran it: {exc}")))
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(data)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        from crossdyn.experiments.core.errors import DerivationError
+        from crossdyn.experiments.core.isolation import how_it_ended
+
+        how = how_it_ended(os.waitstatus_to_exitcode(status))
+        raise DerivationError(f"{check}: the process checking the function ended ({how}) before the check "
+                              "finished: the function ends its process (os._exit, exit in C, a crash)")
+    kind, value = pickle.loads(data)
+    if kind == "raised":
+        raise value
+    return value
+
+
 def _helper(helper: str, check: str) -> Callable:
     """``helper(*args, **options)``: run ``crossdyn.experiments.<check>``; AssertionError unless it passed."""
     run = getattr(_api, check)
@@ -88,7 +149,7 @@ def _helper(helper: str, check: str) -> Callable:
     def assert_check(*args, **options):
         __tracebackhide__ = True  # pytest shows the caller's line, not this frame
         try:
-            report = run(*args, **options)
+            report = _in_child(check, run, args, options)
         except CrossdynError as exc:  # bad input: the same one-line error, raised from here (no inner frames)
             raise type(exc)(str(exc)) from None
         if not _passed(report, check):
@@ -155,11 +216,20 @@ def experiment_tests(*sources: str, seed: int | None = None, check: Callable | N
 
     Args:
       sources: ``.py`` files or importable module names, as ``crossdyn run --from`` takes them.
-      seed: the seed of every experiment's random draws (default: ``--crossdyn-seed``, else 0).
+      seed: the seed of every experiment's random draws, 0 to 2**32 - 1 (default:
+        ``--crossdyn-seed``, else 0).
+
+    Raises:
+      TypeError: no sources, or one that is not a non-empty string.
+      ParameterError: a seed out of range, or not a whole number.
       check: optional ``check(name, metrics, out_dir)`` run after an experiment
         met its expected outcome (``metrics``: its metrics.json content,
         ``out_dir``: its folder of plots); raise ``AssertionError`` to fail it.
     """
     if not sources or not all(isinstance(s, str) and s for s in sources):
         raise TypeError(f"experiment_tests() takes one or more file paths or module names, got {sources!r}")
+    if seed is not None:
+        from crossdyn.experiments.core.errors import validate_seed
+
+        seed = validate_seed(seed)
     return ExperimentTests(tuple(sources), seed=seed, check=check)

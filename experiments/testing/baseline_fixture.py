@@ -28,11 +28,18 @@ from pathlib import Path
 
 import pytest
 
-from crossdyn.experiments.core.baseline import DEFAULT_TOLERANCE, Drift, Tolerance, numeric_metrics
+from crossdyn.experiments.core.baseline import (
+    DEFAULT_TOLERANCE,
+    Drift,
+    Tolerance,
+    numeric_metrics,
+    refuse_numeric_text,
+)
 
 __all__ = ["Baseline", "baseline_path", "baseline_file", "flatten"]
 
-# Characters kept in a baseline's file name; others (path separators, quotes, spaces) become "_".
+# Characters kept in a baseline's file name; others (path separators, quotes, spaces, "%" itself) become
+# "%XX" (their UTF-8 bytes in hex), so two test names never share a file: "a/b", "a_b" and "a b" stay apart.
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.,=+\-\[\]]")
 # Longest file name stem; longer test names (long parameter ids) end in a hash of the full name.
 _MAX_STEM = 120
@@ -50,22 +57,33 @@ def baseline_path(node) -> Path:
     if not isinstance(node, pytest.Function) or path is None or Path(path).suffix != ".py":
         pytest.fail(f"crossdyn_baseline keeps its file beside a test function's Python file; {node.nodeid!r} "
                     f"({type(node).__name__}) is not a test function in a .py file", pytrace=False)
-    cls = node.getparent(pytest.Class)
-    return baseline_file(Path(path), node.name, cls.name if cls is not None else None)
+    classes = [parent.name for parent in node.listchain() if isinstance(parent, pytest.Class)]
+    return baseline_file(Path(path), node.name, ".".join(classes) or None)
+
+
+def _escaped(match: re.Match) -> str:
+    return "".join(f"%{byte:02X}" for byte in match.group().encode("utf-8", "surrogatepass"))
 
 
 def baseline_file(test_file: Path, name: str, cls: str | None = None) -> Path:
     """``test_file``'s folder / its stem / ``[cls.]name.json``, the name made safe for any file system.
 
-    Path separators, quotes, spaces and other characters outside
-    ``A-Za-z0-9_.,=+-[]`` become ``_`` (so a parameter id cannot lead the file
-    out of the folder); a stem over 120 characters is cut and ends in a hash of
-    the full name.
+    ``cls`` is the test's classes, outermost first, joined by dots
+    (``TestArm.Inner``).  Path separators, quotes, spaces, ``%`` and other
+    characters outside ``A-Za-z0-9_.,=+-[]`` become ``%XX`` (so a parameter id
+    cannot lead the file out of the folder, and two names never share a file); a
+    stem over 120 characters is cut and ends in a hash of the full name.
     """
-    stem = _UNSAFE.sub("_", (f"{cls}." if cls else "") + name)
+    full = (f"{cls}." if cls else "") + name
+    stem = _UNSAFE.sub(_escaped, full)
     if len(stem) > _MAX_STEM:
-        stem = stem[:_MAX_STEM - 11] + "-" + hashlib.sha1(name.encode()).hexdigest()[:10]
+        stem = stem[:_MAX_STEM - 11] + "-" + hashlib.sha1(full.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     return test_file.parent / test_file.stem / f"{stem}.json"
+
+
+def _test_name(nodeid: str) -> str:
+    """A node id without its file part (``test_a.py::TestA::test_x[1]`` -> ``TestA::test_x[1]``)."""
+    return nodeid.split("::", 1)[-1]
 
 
 def _plain(value, where: str):
@@ -126,7 +144,7 @@ def _drift(drift: Drift) -> str:
     """A drift as ``crossdyn run --baseline`` words it, in full digits when 6 would show two equal values."""
     if f"{drift.baseline:.6g}" != f"{drift.now:.6g}":
         return str(drift)
-    return (f"{drift.metric}: baseline {drift.baseline!r}, now {drift.now!r}, change {drift.change} "
+    return (f"{drift.metric}: baseline {drift.baseline!r}, now {drift.now!r}{drift.change_shown} "
             f"(tolerance {drift.tolerance})")
 
 
@@ -177,6 +195,11 @@ class Baseline:
         else:
             if not isinstance(record, dict) or not isinstance(record.get("metrics"), dict):
                 problem = f"{shown} is not a crossdyn baseline (no 'metrics' table)"
+            elif isinstance(record.get("test"), str) and "::" in record["test"] and \
+                    _test_name(record["test"]) != _test_name(self.node.nodeid):
+                # Two tests whose names one file system cannot tell apart (a case-insensitive one) share it.
+                problem = (f"{shown} is the baseline of {_test_name(record['test'])}, not of "
+                           f"{_test_name(self.node.nodeid)}: the two test names map to one file; rename one")
         if problem:
             pytest.fail(f"{problem}; fix it, or rewrite it with pytest --crossdyn-regen", pytrace=False)
         return record["metrics"]
@@ -223,7 +246,9 @@ class Baseline:
           AssertionError: no baseline file; or a number moved beyond its
             tolerance, a boolean/string changed, a metric is new or missing
             (each named with the stored and the new value and the tolerance).
-          TypeError, CrossdynError: ``metrics`` or ``tolerances`` is malformed.
+          TypeError, CrossdynError: ``metrics`` or ``tolerances`` is malformed, or a
+            text metric reads as a number (``"inf"``, ``"nan"``: the file could not tell
+            it from the number).
         """
         __tracebackhide__ = True
         if self._checked:
@@ -232,6 +257,7 @@ class Baseline:
         self._checked = True
         if not isinstance(metrics, dict):
             raise TypeError(f"crossdyn_baseline.check takes a dict of metrics, got {type(metrics).__name__}")
+        refuse_numeric_text(_plain(metrics, ""), "crossdyn_baseline.check: ")
         now = flatten(metrics)
         tols = {name: Tolerance.of(name, value) for name, value in (tolerances or {}).items()}
         unknown = sorted(set(tols) - set(now))

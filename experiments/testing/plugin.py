@@ -129,6 +129,14 @@ def pytest_configure(config: pytest.Config) -> None:
     workers = config.getoption("crossdyn_workers")
     if workers < 1:
         raise pytest.UsageError(f"--crossdyn-workers {workers}: expected 1 or more")
+    seed = config.getoption("crossdyn_seed")
+    if seed != 0:  # the default needs no check (a suite not using crossdyn imports none of it)
+        from crossdyn.experiments.core.errors import ParameterError, validate_seed
+
+        try:
+            validate_seed(seed, "--crossdyn-seed")
+        except ParameterError as exc:
+            raise pytest.UsageError(str(exc)) from None
     timeout = config.getoption("crossdyn_timeout")
     if timeout is not None and not 0 < timeout < float("inf"):
         raise pytest.UsageError(f"--crossdyn-timeout {timeout}: expected a positive number of seconds")

@@ -11,6 +11,7 @@ import argparse
 import math
 from pathlib import Path
 
+from crossdyn.experiments.core.errors import SEED_MAX, ParameterError, validate_seed
 from crossdyn.experiments.core.results import make_out_dir
 
 __all__ = [
@@ -25,9 +26,6 @@ __all__ = [
     "WORKERS_MAX",
 ]
 
-# NumPy's generators take any non-negative integer; 2**32 - 1 keeps seeds the size
-# every other tool (and a CSV column) reads without surprise.
-SEED_MAX = 2**32 - 1
 # Worker processes: far above any machine's cores, low enough that a typo is not a fork bomb.
 WORKERS_MAX = 512
 
@@ -38,9 +36,10 @@ def seed(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= value <= SEED_MAX:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to {SEED_MAX}, got {value}")
-    return value
+    try:
+        return validate_seed(value)
+    except ParameterError as exc:  # the rule the Python API applies, said in argparse's words
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def count(low: int = 1, high: int | None = None, what: str = "count"):

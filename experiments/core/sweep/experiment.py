@@ -23,7 +23,10 @@ name what ``--minimize`` and ``--constraint`` may refer to).  Then:
 The best run (``best.json``) is the passing run with the lowest ``--minimize``
 metric that meets every ``--constraint``.  ``objective.png`` plots the metric
 against each varied parameter.  Rerun with the same arguments, a tune reads its
-table back and runs only what is missing (a finished search runs nothing new).
+table back and runs only what is missing (a finished search runs nothing new); a
+row it cannot trust (a number that is not one, an unknown outcome) is refused, and
+a last line cut mid-append is run again.  A tune holds its folder while it runs: a
+second tune into the same folder meanwhile is refused (its rows would mix).
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from crossdyn.experiments.core.baseline import numeric_metrics
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.baseline import NOT_MEASURED, numeric_metrics
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError, validate_seed
 from crossdyn.experiments.core.results import Context, make_out_dir, write_json
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
@@ -52,6 +55,10 @@ __all__ = ["Job", "evaluate", "tune", "TuneResult", "best_row", "SAMPLERS"]
 
 SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}  # --sampler: name -> what it is (the first is the default)
 RESULT_COLUMNS = ("passed", "outcome", "measured", "detail")
+# The table's columns of text and the values each takes (None: any); every other column holds numbers.
+TEXTS: dict[str, tuple[str, ...] | None] = {
+    "kind": ("default", "lhs", "grid", "optuna"), "short": ("true", "false"), "passed": ("true", "false"),
+    "outcome": ("pass", "fail", "error", "crashed", "timed out"), "measured": None, "detail": None}
 
 
 def _text(value: Any) -> str:
@@ -197,9 +204,10 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
       timeout: each run's time limit, s: a run over it is stopped and recorded ``timed out``.
 
     Raises:
-      ParameterError: an unknown experiment, parameter or metric, a range outside a
-        parameter's bounds, a bad constraint or count, a table made with other
-        arguments, or a defaults run that fails on its input.
+      ParameterError: an unknown experiment, parameter or metric (or one that is no
+        measurement: ``passed``, ``measured``), a range outside a parameter's bounds,
+        a bad constraint, count or seed, a table made with other arguments or damaged,
+        ``out`` in use by another tune, or a defaults run that fails on its input.
       CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
     """
     from crossdyn.experiments.core.registry import loadable, unloaded
@@ -210,9 +218,6 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
         pool_with_sources_imported(fresh, timeout=timeout).terminate()
     plan_ = _prepare(name, list(vary), minimize, constraints, search, sampler, samples, seed, fixed or {}, short,
                      tuple(sources))
-    out = Path(out)
-    csv_path = out / "samples.csv"
-    columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in plan_.space)))
     # Every run, the defaults' too, in worker processes where a crash, an exit or a hang is seen (a row);
     # an experiment defined in the running script cannot be loaded there, and runs as the script's own.
     isolation = engines.Isolation(failed_row, timeout, _load_experiments, (plan_.sources,)) \
@@ -220,6 +225,19 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
     if isolation is None and timeout is not None:
         raise ParameterError(f"experiment {name!r} is defined in the running script, so a worker process cannot "
                              "load it and a time limit cannot stop it; register it in a file given to --from")
+    out = Path(out)
+    with table.locked(out):  # a second tune into this folder is refused, not mixed into its rows
+        return _tune(name, out, plan_, start, isolation, search=search, sampler=sampler, samples=samples,
+                     seed=seed, minimize=minimize, workers=workers, scheduler=scheduler, progress=progress,
+                     plots=plots)
+
+
+def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search: str, sampler: str, samples: int,
+          seed: int, minimize: str | None, workers: int, scheduler: str | None, progress: bool,
+          plots: bool) -> TuneResult:
+    """:func:`tune` once its arguments are checked and ``out`` is its own."""
+    csv_path = out / "samples.csv"
+    columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in plan_.space)))
     with engines.engine(evaluate, workers, scheduler, isolation=isolation) as engine:
         first = plan_.job(0, "default", {})
         _, ran_defaults = _defaults_run(first, csv_path, columns,
@@ -234,7 +252,7 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
             jobs = [first] + [plan_.job(i + 1, kind, values) for i, (kind, values) in enumerate(plan_.blind)]
             done = sweep_run.run_samples(evaluate, jobs, {j.index: j.key() for j in jobs}, csv_path, columns,
                                          progress=progress, exact=False, engine=engine, desc=f"tune {name}",
-                                         failed=lambda row: row["outcome"] != "pass")
+                                         failed=lambda row: row["outcome"] != "pass", texts=TEXTS)
             rows, computed = done.rows, done.computed
     computed += ran_defaults  # the table already held the defaults' row when the plan ran
     result = TuneResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path,
@@ -274,6 +292,7 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
     """Check a tune's arguments before anything runs (see :func:`tune`'s Raises)."""
     from crossdyn.experiments.core.registry import experiments
 
+    seed = validate_seed(seed)
     registry = experiments(sources)
     if name not in registry:
         raise ParameterError(f"no experiment {name!r}; known: {', '.join(registry)}")
@@ -285,9 +304,12 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
     given = exp.resolve_params({k: str(v) for k, v in fixed.items()})
     limits = [parse_constraint(c) for c in constraints]
     for metric in [minimize, *(m for m, _, _ in limits)]:
+        what = 'minimize' if metric == minimize else 'bound'
         if metric in {v.name for v in space}:  # its column holds the value tried, not a result
-            raise ParameterError(f"{metric!r} is a parameter this tune varies, not a metric it can "
-                                 f"{'minimize' if metric == minimize else 'bound'}")
+            raise ParameterError(f"{metric!r} is a parameter this tune varies, not a metric it can {what}")
+        if metric in (*RESULT_COLUMNS, *NOT_MEASURED, "sample", "kind", "seed", "short"):
+            raise ParameterError(f"{metric!r} describes a run (its verdict, text or key), not a numeric metric a "
+                                 f"tune can {what}; name one of the experiment's measured metrics")
     if search not in ("lhs", "grid", "optuna"):
         raise ParameterError(f"unknown search {search!r}; choose from lhs, grid, optuna")
     if search == "optuna":
@@ -309,10 +331,10 @@ def _defaults_run(job: Job, csv_path: Path, columns: list[str], check, engine) -
     Raises:
       ParameterError: the table's sample 0 was made with other arguments; ``check``'s refusal.
     """
-    rows = table.read(csv_path, columns, exact=False)
+    rows = table.read(csv_path, columns, exact=False, texts=TEXTS)
     for row in rows:
         if row["sample"] == "0" and row.get("outcome"):
-            table.read_done(csv_path, {0: job.key()}, columns, exact=False, only=True)
+            table.read_done(csv_path, {0: job.key()}, columns, exact=False, only=True, texts=TEXTS)
             check(row)
             return row, False
     [(row, seconds, where)] = list(engine.run([job]))

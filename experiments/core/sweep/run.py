@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +47,8 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
                 columns: Sequence[str], *, workers: int = 1, scheduler: str | None = None, progress: bool = False,
                 desc: str = "tune", failed: Callable[[dict], bool] = lambda row: False,
                 warm: Callable[[], None] | None = None, preload: Sequence[str] = (), exact: bool = True,
-                engine: engines.Engine | None = None) -> SweepResult:
+                engine: engines.Engine | None = None,
+                texts: Mapping[str, Collection[str] | None] | None = None) -> SweepResult:
     """Run the jobs of ``plan`` not yet in ``csv_path``; return all rows in sample order.
 
     Args:
@@ -60,14 +61,16 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
       workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine`.
       progress, desc: a progress bar on stderr, counting ``failed`` rows.
       engine: an open engine to run on (then ``workers``, ``scheduler``, ``warm`` and ``preload`` are its own).
+      texts: the table's text columns and their values, to validate every resumed row
+        (:func:`~crossdyn.experiments.core.sweep.table.read`).
 
     Raises:
-      ParameterError: ``csv_path`` was made by a sweep with other arguments.
+      ParameterError: ``csv_path`` was made by a sweep with other arguments, or holds a damaged row.
       CrossdynError: the Dask scheduler cannot be reached.
     """
     start = time.perf_counter()
     csv_path = Path(csv_path)
-    done = table.read_done(csv_path, keys, columns, exact=exact)
+    done = table.read_done(csv_path, keys, columns, exact=exact, texts=texts)
     todo = [job for job in plan if job.index not in done]
     results = engine.run(todo) if engine is not None else engines.run_all(evaluate, todo, workers, scheduler,
                                                                         warm=warm, preload=preload)

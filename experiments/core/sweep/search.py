@@ -67,8 +67,10 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
         import optuna
     except ImportError:
         raise CrossdynError("--search optuna needs Optuna: pip install optuna") from None
+    from crossdyn.experiments.core.sweep.experiment import TEXTS
+
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    found = {int(r["sample"]): r for r in table.read(csv_path, columns, exact=False) if r.get("outcome")}
+    found = {int(r["sample"]): r for r in table.read(csv_path, columns, exact=False, texts=TEXTS) if r.get("outcome")}
     study = optuna.create_study(direction="minimize", sampler=_sampler(sampler, seed))
     defaults = dict(make_job(0, "default", {}).values)
     # The defaults are trial 0 when they lie in the ranges (the sampler learns from them); otherwise

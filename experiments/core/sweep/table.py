@@ -18,13 +18,48 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.results import make_out_dir, write_text
 
-__all__ = ["exists", "read", "read_done", "write", "appending"]
+__all__ = ["exists", "read", "read_done", "write", "appending", "locked"]
+
+
+@contextlib.contextmanager
+def locked(folder: Path):
+    """``folder`` (created) held for one sweep: a second one into it meanwhile is refused.
+
+    The lock is the operating system's on the folder itself (``flock``), so it leaves no
+    file behind, and a process that dies, even by ``kill -9``, lets go of it.  A
+    folder made here and still empty when the sweep raises is removed again.
+
+    Raises:
+      ParameterError: another process holds ``folder``.
+    """
+    import fcntl
+    import os
+
+    folder = Path(folder)
+    created = [p for p in (folder, *folder.parents) if not p.exists()]  # leaf first
+    folder = make_out_dir(folder)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ParameterError(f"{folder} is in use by another tune still writing there; wait for it to end or "
+                                 "give another --out") from None
+        yield folder
+    except BaseException:
+        for made in created:  # refused before writing anything (a scheduler out of reach): leave no folder
+            with contextlib.suppress(OSError):
+                made.rmdir()  # only an empty one
+        raise
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)  # for worker processes forked meanwhile too: they share the lock
+        os.close(fd)
 
 
 def exists(path: Path) -> bool:
@@ -40,38 +75,81 @@ def exists(path: Path) -> bool:
     return path.exists()
 
 
-def read(path: Path, columns: Sequence[str], *, exact: bool = True) -> list[dict[str, str]]:
+def read(path: Path, columns: Sequence[str], *, exact: bool = True,
+         texts: Mapping[str, Collection[str] | None] | None = None) -> list[dict[str, str]]:
     """The rows an earlier sweep or search left in ``path`` (none if it is missing or empty); a torn
     last line is dropped.
 
+    Every row is written whole with its newline, so a last line without one was cut
+    (a full disk, a power loss mid-append), even when what is left of it looks like a
+    row: a number cut short still parses.
+
     Args:
       columns: the header this sweep writes (``exact``), or the key columns it must start with.
+      texts: when given, the columns that hold text, each with the values it may take
+        (None: any); every other column of every row must be empty or a number.
 
     Raises:
-      ParameterError: ``path`` is not a file, or not a table of this kind and version.
+      ParameterError: ``path`` is not a file, not a table of this kind and version,
+        or a row is damaged: text where a number belongs, a value its column
+        never takes (the file and line named).
     """
     if not exists(path):
         return []
     with path.open(newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if header is None:
-            return []
-        if tuple(header) != tuple(columns) if exact else tuple(header[: len(columns)]) != tuple(columns):
-            raise ParameterError(f"{path} is not a sweep table of this version; use another --out or delete it")
-        return [dict(zip(header, r, strict=False)) for r in reader if len(r) == len(header)]
+        content = f.read()
+    if not content.endswith("\n"):  # the last line was cut mid-append
+        content = content[: content.rfind("\n") + 1]
+    reader = csv.reader(io.StringIO(content))
+    header = next(reader, None)
+    if header is None:
+        return []
+    if tuple(header) != tuple(columns) if exact else tuple(header[: len(columns)]) != tuple(columns):
+        raise ParameterError(f"{path} is not a sweep table of this version; use another --out or delete it")
+    rows = []
+    for r in reader:
+        if len(r) != len(header):
+            continue
+        row = dict(zip(header, r, strict=True))
+        if texts is not None:
+            _numbers_only(path, reader.line_num, row, texts)
+        rows.append(row)
+    return rows
+
+
+def _numbers_only(path: Path, line: int, row: dict[str, str], texts: Mapping[str, Collection[str] | None]) -> None:
+    """Refuse a row with a non-number in a column of numbers, or a value a text column never takes."""
+    for column, value in row.items():
+        if value == "":
+            continue
+        if column in texts:
+            allowed = texts[column]
+            if allowed is None or value in allowed:
+                continue
+            problem = f"is none of {', '.join(sorted(allowed))}"
+        else:
+            try:
+                float(value)
+                continue
+            except ValueError:
+                problem = "is not a number"
+        raise ParameterError(f"{path} line {line} is damaged: {column}={value[:40]!r} {problem}; delete that line "
+                             "(its run is made again) or use another --out")
 
 
 def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str], *, exact: bool = True,
-              done: str = "outcome", only: bool = False) -> dict[int, dict]:
+              done: str = "outcome", only: bool = False,
+              texts: Mapping[str, Collection[str] | None] | None = None) -> dict[int, dict]:
     """Finished rows of ``path`` that belong to the planned runs ``keys`` (index -> key columns), by index.
 
-    With ``only``, rows of other indices are skipped (checking part of a plan) instead of refused.
+    With ``only``, rows of other indices are skipped (checking part of a plan) instead of refused;
+    ``texts`` as :func:`read`'s.
 
     Raises:
-      ParameterError: the file was written by a sweep with other arguments, or is not a sweep table.
+      ParameterError: the file was written by a sweep with other arguments, is not a sweep
+        table, or holds a damaged row.
     """
-    rows = read(path, columns, exact=exact)
+    rows = read(path, columns, exact=exact, texts=texts)
     found: dict[int, dict] = {}
     for row in rows:
         try:
