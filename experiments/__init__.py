@@ -84,6 +84,8 @@ _API = {
     "linearize": "crossdyn.experiments.core.linearize",
     "Linearization": "crossdyn.experiments.core.linearize",
     "holding_control": "crossdyn.experiments.core.linearize",
+    "CController": "crossdyn.experiments.core.c_controller",
+    "CompileError": "crossdyn.experiments.core.c_controller",
 }
 
 __all__ = sorted(_API)
