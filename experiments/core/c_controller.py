@@ -222,11 +222,6 @@ def _build(sources: list[Path], shim: str, include_dirs: list[Path], defines: li
     library = folder / f"{key}.so"
     if library.is_file():
         return library
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CompileError(f"cannot create the C controller cache {folder}: {exc.strerror} "
-                           "(set XDG_CACHE_HOME)") from None
     with tempfile.TemporaryDirectory(prefix="crossdyn-cc-") as tmp:
         shim_c, shim_o, out = Path(tmp) / "crossdyn_shim.c", Path(tmp) / "crossdyn_shim.o", Path(tmp) / "lib.so"
         shim_c.write_text(shim)
@@ -238,8 +233,13 @@ def _build(sources: list[Path], shim: str, include_dirs: list[Path], defines: li
         _compile([cc, *BASE_FLAGS, *flags, *(f"-D{d}" for d in defines), *(f"-I{d}" for d in include_dirs),
                   "-shared", *map(str, sources), str(shim_o), "-o", str(out), *link, "-lm"], names)
         partial = folder / f"{key}.{os.getpid()}.tmp"
-        shutil.copyfile(out, partial)
-        os.replace(partial, library)  # atomic: a concurrent worker sees the whole library or none
+        try:  # the cache is written only once the build succeeded
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(out, partial)
+            os.replace(partial, library)  # atomic: a concurrent worker sees the whole library or none
+        except OSError as exc:
+            raise CompileError(f"cannot write the compiled controller into {folder}: {exc.strerror} "
+                               "(set XDG_CACHE_HOME to a writable folder)") from None
     return library
 
 
@@ -249,7 +249,9 @@ def _digest(path: Path) -> str:
 
 def _compile(command: list[str], names: Mapping[str, str]) -> None:
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        # The C locale: the compiler's messages in plain ASCII quotes, as the one-line error shows them.
+        done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+                              env={**os.environ, "LC_ALL": "C"})
     except subprocess.TimeoutExpired:
         raise CompileError(f"the C compiler did not finish in {COMPILE_TIMEOUT_S:g} s") from None
     except OSError as exc:
