@@ -287,11 +287,20 @@ _CTYPES: dict[str, Any] = {
     "int8_t": ctypes.c_int8, "int16_t": ctypes.c_int16, "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
     "uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16, "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
 }
-_TYPES = "|".join(sorted((re.escape(t).replace(r"\ ", r"\s+") for t in _CTYPES), key=len, reverse=True))
-_DECLARATION = re.compile(rf"^(?P<quals>(?:(?:static|extern|volatile|const)\s+)*)(?P<type>{_TYPES})\s+"
-                          rf"(?P<const>const\s+)?(?P<rest>[A-Za-z_].*)$", re.S)
+
+
+def _declaration(types: Iterable[str]) -> re.Pattern:
+    """A file-scope declaration of one of ``types``: qualifiers, the type, then its declarators."""
+    names = "|".join(sorted((re.escape(t).replace(r"\ ", r"\s+") for t in types), key=len, reverse=True))
+    return re.compile(rf"^(?P<quals>(?:(?:static|extern|volatile|const)\s+)*)(?P<type>{names})\s+"
+                      rf"(?P<const>const\s+)?(?P<rest>[A-Za-z_].*)$", re.S)
+
+
 _DECLARATOR = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\]]*\]\s*)*)(?:=.*)?$", re.S)
 _DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*(\d+)\s*\)?\s*$", re.M)
+# A type's other name: #define real float, typedef float real_t;
+_TYPE_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_][\w ]*?)\s*$", re.M)
+_TYPEDEF = re.compile(r"\btypedef\s+([A-Za-z_][\w ]*?)\s+([A-Za-z_]\w*)\s*;")
 
 
 @dataclass(frozen=True)
@@ -357,16 +366,27 @@ def _globals(sources: Sequence[Path], names: Mapping[str, str], defines: Sequenc
     sizes = {m[0]: int(m[1]) for s in sources for m in _DEFINE.findall(s.read_text(errors="replace"))}
     sizes.update({d.split("=", 1)[0]: int(d.split("=", 1)[1]) for d in defines
                   if "=" in d and d.split("=", 1)[1].strip().isdigit()})
+    aliases: dict[str, str] = {}
+    for source in sources:
+        text = source.read_text(errors="replace")
+        aliases.update({new: old for new, old in _TYPE_DEFINE.findall(text)})
+        aliases.update({new: old for old, new in _TYPEDEF.findall(text)})
+    aliases.update({d.split("=", 1)[0]: d.split("=", 1)[1].strip() for d in defines if "=" in d})
+    for _ in range(4):  # an alias of an alias
+        aliases = {new: aliases.get(old, old) for new, old in aliases.items()}
+    aliases = {new: " ".join(old.split()) for new, old in aliases.items() if " ".join(old.split()) in _CTYPES}
+    declaration = _declaration([*_CTYPES, *aliases])
     found: dict[str, _Global] = {}
     for source in sources:
         for statement in _file_scope(source.read_text(errors="replace")):
-            match = _DECLARATION.match(" ".join(statement.split()))
+            match = declaration.match(" ".join(statement.split()))
             if not match or "(" in statement.split("=", 1)[0]:
                 continue
             quals = match["quals"].split()
             if "extern" in quals:
                 continue
             kind = " ".join(match["type"].split())
+            kind = aliases.get(kind, kind)
             for declarator in _top_level_split(match["rest"]):
                 parts = _DECLARATOR.match(declarator.strip())
                 if not parts:
