@@ -363,12 +363,12 @@ def _top_level_split(text: str) -> list[str]:
 
 def _globals(sources: Sequence[Path], names: Mapping[str, str], defines: Sequence[str]) -> dict[str, _Global]:
     """The variables the sources define at file scope, by name."""
-    sizes = {m[0]: int(m[1]) for s in sources for m in _DEFINE.findall(s.read_text(errors="replace"))}
+    texts = [re.sub(r"/\*.*?\*/|//[^\n]*", " ", s.read_text(errors="replace"), flags=re.S) for s in sources]
+    sizes = {m[0]: int(m[1]) for text in texts for m in _DEFINE.findall(text)}
     sizes.update({d.split("=", 1)[0]: int(d.split("=", 1)[1]) for d in defines
                   if "=" in d and d.split("=", 1)[1].strip().isdigit()})
     aliases: dict[str, str] = {}
-    for source in sources:
-        text = source.read_text(errors="replace")
+    for text in texts:
         aliases.update({new: old for new, old in _TYPE_DEFINE.findall(text)})
         aliases.update({new: old for old, new in _TYPEDEF.findall(text)})
     aliases.update({d.split("=", 1)[0]: d.split("=", 1)[1].strip() for d in defines if "=" in d})
@@ -592,6 +592,8 @@ class CController:
         self.params = CParams(self)
         self._lib: ctypes.CDLL | None = None
         self._step: Any = None
+        self._sensed: np.ndarray | None = None
+        self._command: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return f"CController({self.label!r}, {self.function!r}, inputs={self.inputs!r})"

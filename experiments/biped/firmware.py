@@ -1,0 +1,157 @@
+"""The biped's firmware in the loop: the C balance and leg controllers against the Python ones.
+
+``controllers/firmware/biped.c`` is the biped's controller as a microcontroller
+carries it (single precision, the LQR gain table over leg length, the virtual-model
+leg forces through the five-bar's Jacobian, fixed-size arrays, static state).
+:func:`firmware` compiles it (float, or double with ``precision="double"``) as a
+:class:`~crossdyn.experiments.core.c_controller.CController` and flashes its parameter
+block from a designed :class:`~crossdyn.controllers.biped.BipedController`: geometry,
+gain table, gains, limits, sensor and motor channels, all read from the model and the
+design (no number typed twice).
+
+The ``biped-firmware`` experiment runs the biped's balance-recovery and push scenarios
+three times each in the same closed loop, from the same state: the Python controller
+(the compiled estimator and controller of :mod:`crossdyn.controllers.compiled`), the
+firmware built in double and the firmware built in float.  It reports how far each
+firmware's pitch and wheel torques are from Python's, and the difference float makes
+(float against double firmware); the firmware's gain table is interpolated linearly
+where Python evaluates a cubic fit, which is the double build's whole difference.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from crossdyn.analytic.biped import five_bar
+from crossdyn.controllers.biped import BipedController
+from crossdyn.experiments.biped import closed_loop, scenarios
+from crossdyn.experiments.biped.model import HIPS, biped_params
+from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.c_controller import CController
+from crossdyn.experiments.core.imperfections import Push
+from crossdyn.experiments.core.loop import Trace
+from crossdyn.experiments.core.loop import simulate as run_loop
+from crossdyn.experiments.core.registry import Param, Verdict, experiment
+from crossdyn.experiments.core.results import Context
+
+__all__ = ["SOURCE", "firmware", "flash", "run", "compare", "PITCH_TOL_DEG"]
+
+SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "firmware" / "biped.c"
+FLOAT_SIGNATURE = "int biped_step(float t, const float *sensors, float *command);"
+DOUBLE_SIGNATURE = "int biped_step(double t, const double *sensors, double *command);"
+# The firmware's pitch may leave Python's by this much, deg: the linear gain table against Python's cubic fit
+# moves the pitch by ~1e-3 deg (9e-4 measured after a tilt, 2e-3 after a push), float's rounding by 1e-6 deg;
+# 0.05 leaves a factor 25, and a sign or channel slip drops the robot (tens of degrees).
+PITCH_TOL_DEG = 0.05
+
+
+def _source() -> Path:
+    """The firmware's C source: beside the installed package, or in the repository."""
+    import crossdyn.controllers
+
+    installed = Path(crossdyn.controllers.__file__).parent / "firmware" / "biped.c"
+    return installed if installed.is_file() else SOURCE
+
+
+def firmware(precision: str = "float") -> CController:
+    """The firmware compiled in ``precision`` (``"float"``, as on the chip, or ``"double"``); not yet flashed."""
+    signature = FLOAT_SIGNATURE if precision == "float" else DOUBLE_SIGNATURE
+    return CController(_source(), "biped_step", inputs=("sensordata",), signature=signature,
+                       defines={"real": precision})
+
+
+def flash(c: CController, model, controller: BipedController, height: float) -> CController:
+    """Write the parameter block: channels from ``model``, numbers from ``controller``'s design, the height held."""
+    sensors = closed_loop._Sensors(model)
+    motors = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
+    g, pend, geo = controller.gains, controller.params, controller.geometry
+    sched = g.schedule
+    c.params.update({
+        "sensor_channel": list(sensors.indices), "motor_channel": motors,
+        "l1": geo.l1, "l2": geo.l2, "l3": geo.l3, "wheel_radius": geo.r,
+        "alpha_low": five_bar.REACHABLE[0], "alpha_high": five_bar.REACHABLE[1],
+        "table_length": sched.lengths, "table_gain": sched.gains.reshape(len(sched.lengths), -1),
+        "yaw_kp": g.yaw.kp, "yaw_kd": g.yaw.kd, "height_kp": g.legs.kp_height, "height_kd": g.legs.kd_height,
+        "roll_kp": g.legs.kp_roll, "roll_kd": g.legs.kd_roll, "swing_kp": g.swing_kp, "swing_kd": g.swing_kd,
+        "dt": controller.dt, "hip_limit": controller.hip_limit, "wheel_limit": controller.wheel_limit,
+        "height_rate_limit": controller.height_rate_limit, "weight": pend.M * pend.g, "track": pend.D,
+        "ref_velocity": 0.0, "ref_yaw": 0.0, "ref_height": height,
+    })
+    return c
+
+
+def run(model, sc: closed_loop.Scenario, controller) -> Trace:
+    """One scenario in the generic loop with ``controller`` (a CController, or the Python BipedController)."""
+    p = biped_params(model)
+    n = int(round(sc.duration / sc.control_period))
+    if isinstance(controller, BipedController):
+        sensors = closed_loop._Sensors(model)
+        motors = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
+        controller = closed_loop._plug(controller, p, sc, sensors, motors, n, True)
+    pushes = [] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])]
+    return run_loop(model, controller, n * sc.control_period, qpos=closed_loop.initial_state(model, p, sc),
+                    control_dt=sc.control_period, imperfections=pushes, stop=closed_loop._Fall(model))
+
+
+def _pitch_deg(model, trace: Trace) -> np.ndarray:
+    adr = int(model.joint("root").qposadr[0]) + 3
+    w, qx, qy, qz = trace.qpos[:, adr : adr + 4].T
+    return np.degrees(np.arcsin(np.clip(2.0 * (w * qy - qz * qx), -1.0, 1.0)))
+
+
+def compare(model, a: Trace, b: Trace) -> dict:
+    """How far run ``a`` is from run ``b``: max pitch difference (deg), max wheel torque difference (N m)."""
+    n = min(a.t.size, b.t.size)
+    wheels = [model.actuator(f"{s}_wheel").id for s in ("left", "right")]
+    return {"pitch_deg": float(np.abs(_pitch_deg(model, a)[:n] - _pitch_deg(model, b)[:n]).max()),
+            "wheel_torque_Nm": float(np.abs(a.ctrl[:n, wheels] - b.ctrl[:n, wheels]).max())}
+
+
+@experiment(
+    "biped-firmware",
+    summary="the biped's C firmware (float, gain table) in the loop beside the Python controllers",
+    expected=f"float firmware balances both scenarios within {PITCH_TOL_DEG:g} deg of Python's pitch",
+    params={"tilt_deg": Param(10.0, "initial forward tilt, deg", -20.0, 20.0),
+            "push_Ns": Param(6.0, "push on the body, N s (over 0.1 s)", 0.0, 20.0)},
+)
+def biped_firmware(ctx: Context) -> dict:
+    model = scenarios.robot()
+    height = scenarios.stance_height(scenarios.ALPHA_NOMINAL)
+    runs = {"balance": scenarios.balance_scenario(ctx.params["tilt_deg"], 2.0 if ctx.short else 4.0),
+            "push": scenarios.push_scenario(ctx.params["push_Ns"], after=1.5 if ctx.short else 3.0)}
+    builds = {precision: firmware(precision) for precision in ("double", "float")}
+    metrics: dict = {}
+    worst, fell = 0.0, []
+    fig, axes = plots.figure(1, 3, width=14.0, height=3.4)
+    for (name, sc), ax in zip(runs.items(), axes[:2], strict=True):
+        traces = {"python": run(model, sc, scenarios.controller_for())}
+        for precision, c in builds.items():
+            traces[precision] = run(model, sc, flash(c, model, scenarios.controller_for(), height))
+        fell += [f"{name} ({who})" for who, trace in traces.items() if trace.stopped]
+        metrics[name] = {"double_vs_python": compare(model, traces["double"], traces["python"]),
+                         "float_vs_python": compare(model, traces["float"], traces["python"]),
+                         "float_vs_double": compare(model, traces["float"], traces["double"]),
+                         "final_pitch_deg": {who: float(_pitch_deg(model, tr)[-1]) for who, tr in traces.items()}}
+        worst = max(worst, metrics[name]["float_vs_python"]["pitch_deg"])
+        n = min(trace.t.size for trace in traces.values())
+        for who, trace in traces.items():
+            ax.plot(trace.t, _pitch_deg(model, trace), "--" if who == "float" else "-", label=who)
+        for who, style in (("double", "-"), ("float", "--")):
+            gap = np.abs(_pitch_deg(model, traces[who])[:n] - _pitch_deg(model, traces["python"])[:n])
+            axes[2].semilogy(traces["python"].t[:n], np.maximum(gap, 1e-12), style, label=f"{name}: {who} - python")
+        axes[2].semilogy(traces["python"].t[:n], np.maximum(np.abs(
+            _pitch_deg(model, traces["float"])[:n] - _pitch_deg(model, traces["double"])[:n]), 1e-12), ":",
+            label=f"{name}: float - double")
+        ax.set(xlabel="t (s)", ylabel="pitch (deg)", title=name)
+        ax.legend(fontsize=7)
+    axes[2].set(xlabel="t (s)", ylabel="|pitch difference| (deg)")
+    axes[2].legend(fontsize=6)
+    float_effect = max(metrics[name]["float_vs_double"]["pitch_deg"] for name in runs)
+    passed = not fell and worst <= PITCH_TOL_DEG
+    measured = (f"float firmware within {worst:.2g} deg of Python; float vs double {float_effect:.1g} deg"
+                + (f"; fell: {', '.join(fell)}" if fell else ""))
+    fig.suptitle(f"biped firmware: {measured}")
+    ctx.savefig(fig, "pitch.png")
+    return {**Verdict(passed, measured).as_metrics(), **metrics}
