@@ -47,6 +47,7 @@ def scratch_cache(tmp_path_factory):
     """Every library of this module compiled into one scratch cache (shared by the tests: each compiles once)."""
     folder = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("CROSSDYN_C_CACHE", raising=False)  # the suite's own scratch cache (conftest): XDG here
         patch.setenv("XDG_CACHE_HOME", str(folder))
         yield folder
 
@@ -222,7 +223,7 @@ def test_no_compiler_is_one_line_saying_what_to_install(sources, monkeypatch):
         CController(sources / "lqr.c", "step")
 
 
-def test_compiled_once_per_content(sources, tmp_path, monkeypatch):
+def test_compiled_once_per_content(sources, tmp_path, monkeypatch, scratch_cache):
     runs = []
     real = subprocess.run
 
@@ -242,8 +243,9 @@ def test_compiled_once_per_content(sources, tmp_path, monkeypatch):
     assert len(runs) > compiles and other.library != first.library and other.params["g"] == 3.0
     source.write_text(source.read_text() + "/* edited */\n")
     assert CController(source, "step", inputs=("qpos",), defines={"GAIN": 2}).library != first.library
-    assert first.library.parent == c_controller.cache_dir() and str(c_controller.cache_dir()).startswith(
-        str(tmp_path.parent.parent))  # the scratch cache, not the user's
+    assert first.library.parent == c_controller.cache_dir() == scratch_cache / "crossdyn" / "c"  # XDG_CACHE_HOME
+    monkeypatch.setenv("CROSSDYN_C_CACHE", str(tmp_path / "elsewhere"))
+    assert CController(source, "step", inputs=("qpos",), defines={"GAIN": 2}).library.parent == tmp_path / "elsewhere"
 
 
 def test_bad_arguments_are_parameter_errors(sources):

@@ -8,7 +8,8 @@
 The sources (one file or several, with include directories, ``-D`` defines and
 extra flags) are compiled by the machine's C compiler (``$CC``, else ``cc``, else
 ``gcc``) into a shared library, once per content: the library is cached under
-``$XDG_CACHE_HOME/crossdyn/c`` (default ``~/.cache/crossdyn/c``), keyed by the
+``$XDG_CACHE_HOME/crossdyn/c`` (default ``~/.cache/crossdyn/c``; ``$CROSSDYN_C_CACHE``
+names another folder), keyed by the
 sources, the headers beside them and in the include directories, the flags and
 the compiler's own version, so a sweep of ten thousand runs compiles once.
 
@@ -103,7 +104,10 @@ def _compiler_identity(path: str) -> str:
 
 
 def cache_dir() -> Path:
-    """Where compiled controllers are kept: ``$XDG_CACHE_HOME/crossdyn/c`` (default ``~/.cache/crossdyn/c``)."""
+    """Where compiled controllers are kept: ``$CROSSDYN_C_CACHE`` if set, else ``$XDG_CACHE_HOME/crossdyn/c``
+    (default ``~/.cache/crossdyn/c``)."""
+    if os.environ.get("CROSSDYN_C_CACHE"):
+        return Path(os.environ["CROSSDYN_C_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "crossdyn" / "c"
 
