@@ -1,4 +1,4 @@
-"""A C controller's closed loop against a bare mj_step loop, on the cart-pole.
+"""A C controller's closed loop against a bare mj_step loop: the cart-pole's C LQR, the biped's firmware.
 
 The C controller is the cart-pole's LQR (four products and a sum, in double),
 compiled once into the scratch cache and run by ``simulate`` through its compiled
@@ -7,6 +7,11 @@ protocol: per control step one ctypes call into the shim, which copies ``qpos`` 
 same model for the same number of steps writing a constant control each step.  Both
 one physics step per control step (RK4, 2 ms: the loop's worst case).  Runs alternate
 and the best of each is kept (CPU time of this process).  The issue's aim: <= 1.2x.
+
+The biped's firmware (``controllers/firmware/biped.c``, float) runs its balance
+scenario in the same loop (``experiments.biped.firmware.run``: the fall check each
+control step) against the bare physics of the same model for as many steps with the
+controls held.  The issue's aim: <= 1.1x.
 
     python benchmarks/c_controller_speed.py [--repeats R] [--steps N]
 """
@@ -87,6 +92,54 @@ def main() -> None:
     print(f"  simulate() with a constant Python controller {tr:6.3f} s  ({tr * per:.2f} us per step: the loop's own "
           "cost)")
     print(f"  ratio C loop/bare = {lo / ba:.2f} (aim <= 1.2): {(lo - ba) * per:.2f} us per step beyond the physics")
+    biped(args.repeats)
+
+
+def biped(repeats: int) -> None:
+    """The biped's float firmware in its balance scenario against the bare physics."""
+    from crossdyn.experiments.biped import closed_loop, scenarios
+    from crossdyn.experiments.biped import firmware as fw
+
+    model = scenarios.robot()
+    sc = scenarios.balance_scenario(5.0, 4.0)
+    per = int(round(sc.control_period / model.opt.timestep))
+    n = int(round(sc.duration / sc.control_period))
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["XDG_CACHE_HOME"] = tmp
+        c = fw.flash(fw.firmware("float"), model, scenarios.controller_for(),
+                     scenarios.stance_height(scenarios.ALPHA_NOMINAL))
+        start = closed_loop.initial_state(model, closed_loop.biped_params(model), sc)
+
+        def loop() -> float:
+            begin = time.process_time()
+            trace = fw.run(model, sc, c)
+            elapsed = time.process_time() - begin
+            assert trace.stopped is None, "the firmware did not balance"
+            return elapsed
+
+        held = fw.run(model, sc, c).ctrl[-1].copy()  # the balanced controls (a warm-up run), held in the bare loop
+
+        def bare() -> float:
+            data = mujoco.MjData(model)
+            data.qpos[:] = start
+            mujoco.mj_forward(model, data)
+            begin = time.process_time()
+            for _ in range(n):
+                data.ctrl[:] = held
+                mujoco.mj_step(model, data, per)
+            return time.process_time() - begin
+
+        times: dict[str, list[float]] = {"loop": [], "bare": []}
+        for _ in range(repeats):
+            times["loop"].append(loop())
+            times["bare"].append(bare())
+    lo, ba = min(times["loop"]), min(times["bare"])
+    us = 1e6 / n
+    print(f"biped, {n} control steps of {sc.control_period * 1e3:g} ms ({per} physics steps each); CPU time, best of "
+          f"{repeats}")
+    print(f"  bare physics (controls held)                 {ba:6.3f} s  ({ba * us:.1f} us per control step)")
+    print(f"  simulate() with the float firmware           {lo:6.3f} s  ({lo * us:.1f} us per control step)")
+    print(f"  ratio firmware loop/bare = {lo / ba:.3f} (aim <= 1.1)")
 
 
 if __name__ == "__main__":
