@@ -2,7 +2,8 @@
 
 A user's experiment file (``--from``) runs a C controller that segfaults, aborts or
 never returns past t = 10 ms, as ``mode`` says; each is that experiment's
-``crashed`` / ``timed out`` result and the fine one still passes.  The cart-pole's
+``crashed`` / ``timed out`` result (under ``crossdyn run`` and the pytest plugin)
+and the fine one still passes.  The cart-pole's
 C LQR exposes its gains as parameters: ``--set`` sets them, ``crossdyn tune``
 varies them.
 """
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 
 from test_faults import crossdyn
+from test_pytest_plugin import pytest_in
 
 FAULTS_C = """\
 #include <stdlib.h>
@@ -89,6 +92,18 @@ def test_segfault_abort_and_endless_loop_each_cost_one_result(user_files):
         "c-abort: crashed: its process ended (signal SIGABRT) without returning a result",
         "c-hangs: timed out after 4 s (--timeout); its process was stopped"]
     assert rows["c-fine"]["passed"] is True
+
+
+def test_faults_under_the_pytest_plugin(user_files):
+    """--crossdyn-from: the segfaulting C controller's item errors as crashed; the fine one after it passes.
+
+    (The abort and the endless loop take the same worker path as under ``crossdyn run``, tested above.)
+    """
+    (user_files / "pytest.ini").write_text("[pytest]\n")
+    run = pytest_in(user_files, "--crossdyn-from", "mine.py", "-k", "segfault or fine")
+    assert run.returncode == 1, run.out
+    assert re.search(r"^ERROR mine.py::c-segfault .*crashed", run.stdout, flags=re.M), run.out
+    assert re.search(r"^PASSED mine.py::c-fine", run.stdout, flags=re.M), run.out
 
 
 def test_c_globals_are_set_and_tuned_as_parameters(user_files):

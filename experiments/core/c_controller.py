@@ -61,7 +61,7 @@ from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.loop import ControllerError
 from crossdyn.experiments.core.registry import Param
 
-__all__ = ["CController", "CompileError", "cache_dir", "compiler"]
+__all__ = ["CController", "CParams", "CompileError", "cache_dir", "compiler"]
 
 # The shim and the flags every build uses; bumped when the shim's text or the build changes.
 _BUILD_VERSION = 2
