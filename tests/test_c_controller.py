@@ -255,3 +255,24 @@ def test_bad_arguments_are_parameter_errors(sources):
         CController(sources / "lqr.c", "step", inputs=("qacc",))
     with pytest.raises(ParameterError, match="one pointer per input"):
         CController(sources / "lqr_f.c", "step", inputs=("qpos",), signature=FLOAT_SIGNATURE)
+
+
+def _mapped_copies(folder: Path) -> set[str]:
+    """The run copies of compiled controllers this process has mapped (their files are already removed)."""
+    return {line.split()[-2] for line in Path("/proc/self/maps").read_text().splitlines()
+            if f"{folder}/run-" in line}
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="reads Linux's /proc/self/maps")
+def test_each_run_closes_the_last_runs_copy(tmp_path, scratch_cache):
+    import gc
+
+    (tmp_path / "stateful.c").write_text(STATEFUL)
+    c = CController(tmp_path / "stateful.c", "step")
+    for _ in range(5):
+        balance(c, 0.01)
+    assert len(_mapped_copies(c.library.parent)) == 1  # the last run's; a sweep does not pile them up
+    folder = c.library.parent
+    del c
+    gc.collect()
+    assert not _mapped_copies(folder)

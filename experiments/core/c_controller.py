@@ -49,6 +49,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from math import isfinite
@@ -100,7 +101,8 @@ def _compiler_identity(path: str) -> str:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CompileError(f"the C compiler {path} does not run: {exc}") from None
-    return f"{path}: {(out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else ''}"
+    lines = (out.stdout or out.stderr).strip().splitlines()
+    return f"{path}: {lines[0] if lines else ''}"
 
 
 def cache_dir() -> Path:
@@ -419,7 +421,8 @@ def _load_fresh(library: Path) -> ctypes.CDLL:
     The dynamic loader shares a library opened twice under one file, so each copy
     gets a file of its own (removed once mapped).
     """
-    fd, copy = tempfile.mkstemp(prefix="crossdyn-run-", suffix=".so")
+    # Beside the cached library: a folder the user's libraries load from (a /tmp mounted noexec would not do).
+    fd, copy = tempfile.mkstemp(prefix="run-", suffix=".so", dir=library.parent)
     try:
         with os.fdopen(fd, "wb") as out, open(library, "rb") as src:
             shutil.copyfileobj(src, out)
@@ -437,6 +440,12 @@ def _unload(lib: ctypes.CDLL | None) -> None:
     close = getattr(_ctypes, "dlclose", None)  # CPython on Linux and macOS
     if lib is not None and close is not None:
         close(lib._handle)
+
+
+def _close_all(libs: list[ctypes.CDLL | None]) -> None:
+    for lib in libs:
+        _unload(lib)
+    libs[:] = [None] * len(libs)
 
 
 # ---------------------------------------------------------------------------------------------- parameters
@@ -470,7 +479,7 @@ class CParams(MutableMapping):
         if name in self._set:
             value = self._set[name]
             return value.copy() if isinstance(value, np.ndarray) else value
-        return _read(self._owner._probe, g)
+        return _read(self._owner._initial(), g)
 
     def __setitem__(self, name: str, value) -> None:
         g = self._global(name)
@@ -592,12 +601,21 @@ class CController:
                 raise ParameterError(f"include directory {d}: no such folder")
         self.library = _build(paths, _shim(self.signature, reset), dirs, define_list, [str(f) for f in flags], names)
         self._globals = _globals(paths, names, define_list)
-        self._probe = _load_fresh(self.library)  # the initial values params reads
         self.params = CParams(self)
+        # The copies of the library this controller has open: [the one params reads initial values from or None,
+        # the last run's or None]; closed when the controller is collected (a sweep makes one per run).
+        self._open: list[ctypes.CDLL | None] = [None, None]
+        weakref.finalize(self, _close_all, self._open)
         self._lib: ctypes.CDLL | None = None
         self._step: Any = None
         self._sensed: np.ndarray | None = None
         self._command: np.ndarray | None = None
+
+    def _initial(self) -> ctypes.CDLL:
+        """A copy of the library no run touches: the globals' initial values (loaded on first use)."""
+        if self._open[0] is None:
+            self._open[0] = _load_fresh(self.library)
+        return self._open[0]
 
     def __repr__(self) -> str:
         return f"CController({self.label!r}, {self.function!r}, inputs={self.inputs!r})"
@@ -640,7 +658,7 @@ class CController:
         """A run starts: a fresh copy of the library, ``params`` written, ``reset`` called, the inputs bound."""
         lib = _load_fresh(self.library)
         _unload(self._lib)
-        self._lib = lib
+        self._lib = self._open[1] = lib
         self.params._write(lib)
         if self.reset:
             lib.crossdyn_reset()
