@@ -119,3 +119,13 @@ def test_c_globals_are_set_and_tuned_as_parameters(user_files):
     assert len(rows) == 3 and all(r["outcome"] == "pass" for r in rows)
     varied = [float(r["k_theta"]) for r in rows[1:]]
     assert all(-60 <= k <= -40 for k in varied) and varied == [float(r["metrics.k_theta"]) for r in rows[1:]]
+
+
+def test_no_compiler_on_the_command_line_is_one_line_exit_2(user_files, monkeypatch):
+    monkeypatch.setenv("CROSSDYN_C_CACHE", str(user_files / "empty-cache"))  # nothing compiled yet
+    monkeypatch.setenv("CC", "no-such-cc")
+    run = crossdyn(["run", "--from", "mine.py", "c-fine", "--out", "out"], user_files)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert "no C compiler found (looked for CC='no-such-cc'): install one (Debian/Ubuntu: apt-get install gcc" \
+        in run.stderr and "Traceback" not in run.stderr
+    assert not (user_files / "out").exists()
