@@ -267,12 +267,20 @@ def _mapped_copies(folder: Path) -> set[str]:
 def test_each_run_closes_the_last_runs_copy(tmp_path, scratch_cache):
     import gc
 
+    gc.collect()  # the controllers of the tests before
     (tmp_path / "stateful.c").write_text(STATEFUL)
     c = CController(tmp_path / "stateful.c", "step")
+    assert not _mapped_copies(c.library.parent)
     for _ in range(5):
         balance(c, 0.01)
     assert len(_mapped_copies(c.library.parent)) == 1  # the last run's; a sweep does not pile them up
     folder = c.library.parent
-    del c
-    gc.collect()
+    del c  # no cycle holds it: closed at once
     assert not _mapped_copies(folder)
+
+
+def test_a_signature_the_source_does_not_have_is_a_compile_error(sources):
+    with pytest.raises(CompileError, match=r"lqr\.c: its definition does not match the declared 'void step\(float t"):
+        CController(sources / "lqr.c", "step", signature=FLOAT_SIGNATURE)  # lqr.c's step is in double
+    with pytest.raises(CompileError, match="conflicting types for 'step'"):
+        CController(sources / "lqr_f.c", "step")  # the default signature is double

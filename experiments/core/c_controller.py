@@ -65,7 +65,7 @@ from crossdyn.experiments.core.registry import Param
 __all__ = ["CController", "CParams", "CompileError", "cache_dir", "compiler"]
 
 # The shim and the flags every build uses; bumped when the shim's text or the build changes.
-_BUILD_VERSION = 2
+_BUILD_VERSION = 3
 # -O2 without -ffast-math: IEEE arithmetic as written, so a double controller matches NumPy's to round-off.
 BASE_FLAGS = ("-O2", "-fPIC")
 COMPILE_TIMEOUT_S = 120.0  # a build that takes longer is stuck (a runaway include or macro)
@@ -210,12 +210,17 @@ def _shim(sig: _Signature, reset: str | None) -> str:
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+):(?:\d+:)?\s*(?:fatal\s+)?error:\s*(?P<message>.*)$", re.M)
 
 
-def _build(sources: list[Path], shim: str, include_dirs: list[Path], defines: list[str], flags: list[str],
-           names: Mapping[str, str]) -> Path:
+def _build(sources: list[Path], shim: str, declarations: str, include_dirs: list[Path], defines: list[str],
+           flags: list[str], names: Mapping[str, str]) -> Path:
     """The shared library for these sources and flags: from the cache, or compiled into it.
 
+    ``declarations`` are the functions the shim calls, as the caller declared them; each
+    source is compiled once more with them appended, so a definition of other types (a
+    step in double declared as float) is a compile error, not a call with garbage.
+
     Raises:
-      CompileError: no compiler, or the sources do not compile or link (the compiler's ``file:line: message``).
+      CompileError: no compiler, the sources do not compile or link (the compiler's
+        ``file:line: message``), or they define the step or reset function with other types.
     """
     cc = compiler()
     headers = sorted({h for d in {*include_dirs, *(s.parent for s in sources)} for h in d.glob("*.h") if h.is_file()})
@@ -236,8 +241,17 @@ def _build(sources: list[Path], shim: str, include_dirs: list[Path], defines: li
         # -Bsymbolic: the library's calls and globals bind to its own definitions, never to a process-wide
         # symbol of the same name (glibc exports a legacy step(), which a user's step() would otherwise lose to).
         link = ["-Wl,--no-undefined", "-Wl,-Bsymbolic"] if sys.platform.startswith("linux") else []
-        _compile([cc, *BASE_FLAGS, *flags, *(f"-D{d}" for d in defines), *(f"-I{d}" for d in include_dirs),
-                  "-shared", *map(str, sources), str(shim_o), "-o", str(out), *link, "-lm"], names)
+        user = [*flags, *(f"-D{d}" for d in defines), *(f"-I{d}" for d in include_dirs)]
+        _compile([cc, *BASE_FLAGS, *user, "-shared", *map(str, sources), str(shim_o), "-o", str(out), *link, "-lm"],
+                 names)
+        for k, source in enumerate(sources):
+            check = Path(tmp) / f"crossdyn_check{k}.c"
+            check.write_text(f'#include "{source}"\n{declarations}\n')
+            try:
+                _compile([cc, *BASE_FLAGS, *user, "-fsyntax-only", str(check)], names)
+            except CompileError as exc:
+                raise CompileError(f"{names[str(source)]}: its definition does not match the declared "
+                                   f"'{declarations}' ({str(exc).split(': ', 1)[-1]})") from None
         partial = folder / f"{key}.{os.getpid()}.tmp"
         try:  # the cache is written only once the build succeeded
             folder.mkdir(parents=True, exist_ok=True)
@@ -460,15 +474,17 @@ class CParams(MutableMapping):
     arrays of the global's shape.  Deleting a name returns it to its initial value.
     """
 
-    def __init__(self, owner: CController):
-        self._owner = owner
+    def __init__(self, globals_: dict[str, _Global], label: str, library: Path, open_: list[ctypes.CDLL | None]):
+        # What it needs of its controller, not the controller itself: no reference cycle, so a dropped
+        # controller is freed (its libraries closed) at once.
+        self._globals, self._label, self._library, self._open = globals_, label, library, open_
         self._set: dict[str, Any] = {}
 
     def _global(self, name: str) -> _Global:
-        known = self._owner._globals
+        known = self._globals
         if name not in known:
             usable = ", ".join(sorted(n for n, g in known.items() if g.refused is None)) or "none"
-            raise KeyError(f"{name!r} is not a global variable of {self._owner.label} (its globals: {usable})")
+            raise KeyError(f"{name!r} is not a global variable of {self._label} (its globals: {usable})")
         g = known[name]
         if g.refused:
             raise KeyError(f"global {name!r} of {g.source} cannot be a parameter: {g.refused}")
@@ -479,7 +495,7 @@ class CParams(MutableMapping):
         if name in self._set:
             value = self._set[name]
             return value.copy() if isinstance(value, np.ndarray) else value
-        return _read(self._owner._initial(), g)
+        return _read(self._initial(), g)
 
     def __setitem__(self, name: str, value) -> None:
         g = self._global(name)
@@ -490,14 +506,20 @@ class CParams(MutableMapping):
         self._set.pop(name, None)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(n for n, g in self._owner._globals.items() if g.refused is None))
+        return iter(sorted(n for n, g in self._globals.items() if g.refused is None))
 
     def __len__(self) -> int:
-        return sum(g.refused is None for g in self._owner._globals.values())
+        return sum(g.refused is None for g in self._globals.values())
+
+    def _initial(self) -> ctypes.CDLL:
+        """A copy of the library no run touches: the globals' initial values (loaded on first use)."""
+        if self._open[0] is None:
+            self._open[0] = _load_fresh(self._library)
+        return self._open[0]
 
     def _write(self, lib: ctypes.CDLL) -> None:
         for name, value in self._set.items():
-            g = self._owner._globals[name]
+            g = self._globals[name]
             target = g.ctype.in_dll(lib, name)
             if g.shape:
                 np.ctypeslib.as_array(target)[...] = value
@@ -599,23 +621,19 @@ class CController:
         for d in dirs:
             if not d.is_dir():
                 raise ParameterError(f"include directory {d}: no such folder")
-        self.library = _build(paths, _shim(self.signature, reset), dirs, define_list, [str(f) for f in flags], names)
+        declarations = self.signature.prototype() + (f" void {reset}(void);" if reset else "")
+        self.library = _build(paths, _shim(self.signature, reset), declarations, dirs, define_list,
+                              [str(f) for f in flags], names)
         self._globals = _globals(paths, names, define_list)
-        self.params = CParams(self)
         # The copies of the library this controller has open: [the one params reads initial values from or None,
         # the last run's or None]; closed when the controller is collected (a sweep makes one per run).
         self._open: list[ctypes.CDLL | None] = [None, None]
         weakref.finalize(self, _close_all, self._open)
+        self.params = CParams(self._globals, self.label, self.library, self._open)
         self._lib: ctypes.CDLL | None = None
         self._step: Any = None
         self._sensed: np.ndarray | None = None
         self._command: np.ndarray | None = None
-
-    def _initial(self) -> ctypes.CDLL:
-        """A copy of the library no run touches: the globals' initial values (loaded on first use)."""
-        if self._open[0] is None:
-            self._open[0] = _load_fresh(self.library)
-        return self._open[0]
 
     def __repr__(self) -> str:
         return f"CController({self.label!r}, {self.function!r}, inputs={self.inputs!r})"
