@@ -513,9 +513,10 @@ class CParams(MutableMapping):
 
     def _initial(self) -> ctypes.CDLL:
         """A copy of the library no run touches: the globals' initial values (loaded on first use)."""
-        if self._open[0] is None:
-            self._open[0] = _load_fresh(self._library)
-        return self._open[0]
+        lib = self._open[0]
+        if lib is None:
+            lib = self._open[0] = _load_fresh(self._library)
+        return lib
 
     def _write(self, lib: ctypes.CDLL) -> None:
         for name, value in self._set.items():
