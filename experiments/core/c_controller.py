@@ -65,7 +65,7 @@ from crossdyn.experiments.core.registry import Param
 __all__ = ["CController", "CParams", "CompileError", "cache_dir", "compiler"]
 
 # The shim and the flags every build uses; bumped when the shim's text or the build changes.
-_BUILD_VERSION = 3
+_BUILD_VERSION = 4
 # -O2 without -ffast-math: IEEE arithmetic as written, so a double controller matches NumPy's to round-off.
 BASE_FLAGS = ("-O2", "-fPIC")
 COMPILE_TIMEOUT_S = 120.0  # a build that takes longer is stuck (a runaway include or macro)
@@ -193,15 +193,16 @@ def _shim(sig: _Signature, reset: str | None) -> str:
     if reset:
         lines += [f"void crossdyn_reset(void) {{ {reset}(); }}", ""]
     call = f"{sig.name}(({sig.time.type})t, {''.join(f'crossdyn_buf{k}, ' for k in range(n))}crossdyn_out)"
-    lines += ["/* 1: fine; 2: a non-finite control; 3: the controller returned nonzero (its value in *code). */",
-              "int crossdyn_step(double t, int *code) {", "    long i;", "    int bad = 0;"]
+    lines += ["static int crossdyn_code;", "int crossdyn_fault(void) { return crossdyn_code; }", "",
+              "/* 1: fine; 2: a non-finite control; 3: the controller returned nonzero (crossdyn_fault()). */",
+              "int crossdyn_step(double t) {", "    long i;", "    int bad = 0;"]
     for k, arg in enumerate(sig.inputs):
         lines.append(f"    for (i = 0; i < crossdyn_len{k}; ++i) crossdyn_buf{k}[i] = ({arg.type})crossdyn_src{k}[i];")
     lines.append(f"    memset(crossdyn_out, 0, (size_t)crossdyn_nu * sizeof({sig.output.type}));")
-    lines.append(f"    *code = {call};" if sig.returns == "int" else f"    *code = 0; {call};")
+    lines.append(f"    crossdyn_code = {call};" if sig.returns == "int" else f"    crossdyn_code = 0; {call};")
     lines += ["    for (i = 0; i < crossdyn_nu; ++i) {", "        double v = (double)crossdyn_out[i];",
               "        if (!isfinite(v)) bad = 1;", "        crossdyn_ctrl[i] = v;", "    }",
-              "    return bad ? 2 : (*code != 0 ? 3 : 1);", "}", ""]
+              "    return bad ? 2 : (crossdyn_code != 0 ? 3 : 1);", "}", ""]
     return "\n".join(lines)
 
 
@@ -688,11 +689,9 @@ class CController:
         self._bind_output.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long)
         self._bind_output.restype = None
         step = lib.crossdyn_step
-        step.argtypes = (ctypes.c_double, ctypes.c_void_p)
+        step.argtypes = (ctypes.c_double,)  # one argument: each one costs the call a conversion
         step.restype = ctypes.c_int
-        self._step = step
-        self._code = ctypes.c_int(0)
-        self._code_ptr = ctypes.addressof(self._code)
+        self._step, self._fault = step, lib.crossdyn_fault
         self._data, self._nu = data, model.nu
         self._slices = {}
         sensors = {model.sensor(i).name: (int(model.sensor_adr[i]), int(model.sensor_dim[i]))
@@ -731,11 +730,11 @@ class CController:
         """
         if sensed is not self._sensed or command is not self._command:
             self._bind(sensed, command)
-        result = self._step(t, self._code_ptr)
+        result = self._step(t)
         if result == 1:
             return True
         if result == 2:
             raise ControllerError(f"C controller {self.function}() in {self.label} returned a non-finite control at "
                                   f"t = {t:.6g} s: {command.tolist()}")
-        raise ControllerError(f"C controller {self.function}() in {self.label} returned {self._code.value} (a fault) "
+        raise ControllerError(f"C controller {self.function}() in {self.label} returned {self._fault()} (a fault) "
                               f"at t = {t:.6g} s")
