@@ -1,5 +1,7 @@
 """Users' C controllers in the closed loop: the code that runs on the robot, compiled and called each step.
 
+Used exactly like a Python controller::
+
     c = CController("lqr.c", "step", inputs=("qpos", "qvel"))
     # void step(double t, const double *qpos, const double *qvel, double *ctrl);
     c.params["k_theta"] = 12.0            # a global of lqr.c, set and read by name
