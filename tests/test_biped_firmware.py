@@ -53,3 +53,16 @@ def test_a_sign_slip_in_the_gain_table_drops_the_robot(setup):
 
 def test_the_firmware_is_installed_with_the_package():
     assert fw._source().is_file() and fw._source().parent.name == "firmware"
+
+
+def test_float_clock_starts_the_turn_one_control_period_early(setup):
+    """The loop's time just below 0.5 s reads 0.5 in float: the float build turns one step before the double."""
+    model, height, _ = setup
+    sc = fw.turn_scenario(90.0, 0.51, height)
+    first = {}
+    for precision in ("double", "float"):
+        c = fw.flash(fw.firmware(precision), model, controller_for(), height, yaw=np.radians(90.0), start=0.5)
+        trace = fw.run(model, sc, c)
+        differential = np.abs(trace.ctrl[:, 0] - trace.ctrl[:, 1])
+        first[precision] = int(np.flatnonzero(differential > 0.1)[0])  # N m: the turn's torque, not round-off
+    assert first["float"] == first["double"] - 1, first

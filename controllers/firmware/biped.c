@@ -47,7 +47,9 @@ real dt;                                   /* control period, s */
 real hip_limit, wheel_limit;               /* motor torque limits, N m */
 real height_rate_limit;                    /* m/s */
 real weight, track;                        /* body weight M g (N) and track D (m) */
-real ref_velocity, ref_yaw, ref_height;    /* the reference: m/s, rad, m */
+real ref_velocity, ref_yaw, ref_height;    /* the reference: m/s, rad, m ... */
+real ref_start, ref_stop;                  /* ... speed and heading asked from ref_start to ref_stop, s (as a
+                                              remote's stick would send them; zero outside) */
 
 /* What the estimator and the set-points carry from step to step. */
 static int started;
@@ -88,12 +90,13 @@ static void gain_at(real length, real k[4])
 
 int biped_step(real t, const real *sensors, real *command)
 {
+    int asked = t >= ref_start && t < ref_stop;
+    real velocity = asked ? ref_velocity : 0, heading = asked ? ref_yaw : 0;
     const int *ch = sensor_channel;
     real w = sensors[ch[0]], qx = sensors[ch[1]], qy = sensors[ch[2]], qz = sensors[ch[3]];
     real wx = sensors[ch[4]], wy = sensors[ch[5]], wz = sensors[ch[6]];
     real hip[4], hip_rate[4], left_leg[6], right_leg[6], k[4];
     int i;
-    (void)t;
     for (i = 0; i < SENSORS; ++i)
         if (!isfinite(sensors[ch[i]])) return 1; /* a sensor fault */
     for (i = 0; i < 4; ++i) {
@@ -131,11 +134,11 @@ int biped_step(real t, const real *sensors, real *command)
     x -= x0;
 
     /* Wheels: the LQR on the moving set-point, then the yaw PD, balance first. */
-    x_ref += ref_velocity * dt;
+    x_ref += velocity * dt;
     gain_at(length, k);
-    real total = clip(-(k[0] * (x - x_ref) + k[1] * (xd - ref_velocity) + k[2] * pitch + k[3] * pitch_rate),
+    real total = clip(-(k[0] * (x - x_ref) + k[1] * (xd - velocity) + k[2] * pitch + k[3] * pitch_rate),
                       2 * wheel_limit);
-    real error = fmod(ref_yaw - yaw + (real)PI, (real)(2 * PI));
+    real error = fmod(heading - yaw + (real)PI, (real)(2 * PI));
     if (error < 0) error += (real)(2 * PI);
     error -= (real)PI;
     real differential = clip(-(yaw_kp * error + yaw_kd * (0 - yaw_rate)), 2 * wheel_limit - fabs(total));
