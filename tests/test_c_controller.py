@@ -284,3 +284,20 @@ def test_a_signature_the_source_does_not_have_is_a_compile_error(sources):
         CController(sources / "lqr.c", "step", signature=FLOAT_SIGNATURE)  # lqr.c's step is in double
     with pytest.raises(CompileError, match="conflicting types for 'step'"):
         CController(sources / "lqr_f.c", "step")  # the default signature is double
+
+
+def test_several_sources_an_include_folder_and_a_header_edit(tmp_path):
+    (tmp_path / "include").mkdir()
+    header = tmp_path / "include" / "gains.h"
+    header.write_text("extern double k_push;\n#define SCALE 2.0\n")
+    (tmp_path / "gains.c").write_text('#include "gains.h"\ndouble k_push = 1.5;\n')
+    (tmp_path / "step.c").write_text('#include "gains.h"\n'
+                                     "void step(double t, const double *q, double *u) { u[0] = SCALE * k_push; }\n")
+    sources, include = [tmp_path / "gains.c", tmp_path / "step.c"], [tmp_path / "include"]
+    c = CController(sources, "step", inputs=("qpos",), include_dirs=include)
+    assert dict(c.params) == {"k_push": 1.5}  # found in gains.c; step.c's extern is a declaration only
+    c.params["k_push"] = 0.25
+    assert simulate("cart_pole", c, 0.004).command[0, 0] == 0.5
+    header.write_text("extern double k_push;\n#define SCALE 3.0\n")  # a header edit rebuilds
+    again = CController(sources, "step", inputs=("qpos",), include_dirs=include)
+    assert again.library != c.library and simulate("cart_pole", again, 0.004).command[0, 0] == 4.5
