@@ -18,4 +18,4 @@ from crossdyn.experiments import (  # noqa: F401 (imported for their registratio
     two_link,
     unit_vector,
 )
-from crossdyn.experiments.biped import checks, control, derivations  # noqa: F401
+from crossdyn.experiments.biped import checks, control, derivations, firmware  # noqa: F401

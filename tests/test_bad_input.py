@@ -108,6 +108,13 @@ BAD_FILES.update({
         + "</worldbody></mujoco>"),
 })
 
+# A user's experiment file whose C controller does not compile (issue 32): exit 2 naming the C file and line.
+BAD_FILES.update({
+    "c_broken.c": "double k = 1.0;\n\nvoid step(double t, const double *q, double *u)\n{\n    u[0] = k * ;\n}\n",
+    "c_broken.py": ("from pathlib import Path\nfrom crossdyn.experiments import CController\n\n"
+                    "c = CController(Path(__file__).parent / 'c_broken.c', 'step', inputs=('qpos',))\n"),
+})
+
 # State files that must be binary (.npy), written by the bad_files fixture.
 BAD_ARRAYS = {
     "strings.npy": np.array([["a", "b", "c", "d", "e", "f"]]),
@@ -398,6 +405,9 @@ CASES = [
     (["run", "balance-recovery", "--set", "mjcf={tmp}/swapped_sides.xml"],
      "body 'left_front_thigh' is at y = -0.2 m"),
     (["run", "balance-recovery", "--set", "mjcf={tmp}/swapped_sides.xml"], "are left and right swapped?"),
+    # a C controller that does not compile, at import of the user's file
+    (["run", "--from", "{tmp}/c_broken.py"], "c_broken.c:5: expected expression before ';' token"),
+    (["tune", "c-lqr", "--from", "{tmp}/c_broken.py", "--vary", "k=0:1"], "c_broken.c:5: expected expression"),
     # sizes: refused before anything is planned or allocated
     (["tune", "balance", "--grid", "q_x=1:2:100000000"], "at most 100,000 values"),
     (["tune", "balance", "--grid", "q_x=1:2:1000", "--grid", "q_xd=1:2:1000"], "1,000,000 combinations"),

@@ -2,8 +2,8 @@
 
 ``tests/test_docs.py`` runs every page's Python; the pages here are run by these
 tests instead (once each), which also check the numbers and files the text
-claims: the any-robot guide's cart-pole and reaction-wheel pendulum, and the
-pytest guide's test file and commands in a user's own project.
+claims: the any-robot guide's cart-pole and reaction-wheel pendulum, the C
+controllers guide's cart-pole in C, and the pytest guide's test file and commands in a user's own project.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from support import code_blocks, doc_section
 
 ROOT = Path(__file__).resolve().parents[1]
 # Pages whose examples these tests run (tests/test_docs.py leaves them out).
-PAGES = ("guides/any-robot.md",)
+PAGES = ("guides/any-robot.md", "guides/c-controllers.md")
 
 
 def _python(page: str) -> str:
@@ -41,6 +41,25 @@ def test_any_robot_guide_runs_and_its_numbers_hold(tmp_path):
     assert "asking at most 1.96 N m" in defaults  # the defaults ask four times the motor's 0.5 N m ...
     asked = float(re.search(r"asking at most (\S+) N m", tuned).group(1))
     assert asked <= 0.5 and (tmp_path / "results" / "wheel" / "samples.csv").is_file()  # ... the tuned ones do not
+
+
+def test_c_controllers_guide_runs_and_its_numbers_hold(tmp_path):
+    """The guide's C file, its loop in double and float against the Python LQR, its experiment under --set."""
+    page = (ROOT / "docs" / "guides" / "c-controllers.md").read_text()
+    (tmp_path / "cart_pole_lqr.c").write_text(code_blocks(page, "c")[0])
+    loop, experiment = code_blocks(page, "python")
+    (tmp_path / "cart_pole_c.py").write_text(experiment)
+    env = {**os.environ, "MPLBACKEND": "Agg", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", loop], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    double, single = (float(line.split()[-1]) for line in done.stdout.splitlines())
+    assert double < 1e-12 and 1e-12 < single < 1e-6, done.stdout  # the page: about 1e-16 and 1e-8
+    run, _ = (line.split()[1:] for line in code_blocks(page, "sh")[0].splitlines())
+    for setting, code in ((run, 0), ([*run[:-1], "k_theta=49.5"], 1)):  # as printed, then the sign slip
+        done = subprocess.run([sys.executable, "-m", "crossdyn.experiments", *setting, "--out", "out"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == code, done.stdout + done.stderr
 
 
 def test_pytest_guide_example_runs(tmp_path):

@@ -115,6 +115,7 @@ def test_wheel_has_one_top_level_name_and_runs(tmp_path):
     assert "crossdyn/mjcf/wheel_legged_biped.xml" in names and "crossdyn/experiments/core/cli/__init__.py" in names
     # crossdyn.testing from experiments/testing/, once: not also as crossdyn.experiments.testing.
     assert "crossdyn/testing/plugin.py" in names
+    assert "crossdyn/controllers/firmware/biped.c" in names  # the biped's firmware, package data
     assert not any(n.startswith("crossdyn/experiments/testing") for n in names)
 
     # A fresh venv with the wheel; the dependencies come from this environment's

@@ -61,6 +61,9 @@ API = {
     "Trace": "crossdyn.experiments.core.loop",
     "Observation": "crossdyn.experiments.core.loop",
     "ControllerError": "crossdyn.experiments.core.loop",
+    # users' C controllers in the loop
+    "CController": "crossdyn.experiments.core.c_controller",
+    "CompileError": "crossdyn.experiments.core.c_controller",
     # imperfections of the loop
     "SensorNoise": "crossdyn.experiments.core.imperfections",
     "AttitudeFilter": "crossdyn.experiments.core.imperfections",

@@ -1,0 +1,198 @@
+"""The biped's firmware in the loop: the C balance and leg controllers against the Python ones.
+
+``controllers/firmware/biped.c`` is the biped's controller as a microcontroller
+carries it (single precision, the LQR gain table over leg length, the virtual-model
+leg forces through the five-bar's Jacobian, fixed-size arrays, static state).
+:func:`firmware` compiles it (float, or double with ``precision="double"``) as a
+:class:`~crossdyn.experiments.core.c_controller.CController` and flashes its parameter
+block from a designed :class:`~crossdyn.controllers.biped.BipedController`: geometry,
+gain table, gains, limits, sensor and motor channels, all read from the model and the
+design (no number typed twice).
+
+The ``biped-firmware`` experiment runs the biped's balance-recovery, push and turn
+scenarios three times each in the same closed loop, from the same state: the Python
+controller (the compiled estimator and controller of :mod:`crossdyn.controllers.compiled`),
+the firmware built in double and the firmware built in float.  It reports how far each
+firmware's pitch, yaw and wheel torques are from Python's, and the difference float makes
+(float against double firmware).  The firmware's gain table is interpolated linearly
+where Python evaluates a cubic fit: that is the double build's whole difference, about
+1e-3 deg of pitch.  Float's arithmetic adds about 1e-6 deg; float's clock adds more: the
+loop's time just below 0.5 s (0.49999999999997 s, summed steps) reads as 0.5 in float,
+so the float build starts the turn one control period early and its yaw runs up to about
+0.2 deg from Python's while the turn lasts, meeting it again at the end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from crossdyn.analytic.biped import five_bar
+from crossdyn.controllers.biped import BipedController, Reference
+from crossdyn.experiments.biped import closed_loop, scenarios
+from crossdyn.experiments.biped.model import HIPS, biped_params
+from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.c_controller import CController
+from crossdyn.experiments.core.imperfections import Push
+from crossdyn.experiments.core.loop import Trace
+from crossdyn.experiments.core.loop import simulate as run_loop
+from crossdyn.experiments.core.registry import Param, Verdict, experiment
+from crossdyn.experiments.core.results import Context
+
+# The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
+GALLERY_HEADING = "Wheel-legged biped: closed loops"
+DERIVATION_PAGE = "biped-control"
+
+__all__ = ["SOURCE", "firmware", "flash", "run", "compare", "turn_scenario", "PITCH_TOL_DEG"]
+
+SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "firmware" / "biped.c"
+FLOAT_SIGNATURE = "int biped_step(float t, const float *sensors, float *command);"
+DOUBLE_SIGNATURE = "int biped_step(double t, const double *sensors, double *command);"
+# The firmware's pitch may leave Python's by this much, deg: the linear gain table against Python's cubic fit
+# moves the pitch by ~1e-3 deg (9e-4 measured after a tilt, 2e-3 after a push), float's rounding by 1e-6 deg;
+# 0.05 leaves a factor 25, and a sign or channel slip drops the robot (tens of degrees).  The same bound holds
+# the yaw at the end of the turn (3e-3 deg apart after 2 s, 4e-6 after 4 s: the clock's step has died out).
+PITCH_TOL_DEG = 0.05
+
+
+def _source() -> Path:
+    """The firmware's C source: beside the installed package, or in the repository."""
+    import crossdyn.controllers
+
+    installed = Path(crossdyn.controllers.__file__).parent / "firmware" / "biped.c"
+    return installed if installed.is_file() else SOURCE
+
+
+def firmware(precision: str = "float") -> CController:
+    """The firmware compiled in ``precision`` (``"float"``, as on the chip, or ``"double"``); not yet flashed."""
+    signature = FLOAT_SIGNATURE if precision == "float" else DOUBLE_SIGNATURE
+    return CController(_source(), "biped_step", inputs=("sensordata",), signature=signature,
+                       defines={"real": precision})
+
+
+def flash(c: CController, model, controller: BipedController, height: float, *, velocity: float = 0.0,
+          yaw: float = 0.0, start: float = 0.0, stop: float = 1e30) -> CController:
+    """Write the parameter block: channels from ``model``, numbers from ``controller``'s design, the reference.
+
+    Args:
+      height: leg height held, m.
+      velocity, yaw: speed (m/s) and heading (rad) asked from ``start`` to ``stop`` (s); zero outside.
+    """
+    sensors = closed_loop._Sensors(model)
+    motors = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
+    g, pend, geo = controller.gains, controller.params, controller.geometry
+    sched = g.schedule
+    c.params.update({
+        "sensor_channel": list(sensors.indices), "motor_channel": motors,
+        "l1": geo.l1, "l2": geo.l2, "l3": geo.l3, "wheel_radius": geo.r,
+        "alpha_low": five_bar.REACHABLE[0], "alpha_high": five_bar.REACHABLE[1],
+        "table_length": sched.lengths, "table_gain": sched.gains.reshape(len(sched.lengths), -1),
+        "yaw_kp": g.yaw.kp, "yaw_kd": g.yaw.kd, "height_kp": g.legs.kp_height, "height_kd": g.legs.kd_height,
+        "roll_kp": g.legs.kp_roll, "roll_kd": g.legs.kd_roll, "swing_kp": g.swing_kp, "swing_kd": g.swing_kd,
+        "dt": controller.dt, "hip_limit": controller.hip_limit, "wheel_limit": controller.wheel_limit,
+        "height_rate_limit": controller.height_rate_limit, "weight": pend.M * pend.g, "track": pend.D,
+        "ref_velocity": velocity, "ref_yaw": yaw, "ref_height": height, "ref_start": start, "ref_stop": stop,
+    })
+    return c
+
+
+def run(model, sc: closed_loop.Scenario, controller) -> Trace:
+    """One scenario in the generic loop with ``controller`` (a CController, or the Python BipedController)."""
+    p = biped_params(model)
+    n = int(round(sc.duration / sc.control_period))
+    if isinstance(controller, BipedController):
+        sensors = closed_loop._Sensors(model)
+        motors = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
+        controller = closed_loop._plug(controller, p, sc, sensors, motors, n, True)
+    pushes = [] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])]
+    return run_loop(model, controller, n * sc.control_period, qpos=closed_loop.initial_state(model, p, sc),
+                    control_dt=sc.control_period, imperfections=pushes, stop=closed_loop._Fall(model))
+
+
+def _pitch_deg(model, trace: Trace) -> np.ndarray:
+    adr = int(model.joint("root").qposadr[0]) + 3
+    w, qx, qy, qz = trace.qpos[:, adr : adr + 4].T
+    return np.degrees(np.arcsin(np.clip(2.0 * (w * qy - qz * qx), -1.0, 1.0)))
+
+
+def _yaw_deg(model, trace: Trace) -> np.ndarray:
+    adr = int(model.joint("root").qposadr[0]) + 3
+    w, qx, qy, qz = trace.qpos[:, adr : adr + 4].T
+    return np.degrees(np.unwrap(np.arctan2(2.0 * (w * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))))
+
+
+def compare(model, a: Trace, b: Trace) -> dict:
+    """How far run ``a`` is from run ``b``: max pitch and yaw differences (deg), max wheel torque difference (N m)."""
+    n = min(a.t.size, b.t.size)
+    wheels = [model.actuator(f"{s}_wheel").id for s in ("left", "right")]
+    return {"pitch_deg": float(np.abs(_pitch_deg(model, a)[:n] - _pitch_deg(model, b)[:n]).max()),
+            "yaw_deg": float(np.abs(_yaw_deg(model, a)[:n] - _yaw_deg(model, b)[:n]).max()),
+            "wheel_torque_Nm": float(np.abs(a.ctrl[:n, wheels] - b.ctrl[:n, wheels]).max())}
+
+
+def turn_scenario(turn_deg: float, duration: float, height: float, at: float = 0.5) -> closed_loop.Scenario:
+    """The biped's turn: in place by ``turn_deg`` (positive: left) asked from ``at`` s, the height held."""
+    target = np.radians(turn_deg)
+    return closed_loop.Scenario(duration=duration, alpha0=scenarios.ALPHA_NOMINAL,
+                                reference=lambda t: Reference(yaw=target if t >= at else 0.0, height=height),
+                                control_period=scenarios.CONTROL_PERIOD)
+
+
+@experiment(
+    "biped-firmware",
+    summary="the biped's C firmware (float, gain table) in the loop beside the Python controllers",
+    expected=(f"float firmware balances, recovers and turns within {PITCH_TOL_DEG:g} deg of Python's pitch and "
+              "final yaw"),
+    params={"tilt_deg": Param(10.0, "initial forward tilt, deg", -20.0, 20.0),
+            "push_Ns": Param(6.0, "push on the body, N s (over 0.1 s)", 0.0, 20.0),
+            "turn_deg": Param(90.0, "turn in place asked at 0.5 s, deg (positive: left)", -180.0, 180.0)},
+)
+def biped_firmware(ctx: Context) -> dict:
+    model = scenarios.robot()
+    height = scenarios.stance_height(scenarios.ALPHA_NOMINAL)
+    # name -> (scenario, the reference flashed into the firmware: the scenario's own)
+    runs = {"balance": (scenarios.balance_scenario(ctx.params["tilt_deg"], 2.0 if ctx.short else 4.0), {}),
+            "push": (scenarios.push_scenario(ctx.params["push_Ns"], after=1.5 if ctx.short else 3.0), {}),
+            "turn": (turn_scenario(ctx.params["turn_deg"], 2.0 if ctx.short else 4.0, height),
+                     {"yaw": float(np.radians(ctx.params["turn_deg"])), "start": 0.5})}
+    builds = {precision: firmware(precision) for precision in ("double", "float")}
+    metrics: dict = {}
+    worst, yaw_apart, final_yaw, fell = 0.0, 0.0, 0.0, []
+    fig, axes = plots.figure(1, 4, width=18.0, height=3.4)
+    for (name, (sc, reference)), ax in zip(runs.items(), axes[:3], strict=True):
+        traces = {"python": run(model, sc, scenarios.controller_for())}
+        for precision, c in builds.items():
+            traces[precision] = run(model, sc, flash(c, model, scenarios.controller_for(), height, **reference))
+        fell += [f"{name} ({who})" for who, trace in traces.items() if trace.stopped]
+        metrics[name] = {"double_vs_python": compare(model, traces["double"], traces["python"]),
+                         "float_vs_python": compare(model, traces["float"], traces["python"]),
+                         "float_vs_double": compare(model, traces["float"], traces["double"]),
+                         "final_pitch_deg": {who: float(_pitch_deg(model, tr)[-1]) for who, tr in traces.items()}}
+        worst = max(worst, metrics[name]["float_vs_python"]["pitch_deg"])
+        yaw_apart = max(yaw_apart, metrics[name]["float_vs_python"]["yaw_deg"])
+        final_yaw = max(final_yaw, abs(float(_yaw_deg(model, traces["float"])[-1]
+                                             - _yaw_deg(model, traces["python"])[-1])))
+        n = min(trace.t.size for trace in traces.values())
+        angle, what = (_yaw_deg, "yaw") if name == "turn" else (_pitch_deg, "pitch")
+        for who, trace in traces.items():
+            ax.plot(trace.t, angle(model, trace), "--" if who == "float" else "-", label=who)
+        for who, style in (("double", "-"), ("float", "--")):
+            gap = np.abs(_pitch_deg(model, traces[who])[:n] - _pitch_deg(model, traces["python"])[:n])
+            axes[3].semilogy(traces["python"].t[:n], np.maximum(gap, 1e-12), style, label=f"{name}: {who} - python")
+        axes[3].semilogy(traces["python"].t[:n], np.maximum(np.abs(
+            _pitch_deg(model, traces["float"])[:n] - _pitch_deg(model, traces["double"])[:n]), 1e-12), ":",
+            label=f"{name}: float - double")
+        ax.set(xlabel="t (s)", ylabel=f"{what} (deg)", title=name)
+        ax.legend(fontsize=7)
+    axes[3].set(xlabel="t (s)", ylabel="|pitch difference| (deg)")
+    axes[3].legend(fontsize=6)
+    float_effect = max(metrics[name]["float_vs_double"]["pitch_deg"] for name in runs)
+    passed = not fell and worst <= PITCH_TOL_DEG and final_yaw <= PITCH_TOL_DEG
+    measured = (f"float firmware within {worst:.2g} deg of Python's pitch (float vs double {float_effect:.1g}); "
+                f"yaw up to {yaw_apart:.2g} deg apart in the turn, {final_yaw:.1g} at the end"
+                + (f"; fell: {', '.join(fell)}" if fell else ""))
+    metrics["final_yaw_apart_deg"] = final_yaw
+    fig.suptitle(f"biped firmware: {measured}")
+    ctx.savefig(fig, "pitch.png")
+    return {**Verdict(passed, measured).as_metrics(), **metrics}

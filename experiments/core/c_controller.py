@@ -1,0 +1,742 @@
+"""Users' C controllers in the closed loop: the code that runs on the robot, compiled and called each step.
+
+Used exactly like a Python controller::
+
+    c = CController("lqr.c", "step", inputs=("qpos", "qvel"))
+    # void step(double t, const double *qpos, const double *qvel, double *ctrl);
+    c.params["k_theta"] = 12.0            # a global of lqr.c, set and read by name
+    trace = simulate(model, c, 4.0, keyframe="upright")
+
+The sources (one file or several, with include directories, ``-D`` defines and
+extra flags) are compiled by the machine's C compiler (``$CC``, else ``cc``, else
+``gcc``) into a shared library, once per content: the library is cached under
+``$XDG_CACHE_HOME/crossdyn/c`` (default ``~/.cache/crossdyn/c``; ``$CROSSDYN_C_CACHE``
+names another folder), keyed by the
+sources, the headers beside them and in the include directories, the flags and
+the compiler's own version, so a sweep of ten thousand runs compiles once.
+
+Each control period the loop calls the controller's step function through a small
+C shim compiled with it: the shim copies the named inputs (``qpos``, ``qvel``,
+``sensordata`` or ``sensor:<name>``, as the loop's imperfections leave them) into
+buffers of the declared types, calls the user's function, converts its ``ctrl``
+(``nu``, actuator order) back to double and checks it is finite.  A signature
+declared in ``float`` therefore runs in float, with the controller's own rounding
+as on a microcontroller's single-precision unit.  The default signature is
+``void step(double t, const double *<input>..., double *ctrl)``; a declared one may
+return ``int``, nonzero meaning the controller reports a fault.
+
+No state leaks between runs: every run (``start``) loads a fresh copy of the
+library, so its globals and statics (an integrator, a filter, a counter) start
+from their initial values; then the ``params`` set from Python are written into
+its globals and the optional ``reset`` function is called.
+
+A C controller runs in the process that calls :func:`~crossdyn.experiments.core.loop.simulate`.
+A segfault, an ``abort()`` or an endless loop in it ends or hangs that process:
+under ``crossdyn run``, ``crossdyn tune`` and the pytest plugin each experiment runs
+in a worker process (:mod:`~crossdyn.experiments.core.isolation`), where such a
+fault becomes that experiment's ``crashed`` or ``timed out`` result and the others
+go on.  A non-finite command (or a nonzero return) is a :class:`ControllerError`
+naming the time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from math import isfinite
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.loop import ControllerError
+from crossdyn.experiments.core.registry import Param
+
+__all__ = ["CController", "CParams", "CompileError", "cache_dir", "compiler"]
+
+# The shim and the flags every build uses; bumped when the shim's text or the build changes.
+_BUILD_VERSION = 4
+# -O2 without -ffast-math: IEEE arithmetic as written, so a double controller matches NumPy's to round-off.
+BASE_FLAGS = ("-O2", "-fPIC")
+COMPILE_TIMEOUT_S = 120.0  # a build that takes longer is stuck (a runaway include or macro)
+
+
+class CompileError(CrossdynError):
+    """The C sources do not compile or link, or no C compiler is installed."""
+
+
+# ---------------------------------------------------------------------------------------------- the compiler
+
+
+def compiler() -> str:
+    """The C compiler's path: ``$CC``, else ``cc``, else ``gcc``.
+
+    Raises:
+      CompileError: none is installed (the message says what to install).
+    """
+    wanted = os.environ.get("CC")
+    for name in ([wanted] if wanted else ["cc", "gcc"]):
+        found = shutil.which(name)
+        if found:
+            return found
+    looked = f"CC={wanted!r}" if wanted else "cc, gcc"
+    raise CompileError(f"no C compiler found (looked for {looked}): install one (Debian/Ubuntu: apt-get install gcc; "
+                       "Fedora: dnf install gcc; macOS: xcode-select --install) or set CC")
+
+
+@functools.lru_cache(maxsize=8)
+def _compiler_identity(path: str) -> str:
+    """``path --version``'s first line: part of the cache key (a compiler upgrade rebuilds)."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CompileError(f"the C compiler {path} does not run: {exc}") from None
+    lines = (out.stdout or out.stderr).strip().splitlines()
+    return f"{path}: {lines[0] if lines else ''}"
+
+
+def cache_dir() -> Path:
+    """Where compiled controllers are kept: ``$CROSSDYN_C_CACHE`` if set, else ``$XDG_CACHE_HOME/crossdyn/c``
+    (default ``~/.cache/crossdyn/c``)."""
+    if os.environ.get("CROSSDYN_C_CACHE"):
+        return Path(os.environ["CROSSDYN_C_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "crossdyn" / "c"
+
+
+# ---------------------------------------------------------------------------------------------- the signature
+
+_SCALARS = ("float", "double")
+
+
+@dataclass(frozen=True)
+class _Argument:
+    type: str  # "float" or "double"
+    pointer: bool
+    const: bool
+
+
+@dataclass(frozen=True)
+class _Signature:
+    returns: str  # "void" or "int"
+    name: str
+    time: _Argument
+    inputs: tuple[_Argument, ...]
+    output: _Argument
+
+    def prototype(self) -> str:
+        args = [f"{self.time.type} t"]
+        args += [f"{'const ' if a.const else ''}{a.type} *in{k}" for k, a in enumerate(self.inputs)]
+        args.append(f"{self.output.type} *ctrl")
+        return f"{self.returns} {self.name}({', '.join(args)});"
+
+
+_SIGNATURE = re.compile(r"^\s*(void|int)\s+([A-Za-z_]\w*)\s*\((.*)\)\s*;?\s*$", re.S)
+_ARGUMENT = re.compile(r"^\s*(const\s+)?(float|double)\s*(const\s*)?(\*)?\s*(const\s*)?([A-Za-z_]\w*)?"
+                       r"\s*(\[\s*\])?\s*$")
+
+
+def _signature(text: str | None, function: str, n_inputs: int) -> _Signature:
+    """The step function's signature: the declared one parsed, or the default (all double)."""
+    if text is None:
+        return _Signature("void", function, _Argument("double", False, False),
+                          tuple(_Argument("double", True, True) for _ in range(n_inputs)),
+                          _Argument("double", True, False))
+    usage = (f"signature {text!r}: expected 'void {function}(T t, const T *input, ..., T *ctrl);' with T float or "
+             f"double and one pointer per input ({n_inputs})")
+    match = _SIGNATURE.match(text)
+    if not match:
+        raise ParameterError(usage)
+    returns, name, body = match.groups()
+    if name != function:
+        raise ParameterError(f"signature {text!r} declares {name!r}, not the function {function!r}")
+    args = []
+    for part in body.split(","):
+        arg = _ARGUMENT.match(part)
+        if not arg:
+            raise ParameterError(f"{usage}; cannot read the argument {part.strip()!r}")
+        const, kind, _, star, _, _, brackets = arg.groups()
+        args.append(_Argument(kind, bool(star or brackets), bool(const)))
+    if len(args) != n_inputs + 2 or args[0].pointer or not all(a.pointer for a in args[1:]) or args[-1].const:
+        raise ParameterError(usage)
+    return _Signature(returns, name, args[0], tuple(args[1:-1]), args[-1])
+
+
+def _shim(sig: _Signature, reset: str | None) -> str:
+    """The C glue the loop calls: inputs copied and converted, the user's step, ``ctrl`` checked and widened."""
+    n = len(sig.inputs)
+    lines = ["/* crossdyn's glue between the closed loop and the user's controller (generated). */",
+             "#include <math.h>", "#include <string.h>", "", sig.prototype()]
+    if reset:
+        lines.append(f"void {reset}(void);")
+    for k, arg in enumerate(sig.inputs):
+        lines.append(f"static const double *crossdyn_src{k}; static {arg.type} *crossdyn_buf{k}; "
+                     f"static long crossdyn_len{k};")
+    lines += [f"static double *crossdyn_ctrl; static {sig.output.type} *crossdyn_out; static long crossdyn_nu;", "",
+              "void crossdyn_bind_input(int k, const double *src, void *buf, long len) {", "    switch (k) {"]
+    for k, arg in enumerate(sig.inputs):
+        lines.append(f"    case {k}: crossdyn_src{k} = src; crossdyn_buf{k} = ({arg.type} *)buf; "
+                     f"crossdyn_len{k} = len; break;")
+    lines += ["    default: break;", "    }", "}", "",
+              "void crossdyn_bind_output(double *ctrl, void *out, long nu) {",
+              f"    crossdyn_ctrl = ctrl; crossdyn_out = ({sig.output.type} *)out; crossdyn_nu = nu;", "}", ""]
+    if reset:
+        lines += [f"void crossdyn_reset(void) {{ {reset}(); }}", ""]
+    call = f"{sig.name}(({sig.time.type})t, {''.join(f'crossdyn_buf{k}, ' for k in range(n))}crossdyn_out)"
+    lines += ["static int crossdyn_code;", "int crossdyn_fault(void) { return crossdyn_code; }", "",
+              "/* 1: fine; 2: a non-finite control; 3: the controller returned nonzero (crossdyn_fault()). */",
+              "int crossdyn_step(double t) {", "    long i;", "    int bad = 0;"]
+    for k, arg in enumerate(sig.inputs):
+        lines.append(f"    for (i = 0; i < crossdyn_len{k}; ++i) crossdyn_buf{k}[i] = ({arg.type})crossdyn_src{k}[i];")
+    lines.append(f"    memset(crossdyn_out, 0, (size_t)crossdyn_nu * sizeof({sig.output.type}));")
+    lines.append(f"    crossdyn_code = {call};" if sig.returns == "int" else f"    crossdyn_code = 0; {call};")
+    lines += ["    for (i = 0; i < crossdyn_nu; ++i) {", "        double v = (double)crossdyn_out[i];",
+              "        if (!isfinite(v)) bad = 1;", "        crossdyn_ctrl[i] = v;", "    }",
+              "    return bad ? 2 : (crossdyn_code != 0 ? 3 : 1);", "}", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- building
+
+_DIAGNOSTIC = re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+):(?:\d+:)?\s*(?:fatal\s+)?error:\s*(?P<message>.*)$", re.M)
+
+
+def _build(sources: list[Path], shim: str, declarations: str, include_dirs: list[Path], defines: list[str],
+           flags: list[str], names: Mapping[str, str]) -> Path:
+    """The shared library for these sources and flags: from the cache, or compiled into it.
+
+    ``declarations`` are the functions the shim calls, as the caller declared them; each
+    source is compiled once more with them appended, so a definition of other types (a
+    step in double declared as float) is a compile error, not a call with garbage.
+
+    Raises:
+      CompileError: no compiler, the sources do not compile or link (the compiler's
+        ``file:line: message``), or they define the step or reset function with other types.
+    """
+    cc = compiler()
+    headers = sorted({h for d in {*include_dirs, *(s.parent for s in sources)} for h in d.glob("*.h") if h.is_file()})
+    key_parts = {"version": _BUILD_VERSION, "compiler": _compiler_identity(cc), "base": BASE_FLAGS, "flags": flags,
+                 "defines": defines, "include_dirs": [str(d) for d in include_dirs], "shim": shim,
+                 "sources": [(str(s), _digest(s)) for s in sources], "headers": [(str(h), _digest(h)) for h in headers],
+                 "platform": sys.platform}
+    key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:32]
+    folder = cache_dir()
+    library = folder / f"{key}.so"
+    if library.is_file():
+        return library
+    with tempfile.TemporaryDirectory(prefix="crossdyn-cc-") as tmp:
+        shim_c, shim_o, out = Path(tmp) / "crossdyn_shim.c", Path(tmp) / "crossdyn_shim.o", Path(tmp) / "lib.so"
+        shim_c.write_text(shim)
+        # The shim on its own, with crossdyn's flags: a user's -ffast-math cannot drop its finite check.
+        _compile([cc, *BASE_FLAGS, "-c", str(shim_c), "-o", str(shim_o)], names)
+        # -Bsymbolic: the library's calls and globals bind to its own definitions, never to a process-wide
+        # symbol of the same name (glibc exports a legacy step(), which a user's step() would otherwise lose to).
+        link = ["-Wl,--no-undefined", "-Wl,-Bsymbolic"] if sys.platform.startswith("linux") else []
+        user = [*flags, *(f"-D{d}" for d in defines), *(f"-I{d}" for d in include_dirs)]
+        _compile([cc, *BASE_FLAGS, *user, "-shared", *map(str, sources), str(shim_o), "-o", str(out), *link, "-lm"],
+                 names)
+        for k, source in enumerate(sources):
+            check = Path(tmp) / f"crossdyn_check{k}.c"
+            check.write_text(f'#include "{source}"\n{declarations}\n')
+            try:
+                _compile([cc, *BASE_FLAGS, *user, "-fsyntax-only", str(check)], names)
+            except CompileError as exc:
+                raise CompileError(f"{names[str(source)]}: its definition does not match the declared "
+                                   f"'{declarations}' ({str(exc).split(': ', 1)[-1]})") from None
+        partial = folder / f"{key}.{os.getpid()}.tmp"
+        try:  # the cache is written only once the build succeeded
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(out, partial)
+            os.replace(partial, library)  # atomic: a concurrent worker sees the whole library or none
+        except OSError as exc:
+            raise CompileError(f"cannot write the compiled controller into {folder}: {exc.strerror} "
+                               "(set XDG_CACHE_HOME to a writable folder)") from None
+    return library
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _compile(command: list[str], names: Mapping[str, str]) -> None:
+    try:
+        # The C locale: the compiler's messages in plain ASCII quotes, as the one-line error shows them.
+        done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+                              env={**os.environ, "LC_ALL": "C"})
+    except subprocess.TimeoutExpired:
+        raise CompileError(f"the C compiler did not finish in {COMPILE_TIMEOUT_S:g} s") from None
+    except OSError as exc:
+        raise CompileError(f"the C compiler {command[0]} does not run: {exc.strerror}") from None
+    if done.returncode != 0:
+        raise CompileError(_first_error(done.stderr or done.stdout, names))
+
+
+def _first_error(text: str, names: Mapping[str, str]) -> str:
+    """The compiler's first error as ``file:line: message`` (the file as the user named it)."""
+    match = _DIAGNOSTIC.search(text)
+    if match:
+        file = names.get(match["file"], match["file"])
+        return f"{file}:{match['line']}: {match['message'].strip()}"
+    undefined = re.search(r"undefined reference to [`'](\w+)'", text)
+    if undefined:
+        return (f"{', '.join(names.values())}: no function {undefined[1]!r} is defined (the linker: undefined "
+                f"reference to {undefined[1]!r})")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    shown = next((line for line in lines if "error" in line), lines[0] if lines else "no message")
+    for path, name in names.items():
+        shown = shown.replace(path, name)
+    return f"C compile failed: {shown}"
+
+
+# ---------------------------------------------------------------------------------------------- globals
+
+# C types a parameter may have -> ctypes type.
+_CTYPES: dict[str, Any] = {
+    "double": ctypes.c_double, "float": ctypes.c_float, "int": ctypes.c_int, "long": ctypes.c_long,
+    "short": ctypes.c_short, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint,
+    "unsigned long": ctypes.c_ulong, "unsigned short": ctypes.c_ushort, "_Bool": ctypes.c_bool, "bool": ctypes.c_bool,
+    "int8_t": ctypes.c_int8, "int16_t": ctypes.c_int16, "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
+    "uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16, "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
+}
+
+
+def _declaration(types: Iterable[str]) -> re.Pattern:
+    """A file-scope declaration of one of ``types``: qualifiers, the type, then its declarators."""
+    names = "|".join(sorted((re.escape(t).replace(r"\ ", r"\s+") for t in types), key=len, reverse=True))
+    return re.compile(rf"^(?P<quals>(?:(?:static|extern|volatile|const)\s+)*)(?P<type>{names})\s+"
+                      rf"(?P<const>const\s+)?(?P<rest>[A-Za-z_].*)$", re.S)
+
+
+_DECLARATOR = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\]]*\]\s*)*)(?:=.*)?$", re.S)
+_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*(\d+)\s*\)?\s*$", re.M)
+# A type's other name: #define real float, typedef float real_t;
+_TYPE_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_][\w ]*?)\s*$", re.M)
+_TYPEDEF = re.compile(r"\btypedef\s+([A-Za-z_][\w ]*?)\s+([A-Za-z_]\w*)\s*;")
+
+
+@dataclass(frozen=True)
+class _Global:
+    """A global variable of the sources: its C type, its shape (``()`` for a scalar), where it is declared."""
+
+    name: str
+    type: str
+    shape: tuple[int, ...]
+    source: str
+    refused: str | None  # why it cannot be a parameter (static, const, an unknown size), or None
+
+    @property
+    def ctype(self):
+        base = _CTYPES[self.type]
+        for n in reversed(self.shape):
+            base = base * n
+        return base
+
+    @property
+    def integer(self) -> bool:
+        return self.type not in _SCALARS
+
+
+def _file_scope(text: str) -> Iterator[str]:
+    """The statements of a C file at file scope (comments, strings and function bodies left out)."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
+    text = re.sub(r"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'", '""', text)
+    text = re.sub(r"^\s*#[^\n]*(?:\\\n[^\n]*)*", " ", text, flags=re.M)
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        if ch == "{":
+            if depth == 0 and text[start:i].rstrip().endswith(")"):
+                start = -1  # a function body: skip it
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0 and start == -1:
+                start = i + 1
+        elif ch == ";" and depth == 0:
+            if start >= 0:
+                yield text[start:i].strip()
+            start = i + 1
+
+
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at the commas outside braces, brackets and parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _globals(sources: Sequence[Path], names: Mapping[str, str], defines: Sequence[str]) -> dict[str, _Global]:
+    """The variables the sources define at file scope, by name."""
+    texts = [re.sub(r"/\*.*?\*/|//[^\n]*", " ", s.read_text(errors="replace"), flags=re.S) for s in sources]
+    sizes = {m[0]: int(m[1]) for text in texts for m in _DEFINE.findall(text)}
+    sizes.update({d.split("=", 1)[0]: int(d.split("=", 1)[1]) for d in defines
+                  if "=" in d and d.split("=", 1)[1].strip().isdigit()})
+    aliases: dict[str, str] = {}
+    for text in texts:
+        aliases.update({new: old for new, old in _TYPE_DEFINE.findall(text)})
+        aliases.update({new: old for old, new in _TYPEDEF.findall(text)})
+    aliases.update({d.split("=", 1)[0]: d.split("=", 1)[1].strip() for d in defines if "=" in d})
+    for _ in range(4):  # an alias of an alias
+        aliases = {new: aliases.get(old, old) for new, old in aliases.items()}
+    aliases = {new: " ".join(old.split()) for new, old in aliases.items() if " ".join(old.split()) in _CTYPES}
+    declaration = _declaration([*_CTYPES, *aliases])
+    found: dict[str, _Global] = {}
+    for source in sources:
+        for statement in _file_scope(source.read_text(errors="replace")):
+            match = declaration.match(" ".join(statement.split()))
+            if not match or "(" in statement.split("=", 1)[0]:
+                continue
+            quals = match["quals"].split()
+            if "extern" in quals:
+                continue
+            kind = " ".join(match["type"].split())
+            kind = aliases.get(kind, kind)
+            for declarator in _top_level_split(match["rest"]):
+                parts = _DECLARATOR.match(declarator.strip())
+                if not parts:
+                    continue  # a pointer, a function prototype: not a parameter
+                shape, refused = [], None
+                for dim in re.findall(r"\[([^\]]*)\]", parts["dims"]):
+                    dim = dim.strip()
+                    if dim.isdigit() or dim in sizes:
+                        shape.append(int(dim) if dim.isdigit() else sizes[dim])
+                    else:
+                        refused = f"its size [{dim}] is not a number or a #define of one"
+                if "static" in quals:
+                    refused = "it is static (not visible outside its file): drop 'static' to set it from Python"
+                elif "const" in quals or match["const"]:
+                    refused = "it is const"
+                found[parts["name"]] = _Global(parts["name"], kind, tuple(shape), names[str(source)], refused)
+    return found
+
+
+# ---------------------------------------------------------------------------------------------- loading
+
+
+def _load_fresh(library: Path) -> ctypes.CDLL:
+    """A fresh copy of ``library`` in this process: its own globals and statics, at their initial values.
+
+    The dynamic loader shares a library opened twice under one file, so each copy
+    gets a file of its own (removed once mapped).
+    """
+    # Beside the cached library: a folder the user's libraries load from (a /tmp mounted noexec would not do).
+    fd, copy = tempfile.mkstemp(prefix="run-", suffix=".so", dir=library.parent)
+    try:
+        with os.fdopen(fd, "wb") as out, open(library, "rb") as src:
+            shutil.copyfileobj(src, out)
+        return ctypes.CDLL(copy, mode=ctypes.RTLD_LOCAL)
+    except OSError as exc:
+        raise CompileError(f"cannot load the compiled controller {library}: {exc}") from None
+    finally:
+        os.unlink(copy)
+
+
+def _unload(lib: ctypes.CDLL | None) -> None:
+    """Close a run's copy of the library (a sweep's runs would otherwise keep every copy mapped)."""
+    import _ctypes
+
+    close = getattr(_ctypes, "dlclose", None)  # CPython on Linux and macOS
+    if lib is not None and close is not None:
+        close(lib._handle)
+
+
+def _close_all(libs: list[ctypes.CDLL | None]) -> None:
+    for lib in libs:
+        _unload(lib)
+    libs[:] = [None] * len(libs)
+
+
+# ---------------------------------------------------------------------------------------------- parameters
+
+
+class CParams(MutableMapping):
+    """A C controller's global variables, set and read by name (``c.params["k_theta"] = 12.0``).
+
+    Values are kept here and written into the library's globals at each run's start
+    (after the fresh load, before ``reset``).  Reading gives the value set, or the
+    global's initial value in the source.  Scalars are numbers; arrays are NumPy
+    arrays of the global's shape.  Deleting a name returns it to its initial value.
+    """
+
+    def __init__(self, globals_: dict[str, _Global], label: str, library: Path, open_: list[ctypes.CDLL | None]):
+        # What it needs of its controller, not the controller itself: no reference cycle, so a dropped
+        # controller is freed (its libraries closed) at once.
+        self._globals, self._label, self._library, self._open = globals_, label, library, open_
+        self._set: dict[str, Any] = {}
+
+    def _global(self, name: str) -> _Global:
+        known = self._globals
+        if name not in known:
+            usable = ", ".join(sorted(n for n, g in known.items() if g.refused is None)) or "none"
+            raise KeyError(f"{name!r} is not a global variable of {self._label} (its globals: {usable})")
+        g = known[name]
+        if g.refused:
+            raise KeyError(f"global {name!r} of {g.source} cannot be a parameter: {g.refused}")
+        return g
+
+    def __getitem__(self, name: str):
+        g = self._global(name)
+        if name in self._set:
+            value = self._set[name]
+            return value.copy() if isinstance(value, np.ndarray) else value
+        return _read(self._initial(), g)
+
+    def __setitem__(self, name: str, value) -> None:
+        g = self._global(name)
+        self._set[name] = _checked(g, value)
+
+    def __delitem__(self, name: str) -> None:
+        self._global(name)
+        self._set.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(n for n, g in self._globals.items() if g.refused is None))
+
+    def __len__(self) -> int:
+        return sum(g.refused is None for g in self._globals.values())
+
+    def _initial(self) -> ctypes.CDLL:
+        """A copy of the library no run touches: the globals' initial values (loaded on first use)."""
+        lib = self._open[0]
+        if lib is None:
+            lib = self._open[0] = _load_fresh(self._library)
+        return lib
+
+    def _write(self, lib: ctypes.CDLL) -> None:
+        for name, value in self._set.items():
+            g = self._globals[name]
+            target = g.ctype.in_dll(lib, name)
+            if g.shape:
+                np.ctypeslib.as_array(target)[...] = value
+            else:
+                target.value = value
+
+
+def _read(lib: ctypes.CDLL, g: _Global):
+    target = g.ctype.in_dll(lib, g.name)
+    if g.shape:
+        return np.ctypeslib.as_array(target).copy()
+    return target.value
+
+
+def _checked(g: _Global, value):
+    """``value`` as the global's Python value, or ParameterError."""
+    if g.shape:
+        try:
+            array = np.array(value, dtype=np.int64 if g.integer else float)
+        except (TypeError, ValueError):
+            raise ParameterError(f"global {g.name} of {g.source} is {g.type}{list(g.shape)}; got {value!r}") from None
+        if array.shape != g.shape:
+            raise ParameterError(f"global {g.name} of {g.source} has shape {g.shape}; got an array of {array.shape}")
+        if not g.integer and not np.isfinite(array).all():
+            raise ParameterError(f"global {g.name} of {g.source}: non-finite values {array.tolist()}")
+        return array
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        if g.type in ("_Bool", "bool") and isinstance(value, (bool, np.bool_)):
+            return bool(value)
+        raise ParameterError(f"global {g.name} of {g.source} is a {g.type}; got {value!r}")
+    if g.integer:
+        if float(value) != int(value):
+            raise ParameterError(f"global {g.name} of {g.source} is a {g.type}; got {value!r}, not a whole number")
+        return int(value)
+    if not isfinite(float(value)):
+        raise ParameterError(f"global {g.name} of {g.source} is a {g.type}; got {value!r}, not finite")
+    return float(value)
+
+
+# ---------------------------------------------------------------------------------------------- the controller
+
+
+class CController:
+    """A controller written in C, run in the closed loop like a Python one (see the module docstring).
+
+    Args:
+      sources: the C file, or several (paths).
+      function: the step function's name.
+      inputs: what it reads, one pointer argument each, in order: ``"qpos"`` ``(nq,)``,
+        ``"qvel"`` ``(nv,)``, ``"sensordata"`` ``(nsensordata,)`` (after the loop's
+        imperfections), ``"sensor:<name>"`` one sensor's ``(dim,)``.  Its last
+        argument is ``ctrl``, ``(nu,)`` in actuator order.
+      signature: the step function's C declaration, when it is not all double, e.g.
+        ``"void step(float t, const float *qpos, const float *qvel, float *ctrl);"``
+        (``int`` return: nonzero is a fault).
+      reset: a ``void f(void)`` called at each run's start, after ``params`` are written.
+      include_dirs: ``-I`` folders.
+      defines: ``-D`` definitions, ``"NAME"`` or ``"NAME=VALUE"`` (or a dict).
+      flags: further compiler flags (e.g. ``["-std=c99", "-Wall"]``).
+
+    Attributes:
+      params: the sources' global variables by name (:class:`CParams`).
+      library: the compiled shared library (in the cache).
+
+    Raises:
+      CompileError: no compiler, or the sources do not compile (``file:line: message``).
+      ParameterError: a missing source, an unknown input, a signature that does not fit the
+        inputs; at a run's start, a ``sensor:<name>`` the model does not have.
+    """
+
+    def __init__(self, sources: str | os.PathLike | Sequence[str | os.PathLike], function: str = "step", *,
+                 inputs: Sequence[str] = ("qpos", "qvel"), signature: str | None = None, reset: str | None = None,
+                 include_dirs: Iterable[str | os.PathLike] = (), defines: Iterable[str] | Mapping[str, Any] = (),
+                 flags: Iterable[str] = ()):
+        given = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
+        if not given:
+            raise ParameterError("CController needs at least one C source file")
+        paths = []
+        for s in given:
+            path = Path(s)
+            if not path.is_file():
+                raise ParameterError(f"C source {s}: no such file")
+            paths.append(path.resolve())
+        names = {str(p): str(s) for p, s in zip(paths, given, strict=True)}
+        if not re.fullmatch(r"[A-Za-z_]\w*", function or ""):
+            raise ParameterError(f"function {function!r} is not a C name")
+        if reset is not None and not re.fullmatch(r"[A-Za-z_]\w*", reset):
+            raise ParameterError(f"reset {reset!r} is not a C name")
+        self.inputs = tuple(inputs)
+        for name in self.inputs:
+            if name not in ("qpos", "qvel", "sensordata") and not (name.startswith("sensor:") and len(name) > 7):
+                raise ParameterError(f"input {name!r}: expected qpos, qvel, sensordata or sensor:<name>")
+        self.signature = _signature(signature, function, len(self.inputs))
+        self.function, self.reset = function, reset
+        self.label = ", ".join(str(s) for s in given)
+        define_list = ([f"{k}" if v is None else f"{k}={v}" for k, v in defines.items()]
+                       if isinstance(defines, Mapping) else [str(d) for d in defines])
+        dirs = [Path(d).resolve() for d in include_dirs]
+        for d in dirs:
+            if not d.is_dir():
+                raise ParameterError(f"include directory {d}: no such folder")
+        declarations = self.signature.prototype() + (f" void {reset}(void);" if reset else "")
+        self.library = _build(paths, _shim(self.signature, reset), declarations, dirs, define_list,
+                              [str(f) for f in flags], names)
+        self._globals = _globals(paths, names, define_list)
+        # The copies of the library this controller has open: [the one params reads initial values from or None,
+        # the last run's or None]; closed when the controller is collected (a sweep makes one per run).
+        self._open: list[ctypes.CDLL | None] = [None, None]
+        weakref.finalize(self, _close_all, self._open)
+        self.params = CParams(self._globals, self.label, self.library, self._open)
+        self._lib: ctypes.CDLL | None = None
+        self._step: Any = None
+        self._sensed: np.ndarray | None = None
+        self._command: np.ndarray | None = None
+
+    def __repr__(self) -> str:
+        return f"CController({self.label!r}, {self.function!r}, inputs={self.inputs!r})"
+
+    # -- experiment parameters
+
+    def as_params(self, ranges: Mapping[str, tuple[float | None, float | None]] | None = None) -> dict[str, Param]:
+        """The scalar globals as an experiment's ``--set`` / ``crossdyn tune`` parameters.
+
+        Args:
+          ranges: accepted ``(low, high)`` by global name; the globals named here
+            only, or every scalar global when None (unbounded).
+
+        Returns:
+          ``{name: Param(initial value, help)}``; an experiment passes them on with
+          :meth:`set_params`.
+        """
+        wanted = list(ranges) if ranges is not None else [n for n in self.params if not self._globals[n].shape]
+        out = {}
+        for name in wanted:
+            g = self.params._global(name)
+            if g.shape:
+                raise ParameterError(f"global {name} of {g.source} is an array; only scalars can be --set")
+            low, high = (ranges or {}).get(name, (None, None))
+            default = self.params[name]
+            out[name] = Param(float(default) if not g.integer else int(default),
+                              f"{g.type} {name} of {g.source}", low, high)
+        return out
+
+    def set_params(self, values: Mapping[str, Any]) -> CController:
+        """Set every global named in ``values`` (others, such as an experiment's own parameters, are skipped)."""
+        for name, value in values.items():
+            if name in self._globals and self._globals[name].refused is None:
+                self.params[name] = value
+        return self
+
+    # -- the loop's protocol
+
+    def start(self, model, data) -> None:
+        """A run starts: a fresh copy of the library, ``params`` written, ``reset`` called, the inputs bound."""
+        lib = _load_fresh(self.library)
+        _unload(self._lib)
+        self._lib = self._open[1] = lib
+        self.params._write(lib)
+        if self.reset:
+            lib.crossdyn_reset()
+        self._bind_input = lib.crossdyn_bind_input
+        self._bind_input.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long)
+        self._bind_input.restype = None
+        self._bind_output = lib.crossdyn_bind_output
+        self._bind_output.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long)
+        self._bind_output.restype = None
+        step = lib.crossdyn_step
+        step.argtypes = (ctypes.c_double,)  # one argument: each one costs the call a conversion
+        step.restype = ctypes.c_int
+        self._step, self._fault = step, lib.crossdyn_fault
+        self._data, self._nu = data, model.nu
+        self._slices = {}
+        sensors = {model.sensor(i).name: (int(model.sensor_adr[i]), int(model.sensor_dim[i]))
+                   for i in range(model.nsensor)}
+        for k, name in enumerate(self.inputs):
+            if name.startswith("sensor:"):
+                if name[7:] not in sensors:
+                    raise ParameterError(f"input {name!r}: the model has no sensor {name[7:]!r} (its sensors: "
+                                         f"{', '.join(sensors) or 'none'})")
+                self._slices[k] = sensors[name[7:]]
+        self._buffers = []
+        for k, (name, arg) in enumerate(zip(self.inputs, self.signature.inputs, strict=True)):
+            size = {"qpos": model.nq, "qvel": model.nv, "sensordata": model.nsensordata}.get(name)
+            size = self._slices[k][1] if size is None else size
+            self._buffers.append(np.zeros(max(size, 1), dtype=np.float32 if arg.type == "float" else np.float64))
+            if name in ("qpos", "qvel"):
+                self._bind_input(k, getattr(data, name).ctypes.data, self._buffers[k].ctypes.data, size)
+        self._out = np.zeros(max(model.nu, 1), dtype=np.float32 if self.signature.output.type == "float" else float)
+        self._sensed = self._command = None
+
+    def _bind(self, sensed: np.ndarray, command: np.ndarray) -> None:
+        for k, name in enumerate(self.inputs):
+            if name == "sensordata":
+                self._bind_input(k, sensed.ctypes.data, self._buffers[k].ctypes.data, sensed.size)
+            elif k in self._slices:
+                adr, dim = self._slices[k]
+                self._bind_input(k, sensed.ctypes.data + adr * sensed.itemsize, self._buffers[k].ctypes.data, dim)
+        self._bind_output(command.ctypes.data, self._out.ctypes.data, self._nu)
+        self._sensed, self._command = sensed, command
+
+    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool:
+        """One control step: ``command`` ``(nu,)`` written by the C function from the inputs at time ``t`` (s).
+
+        Raises:
+          ControllerError: the control is not finite, or the function returned nonzero.
+        """
+        if sensed is not self._sensed or command is not self._command:
+            self._bind(sensed, command)
+        result = self._step(t)
+        if result == 1:
+            return True
+        if result == 2:
+            raise ControllerError(f"C controller {self.function}() in {self.label} returned a non-finite control at "
+                                  f"t = {t:.6g} s: {command.tolist()}")
+        raise ControllerError(f"C controller {self.function}() in {self.label} returned {self._fault()} (a fault) "
+                              f"at t = {t:.6g} s")
