@@ -12,6 +12,9 @@ the CLI prints as one line with exit 2.
   neighbours: its folder goes first on ``sys.path``, so helper modules beside it
   import.
 - :func:`call` calls a user function and checks that it returned real numbers.
+- :func:`given_copies` and :func:`refuse_writes`: the user's function gets copies of
+  the states, so crossdyn never compares at a state the function changed, and a
+  function that writes into its input is told so.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import DerivationError
 
-__all__ = ["UserExit", "import_file", "call", "as_numbers", "where", "ctrl_c_watch"]
+__all__ = ["UserExit", "import_file", "call", "as_numbers", "where", "ctrl_c_watch", "given_copies", "refuse_writes"]
 
 
 class UserExit(DerivationError):
@@ -214,3 +217,42 @@ def call(fn: Callable, *args, label: str = "derivation") -> np.ndarray:
             detail = " ".join(str(exc).split())
             raise DerivationError(f"{label} raised {type(exc).__name__}: {detail}{where(exc)}") from None
     return as_numbers(out, label)
+
+
+def given_copies(args: tuple) -> tuple:
+    """Fresh copies of the arrays handed to a user's function (other arguments as they are).
+
+    The function may write into them (``q[:] = 0``, ``np.abs(q, out=q)``); crossdyn
+    keeps its own arrays, compares at the states it drew, and :func:`refuse_writes`
+    tells the function's author.
+    """
+    return tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def refuse_writes(label: str, names: tuple[str, ...], originals: tuple, given: tuple) -> None:
+    """Raise when a user's function changed an array it was given (``given`` against ``originals``).
+
+    Args:
+      label: the function, as named in messages.
+      names: each argument's name (``("q", "qd")``); arguments past them are "argument N".
+      originals: crossdyn's arrays; given: the copies the function received.
+
+    Raises:
+      DerivationError: one line naming the argument, where it changed, and the fix.
+    """
+    for k, (before, after) in enumerate(zip(originals, given, strict=False)):
+        if not isinstance(before, np.ndarray):
+            continue
+        same = after.shape == before.shape and np.array_equal(before, after, equal_nan=True)
+        if same:
+            continue
+        name = names[k] if k < len(names) else f"argument {k + 1}"
+        where_ = ""
+        if after.shape == before.shape:
+            index = tuple(int(i) for i in np.argwhere(~((before == after) | (np.isnan(before) & np.isnan(after))))[0])
+            place = (f"state {index[0]} of the batch, entry {index[1:]}" if before.ndim > 1 and len(index) > 1
+                     else f"entry {index[0] if len(index) == 1 else index}")
+            where_ = f" ({place}: {before[index]:.6g} became {after[index]:.6g})"
+        raise DerivationError(f"{label} wrote into its input {name}{where_}; a derivation must not change its "
+                              f"arguments (the caller's state would change): work on a copy ({name} = "
+                              f"{name}.copy()) or out of place")

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -25,8 +26,9 @@ import mujoco
 import numpy as np
 
 from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.crosscheck import CHUNK, state_chunks
+from crossdyn.experiments.core.crosscheck import CHUNK, sampling_lines, state_chunks
 from crossdyn.experiments.core.errors import DerivationError, StateError
+from crossdyn.experiments.core.ranges import Ranges
 
 __all__ = ["load_function", "UserFunction", "StateSource", "state_source", "model_warnings", "warning_lines",
            "within", "Hypotheses"]
@@ -64,6 +66,11 @@ class UserFunction:
         ``[((3,),), ((3,), (3, 3))]`` is "a position, or a position and a rotation".
         A form of several shapes is returned as a tuple (or list) of arrays.
       what: what the function returns, in words, for messages (``"(position, rotation)"``).
+      inputs: the arguments' names, for messages (``("q", "qd")``).
+
+    The function is given copies of the states (crossdyn compares at its own
+    arrays); one that writes into an argument is refused with a one-line
+    :class:`DerivationError` saying which and where.
 
     Attributes:
       form: the index of the form the function returned (after the first call).
@@ -71,20 +78,24 @@ class UserFunction:
       calls: how many times it was called.
     """
 
-    def __init__(self, fn: Callable, label: str, forms: list[tuple[tuple, ...]], what: str):
-        self.fn, self.label, self.forms, self.what = fn, label, forms, what
+    def __init__(self, fn: Callable, label: str, forms: list[tuple[tuple, ...]], what: str,
+                 inputs: tuple[str, ...] = ("q", "qd")):
+        self.fn, self.label, self.forms, self.what, self.inputs = fn, label, forms, what, inputs
         self.form: int | None = None
         self.per_state = False
         self.calls = 0
 
     def _call(self, *args) -> object:
         self.calls += 1
-        with user_code._guard(self.label):  # sys.exit / raised KeyboardInterrupt -> UserExit
+        given = user_code.given_copies(args)  # what it writes into never reaches the states compared
+        with user_code._guard(self.label), users_errstate():  # sys.exit / raised KeyboardInterrupt -> UserExit
             try:
-                return self.fn(*args)
+                out = self.fn(*given)
             except Exception as exc:  # the user's code: any exception is theirs to see
                 raise DerivationError(f"{self.label} raised {type(exc).__name__}: {' '.join(str(exc).split())}"
                                       f"{user_code.where(exc)}") from None
+        user_code.refuse_writes(self.label, self.inputs, args, given)
+        return out
 
     def _parts(self, out, n: int | None) -> list[np.ndarray]:
         """Split a return value into arrays: a tuple is several outputs; so is a list, unless it is one array."""
@@ -173,11 +184,21 @@ class StateSource:
       chunks: ``chunks()`` yields tuples of arrays ``(n, ...)``, one per part asked for.
       total: how many states.
       seed: the seed of random states, None for given ones.
+      sampling: where the states come from, in words (the report's ``states`` lines).
+      ranges: random states' ranges (:meth:`~crossdyn.experiments.core.ranges.Ranges.to_dict`), empty for
+        given ones.
     """
 
     chunks: Callable[[], Iterator[tuple[np.ndarray, ...]]]
     total: int
     seed: int | None
+    sampling: tuple[str, ...] = ()
+    ranges: dict | None = None
+
+    def report_fields(self) -> dict:
+        """The report's ``samples``, ``seed``, ``sampling`` and ``ranges``."""
+        return {"samples": self.total, "seed": self.seed, "sampling": list(self.sampling),
+                "ranges": dict(self.ranges or {})}
 
 
 def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np.ndarray, ...]:
@@ -192,38 +213,73 @@ def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np
     if len(n) != 1:
         rows = ", ".join(str(a.shape[0]) for a in arrays)
         raise StateError(f"the state arrays have different numbers of rows: {rows}")
+    if n == {0}:
+        raise StateError(f"the states have no rows: give at least one state ({', '.join(parts)})")
     return tuple(arrays)
 
 
-def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: tuple[str, ...]) -> StateSource:
+def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: tuple[str, ...],
+                 ranges: Ranges | None = None) -> StateSource:
     """Seeded random states, or the given ones, as chunks of the ``parts`` asked for.
 
     Random states are :func:`~crossdyn.experiments.core.crosscheck.state_chunks`'s
-    ``(q, qd, qdd)`` (``"tau"`` is given ``qdd``: the forward-dynamics check turns it
-    into torques); given ones are one array per part, ``(N, nq)`` or ``(N, nv)``.
+    ``(q, qd, qdd)`` drawn in ``ranges`` (``"tau"`` is given ``qdd``: the
+    forward-dynamics check turns it into torques); given ones are one array per
+    part, ``(N, nq)`` or ``(N, nv)``.  Either way the arrays are crossdyn's: the
+    user's function is given copies (:class:`UserFunction`).
 
     Raises:
-      StateError: wrong shapes or non-finite entries; ValueError: ``samples < 1``.
+      StateError: wrong shapes, non-finite entries or no rows.
+      ParameterError: ``samples`` or ``seed`` out of range (:mod:`crossdyn.experiments.core.validate`).
     """
+    from crossdyn.experiments.core import validate
+    from crossdyn.experiments.core.validate import SAMPLES_MAX
+
+    samples = validate.count(samples, 1, SAMPLES_MAX, "samples")
+    seed = validate.seed(seed)
+    ranges = Ranges() if ranges is None else ranges
     if states is None:
         index = {"q": 0, "qd": 1, "qdd": 2, "tau": 2}
 
         def random() -> Iterator[tuple[np.ndarray, ...]]:
-            for chunk in state_chunks(model, samples, seed):
+            for chunk in state_chunks(model, samples, seed, ranges):
                 yield tuple(chunk[index[p]] for p in parts)
 
-        return StateSource(random, int(samples), seed)
+        return StateSource(random, samples, seed, tuple(sampling_lines(model, samples, seed, None, ranges, parts)),
+                           ranges.to_dict())
     arrays = _validate(model, states, parts)
     n = arrays[0].shape[0]
-    return StateSource(lambda: (tuple(a[s : s + CHUNK] for a in arrays) for s in range(0, n, CHUNK)), n, None)
+    return StateSource(lambda: (tuple(a[s : s + CHUNK] for a in arrays) for s in range(0, n, CHUNK)), n, None,
+                       tuple(sampling_lines(model, n, seed, states, ranges, parts)), {})
 
 
+# NumPy's floating-point warning settings outside a check: the user's function runs under them.
+_USERS_ERRSTATE: list[dict] = []
+
+
+@contextlib.contextmanager
 def model_warnings():
     """Collect MuJoCo's warnings (``Insufficient arena memory`` ...) instead of letting it print them
-    (:func:`crossdyn.experiments.core.models.mujoco_warnings`): yields the list, one line each."""
+    (:func:`crossdyn.experiments.core.models.mujoco_warnings`): yields the list, one line each.
+
+    NumPy's overflow and invalid-value warnings from crossdyn's own arithmetic on a
+    user's huge values (``1e308 - 2.5``) are silenced too: the report says the
+    value is off (an infinite error fails), stderr stays clean.  The user's
+    function still runs under the caller's settings (:func:`users_errstate`).
+    """
     from crossdyn.experiments.core.models import mujoco_warnings
 
-    return mujoco_warnings()
+    _USERS_ERRSTATE.append(np.geterr())
+    try:
+        with mujoco_warnings() as collected, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            yield collected
+    finally:
+        _USERS_ERRSTATE.pop()
+
+
+def users_errstate():
+    """NumPy's warning settings the user's function runs under: those outside the check."""
+    return np.errstate(**_USERS_ERRSTATE[-1]) if _USERS_ERRSTATE else contextlib.nullcontext()
 
 
 def warning_lines(collected: Iterable[str]) -> list[str]:

@@ -11,6 +11,8 @@ import argparse
 import math
 from pathlib import Path
 
+from crossdyn.experiments.core import validate
+from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.results import make_out_dir
 
 __all__ = [
@@ -25,9 +27,8 @@ __all__ = [
     "WORKERS_MAX",
 ]
 
-# NumPy's generators take any non-negative integer; 2**32 - 1 keeps seeds the size
-# every other tool (and a CSV column) reads without surprise.
-SEED_MAX = 2**32 - 1
+# The Python API's own ceiling (crossdyn.experiments.core.validate): one limit, one message.
+SEED_MAX = validate.SEED_MAX
 # Worker processes: far above any machine's cores, low enough that a typo is not a fork bomb.
 WORKERS_MAX = 512
 
@@ -38,9 +39,10 @@ def seed(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= value <= SEED_MAX:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to {SEED_MAX}, got {value}")
-    return value
+    try:
+        return validate.seed(value)
+    except ParameterError as exc:  # the Python API refuses it with the same sentence
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def count(low: int = 1, high: int | None = None, what: str = "count"):
