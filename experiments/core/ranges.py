@@ -146,10 +146,4 @@ class Ranges:
         if "qdd" in parts or "tau" in parts:
             torques = " (torques: those giving these)" if "tau" in parts else ""
             lines.append(f"accelerations qdd: {_span(*self.qdd)} rad/s^2 (m/s^2 on slides) on every dof{torques}")
-        flags = [_FLAGS["q"][0]] if kinds["hinge"] else []
-        flags += [_FLAGS["slide"][0]] if kinds["slide"] else []
-        flags += [_FLAGS[p][0] for p in ("qd", "qdd") if p in parts or (p == "qdd" and "tau" in parts)]
-        if flags:
-            names = ", ".join(_FLAGS[f.strip("-").replace("-range", "")][1] for f in flags)
-            lines.append(f"set with {', '.join(flags)} (in Python: {names}=R or (LOW, HIGH))")
         return lines
