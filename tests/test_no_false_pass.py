@@ -270,3 +270,12 @@ def test_sigterm_ends_a_check_with_one_line_and_its_worker(tmp_path):
     else:
         os.kill(worker, signal.SIGKILL)
         pytest.fail(f"the worker {worker} outlived the check")
+
+
+def test_a_drift_to_or_from_a_non_finite_value_reads_as_one():
+    """``change changed`` once stood where a non-finite drift has no number."""
+    from crossdyn.experiments.core.baseline import Drift, Tolerance
+
+    assert "change to nan (" in str(Drift("settle_s", 0.297, float("nan"), Tolerance()))
+    assert "change from inf (" in str(Drift("settle_s", float("inf"), 1.0, Tolerance()))
+    assert "change +5 %" in str(Drift("settle_s", 1.0, 1.05, Tolerance()))
