@@ -212,13 +212,40 @@ def test_derivation_checks_refuse_the_same_and_an_empty_batch():
 
 # --- huge values: crossdyn's arithmetic stays quiet, MuJoCo's overflow is not the user's --------------
 
-def test_a_huge_matrix_is_a_mismatch_without_numpy_warnings():
+HUGE = 1e308  # crossdyn's error = yours - MuJoCo's overflows on it
+HUGE_ANSWERS = {
+    "kinematics": lambda q: (np.full(3, HUGE), np.full((3, 3), -HUGE)),
+    "jacobian": lambda q: np.full((6, 7), HUGE),
+    "mass-matrix": lambda q: np.full((7, 7), HUGE),
+    "bias": lambda q, qd: np.full(7, -HUGE),
+    "energy": lambda q, qd: (HUGE, 0.0),
+    "forward-dynamics": lambda q, qd, tau: np.full(7, HUGE),
+    "derivation": lambda q, qd, qdd: np.full(7, HUGE) * np.sign(qdd),
+}
+
+
+@pytest.mark.parametrize("name", HUGE_ANSWERS)
+def test_a_huge_answer_is_a_mismatch_without_numpy_warnings(name):
+    check, options = CHECKS[name]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any RuntimeWarning from crossdyn's arithmetic fails here
-        report = check_mass_matrix(lambda q: np.full((7, 7), 1e308), ARM, samples=N)
-    assert not report.passed
+        report = check(HUGE_ANSWERS[name], ARM, samples=N, **options)
+    assert not report.passed, report.diagnosis
+
+
+def test_a_huge_matrix_reads_as_finite_offsets():
+    report = check_mass_matrix(HUGE_ANSWERS["mass-matrix"], ARM, samples=N)
     assert "inf" not in " ".join(report.entries()), report.entries()  # the mean of 1e308 errors is no overflow
     assert "too large for a least-squares fit" in " ".join(report.attribution), report.attribution
+
+
+def test_the_users_function_keeps_its_own_numpy_warnings():
+    """Only crossdyn's arithmetic is quiet: an overflow inside the user's function is still theirs to see."""
+    def overflows(q):
+        return np.minimum(np.full((7, 7), 1e200) * 1e200, 1.0)  # overflows to inf, then capped
+
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        check_mass_matrix(overflows, ARM, samples=N)
 
 
 def test_mujocos_own_overflow_is_not_blamed_on_the_function():

@@ -320,10 +320,8 @@ def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
 
     def call(q, qd, qdd):
         state["calls"] += 1
-        from crossdyn.experiments.core.checks.common import users_errstate
-
         given = user_code.given_copies((q, qd, qdd))  # crossdyn's states stay as drawn
-        with users_errstate():
+        with user_code.users_errstate():
             out = user_code.call(fn, *given, label=label)
         user_code.refuse_writes(label, ("q", "qd", "qdd"), (q, qd, qdd), given)
         return out
@@ -501,6 +499,7 @@ def progress(chunks: Iterable, total: int, what: str) -> Iterable:
             bar.update(chunk[0].shape[0])
 
 
+@user_code.quiet_arithmetic
 def check(
     tau_fn: Callable,
     model: mujoco.MjModel,

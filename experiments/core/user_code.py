@@ -15,11 +15,15 @@ the CLI prints as one line with exit 2.
 - :func:`given_copies` and :func:`refuse_writes`: the user's function gets copies of
   the states, so crossdyn never compares at a state the function changed, and a
   function that writes into its input is told so.
+- :func:`quiet_arithmetic` and :func:`users_errstate`: NumPy's overflow warnings
+  from crossdyn's own arithmetic on a user's huge values stay off stderr, while
+  the user's function runs under the caller's settings.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import signal
 import sys
@@ -32,7 +36,8 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import DerivationError
 
-__all__ = ["UserExit", "import_file", "call", "as_numbers", "where", "ctrl_c_watch", "given_copies", "refuse_writes"]
+__all__ = ["UserExit", "import_file", "call", "as_numbers", "where", "ctrl_c_watch", "given_copies", "refuse_writes",
+           "quiet_arithmetic", "users_errstate"]
 
 
 class UserExit(DerivationError):
@@ -256,3 +261,33 @@ def refuse_writes(label: str, names: tuple[str, ...], originals: tuple, given: t
         raise DerivationError(f"{label} wrote into its input {name}{where_}; a derivation must not change its "
                               f"arguments (the caller's state would change): work on a copy ({name} = "
                               f"{name}.copy()) or out of place")
+
+
+# NumPy's floating-point warning settings of the caller of each running check: the user's function runs under them.
+_USERS_ERRSTATE: list[dict] = []
+
+
+def quiet_arithmetic(check: Callable) -> Callable:
+    """Decorate a check: NumPy's overflow, invalid-value and divide warnings off inside it.
+
+    A user's function returning ``1e308`` makes crossdyn's own ``error = yours -
+    MuJoCo's`` overflow; the report says the value is off (an infinite error
+    fails), and stderr stays clean.  The user's function, called through
+    :func:`users_errstate`, still runs under the caller's settings.
+    """
+
+    @functools.wraps(check)
+    def quiet(*args, **kwargs):
+        _USERS_ERRSTATE.append(np.geterr())
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                return check(*args, **kwargs)
+        finally:
+            _USERS_ERRSTATE.pop()
+
+    return quiet
+
+
+def users_errstate():
+    """NumPy's warning settings the user's function runs under: those of the check's caller."""
+    return np.errstate(**_USERS_ERRSTATE[-1]) if _USERS_ERRSTATE else contextlib.nullcontext()

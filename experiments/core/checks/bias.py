@@ -23,7 +23,7 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import validate
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -55,6 +55,7 @@ def _bias(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, data=None) -> np
     return inverse_dynamics(model, q, qd, np.zeros_like(qd), data=data)
 
 
+@user_code.quiet_arithmetic
 def check_bias(
     fn,
     model: mujoco.MjModel | str | os.PathLike,

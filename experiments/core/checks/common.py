@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -88,7 +87,8 @@ class UserFunction:
     def _call(self, *args) -> object:
         self.calls += 1
         given = user_code.given_copies(args)  # what it writes into never reaches the states compared
-        with user_code._guard(self.label), users_errstate():  # sys.exit / raised KeyboardInterrupt -> UserExit
+        # sys.exit / a raised KeyboardInterrupt -> UserExit; NumPy's warnings as the caller has them
+        with user_code._guard(self.label), user_code.users_errstate():
             try:
                 out = self.fn(*given)
             except Exception as exc:  # the user's code: any exception is theirs to see
@@ -253,33 +253,12 @@ def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: 
                        tuple(sampling_lines(model, n, seed, states, ranges, parts)), {})
 
 
-# NumPy's floating-point warning settings outside a check: the user's function runs under them.
-_USERS_ERRSTATE: list[dict] = []
-
-
-@contextlib.contextmanager
 def model_warnings():
     """Collect MuJoCo's warnings (``Insufficient arena memory`` ...) instead of letting it print them
-    (:func:`crossdyn.experiments.core.models.mujoco_warnings`): yields the list, one line each.
-
-    NumPy's overflow and invalid-value warnings from crossdyn's own arithmetic on a
-    user's huge values (``1e308 - 2.5``) are silenced too: the report says the
-    value is off (an infinite error fails), stderr stays clean.  The user's
-    function still runs under the caller's settings (:func:`users_errstate`).
-    """
+    (:func:`crossdyn.experiments.core.models.mujoco_warnings`): yields the list, one line each."""
     from crossdyn.experiments.core.models import mujoco_warnings
 
-    _USERS_ERRSTATE.append(np.geterr())
-    try:
-        with mujoco_warnings() as collected, np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            yield collected
-    finally:
-        _USERS_ERRSTATE.pop()
-
-
-def users_errstate():
-    """NumPy's warning settings the user's function runs under: those outside the check."""
-    return np.errstate(**_USERS_ERRSTATE[-1]) if _USERS_ERRSTATE else contextlib.nullcontext()
+    return mujoco_warnings()
 
 
 def warning_lines(collected: Iterable[str]) -> list[str]:

@@ -27,7 +27,7 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import validate
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -69,6 +69,7 @@ def energies(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.n
     return T, U
 
 
+@user_code.quiet_arithmetic
 def check_energy(
     fn,
     model: mujoco.MjModel | str | os.PathLike,

@@ -28,7 +28,7 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import validate
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     UserFunction,
@@ -72,6 +72,7 @@ def forward(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
     return out
 
 
+@user_code.quiet_arithmetic
 def check_forward_dynamics(
     fn,
     model: mujoco.MjModel | str | os.PathLike,

@@ -34,7 +34,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.rotation import skew
-from crossdyn.experiments.core import validate
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
     UserFunction,
@@ -163,6 +163,7 @@ def _free_conventions(model: mujoco.MjModel, coordinates) -> list[tuple[str, int
             for j in range(model.njnt) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
 
 
+@user_code.quiet_arithmetic
 def check_jacobian(
     fn,
     model: mujoco.MjModel | str | os.PathLike,

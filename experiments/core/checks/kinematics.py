@@ -26,7 +26,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.rotation import matrix_to_quat
-from crossdyn.experiments.core import validate
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
     UserFunction,
@@ -87,6 +87,7 @@ def _angle_axis(R: np.ndarray) -> str:
     return f"{angle:.3g} deg about [{', '.join(f'{a:.3g}' for a in axis)}]"
 
 
+@user_code.quiet_arithmetic
 def check_kinematics(
     fn,
     model: mujoco.MjModel | str | os.PathLike,

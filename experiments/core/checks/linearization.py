@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import validate
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks.common import UserFunction, load_function, model_warnings, warning_lines
 from crossdyn.experiments.core.checks.names import conventions
 from crossdyn.experiments.core.checks.report import CheckReport, Part
@@ -87,6 +87,7 @@ def _parse_point(model, keyframe, qpos, qvel, ctrl):
         raise ParameterError("give the operating point: a keyframe (--keyframe NAME) or a pose (--qpos ...)")
 
 
+@user_code.quiet_arithmetic
 def check_linearization(
     fn,
     model: mujoco.MjModel | str | os.PathLike,

@@ -21,7 +21,7 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import validate
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -91,6 +91,7 @@ def pinocchio_velocity_map(model: mujoco.MjModel, q: np.ndarray, free) -> np.nda
     return T
 
 
+@user_code.quiet_arithmetic
 def check_mass_matrix(
     fn,
     model: mujoco.MjModel | str | os.PathLike,
