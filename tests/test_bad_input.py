@@ -296,7 +296,7 @@ CASES = [
      "is a folder"),
     # no false pass (issue 36): a function writing into its input, ranges, tolerances, a hang
     (["check", "mass-matrix", "{tmp}/parts_bad.py:zeroes_q", "--mjcf", ARM, "--samples", "5"],
-     "zeroes_q wrote into its input q (entry 0: "),
+     "zeroes_q wrote into its input q (state 0 of the batch, entry 0: "),
     (["check", "forward-dynamics", "{tmp}/parts_bad.py:zeroes_tau", "--mjcf", ARM, "--samples", "5"],
      "wrote into its input tau"),
     (["check", "mass-matrix", "{tmp}/parts_bad.py:nan", "--mjcf", ARM, "--q-range", "0"], "needs LOW < HIGH"),

@@ -109,7 +109,7 @@ def test_a_function_that_writes_into_its_input_is_told_so(name, how, writer):
 def test_given_states_are_never_changed_by_the_users_function():
     q = sample_states(parts.ARM, 5, seed=3)[0]
     before = q.copy()
-    with pytest.raises(DerivationError, match=r"wrote into its input q \(entry 0: "):
+    with pytest.raises(DerivationError, match=r"wrote into its input q \(state 0 of the batch, entry 0: "):
         check_mass_matrix(_zero_first(RIGHT["mass-matrix"]), ARM, states=q)
     assert np.array_equal(q, before)
 

@@ -318,25 +318,28 @@ def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
         right shape (or NaN).
     """
 
-    def call(q, qd, qdd):
+    def call(q, qd, qdd, copied=False):
         state["calls"] += 1
-        given = user_code.given_copies((q, qd, qdd))  # crossdyn's states stay as drawn
+        given = (q, qd, qdd) if copied else user_code.given_copies((q, qd, qdd))  # crossdyn's states stay as drawn
         with user_code.users_errstate():
             out = user_code.call(fn, *given, label=label)
-        user_code.refuse_writes(label, ("q", "qd", "qdd"), (q, qd, qdd), given)
+        if not copied:
+            user_code.refuse_writes(label, ("q", "qd", "qdd"), (q, qd, qdd), given)
         return out
 
     state = {"calls": 0, "per_state": False}
 
     def single(q, qd, qdd):
         out = np.empty((q.shape[0], nv))
+        given = user_code.given_copies((q, qd, qdd))  # one copy of the batch; each call gets its rows
         for k in range(q.shape[0]):
-            row = call(q[k], qd[k], qdd[k])
+            row = call(given[0][k], given[1][k], given[2][k], copied=True)
             if row.shape != (nv,):
                 raise DerivationError(
                     f"{label} returned shape {row.shape} for one state; expected ({nv},) torques"
                 )
             out[k] = row
+        user_code.refuse_writes(label, ("q", "qd", "qdd"), (q, qd, qdd), given)
         return out
 
     mode: dict[str, Callable] = {}

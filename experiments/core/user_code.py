@@ -248,15 +248,16 @@ def refuse_writes(label: str, names: tuple[str, ...], originals: tuple, given: t
     for k, (before, after) in enumerate(zip(originals, given, strict=False)):
         if not isinstance(before, np.ndarray):
             continue
-        same = after.shape == before.shape and np.array_equal(before, after, equal_nan=True)
-        if same:
+        if after.shape == before.shape and after.tobytes() == before.tobytes():  # the common case, fast
+            continue
+        if after.shape == before.shape and np.array_equal(before, after, equal_nan=True):
             continue
         name = names[k] if k < len(names) else f"argument {k + 1}"
         where_ = ""
         if after.shape == before.shape:
             index = tuple(int(i) for i in np.argwhere(~((before == after) | (np.isnan(before) & np.isnan(after))))[0])
-            place = (f"state {index[0]} of the batch, entry {index[1:]}" if before.ndim > 1 and len(index) > 1
-                     else f"entry {index[0] if len(index) == 1 else index}")
+            entry = index[1] if len(index) == 2 else index[1:]
+            place = f"state {index[0]} of the batch, entry {entry}" if before.ndim > 1 else f"entry {index[0]}"
             where_ = f" ({place}: {before[index]:.6g} became {after[index]:.6g})"
         raise DerivationError(f"{label} wrote into its input {name}{where_}; a derivation must not change its "
                               f"arguments (the caller's state would change): work on a copy ({name} = "

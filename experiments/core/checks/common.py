@@ -84,9 +84,10 @@ class UserFunction:
         self.per_state = False
         self.calls = 0
 
-    def _call(self, *args) -> object:
+    def _call(self, *args, copied: bool = False) -> object:
+        """The function on ``args``, given copies of them (``copied``: ``args`` are copies already)."""
         self.calls += 1
-        given = user_code.given_copies(args)  # what it writes into never reaches the states compared
+        given = args if copied else user_code.given_copies(args)  # its writes never reach the states compared
         # sys.exit / a raised KeyboardInterrupt -> UserExit; NumPy's warnings as the caller has them
         with user_code._guard(self.label), user_code.users_errstate():
             try:
@@ -94,7 +95,8 @@ class UserFunction:
             except Exception as exc:  # the user's code: any exception is theirs to see
                 raise DerivationError(f"{self.label} raised {type(exc).__name__}: {' '.join(str(exc).split())}"
                                       f"{user_code.where(exc)}") from None
-        user_code.refuse_writes(self.label, self.inputs, args, given)
+        if not copied:
+            user_code.refuse_writes(self.label, self.inputs, args, given)
         return out
 
     def _parts(self, out, n: int | None) -> list[np.ndarray]:
@@ -130,7 +132,9 @@ class UserFunction:
 
     def _single(self, args: tuple[np.ndarray, ...]) -> list[np.ndarray]:
         n = args[0].shape[0]
-        rows = [self._parse(self._call(*(a[k] for a in args)), None) for k in range(n)]
+        given = user_code.given_copies(args)  # one copy of the batch; each call gets its own rows of it
+        rows = [self._parse(self._call(*(a[k] for a in given), copied=True), None) for k in range(n)]
+        user_code.refuse_writes(self.label, self.inputs, args, given)
         return [np.stack([r[i] for r in rows]) for i in range(len(rows[0]))]
 
     def _decide(self, args: tuple[np.ndarray, ...]) -> None:
