@@ -32,6 +32,7 @@ from crossdyn.experiments import (
     check_forward_dynamics,
     check_jacobian,
     check_kinematics,
+    check_linearization,
     check_mass_matrix,
 )
 from crossdyn.experiments.core.crosscheck import sample_states
@@ -206,6 +207,10 @@ def test_the_command_line_sets_and_prints_the_ranges(tmp_path):
 def test_derivation_checks_refuse_the_same_and_an_empty_batch():
     with pytest.raises(ParameterError, match="atol must be a finite number"):
         check_derivation(RIGHT["derivation"], ARM, samples=N, atol=float("inf"))
+    with pytest.raises(ParameterError, match="a seed is a whole number"):
+        check_derivation(RIGHT["derivation"], ARM, samples=N, seed=-1)
+    with pytest.raises(ParameterError, match="rtol must be a finite number"):
+        check_linearization(parts.arm_linearization, ARM, keyframe="home", rtol=float("nan"))
     with pytest.raises(StateError, match="no rows"):
         check_derivation(RIGHT["derivation"], ARM, states=(np.zeros((0, 7)),) * 3)
 
