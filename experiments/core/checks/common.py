@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.crosscheck import CHUNK, sampling_lines, state_chunks
 from crossdyn.experiments.core.errors import DerivationError, StateError
 from crossdyn.experiments.core.ranges import Ranges
@@ -199,11 +199,6 @@ class StateSource:
     sampling: tuple[str, ...] = ()
     ranges: dict | None = None
 
-    def report_fields(self) -> dict:
-        """The report's ``samples``, ``seed``, ``sampling`` and ``ranges``."""
-        return {"samples": self.total, "seed": self.seed, "sampling": list(self.sampling),
-                "ranges": dict(self.ranges or {})}
-
 
 def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np.ndarray, ...]:
     if isinstance(states, np.ndarray) or not isinstance(states, (tuple, list)):
@@ -236,10 +231,7 @@ def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: 
       StateError: wrong shapes, non-finite entries or no rows.
       ParameterError: ``samples`` or ``seed`` out of range (:mod:`crossdyn.experiments.core.validate`).
     """
-    from crossdyn.experiments.core import validate
-    from crossdyn.experiments.core.validate import SAMPLES_MAX
-
-    samples = validate.count(samples, 1, SAMPLES_MAX, "samples")
+    samples = validate.count(samples, 1, validate.SAMPLES_MAX, "samples")
     seed = validate.seed(seed)
     ranges = Ranges() if ranges is None else ranges
     if states is None:

@@ -162,14 +162,12 @@ def _ranges(args) -> dict:
 
 def add_timeout(p: argparse.ArgumentParser) -> None:
     """``--timeout SECONDS``: the check (import and calls of the user's function included) is stopped after it."""
+    from crossdyn.experiments.core.cli.run import TIMEOUT_MAX  # run --timeout's ceiling: one limit
+
     p.add_argument("--timeout", type=arguments.number(0.0, TIMEOUT_MAX, "--timeout", low_open=True),
                    metavar="SECONDS",
                    help="stop the check if it has not finished after SECONDS (a function that hangs): one line, "
                         "exit 2, nothing written (default: no limit)")
-
-
-# --timeout's ceiling, s: a week; beyond it a typo, not a limit.
-TIMEOUT_MAX = 7 * 24 * 3600.0
 
 
 class _Stopped(Exception):
