@@ -311,3 +311,19 @@ def test_a_drift_to_or_from_a_non_finite_value_reads_as_one():
     assert "change to nan (" in str(Drift("settle_s", 0.297, float("nan"), Tolerance()))
     assert "change from inf (" in str(Drift("settle_s", float("inf"), 1.0, Tolerance()))
     assert "change +5 %" in str(Drift("settle_s", 1.0, 1.05, Tolerance()))
+
+
+def test_sigterm_ends_a_systems_own_check_with_one_line(monkeypatch, tmp_path, capsys):
+    """``check two-link`` (a system's command, run in this process) ends on SIGTERM as every check does."""
+    from crossdyn.experiments import two_link
+    from crossdyn.experiments.core.cli import main
+
+    def terminated(*args, **kwargs):  # SIGTERM arrives while the check runs
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+
+    monkeypatch.setattr(two_link, "check", terminated)
+    code = main(["check", "two-link", "--samples", "10", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 128 + signal.SIGTERM and len(err) == 1 and "stopped by SIGTERM" in err[0], (code, err)
+    assert not (tmp_path / "out").exists()

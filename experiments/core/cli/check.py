@@ -552,4 +552,8 @@ def add_parser(sub) -> None:
         _add_quantity(checks, quantity)
     _add_linearization(checks)
     for name, entry in commands.registered("check").items():  # the systems' own (crossdyn check two-link, ...)
-        commands.configure(entry, checks.add_parser(name, help=commands.summary(entry)))
+        p = checks.add_parser(name, help=commands.summary(entry))
+        commands.configure(entry, p)
+        command = p.get_default("func")
+        if command is not None:  # SIGTERM ends it with one line, as every check
+            p.set_defaults(func=lambda args, command=command: _run_check(args, command))
