@@ -327,3 +327,14 @@ def test_sigterm_ends_a_systems_own_check_with_one_line(monkeypatch, tmp_path, c
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 128 + signal.SIGTERM and len(err) == 1 and "stopped by SIGTERM" in err[0], (code, err)
     assert not (tmp_path / "out").exists()
+
+
+def test_slides_balls_and_free_joints_are_drawn_and_said():
+    ranges = Ranges.of(slide_range=(0.1, 0.2))
+    q = sample_states(parts.BALL, 500, seed=2, ranges=ranges)[0]
+    extend = q[:, parts.BALL.joint("extend").qposadr[0]]
+    assert extend.min() >= 0.1 and extend.max() <= 0.2
+    lines = ranges.describe(parts.BALL, ("q",))
+    assert "slides without a range (extend): [0.1, 0.2] m" in lines, lines
+    assert "ball joints (shoulder, elbow): orientation uniformly random" in lines, lines
+    assert any(line.startswith("free joints (root): position in [-1, 1] m") for line in Ranges().describe(parts.FLOAT))
