@@ -7,7 +7,7 @@ Simscape model.
 Experiments:
 
 - ``two-link-<variant>`` for each of ``analytic.two_link.VARIANTS``: 10,000 seeded
-  random states (|q| <= pi, |qd| <= 10 rad/s, |qdd| <= 50 rad/s^2) and a smooth
+  random states (|q| up to three turns, |qd| <= 30 rad/s, |qdd| <= 100 rad/s^2) and a smooth
   trajectory, compared with ``mj_inverse`` term by term.  ``lecture-no-link-inertia`` is
   expected to *fail* in exactly one way: a constant mass-matrix offset equal to
   the missing link inertias, ``-(I1 + I2, I2, I2)``; ``lecture-matrix-form``

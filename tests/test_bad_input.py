@@ -77,7 +77,10 @@ BAD_FILES = {
                      "def exits(q):\n    sys.exit(0)\n\n"
                      "def three(q, qd):\n    return 1.0, 2.0, 3.0\n\n"
                      "def lin(q, qd, u):\n    return np.zeros((14, 14)), np.zeros((14, 7))\n\n"
-                     "def lin_a_only(q, qd, u):\n    return np.zeros((14, 14))\n"),
+                     "def lin_a_only(q, qd, u):\n    return np.zeros((14, 14))\n\n"
+                     "def zeroes_q(q):\n    q[...] = 0\n    return np.eye(7)\n\n"
+                     "def zeroes_tau(q, qd, tau):\n    tau[...] = 0\n    return np.zeros(7)\n"),
+    "hangs.py": "import time\n\ndef M(q):\n    time.sleep(600)\n",
     "nan_q.csv": "0,0,0,nan,0,0,0\n",
     "short_q.csv": "0,0,0\n",
 }
@@ -301,6 +304,25 @@ CASES = [
       "{tmp}/missing"], "no such folder"),
     (["check", "jacobian", "{tmp}/parts_bad.py:lin", "--mjcf", ARM, "--site", "tool", "--junit", "{tmp}"],
      "is a folder"),
+    # no false pass (issue 36): a function writing into its input, ranges, tolerances, a hang
+    (["check", "mass-matrix", "{tmp}/parts_bad.py:zeroes_q", "--mjcf", ARM, "--samples", "5"],
+     "zeroes_q wrote into its input q (state 0 of the batch, entry 0: "),
+    (["check", "forward-dynamics", "{tmp}/parts_bad.py:zeroes_tau", "--mjcf", ARM, "--samples", "5"],
+     "wrote into its input tau"),
+    (["check", "mass-matrix", "{tmp}/parts_bad.py:nan", "--mjcf", ARM, "--q-range", "0"], "needs LOW < HIGH"),
+    (["check", "mass-matrix", "{tmp}/parts_bad.py:nan", "--mjcf", ARM, "--q-range=-1,nan"], "must be finite"),
+    (["check", "mass-matrix", "{tmp}/parts_bad.py:nan", "--mjcf", ARM, "--q-range", "1,2,3"], "takes R"),
+    (["check", "mass-matrix", "{tmp}/parts_bad.py:nan", "--mjcf", ARM, "--qd-range", "1"], "unrecognized"),
+    (["check", "bias", "{tmp}/parts_bad.py:nan", "--mjcf", ARM, "--qd-range", "x"], "takes R (for -R to R)"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--qdd-range", "1e9"],
+     "--qdd-range must lie within"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--atol", "inf"],
+     "--atol must be a finite number, got inf"),
+    (["check", "mass-matrix", "{tmp}/hangs.py:M", "--mjcf", ARM, "--timeout", "1"],
+     "hangs.py:M: the check did not finish within 1 s (--timeout)"),
+    (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--timeout", "0"],
+     "--timeout must be in (0"),
+    (["check", "linearization", "{tmp}/parts_bad.py:lin", "--mjcf", ARM, "--timeout", "nan"], "finite"),
     # your own robot, imperfections, robustness axes
     (["run", "balance-recovery", "--set", "mjcf={tmp}/no_wheel_motor.xml"], "missing actuator 'left_wheel'"),
     (["run", "turn", "--set", "mjcf={tmp}/no_closure.xml"], "missing equality 'right_closure'"),
@@ -431,6 +453,41 @@ CASES = [
 ]
 
 
+# The Python API refuses what the command line refuses, with the same sentences
+# (crossdyn.experiments.core.validate): (options of check_mass_matrix, error, phrase).
+API_CASES = [
+    ({"atol": float("inf")}, "ParameterError", "atol must be a finite number, got inf"),  # once PASSED
+    ({"atol": float("nan")}, "ParameterError", "atol must be a finite number, got nan"),  # once a MISMATCH
+    ({"atol": -1}, "ParameterError", "atol must be in [0, 1e+06], got -1"),
+    ({"rtol": 2.0}, "ParameterError", "rtol must be in [0, 1], got 2"),
+    ({"rtol": "1e-9"}, "ParameterError", "rtol must be a number"),
+    ({"seed": -1}, "ParameterError", "seed must be a whole number from 0 to 4294967295, got -1"),
+    ({"seed": 10**20}, "ParameterError", "seed must be a whole number from 0 to"),
+    ({"seed": 1.5}, "ParameterError", "seed must be a whole number"),
+    ({"samples": 0}, "ParameterError", "samples must be from 1"),
+    ({"q_range": (1.0, -1.0)}, "ParameterError", "q_range needs LOW < HIGH"),
+    ({"q_range": float("nan")}, "ParameterError", "q_range must be finite"),
+    ({"slide_range": 1e9}, "ParameterError", "slide_range must lie within"),
+    ({"states": np.zeros((0, 7))}, "StateError", "the states have no rows"),  # once numpy's bare ValueError
+]
+
+
+@pytest.mark.parametrize("options, error, phrase", API_CASES, ids=[str(o)[:40] for o, _, _ in API_CASES])
+def test_the_python_api_refuses_what_the_command_line_refuses(options, error, phrase):
+    """check_mass_matrix and assert_mass_matrix: a crossdyn error naming the option, never a verdict."""
+    from crossdyn.experiments import check_mass_matrix
+    from crossdyn.experiments.core import errors
+    from crossdyn.testing import assert_mass_matrix
+
+    def wrong(q):  # off by 1 on the diagonal: a mismatch under any sane tolerance
+        return np.eye(7) * 0.0
+
+    for check in (check_mass_matrix, assert_mass_matrix):
+        with pytest.raises(getattr(errors, error)) as raised:
+            check(wrong, ARM, **{"samples": 5, **options})
+        assert phrase in str(raised.value), raised.value
+
+
 @pytest.fixture(scope="module")
 def bad_files(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("bad")
@@ -552,7 +609,7 @@ def _push(body: str):
     return Push(body, (1.0, 0.0, 0.0), 0.0, 0.01)
 
 
-API_CASES = [
+LOOP_API_CASES = [
     ("simulate complex control", lambda: _simulate(lambda t, obs: np.array([1 + 1j])),
      "controller returned a complex control at control step 0 (t = 0 s)"),
     ("simulate complex control by name", lambda: _simulate(lambda t, obs: {"push": 2j}),
@@ -588,7 +645,8 @@ API_CASES = [
 ]
 
 
-@pytest.mark.parametrize("call, phrase", [case[1:] for case in API_CASES], ids=[case[0] for case in API_CASES])
+@pytest.mark.parametrize("call, phrase", [case[1:] for case in LOOP_API_CASES],
+                         ids=[case[0] for case in LOOP_API_CASES])
 def test_python_api_bad_input_is_one_crossdyn_error(call, phrase):
     """A crossdyn error of one line; a NumPy warning (a ComplexWarning dropping a part) is no answer."""
     import warnings

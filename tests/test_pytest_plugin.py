@@ -214,7 +214,7 @@ def test_baseline_missing_then_written_then_compared(baseline):
     ({"q": np.array([0.1, -0.2, 0.3])}, None, ["new metric q[2] = 0.3 (not in the baseline)"]),
     ({"per_joint": [{"name": "q1", "err": 1e-15}]}, None,
      ["missing metric per_joint[q2].err (baseline 2e-15; not in this check)"]),
-    ({"settle_s": float("nan")}, None, ["drifted settle_s: baseline 0.297, now nan "
+    ({"settle_s": float("nan")}, None, ["drifted settle_s: baseline 0.297, now nan, change to nan "
                                         "(tolerance rel 1e-06 + abs 1e-09)"]),  # no "change changed"
 ])
 def test_baseline_drift_names_metric_values_and_tolerance(baseline, change, tolerances, lines):

@@ -253,13 +253,16 @@ class Drift:
 
     @property
     def change(self) -> str:
-        """The change, relative when the baseline is non-zero (``+5.00 %``), else absolute; ``changed`` for others."""
+        """The change, relative when the baseline is non-zero (``+5.00 %``), else absolute; ``to nan`` or
+        ``from inf`` when one side is not finite (no number measures it); ``changed`` for booleans and text."""
         base, now = self.baseline, self.now
         if not (_is_number(base) and _is_number(now)):  # not self.numeric, with the two narrowed to numbers
             return "changed"
         if base != 0 and math.isfinite(base) and math.isfinite(now):
             return f"{100 * (now - base) / abs(base):+.3g} %"
-        return f"{now - base:+.3g}" if math.isfinite(now - base) else "changed"
+        if math.isfinite(now - base):
+            return f"{now - base:+.3g}"
+        return f"to {now:g}" if not math.isfinite(now) else f"from {base:g}"
 
     @property
     def change_shown(self) -> str:

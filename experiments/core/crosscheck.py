@@ -30,9 +30,10 @@ import mujoco
 import numpy as np
 from tqdm import tqdm
 
-from crossdyn.experiments.core import user_code
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.attribution import SPRINGREF, Attribution, springref_model
-from crossdyn.experiments.core.errors import DerivationError
+from crossdyn.experiments.core.errors import DerivationError, StateError
+from crossdyn.experiments.core.ranges import Ranges
 from crossdyn.experiments.core.truth import (
     ConstraintTally,
     as_state_batch,
@@ -40,6 +41,7 @@ from crossdyn.experiments.core.truth import (
     inverse_dynamics,
     truth_model,
 )
+from crossdyn.experiments.core.validate import SAMPLES_MAX
 
 __all__ = [
     "TermReport",
@@ -53,6 +55,7 @@ __all__ = [
     "EntryStats",
     "chunks_of",
     "progress",
+    "sampling_lines",
     "TERMS",
     "CHUNK",
     "ATOL",
@@ -162,6 +165,11 @@ class Report:
       conventions: MuJoCo's coordinates of the model's free and ball joints.
       notes: other sentences (the function went state by state).
       warnings: MuJoCo's own warnings while computing the truth (about the model).
+      sampling: where the states came from, in words: the ranges random states
+        were drawn from (:meth:`crossdyn.experiments.core.ranges.Ranges.describe`),
+        or how many were given.
+      ranges: the random states' ranges (:meth:`~crossdyn.experiments.core.ranges.Ranges.to_dict`),
+        empty for given states.
     """
 
     passed: bool
@@ -184,6 +192,8 @@ class Report:
     conventions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    sampling: list[str] = field(default_factory=list)
+    ranges: dict = field(default_factory=dict)
 
     @property
     def failing_terms(self) -> list[str]:
@@ -243,6 +253,8 @@ class Report:
             "conventions": self.conventions,
             "notes": self.notes,
             "model_warnings": self.warnings,
+            "sampling": self.sampling,
+            "state_ranges": self.ranges,
         }
 
 
@@ -254,66 +266,37 @@ def dof_names(model: mujoco.MjModel) -> list[str]:
     return names(model)
 
 
-def _draw(model: mujoco.MjModel, rng: np.random.Generator, n: int, q_max: float, qd_max: float,
-          qdd_max: float, slide_max: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``n`` random states from ``rng`` (the ranges of :func:`sample_states`)."""
-    qpos = np.zeros((n, model.nq))
-    for j in range(model.njnt):
-        adr, kind = model.jnt_qposadr[j], model.jnt_type[j]
-        limited = bool(model.jnt_limited[j])
-        lo, hi = model.jnt_range[j]
-        if kind == mujoco.mjtJoint.mjJNT_HINGE:
-            qpos[:, adr] = rng.uniform(lo, hi, n) if limited else rng.uniform(-q_max, q_max, n)
-        elif kind == mujoco.mjtJoint.mjJNT_SLIDE:
-            qpos[:, adr] = rng.uniform(lo, hi, n) if limited else rng.uniform(-slide_max, slide_max, n)
-        else:
-            quat_adr = adr
-            if kind == mujoco.mjtJoint.mjJNT_FREE:
-                qpos[:, adr : adr + 3] = rng.uniform(-1.0, 1.0, (n, 3))
-                quat_adr = adr + 3
-            quat = rng.normal(size=(n, 4))
-            qpos[:, quat_adr : quat_adr + 4] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    qvel = rng.uniform(-qd_max, qd_max, (n, model.nv))
-    qacc = rng.uniform(-qdd_max, qdd_max, (n, model.nv))
-    return qpos, qvel, qacc
-
-
-def state_chunks(
-    model: mujoco.MjModel,
-    samples: int,
-    seed: int,
-    q_max: float = np.pi,
-    qd_max: float = 10.0,
-    qdd_max: float = 50.0,
-    slide_max: float = 0.5,
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def state_chunks(model: mujoco.MjModel, samples: int, seed: int,
+                 ranges: Ranges | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Seeded random states in MuJoCo's layout, ``CHUNK`` at a time (the last chunk shorter).
 
-    Hinges are uniform in ``[-q_max, q_max]`` rad (or their range if limited),
-    slides in ``[-slide_max, slide_max]`` m (or their range), free joints get a
-    position in a 1 m cube and a uniformly random unit quaternion, ball joints a
-    random unit quaternion.  Velocities are uniform in ``[-qd_max, qd_max]`` and
-    accelerations in ``[-qdd_max, qdd_max]`` on every dof.  One generator draws
-    the chunks in turn, so the states depend on ``seed`` (and :data:`CHUNK`) only.
+    Each chunk is :meth:`Ranges.draw <crossdyn.experiments.core.ranges.Ranges.draw>`
+    (default :class:`~crossdyn.experiments.core.ranges.Ranges`: joints in the
+    model's ranges, hinges without one over three turns each way, stated
+    velocity and acceleration ranges).  One generator draws the chunks in turn,
+    so the states depend on ``seed``, ``ranges`` (and :data:`CHUNK`) only.
 
     Yields:
       ``qpos (n, nq)``, ``qvel (n, nv)``, ``qacc (n, nv)`` with ``n <= CHUNK``.
+
+    Raises:
+      ParameterError: ``samples`` below 1 or ``seed`` not a valid seed.
     """
-    if samples < 1:
-        raise ValueError(f"samples must be at least 1, got {samples}")
-    rng = np.random.default_rng(seed)
+    samples = validate.count(samples, 1, SAMPLES_MAX, "samples")
+    rng = np.random.default_rng(validate.seed(seed))
+    ranges = Ranges() if ranges is None else ranges
     for start in range(0, samples, CHUNK):
-        yield _draw(model, rng, min(CHUNK, samples - start), q_max, qd_max, qdd_max, slide_max)
+        yield ranges.draw(model, rng, min(CHUNK, samples - start))
 
 
 def sample_states(model: mujoco.MjModel, samples: int, seed: int,
-                  **ranges) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All of :func:`state_chunks` at once: the states a check with ``samples, seed`` uses.
+                  ranges: Ranges | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All of :func:`state_chunks` at once: the states a check with ``samples, seed, ranges`` uses.
 
     Returns:
       ``qpos (samples, nq)``, ``qvel (samples, nv)``, ``qacc (samples, nv)``.
     """
-    chunks = list(state_chunks(model, samples, seed, **ranges))
+    chunks = list(state_chunks(model, samples, seed, ranges))
     qpos, qvel, qacc = (np.concatenate(parts) for parts in zip(*chunks, strict=False))
     return qpos, qvel, qacc
 
@@ -335,21 +318,28 @@ def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
         right shape (or NaN).
     """
 
-    def call(q, qd, qdd):
+    def call(q, qd, qdd, copied=False):
         state["calls"] += 1
-        return user_code.call(fn, q, qd, qdd, label=label)
+        given = (q, qd, qdd) if copied else user_code.given_copies((q, qd, qdd))  # crossdyn's states stay as drawn
+        with user_code.users_errstate():
+            out = user_code.call(fn, *given, label=label)
+        if not copied:
+            user_code.refuse_writes(label, ("q", "qd", "qdd"), (q, qd, qdd), given)
+        return out
 
     state = {"calls": 0, "per_state": False}
 
     def single(q, qd, qdd):
         out = np.empty((q.shape[0], nv))
+        given = user_code.given_copies((q, qd, qdd))  # one copy of the batch; each call gets its rows
         for k in range(q.shape[0]):
-            row = call(q[k], qd[k], qdd[k])
+            row = call(given[0][k], given[1][k], given[2][k], copied=True)
             if row.shape != (nv,):
                 raise DerivationError(
                     f"{label} returned shape {row.shape} for one state; expected ({nv},) torques"
                 )
             out[k] = row
+        user_code.refuse_writes(label, ("q", "qd", "qdd"), (q, qd, qdd), given)
         return out
 
     mode: dict[str, Callable] = {}
@@ -404,6 +394,11 @@ def split_terms(id_fn: IDFunction, qpos, qvel, nv) -> tuple[np.ndarray, np.ndarr
     return M, c, g
 
 
+# EntryStats sums errors times 2^-32 (exact: a power of two), so the sum of up to
+# 4e9 errors of 1e308 stays finite and the mean is exact to round-off.
+_SUM_SCALE = 2.0**-32
+
+
 class EntryStats:
     """Running per-entry statistics of ``error = candidate - reference``, chunk by chunk.
 
@@ -422,8 +417,19 @@ class EntryStats:
         self.n = 0
 
     def add(self, err: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> None:
+        """Fold in one chunk: ``err``, ``ref`` ``(n, *shape)``.
+
+        Raises:
+          StateError: MuJoCo's own value is not finite at a state (it overflowed: the
+            state is beyond what double precision holds); never blamed on the user's function.
+        """
+        finite = np.isfinite(ref.reshape(ref.shape[0], -1)).all(axis=1)
+        if not finite.all():
+            row = int(np.flatnonzero(~finite)[0])
+            raise StateError(f"MuJoCo's own value is not finite at state {self.n + row} (it overflowed): the state is "
+                             "beyond what double precision holds; give smaller states or ranges")
         abs_err, abs_ref = np.abs(err), np.abs(ref)
-        self.sum += err.sum(axis=0)
+        self.sum += (err * _SUM_SCALE).sum(axis=0)  # scaled: a sum of 1e308 errors stays finite
         np.minimum(self.lo, err.min(axis=0), out=self.lo)
         np.maximum(self.hi, err.max(axis=0), out=self.hi)
         np.maximum(self.max_abs, abs_err.max(axis=0), out=self.max_abs)
@@ -449,7 +455,7 @@ class EntryStats:
             scale=float(self.scale.max()),
             worst_entry=self.worst[2],
             worst_sample=self.worst[1],
-            mean_error=(self.sum / self.n).tolist(),
+            mean_error=self.mean().tolist(),
             spread=float(((self.hi - self.lo) / 2).max()),
             entry_max_abs=self.max_abs.tolist(),
             entry_range=(self.hi - self.lo).tolist(),
@@ -459,13 +465,29 @@ class EntryStats:
     def per_sample(self) -> np.ndarray:
         return np.concatenate(self.plot)
 
+    def mean(self) -> np.ndarray:
+        """The mean error per entry (zeros before the first chunk)."""
+        return self.sum / max(self.n, 1) / _SUM_SCALE
 
-def chunks_of(model: mujoco.MjModel, samples: int, seed: int, states) -> tuple[Chunks, int]:
-    """A re-startable source of state chunks (random or given) and its length."""
+
+def chunks_of(model: mujoco.MjModel, samples: int, seed: int, states,
+              ranges: Ranges | None = None) -> tuple[Chunks, int]:
+    """A re-startable source of state chunks (random or given) and its length.
+
+    Raises:
+      StateError: given states of the wrong shape, non-finite or none at all.
+      ParameterError: a bad ``samples`` or ``seed``.
+    """
+    samples = validate.count(samples, 1, SAMPLES_MAX, "samples")
+    seed = validate.seed(seed)
     if states is None:
-        return (lambda: state_chunks(model, samples, seed)), samples
+        return (lambda: state_chunks(model, samples, seed, ranges)), samples
+    if not isinstance(states, (tuple, list)) or len(states) != 3:
+        raise StateError("states must be three arrays (qpos, qvel, qacc)")
     qpos, qvel, qacc = as_state_batch(model, *states)
     n = qpos.shape[0]
+    if n == 0:
+        raise StateError("states has no rows: give at least one state (qpos (N, nq), qvel and qacc (N, nv))")
     return (lambda: ((qpos[a : a + CHUNK], qvel[a : a + CHUNK], qacc[a : a + CHUNK]) for a in range(0, n, CHUNK))), n
 
 
@@ -480,6 +502,7 @@ def progress(chunks: Iterable, total: int, what: str) -> Iterable:
             bar.update(chunk[0].shape[0])
 
 
+@user_code.quiet_arithmetic
 def check(
     tau_fn: Callable,
     model: mujoco.MjModel,
@@ -491,6 +514,7 @@ def check(
     states: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     label: str = "derivation",
     dynamics: str = "rigid-body",
+    ranges: Ranges | None = None,
 ) -> Report:
     """Check a hand derivation ``tau_fn(q, qd, qdd)`` against ``mj_inverse``, term by term.
 
@@ -512,9 +536,12 @@ def check(
       states: explicit ``(qpos, qvel, qacc)`` instead of random ones.
       label: how the function is named in error messages.
       dynamics: ``"rigid-body"`` or ``"as-modeled"``.
+      ranges: where random states are drawn (default
+        :class:`~crossdyn.experiments.core.ranges.Ranges`), said in the report.
 
     Raises:
-      ParameterError: unknown ``dynamics``.
+      ParameterError: unknown ``dynamics``; a tolerance, seed or sample count
+        out of range (:mod:`crossdyn.experiments.core.validate`).
       DerivationError: ``tau_fn`` raises or returns the wrong shape or type.
       StateError: ``states`` has the wrong shape or NaN.
     """
@@ -522,8 +549,10 @@ def check(
     from crossdyn.experiments.core.checks.common import model_warnings, warning_lines
     from crossdyn.experiments.core.checks.names import conventions
 
+    atol, rtol = validate.tolerances(atol, rtol)
+    ranges = Ranges() if ranges is None else ranges
     truth = truth_model(model, dynamics)
-    chunks, total = chunks_of(model, samples, seed, states)
+    chunks, total = chunks_of(model, samples, seed, states, ranges)
     nv, names = model.nv, dof_names(model)
     candidate = batched(tau_fn, nv, label)
     data = mujoco.MjData(truth)
@@ -569,7 +598,18 @@ def check(
         conventions=conventions(model),
         notes=[n for n in [candidate.note()] if n],  # type: ignore[attr-defined]
         warnings=warning_lines(warned),
+        sampling=sampling_lines(model, total, seed, states, ranges),
+        ranges=ranges.to_dict() if states is None else {},
     )
+
+
+def sampling_lines(model: mujoco.MjModel, total: int, seed: int, states, ranges: Ranges,
+                   parts: tuple[str, ...] = ("q", "qd", "qdd")) -> list[str]:
+    """Where a check's states came from, in words: random ones' ranges, or how many were given."""
+    if states is not None:
+        return [f"{total:,} given state{'s' if total != 1 else ''} (none drawn at random)"]
+    return [f"{total:,} random state{'s' if total != 1 else ''}, seed {seed}, uniform in:",
+            *(f"  {line}" for line in ranges.describe(model, parts))]
 
 
 # States whose torque errors the inertial-parameter fit uses (nv equations each).

@@ -151,6 +151,10 @@ def check_derivation(
     states: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     atol: float = ATOL,
     rtol: float = RTOL,
+    q_range=None,
+    qd_range=None,
+    qdd_range=None,
+    slide_range=None,
 ) -> Report:
     """Check a hand derivation ``tau = f(q, qd, qdd)`` against ``mj_inverse``, model as it comes.
 
@@ -165,6 +169,10 @@ def check_derivation(
       samples, seed: how many seeded random states to draw.
       states: explicit ``(qpos (N, nq), qvel (N, nv), qacc (N, nv))`` instead.
       atol, rtol: an entry passes if ``|error| <= atol + rtol |reference|``.
+      q_range, qd_range, qdd_range, slide_range: where random states are drawn,
+        each ``R`` (-R to R) or ``(low, high)`` (:class:`~crossdyn.experiments.core.ranges.Ranges`:
+        joints with a range in the model stay in it; defaults three turns, 30 rad/s,
+        100 rad/s^2, 0.5 m); said in the report.
 
     Returns:
       The term-wise :class:`~crossdyn.experiments.core.crosscheck.Report`, with
@@ -177,6 +185,11 @@ def check_derivation(
         cannot be loaded; StateError: bad ``states``; ParameterError: unknown
         ``dynamics``.
     """
+    from crossdyn.experiments.core import validate
+    from crossdyn.experiments.core.ranges import Ranges
+
+    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
+    ranges = Ranges.of(q_range=q_range, qd_range=qd_range, qdd_range=qdd_range, slide_range=slide_range)
     if isinstance(derivation, str):
         fn, label = load_derivation(derivation), os.path.basename(derivation)
     else:
@@ -184,7 +197,7 @@ def check_derivation(
     if not isinstance(model, mujoco.MjModel):
         model = load_model(model)
     return check(fn, model, samples=samples, seed=seed, atol=atol, rtol=rtol, states=states, label=label,
-                 dynamics=dynamics)
+                 dynamics=dynamics, ranges=ranges)
 
 
 def _check_in_worker(check: str, first: tuple, spec: str, model: str, options: dict):
@@ -193,7 +206,7 @@ def _check_in_worker(check: str, first: tuple, spec: str, model: str, options: d
 
 
 def check_isolated(spec: str, model: str | os.PathLike, *, check: str = "crossdyn.experiments.core.derivation:"
-                   "check_derivation", first: tuple = (), **options):
+                   "check_derivation", first: tuple = (), timeout: float | None = None, **options):
     """A check of ``"FILE.py:FUNC"`` in a worker process, where the user's function's death is seen.
 
     The file is imported and called only in the worker, so nothing it does at
@@ -206,17 +219,22 @@ def check_isolated(spec: str, model: str | os.PathLike, *, check: str = "crossdy
         (default :func:`check_derivation`; the part checks are ``crossdyn.experiments.core.checks:check``
         with ``first=(quantity,)``).
       first: arguments before the function's spec.
+      timeout: seconds the worker may take (importing the file and checking), None for no limit; a check
+        still running after it is stopped.
       options: the check's keyword arguments.
 
     Raises:
       DerivationError: as :func:`check_derivation`, and when the process checking
-        it ended without a report (``os._exit``, a signal), naming how.
+        it ended without a report (``os._exit``, a signal), naming how, or ran past ``timeout``.
       ModelError, StateError, ParameterError: as :func:`check_derivation`.
     """
     model = str(model_path(model))  # resolved here: the same file whatever the worker's folder
-    done = isolation.call(_check_in_worker, check, tuple(first), spec, model, options)
+    done = isolation.call(_check_in_worker, check, tuple(first), spec, model, options, timeout=timeout)
     if done.ok:
         return done.value
+    if done.status == isolation.TIMED_OUT:
+        raise DerivationError(f"{spec}: the check did not finish within {timeout:g} s (--timeout) and was stopped; "
+                              "does the function hang (a loop, a lock, input())?")
     if done.status == isolation.RAISED:
         if isinstance(done.error, CrossdynError):
             raise done.error

@@ -57,8 +57,9 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import CrossdynError, ModelError, ParameterError, validate_seed
+from crossdyn.experiments.core.errors import CrossdynError, ModelError, ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection, bind
+from crossdyn.experiments.core.validate import seed as validate_seed
 
 __all__ = ["simulate", "Trace", "Observation", "ControllerError", "DURATION_MAX"]
 

@@ -237,7 +237,8 @@ def text(report, title: str, verbose: bool = False) -> str:
         lines.append("  switched off in the truth:")
         lines += [f"    {line}" for line in report.switched_off]
     for heading, items in (("conventions", getattr(report, "conventions", [])), ("notes", getattr(report, "notes", [])),
-                           ("MuJoCo's warnings about the model", getattr(report, "warnings", []))):
+                           ("MuJoCo's warnings about the model", getattr(report, "warnings", [])),
+                           ("states", getattr(report, "sampling", []))):
         if items:
             lines.append(f"  {heading}:")
             lines += [f"    {line}" for line in items]

@@ -12,11 +12,18 @@ the CLI prints as one line with exit 2.
   neighbours: its folder goes first on ``sys.path``, so helper modules beside it
   import.
 - :func:`call` calls a user function and checks that it returned real numbers.
+- :func:`given_copies` and :func:`refuse_writes`: the user's function gets copies of
+  the states, so crossdyn never compares at a state the function changed, and a
+  function that writes into its input is told so.
+- :func:`quiet_arithmetic` and :func:`users_errstate`: NumPy's overflow warnings
+  from crossdyn's own arithmetic on a user's huge values stay off stderr, while
+  the user's function runs under the caller's settings.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import signal
 import sys
@@ -29,7 +36,8 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import DerivationError
 
-__all__ = ["UserExit", "import_file", "call", "as_numbers", "where", "ctrl_c_watch"]
+__all__ = ["UserExit", "import_file", "call", "as_numbers", "where", "ctrl_c_watch", "given_copies", "refuse_writes",
+           "quiet_arithmetic", "users_errstate"]
 
 
 class UserExit(DerivationError):
@@ -214,3 +222,73 @@ def call(fn: Callable, *args, label: str = "derivation") -> np.ndarray:
             detail = " ".join(str(exc).split())
             raise DerivationError(f"{label} raised {type(exc).__name__}: {detail}{where(exc)}") from None
     return as_numbers(out, label)
+
+
+def given_copies(args: tuple) -> tuple:
+    """Fresh copies of the arrays handed to a user's function (other arguments as they are).
+
+    The function may write into them (``q[:] = 0``, ``np.abs(q, out=q)``); crossdyn
+    keeps its own arrays, compares at the states it drew, and :func:`refuse_writes`
+    tells the function's author.
+    """
+    return tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def refuse_writes(label: str, names: tuple[str, ...], originals: tuple, given: tuple) -> None:
+    """Raise when a user's function changed an array it was given (``given`` against ``originals``).
+
+    Args:
+      label: the function, as named in messages.
+      names: each argument's name (``("q", "qd")``); arguments past them are "argument N".
+      originals: crossdyn's arrays; given: the copies the function received.
+
+    Raises:
+      DerivationError: one line naming the argument, where it changed, and the fix.
+    """
+    for k, (before, after) in enumerate(zip(originals, given, strict=False)):
+        if not isinstance(before, np.ndarray):
+            continue
+        if after.shape == before.shape and after.tobytes() == before.tobytes():  # the common case, fast
+            continue
+        if after.shape == before.shape and np.array_equal(before, after, equal_nan=True):
+            continue
+        name = names[k] if k < len(names) else f"argument {k + 1}"
+        where_ = ""
+        if after.shape == before.shape:
+            index = tuple(int(i) for i in np.argwhere(~((before == after) | (np.isnan(before) & np.isnan(after))))[0])
+            entry = index[1] if len(index) == 2 else index[1:]
+            place = f"state {index[0]} of the batch, entry {entry}" if before.ndim > 1 else f"entry {index[0]}"
+            where_ = f" ({place}: {before[index]:.6g} became {after[index]:.6g})"
+        raise DerivationError(f"{label} wrote into its input {name}{where_}; a derivation must not change its "
+                              f"arguments (the caller's state would change): work on a copy ({name} = "
+                              f"{name}.copy()) or out of place")
+
+
+# NumPy's floating-point warning settings of the caller of each running check: the user's function runs under them.
+_USERS_ERRSTATE: list[dict] = []
+
+
+def quiet_arithmetic(check: Callable) -> Callable:
+    """Decorate a check: NumPy's overflow, invalid-value and divide warnings off inside it.
+
+    A user's function returning ``1e308`` makes crossdyn's own ``error = yours -
+    MuJoCo's`` overflow; the report says the value is off (an infinite error
+    fails), and stderr stays clean.  The user's function, called through
+    :func:`users_errstate`, still runs under the caller's settings.
+    """
+
+    @functools.wraps(check)
+    def quiet(*args, **kwargs):
+        _USERS_ERRSTATE.append(np.geterr())
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                return check(*args, **kwargs)
+        finally:
+            _USERS_ERRSTATE.pop()
+
+    return quiet
+
+
+def users_errstate():
+    """NumPy's warning settings the user's function runs under: those of the check's caller."""
+    return np.errstate(**_USERS_ERRSTATE[-1]) if _USERS_ERRSTATE else contextlib.nullcontext()

@@ -229,7 +229,7 @@ def experiment_tests(*sources: str, seed: int | None = None, check: Callable | N
     if not sources or not all(isinstance(s, str) and s for s in sources):
         raise TypeError(f"experiment_tests() takes one or more file paths or module names, got {sources!r}")
     if seed is not None:
-        from crossdyn.experiments.core.errors import validate_seed
+        from crossdyn.experiments.core.validate import seed as validate_seed
 
         seed = validate_seed(seed)
     return ExperimentTests(tuple(sources), seed=seed, check=check)

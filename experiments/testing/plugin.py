@@ -131,7 +131,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--crossdyn-workers {workers}: expected 1 or more")
     seed = config.getoption("crossdyn_seed")
     if seed != 0:  # the default needs no check (a suite not using crossdyn imports none of it)
-        from crossdyn.experiments.core.errors import ParameterError, validate_seed
+        from crossdyn.experiments.core.errors import ParameterError
+        from crossdyn.experiments.core.validate import seed as validate_seed
 
         try:
             validate_seed(seed, "--crossdyn-seed")

@@ -23,6 +23,7 @@ import os
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -38,6 +39,7 @@ from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.ranges import Ranges
 from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 
 __all__ = ["check_bias"]
@@ -53,6 +55,7 @@ def _bias(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, data=None) -> np
     return inverse_dynamics(model, q, qd, np.zeros_like(qd), data=data)
 
 
+@user_code.quiet_arithmetic
 def check_bias(
     fn,
     model: mujoco.MjModel | str | os.PathLike,
@@ -64,6 +67,9 @@ def check_bias(
     states=None,
     atol: float = ATOL,
     rtol: float = RTOL,
+    q_range=None,
+    qd_range=None,
+    slide_range=None,
 ) -> CheckReport:
     """Check ``fn(q, qd) -> c + g`` (or ``fn(q) -> g`` with ``gravity_only``) against MuJoCo.
 
@@ -75,6 +81,9 @@ def check_bias(
       dynamics: ``"rigid-body"`` (``qfrc_bias``) or ``"as-modeled"`` (minus the passive forces).
       samples, seed: seeded random states; states: explicit ``(qpos (N, nq), qvel (N, nv))``
         (``qpos`` alone with ``gravity_only``).
+      q_range, qd_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
+        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
+        stay in it; defaults three turns, 0.5 m, 30 rad/s); said in the report.
       atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|``.
 
     Returns:
@@ -83,12 +92,14 @@ def check_bias(
     Raises:
       DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
+    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
+    ranges = Ranges.of(q_range=q_range, qd_range=qd_range, slide_range=slide_range)
     fn, label = load_function(fn)
     if not isinstance(model, mujoco.MjModel):
         model = load_model(model)
     truth = truth_model(model, dynamics)
     parts_in = ("q",) if gravity_only else ("q", "qd")
-    source = state_source(model, samples, seed, states, parts_in)
+    source = state_source(model, samples, seed, states, parts_in, ranges)
     nv = model.nv
     user = UserFunction(fn, label, [((nv,),)], f"({nv},) generalized forces")
     call = (lambda q, qd: user(q)[0]) if gravity_only else (lambda q, qd: user(q, qd)[0])  # noqa: E731
@@ -109,6 +120,7 @@ def check_bias(
         quantity="bias", label=label, passed=part.passed, parts={name: part}, truth=truth_text,
         attribution=attribution, conventions=conventions(model), notes=[n for n in [user.note()] if n],
         warnings=warning_lines(warned), atol=atol, rtol=rtol, samples=source.total, seed=source.seed,
+        sampling=list(source.sampling), ranges=dict(source.ranges or {}),
         dynamics=dynamics, extra={"gravity_only": gravity_only})
 
 

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.crosscheck import CHUNK, state_chunks
+from crossdyn.experiments.core import user_code, validate
+from crossdyn.experiments.core.crosscheck import CHUNK, sampling_lines, state_chunks
 from crossdyn.experiments.core.errors import DerivationError, StateError
+from crossdyn.experiments.core.ranges import Ranges
 
 __all__ = ["load_function", "UserFunction", "StateSource", "state_source", "model_warnings", "warning_lines",
            "within", "Hypotheses"]
@@ -64,6 +65,11 @@ class UserFunction:
         ``[((3,),), ((3,), (3, 3))]`` is "a position, or a position and a rotation".
         A form of several shapes is returned as a tuple (or list) of arrays.
       what: what the function returns, in words, for messages (``"(position, rotation)"``).
+      inputs: the arguments' names, for messages (``("q", "qd")``).
+
+    The function is given copies of the states (crossdyn compares at its own
+    arrays); one that writes into an argument is refused with a one-line
+    :class:`DerivationError` saying which and where.
 
     Attributes:
       form: the index of the form the function returned (after the first call).
@@ -71,20 +77,27 @@ class UserFunction:
       calls: how many times it was called.
     """
 
-    def __init__(self, fn: Callable, label: str, forms: list[tuple[tuple, ...]], what: str):
-        self.fn, self.label, self.forms, self.what = fn, label, forms, what
+    def __init__(self, fn: Callable, label: str, forms: list[tuple[tuple, ...]], what: str,
+                 inputs: tuple[str, ...] = ("q", "qd")):
+        self.fn, self.label, self.forms, self.what, self.inputs = fn, label, forms, what, inputs
         self.form: int | None = None
         self.per_state = False
         self.calls = 0
 
-    def _call(self, *args) -> object:
+    def _call(self, *args, copied: bool = False) -> object:
+        """The function on ``args``, given copies of them (``copied``: ``args`` are copies already)."""
         self.calls += 1
-        with user_code._guard(self.label):  # sys.exit / raised KeyboardInterrupt -> UserExit
+        given = args if copied else user_code.given_copies(args)  # its writes never reach the states compared
+        # sys.exit / a raised KeyboardInterrupt -> UserExit; NumPy's warnings as the caller has them
+        with user_code._guard(self.label), user_code.users_errstate():
             try:
-                return self.fn(*args)
+                out = self.fn(*given)
             except Exception as exc:  # the user's code: any exception is theirs to see
                 raise DerivationError(f"{self.label} raised {type(exc).__name__}: {' '.join(str(exc).split())}"
                                       f"{user_code.where(exc)}") from None
+        if not copied:
+            user_code.refuse_writes(self.label, self.inputs, args, given)
+        return out
 
     def _parts(self, out, n: int | None) -> list[np.ndarray]:
         """Split a return value into arrays: a tuple is several outputs; so is a list, unless it is one array."""
@@ -119,7 +132,9 @@ class UserFunction:
 
     def _single(self, args: tuple[np.ndarray, ...]) -> list[np.ndarray]:
         n = args[0].shape[0]
-        rows = [self._parse(self._call(*(a[k] for a in args)), None) for k in range(n)]
+        given = user_code.given_copies(args)  # one copy of the batch; each call gets its own rows of it
+        rows = [self._parse(self._call(*(a[k] for a in given), copied=True), None) for k in range(n)]
+        user_code.refuse_writes(self.label, self.inputs, args, given)
         return [np.stack([r[i] for r in rows]) for i in range(len(rows[0]))]
 
     def _decide(self, args: tuple[np.ndarray, ...]) -> None:
@@ -173,11 +188,16 @@ class StateSource:
       chunks: ``chunks()`` yields tuples of arrays ``(n, ...)``, one per part asked for.
       total: how many states.
       seed: the seed of random states, None for given ones.
+      sampling: where the states come from, in words (the report's ``states`` lines).
+      ranges: random states' ranges (:meth:`~crossdyn.experiments.core.ranges.Ranges.to_dict`), empty for
+        given ones.
     """
 
     chunks: Callable[[], Iterator[tuple[np.ndarray, ...]]]
     total: int
     seed: int | None
+    sampling: tuple[str, ...] = ()
+    ranges: dict | None = None
 
 
 def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np.ndarray, ...]:
@@ -192,30 +212,41 @@ def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np
     if len(n) != 1:
         rows = ", ".join(str(a.shape[0]) for a in arrays)
         raise StateError(f"the state arrays have different numbers of rows: {rows}")
+    if n == {0}:
+        raise StateError(f"the states have no rows: give at least one state ({', '.join(parts)})")
     return tuple(arrays)
 
 
-def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: tuple[str, ...]) -> StateSource:
+def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: tuple[str, ...],
+                 ranges: Ranges | None = None) -> StateSource:
     """Seeded random states, or the given ones, as chunks of the ``parts`` asked for.
 
     Random states are :func:`~crossdyn.experiments.core.crosscheck.state_chunks`'s
-    ``(q, qd, qdd)`` (``"tau"`` is given ``qdd``: the forward-dynamics check turns it
-    into torques); given ones are one array per part, ``(N, nq)`` or ``(N, nv)``.
+    ``(q, qd, qdd)`` drawn in ``ranges`` (``"tau"`` is given ``qdd``: the
+    forward-dynamics check turns it into torques); given ones are one array per
+    part, ``(N, nq)`` or ``(N, nv)``.  Either way the arrays are crossdyn's: the
+    user's function is given copies (:class:`UserFunction`).
 
     Raises:
-      StateError: wrong shapes or non-finite entries; ValueError: ``samples < 1``.
+      StateError: wrong shapes, non-finite entries or no rows.
+      ParameterError: ``samples`` or ``seed`` out of range (:mod:`crossdyn.experiments.core.validate`).
     """
+    samples = validate.count(samples, 1, validate.SAMPLES_MAX, "samples")
+    seed = validate.seed(seed)
+    ranges = Ranges() if ranges is None else ranges
     if states is None:
         index = {"q": 0, "qd": 1, "qdd": 2, "tau": 2}
 
         def random() -> Iterator[tuple[np.ndarray, ...]]:
-            for chunk in state_chunks(model, samples, seed):
+            for chunk in state_chunks(model, samples, seed, ranges):
                 yield tuple(chunk[index[p]] for p in parts)
 
-        return StateSource(random, int(samples), seed)
+        return StateSource(random, samples, seed, tuple(sampling_lines(model, samples, seed, None, ranges, parts)),
+                           ranges.to_dict())
     arrays = _validate(model, states, parts)
     n = arrays[0].shape[0]
-    return StateSource(lambda: (tuple(a[s : s + CHUNK] for a in arrays) for s in range(0, n, CHUNK)), n, None)
+    return StateSource(lambda: (tuple(a[s : s + CHUNK] for a in arrays) for s in range(0, n, CHUNK)), n, None,
+                       tuple(sampling_lines(model, n, seed, states, ranges, parts)), {})
 
 
 def model_warnings():

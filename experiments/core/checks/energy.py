@@ -27,6 +27,7 @@ import os
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -42,6 +43,7 @@ from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
 from crossdyn.experiments.core.models import load_model, with_options
+from crossdyn.experiments.core.ranges import Ranges
 from crossdyn.experiments.core.truth import truth_model
 
 __all__ = ["check_energy", "energies"]
@@ -67,6 +69,7 @@ def energies(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.n
     return T, U
 
 
+@user_code.quiet_arithmetic
 def check_energy(
     fn,
     model: mujoco.MjModel | str | os.PathLike,
@@ -77,6 +80,9 @@ def check_energy(
     states=None,
     atol: float = ATOL,
     rtol: float = RTOL,
+    q_range=None,
+    qd_range=None,
+    slide_range=None,
 ) -> CheckReport:
     """Check ``fn(q, qd) -> (kinetic, potential)`` against MuJoCo's energy, the potential up to a constant.
 
@@ -86,6 +92,9 @@ def check_energy(
       model: the compiled model, or a built-in name or MJCF/URDF path.
       dynamics: ``"rigid-body"`` or ``"as-modeled"`` (armature and springs in the energy).
       samples, seed: seeded random states; states: explicit ``(qpos (N, nq), qvel (N, nv))``.
+      q_range, qd_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
+        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
+        stay in it; defaults three turns, 0.5 m, 30 rad/s); said in the report.
       atol, rtol: a value passes if ``|error| <= atol + rtol |MuJoCo's|`` (J).
 
     Returns:
@@ -96,11 +105,13 @@ def check_energy(
     Raises:
       DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
+    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
+    ranges = Ranges.of(q_range=q_range, qd_range=qd_range, slide_range=slide_range)
     fn, label = load_function(fn)
     if not isinstance(model, mujoco.MjModel):
         model = load_model(model)
     truth = truth_model(model, dynamics)
-    source = state_source(model, samples, seed, states, ("q", "qd"))
+    source = state_source(model, samples, seed, states, ("q", "qd"), ranges)
     user = UserFunction(fn, label, [((), ())], "(kinetic, potential) energies, J")
     kinetic, potential = EntryStats(()), EntryStats(())
     offset: float | None = None
@@ -131,7 +142,8 @@ def check_energy(
     return CheckReport(
         quantity="energy", label=label, passed=passed, parts=parts, truth=_TRUTH[dynamics], attribution=attribution,
         conventions=conventions(model), notes=notes, warnings=warning_lines(warned), atol=atol, rtol=rtol,
-        samples=source.total, seed=source.seed, dynamics=dynamics, extra=extra)
+        samples=source.total, seed=source.seed, sampling=list(source.sampling),
+        ranges=dict(source.ranges or {}), dynamics=dynamics, extra=extra)
 
 
 def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[str]:

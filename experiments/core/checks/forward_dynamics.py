@@ -28,6 +28,7 @@ import os
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import (
     UserFunction,
@@ -42,6 +43,7 @@ from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.ranges import Ranges
 from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 
 __all__ = ["check_forward_dynamics", "forward"]
@@ -70,6 +72,7 @@ def forward(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
     return out
 
 
+@user_code.quiet_arithmetic
 def check_forward_dynamics(
     fn,
     model: mujoco.MjModel | str | os.PathLike,
@@ -80,6 +83,10 @@ def check_forward_dynamics(
     states=None,
     atol: float = ATOL,
     rtol: float = RTOL,
+    q_range=None,
+    qd_range=None,
+    qdd_range=None,
+    slide_range=None,
 ) -> CheckReport:
     """Check ``fn(q, qd, tau) -> qdd`` against MuJoCo's forward dynamics.
 
@@ -89,6 +96,9 @@ def check_forward_dynamics(
       model: the compiled model, or a built-in name or MJCF/URDF path.
       dynamics: ``"rigid-body"`` or ``"as-modeled"``.
       samples, seed: seeded random states; states: explicit ``(qpos, qvel, tau)``.
+      q_range, qd_range, qdd_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
+        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
+        stay in it; defaults three turns, 0.5 m, 30 rad/s, 100 rad/s^2); said in the report.
       atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's qacc|``.
 
     Returns:
@@ -97,14 +107,16 @@ def check_forward_dynamics(
     Raises:
       DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
+    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
+    ranges = Ranges.of(q_range=q_range, qd_range=qd_range, qdd_range=qdd_range, slide_range=slide_range)
     fn, label = load_function(fn)
     if not isinstance(model, mujoco.MjModel):
         model = load_model(model)
     truth = truth_model(model, dynamics)
-    source = state_source(model, samples, seed, states, ("q", "qd", "tau"))
+    source = state_source(model, samples, seed, states, ("q", "qd", "tau"), ranges)
     random = states is None
     nv = model.nv
-    user = UserFunction(fn, label, [((nv,),)], f"({nv},) accelerations")
+    user = UserFunction(fn, label, [((nv,),)], f"({nv},) accelerations", inputs=("q", "qd", "tau"))
     data = mujoco.MjData(truth)
     stats = EntryStats((nv,))
     with model_warnings() as warned:
@@ -120,6 +132,7 @@ def check_forward_dynamics(
         quantity="forward-dynamics", label=label, passed=part.passed, parts={"qdd": part}, truth=_TRUTH[dynamics],
         attribution=attribution, conventions=conventions(model), notes=[n for n in [user.note()] if n],
         warnings=warning_lines(warned), atol=atol, rtol=rtol, samples=source.total, seed=source.seed,
+        sampling=list(source.sampling), ranges=dict(source.ranges or {}),
         dynamics=dynamics)
 
 

@@ -61,6 +61,10 @@ def _fit(A: np.ndarray, error: np.ndarray, tol: np.ndarray) -> tuple[bool, np.nd
     return bool(np.all(np.abs(residual) <= tol)), x, float(np.abs(residual).max()), int(rank)
 
 
+# An error this large is no inertial parameter's (and its squares overflow a least-squares fit).
+HUGE = 1e100
+
+
 def _vector(v, floor: float = 0.0) -> str:
     """``[a, b, c]`` to 4 digits; entries under ``floor`` (round-off) print as 0."""
     return "[" + ", ".join(f"{(x if abs(x) >= floor else 0.0):.4g}" for x in v) + "]"
@@ -134,6 +138,10 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
     error, reference = np.ravel(error), np.ravel(reference)
     if not np.any(np.abs(error) > atol + rtol * np.abs(reference)):
         return []
+    worst = float(np.max(np.abs(error)))
+    if not worst < HUGE:
+        return [f"not fitted to the bodies' inertial parameters: the error (up to {worst:.3g} {unit.split(',')[0]}) is "
+                "too large for a least-squares fit in double precision; no mass or inertia is that far off"]
     tol = atol + rtol * np.abs(reference)
     nb = Y.shape[1] // 10
     ok, _, residual, _ = _fit(Y, error, tol)

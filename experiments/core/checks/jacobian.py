@@ -34,6 +34,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.rotation import skew
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -49,6 +50,7 @@ from crossdyn.experiments.core.checks.target import Target, point_of, target
 from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
 from crossdyn.experiments.core.errors import ModelError, ParameterError
 from crossdyn.experiments.core.models import load_model, with_options
+from crossdyn.experiments.core.ranges import Ranges
 
 __all__ = ["check_jacobian", "FRAMES", "loop_tangent"]
 
@@ -162,6 +164,7 @@ def _free_conventions(model: mujoco.MjModel, coordinates) -> list[tuple[str, int
             for j in range(model.njnt) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
 
 
+@user_code.quiet_arithmetic
 def check_jacobian(
     fn,
     model: mujoco.MjModel | str | os.PathLike,
@@ -175,6 +178,8 @@ def check_jacobian(
     states=None,
     atol: float = ATOL,
     rtol: float = RTOL,
+    q_range=None,
+    slide_range=None,
 ) -> CheckReport:
     """Check ``fn(q) -> J`` against MuJoCo's Jacobian of a site or a body's frame origin.
 
@@ -190,6 +195,9 @@ def check_jacobian(
         model's equality constraints (``(6, k)`` or ``(3, k)``).
       samples, seed: seeded random states; states: explicit ``qpos (N, nq)``
         (a closed loop needs closed poses: give them).
+      q_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
+        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
+        stay in it; defaults three turns, 0.5 m); said in the report.
       atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|`` (m/rad, unitless).
 
     Returns:
@@ -200,6 +208,8 @@ def check_jacobian(
       frame or coordinate; StateError: bad ``states``; ModelError: the model
       cannot be loaded, or the coordinates do not close its loops.
     """
+    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
+    ranges = Ranges.of(q_range=q_range, slide_range=slide_range)
     fn, label = load_function(fn)
     if not isinstance(model, mujoco.MjModel):
         model = load_model(model)
@@ -208,7 +218,7 @@ def check_jacobian(
     tgt = target(model, site, body)
     dofs, columns = (None, dof_names(model)) if coordinates is None else _coordinate_dofs(model, coordinates)
     ncol = len(columns)
-    source = state_source(model, samples, seed, states, ("q",))
+    source = state_source(model, samples, seed, states, ("q",), ranges)
     user = UserFunction(fn, label, [((6, ncol),), ((3, ncol),)],
                         f"a Jacobian of {ncol} columns, linear rows then angular")
     truth = _Truth(model, tgt, dofs)
@@ -249,7 +259,8 @@ def check_jacobian(
         quantity="jacobian", label=label, passed=part.passed, parts={"jacobian": part}, truth=truth_text,
         attribution=attribution, conventions=conventions(model) if dofs is None else [],
         notes=[n for n in [user.note()] if n], warnings=warning_lines(warned), atol=atol, rtol=rtol,
-        samples=source.total, seed=source.seed,
+        samples=source.total, seed=source.seed, sampling=list(source.sampling),
+        ranges=dict(source.ranges or {}),
         extra={"target": {"kind": tgt.kind, "name": tgt.name}, "frame": frame, "rows": rows, "columns": columns})
 
 

@@ -26,6 +26,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.rotation import matrix_to_quat
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -40,6 +41,7 @@ from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.checks.target import point_of, target
 from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.ranges import Ranges
 
 __all__ = ["check_kinematics"]
 
@@ -86,6 +88,7 @@ def _angle_axis(R: np.ndarray) -> str:
     return f"{angle:.3g} deg about [{', '.join(f'{a:.3g}' for a in axis)}]"
 
 
+@user_code.quiet_arithmetic
 def check_kinematics(
     fn,
     model: mujoco.MjModel | str | os.PathLike,
@@ -97,6 +100,8 @@ def check_kinematics(
     states=None,
     atol: float = ATOL,
     rtol: float = RTOL,
+    q_range=None,
+    slide_range=None,
 ) -> CheckReport:
     """Check ``fn(q) -> position`` or ``(position, rotation)`` against MuJoCo's kinematics.
 
@@ -109,6 +114,9 @@ def check_kinematics(
       site, body: the point: a site, or a body's frame origin (exactly one).
       samples, seed: how many seeded random states (``q`` only matters).
       states: explicit positions ``qpos (N, nq)`` instead.
+      q_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
+        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
+        stay in it; defaults three turns, 0.5 m); said in the report.
       atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|`` (m; rotation entries are unitless).
 
     Returns:
@@ -120,11 +128,13 @@ def check_kinematics(
         the wrong shape; ParameterError: no such site or body; StateError: bad
         ``states``; ModelError: the model cannot be loaded.
     """
+    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
+    ranges = Ranges.of(q_range=q_range, slide_range=slide_range)
     fn, label = load_function(fn)
     if not isinstance(model, mujoco.MjModel):
         model = load_model(model)
     tgt = target(model, site, body)
-    source = state_source(model, samples, seed, states, ("q",))
+    source = state_source(model, samples, seed, states, ("q",), ranges)
     user = UserFunction(fn, label, [((3,),), ((3,), (3, 3))], "a position (3,), or (position (3,), rotation (3, 3))")
     data = mujoco.MjData(model)
     alternatives = tgt.alternatives(model)
@@ -168,7 +178,8 @@ def check_kinematics(
     return CheckReport(
         quantity="kinematics", label=label, passed=passed, parts=parts, truth=truth, attribution=attribution,
         conventions=conventions(model), notes=[n for n in [user.note()] if n], warnings=warning_lines(warned),
-        atol=atol, rtol=rtol, samples=source.total, seed=source.seed,
+        atol=atol, rtol=rtol, samples=source.total, seed=source.seed, sampling=list(source.sampling),
+        ranges=dict(source.ranges or {}),
         extra={"target": {"kind": tgt.kind, "name": tgt.name, "body": body_name(model, tgt.body)}})
 
 

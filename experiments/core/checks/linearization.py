@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import UserFunction, load_function, model_warnings, warning_lines
 from crossdyn.experiments.core.checks.names import conventions
@@ -87,6 +88,7 @@ def _parse_point(model, keyframe, qpos, qvel, ctrl):
         raise ParameterError("give the operating point: a keyframe (--keyframe NAME) or a pose (--qpos ...)")
 
 
+@user_code.quiet_arithmetic
 def check_linearization(
     fn,
     model: mujoco.MjModel | str | os.PathLike,
@@ -122,6 +124,7 @@ def check_linearization(
     """
     from crossdyn.experiments.core.linearize import linearize
 
+    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
     fn, label = load_function(fn)
     if not isinstance(model, mujoco.MjModel):
         model = load_model(model)
@@ -136,7 +139,7 @@ def check_linearization(
         A, B = reduction.apply(A, B)
         states, inputs = tuple(reduction.state_names), tuple(reduction.input_names)
     k, m = A.shape[0], B.shape[1]
-    user = UserFunction(fn, label, [((k, k), (k, m))], f"(A ({k}, {k}), B ({k}, {m}))")
+    user = UserFunction(fn, label, [((k, k), (k, m))], f"(A ({k}, {k}), B ({k}, {m}))", inputs=("q", "qd", "u"))
     A_user, B_user = user._parse(user._call(lin.qpos.copy(), lin.qvel.copy(), lin.ctrl.copy()), None)
     user._finite([A_user[None], B_user[None]])
     stats_A = EntryStats((k, k))

@@ -21,6 +21,7 @@ import os
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial, slips
 from crossdyn.experiments.core.checks.common import (
     Hypotheses,
@@ -35,6 +36,7 @@ from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.ranges import Ranges
 from crossdyn.experiments.core.truth import truth_model
 
 __all__ = ["check_mass_matrix", "mass_matrices", "rigid_tree", "free_joints", "INERTIAL_STATES"]
@@ -89,6 +91,7 @@ def pinocchio_velocity_map(model: mujoco.MjModel, q: np.ndarray, free) -> np.nda
     return T
 
 
+@user_code.quiet_arithmetic
 def check_mass_matrix(
     fn,
     model: mujoco.MjModel | str | os.PathLike,
@@ -99,6 +102,8 @@ def check_mass_matrix(
     states=None,
     atol: float = ATOL,
     rtol: float = RTOL,
+    q_range=None,
+    slide_range=None,
 ) -> CheckReport:
     """Check ``fn(q) -> M (nv, nv)`` against MuJoCo's joint-space inertia.
 
@@ -107,6 +112,9 @@ def check_mass_matrix(
       model: the compiled model, or a built-in name or MJCF/URDF path.
       dynamics: ``"rigid-body"`` (armature removed) or ``"as-modeled"`` (kept).
       samples, seed: seeded random states; states: explicit ``qpos (N, nq)``.
+      q_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
+        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
+        stay in it; defaults three turns, 0.5 m); said in the report.
       atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|`` (kg m^2, kg).
 
     Returns:
@@ -115,11 +123,13 @@ def check_mass_matrix(
     Raises:
       DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
+    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
+    ranges = Ranges.of(q_range=q_range, slide_range=slide_range)
     fn, label = load_function(fn)
     if not isinstance(model, mujoco.MjModel):
         model = load_model(model)
     truth = truth_model(model, dynamics)
-    source = state_source(model, samples, seed, states, ("q",))
+    source = state_source(model, samples, seed, states, ("q",), ranges)
     nv = model.nv
     user = UserFunction(fn, label, [((nv, nv),)], f"a ({nv}, {nv}) mass matrix")
     data = mujoco.MjData(truth)
@@ -136,7 +146,8 @@ def check_mass_matrix(
         quantity="mass-matrix", label=label, passed=part.passed, parts={"mass matrix": part},
         truth=f"mj_fullM ({dynamics}: {_DYNAMICS_WORDS[dynamics]})", attribution=attribution,
         conventions=conventions(model), notes=[n for n in [user.note()] if n], warnings=warning_lines(warned),
-        atol=atol, rtol=rtol, samples=source.total, seed=source.seed, dynamics=dynamics,
+        atol=atol, rtol=rtol, samples=source.total, seed=source.seed, sampling=list(source.sampling),
+        ranges=dict(source.ranges or {}), dynamics=dynamics,
         symmetric=("mass matrix",))
 
 

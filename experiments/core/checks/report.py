@@ -67,7 +67,7 @@ class Part:
         return cls(name=name, symbol=symbol, labels=tuple(tuple(axis) for axis in labels),
                    passed=bool(stats.ok.all()), max_abs_error=float(stats.max_abs.max()),
                    scale=float(stats.scale.max()), worst_entry=stats.worst[2], worst_sample=int(stats.worst[1]),
-                   mean_error=stats.sum / max(stats.n, 1), max_abs=stats.max_abs.copy(),
+                   mean_error=stats.mean(), max_abs=stats.max_abs.copy(),
                    spread=(stats.hi - stats.lo) / 2, ok=stats.ok.copy(), per_sample=stats.per_sample(),
                    states=int(stats.n))
 
@@ -194,6 +194,9 @@ class CheckReport:
       samples, seed: how the states were drawn (``seed`` None for given states).
       dynamics: the truth's mode where it applies (``rigid-body``/``as-modeled``), else None.
       extra: quantity-specific numbers for ``metrics.json`` (the energy's constant, ...).
+      sampling: where the states came from, in words: random ones' ranges
+        (:meth:`crossdyn.experiments.core.ranges.Ranges.describe`) or how many were given.
+      ranges: the random states' ranges, ``{"q_range": [low, high], ...}``; empty for given states.
     """
 
     quantity: str
@@ -212,6 +215,8 @@ class CheckReport:
     dynamics: str | None = None
     extra: dict = field(default_factory=dict)
     symmetric: tuple[str, ...] = ()
+    sampling: list[str] = field(default_factory=list)
+    ranges: dict = field(default_factory=dict)
 
     @property
     def explanation(self) -> list[str]:
@@ -255,7 +260,8 @@ class CheckReport:
             "failing_parts": self.failing_parts, "parts": {name: p.to_dict() for name, p in self.parts.items()},
             "off_entries": self.entries(), "attribution": self.attribution, "conventions": self.conventions,
             "notes": self.notes, "model_warnings": self.warnings, "tolerance": {"atol": self.atol, "rtol": self.rtol},
-            "samples": self.samples, "seed": self.seed, "dynamics": self.dynamics, **self.extra,
+            "samples": self.samples, "seed": self.seed, "dynamics": self.dynamics, "sampling": self.sampling,
+            "state_ranges": self.ranges, **self.extra,
         }
 
     def text(self, title: str, verbose: bool = False) -> str:
@@ -269,7 +275,8 @@ class CheckReport:
             if len(shown) < len(entries):
                 lines.append(f"    ... and {len(entries) - len(shown)} more lines (all in metrics.json; --verbose)")
         for heading, items in (("explained", self.attribution), ("conventions", self.conventions),
-                               ("notes", self.notes), ("MuJoCo's warnings about the model", self.warnings)):
+                               ("notes", self.notes), ("MuJoCo's warnings about the model", self.warnings),
+                               ("states", self.sampling)):
             if items:
                 lines.append(f"  {heading}:")
                 lines += [f"    {line}" for line in items]

@@ -82,6 +82,7 @@ def target(model: mujoco.MjModel, site: str | None = None, body: str | None = No
         known = [mujoco.mj_id2name(model, obj, i) for i in range(1 if kind == "body" else 0, count)]
         known = [k for k in known if k]
         shown = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
-        raise ParameterError(f"no {kind} {name!r} in the model (its {kind}s: {shown or 'none'})")
+        plural = {"body": "bodies"}.get(kind, f"{kind}s")
+        raise ParameterError(f"no {kind} {name!r} in the model (its {plural}: {shown or 'none'})")
     owner = int(model.site_bodyid[index]) if kind == "site" else index
     return Target(kind, name, index, owner)

@@ -11,7 +11,8 @@ import argparse
 import math
 from pathlib import Path
 
-from crossdyn.experiments.core.errors import SEED_MAX, ParameterError, validate_seed
+from crossdyn.experiments.core import validate
+from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.results import make_out_dir
 
 __all__ = [
@@ -26,6 +27,8 @@ __all__ = [
     "WORKERS_MAX",
 ]
 
+# The Python API's own ceiling (crossdyn.experiments.core.validate): one limit, one message.
+SEED_MAX = validate.SEED_MAX
 # Worker processes: far above any machine's cores, low enough that a typo is not a fork bomb.
 WORKERS_MAX = 512
 
@@ -37,8 +40,8 @@ def seed(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     try:
-        return validate_seed(value)
-    except ParameterError as exc:  # the rule the Python API applies, said in argparse's words
+        return validate.seed(value)
+    except ParameterError as exc:  # the Python API refuses it with the same sentence
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 

@@ -20,16 +20,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from crossdyn.experiments.core import validate
 from crossdyn.experiments.core.cli import arguments
 
 __all__ = ["add_parser", "load_states", "load_state_file", "prepare", "report_check", "add_sampling", "add_outputs",
-           "DEFAULT_OUT"]
+           "add_ranges", "add_timeout", "tolerance", "state_range", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results")
-# Random states per check.  States stream through in chunks (bounded memory,
-# experiments.core.crosscheck.CHUNK), so the cap only bounds the time: each state
-# costs ~4 + nv mj_inverse calls, 1e9 states are days of work.
-SAMPLES_MAX = 1_000_000_000
+# Random states per check: the one ceiling the Python API refuses beyond too.
+SAMPLES_MAX = validate.SAMPLES_MAX
 
 
 def load_states(path: str, nq: int, nv: int):
@@ -134,6 +133,109 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def tolerance(what: str, high: float):
+    """An argparse type: a tolerance, refused as the Python API refuses it (:func:`validate.tolerance`)."""
+
+    def parse(text: str) -> float:
+        from crossdyn.experiments.core.errors import ParameterError
+
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        try:
+            return validate.tolerance(value, high, what)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = what
+    return parse
+
+
+def state_range(what: str):
+    """An argparse type: ``R`` (-R to R) or ``LOW,HIGH`` (give a negative LOW as ``--q-range=-1,2``)."""
+
+    def parse(text: str) -> tuple[float, float]:
+        from crossdyn.experiments.core.errors import ParameterError
+
+        try:
+            values = [float(v) for v in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} takes R (for -R to R) or LOW,HIGH, got {text!r}") from None
+        try:
+            return validate.interval(values[0] if len(values) == 1 else values, what)
+        except ParameterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = what
+    return parse
+
+
+# The ranges of random states each command draws (the CLI flag, the Python argument, its help).
+_RANGE_FLAGS = {
+    "q": ("--q-range", "q_range", "hinges without a range in the model, rad (default three turns each way: "
+          "-18.85,18.85); joints with a range are drawn in it"),
+    "slide": ("--slide-range", "slide_range", "slides without a range in the model, m (default 0.5)"),
+    "qd": ("--qd-range", "qd_range", "every velocity, rad/s or m/s (default 30)"),
+    "qdd": ("--qdd-range", "qdd_range", "every acceleration, rad/s^2 or m/s^2 (default 100)"),
+}
+
+
+def add_ranges(p: argparse.ArgumentParser, parts: tuple[str, ...] = ("q", "slide", "qd", "qdd")) -> None:
+    """``--q-range``, ``--slide-range``, ``--qd-range``, ``--qdd-range``: where random states are drawn."""
+    for part in parts:
+        flag, _, what = _RANGE_FLAGS[part]
+        p.add_argument(flag, type=state_range(flag), metavar="R|LOW,HIGH",
+                       help=f"random states: {what}; R for -R to R (the report prints every range)")
+
+
+def _ranges(args) -> dict:
+    """The check's keyword arguments for the ranges given on the command line."""
+    return {name: getattr(args, name) for _, name, _ in _RANGE_FLAGS.values() if getattr(args, name, None) is not None}
+
+
+def add_timeout(p: argparse.ArgumentParser) -> None:
+    """``--timeout SECONDS``: the check (import and calls of the user's function included) is stopped after it."""
+    from crossdyn.experiments.core.cli.run import TIMEOUT_MAX  # run --timeout's ceiling: one limit
+
+    p.add_argument("--timeout", type=arguments.number(0.0, TIMEOUT_MAX, "--timeout", low_open=True),
+                   metavar="SECONDS",
+                   help="stop the check if it has not finished after SECONDS (a function that hangs): one line, "
+                        "exit 2, nothing written (default: no limit)")
+
+
+class _Stopped(Exception):
+    """SIGTERM arrived while a check ran."""
+
+
+def _run_check(args, command) -> int:
+    """Run ``command(args)`` with SIGTERM (and Ctrl-C) ending it with one line: no report, nothing written.
+
+    The worker checking the user's function is stopped with it (the isolation
+    pool kills its process group on the way out).
+    """
+    import signal
+    import sys
+
+    def stop(signum, frame):
+        raise _Stopped
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: leave signals alone
+        return command(args)
+    try:
+        return command(args)
+    except _Stopped:
+        print("crossdyn: check stopped by SIGTERM before it finished; no report was written", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except KeyboardInterrupt:
+        print("crossdyn: check interrupted before it finished; no report was written", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _function_stem(spec: str) -> str:
     """``file-func`` of ``FILE.py:FUNC`` (the file's stem) or ``module-func`` of ``module:FUNC``."""
     file, _, func = spec.rpartition(":")
@@ -179,7 +281,7 @@ def _finish(args, name: str, metrics: dict, passed: bool, text: str, figure, fig
 
 def _conditions(args, **more) -> dict:
     """What a baseline must have been taken under to compare (metrics.json's ``params``)."""
-    keys = ("mjcf", "samples", "states", "atol", "rtol", "dynamics")
+    keys = ("mjcf", "samples", "states", "atol", "rtol", "dynamics", "q_range", "slide_range", "qd_range", "qdd_range")
     return {**{k: getattr(args, k) for k in keys if hasattr(args, k)}, **more}
 
 
@@ -208,7 +310,7 @@ def _cmd_check_derivation(args) -> int:
     states = load_states(args.states, model.nq, model.nv) if args.states else None
     # The user's file is imported and called in a worker process: its exit or crash is a one-line error.
     report = check_isolated(args.derivation, args.mjcf, dynamics=args.dynamics, samples=args.samples, seed=args.seed,
-                            states=states, atol=args.atol, rtol=args.rtol)
+                            states=states, atol=args.atol, rtol=args.rtol, timeout=args.timeout, **_ranges(args))
     extra = {"derivation": args.derivation, "model": str(args.mjcf), "states": args.states,
              "params": _conditions(args, function=args.derivation)}
     return report_check(report, args, name, f"{args.derivation} vs mj_inverse ({args.dynamics}) on {args.mjcf}",
@@ -242,7 +344,8 @@ def _cmd_check_quantity(args) -> int:
     parts = ("q",) if quantity == "bias" and args.gravity_only else _STATE_PARTS[quantity]
     sizes = {"q": model.nq, "qd": model.nv, "tau": model.nv}
     states = load_state_file(args.states, tuple((p, sizes[p]) for p in parts)) if args.states else None
-    options = {"samples": args.samples, "seed": args.seed, "states": states, "atol": args.atol, "rtol": args.rtol}
+    options = {"samples": args.samples, "seed": args.seed, "states": states, "atol": args.atol, "rtol": args.rtol,
+               **_ranges(args)}
     specific = {}
     if quantity in ("kinematics", "jacobian"):
         specific = {"site": args.site, "body": args.body}
@@ -253,7 +356,8 @@ def _cmd_check_quantity(args) -> int:
     if hasattr(args, "dynamics"):
         specific["dynamics"] = args.dynamics
     # The user's file is imported and called in a worker process, as check derivation's.
-    report = check_isolated(args.function, args.mjcf, check=_QUANTITY_CHECK, first=(quantity,), **options, **specific)
+    report = check_isolated(args.function, args.mjcf, check=_QUANTITY_CHECK, first=(quantity,), timeout=args.timeout,
+                            **options, **specific)
     title = f"{quantity}: {args.function} on {args.mjcf}"
     conditions = _conditions(args, function=args.function,
                              **{k: v for k, v in specific.items() if v is not None and k != "dynamics"})
@@ -293,9 +397,9 @@ def add_outputs(p: argparse.ArgumentParser) -> None:
 def _add_tolerances(p: argparse.ArgumentParser, unit: str) -> None:
     from crossdyn.experiments.core.crosscheck import ATOL, RTOL, TOLERANCE_REASON
 
-    p.add_argument("--atol", type=arguments.number(0.0, 1e6, "--atol"), default=ATOL,
+    p.add_argument("--atol", type=tolerance("--atol", validate.ATOL_MAX), default=ATOL,
                    help=f"absolute tolerance, {unit} (default {ATOL:g}: {TOLERANCE_REASON})")
-    p.add_argument("--rtol", type=arguments.number(0.0, 1.0, "--rtol"), default=RTOL,
+    p.add_argument("--rtol", type=tolerance("--rtol", validate.RTOL_MAX), default=RTOL,
                    help=f"relative tolerance, of |MuJoCo's value| (default {RTOL:g}); an entry passes if "
                    "|error| <= atol + rtol |MuJoCo's|")
 
@@ -368,9 +472,11 @@ def _add_quantity(checks, quantity: str) -> None:
                    help=f"check at these states (.csv/.npy rows {rows}; q only with --gravity-only)"
                    if quantity == "bias" else f"check at these states (.csv/.npy rows {rows})")
     _add_tolerances(p, unit)
+    add_ranges(p, {"q": ("q", "slide"), "q, qd": ("q", "slide", "qd")}.get(rows, ("q", "slide", "qd", "qdd")))
     add_sampling(p)
+    add_timeout(p)
     add_outputs(p)
-    p.set_defaults(func=_cmd_check_quantity, quantity=quantity)
+    p.set_defaults(func=lambda args: _run_check(args, _cmd_check_quantity), quantity=quantity)
 
 
 def _numbers(what: str):
@@ -404,7 +510,8 @@ def _cmd_check_linearization(args) -> int:
     load_model(args.mjcf)  # a missing or broken model is refused here, before a worker starts
     ctrl = "hold" if args.ctrl == ["hold"] else args.ctrl
     report = check_isolated(args.function, args.mjcf, check=_LINEARIZATION_CHECK, keyframe=args.keyframe,
-                            qpos=args.qpos, qvel=args.qvel, ctrl=ctrl, atol=args.atol, rtol=args.rtol)
+                            qpos=args.qpos, qvel=args.qvel, ctrl=ctrl, atol=args.atol, rtol=args.rtol,
+                            timeout=args.timeout)
     title = f"linearization: {args.function} on {args.mjcf}"
     conditions = {"mjcf": args.mjcf, "function": args.function, "keyframe": args.keyframe, "qpos": args.qpos,
                   "qvel": args.qvel, "ctrl": args.ctrl, "atol": args.atol, "rtol": args.rtol}
@@ -435,14 +542,15 @@ def _add_linearization(checks) -> None:
                    metavar="U1,U2,...|hold",
                    help="its control (nu numbers; default the keyframe's or zero); 'hold': the control that holds "
                         "the pose at rest")
-    p.add_argument("--atol", type=arguments.number(0.0, 1e6, "--atol"), default=ATOL,
+    p.add_argument("--atol", type=tolerance("--atol", validate.ATOL_MAX), default=ATOL,
                    help=f"absolute tolerance, in A's and B's units (default {ATOL:g}: {TOLERANCE_REASON})")
-    p.add_argument("--rtol", type=arguments.number(0.0, 1.0, "--rtol"), default=RTOL,
+    p.add_argument("--rtol", type=tolerance("--rtol", validate.RTOL_MAX), default=RTOL,
                    help=f"relative tolerance, of |MuJoCo's entry| (default {RTOL:g})")
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, metavar="DIR",
                    help="output folder (default results/)")
+    add_timeout(p)
     add_outputs(p)
-    p.set_defaults(func=_cmd_check_linearization, quantity="linearization")
+    p.set_defaults(func=lambda args: _run_check(args, _cmd_check_linearization), quantity="linearization")
 
 
 def add_parser(sub) -> None:
@@ -464,16 +572,22 @@ def add_parser(sub) -> None:
                        "damping, stiffness and gravcomp removed) or as-modeled (kept); contacts, limits, equality "
                        "constraints, frictionloss and fluid forces are off in both")
     p_der.add_argument("--states", metavar="FILE", help="check at these states (.csv/.npy rows q, qd, qdd)")
-    p_der.add_argument("--atol", type=arguments.number(0.0, 1e6, "--atol"), default=ATOL,
+    p_der.add_argument("--atol", type=tolerance("--atol", validate.ATOL_MAX), default=ATOL,
                        help=f"absolute tolerance, N m or N (default {ATOL:g}: {TOLERANCE_REASON})")
-    p_der.add_argument("--rtol", type=arguments.number(0.0, 1.0, "--rtol"), default=RTOL,
+    p_der.add_argument("--rtol", type=tolerance("--rtol", validate.RTOL_MAX), default=RTOL,
                        help=f"relative tolerance, of |mj_inverse| (default {RTOL:g}); an entry passes if "
                        "|error| <= atol + rtol |reference|")
+    add_ranges(p_der)
     add_sampling(p_der)
+    add_timeout(p_der)
     add_outputs(p_der)
-    p_der.set_defaults(func=_cmd_check_derivation)
+    p_der.set_defaults(func=lambda args: _run_check(args, _cmd_check_derivation))
     for quantity in QUANTITIES:
         _add_quantity(checks, quantity)
     _add_linearization(checks)
     for name, entry in commands.registered("check").items():  # the systems' own (crossdyn check two-link, ...)
-        commands.configure(entry, checks.add_parser(name, help=commands.summary(entry)))
+        p = checks.add_parser(name, help=commands.summary(entry))
+        commands.configure(entry, p)
+        command = p.get_default("func")
+        if command is not None:  # SIGTERM ends it with one line, as every check
+            p.set_defaults(func=lambda args, command=command: _run_check(args, command))

@@ -44,12 +44,13 @@ from typing import Any
 import numpy as np
 
 from crossdyn.experiments.core.baseline import NOT_MEASURED, numeric_metrics
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError, validate_seed
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.results import Context, make_out_dir, write_json
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import table
 from crossdyn.experiments.core.sweep.space import Vary, parse_constraint, parse_vary, plan
+from crossdyn.experiments.core.validate import seed as validate_seed
 
 __all__ = ["Job", "evaluate", "tune", "TuneResult", "best_row", "SAMPLERS"]
 
