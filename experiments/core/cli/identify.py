@@ -1,0 +1,164 @@
+"""``crossdyn identify`` and ``crossdyn check model``: is the MJCF the robot?
+
+    crossdyn identify --mjcf M --log L [--log L2 ...] --fit SPEC [--fit ...] [--validate V ...] [--window S]
+                      [--out DIR]
+    crossdyn check model --mjcf M --log L [--log L2 ...] [--tolerance X] [--window S] [--out DIR]
+
+``identify`` fits what ``--fit`` names (:mod:`crossdyn.experiments.core.identify.spec`)
+to the logs (:mod:`crossdyn.experiments.core.identify.fit`), prints one sentence per
+parameter and writes ``identified.json``, ``identified.xml``, a plot per log and
+``index.html`` into ``DIR``.  ``check model`` replays the logs with the model as it
+is and exits 0 when every reading stays within its log's own noise, 1 when one does
+not (naming it, how far and from when), 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from crossdyn.experiments.core.cli import arguments
+
+__all__ = ["add_parser", "configure_check_model", "DEFAULT_OUT"]
+
+DEFAULT_OUT = Path("results")
+# Shortest and longest re-anchored window, s: a few steps of any model, and far past where a rollout
+# of an unstable robot still says anything.
+WINDOW_MIN, WINDOW_MAX = 0.005, 60.0
+
+
+def _window(p: argparse.ArgumentParser) -> None:
+    from crossdyn.experiments.core.identify.fit import WINDOW
+
+    p.add_argument("--window", type=arguments.number(WINDOW_MIN, WINDOW_MAX, "--window"), default=WINDOW,
+                   help=f"seconds per rollout re-anchored to the log's state (default {WINDOW})")
+
+
+def add_parser(sub) -> None:
+    """Add ``identify`` to the top-level subcommands."""
+    p = sub.add_parser("identify", help="fit a model's parameters to a robot's logs (mujoco.sysid)",
+                       description="Fit what --fit names to the logs: one sentence per parameter, identified.json, "
+                                   "identified.xml (the MJCF with only the fitted values changed), plots, index.html."
+                                   " Exit 0, or 2 for bad input.")
+    p.add_argument("--mjcf", required=True, help="the model (MJCF path or built-in name)")
+    p.add_argument("--log", action="append", required=True, metavar="LOG",
+                   help="a log, .csv or .npz (time, ctrl:<actuator>, qpos:<joint>, qvel:<joint>, sensor:<sensor>); "
+                        "repeat for several")
+    p.add_argument("--fit", action="append", required=True, metavar="SPEC",
+                   help="what may change: body:<name>:mass|com|inertia, joint:<name>:damping|armature|frictionloss|"
+                        "stiffness, actuator:<name>:gear, delay, sensor:<name>:bias (globs allowed); repeat")
+    p.add_argument("--validate", action="append", default=[], metavar="LOG",
+                   help="a log replayed with the fitted model and reported, not fitted; repeat")
+    _window(p)
+    p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, help="output folder (default results/)")
+    p.set_defaults(func=_cmd_identify)
+
+
+def configure_check_model(p: argparse.ArgumentParser) -> None:
+    """does this model reproduce this robot's log? (exit 0 yes, 1 no, naming the reading)"""
+    from crossdyn.experiments.core.identify.check_model import TOLERANCE
+
+    p.description = ("Replay the logs with the model as it is, each window started from the log's state: exit 0 "
+                     "when every reading stays within its log's own noise, 1 when one does not, 2 for bad input.")
+    p.add_argument("--mjcf", required=True, help="the model (MJCF path or built-in name)")
+    p.add_argument("--log", action="append", required=True, metavar="LOG", help="a log (.csv or .npz); repeat")
+    p.add_argument("--tolerance", type=arguments.number(1.0, 1e6, "--tolerance", low_open=True), default=TOLERANCE,
+                   help=f"largest RMS error, in units of the reading's own noise (default {TOLERANCE})")
+    _window(p)
+    p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, help="output folder (default results/)")
+    p.set_defaults(func=_cmd_check_model)
+
+
+def _load(mjcf: str, logs: list[str]):
+    """Model, its spec, its name and the logs, all checked before anything is written."""
+    import mujoco
+
+    from crossdyn.experiments.core.identify.logs import load_log
+    from crossdyn.experiments.core.models import load_model, model_path
+
+    path = model_path(mjcf)
+    model = load_model(path)
+    spec = mujoco.MjSpec.from_file(str(path))
+    return path, model, spec, [load_log(log, model, path.name) for log in logs]
+
+
+def _cmd_identify(args) -> int:
+    from crossdyn.experiments.core.identify import report
+    from crossdyn.experiments.core.identify.fit import Problem, fit
+    from crossdyn.experiments.core.identify.spec import parse_fit
+    from crossdyn.experiments.core.results import write_json
+
+    path, model, spec, logs = _load(args.mjcf, args.log)
+    validation_logs = [log for log in _load(str(path), args.validate)[3]] if args.validate else []
+    targets = parse_fit(args.fit, model, spec, path.name)
+    out = arguments.make_out_dir(args.out)
+    problem = Problem(spec, targets, logs, window=args.window)
+    result = fit(problem)
+    lines = report.sentences(result)
+    for line in lines:
+        print(line)
+    x_nominal = problem.refine_starts(problem.x0())
+    plots = []
+    nominal, identified = problem.predictions(x_nominal), problem.predictions(result.x)
+    for li, log in enumerate(logs):
+        measured = {s.key: s.measured for s in problem.signals[li]}
+        name = f"identify-{li + 1}-{Path(log.path).stem}.png"
+        report.plot_signals(out / name, log.time, measured, nominal[li], identified[li], Path(log.path).name)
+        plots.append(name)
+    validation: dict = {}
+    if validation_logs:
+        for label, x in (("before", None), ("after", result.x)):
+            v_problem = Problem(problem.spec, _refitted(targets, result, x is not None), validation_logs,
+                                window=args.window)
+            xv = v_problem.refine_starts(v_problem.x0())
+            _, rms = v_problem._residual(xv, *_roll(v_problem, xv), per_signal=True)
+            for log, signals in rms.items():
+                for key, value in signals.items():
+                    validation.setdefault(log, {}).setdefault(key, {})[label] = value
+            v_problem.close()
+        for log, signals in validation.items():
+            for key, v in signals.items():
+                print(f"validation {Path(log).name}: {key} off by {v['after']:.3g} x its noise (RMS) with the "
+                      f"identified model, {v['before']:.3g} x with the model")
+    content = report.as_json(result, model=path, logs=[str(log.path) for log in logs], validation=validation,
+                             window=args.window)
+    write_json(out / "identified.json", content)
+    report.write_xml(path, result, model, out)
+    command = "crossdyn " + " ".join(shlex.quote(a) for a in getattr(args, "argv", sys.argv[1:]))
+    report.write_html(out / "index.html", title=f"identify {path.name}", command=command, lines=lines,
+                      table=content["parameters"], residuals=content["residuals"], validation=validation, plots=plots)
+    problem.close()
+    print(f"  fitted in {result.seconds:.1f} s; results in {out}")
+    return 0
+
+
+def _refitted(targets, result, fitted: bool):
+    """The targets as fixed values for a replay: the fitted ones (``fitted``) or the model's."""
+    from crossdyn.experiments.core.identify.spec import Target
+
+    out = []
+    for t, v, ok in zip(targets, result.value, result.identified, strict=True):
+        value = v if fitted and ok else t.nominal
+        out.append(Target(t.spec, t.kind, t.element, t.attr, value, value - 1, value + 1, t.scale, t.unit,
+                          t.parameter))
+    return out
+
+
+def _roll(problem, x):
+    from crossdyn.experiments.core.identify.fit import _roll as roll
+
+    return roll(problem, x)
+
+
+def _cmd_check_model(args) -> int:
+    from crossdyn.experiments.core.identify.check_model import check_model
+    from crossdyn.experiments.core.results import write_json
+
+    path, model, spec, logs = _load(args.mjcf, args.log)
+    out = arguments.make_out_dir(args.out)
+    verdict = check_model(spec, logs, tolerance=args.tolerance, window=args.window)
+    print(verdict.text)
+    write_json(out / "check-model.json", verdict.as_json())
+    return 0 if verdict.passed else 1

@@ -1,0 +1,107 @@
+"""Does this model reproduce this log?  The model as it is, replayed against a robot's log.
+
+Each window of the log (:mod:`.fit`) is rolled out from the log's own state, the
+start corrected to its window (the state read from a log is noisy), and every
+reading is compared with the log in units of its own noise (estimated from the
+log itself).  The model passes when every reading's RMS error is within
+``tolerance`` times that noise: a model checked against a log it produced itself,
+encoder noise and all, scores about 1.  When one does not, the verdict names the
+reading, how far the model is off, and from when.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mujoco
+import numpy as np
+
+from crossdyn.experiments.core.identify.fit import WINDOW, Problem
+from crossdyn.experiments.core.identify.logs import Log
+
+__all__ = ["TOLERANCE", "Verdict", "check_model"]
+
+# Largest RMS error in units of the reading's own noise: at 2 the model's own error is
+# already sqrt(3) times the noise (errors add in quadrature), far beyond what a model
+# that reproduces the log leaves (about 1), far below what a wrong mass or gear leaves (tens).
+TOLERANCE = 2.0
+
+
+@dataclass
+class Verdict:
+    """The answer.
+
+    Attributes:
+      passed: every reading within ``tolerance`` times its noise.
+      text: one line per log (and the failing reading's details).
+      rms: RMS error per log and reading, in units of its noise (``{log: {signal: rms}}``).
+      worst: the worst reading: ``{"log", "signal", "rms", "max_error", "unit", "from_s"}``.
+      tolerance: the bound used.
+    """
+
+    passed: bool
+    text: str
+    rms: dict[str, dict[str, float]]
+    worst: dict = field(default_factory=dict)
+    tolerance: float = TOLERANCE
+
+    def as_json(self) -> dict:
+        return {"passed": self.passed, "tolerance": self.tolerance, "rms": self.rms, "worst": self.worst,
+                "text": self.text}
+
+
+def _unit(problem: Problem, key: str) -> tuple[float, str]:
+    kind, name = key.split(":", 1)
+    m = problem.model
+    if kind in ("qpos", "qvel"):
+        slide = m.jnt_type[m.joint(name).id] == mujoco.mjtJoint.mjJNT_SLIDE
+        base = "m" if slide else "rad"
+        return (1e3, f"m{base}") if kind == "qpos" else (1.0, f"{base}/s")
+    return 1.0, "(sensor units)"
+
+
+def check_model(spec: mujoco.MjSpec, logs: list[Log], tolerance: float = TOLERANCE, window: float = WINDOW,
+                threads: int | None = None) -> Verdict:
+    """Replay ``logs`` with the model of ``spec`` and judge each reading against its log's noise.
+
+    Args:
+      spec: the model.
+      logs: logs read against it (:func:`.logs.load_log`).
+      tolerance: largest RMS error, in units of each reading's own noise.
+      window: seconds per re-anchored rollout.
+      threads: rollout threads.
+
+    Returns:
+      The :class:`Verdict`.
+    """
+    problem = Problem(spec, [], logs, window=window, threads=threads)
+    try:
+        x = problem.refine_starts(problem.x0())
+        errors = problem.errors(x)
+        windows = [(w.log, w.start, w.stop) for w in problem.windows]
+    finally:
+        problem.close()
+    rms = {str(log.path): {key: float(np.sqrt(np.mean(e**2))) for key, e in errs.items()}
+           for log, errs in zip(logs, errors, strict=True)}
+    li, key = max(((li, key) for li, errs in enumerate(errors) for key in errs),
+                  key=lambda lk: rms[str(logs[lk[0]].path)][lk[1]])
+    worst_rms = rms[str(logs[li].path)][key]
+    passed = worst_rms <= tolerance
+    name = logs[li].path.name
+    if passed:
+        text = "\n".join(f"the model reproduces {log.path.name}: every reading within "
+                         f"{max(rms[str(log.path)].values()):.2g} x its own noise (RMS; at most {tolerance:g})"
+                         for log in logs)
+        return Verdict(True, text, rms, {"log": str(logs[li].path), "signal": key, "rms": worst_rms}, tolerance)
+    err = errors[li][key]
+    sigma = next(s.sigma for s in problem.signals[li] if s.key == key)
+    scale, unit = _unit(problem, key)
+    worst_error = float(np.max(np.abs(err * sigma))) * scale
+    off = [logs[li].time[a] for (wl, a, b) in windows if wl == li and np.sqrt(np.mean(err[a:b] ** 2)) > tolerance]
+    start = off[0] if off else logs[li].time[0]
+    text = (f"{key}: the model does not reproduce {name}: off by up to {worst_error:.3g} {unit} "
+            f"(RMS {worst_rms:.3g} x the log's noise of {float(np.max(sigma)) * scale:.2g} {unit}) "
+            f"from t = {start - logs[li].time[0]:.2f} s")
+    worst = {"log": str(logs[li].path), "signal": key, "rms": worst_rms, "max_error": worst_error, "unit": unit,
+             "from_s": float(start - logs[li].time[0])}
+    return Verdict(False, text, rms, worst, tolerance)
