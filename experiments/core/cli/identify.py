@@ -109,15 +109,22 @@ def _cmd_identify(args) -> int:
         plots.append(name)
     validation: dict = {}
     if validation_logs:
-        for label, x in (("before", None), ("after", result.x)):
-            v_problem = Problem(problem.spec, _refitted(targets, result, x is not None), validation_logs,
-                                window=args.window)
+        replayed = {}
+        for label, fitted in (("before", False), ("after", True)):
+            v_problem = Problem(problem.spec, _refitted(targets, result, fitted), validation_logs, window=args.window)
             xv = v_problem.refine_starts(v_problem.x0())
             _, rms = v_problem._residual(xv, *_roll(v_problem, xv), per_signal=True)
             for log, signals in rms.items():
                 for key, value in signals.items():
                     validation.setdefault(log, {}).setdefault(key, {})[label] = value
+            replayed[label] = v_problem.predictions(xv)
+            measured_v = [{s.key: s.measured for s in sigs} for sigs in v_problem.signals]
             v_problem.close()
+        for li, log in enumerate(validation_logs):
+            name = f"validate-{li + 1}-{Path(log.path).stem}.png"
+            report.plot_signals(out / name, log.time, measured_v[li], replayed["before"][li], replayed["after"][li],
+                                f"{Path(log.path).name} (validation: replayed, not fitted)")
+            plots.append(name)
         for log, signals in validation.items():
             for key, v in signals.items():
                 print(f"validation {Path(log).name}: {key} off by {v['after']:.3g} x its noise (RMS) with the "

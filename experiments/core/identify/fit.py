@@ -45,7 +45,7 @@ from absl import logging as absl_logging
 from mujoco import sysid
 
 from crossdyn.experiments.core.identify.logs import Log
-from crossdyn.experiments.core.identify.spec import Target
+from crossdyn.experiments.core.identify.spec import Target, native_delay
 
 __all__ = ["Problem", "FitResult", "noise_level", "WINDOW", "fit"]
 
@@ -139,6 +139,7 @@ class Problem:
     def __init__(self, spec: mujoco.MjSpec, targets: list[Target], logs: list[Log], window: float = WINDOW,
                  threads: int | None = None):
         self.spec = spec
+        self.native_delay = native_delay(spec.compile())
         for actuator in spec.actuators:  # the delay is applied to the commands (module docstring)
             actuator.delay, actuator.nsample = 0.0, 0
         self.targets = targets
@@ -227,7 +228,7 @@ class Problem:
 
     def delay(self, x: np.ndarray) -> float:
         if self.delay_index is None:
-            return 0.0
+            return self.native_delay  # the model's own actuator delay, as MuJoCo would apply it
         return float(self.theta(x)[self.delay_index][0])
 
     def controls(self, delay: float) -> np.ndarray:

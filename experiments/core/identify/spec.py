@@ -34,7 +34,7 @@ from mujoco import sysid
 
 from crossdyn.experiments.core.errors import CrossdynError
 
-__all__ = ["SpecError", "Target", "parse_fit", "GRAMMAR"]
+__all__ = ["SpecError", "Target", "parse_fit", "native_delay", "GRAMMAR"]
 
 GRAMMAR = ("body:<name>:mass|com|inertia, joint:<name>:damping|armature|frictionloss|stiffness, "
            "actuator:<name>:gear, delay, sensor:<name>:bias")
@@ -81,6 +81,20 @@ class Target:
     @property
     def size(self) -> int:
         return int(self.nominal.size)
+
+
+def native_delay(model: mujoco.MjModel) -> float:
+    """How late the model's actuators act on a command (s), as the rollouts apply a delay.
+
+    MuJoCo's actuator ``delay`` D reads the command history at the time MuJoCo evaluates
+    the actuator: with RK4 the middle of the step, so its commands act D - dt/2 late
+    relative to the step they were sent in; with the other integrators the step's start,
+    D late.  The largest over the actuators (crossdyn fits one delay for all).
+    """
+    if model.nu == 0 or not np.any(model.actuator_delay > 0):
+        return 0.0
+    half = model.opt.timestep / 2 if model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4 else 0.0
+    return max(float(np.max(model.actuator_delay)) - half, 0.0)
 
 
 def _names(model: mujoco.MjModel, kind: str) -> list[str]:
@@ -170,8 +184,7 @@ def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr
         nominal, unit = np.zeros(dim), "(the sensor's units)"
         low, high, scale = np.full(dim, -1e3), np.full(dim, 1e3), np.ones(dim)
     else:  # delay
-        delays = np.array(model.actuator_delay, float) if model.nu else np.zeros(1)
-        nominal, unit = np.array([float(delays.max()) if delays.size else 0.0]), "s"
+        nominal, unit = np.array([native_delay(model)]), "s"
         low, high, scale = np.zeros(1), np.array([DELAY_MAX]), np.array([0.01])  # 10 ms: a slow bus
     parameter = sysid.Parameter(text, nominal, low, high, modifier=modifier)
     return Target(text, kind, name, attr, nominal, low, high, scale, unit, parameter)

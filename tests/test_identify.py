@@ -1,0 +1,129 @@
+"""crossdyn identify and check model on a hidden-truth arm (tests/identify_truth.py).
+
+One identification of a 4 s log (module fixture, ~10 s on two cores) carries most
+checks: every fitted parameter's truth inside its 95 % interval, the delay within
+1 ms, the idle joint's damping "not identified", identified.xml differing from the
+MJCF only in the fitted values and replaying the robot natively (its delay
+included), and check model passing the right model and failing the nominal one.
+The 20 s log's speed and the intervals' coverage over 20 noise seeds are measured
+by benchmarks/identify_speed.py and benchmarks/identify_coverage.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+from identify_truth import ARM, FIT, TRUTH, arm_log, truth_model
+
+from crossdyn.experiments.core.cli import main
+from crossdyn.experiments.core.identify.check_model import check_model
+from crossdyn.experiments.core.identify.logs import load_log
+
+DURATION = 4.0  # s: enough swings to pin five parameters, short enough for the suite
+
+
+@pytest.fixture(scope="module")
+def identified(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("identify")
+    log = arm_log(folder / "robot.csv", seed=0, duration=DURATION)
+    validate = arm_log(folder / "robot_validate.npz", seed=1, duration=1.0, excitation_seed=2)
+    out = folder / "out"
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(["identify", "--mjcf", str(ARM), "--log", str(log), "--validate", str(validate),
+                     *[a for spec in FIT for a in ("--fit", spec)], "--fit", "joint:idle*:damping",
+                     "--out", str(out)])
+    assert code == 0
+    return {"log": log, "out": out, "printed": printed.getvalue(),
+            "json": json.loads((out / "identified.json").read_text())}
+
+
+def test_every_parameter_recovered_inside_its_interval(identified):
+    by_name = {p["name"]: p for p in identified["json"]["parameters"]}
+    for name, truth in TRUTH.items():
+        p = by_name[name]
+        assert p["identified"], p
+        assert p["low"] <= truth <= p["high"], (name, truth, p)
+    assert abs(by_name["delay"]["value"] - TRUTH["delay"]) < 1e-3, by_name["delay"]  # the issue's bound: 1 ms
+
+
+def test_one_sentence_per_parameter(identified):
+    lines = identified["printed"].splitlines()
+    assert any(line.startswith("body 'link2': mass 0.4") and "kg where the model has 0.4 (+15 %)" in line
+               for line in lines), lines
+    assert any(line.startswith("actuator 'shoulder_motor': gear 0.9") and "(-8 %)" in line for line in lines), lines
+    assert any(line.startswith(("commands: delay 3.9", "commands: delay 4.0")) and " ms where the model has 0" in line for line in lines), lines
+    assert "joint 'idle_hinge': damping not identified (the logs never move it)" in lines
+    idle = next(p for p in identified["json"]["parameters"] if p["name"] == "joint:idle_hinge:damping")
+    assert idle == {**idle, "identified": False, "value": 0.005, "low": None, "high": None}
+
+
+def test_residuals_fall_to_the_noise(identified):
+    for signals in identified["json"]["residuals"].values():
+        for key, r in signals.items():
+            assert r["before"] > 10, (key, r)  # the nominal model is tens of noise levels off
+            assert r["after"] < 1.2, (key, r)  # the fitted one leaves the encoder noise (RMS 1 in its units)
+    for signals in identified["json"]["validation"].values():
+        for key, r in signals.items():
+            assert r["after"] < 1.5 < 10 < r["before"], (key, r)  # a log not fitted: replayed as well
+
+
+def test_identified_xml_changes_only_the_fitted_values(identified):
+    before = ARM.read_text().splitlines()
+    after = (identified["out"] / "identified.xml").read_text().splitlines()
+    changed = [line for line in difflib.unified_diff(before, after, lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    # shoulder damping, elbow friction, link 2's inertial, both motors (gear and/or delay): 5 lines each way
+    assert len(changed) == 10, changed
+    assert all("damping" in c or "frictionloss" in c or "inertial" in c or "motor" in c for c in changed), changed
+    model = mujoco.MjModel.from_xml_path(str(identified["out"] / "identified.xml"))
+    assert model.actuator_delay[0] > 0 and model.actuator_history[0, 0] > 0  # the delay is MuJoCo's own
+
+
+def test_report_files(identified):
+    out = identified["out"]
+    assert (out / "index.html").read_text().count("<img") == 2  # the fitted log and the validation log
+    assert len(list(out.glob("identify-*.png"))) == len(list(out.glob("validate-*.png"))) == 1
+
+
+def test_check_model_passes_the_identified_model_and_fails_the_nominal(identified, tmp_path, capsys):
+    """identified.xml replays the robot with MuJoCo's native delay; the MJCF as shipped does not."""
+    code = main(["check", "model", "--mjcf", str(identified["out"] / "identified.xml"), "--log",
+                 str(identified["log"]), "--out", str(tmp_path / "right")])
+    first = capsys.readouterr().out
+    assert code == 0 and first.startswith("the model reproduces robot.csv"), first
+    code = main(["check", "model", "--mjcf", str(ARM), "--log", str(identified["log"]), "--out", str(tmp_path / "x")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.startswith(("qpos:shoulder: the model does not reproduce", "qpos:elbow: the model does not reproduce"))
+    assert "mrad" in out and "from t = " in out
+
+
+def test_a_model_passes_its_own_noisy_log(tmp_path):
+    """The truth model (its delay applied by the logger) against its own log: within the noise."""
+    log_path = arm_log(tmp_path / "own.csv", seed=3, duration=1.0)
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    model = truth_model()
+    # the truth as an MJCF: the arm's spec with the truth values and MuJoCo's native delay
+    truth_spec = mujoco.MjSpec.from_file(str(ARM))
+    for body in ("link2",):
+        truth_spec.body(body).mass = model.body(body).mass[0]
+        truth_spec.body(body).inertia = np.array(model.body(body).inertia)
+    truth_spec.joint("shoulder").damping = np.array([TRUTH["joint:shoulder:damping"], 0, 0])
+    truth_spec.joint("elbow").frictionloss = TRUTH["joint:elbow:frictionloss"]
+    truth_spec.actuator("shoulder_motor").gear = np.array([TRUTH["actuator:shoulder_motor:gear"], 0, 0, 0, 0, 0])
+    for actuator in truth_spec.actuators:
+        # RK4 reads a delayed command at the step's middle: half a step more than the logger's delay
+        actuator.delay, actuator.nsample = TRUTH["delay"] + model.opt.timestep / 2, 8
+        actuator.interp = 1  # linear
+    log = load_log(log_path, model)
+    assert check_model(truth_spec, [log], threads=1).passed
+    assert not check_model(spec, [log], threads=1).passed  # and it can fail: the nominal arm
