@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import difflib
 import json
-from pathlib import Path
 
 import mujoco
 import numpy as np
 import pytest
-from identify_truth import ARM, FIT, TRUTH, arm_log, truth_model
 
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.identify.check_model import check_model
 from crossdyn.experiments.core.identify.logs import load_log
+from identify_truth import ARM, FIT, TRUTH, arm_log, truth_model
 
 DURATION = 4.0  # s: enough swings to pin five parameters, short enough for the suite
 
@@ -60,7 +59,8 @@ def test_one_sentence_per_parameter(identified):
     assert any(line.startswith("body 'link2': mass 0.4") and "kg where the model has 0.4 (+15 %)" in line
                for line in lines), lines
     assert any(line.startswith("actuator 'shoulder_motor': gear 0.9") and "(-8 %)" in line for line in lines), lines
-    assert any(line.startswith(("commands: delay 3.9", "commands: delay 4.0")) and " ms where the model has 0" in line for line in lines), lines
+    delay = ("commands: delay 3.9", "commands: delay 4.0")
+    assert any(line.startswith(delay) and " ms where the model has 0" in line for line in lines), lines
     assert "joint 'idle_hinge': damping not identified (the logs never move it)" in lines
     idle = next(p for p in identified["json"]["parameters"] if p["name"] == "joint:idle_hinge:damping")
     assert idle == {**idle, "identified": False, "value": 0.005, "low": None, "high": None}
