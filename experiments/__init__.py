@@ -84,6 +84,8 @@ _API = {
     "linearize": "crossdyn.experiments.core.linearize",
     "Linearization": "crossdyn.experiments.core.linearize",
     "holding_control": "crossdyn.experiments.core.linearize",
+    "check_model": "crossdyn.experiments.core.identify.check_model",
+    "model_matches_log": "crossdyn.experiments.core.identify.check_model",
 }
 
 __all__ = sorted(_API)

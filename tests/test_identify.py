@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from crossdyn.experiments.core.cli import main
-from crossdyn.experiments.core.identify.check_model import check_model
+from crossdyn.experiments.core.identify.check_model import replay
 from crossdyn.experiments.core.identify.logs import load_log
 from identify_truth import ARM, FIT, TRUTH, arm_log, truth_model
 
@@ -107,23 +107,57 @@ def test_check_model_passes_the_identified_model_and_fails_the_nominal(identifie
     assert "mrad" in out and "from t = " in out
 
 
-def test_a_model_passes_its_own_noisy_log(tmp_path):
-    """The truth model (its delay applied by the logger) against its own log: within the noise."""
-    log_path = arm_log(tmp_path / "own.csv", seed=3, duration=1.0)
-    spec = mujoco.MjSpec.from_file(str(ARM))
+def _truth_mjcf() -> mujoco.MjSpec:
+    """The robot as an MJCF: the arm's spec with the truth values and MuJoCo's native command delay."""
     model = truth_model()
-    # the truth as an MJCF: the arm's spec with the truth values and MuJoCo's native delay
-    truth_spec = mujoco.MjSpec.from_file(str(ARM))
-    for body in ("link2",):
-        truth_spec.body(body).mass = model.body(body).mass[0]
-        truth_spec.body(body).inertia = np.array(model.body(body).inertia)
-    truth_spec.joint("shoulder").damping = np.array([TRUTH["joint:shoulder:damping"], 0, 0])
-    truth_spec.joint("elbow").frictionloss = TRUTH["joint:elbow:frictionloss"]
-    truth_spec.actuator("shoulder_motor").gear = np.array([TRUTH["actuator:shoulder_motor:gear"], 0, 0, 0, 0, 0])
-    for actuator in truth_spec.actuators:
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    spec.body("link2").mass = model.body("link2").mass[0]
+    spec.body("link2").inertia = np.array(model.body("link2").inertia)
+    spec.joint("shoulder").damping = np.array([TRUTH["joint:shoulder:damping"], 0, 0])
+    spec.joint("elbow").frictionloss = TRUTH["joint:elbow:frictionloss"]
+    spec.actuator("shoulder_motor").gear = np.array([TRUTH["actuator:shoulder_motor:gear"], 0, 0, 0, 0, 0])
+    for actuator in spec.actuators:
         # RK4 reads a delayed command at the step's middle: half a step more than the logger's delay
         actuator.delay, actuator.nsample = TRUTH["delay"] + model.opt.timestep / 2, 8
         actuator.interp = 1  # linear
-    log = load_log(log_path, model)
-    assert check_model(truth_spec, [log], threads=1).passed
-    assert not check_model(spec, [log], threads=1).passed  # and it can fail: the nominal arm
+    return spec
+
+
+@pytest.fixture(scope="module")
+def own_log(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("own")
+    (folder / "robot.xml").write_text(_truth_mjcf().to_xml())
+    return folder / "robot.xml", arm_log(folder / "own.csv", seed=3, duration=1.0)
+
+
+def test_a_model_passes_its_own_noisy_log(own_log):
+    """The truth model against its own log (encoder noise, delay): within the noise; the nominal arm is not."""
+    robot, log_path = own_log
+    log = load_log(log_path, truth_model())
+    assert replay(mujoco.MjSpec.from_file(str(robot)), [log], threads=1).passed
+    assert not replay(mujoco.MjSpec.from_file(str(ARM)), [log], threads=1).passed
+
+
+def test_assert_model_matches_log(own_log):
+    from crossdyn.testing import assert_model_matches_log
+
+    robot, log = own_log
+    assert assert_model_matches_log(robot, log, threads=1).passed
+    with pytest.raises(AssertionError, match=r"^qpos:(shoulder|elbow): the model does not reproduce own.csv"):
+        assert_model_matches_log(ARM, [log], threads=1)
+
+
+def test_model_matches_log_is_an_experiment_crossdyn_run_carries(own_log, tmp_path, capsys):
+    robot, log = own_log
+    source = tmp_path / "robot_checks.py"
+    source.write_text("from crossdyn.experiments import model_matches_log\n"
+                      f"model_matches_log('robot-is-its-mjcf', {str(robot)!r}, [{str(log)!r}])\n"
+                      f"model_matches_log('arm-is-the-robot', {str(ARM)!r}, [{str(log)!r}])\n")
+    code = main(["run", "robot-is-its-mjcf", "arm-is-the-robot", "--from", str(source), "--out", str(tmp_path / "o"),
+                 "--junit", str(tmp_path / "junit.xml")])
+    capsys.readouterr()
+    assert code == 1  # the second fails
+    good = json.loads((tmp_path / "o" / "robot-is-its-mjcf" / "metrics.json").read_text())
+    bad = json.loads((tmp_path / "o" / "arm-is-the-robot" / "metrics.json").read_text())
+    assert good["passed"] and not bad["passed"] and bad["worst_rms"] > 10 > 2 > good["worst_rms"]
+    assert "measured: worst qpos:" in (tmp_path / "junit.xml").read_text()

@@ -160,12 +160,12 @@ def _roll(problem, x):
 
 
 def _cmd_check_model(args) -> int:
-    from crossdyn.experiments.core.identify.check_model import check_model
+    from crossdyn.experiments.core.identify.check_model import replay
     from crossdyn.experiments.core.results import write_json
 
     path, model, spec, logs = _load(args.mjcf, args.log)
     out = arguments.make_out_dir(args.out)
-    verdict = check_model(spec, logs, tolerance=args.tolerance, window=args.window)
+    verdict = replay(spec, logs, tolerance=args.tolerance, window=args.window)
     print(verdict.text)
     write_json(out / "check-model.json", verdict.as_json())
     return 0 if verdict.passed else 1

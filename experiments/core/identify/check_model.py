@@ -19,7 +19,7 @@ import numpy as np
 from crossdyn.experiments.core.identify.fit import WINDOW, Problem
 from crossdyn.experiments.core.identify.logs import Log
 
-__all__ = ["TOLERANCE", "Verdict", "check_model"]
+__all__ = ["TOLERANCE", "Verdict", "check_model", "replay", "model_matches_log"]
 
 # Largest RMS error in units of the reading's own noise: at 2 the model's own error is
 # already sqrt(3) times the noise (errors add in quadrature), far beyond what a model
@@ -45,6 +45,19 @@ class Verdict:
     worst: dict = field(default_factory=dict)
     tolerance: float = TOLERANCE
 
+    @property
+    def diagnosis(self) -> str:
+        """The verdict's first line (what an assertion helper says first)."""
+        return self.text.splitlines()[-1] if not self.passed else self.text.splitlines()[0]
+
+    @property
+    def explanation(self) -> list[str]:
+        if self.passed:
+            return []
+        return ["each window of the log was replayed from the log's own state; the reading named drifted from "
+                "the log beyond its noise: a mass, a gear, a friction or a delay of the MJCF is not the robot's "
+                "(crossdyn identify says which)"]
+
     def as_json(self) -> dict:
         return {"passed": self.passed, "tolerance": self.tolerance, "rms": self.rms, "worst": self.worst,
                 "text": self.text}
@@ -60,8 +73,64 @@ def _unit(problem: Problem, key: str) -> tuple[float, str]:
     return 1.0, "(sensor units)"
 
 
-def check_model(spec: mujoco.MjSpec, logs: list[Log], tolerance: float = TOLERANCE, window: float = WINDOW,
+def check_model(mjcf, logs, *, tolerance: float = TOLERANCE, window: float = WINDOW,
                 threads: int | None = None) -> Verdict:
+    """Does the model ``mjcf`` reproduce the robot's ``logs``?  (``crossdyn check model``.)
+
+    Args:
+      mjcf: the model: an MJCF path or a built-in model's name.
+      logs: log files (``.csv`` or ``.npz``, :mod:`.logs`), or one.
+      tolerance: largest RMS error, in units of each reading's own noise.
+      window: seconds per re-anchored rollout.
+      threads: rollout threads.
+
+    Returns:
+      The :class:`Verdict` (``.passed``, ``.text``).
+
+    Raises:
+      ModelError, LogError: a model or a log that cannot be used (one line).
+    """
+    from pathlib import Path
+
+    from crossdyn.experiments.core.identify.logs import load_log
+    from crossdyn.experiments.core.models import load_model, model_path
+
+    path = model_path(mjcf)
+    model = load_model(path)
+    files = [logs] if isinstance(logs, (str, Path)) else list(logs)
+    loaded = [load_log(f, model, path.name) for f in files]
+    return replay(mujoco.MjSpec.from_file(str(path)), loaded, tolerance=tolerance, window=window, threads=threads)
+
+
+def model_matches_log(name: str, mjcf, logs, *, tolerance: float = TOLERANCE, window: float = WINDOW) -> None:
+    """Register experiment ``name``: :func:`check_model` of ``mjcf`` against ``logs``, for ``crossdyn run``.
+
+    In a file given to ``crossdyn run --from`` (or an installed package's experiments),
+    ``model_matches_log("arm-is-the-robot", "arm.xml", ["robot.csv"])`` makes the check
+    part of every run, its baselines, JUnit file and HTML report: a commit that edits
+    the MJCF away from the robot fails.  Relative paths are the caller's, resolved now.
+    """
+    from pathlib import Path
+
+    from crossdyn.experiments.core.registry import experiment
+
+    files = [logs] if isinstance(logs, (str, Path)) else list(logs)
+    mjcf_text = str(mjcf) if not Path(mjcf).exists() else str(Path(mjcf).resolve())
+    files = [str(Path(f).resolve()) for f in files]
+    shown = ", ".join(Path(f).name for f in files)
+
+    @experiment(name, summary=f"does {Path(mjcf_text).name} reproduce the robot's log ({shown})?",
+                expected=f"every reading within {tolerance:g} x its log's noise (RMS)")
+    def run(ctx) -> dict:
+        verdict = check_model(mjcf_text, files, tolerance=tolerance, window=window)
+        worst = verdict.worst
+        return {"passed": verdict.passed, "measured": f"worst {worst['signal']}: {worst['rms']:.3g} x its noise",
+                "detail": verdict.diagnosis, "worst_rms": worst["rms"],
+                "rms": {Path(log).stem: signals for log, signals in verdict.rms.items()}}
+
+
+def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance: float = TOLERANCE, window: float = WINDOW,
+           threads: int | None = None) -> Verdict:
     """Replay ``logs`` with the model of ``spec`` and judge each reading against its log's noise.
 
     Args:
