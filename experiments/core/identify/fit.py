@@ -19,7 +19,7 @@ is noisy (0.5 mrad of encoder noise becomes several mrad/s of velocity error, wh
 over half a second is worth more than the noise), so each window's start is a
 small correction (a tangent-space ``qpos`` offset and a ``qvel`` offset) solved
 jointly.  Those corrections act only on their own window, so the Jacobian is
-computed with 1 + p + 2 nv batched rollouts (every window's start perturbed at
+computed with 1 + p + 2 d batched rollouts (d: the dofs the logs read; every window's start perturbed at
 once) instead of one per column; it is handed to ``mujoco.sysid.optimize``
 (MuJoCo's own Gauss-Newton least squares, ``mujoco.minimize``) as its Jacobian.
 The intervals are ``mujoco.sysid.calculate_intervals`` on the whole Jacobian, so
@@ -159,7 +159,14 @@ class Problem:
         for li, log in enumerate(logs):
             self._cut(li, log, window)
         self.steps = max(int(np.ceil(w.grid[-1] + 1e-9)) + 2 for w in self.windows)
-        self.na = 2 * m.nv
+        # The dofs whose start is corrected: those of the joints a log reads (a joint no log reads
+        # starts where the model puts it, at rest; correcting it would be a column the logs cannot see).
+        read = {name for log in logs for kind, name, _, _ in log.signals.values() if kind in ("qpos", "qvel")}
+        dofs = [np.arange(m.jnt_dofadr[j], m.jnt_dofadr[j] + (6 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE else
+                                                               3 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL else 1))
+                for j in range(m.njnt) if m.joint(j).name in read]
+        self.dofs = np.concatenate(dofs).astype(int) if dofs else np.zeros(0, int)
+        self.na = 2 * self.dofs.size
         self.n = self.p + self.na * len(self.windows)
         self.threads = threads if threads is not None else min(os.cpu_count() or 1, 4)
         self.datas = [mujoco.MjData(m) for _ in range(max(self.threads, 1))]
@@ -219,8 +226,8 @@ class Problem:
         return np.concatenate([t.nominal for t in self.targets] + [np.zeros(self.na * len(self.windows))])
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        nv = self.model.nv
-        anchor = np.concatenate([np.full(nv, ANCHOR_QPOS), np.full(nv, ANCHOR_QVEL)])
+        nd = self.dofs.size
+        anchor = np.concatenate([np.full(nd, ANCHOR_QPOS), np.full(nd, ANCHOR_QVEL)])
         anchors = np.tile(anchor, len(self.windows))
         low = np.concatenate([t.low for t in self.targets] + [-anchors])
         high = np.concatenate([t.high for t in self.targets] + [anchors])
@@ -252,12 +259,15 @@ class Problem:
         nq, nv = m.nq, m.nv
         corrections = x[self.p :].reshape(len(self.windows), self.na)
         out = np.tile(self.template, (len(self.windows), 1))
+        nd = self.dofs.size
+        dq, dv = np.zeros(nv), np.zeros(nv)
         for w, win in enumerate(self.windows):
             qpos = win.qpos.copy()
-            mujoco.mj_integratePos(m, qpos, corrections[w, :nv], 1.0)
+            dq[self.dofs], dv[self.dofs] = corrections[w, :nd], corrections[w, nd:]
+            mujoco.mj_integratePos(m, qpos, dq, 1.0)
             out[w, 0] = self.logs[win.log].time[win.start]
             out[w, 1 : 1 + nq] = qpos
-            out[w, 1 + nq : 1 + nq + nv] = win.qvel + corrections[w, nv:]
+            out[w, 1 + nq : 1 + nq + nv] = win.qvel + dv
         return out
 
     def rollout(self, models: list[mujoco.MjModel], starts: np.ndarray, controls: np.ndarray):
@@ -310,11 +320,11 @@ class Problem:
                             for i, d in enumerate(sums)}
         return vector
 
-    # -- Jacobian: 1 + p + 2 nv batched rollouts -----------------------------------------------------------
+    # -- Jacobian: 1 + p + 2 d batched rollouts -----------------------------------------------------------
     def steps_of(self, x: np.ndarray) -> np.ndarray:
         """Finite-difference steps, (n,): 1e-5 of each target's scale (away from its upper bound)."""
         h = np.concatenate([1e-5 * t.scale for t in self.targets] +
-                           [np.tile(np.concatenate([np.full(self.model.nv, 1e-6), np.full(self.model.nv, 1e-5)]),
+                           [np.tile(np.concatenate([np.full(self.dofs.size, 1e-6), np.full(self.dofs.size, 1e-5)]),
                                     len(self.windows))])
         low, high = self.bounds()
         return np.where(x + h > high, -h, h)
@@ -373,7 +383,7 @@ class Problem:
     def refine_starts(self, x: np.ndarray, iterations: int = 3) -> np.ndarray:
         """``x`` with each window's start corrected to fit its window (the targets held), by Gauss-Newton.
 
-        The corrections act on their own window only, so each iteration is 2 nv batched
+        The corrections act on their own window only, so each iteration is 2 d batched
         rollouts and one small least squares per window.
         """
         x = np.array(x, float)
@@ -390,7 +400,7 @@ class Problem:
         return x
 
     def _start_columns(self, x: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """d residual / d (window start), stacked per window: (rows, 2 nv)."""
+        """d residual / d (window start), stacked per window: (rows, 2 d)."""
         h = self.steps_of(x)
         W = len(self.windows)
         rows = self._window_rows()
