@@ -482,6 +482,13 @@ CASES = [
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_misspelt.csv"], "did you mean 'elbow'?"),
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_time_back.csv"], "time is not increasing"),
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--tolerance", "0.5"], "--tolerance"),
+    (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "0", "--out", "{tmp}/excite_out/cmd.csv"], "--duration"),
+    (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "nan", "--out", "{tmp}/excite_out/cmd.csv"], "finite"),
+    (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "1", "--out", "{tmp}/excite_out/cmd.txt"], ".csv or .npz"),
+    (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "1", "--out", "{tmp}/excite_out/cmd.csv", "--fit", "joint:x:y"],
+     "a joint has damping"),
+    (["excite", "--mjcf", "{tmp}/three_joints.xml", "--duration", "1", "--out", "{tmp}/excite_out/cmd.csv"],
+     "has no actuators"),
 ]
 
 
@@ -549,7 +556,7 @@ def test_the_table_reaches_every_command():
     assert commands >= {"check two-link", "check derivation", "check kinematics", "check jacobian",
                         "check mass-matrix", "check bias", "check energy", "check forward-dynamics",
                         "check linearization", "run", "list", "tune balance", "tune robustness", "identify",
-                        "check model"}, commands
+                        "check model", "excite"}, commands
     assert len(CASES) >= 40
 
 

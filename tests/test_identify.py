@@ -161,3 +161,29 @@ def test_model_matches_log_is_an_experiment_crossdyn_run_carries(own_log, tmp_pa
     bad = json.loads((tmp_path / "o" / "arm-is-the-robot" / "metrics.json").read_text())
     assert good["passed"] and not bad["passed"] and bad["worst_rms"] > 10 > 2 > good["worst_rms"]
     assert "measured: worst qpos:" in (tmp_path / "junit.xml").read_text()
+
+
+def test_excite_writes_commands_in_range_and_judges_parameters(tmp_path, capsys):
+    """A limited elbow: the commands stay in ctrlrange, the simulated joint in its range; the idle joint is poor."""
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    spec.joint("elbow").range = np.array([-6.0, 6.0])  # degrees (the arm's compiler angle): +-0.105 rad
+    spec.joint("elbow").limited = 1
+    spec.actuator("shoulder_motor").ctrlrange = np.array([-1.0, 1.0])
+    spec.actuator("shoulder_motor").ctrllimited = 1
+    model_path = tmp_path / "limited.xml"
+    model_path.write_text(spec.to_xml())
+    out = tmp_path / "cmd.csv"
+    code = main(["excite", "--mjcf", str(model_path), "--duration", "2", "--out", str(out), "--fit",
+                 "joint:*:damping"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    table = np.genfromtxt(out, delimiter=",", names=True)
+    assert np.abs(table["ctrlshoulder_motor"]).max() <= 1.0
+    assert "joint 'idle_hinge': damping poorly determined (this log would never move it)" in printed
+    assert "joint 'shoulder': damping determined" in printed
+    from crossdyn.experiments.core.identify.excite import _simulate
+
+    model = mujoco.MjModel.from_xml_path(str(model_path))
+    qpos = _simulate(model, table["time"], np.column_stack([table["ctrlshoulder_motor"], table["ctrlelbow_motor"]]))
+    limit = model.jnt_range[1, 1] * 0.9  # the excitation keeps to 90 % of the range
+    assert 0.3 * limit < np.abs(qpos[:, 1]).max() <= limit, np.abs(qpos[:, 1]).max()

@@ -27,6 +27,8 @@ DEFAULT_OUT = Path("results")
 # Shortest and longest re-anchored window, s: a few steps of any model, and far past where a rollout
 # of an unstable robot still says anything.
 WINDOW_MIN, WINDOW_MAX = 0.005, 60.0
+# Longest excitation, s: an hour of commands at 1 kHz is 3.6 million rows.
+DURATION_MAX = 3600.0
 
 
 def _window(p: argparse.ArgumentParser) -> None:
@@ -54,6 +56,22 @@ def add_parser(sub) -> None:
     _window(p)
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, help="output folder (default results/)")
     p.set_defaults(func=_cmd_identify)
+
+    p = sub.add_parser("excite", help="commands to run on the robot for identification (multisine within ctrlrange)",
+                       description="Write commands to send to the robot (a multisine per actuator within its "
+                                   "ctrlrange, shrunk until the model's limited joints stay in range) and say which "
+                                   "--fit parameters such a log would leave poorly determined. Exit 0, 2 for bad "
+                                   "input.")
+    p.add_argument("--mjcf", required=True, help="the model (MJCF path or built-in name)")
+    p.add_argument("--duration", type=arguments.number(0.0, DURATION_MAX, "--duration", low_open=True),
+                   required=True, help="seconds of commands")
+    p.add_argument("--out", type=arguments.out_file, required=True, help="the commands' file (.csv or .npz)")
+    p.add_argument("--fit", action="append", default=[], metavar="SPEC",
+                   help="a parameter to judge (as identify's --fit); repeat")
+    p.add_argument("--noise", type=arguments.number(0.0, 1.0, "--noise", low_open=True), default=5e-4,
+                   help="the encoders' noise the judgement assumes, rad (default 5e-4)")
+    p.add_argument("--seed", type=arguments.seed, default=0, help="the multisine's phases and frequencies")
+    p.set_defaults(func=_cmd_excite)
 
 
 def configure_check_model(p: argparse.ArgumentParser) -> None:
@@ -157,6 +175,48 @@ def _roll(problem, x):
     from crossdyn.experiments.core.identify.fit import _roll as roll
 
     return roll(problem, x)
+
+
+def _cmd_excite(args) -> int:
+    import numpy as np
+
+    from crossdyn.experiments.core.errors import ParameterError
+    from crossdyn.experiments.core.identify.excite import design, determinacy
+    from crossdyn.experiments.core.identify.logs import Log, write_log
+    from crossdyn.experiments.core.identify.spec import parse_fit
+    from crossdyn.experiments.core.models import load_model, model_path
+
+    path = model_path(args.mjcf)
+    model = load_model(path)
+    import mujoco
+
+    spec = mujoco.MjSpec.from_file(str(path))
+    if model.nu == 0:
+        raise ParameterError(f"{path.name} has no actuators: nothing to command")
+    if args.out.suffix not in (".csv", ".npz"):
+        raise ParameterError(f"--out {args.out}: a command file is .csv or .npz")
+    targets = parse_fit(args.fit, model, spec, path.name) if args.fit else []
+    time, ctrl, qpos, scale = design(model, args.duration, args.seed)
+    if not np.all(np.isfinite(qpos)):
+        raise ParameterError(f"{path.name}: the model's simulation diverges under any excitation tried")
+    arguments.make_out_dir(args.out.parent)
+    columns = {f"ctrl:{model.actuator(a).name}": ctrl[:, a] for a in range(model.nu)}
+    write_log(args.out, time, columns)
+    print(f"{model.nu} commands, {args.duration:g} s, amplitude {scale:.0%} of the design's (half of each "
+          f"ctrlrange; 10 rad/s^2 for an unlimited motor): {args.out}")
+    if targets:
+        joints = [model.joint(j).name for j in range(model.njnt)
+                  if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
+        log = Log(path=args.out, time=time, columns={})
+        for a in range(model.nu):
+            log.signals[f"ctrl:{model.actuator(a).name}"] = ("ctrl", model.actuator(a).name, ctrl[:, a:a + 1],
+                                                             np.array([a]))
+        for name in joints:
+            adr = model.jnt_qposadr[model.joint(name).id]
+            log.signals[f"qpos:{name}"] = ("qpos", name, qpos[:, adr:adr + 1], np.array([adr]))
+        for d in determinacy(spec, targets, log, args.noise):
+            print(d.sentence())
+    return 0
 
 
 def _cmd_check_model(args) -> int:

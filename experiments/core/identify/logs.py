@@ -97,8 +97,8 @@ def _width(model: mujoco.MjModel, kind: str, index: int) -> tuple[int, int]:
         return 1, index
     if kind == "sensor":
         return int(model.sensor_dim[index]), int(model.sensor_adr[index])
-    jtype = model.jnt_type[index]
-    nq = {mujoco.mjtJoint.mjJNT_FREE: 7, mujoco.mjtJoint.mjJNT_BALL: 4}.get(jtype, 1)
+    jtype = int(model.jnt_type[index])  # a plain int: MuJoCo's enums do not hash like NumPy's integers
+    nq = {int(mujoco.mjtJoint.mjJNT_FREE): 7, int(mujoco.mjtJoint.mjJNT_BALL): 4}.get(jtype, 1)
     if kind == "qpos":
         return nq, int(model.jnt_qposadr[index])
     return {7: 6, 4: 3}.get(nq, 1), int(model.jnt_dofadr[index])

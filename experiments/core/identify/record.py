@@ -53,7 +53,7 @@ def record(model: mujoco.MjModel, law: Callable[[float, np.ndarray], np.ndarray]
     mujoco.mj_forward(model, data)
     if joints is None:
         joints = [model.joint(j).name for j in range(model.njnt)
-                  if model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)]
+                  if int(model.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
     adr = np.array([model.jnt_qposadr[model.joint(j).id] for j in joints], int)
     n = int(round(duration / model.opt.timestep)) + 1
     time = np.zeros(n)

@@ -228,8 +228,8 @@ def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, mode
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise SpecError(f"--fit {text}: no {kind} {pattern!r} in {model_name}{hint}")
         for name in matched:
-            if kind == "joint" and model.jnt_type[model.joint(name).id] in (mujoco.mjtJoint.mjJNT_FREE,
-                                                                             mujoco.mjtJoint.mjJNT_BALL):
+            jtype = int(model.jnt_type[model.joint(name).id]) if kind == "joint" else -1
+            if jtype in (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)):
                 raise SpecError(f"--fit {text}: joint {name!r} is a free or ball joint; "
                                 "crossdyn fits hinge and slide joints' damping, armature, friction and stiffness")
             found.append((kind, name, attr))
