@@ -131,7 +131,7 @@ def _cmd_identify(args) -> int:
         for label, fitted in (("before", False), ("after", True)):
             v_problem = Problem(problem.spec, _refitted(targets, result, fitted), validation_logs, window=args.window)
             xv = v_problem.refine_starts(v_problem.x0())
-            _, rms = v_problem._residual(xv, *_roll(v_problem, xv), per_signal=True)
+            _, rms = v_problem.rms(xv)
             for log, signals in rms.items():
                 for key, value in signals.items():
                     validation.setdefault(log, {}).setdefault(key, {})[label] = value
@@ -169,12 +169,6 @@ def _refitted(targets, result, fitted: bool):
         out.append(Target(t.spec, t.kind, t.element, t.attr, value, value - 1, value + 1, t.scale, t.unit,
                           t.parameter))
     return out
-
-
-def _roll(problem, x):
-    from crossdyn.experiments.core.identify.fit import _roll as roll
-
-    return roll(problem, x)
 
 
 def _cmd_excite(args) -> int:

@@ -361,9 +361,15 @@ class Problem:
             a = b
         return out
 
+    def rms(self, x: np.ndarray) -> tuple[np.ndarray, dict[str, dict[str, float]]]:
+        """The normalized residual (rows,) at ``x`` and each reading's RMS of it, per log (``{log: {signal: rms}}``)."""
+        state, sensordata = _roll(self, x)
+        return self._residual(x, state, sensordata, per_signal=True)
+
     def predictions(self, x: np.ndarray) -> list[dict[str, np.ndarray]]:
         """The model's prediction of every logged reading at ``x``: per log, ``{signal: (N, w)}``."""
-        r = self._residual(x, *_roll(self, x))
+        state, sensordata = _roll(self, x)
+        r = self._residual(x, state, sensordata)
         out: list[dict[str, np.ndarray]] = [{s.key: np.zeros_like(s.measured) for s in sigs} for sigs in self.signals]
         a = 0
         for win in self.windows:
@@ -450,7 +456,7 @@ def fit(problem: Problem, max_iters: int = 50) -> FitResult:
 
     x0 = problem.refine_starts(x0)  # the model's values, each window started where its log says
     params["x"].update_from_vector(x0)
-    _, before = problem._residual(x0, *_roll(problem, x0), per_signal=True)
+    _, before = problem.rms(x0)
     trace = io.StringIO()  # mujoco.minimize's iteration log, kept off the terminal
     verbosity = absl_logging.get_verbosity()
     absl_logging.set_verbosity(absl_logging.ERROR)  # its note that delay and friction start at their bound 0
@@ -460,7 +466,7 @@ def fit(problem: Problem, max_iters: int = 50) -> FitResult:
     finally:
         absl_logging.set_verbosity(verbosity)
     x = np.asarray(opt["x"].value, float).reshape(-1)
-    r, after = problem._residual(x, *_roll(problem, x), per_signal=True)
+    r, after = problem.rms(x)
     jac = problem.jacobian(x, r)
     _, half = sysid.calculate_intervals([r], jac)
     values = problem.theta(x)

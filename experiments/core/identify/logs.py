@@ -23,6 +23,7 @@ import difflib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -130,12 +131,13 @@ def _read_table(path: Path) -> tuple[list[str], np.ndarray]:
         lines = path.read_text().splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise LogError(f"{path}: cannot read the log ({' '.join(str(exc).split())})") from None
-    lines = [(n, line) for n, line in enumerate(lines, start=1) if line.strip() and not line.lstrip().startswith("#")]
-    if not lines:
+    numbered = [(n, line) for n, line in enumerate(lines, start=1)
+                if line.strip() and not line.lstrip().startswith("#")]
+    if not numbered:
         raise LogError(f"{path} is empty; a log is a header row (time, ctrl:..., qpos:...) and one row per sample")
-    header = [cell.strip() for cell in lines[0][1].split(",")]
-    rows = np.empty((len(lines) - 1, len(header)))
-    for r, (number, line) in enumerate(lines[1:]):
+    header = [cell.strip() for cell in numbered[0][1].split(",")]
+    rows = np.empty((len(numbered) - 1, len(header)))
+    for r, (number, line) in enumerate(numbered[1:]):
         cells = line.split(",")
         if len(cells) != len(header):
             raise LogError(f"{path}: line {number} has {len(cells)} cells, the header has {len(header)}")
@@ -250,7 +252,9 @@ def write_log(path: str | Path, time: np.ndarray, columns: dict[str, np.ndarray]
     """
     path = Path(path)
     if path.suffix == ".npz":
-        np.savez(path, time=np.asarray(time, float), **{k: np.asarray(v, float) for k, v in columns.items()})
+        arrays: dict[str, Any] = {"time": np.asarray(time, float)}
+        arrays |= {k: np.asarray(v, float) for k, v in columns.items()}
+        np.savez(path, **arrays)
         return path
     names = ["time", *columns]
     table = np.column_stack([time, *columns.values()])

@@ -18,6 +18,7 @@ import math
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -25,7 +26,7 @@ import numpy as np
 from crossdyn.experiments.core.identify.fit import FitResult
 from crossdyn.experiments.core.identify.spec import Target
 
-__all__ = ["sentence", "sentences", "as_json", "write_xml", "plot_signals", "write_html"]
+__all__ = ["sentence", "sentences", "as_json", "write_xml", "plot_signals", "figure_signals", "write_html"]
 
 
 def _digits(value: float, half: float) -> str:
@@ -84,7 +85,7 @@ def as_json(result: FitResult, *, model: Path, logs: list[str], validation: dict
     """``identified.json``'s content."""
     parameters = []
     for t, v, h, ok in zip(result.targets, result.value, result.half_width, result.identified, strict=True):
-        entry = {"name": t.spec, "model": _num(t.nominal), "unit": t.unit, "identified": ok}
+        entry: dict[str, Any] = {"name": t.spec, "model": _num(t.nominal), "unit": t.unit, "identified": ok}
         if ok:
             entry |= {"value": _num(v), "low": _num(v - h), "high": _num(v + h)}
         else:  # never a confident number
@@ -231,6 +232,17 @@ def write_xml(model_path: Path, result: FitResult, model: mujoco.MjModel, out: P
 def plot_signals(path: Path, time: np.ndarray, measured: dict[str, np.ndarray], nominal: dict[str, np.ndarray],
                  identified: dict[str, np.ndarray], title: str) -> Path:
     """One figure per log: each logged reading, measured / nominal model / identified model, against time."""
+    import matplotlib.pyplot as plt
+
+    fig = figure_signals(time, measured, nominal, identified, title)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def figure_signals(time: np.ndarray, measured: dict[str, np.ndarray], nominal: dict[str, np.ndarray],
+                   identified: dict[str, np.ndarray], title: str):
+    """The figure of :func:`plot_signals` (matplotlib ``Figure``), not saved."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -249,9 +261,7 @@ def plot_signals(path: Path, time: np.ndarray, measured: dict[str, np.ndarray], 
     axes[-1, 0].set_xlabel("time (s)")
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def write_html(path: Path, *, title: str, command: str, lines: list[str], table: list[dict], residuals: dict,
