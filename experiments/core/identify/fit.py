@@ -57,6 +57,9 @@ VELOCITY_SPAN = 0.01
 # Bounds of a window start's correction: far beyond a log's noise, finite because mujoco.minimize needs them.
 ANCHOR_QPOS = 0.5  # rad or m
 ANCHOR_QVEL = 50.0  # rad/s or m/s
+# The optimizer stops when a step changes x by less than this, relative: a step of 1e-6 of a
+# value is a hundredth of the narrowest interval the arm's logs give (about 1e-4 of the value).
+XTOL = 1e-6
 # A parameter whose full typical change moves the whole log's normalized residual by less
 # than this (norm of scale * dr/dtheta) is one the logs never move: far below one noise level.
 NEVER_MOVES = 1e-3
@@ -462,7 +465,7 @@ def fit(problem: Problem, max_iters: int = 50) -> FitResult:
     absl_logging.set_verbosity(absl_logging.ERROR)  # its note that delay and friction start at their bound 0
     try:
         opt, _ = sysid.optimize(params, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iters,
-                                jacobian=jacobian, x_scale="jac", output=trace)
+                                jacobian=jacobian, x_scale="jac", output=trace, xtol=XTOL)
     finally:
         absl_logging.set_verbosity(verbosity)
     x = np.asarray(opt["x"].value, float).reshape(-1)
