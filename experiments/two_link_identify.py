@@ -25,7 +25,7 @@ from crossdyn.experiments.core.registry import experiment
 
 __all__ = ["ROBOT", "robot_model"]
 
-# The robot's truth, by --fit SPEC (the delay is applied by the logger, not the model).
+# The robot's truth, by --fit QUANTITY (the delay is applied by the logger, not the model).
 ROBOT = {"body:link2:mass": 0.125664 * 1.15, "joint:q1:damping": 0.003, "joint:q2:frictionloss": 0.002,
          "actuator:tau1:gear": 0.92, "delay": 0.004}
 GAINS = np.array([0.8, 0.15])  # N m/rad: the arm's inertias are ~0.016 and ~0.002 kg m^2

@@ -11,7 +11,7 @@
                           [--workers K] [--seed S] [--scheduler ADDR] [--mjcf PATH] [--out DIR]
     crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--seed S]
                              [--mjcf PATH] [--out DIR]
-    crossdyn identify --mjcf M --log L [--log L2 ...] --fit SPEC [--fit ...] [--validate V ...] [--out DIR]
+    crossdyn identify --mjcf M --log L [--log L2 ...] --fit QUANTITY [--fit ...] [--validate V ...] [--out DIR]
     crossdyn check model --mjcf M --log L [--log L2 ...] [--out DIR]
 
 Exit status: 0 when everything is as expected, 1 when a check or an experiment's

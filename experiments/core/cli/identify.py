@@ -1,6 +1,6 @@
 """``crossdyn identify`` and ``crossdyn check model``: is the MJCF the robot?
 
-    crossdyn identify --mjcf M --log L [--log L2 ...] --fit SPEC [--fit ...] [--validate V ...] [--window S]
+    crossdyn identify --mjcf M --log L [--log L2 ...] --fit QUANTITY [--fit ...] [--validate V ...] [--window S]
                       [--out DIR]
     crossdyn check model --mjcf M --log L [--log L2 ...] [--tolerance X] [--window S] [--out DIR]
 
@@ -48,7 +48,7 @@ def add_parser(sub) -> None:
     p.add_argument("--log", action="append", required=True, metavar="LOG",
                    help="a log, .csv or .npz (time, ctrl:<actuator>, qpos:<joint>, qvel:<joint>, sensor:<sensor>); "
                         "repeat for several")
-    p.add_argument("--fit", action="append", required=True, metavar="SPEC",
+    p.add_argument("--fit", action="append", required=True, metavar="QUANTITY",
                    help="what may change: body:<name>:mass|com|inertia, joint:<name>:damping|armature|frictionloss|"
                         "stiffness, actuator:<name>:gear, delay, sensor:<name>:bias (globs allowed); repeat")
     p.add_argument("--validate", action="append", default=[], metavar="LOG",
@@ -66,7 +66,7 @@ def add_parser(sub) -> None:
     p.add_argument("--duration", type=arguments.number(0.0, DURATION_MAX, "--duration", low_open=True),
                    required=True, help="seconds of commands")
     p.add_argument("--out", type=arguments.out_file, required=True, help="the commands' file (.csv or .npz)")
-    p.add_argument("--fit", action="append", default=[], metavar="SPEC",
+    p.add_argument("--fit", action="append", default=[], metavar="QUANTITY",
                    help="a parameter to judge (as identify's --fit); repeat")
     p.add_argument("--noise", type=arguments.number(0.0, 1.0, "--noise", low_open=True), default=5e-4,
                    help="the encoders' noise the judgement assumes, rad (default 5e-4)")

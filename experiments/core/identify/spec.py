@@ -1,6 +1,6 @@
-"""What ``--fit`` may change: the SPEC grammar, expanded against a model into ``mujoco.sysid`` parameters.
+"""What ``--fit`` may change: the grammar of its quantities, expanded against a model into ``mujoco.sysid`` parameters.
 
-A SPEC names a model quantity in the MJCF's own names; the name may be a glob
+A quantity is named in the MJCF's own names; the name may be a glob
 (``joint:*:damping``)::
 
     body:<name>:mass        kg (the body's rotational inertia scales with it, as a heavier
@@ -47,7 +47,7 @@ DELAY_MAX = 0.2
 
 
 class SpecError(CrossdynError):
-    """A ``--fit`` SPEC that is malformed or names nothing in the model."""
+    """A ``--fit`` quantity that is malformed or names nothing in the model."""
 
 
 @dataclass
@@ -55,7 +55,7 @@ class Target:
     """One fitted quantity.
 
     Attributes:
-      spec: its SPEC, one element (``body:link2:mass``).
+      spec: its name as ``--fit`` takes it, one element (``body:link2:mass``).
       kind: ``body``, ``joint``, ``actuator``, ``sensor`` or ``delay``.
       element: the element's name (empty for ``delay``).
       attr: ``mass``, ``damping``, ... (``delay`` for the delay).
@@ -191,16 +191,16 @@ def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr
 
 
 def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, model_name: str) -> list[Target]:
-    """Expand ``--fit`` SPECs (globs allowed) into one :class:`Target` per model quantity, in order.
+    """Expand ``--fit`` quantities (globs allowed) into one :class:`Target` per model quantity, in order.
 
     Args:
-      specs: the SPECs as given.
+      specs: the quantities as given.
       model: the compiled model (nominal values, names).
       spec: its ``MjSpec``; fitted bodies' inertials are made explicit in it.
       model_name: how messages name the model.
 
     Raises:
-      SpecError: a SPEC that is not of the grammar, or whose name matches nothing
+      SpecError: a quantity that is not of the grammar, or whose name matches nothing
         (with the closest name).
     """
     import difflib
