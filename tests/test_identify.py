@@ -258,3 +258,41 @@ def test_floating_base_mass_from_imu_and_joint_logs(tmp_path):
     assert result.identified[0] and abs(value - truth) <= half, (value, half, truth)
     assert half < 0.02 * truth  # the IMU pins it to better than 2 %
     assert sentences(result)[0].startswith("body 'trunk': mass ") and "(+10 %)" in sentences(result)[0]
+
+
+def test_identified_xml_keeps_includes_and_adds_a_missing_inertial(tmp_path):
+    """An included file is copied beside identified.xml; a body whose mass came from its geoms gets an <inertial>."""
+    from crossdyn.experiments.core.identify.fit import FitResult
+    from crossdyn.experiments.core.identify.report import write_xml
+    from crossdyn.experiments.core.identify.spec import parse_fit
+
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "defaults.xml").write_text(
+        '<mujoco><default><joint damping="0.1"/></default></mujoco>\n')
+    (tmp_path / "robot.xml").write_text("""<mujoco model="r">
+  <include file="parts/defaults.xml"/>
+  <worldbody>
+    <body name="link">
+      <joint name="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" density="1000"/>
+    </body>
+  </worldbody>
+  <actuator><motor name="m" joint="hinge" gear="2 0 0 0 0 0"/></actuator>
+</mujoco>
+""")
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "robot.xml"))
+    spec = mujoco.MjSpec.from_file(str(tmp_path / "robot.xml"))
+    targets = parse_fit(["body:link:mass", "joint:hinge:damping", "actuator:m:gear"], model, spec, "robot.xml")
+    mass = float(model.body("link").mass[0])
+    values = [np.array([mass * 1.2]), np.array([0.25]), np.array([1.8])]
+    result = FitResult(targets, values, [np.array([1e-3])] * 3, [1.0] * 3, [True] * 3, {}, {}, 0.0, 0)
+    out = write_xml(tmp_path / "robot.xml", result, model, tmp_path / "out")
+    included = (tmp_path / "parts" / "defaults.xml").read_text()
+    assert (tmp_path / "out" / "parts" / "defaults.xml").read_text() == included
+    text = out.read_text()
+    assert '<include file="parts/defaults.xml"/>' in text and 'gear="1.8 0 0 0 0 0"' in text
+    assert '<joint name="hinge" axis="0 1 0" damping="0.25"/>' in text
+    fitted = mujoco.MjModel.from_xml_path(str(out))
+    assert fitted.body("link").mass[0] == pytest.approx(mass * 1.2, rel=1e-7)  # written with 8 digits
+    assert fitted.body("link").inertia == pytest.approx(model.body("link").inertia * 1.2, rel=1e-6)
+    assert fitted.dof_damping[0] == 0.25 and fitted.actuator_gear[0, 0] == 1.8
