@@ -163,6 +163,9 @@ BAD_FILES.update({
     "log_bad_kind.csv": _arm_log(header="time,ctrl:shoulder_motor,torque:shoulder,qpos:elbow"),
     "log_commands_only.csv": "time,ctrl:shoulder_motor\n" + "".join(f"{i * 0.001:.3f},0.1\n" for i in range(30)),
     "log_unknown_motor.csv": _arm_log(header="time,ctrl:shoulder,qpos:shoulder,qpos:elbow"),
+    # commands of 1e30 N m: no arm's log; the rollout from its state diverges
+    "log_diverges.csv": _arm_log(edit=lambda lines: lines.__setitem__(
+        slice(1, None), [line.replace(",0.1,", ",1e30,") for line in lines[1:]])),
 })
 
 # (arguments, phrase in the message).  {tmp} is the folder holding BAD_FILES.
@@ -481,6 +484,8 @@ CASES = [
     (["identify", "--mjcf", "{tmp}/malformed.xml", "--log", "{tmp}/log_ok.csv", "--fit", "delay"], "cannot compile"),
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_misspelt.csv"], "did you mean 'elbow'?"),
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_time_back.csv"], "time is not increasing"),
+    (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_diverges.csv"], "huge value in CTRL"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_diverges.csv", "--fit", "delay"], "is the log this model's robot"),
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--tolerance", "0.5"], "--tolerance"),
     (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "0", "--out", "{tmp}/excite_out/cmd.csv"], "--duration"),
     (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "nan", "--out", "{tmp}/excite_out/cmd.csv"], "finite"),

@@ -145,6 +145,7 @@ def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance: float = TOLERANCE, w
     """
     problem = Problem(spec, [], logs, window=window, threads=threads)
     try:
+        problem.check_finite(problem.x0())
         x = problem.refine_starts(problem.x0())
         errors = problem.errors(x)
         windows = [(w.log, w.start, w.stop) for w in problem.windows]

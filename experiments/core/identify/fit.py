@@ -44,7 +44,7 @@ import numpy as np
 from absl import logging as absl_logging
 from mujoco import sysid
 
-from crossdyn.experiments.core.identify.logs import Log
+from crossdyn.experiments.core.identify.logs import Log, LogError
 from crossdyn.experiments.core.identify.spec import Target, native_delay
 
 __all__ = ["Problem", "FitResult", "noise_level", "WINDOW", "fit"]
@@ -424,6 +424,28 @@ class Problem:
                 out[a:b, j] = dr[a:b] / h[idx[w]]
         return out
 
+    def check_finite(self, x: np.ndarray) -> None:
+        """Refuse a model whose rollouts from the logs' states diverge (NaN or infinity): name the log and time.
+
+        Raises:
+          LogError: the first window whose prediction is not finite.
+        """
+        from crossdyn.experiments.core.models import mujoco_warnings
+
+        with mujoco_warnings() as warnings:  # MuJoCo resets a simulation that blows up, with a warning
+            r = self.predict(x)
+        if warnings:
+            raise LogError(f"{self.logs[0].path if len(self.logs) == 1 else 'the logs'}: replaying the log, MuJoCo "
+                           f"says: {warnings[0]}; is the log this model's robot, in SI units and radians?")
+        if np.all(np.isfinite(r)):
+            return
+        for win, (a, b) in zip(self.windows, self._window_rows(), strict=True):
+            if not np.all(np.isfinite(r[a:b])):
+                log = self.logs[win.log]
+                raise LogError(f"{log.path}: the model's rollout from the log's state at t = "
+                               f"{log.time[win.start] - log.time[0]:.3f} s diverges (not a finite number); is the "
+                               f"log this model's robot, in SI units and radians?")
+
     def close(self) -> None:
         self.pool.close()
 
@@ -457,6 +479,7 @@ def fit(problem: Problem, max_iters: int = 50) -> FitResult:
         calls["jac"] += 1
         return problem.jacobian(np.asarray(x).reshape(-1), np.asarray(r).reshape(-1))
 
+    problem.check_finite(x0)
     x0 = problem.refine_starts(x0)  # the model's values, each window started where its log says
     params["x"].update_from_vector(x0)
     _, before = problem.rms(x0)
