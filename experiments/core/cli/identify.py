@@ -1,8 +1,11 @@
-"""``crossdyn identify`` and ``crossdyn check model``: is the MJCF the robot?
+"""``crossdyn identify``, ``crossdyn check model`` and ``crossdyn excite``: is the MJCF the robot?
 
-    crossdyn identify --mjcf M --log L [--log L2 ...] --fit QUANTITY [--fit ...] [--validate V ...] [--window S]
-                      [--out DIR]
+Usage::
+
+    crossdyn identify --mjcf M --log L [--log L2 ...] --fit QUANTITY [--fit ...] [--validate V ...]
+                      [--window S] [--out DIR]
     crossdyn check model --mjcf M --log L [--log L2 ...] [--tolerance X] [--window S] [--out DIR]
+    crossdyn excite --mjcf M --duration S --out cmd.csv [--fit QUANTITY ...] [--noise RAD] [--seed N]
 
 ``identify`` fits what ``--fit`` names (:mod:`crossdyn.experiments.core.identify.spec`)
 to the logs (:mod:`crossdyn.experiments.core.identify.fit`), prints one sentence per
@@ -161,12 +164,12 @@ def _cmd_identify(args) -> int:
 
 def _refitted(targets, result, fitted: bool):
     """The targets as fixed values for a replay: the fitted ones (``fitted``) or the model's."""
-    from crossdyn.experiments.core.identify.spec import Target
+    from crossdyn.experiments.core.identify.spec import Quantity
 
     out = []
     for t, v, ok in zip(targets, result.value, result.identified, strict=True):
         value = v if fitted and ok else t.nominal
-        out.append(Target(t.spec, t.kind, t.element, t.attr, value, value - 1, value + 1, t.scale, t.unit,
+        out.append(Quantity(t.spec, t.kind, t.element, t.attr, value, value - 1, value + 1, t.scale, t.unit,
                           t.parameter))
     return out
 

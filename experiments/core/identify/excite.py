@@ -21,7 +21,7 @@ from mujoco import sysid
 from crossdyn.experiments.core.identify.fit import Problem
 from crossdyn.experiments.core.identify.logs import Log
 from crossdyn.experiments.core.identify.record import multisine
-from crossdyn.experiments.core.identify.spec import Target
+from crossdyn.experiments.core.identify.spec import Quantity
 
 __all__ = ["design", "determinacy", "Determinacy", "RANGE_USE", "POOR"]
 
@@ -99,7 +99,7 @@ def design(model: mujoco.MjModel, duration: float, seed: int = 0) -> tuple[np.nd
 class Determinacy:
     """How well a log would pin each requested parameter (sensitivities at the model)."""
 
-    target: Target
+    target: Quantity
     half_width: np.ndarray
     moved: float
 
@@ -119,7 +119,7 @@ class Determinacy:
         return f"{who}: {t.attr} {word}: 95 % interval about ± {spread} {unit}".rstrip()
 
 
-def determinacy(spec: mujoco.MjSpec, targets: list[Target], log: Log, noise: float) -> list[Determinacy]:
+def determinacy(spec: mujoco.MjSpec, targets: list[Quantity], log: Log, noise: float) -> list[Determinacy]:
     """Intervals the log would give each target, from the Jacobian at the model with ``noise`` on every reading."""
     problem = Problem(spec, targets, [log])
     try:

@@ -45,7 +45,7 @@ from absl import logging as absl_logging
 from mujoco import sysid
 
 from crossdyn.experiments.core.identify.logs import Log, LogError
-from crossdyn.experiments.core.identify.spec import Target, native_delay
+from crossdyn.experiments.core.identify.spec import Quantity, native_delay
 
 __all__ = ["Problem", "FitResult", "noise_level", "WINDOW", "fit"]
 
@@ -116,7 +116,7 @@ class FitResult:
       iterations: the optimizer's Jacobian evaluations.
     """
 
-    targets: list[Target]
+    targets: list[Quantity]
     value: list[np.ndarray]
     half_width: list[np.ndarray]
     moved: list[float]
@@ -139,7 +139,7 @@ class Problem:
       threads: rollout threads (``None``: the machine's cores, at most 4).
     """
 
-    def __init__(self, spec: mujoco.MjSpec, targets: list[Target], logs: list[Log], window: float = WINDOW,
+    def __init__(self, spec: mujoco.MjSpec, targets: list[Quantity], logs: list[Log], window: float = WINDOW,
                  threads: int | None = None):
         self.spec = spec
         self.native_delay = native_delay(spec.compile())

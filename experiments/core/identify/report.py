@@ -24,7 +24,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.experiments.core.identify.fit import FitResult
-from crossdyn.experiments.core.identify.spec import Target
+from crossdyn.experiments.core.identify.spec import Quantity
 
 __all__ = ["sentence", "sentences", "as_json", "write_xml", "plot_signals", "figure_signals", "write_html"]
 
@@ -39,11 +39,11 @@ def _digits(value: float, half: float) -> str:
     return f"{value:.{min(decimals, 12)}f}"
 
 
-def _who(target: Target) -> str:
+def _who(target: Quantity) -> str:
     return "commands" if target.kind == "delay" else f"{target.kind} {target.element!r}"
 
 
-def sentence(target: Target, value: np.ndarray, half: np.ndarray, identified: bool, moved: float) -> str:
+def sentence(target: Quantity, value: np.ndarray, half: np.ndarray, identified: bool, moved: float) -> str:
     """One line in crossdyn's words.
 
     ``body 'link2': mass 0.460 (0.459 .. 0.461) kg where the model has 0.4 (+15 %)``, or for a

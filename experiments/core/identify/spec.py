@@ -34,7 +34,7 @@ from mujoco import sysid
 
 from crossdyn.experiments.core.errors import CrossdynError
 
-__all__ = ["SpecError", "Target", "parse_fit", "native_delay", "GRAMMAR"]
+__all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR"]
 
 GRAMMAR = ("body:<name>:mass|com|inertia, joint:<name>:damping|armature|frictionloss|stiffness, "
            "actuator:<name>:gear, delay, sensor:<name>:bias")
@@ -51,7 +51,7 @@ class SpecError(CrossdynError):
 
 
 @dataclass
-class Target:
+class Quantity:
     """One fitted quantity.
 
     Attributes:
@@ -110,7 +110,7 @@ def _joint_unit(model: mujoco.MjModel, jid: int, attr: str) -> str:
 
 
 def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr: str,
-          fitted: set[tuple[str, str, str]]) -> Target:
+          fitted: set[tuple[str, str, str]]) -> Quantity:
     text = f"{kind}:{name}:{attr}" if kind != "delay" else "delay"
     modifier: Callable | None = None
     if kind == "body":
@@ -187,11 +187,11 @@ def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr
         nominal, unit = np.array([native_delay(model)]), "s"
         low, high, scale = np.zeros(1), np.array([DELAY_MAX]), np.array([0.01])  # 10 ms: a slow bus
     parameter = sysid.Parameter(text, nominal, low, high, modifier=modifier)
-    return Target(text, kind, name, attr, nominal, low, high, scale, unit, parameter)
+    return Quantity(text, kind, name, attr, nominal, low, high, scale, unit, parameter)
 
 
-def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, model_name: str) -> list[Target]:
-    """Expand ``--fit`` quantities (globs allowed) into one :class:`Target` per model quantity, in order.
+def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, model_name: str) -> list[Quantity]:
+    """Expand ``--fit`` quantities (globs allowed) into one :class:`Quantity` per model quantity, in order.
 
     Args:
       specs: the quantities as given.
