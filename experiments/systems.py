@@ -16,6 +16,7 @@ from crossdyn.experiments import (  # noqa: F401 (imported for their registratio
     rnea,
     showcase,
     two_link,
+    two_link_identify,
     unit_vector,
 )
 from crossdyn.experiments.biped import checks, control, derivations, firmware  # noqa: F401

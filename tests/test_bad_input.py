@@ -127,6 +127,12 @@ BAD_ARRAYS = {
     "seven_columns.npy": np.zeros((2, 7)),
     "nan.npy": np.array([[0, 0, np.nan, 0, 0, 0]]),
 }
+# .npz logs with the same defects as the CSV ones (written by the bad_files fixture).
+BAD_ARCHIVES = {
+    "log_lengths.npz": {"time": np.arange(30) * 0.001, "qpos:shoulder": np.zeros(29)},
+    "log_nan.npz": {"time": np.arange(30) * 0.001, "qpos:shoulder": np.r_[np.zeros(10), np.nan, np.zeros(19)]},
+    "log_2d.npz": {"time": np.arange(30) * 0.001, "qpos:shoulder": np.zeros((30, 2))},
+}
 
 # Folders where a command writes a file (issue 15 #3: a samples.csv that is a directory).
 BAD_FOLDERS = ("sweep/samples.csv", "map/robustness.csv", "runs/two-link-lagrange/metrics.json")
@@ -142,6 +148,37 @@ BAD_FILES.update({
 })
 
 ARM = str(Path(__file__).parent / "models" / "arm7.xml")
+
+
+# Robot logs for crossdyn identify / check model, read against tests/models/identify_arm.xml.
+IDENTIFY_ARM = str(Path(__file__).parent / "models" / "identify_arm.xml")
+
+
+def _arm_log(rows: int = 30, header: str = "time,ctrl:shoulder_motor,qpos:shoulder,qpos:elbow", edit=None) -> str:
+    lines = [header] + [f"{i * 0.001:.3f},0.1,{0.001 * i:.6f},0.0" for i in range(rows)]
+    if edit is not None:
+        edit(lines)
+    return "\n".join(lines) + "\n"
+
+
+BAD_FILES.update({
+    "log_ok.csv": _arm_log(),
+    "log_time_back.csv": _arm_log(edit=lambda lines: lines.__setitem__(12, "0.005,0.1,0.011,0.0")),
+    "log_nan.csv": _arm_log(edit=lambda lines: lines.__setitem__(7, "0.006,0.1,nan,0.0")),
+    "log_inf.csv": _arm_log(edit=lambda lines: lines.__setitem__(9, "0.008,inf,0.008,0.0")),
+    "log_misspelt.csv": _arm_log(header="time,ctrl:shoulder_motor,qpos:shoulder,qpos:elbw"),
+    "log_short_row.csv": _arm_log(edit=lambda lines: lines.__setitem__(5, "0.004,0.1,0.004")),
+    "log_text.csv": _arm_log(edit=lambda lines: lines.__setitem__(4, "0.003,push,0.003,0.0")),
+    "log_few_rows.csv": _arm_log(rows=5),
+    "log_no_time.csv": _arm_log(header="t,ctrl:shoulder_motor,qpos:shoulder,qpos:elbow"),
+    "log_component.csv": _arm_log(header="time,ctrl:shoulder_motor,qpos:shoulder,qpos:elbow:0"),
+    "log_bad_kind.csv": _arm_log(header="time,ctrl:shoulder_motor,torque:shoulder,qpos:elbow"),
+    "log_commands_only.csv": "time,ctrl:shoulder_motor\n" + "".join(f"{i * 0.001:.3f},0.1\n" for i in range(30)),
+    "log_unknown_motor.csv": _arm_log(header="time,ctrl:shoulder,qpos:shoulder,qpos:elbow"),
+    # commands of 1e30 N m: no arm's log; the rollout from its state diverges
+    "log_diverges.csv": _arm_log(edit=lambda lines: lines.__setitem__(
+        slice(1, None), [line.replace(",0.1,", ",1e30,") for line in lines[1:]])),
+})
 
 # (arguments, phrase in the message).  {tmp} is the folder holding BAD_FILES.
 CASES = [
@@ -450,6 +487,59 @@ CASES = [
     (["tune", "balance", "--sampler", "gp"], "--sampler is for --search optuna"),
     (["tune", "balance", "--search", "optuna", "--duration", "nan"], "finite"),
     (["tune", "balance", "--search", "optuna", "--push", "-5"], "--push"),
+    # robot logs: crossdyn identify and check model (nothing fitted, nothing written)
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/no_such_log.csv", "--fit", "delay"], "no log file"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_time_back.csv", "--fit", "delay"],
+     "time is not increasing at row 12"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_nan.csv", "--fit", "delay"],
+     "row 7, column 'qpos:shoulder' is nan"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_inf.csv", "--fit", "delay"],
+     "row 9, column 'ctrl:shoulder_motor' is inf"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_misspelt.csv", "--fit", "delay"],
+     "qpos:elbw: no joint 'elbw' in identify_arm.xml (did you mean 'elbow'?)"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_unknown_motor.csv", "--fit", "delay"],
+     "no actuator 'shoulder' in identify_arm.xml (did you mean 'shoulder_motor'?)"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_short_row.csv", "--fit", "delay"],
+     "line 6 has 3 cells, the header has 4"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_text.csv", "--fit", "delay"],
+     "line 5, column 'ctrl:shoulder_motor': 'push' is not a number"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_few_rows.csv", "--fit", "delay"],
+     "a log needs at least 20"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_no_time.csv", "--fit", "delay"], "no 'time' column"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_component.csv", "--fit", "delay"],
+     "qpos:elbow has one value"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_bad_kind.csv", "--fit", "delay"],
+     "column 'torque:shoulder' is not time"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_commands_only.csv", "--fit", "delay"],
+     "no qpos:, qvel: or sensor: column"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_lengths.npz", "--fit", "delay"],
+     "the arrays have different lengths"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_nan.npz", "--fit", "delay"],
+     "sample 10, column 'qpos:shoulder' is nan"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_2d.npz", "--fit", "delay"], "each column is a 1-D array"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--validate", "{tmp}/log_nan.csv",
+      "--fit", "delay"], "is nan"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--fit", "joint:elbw:damping"],
+     "no joint 'elbw' in identify_arm.xml (did you mean 'elbow'?)"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--fit", "joint:elbow:mass"],
+     "a joint has damping, armature, frictionloss, stiffness"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--fit", "link2:mass"], "expected one of"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--fit", "delay", "--window", "0"],
+     "--window"),
+    (["identify", "--mjcf", "{tmp}/malformed.xml", "--log", "{tmp}/log_ok.csv", "--fit", "delay"], "cannot compile"),
+    (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_misspelt.csv"], "did you mean 'elbow'?"),
+    (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_time_back.csv"], "time is not increasing"),
+    (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_diverges.csv"], "huge value in CTRL"),
+    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_diverges.csv", "--fit", "delay"],
+     "is the log this model's robot"),
+    (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--tolerance", "0.5"], "--tolerance"),
+    (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "0", "--out", "{tmp}/excite_out/cmd.csv"], "--duration"),
+    (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "nan", "--out", "{tmp}/excite_out/cmd.csv"], "finite"),
+    (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "1", "--out", "{tmp}/excite_out/cmd.txt"], ".csv or .npz"),
+    (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "1", "--out", "{tmp}/excite_out/cmd.csv", "--fit", "joint:x:y"],
+     "a joint has damping"),
+    (["excite", "--mjcf", "{tmp}/three_joints.xml", "--duration", "1", "--out", "{tmp}/excite_out/cmd.csv"],
+     "has no actuators"),
 ]
 
 
@@ -496,6 +586,8 @@ def bad_files(tmp_path_factory) -> Path:
         (folder / name).write_text(text)
     for name, array in BAD_ARRAYS.items():
         np.save(folder / name, array)
+    for name, arrays in BAD_ARCHIVES.items():
+        np.savez(folder / name, **arrays)
     for name in BAD_FOLDERS:
         (folder / name).mkdir(parents=True)
     return folder
@@ -567,7 +659,8 @@ def test_the_table_reaches_every_command():
     commands = {" ".join(a[:2]) if a[0] in ("check", "tune") else a[0] for a, _ in CASES}
     assert commands >= {"check two-link", "check derivation", "check kinematics", "check jacobian",
                         "check mass-matrix", "check bias", "check energy", "check forward-dynamics",
-                        "check linearization", "run", "list", "tune balance", "tune robustness"}, commands
+                        "check linearization", "run", "list", "tune balance", "tune robustness", "identify",
+                        "check model", "excite"}, commands
     assert len(CASES) >= 40
 
 

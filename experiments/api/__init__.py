@@ -61,6 +61,9 @@ API = {
     "Trace": "crossdyn.experiments.core.loop",
     "Observation": "crossdyn.experiments.core.loop",
     "ControllerError": "crossdyn.experiments.core.loop",
+    # is the MJCF the robot: a model against a robot's log
+    "check_model": "crossdyn.experiments.core.identify.check_model",
+    "model_matches_log": "crossdyn.experiments.core.identify.check_model",
     # users' C controllers in the loop
     "CController": "crossdyn.experiments.core.c_controller",
     "CompileError": "crossdyn.experiments.core.c_controller",

@@ -45,6 +45,7 @@ HELPERS: dict[str, str] = {
     "assert_energy": "check_energy",
     "assert_forward_dynamics": "check_forward_dynamics",
     "assert_linearization": "check_linearization",
+    "assert_model_matches_log": "check_model",
 }
 
 

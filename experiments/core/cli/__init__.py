@@ -11,6 +11,8 @@
                           [--workers K] [--seed S] [--scheduler ADDR] [--mjcf PATH] [--out DIR]
     crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--seed S]
                              [--mjcf PATH] [--out DIR]
+    crossdyn identify --mjcf M --log L [--log L2 ...] --fit QUANTITY [--fit ...] [--validate V ...] [--out DIR]
+    crossdyn check model --mjcf M --log L [--log L2 ...] [--out DIR]
 
 Exit status: 0 when everything is as expected, 1 when a check or an experiment's
 expected outcome fails, 2 for bad input (missing file, malformed model, bad
@@ -50,7 +52,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from crossdyn.experiments.core.cli import check, run, tune
+    from crossdyn.experiments.core.cli import check, identify, run, tune
 
     parser = _Parser(
         prog="crossdyn",
@@ -61,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_parser(sub)
     run.add_parser(sub)
     tune.add_parser(sub)
+    identify.add_parser(sub)
     return parser
 
 

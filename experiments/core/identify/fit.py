@@ -1,0 +1,515 @@
+"""Fit a model's parameters to logs: rollouts re-anchored to the log, ``mujoco.sysid``'s least squares.
+
+How a log is replayed.  Each log is cut into windows of ``window`` seconds (0.5 s by
+default).  Every window's rollout starts from the log's own state at the window's
+first sample (its ``qpos``; its ``qvel`` when logged, else a central difference of
+``qpos`` over about 10 ms), steps the model at its own time step with the logged
+commands (linearly interpolated, ``delay`` seconds late), and is compared with the
+log's readings until the next window starts.  Why that length: a rollout that runs
+the whole log drifts apart from the robot (a double pendulum's or a balancing
+robot's error grows exponentially, and a Gauss-Newton step stops being a good
+model of it), while a window much shorter than the dynamics' own times (a damping
+time, the delay, a swing) leaves too little motion for a parameter to show.  Half a
+second spans several of the arm's swings and many time constants of its motors,
+and on the models tested the prediction error of a window started from a noisy
+state stays within the encoder noise over it; ``--window`` changes it.
+
+The start of each window is fitted with the parameters: the state read from a log
+is noisy (0.5 mrad of encoder noise becomes several mrad/s of velocity error, which
+over half a second is worth more than the noise), so each window's start is a
+small correction (a tangent-space ``qpos`` offset and a ``qvel`` offset) solved
+jointly.  Those corrections act only on their own window, so the Jacobian is
+computed with 1 + p + 2 d batched rollouts (d: the dofs the logs read; every window's start perturbed at
+once) instead of one per column; it is handed to ``mujoco.sysid.optimize``
+(MuJoCo's own Gauss-Newton least squares, ``mujoco.minimize``) as its Jacobian.
+The intervals are ``mujoco.sysid.calculate_intervals`` on the whole Jacobian, so
+the windows' starts' uncertainty widens the parameters' intervals as it should.
+
+Residuals are each reading's error divided by that reading's noise, estimated
+from the log itself (the spread of its second differences), so signals in
+different units weigh by what they can tell, and a residual of about 1 is "within
+the log's own noise".
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time as clock
+from dataclasses import dataclass, field
+
+import mujoco
+import mujoco.rollout
+import numpy as np
+from absl import logging as absl_logging
+from mujoco import sysid
+
+from crossdyn.experiments.core.identify.logs import Log, LogError
+from crossdyn.experiments.core.identify.spec import Quantity, native_delay
+
+__all__ = ["Problem", "FitResult", "noise_level", "WINDOW", "fit"]
+
+# Seconds per re-anchored rollout (see the module docstring for why).
+WINDOW = 0.5
+# Velocity from qpos when a log has no qvel: central difference over about this span (s);
+# short enough that an arm's swing is still a straight line over it, long enough to average noise.
+VELOCITY_SPAN = 0.01
+# Bounds of a window start's correction: far beyond a log's noise, finite because mujoco.minimize needs them.
+ANCHOR_QPOS = 0.5  # rad or m
+ANCHOR_QVEL = 50.0  # rad/s or m/s
+# The optimizer stops when a step changes x by less than this, relative: a step of 1e-6 of a
+# value is a hundredth of the narrowest interval the arm's logs give (about 1e-4 of the value).
+XTOL = 1e-6
+# A parameter whose full typical change moves the whole log's normalized residual by less
+# than this (norm of scale * dr/dtheta) is one the logs never move: far below one noise level.
+NEVER_MOVES = 1e-3
+
+
+def noise_level(values: np.ndarray) -> np.ndarray:
+    """A reading's white noise, estimated from the log itself: (N, w) -> (w,), the signal's units.
+
+    The second difference of white noise of deviation s has deviation sqrt(6) s, while a
+    smooth signal's second difference is its acceleration times dt^2 (0.01 mrad for a
+    10 rad/s^2 swing logged at 1 kHz); the median absolute deviation keeps the odd jump out.
+    A noise-free (simulated) signal gets a floor of 1e-9 of its own size, so it stays a
+    weight, not a division by zero.
+    """
+    d2 = values[2:] - 2 * values[1:-1] + values[:-2]
+    mad = np.median(np.abs(d2 - np.median(d2, axis=0)), axis=0)
+    sigma = 1.4826 * mad / np.sqrt(6.0)
+    size = np.maximum(np.abs(values).max(axis=0), 1e-6)
+    return np.maximum(sigma, 1e-9 * size)
+
+
+@dataclass
+class _Signal:
+    key: str
+    kind: str
+    index: np.ndarray  # into qpos / qvel / sensordata
+    measured: np.ndarray  # (N, w)
+    sigma: np.ndarray  # (w,)
+
+
+@dataclass
+class _Window:
+    log: int
+    start: int  # first sample
+    stop: int  # one past the last sample
+    qpos: np.ndarray  # the log's state at the start, (nq,)
+    qvel: np.ndarray  # (nv,)
+    grid: np.ndarray = field(default_factory=lambda: np.zeros(0))  # samples' positions on the step grid
+
+
+@dataclass
+class FitResult:
+    """What :func:`fit` found.
+
+    Attributes:
+      targets: the fitted quantities, in order.
+      value: fitted values, one array per target.
+      half_width: 95 % interval half-widths, one array per target (inf: undetermined).
+      moved: how much each target's typical change moves the normalized residual (norm), per target.
+      identified: per target, whether the logs pin it down.
+      residual_before, residual_after: RMS normalized residual per signal and log
+        (``{log file: {signal: rms}}``), at the model's values and at the fitted ones.
+      seconds: the fit's wall time.
+      iterations: the optimizer's Jacobian evaluations.
+    """
+
+    targets: list[Quantity]
+    value: list[np.ndarray]
+    half_width: list[np.ndarray]
+    moved: list[float]
+    identified: list[bool]
+    residual_before: dict[str, dict[str, float]]
+    residual_after: dict[str, dict[str, float]]
+    seconds: float
+    iterations: int
+    x: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+class Problem:
+    """Logs, a model and what may change in it: residuals and their Jacobian for the least squares.
+
+    Args:
+      spec: the model's ``MjSpec`` (fitted bodies' inertials already explicit, :func:`.spec.parse_fit`).
+      targets: the fitted quantities.
+      logs: the logs, read against the model.
+      window: seconds per re-anchored rollout.
+      threads: rollout threads (``None``: the machine's cores, at most 4).
+    """
+
+    def __init__(self, spec: mujoco.MjSpec, targets: list[Quantity], logs: list[Log], window: float = WINDOW,
+                 threads: int | None = None):
+        self.spec = spec
+        self.native_delay = native_delay(spec.compile())
+        for actuator in spec.actuators:  # the delay is applied to the commands (module docstring)
+            actuator.delay, actuator.nsample = 0.0, 0
+        self.targets = targets
+        self.logs = logs
+        self.model = spec.compile()
+        m = self.model
+        self.dt = float(m.opt.timestep)
+        self.params = sysid.ParameterDict()
+        for target in targets:
+            self.params.add(target.parameter)
+        self.p = sum(t.size for t in targets)
+        self.delay_index = next((i for i, t in enumerate(targets) if t.kind == "delay"), None)
+        self.signals = [[_Signal(key, kind, ids, values, noise_level(values))
+                         for key, (kind, _, values, ids) in log.signals.items() if kind != "ctrl"] for log in logs]
+        self.ctrls = [log.ctrl(m) for log in logs]
+        self.windows: list[_Window] = []
+        for li, log in enumerate(logs):
+            self._cut(li, log, window)
+        self.steps = max(int(np.ceil(w.grid[-1] + 1e-9)) + 2 for w in self.windows)
+        # The dofs whose start is corrected: those of the joints a log reads (a joint no log reads
+        # starts where the model puts it, at rest; correcting it would be a column the logs cannot see).
+        read = {name for log in logs for kind, name, _, _ in log.signals.values() if kind in ("qpos", "qvel")}
+        dofs = [np.arange(m.jnt_dofadr[j], m.jnt_dofadr[j] + (6 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE else
+                                                               3 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL else 1))
+                for j in range(m.njnt) if m.joint(j).name in read]
+        self.dofs = np.concatenate(dofs).astype(int) if dofs else np.zeros(0, int)
+        self.na = 2 * self.dofs.size
+        self.n = self.p + self.na * len(self.windows)
+        self.threads = threads if threads is not None else min(os.cpu_count() or 1, 4)
+        self.datas = [mujoco.MjData(m) for _ in range(max(self.threads, 1))]
+        self.pool = mujoco.rollout.Rollout(nthread=self.threads if self.threads > 1 else 0)
+        template = np.empty(mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS))
+        mujoco.mj_getState(m, mujoco.MjData(m), template, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+        self.template = template
+        self.rows = sum((w.stop - w.start) * sum(s.sigma.size for s in self.signals[w.log]) for w in self.windows)
+
+    # -- the log's windows ---------------------------------------------------------------------------------
+    def _cut(self, li: int, log: Log, window: float) -> None:
+        m = self.model
+        t = log.time
+        starts = [0]
+        while True:
+            nxt = int(np.searchsorted(t, t[starts[-1]] + window - 1e-9))
+            if nxt >= t.size - 1:
+                break
+            starts.append(nxt)
+        starts.append(t.size)
+        qpos_log = {key: (ids, values) for key, (kind, _, values, ids) in log.signals.items() if kind == "qpos"}
+        qvel_log = {key: (ids, values) for key, (kind, _, values, ids) in log.signals.items() if kind == "qvel"}
+        span = max(1, int(round(VELOCITY_SPAN / max(float(np.median(np.diff(t))), 1e-9) / 2)))
+        for a, b in zip(starts[:-1], starts[1:], strict=True):
+            qpos = self._qpos_at(qpos_log, a)
+            lo, hi = max(a - span, 0), min(a + span, t.size - 1)
+            qvel = np.zeros(m.nv)
+            mujoco.mj_differentiatePos(m, qvel, t[hi] - t[lo], self._qpos_at(qpos_log, lo), self._qpos_at(qpos_log, hi))
+            for ids, values in qvel_log.values():
+                qvel[ids] = values[a]
+            grid = (t[a:b] - t[a]) / self.dt
+            self.windows.append(_Window(li, a, b, qpos, qvel, grid))
+
+    def _qpos_at(self, qpos_log: dict, i: int) -> np.ndarray:
+        q = np.array(self.model.qpos0, float)
+        for ids, values in qpos_log.values():
+            q[ids] = values[i]
+        return q
+
+    # -- models, commands, rollouts ------------------------------------------------------------------------
+    def theta(self, x: np.ndarray) -> list[np.ndarray]:
+        """The targets' values in ``x`` (n,), one array per target."""
+        out, i = [], 0
+        for target in self.targets:
+            out.append(np.asarray(x[i : i + target.size], float))
+            i += target.size
+        return out
+
+    def build(self, x: np.ndarray) -> mujoco.MjModel:
+        """The model with the targets at their values in ``x``."""
+        for target, value in zip(self.targets, self.theta(x), strict=True):
+            target.parameter.update_from_vector(value)
+        return sysid.apply_param_modifiers(self.params, self.spec)
+
+    def x0(self) -> np.ndarray:
+        """The model's values, and no correction of the windows' starts."""
+        return np.concatenate([t.nominal for t in self.targets] + [np.zeros(self.na * len(self.windows))])
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        nd = self.dofs.size
+        anchor = np.concatenate([np.full(nd, ANCHOR_QPOS), np.full(nd, ANCHOR_QVEL)])
+        anchors = np.tile(anchor, len(self.windows))
+        low = np.concatenate([t.low for t in self.targets] + [-anchors])
+        high = np.concatenate([t.high for t in self.targets] + [anchors])
+        return low, high
+
+    def delay(self, x: np.ndarray) -> float:
+        if self.delay_index is None:
+            return self.native_delay  # the model's own actuator delay, as MuJoCo would apply it
+        return float(self.theta(x)[self.delay_index][0])
+
+    def controls(self, delay: float) -> np.ndarray:
+        """Each window's commands per step, (W, steps, nu): the log's, linearly interpolated, ``delay`` s late."""
+        nu = self.model.nu
+        out = np.zeros((len(self.windows), self.steps, nu))
+        if nu == 0:
+            return out
+        k = np.arange(self.steps) * self.dt
+        for w, win in enumerate(self.windows):
+            t = self.logs[win.log].time
+            when = t[win.start] + k - delay
+            ctrl = self.ctrls[win.log]
+            for j in range(nu):
+                out[w, :, j] = np.interp(when, t, ctrl[:, j])
+        return out
+
+    def starts(self, x: np.ndarray) -> np.ndarray:
+        """Each window's initial state, (W, nstate), with its correction in ``x`` applied."""
+        m = self.model
+        nq, nv = m.nq, m.nv
+        corrections = x[self.p :].reshape(len(self.windows), self.na)
+        out = np.tile(self.template, (len(self.windows), 1))
+        nd = self.dofs.size
+        dq, dv = np.zeros(nv), np.zeros(nv)
+        for w, win in enumerate(self.windows):
+            qpos = win.qpos.copy()
+            dq[self.dofs], dv[self.dofs] = corrections[w, :nd], corrections[w, nd:]
+            mujoco.mj_integratePos(m, qpos, dq, 1.0)
+            out[w, 0] = self.logs[win.log].time[win.start]
+            out[w, 1 : 1 + nq] = qpos
+            out[w, 1 + nq : 1 + nq + nv] = win.qvel + dv
+        return out
+
+    def rollout(self, models: list[mujoco.MjModel], starts: np.ndarray, controls: np.ndarray):
+        """States (B, steps, nstate) and sensor readings (B, steps, nsensordata) of a batch."""
+        state, sensordata = self.pool.rollout(models, self.datas, starts, controls)
+        return state, sensordata
+
+    def predict(self, x: np.ndarray, model: mujoco.MjModel | None = None, state=None, sensordata=None):
+        """Normalized residual (rows,) at ``x``; the rollout may be given (a Jacobian column's)."""
+        if state is None:
+            model = model or self.build(x)
+            state, sensordata = self.rollout([model] * len(self.windows), self.starts(x), self.controls(self.delay(x)))
+        return self._residual(x, state, sensordata)
+
+    def _bias(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        return {f"sensor:{t.element}": v for t, v in zip(self.targets, self.theta(x), strict=True)
+                if t.kind == "sensor"}
+
+    def _residual(self, x: np.ndarray, state: np.ndarray, sensordata: np.ndarray, per_signal: bool = False):
+        m = self.model
+        starts = self.starts(x)
+        bias = self._bias(x)
+        parts = []
+        sums: list[dict[str, list[float]]] = [{} for _ in self.logs]
+        for w, win in enumerate(self.windows):
+            # the grid: index 0 the start, index k the state after k steps; sensors of step k read
+            # the state at its start, so sensordata[k] belongs to grid k.
+            states = np.vstack([starts[w][None, :], state[w]])
+            g = win.grid
+            i0 = np.floor(g).astype(int)
+            frac = (g - i0)[:, None]
+            for sig in self.signals[win.log]:
+                if sig.kind == "sensor":
+                    series = sensordata[w][:, sig.index]
+                    if sig.key in bias:
+                        series = series + bias[sig.key]
+                else:
+                    offset = 1 if sig.kind == "qpos" else 1 + m.nq
+                    series = states[:, offset + sig.index]
+                predicted = series[i0] * (1 - frac) + series[np.minimum(i0 + 1, series.shape[0] - 1)] * frac
+                r = (sig.measured[win.start : win.stop] - predicted) / sig.sigma
+                parts.append(r.ravel())
+                if per_signal:
+                    entry = sums[win.log].setdefault(sig.key, [0.0, 0])
+                    entry[0] += float(np.sum(r * r))
+                    entry[1] += r.size
+        vector = np.concatenate(parts)
+        if per_signal:
+            return vector, {str(self.logs[i].path): {k: float(np.sqrt(s / max(n, 1))) for k, (s, n) in d.items()}
+                            for i, d in enumerate(sums)}
+        return vector
+
+    # -- Jacobian: 1 + p + 2 d batched rollouts -----------------------------------------------------------
+    def steps_of(self, x: np.ndarray) -> np.ndarray:
+        """Finite-difference steps, (n,): 1e-5 of each target's scale (away from its upper bound)."""
+        h = np.concatenate([1e-5 * t.scale for t in self.targets] +
+                           [np.tile(np.concatenate([np.full(self.dofs.size, 1e-6), np.full(self.dofs.size, 1e-5)]),
+                                    len(self.windows))])
+        low, high = self.bounds()
+        return np.where(x + h > high, -h, h)
+
+    def jacobian(self, x: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
+        """d residual / d x, (rows, n), by forward differences with the windows' starts perturbed together."""
+        x = np.asarray(x, float).reshape(-1)
+        if r is None:
+            r = self.predict(x)
+        r = np.asarray(r, float).reshape(-1)
+        h = self.steps_of(x)
+        jac = np.zeros((r.size, self.n))
+        for i in range(self.p):
+            xi = x.copy()
+            xi[i] += h[i]
+            jac[:, i] = (self.predict(xi) - r) / h[i]
+        starts = self._start_columns(x, r)
+        for w, (a, b) in enumerate(self._window_rows()):
+            jac[a:b, self.p + w * self.na : self.p + (w + 1) * self.na] = starts[a:b]
+        return jac
+
+    def _current(self, x: np.ndarray) -> mujoco.MjModel:
+        key = x[: self.p].tobytes()
+        if getattr(self, "_cache_key", None) != key:
+            self._cache_model = self.build(x)
+            self._cache_key = key
+        return self._cache_model
+
+    def _window_rows(self) -> list[tuple[int, int]]:
+        out, a = [], 0
+        for win in self.windows:
+            b = a + (win.stop - win.start) * sum(s.sigma.size for s in self.signals[win.log])
+            out.append((a, b))
+            a = b
+        return out
+
+    def rms(self, x: np.ndarray) -> tuple[np.ndarray, dict[str, dict[str, float]]]:
+        """The normalized residual (rows,) at ``x`` and each reading's RMS of it, per log (``{log: {signal: rms}}``)."""
+        state, sensordata = _roll(self, x)
+        return self._residual(x, state, sensordata, per_signal=True)
+
+    def predictions(self, x: np.ndarray) -> list[dict[str, np.ndarray]]:
+        """The model's prediction of every logged reading at ``x``: per log, ``{signal: (N, w)}``."""
+        state, sensordata = _roll(self, x)
+        r = self._residual(x, state, sensordata)
+        out: list[dict[str, np.ndarray]] = [{s.key: np.zeros_like(s.measured) for s in sigs} for sigs in self.signals]
+        a = 0
+        for win in self.windows:
+            n = win.stop - win.start
+            for sig in self.signals[win.log]:
+                b = a + n * sig.sigma.size
+                err = r[a:b].reshape(n, sig.sigma.size) * sig.sigma
+                out[win.log][sig.key][win.start : win.stop] = sig.measured[win.start : win.stop] - err
+                a = b
+        return out
+
+    def errors(self, x: np.ndarray) -> list[dict[str, np.ndarray]]:
+        """Normalized errors (measured - predicted) / noise of every reading at ``x``: per log, ``{signal: (N, w)}``."""
+        pred = self.predictions(x)
+        return [{s.key: (s.measured - pred[li][s.key]) / s.sigma for s in sigs} for li, sigs in enumerate(self.signals)]
+
+    def refine_starts(self, x: np.ndarray, iterations: int = 3) -> np.ndarray:
+        """``x`` with each window's start corrected to fit its window (the targets held), by Gauss-Newton.
+
+        The corrections act on their own window only, so each iteration is 2 d batched
+        rollouts and one small least squares per window.
+        """
+        x = np.array(x, float)
+        rows = self._window_rows()
+        low, high = self.bounds()
+        for _ in range(iterations):
+            r = self.predict(x, model=self._current(x))
+            jac = self._start_columns(x, r)
+            for w, (a, b) in enumerate(rows):
+                idx = self.p + w * self.na + np.arange(self.na)
+                block = jac[a:b]
+                step = np.linalg.lstsq(block, -r[a:b], rcond=1e-10)[0]
+                x[idx] = np.clip(x[idx] + step, low[idx], high[idx])
+        return x
+
+    def _start_columns(self, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """d residual / d (window start), stacked per window: (rows, 2 d)."""
+        h = self.steps_of(x)
+        W = len(self.windows)
+        rows = self._window_rows()
+        out = np.zeros((r.size, self.na))
+        for j in range(self.na):
+            xi = x.copy()
+            idx = self.p + np.arange(W) * self.na + j
+            xi[idx] += h[idx]
+            dr = self.predict(xi, model=self._current(x)) - r
+            for w in range(W):
+                a, b = rows[w]
+                out[a:b, j] = dr[a:b] / h[idx[w]]
+        return out
+
+    def check_finite(self, x: np.ndarray) -> None:
+        """Refuse a model whose rollouts from the logs' states diverge (NaN or infinity): name the log and time.
+
+        Raises:
+          LogError: the first window whose prediction is not finite.
+        """
+        from crossdyn.experiments.core.models import mujoco_warnings
+
+        with mujoco_warnings() as warnings:  # MuJoCo resets a simulation that blows up, with a warning
+            r = self.predict(x)
+        if warnings:
+            raise LogError(f"{self.logs[0].path if len(self.logs) == 1 else 'the logs'}: replaying the log, MuJoCo "
+                           f"says: {warnings[0]}; is the log this model's robot, in SI units and radians?")
+        if np.all(np.isfinite(r)):
+            return
+        for win, (a, b) in zip(self.windows, self._window_rows(), strict=True):
+            if not np.all(np.isfinite(r[a:b])):
+                log = self.logs[win.log]
+                raise LogError(f"{log.path}: the model's rollout from the log's state at t = "
+                               f"{log.time[win.start] - log.time[0]:.3f} s diverges (not a finite number); is the "
+                               f"log this model's robot, in SI units and radians?")
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def fit(problem: Problem, max_iters: int = 50) -> FitResult:
+    """Least squares over the targets and the windows' starts with ``mujoco.sysid.optimize``; 95 % intervals.
+
+    Args:
+      problem: the :class:`Problem`.
+      max_iters: the optimizer's iteration cap.
+
+    Returns:
+      The :class:`FitResult`.
+    """
+    started = clock.perf_counter()
+    x0 = problem.x0()
+    low, high = problem.bounds()
+    params = sysid.ParameterDict()
+    # One sysid Parameter for the whole vector: the targets' own Parameters carry the
+    # modifiers (Problem.build); the windows' starts are nuisance values with no modifier.
+    params.add(sysid.Parameter("x", x0, low, high))
+    calls = {"jac": 0}
+
+    def residual_fn(x, _params):
+        x = np.asarray(x, float)
+        if x.ndim == 2:
+            return [np.column_stack([problem.predict(x[:, k]) for k in range(x.shape[1])])], None, None
+        return [problem.predict(x)], None, None
+
+    def jacobian(x, r):
+        calls["jac"] += 1
+        return problem.jacobian(np.asarray(x).reshape(-1), np.asarray(r).reshape(-1))
+
+    problem.check_finite(x0)
+    x0 = problem.refine_starts(x0)  # the model's values, each window started where its log says
+    params["x"].update_from_vector(x0)
+    _, before = problem.rms(x0)
+    trace = io.StringIO()  # mujoco.minimize's iteration log, kept off the terminal
+    verbosity = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(absl_logging.ERROR)  # its note that delay and friction start at their bound 0
+    try:
+        opt, _ = sysid.optimize(params, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iters,
+                                jacobian=jacobian, x_scale="jac", output=trace, xtol=XTOL)
+    finally:
+        absl_logging.set_verbosity(verbosity)
+    x = np.asarray(opt["x"].value, float).reshape(-1)
+    r, after = problem.rms(x)
+    jac = problem.jacobian(x, r)
+    _, half = sysid.calculate_intervals([r], jac)
+    values = problem.theta(x)
+    halves, moved, identified = [], [], []
+    i = 0
+    for target in problem.targets:
+        cols = jac[:, i : i + target.size] * target.scale
+        movement = float(np.linalg.norm(cols))
+        hw = np.asarray(half[i : i + target.size], float)
+        moved.append(movement)
+        halves.append(hw)
+        identified.append(bool(movement > NEVER_MOVES and np.all(np.isfinite(hw)) and np.all(hw < target.scale)))
+        i += target.size
+    return FitResult(problem.targets, values, halves, moved, identified, before, after,
+                     clock.perf_counter() - started, calls["jac"], x)
+
+
+def _roll(problem: Problem, x: np.ndarray):
+    model = problem.build(x)
+    return problem.rollout([model] * len(problem.windows), problem.starts(x), problem.controls(problem.delay(x)))

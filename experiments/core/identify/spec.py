@@ -1,0 +1,238 @@
+"""What ``--fit`` may change: the grammar of its quantities, expanded against a model into ``mujoco.sysid`` parameters.
+
+A quantity is named in the MJCF's own names; the name may be a glob
+(``joint:*:damping``)::
+
+    body:<name>:mass        kg (the body's rotational inertia scales with it, as a heavier
+                            link of the same shape, unless its inertia is fitted too)
+    body:<name>:com         m, the centre of mass in the body frame, 3 values
+    body:<name>:inertia     kg m^2, the principal moments, 3 values
+    joint:<name>:damping | armature | frictionloss | stiffness
+    actuator:<name>:gear
+    delay                   s, how late every command reaches its motor
+    sensor:<name>:bias      a constant offset added to the sensor's reading, its own units
+
+Each quantity becomes a :class:`mujoco.sysid.Parameter` with a modifier that writes
+it into an ``MjSpec``.  The body modifiers are crossdyn's own rather than
+``mujoco.sysid.body_inertia_param``'s: that one compiles the whole spec again inside
+every call to infer the inertial (two compiles per candidate model); here the
+inertial is made explicit once, from the compiled model, and each call only writes
+numbers.  ``delay`` and a sensor's ``bias`` are not model fields the rollouts can
+carry (a delayed actuator's history cannot start from a log's state), so they have
+no modifier: :mod:`.fit` applies them to the commands and the predicted readings.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+from mujoco import sysid
+
+from crossdyn.experiments.core.errors import CrossdynError
+
+__all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR"]
+
+GRAMMAR = ("body:<name>:mass|com|inertia, joint:<name>:damping|armature|frictionloss|stiffness, "
+           "actuator:<name>:gear, delay, sensor:<name>:bias")
+_ATTRS = {"body": ("mass", "com", "inertia"), "joint": ("damping", "armature", "frictionloss", "stiffness"),
+          "actuator": ("gear",), "sensor": ("bias",)}
+_OBJ = {"body": mujoco.mjtObj.mjOBJ_BODY, "joint": mujoco.mjtObj.mjOBJ_JOINT,
+        "actuator": mujoco.mjtObj.mjOBJ_ACTUATOR, "sensor": mujoco.mjtObj.mjOBJ_SENSOR}
+# Commands arrive at most this late (s): far beyond any robot's bus, a bound the optimizer needs.
+DELAY_MAX = 0.2
+
+
+class SpecError(CrossdynError):
+    """A ``--fit`` quantity that is malformed or names nothing in the model."""
+
+
+@dataclass
+class Quantity:
+    """One fitted quantity.
+
+    Attributes:
+      spec: its name as ``--fit`` takes it, one element (``body:link2:mass``).
+      kind: ``body``, ``joint``, ``actuator``, ``sensor`` or ``delay``.
+      element: the element's name (empty for ``delay``).
+      attr: ``mass``, ``damping``, ... (``delay`` for the delay).
+      nominal: the model's value, (size,).
+      low, high: the optimizer's box, (size,).
+      scale: a typical size of the quantity, (size,): the finite-difference step and the
+        "the logs never move it" test are relative to it.
+      unit: its unit, for the printout.
+      parameter: the ``mujoco.sysid.Parameter`` (its modifier writes the value into a spec).
+    """
+
+    spec: str
+    kind: str
+    element: str
+    attr: str
+    nominal: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    scale: np.ndarray
+    unit: str
+    parameter: sysid.Parameter
+
+    @property
+    def size(self) -> int:
+        return int(self.nominal.size)
+
+
+def native_delay(model: mujoco.MjModel) -> float:
+    """How late the model's actuators act on a command (s), as the rollouts apply a delay.
+
+    MuJoCo's actuator ``delay`` D reads the command history at the time MuJoCo evaluates
+    the actuator: with RK4 the middle of the step, so its commands act D - dt/2 late
+    relative to the step they were sent in; with the other integrators the step's start,
+    D late.  The largest over the actuators (crossdyn fits one delay for all).
+    """
+    if model.nu == 0 or not np.any(model.actuator_delay > 0):
+        return 0.0
+    half = model.opt.timestep / 2 if model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4 else 0.0
+    return max(float(np.max(model.actuator_delay)) - half, 0.0)
+
+
+def _names(model: mujoco.MjModel, kind: str) -> list[str]:
+    count = {"body": model.nbody, "joint": model.njnt, "actuator": model.nu, "sensor": model.nsensor}[kind]
+    return [n for n in (mujoco.mj_id2name(model, _OBJ[kind], i) for i in range(count)) if n]
+
+
+def _joint_unit(model: mujoco.MjModel, jid: int, attr: str) -> str:
+    slide = model.jnt_type[jid] == mujoco.mjtJoint.mjJNT_SLIDE
+    force, coord = ("N", "m") if slide else ("N m", "rad")
+    return {"damping": f"{force} s/{coord}", "stiffness": f"{force}/{coord}", "frictionloss": force,
+            "armature": "kg" if slide else "kg m^2"}[attr]
+
+
+def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr: str,
+          fitted: set[tuple[str, str, str]]) -> Quantity:
+    text = f"{kind}:{name}:{attr}" if kind != "delay" else "delay"
+    modifier: Callable | None = None
+    if kind == "body":
+        body = model.body(name)
+        mass0, inertia0 = float(body.mass[0]), np.array(body.inertia, float)
+        # The inertial made explicit once, from the compiled model (inertiafromgeom or not).
+        sbody = spec.body(name)
+        sbody.explicitinertial = True
+        sbody.mass, sbody.inertia = mass0, inertia0.copy()
+        sbody.ipos, sbody.iquat = np.array(body.ipos, float), np.array(body.iquat, float)
+        sbody.fullinertia = np.full(6, np.nan)
+        scale_inertia = (kind, name, "inertia") not in fitted
+        if attr == "mass":
+            nominal, unit = np.array([mass0]), "kg"
+            low, high, scale = nominal * 0.1, nominal * 10.0, nominal.copy()
+
+            def modifier(s, p, name=name, m0=mass0, i0=inertia0, scaled=scale_inertia):
+                b = s.body(name)
+                b.mass = float(p.value[0])
+                if scaled:
+                    b.inertia = i0 * (float(p.value[0]) / m0)
+        elif attr == "com":
+            nominal, unit = np.array(body.ipos, float), "m"
+            size = max(float(np.linalg.norm(nominal)), 0.01)  # a body's own size, 1 cm at least
+            low, high, scale = nominal - 10 * size, nominal + 10 * size, np.full(3, size)
+
+            def modifier(s, p, name=name):
+                s.body(name).ipos = np.array(p.value, float)
+        else:
+            nominal, unit = inertia0.copy(), "kg m^2"
+            low, high, scale = nominal * 0.1, nominal * 10.0, np.maximum(nominal, 1e-12)
+
+            def modifier(s, p, name=name):
+                s.body(name).inertia = np.array(p.value, float)
+    elif kind == "joint":
+        jid = model.joint(name).id
+        dof = model.jnt_dofadr[jid]
+        value = {"damping": model.dof_damping[dof], "armature": model.dof_armature[dof],
+                 "frictionloss": model.dof_frictionloss[dof], "stiffness": model.jnt_stiffness[jid]}[attr]
+        nominal, unit = np.array([float(value)]), _joint_unit(model, jid, attr)
+        # A typical size from the dof's own inertia when the model has none (M_ii = 1/invweight):
+        # a 0.1 s damping time, a 10 rad/s^2 friction deceleration, a 10 rad/s natural frequency.
+        inertia = 1.0 / max(float(model.dof_invweight0[dof]), 1e-12)
+        typical = {"damping": 10 * inertia, "armature": inertia, "frictionloss": 10 * inertia,
+                   "stiffness": 100 * inertia}[attr]
+        scale = np.array([max(abs(nominal[0]), typical)])
+        low, high = np.zeros(1), np.maximum(10 * nominal, 10 * scale)
+
+        def modifier(s, p, name=name, attr=attr):
+            joint = s.joint(name)
+            if attr in ("damping", "stiffness"):
+                values = np.array(getattr(joint, attr), float)
+                values[0] = float(p.value[0])
+                setattr(joint, attr, values)
+            else:
+                setattr(joint, attr, float(p.value[0]))
+    elif kind == "actuator":
+        g0 = float(model.actuator(name).gear[0])
+        if g0 == 0.0:
+            raise SpecError(f"actuator:{name}:gear: the model's gear is 0; a gear cannot be fitted by scaling")
+        nominal, unit = np.array([g0]), ""
+        low, high = np.sort(np.array([0.1 * g0, 10 * g0]))[:1], np.sort(np.array([0.1 * g0, 10 * g0]))[1:]
+        scale = np.array([abs(g0)])
+
+        def modifier(s, p, name=name):
+            gear = np.array(s.actuator(name).gear, float)
+            gear[0] = float(p.value[0])
+            s.actuator(name).gear = gear
+    elif kind == "sensor":
+        dim = int(model.sensor(name).dim[0])
+        nominal, unit = np.zeros(dim), "(the sensor's units)"
+        low, high, scale = np.full(dim, -1e3), np.full(dim, 1e3), np.ones(dim)
+    else:  # delay
+        nominal, unit = np.array([native_delay(model)]), "s"
+        low, high, scale = np.zeros(1), np.array([DELAY_MAX]), np.array([0.01])  # 10 ms: a slow bus
+    parameter = sysid.Parameter(text, nominal, low, high, modifier=modifier)
+    return Quantity(text, kind, name, attr, nominal, low, high, scale, unit, parameter)
+
+
+def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, model_name: str) -> list[Quantity]:
+    """Expand ``--fit`` quantities (globs allowed) into one :class:`Quantity` per model quantity, in order.
+
+    Args:
+      specs: the quantities as given.
+      model: the compiled model (nominal values, names).
+      spec: its ``MjSpec``; fitted bodies' inertials are made explicit in it.
+      model_name: how messages name the model.
+
+    Raises:
+      SpecError: a quantity that is not of the grammar, or whose name matches nothing
+        (with the closest name).
+    """
+    import difflib
+
+    found: list[tuple[str, str, str]] = []
+    for text in specs:
+        text = text.strip()
+        if text == "delay":
+            if model.nu == 0:
+                raise SpecError(f"--fit delay: {model_name} has no actuators, so no commands to delay")
+            found.append(("delay", "", "delay"))
+            continue
+        pieces = text.split(":")
+        if len(pieces) != 3 or pieces[0] not in _ATTRS or not pieces[1]:
+            raise SpecError(f"--fit {text!r}: expected one of {GRAMMAR}")
+        kind, pattern, attr = pieces
+        if attr not in _ATTRS[kind]:
+            raise SpecError(f"--fit {text!r}: a {kind} has {', '.join(_ATTRS[kind])}, not {attr!r}")
+        names = _names(model, kind)
+        matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
+        if kind == "body":
+            matched = [n for n in matched if model.body(n).id != 0]  # the world has no mass to fit
+        if not matched:
+            close = difflib.get_close_matches(pattern, names, n=1, cutoff=0.5)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise SpecError(f"--fit {text}: no {kind} {pattern!r} in {model_name}{hint}")
+        for name in matched:
+            jtype = int(model.jnt_type[model.joint(name).id]) if kind == "joint" else -1
+            if jtype in (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)):
+                raise SpecError(f"--fit {text}: joint {name!r} is a free or ball joint; "
+                                "crossdyn fits hinge and slide joints' damping, armature, friction and stiffness")
+            found.append((kind, name, attr))
+    unique = list(dict.fromkeys(found))
+    fitted = set(unique)
+    return [_make(model, spec, kind, name, attr, fitted) for kind, name, attr in unique]
