@@ -153,7 +153,7 @@ def test_a_text_metric_that_reads_as_a_number_is_refused(returned, metric):
 
 def test_a_non_finite_drift_says_no_change_changed():
     line = str(baseline.Drift("x", 1.0, math.inf, DEFAULT_TOLERANCE))
-    assert line == f"x: baseline 1, now inf (tolerance {DEFAULT_TOLERANCE})", line
+    assert line == f"x: baseline 1, now inf, change to inf (tolerance {DEFAULT_TOLERANCE})", line
 
 
 def test_a_nested_key_colliding_with_a_dotted_one_is_refused():

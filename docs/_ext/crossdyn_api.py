@@ -6,6 +6,11 @@
 ``{crossdyn-modules} PACKAGE``
     ``automodule`` of PACKAGE and every module under it, in name order (each
     module's ``__all__`` chooses its members).
+``{crossdyn-source} PATH``
+    the repository's file PATH (``mjcf/pendulum.xml``) shown whole, highlighted by
+    its suffix: a guide that shows the code it walks through shows the code itself.
+    The repository is found through the installed package (an editable install),
+    so the pages build from a copy of docs/ too.
 
 A name added to the short API, or a module added to a package, appears in the
 reference with no edit to the documentation.
@@ -30,6 +35,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+from pathlib import Path
 
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -136,7 +142,27 @@ def _short_api_ids() -> set[int]:
     return _IDS
 
 
+_LANGUAGE = {".py": "python", ".xml": "xml", ".c": "c", ".toml": "toml"}
+
+
+class SourceDirective(SphinxDirective):
+    required_arguments = 1
+
+    def run(self):
+        import crossdyn.mjcf
+
+        root = Path(crossdyn.mjcf.__file__).resolve().parents[1]
+        path = root / self.arguments[0]
+        if not path.is_file():
+            raise self.error(f"crossdyn-source: no file {self.arguments[0]} in the repository ({root})")
+        text = path.read_text(encoding="utf-8")
+        node = nodes.literal_block(text, text, language=_LANGUAGE.get(path.suffix, "text"))
+        caption = nodes.caption(self.arguments[0], self.arguments[0])
+        return [nodes.container("", caption, node, classes=["literal-block-wrapper"], literal_block=True)]
+
+
 def setup(app: Sphinx) -> dict:
+    app.add_directive("crossdyn-source", SourceDirective)
     app.add_directive("crossdyn-short-api", ShortApiDirective)
     app.add_directive("crossdyn-modules", ModulesDirective)
     app.add_config_value("crossdyn_verbatim_docstrings", (), "env")
