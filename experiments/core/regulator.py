@@ -14,7 +14,8 @@ nonlinear, sampled loop MuJoCo runs agrees once the state is small.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
@@ -41,10 +42,45 @@ class Regulator:
     design: LQRDesign
     target: np.ndarray | None = None
 
+    # Per run (and per thread), what start() binds for write_command; not part of the design.
+    _run: threading.local = field(default_factory=threading.local, init=False, repr=False, compare=False)
+
     def __call__(self, t: float, obs) -> np.ndarray:
         lin = self.linearization
         qpos = obs.qpos if self.target is None else obs.qpos - self.target + lin.qpos
         return lin.ctrl - self.design.K @ lin.deviation(qpos, obs.qvel)
+
+    def start(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """Bind a run's state and the buffers :meth:`write_command` fills (``simulate`` calls it once per run)."""
+        lin = self.linearization
+        x = np.empty(2 * lin.nv)
+        self._run.bound = (data.qpos, data.qvel, x, x[:lin.nv], x[lin.nv:], np.empty(lin.nu), self.design.K,
+                           lin.qpos, lin.qvel, lin.ctrl, self.target, lin.plain, lin.model)
+
+    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool:
+        """``command (nu,) = u_op - K [dq, dqd]`` of the true state, in place: the same numbers as calling it.
+
+        The loop's fast path (no per-step allocation or checks); the operation order is
+        :meth:`__call__`'s, so the controls are bit-identical.
+        """
+        qpos, qvel, x, dq, dv, y, K, q0, v0, u0, target, plain, model = self._run.bound
+        if target is not None:
+            qpos = qpos - target + q0
+        if plain:
+            np.subtract(qpos, q0, out=dq)
+        else:
+            mujoco.mj_differentiatePos(model, dq, 1.0, q0, qpos)
+        np.subtract(qvel, v0, out=dv)
+        np.matmul(K, x, out=y)
+        np.subtract(u0, y, out=command)
+        return True
+
+    def __getstate__(self) -> dict:
+        return {name: value for name, value in self.__dict__.items() if name != "_run"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_run", threading.local())
 
     def to(self, qpos) -> Regulator:
         """The same gains regulating to another pose (e.g. the cart moved along its rail)."""
