@@ -83,9 +83,22 @@ def step(reg: Regulator, distance: float, duration: float, mjcf: str = MODEL, at
     """Upright at rest; at ``at`` s the cart's target jumps to ``distance`` m along the rail."""
     target = np.zeros(reg.linearization.qpos.size)
     target[0] = distance
-    moved = reg.to(target)
-    return simulate(load_model(mjcf), lambda t, obs: moved(t, obs) if t >= at else reg(t, obs), duration,
-                    keyframe="upright", control_dt=CONTROL_DT)
+    return simulate(load_model(mjcf), _Switch(reg, reg.to(target), at), duration, keyframe="upright",
+                    control_dt=CONTROL_DT)
+
+
+class _Switch:
+    """``before`` until ``at`` s, ``after`` from then on: two regulators on the loop's in-place path."""
+
+    def __init__(self, before: Regulator, after: Regulator, at: float):
+        self.before, self.after, self.at = before, after, at
+
+    def start(self, model, data) -> None:
+        self.before.start(model, data)
+        self.after.start(model, data)
+
+    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool:
+        return (self.after if t >= self.at else self.before).write_command(t, sensed, command)
 
 
 def judge(reg: Regulator, balanced: Trace, stepped: Trace, distance: float, at: float = 0.5) -> tuple[Verdict, dict]:
@@ -171,5 +184,6 @@ def cart_pole_lqr(ctx: Context) -> dict:
     balanced = balance(reg, np.radians(ctx.params["initial_angle_deg"]), duration, mjcf)
     stepped = step(reg, ctx.params["step_m"], duration, mjcf)
     verdict, metrics = judge(reg, balanced, stepped, ctx.params["step_m"])
-    ctx.savefig(plot(reg, balanced, stepped, f"cart-pole LQR: {verdict.measured}"), "states.png")
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot(reg, balanced, stepped, f"cart-pole LQR: {verdict.measured}"), "states.png")
     return {**verdict.as_metrics(), **metrics}

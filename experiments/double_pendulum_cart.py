@@ -47,5 +47,7 @@ def double_pendulum_cart_lqr(ctx: Context) -> dict:
     balanced = balance(reg, np.radians(ctx.params["initial_angle_deg"]), duration, mjcf)
     stepped = step(reg, ctx.params["step_m"], duration, mjcf)
     verdict, metrics = judge(reg, balanced, stepped, ctx.params["step_m"])
-    ctx.savefig(plot(reg, balanced, stepped, f"double pendulum on a cart, LQR: {verdict.measured}"), "states.png")
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot(reg, balanced, stepped, f"double pendulum on a cart, LQR: {verdict.measured}"),
+                    "states.png")
     return {**verdict.as_metrics(), **metrics}

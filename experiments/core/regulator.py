@@ -132,7 +132,10 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
     values, left = np.linalg.eig(closed.T)  # left eigenvectors of A - B K
     w = left[:, int(np.argmin(np.abs(values - reg.slowest)))]
     target = lin.qpos if reg.target is None else reg.target
-    x = np.array([lin.deviation(q - target + lin.qpos, v) for q, v in zip(trace.qpos, trace.qvel, strict=False)])
+    if lin.plain:  # the same arithmetic as deviation(), row by row, on the whole table at once
+        x = np.concatenate([trace.qpos - target + lin.qpos - lin.qpos, trace.qvel - lin.qvel], axis=1)
+    else:
+        x = np.array([lin.deviation(q - target + lin.qpos, v) for q, v in zip(trace.qpos, trace.qvel, strict=False)])
     z = np.abs(x @ w.conj())
     use = (trace.t >= start) & (z > floor * z.max())
     if use.sum() < 10:
