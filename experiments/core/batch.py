@@ -264,9 +264,11 @@ class _BatchRun:
     def go(self, fill: Callable[[int], None], stop) -> None:
         """The control steps (``simulate``'s order, every simulation at once)."""
         batch, bounds, record, per = self.batch, self.bounds, self.record, self.per
-        sensing = [k for k, b in enumerate(bounds) if b.sense]
-        acting = [k for k, b in enumerate(bounds) if b.act]
-        pushing = [k for k, b in enumerate(bounds) if b.push]
+        running, datas = self.running, self.datas
+        # Each simulation's per-step functions with the rows they edit, bound once.
+        sensing = [(k, b.sense, self.sensed[k], datas[k]) for k, b in enumerate(bounds) if b.sense]
+        acting = [(k, b.act, self.ctrl[k], datas[k]) for k, b in enumerate(bounds) if b.act]
+        pushing = [(k, b.push, self.xfrc[k]) for k, b in enumerate(bounds) if b.push]
         observations = [Observation(b.model, d, self.sensed[k]) for k, (b, d) in
                         enumerate(zip(bounds, self.datas, strict=True))] if stop is not None else []
         warning = batch.warning
@@ -277,17 +279,17 @@ class _BatchRun:
             if live.size == 0:
                 break
             self.sensed[:] = self.raw
-            for k in sensing:
-                if self.running[k]:
-                    for fn in bounds[k].sense:
-                        fn(self.sensed[k], self.datas[k])
+            for k, fns, row, data in sensing:
+                if running[k]:
+                    for fn in fns:
+                        fn(row, data)
             fill(i)
             live = np.flatnonzero(self.running)  # a write_command may have ended its simulation
             self.ctrl[live] = self.command[live]
-            for k in acting:
-                if self.running[k]:
-                    for fn in bounds[k].act:
-                        fn(self.ctrl[k], self.datas[k])
+            for k, fns, row, data in acting:
+                if running[k]:
+                    for fn in fns:
+                        fn(row, data)
             self.times[i] = self.time
             record["qpos"][i], record["qvel"][i], record["sensordata"][i] = self.qpos, self.qvel, self.sensed
             record["command"][i], record["ctrl"][i] = self.command, self.ctrl
@@ -301,13 +303,13 @@ class _BatchRun:
                     break
             counted = warning[live, bad_ctrl, 1].copy()
             ids = None if live.size == self.n else live
-            if any(self.running[k] for k in pushing):
+            if any(running[k] for k, _, _ in pushing):
                 for _ in range(per):
-                    for k in pushing:
-                        if self.running[k]:
+                    for k, fns, row in pushing:
+                        if running[k]:
                             time = float(self.time[k])
-                            for fn in bounds[k].push:
-                                fn(self.xfrc[k], time)
+                            for fn in fns:
+                                fn(row, time)
                     batch.step(ids)
             else:
                 batch.step(ids, nstep=per)
