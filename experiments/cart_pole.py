@@ -16,6 +16,7 @@ designed pole.  The state is ``[x, theta, xd, thetad]`` (m, rad, m/s, rad/s).
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 
 from crossdyn.analytic.cart_pole import CartPoleParams
@@ -46,12 +47,12 @@ def cart_pole_params(model) -> CartPoleParams:
                           lc=float(pole.ipos[2]), inertia=float(pole.inertia[1]), g=-float(model.opt.gravity[2]))
 
 
-def design(weights: dict, mjcf: str = MODEL, names: dict | None = None) -> Regulator:
+def design(weights: dict, mjcf: str | mujoco.MjModel = MODEL, names: dict | None = None) -> Regulator:
     """The LQR at the upright keyframe for ``weights`` (missing ones: the defaults ``names``).
 
     Args:
       weights: LQR weights by name: one per state (positions, then velocities), then ``r``.
-      mjcf: the model.
+      mjcf: the model (a name or path, or compiled).
       names: the weights' names and defaults in that order (default :data:`WEIGHTS`).
 
     Raises:
@@ -59,7 +60,12 @@ def design(weights: dict, mjcf: str = MODEL, names: dict | None = None) -> Regul
     """
     w = {**(names or WEIGHTS), **weights}
     *q, r = w.values()
-    return regulator(load_model(mjcf), q, r, keyframe="upright")
+    return regulator(_compiled(mjcf), q, r, keyframe="upright")
+
+
+def _compiled(mjcf: str | mujoco.MjModel) -> mujoco.MjModel:
+    """The model itself, or compiled from a name or path (a run compiles it once, not per simulation)."""
+    return mjcf if isinstance(mjcf, mujoco.MjModel) else load_model(mjcf)
 
 
 def settling_time(trace: Trace, x_target: float = 0.0, start: float = 0.0) -> float:
@@ -71,19 +77,20 @@ def settling_time(trace: Trace, x_target: float = 0.0, start: float = 0.0) -> fl
     return float(trace.t[bad[-1] + 1] - start) if bad[-1] + 1 < trace.t.size else float("inf")
 
 
-def balance(reg: Regulator, angle: float, duration: float, mjcf: str = MODEL) -> Trace:
+def balance(reg: Regulator, angle: float, duration: float, mjcf: str | mujoco.MjModel = MODEL) -> Trace:
     """Balance from the (lowest) pole tilted by ``angle`` rad, the others aligned with it, the cart at rest at 0."""
-    model = load_model(mjcf)
+    model = _compiled(mjcf)
     qpos = np.zeros(model.nq)
     qpos[1] = angle
     return simulate(model, reg, duration, keyframe="upright", qpos=qpos, control_dt=CONTROL_DT)
 
 
-def step(reg: Regulator, distance: float, duration: float, mjcf: str = MODEL, at: float = 0.5) -> Trace:
+def step(reg: Regulator, distance: float, duration: float, mjcf: str | mujoco.MjModel = MODEL,
+         at: float = 0.5) -> Trace:
     """Upright at rest; at ``at`` s the cart's target jumps to ``distance`` m along the rail."""
     target = np.zeros(reg.linearization.qpos.size)
     target[0] = distance
-    return simulate(load_model(mjcf), _Switch(reg, reg.to(target), at), duration, keyframe="upright",
+    return simulate(_compiled(mjcf), _Switch(reg, reg.to(target), at), duration, keyframe="upright",
                     control_dt=CONTROL_DT)
 
 
@@ -178,7 +185,7 @@ PARAMS = {
     tolerances={"settling_time_s": 0.02, "step_settling_time_s": 0.02},
 )
 def cart_pole_lqr(ctx: Context) -> dict:
-    mjcf = ctx.params["mjcf"]
+    mjcf = load_model(ctx.params["mjcf"])  # compiled once for the design and both runs
     reg = design({k: ctx.params[k] for k in WEIGHTS}, mjcf)
     duration = 6.0 if ctx.short else 8.0
     balanced = balance(reg, np.radians(ctx.params["initial_angle_deg"]), duration, mjcf)

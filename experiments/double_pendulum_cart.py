@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from crossdyn.experiments.cart_pole import DECAY_TOL, balance, design, judge, model_param, plot, step, weight_params
+from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, experiment
 from crossdyn.experiments.core.results import Context
 
@@ -41,7 +42,7 @@ WEIGHTS = {"q_x": 1.0, "q_lower": 100.0, "q_upper": 100.0, "q_xd": 1.0, "q_lower
     tolerances={"settling_time_s": 0.02, "step_settling_time_s": 0.02},
 )
 def double_pendulum_cart_lqr(ctx: Context) -> dict:
-    mjcf = ctx.params["mjcf"]
+    mjcf = load_model(ctx.params["mjcf"])  # compiled once for the design and both runs
     reg = design({k: ctx.params[k] for k in WEIGHTS}, mjcf, WEIGHTS)
     duration = 6.0 if ctx.short else 8.0
     balanced = balance(reg, np.radians(ctx.params["initial_angle_deg"]), duration, mjcf)
