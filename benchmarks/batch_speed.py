@@ -63,9 +63,10 @@ def main() -> None:
     threads = list(range(1, args.threads + 1))
     traces = None
     for n in threads:
-        wall, traces = best_time(lambda n=n: simulate_batch(model, reg, args.duration, n=args.sims,
-                                                            keyframe="upright", qpos=starts, nthread=n),
-                                 args.repeats)
+        def batched(n: int = n) -> list:
+            return simulate_batch(model, reg, args.duration, n=args.sims, keyframe="upright", qpos=starts, nthread=n)
+
+        wall, traces = best_time(batched, args.repeats)
         print(f"  simulate_batch(), {args.sims} sims, {n} thread(s)     {simulated / wall:9.0f}"
               f"   ({simulated / wall / serial:.2f}x serial)")
 
@@ -79,7 +80,11 @@ def main() -> None:
         mujoco.mj_getState(model, data, initial[k], mujoco.mjtState.mjSTATE_FULLPHYSICS)
     for n in sorted({1, threads[-1]}):
         datas = [mujoco.MjData(model) for _ in range(n)]
-        wall, _ = best_time(lambda datas=datas: rollout.rollout(model, datas, initial, controls), args.repeats)
+
+        def replay(datas: list = datas) -> None:
+            rollout.rollout(model, datas, initial, controls)
+
+        wall, _ = best_time(replay, args.repeats)
         print(f"  mujoco.rollout (open loop), {n} thread(s)       {simulated / wall:9.0f}")
 
     if args.map_runs:

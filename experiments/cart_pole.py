@@ -21,13 +21,15 @@ import numpy as np
 
 from crossdyn.analytic.cart_pole import CartPoleParams
 from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.batch import simulate_batch
 from crossdyn.experiments.core.loop import Trace, simulate
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
+from crossdyn.experiments.core.registry import Param, Verdict, batched, experiment
 from crossdyn.experiments.core.regulator import Regulator, measured_decay, regulator
 from crossdyn.experiments.core.results import Context
 
 __all__ = ["cart_pole_params", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
+           "lqr_batch",
            "model_param",
            "WEIGHTS", "DECAY_TOL"]
 
@@ -99,6 +101,9 @@ class _Switch:
 
     def __init__(self, before: Regulator, after: Regulator, at: float):
         self.before, self.after, self.at = before, after, at
+
+    def __call__(self, t: float, obs) -> np.ndarray:
+        return (self.after if t >= self.at else self.before)(t, obs)
 
     def start(self, model, data) -> None:
         self.before.start(model, data)
@@ -194,3 +199,59 @@ def cart_pole_lqr(ctx: Context) -> dict:
     if ctx.plots:  # a sweep's runs draw nothing
         ctx.savefig(plot(reg, balanced, stepped, f"cart-pole LQR: {verdict.measured}"), "states.png")
     return {**verdict.as_metrics(), **metrics}
+
+
+@batched("cart-pole-lqr")
+def cart_pole_lqr_batch(contexts: list[Context]) -> list:
+    """Many runs of ``cart-pole-lqr`` at once (a sweep's): see :func:`lqr_batch`."""
+    return lqr_batch(contexts, WEIGHTS)
+
+
+def lqr_batch(contexts: list[Context], weights: dict) -> list:
+    """The metrics (or the exception) of each context's LQR run, as the experiment gives them run alone.
+
+    Runs of one model and length share two batches (:func:`~crossdyn.experiments.core.batch.simulate_batch`,
+    whose traces are ``simulate``'s bit for bit): every run's balancing, every run's cart step.
+
+    Args:
+      contexts: the runs' contexts (``params``: the weights, ``initial_angle_deg``, ``step_m``, ``mjcf``).
+      weights: the weights' names and defaults, in the order :func:`design` takes them.
+    """
+    results: list = [None] * len(contexts)
+    groups: dict[tuple, list[int]] = {}
+    for i, ctx in enumerate(contexts):
+        groups.setdefault((ctx.params["mjcf"], ctx.short), []).append(i)
+    for (mjcf, short), members in groups.items():
+        try:
+            model = load_model(mjcf)
+        except Exception as exc:
+            for i in members:
+                results[i] = exc
+            continue
+        regs = {}
+        for i in members:
+            try:
+                regs[i] = design({k: contexts[i].params[k] for k in weights}, model, weights)
+            except Exception as exc:
+                results[i] = exc
+        ran = list(regs)
+        if not ran:
+            continue
+        duration = 6.0 if short else 8.0
+        starts = np.zeros((len(ran), model.nq))
+        starts[:, 1] = [np.radians(contexts[i].params["initial_angle_deg"]) for i in ran]
+        balanced = simulate_batch(model, [regs[i] for i in ran], duration, keyframe="upright", qpos=starts,
+                                  control_dt=CONTROL_DT, nthread=1)
+        switches = []
+        for i in ran:
+            target = np.zeros(regs[i].linearization.qpos.size)
+            target[0] = contexts[i].params["step_m"]
+            switches.append(_Switch(regs[i], regs[i].to(target), 0.5))
+        stepped = simulate_batch(model, switches, duration, keyframe="upright", control_dt=CONTROL_DT, nthread=1)
+        for j, i in enumerate(ran):
+            try:
+                verdict, metrics = judge(regs[i], balanced[j], stepped[j], contexts[i].params["step_m"])
+                results[i] = {**verdict.as_metrics(), **metrics}
+            except Exception as exc:
+                results[i] = exc
+    return results

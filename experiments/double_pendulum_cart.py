@@ -13,9 +13,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossdyn.experiments.cart_pole import DECAY_TOL, balance, design, judge, model_param, plot, step, weight_params
+from crossdyn.experiments.cart_pole import (
+    DECAY_TOL,
+    balance,
+    design,
+    judge,
+    lqr_batch,
+    model_param,
+    plot,
+    step,
+    weight_params,
+)
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, experiment
+from crossdyn.experiments.core.registry import Param, batched, experiment
 from crossdyn.experiments.core.results import Context
 
 __all__ = ["WEIGHTS", "MODEL"]
@@ -52,3 +62,9 @@ def double_pendulum_cart_lqr(ctx: Context) -> dict:
         ctx.savefig(plot(reg, balanced, stepped, f"double pendulum on a cart, LQR: {verdict.measured}"),
                     "states.png")
     return {**verdict.as_metrics(), **metrics}
+
+
+@batched("double-pendulum-cart-lqr")
+def double_pendulum_cart_lqr_batch(contexts: list[Context]) -> list:
+    """Many runs of ``double-pendulum-cart-lqr`` at once (a sweep's), each as run alone."""
+    return lqr_batch(contexts, WEIGHTS)
