@@ -25,7 +25,7 @@ from crossdyn.experiments.core.batch import simulate_batch
 from crossdyn.experiments.core.loop import Trace, simulate
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict, batched, experiment
-from crossdyn.experiments.core.regulator import Regulator, measured_decay, regulator
+from crossdyn.experiments.core.regulator import Regulator, Switch, measured_decay, regulator
 from crossdyn.experiments.core.results import Context
 
 __all__ = ["cart_pole_params", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
@@ -92,25 +92,8 @@ def step(reg: Regulator, distance: float, duration: float, mjcf: str | mujoco.Mj
     """Upright at rest; at ``at`` s the cart's target jumps to ``distance`` m along the rail."""
     target = np.zeros(reg.linearization.qpos.size)
     target[0] = distance
-    return simulate(_compiled(mjcf), _Switch(reg, reg.to(target), at), duration, keyframe="upright",
+    return simulate(_compiled(mjcf), Switch(reg, reg.to(target), at), duration, keyframe="upright",
                     control_dt=CONTROL_DT)
-
-
-class _Switch:
-    """``before`` until ``at`` s, ``after`` from then on: two regulators on the loop's in-place path."""
-
-    def __init__(self, before: Regulator, after: Regulator, at: float):
-        self.before, self.after, self.at = before, after, at
-
-    def __call__(self, t: float, obs) -> np.ndarray:
-        return (self.after if t >= self.at else self.before)(t, obs)
-
-    def start(self, model, data) -> None:
-        self.before.start(model, data)
-        self.after.start(model, data)
-
-    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool:
-        return (self.after if t >= self.at else self.before).write_command(t, sensed, command)
 
 
 def judge(reg: Regulator, balanced: Trace, stepped: Trace, distance: float, at: float = 0.5) -> tuple[Verdict, dict]:
@@ -246,7 +229,7 @@ def lqr_batch(contexts: list[Context], weights: dict) -> list:
         for i in ran:
             target = np.zeros(regs[i].linearization.qpos.size)
             target[0] = contexts[i].params["step_m"]
-            switches.append(_Switch(regs[i], regs[i].to(target), 0.5))
+            switches.append(Switch(regs[i], regs[i].to(target), 0.5))
         stepped = simulate_batch(model, switches, duration, keyframe="upright", control_dt=CONTROL_DT, nthread=1)
         for j, i in enumerate(ran):
             try:

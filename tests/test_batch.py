@@ -135,3 +135,18 @@ def test_one_regulator_for_all_and_the_count_from_n():
 def test_bad_arguments_are_named(kwargs, error, phrase):
     with pytest.raises(error, match=phrase):
         simulate_batch(CART_POLE, duration=0.01, keyframe="upright", **kwargs)
+
+
+def test_switching_regulators_at_their_own_times_equal_simulate():
+    from crossdyn.experiments.core.regulator import Switch
+
+    reg = design({})
+    switches = [Switch(reg, reg.to([d, 0.0]), at) for d, at in ((0.3, 0.1), (-0.2, 0.2), (0.1, 0.0))]
+    batched = simulate_batch(CART_POLE, switches, DURATION, keyframe="upright", imperfections=MIXES[:3],
+                             seeds=[0, 1, 2], nthread=1)
+    serial = [simulate(CART_POLE, s, DURATION, keyframe="upright", imperfections=mix, seed=seed)
+              for s, mix, seed in zip(switches, MIXES[:3], [0, 1, 2], strict=True)]
+    assert_same_traces(batched, serial)
+    called = simulate(CART_POLE, lambda t, obs: switches[0](t, obs), DURATION, keyframe="upright",
+                      imperfections=MIXES[0], seed=0)
+    np.testing.assert_array_equal(called.command, serial[0].command)  # the in-place path computes what a call does

@@ -60,7 +60,7 @@ from crossdyn.experiments.core.loop import (
     _sensor_slices,
     _steps,
 )
-from crossdyn.experiments.core.regulator import Regulator
+from crossdyn.experiments.core.regulator import Regulator, Switch
 
 __all__ = ["simulate_batch", "BatchObservation"]
 
@@ -230,6 +230,10 @@ def _controls(controller, n: int, model: mujoco.MjModel, run: _BatchRun) -> Call
                                             and all(isinstance(c, Regulator) for c in controller)):
         return _StackedRegulator(list(controller) if isinstance(controller, Sequence) else [controller] * n,
                                  run).fill
+    if isinstance(controller, Sequence) and controller and all(
+            isinstance(c, Switch) and isinstance(c.before, Regulator) and isinstance(c.after, Regulator)
+            for c in controller):
+        return _StackedSwitch(list(controller), run).fill
     if isinstance(controller, Sequence) and not isinstance(controller, str):
         return _PerSimulation(list(controller), run).fill
     if callable(controller):
@@ -361,7 +365,7 @@ class _StackedRegulator:
         self.x = np.empty((run.n, 2 * self.nv, 1))
         self.y = np.empty((run.n, lins[0].nu, 1))
 
-    def fill(self, i: int) -> None:
+    def fill(self, i: int, out: np.ndarray | None = None) -> None:
         run, nv, x = self.run, self.nv, self.x
         qpos = run.qpos
         if self.target is not None:
@@ -374,7 +378,28 @@ class _StackedRegulator:
             x[k, :nv, 0] = dq
         np.subtract(run.qvel, self.v0, out=x[:, nv:, 0])
         np.matmul(self.K, x, out=self.y)
-        np.subtract(self.u0, self.y[:, :, 0], out=run.command)
+        np.subtract(self.u0, self.y[:, :, 0], out=run.command if out is None else out)
+
+
+class _StackedSwitch:
+    """Regulator switches (:class:`~crossdyn.experiments.core.regulator.Switch`), one per simulation, stacked."""
+
+    def __init__(self, switches: list[Switch], run: _BatchRun):
+        self.run = run
+        self.before = _StackedRegulator([s.before for s in switches], run)
+        self.after = _StackedRegulator([s.after for s in switches], run)
+        self.at = np.array([s.at for s in switches])
+        self.late = np.empty(run.command.shape)
+
+    def fill(self, i: int) -> None:
+        late = self.run.time >= self.at
+        if late.all():
+            self.after.fill(i)
+            return
+        self.before.fill(i)
+        if late.any():
+            self.after.fill(i, out=self.late)
+            self.run.command[late] = self.late[late]
 
 
 class _PerSimulation:

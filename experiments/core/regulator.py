@@ -25,7 +25,7 @@ from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.linearize import Linearization, linearize
 from crossdyn.experiments.core.loop import Trace
 
-__all__ = ["Regulator", "regulator", "measured_decay"]
+__all__ = ["Regulator", "Switch", "regulator", "measured_decay"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,28 @@ class Regulator:
         """The closed-loop pole nearest the imaginary axis, 1/s."""
         poles = np.asarray(self.design.poles)
         return complex(poles[np.argmax(poles.real)])
+
+
+class Switch:
+    """One regulator until ``at`` s, another from then on (e.g. a new target), on the loop's in-place path.
+
+    Attributes:
+      before, after: the regulators.
+      at: the switching time, s.
+    """
+
+    def __init__(self, before: Regulator, after: Regulator, at: float):
+        self.before, self.after, self.at = before, after, float(at)
+
+    def __call__(self, t: float, obs) -> np.ndarray:
+        return (self.after if t >= self.at else self.before)(t, obs)
+
+    def start(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        self.before.start(model, data)
+        self.after.start(model, data)
+
+    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool:
+        return (self.after if t >= self.at else self.before).write_command(t, sensed, command)
 
 
 def regulator(model: mujoco.MjModel, Q, R, keyframe: str | int | None = None, qpos=None) -> Regulator:
