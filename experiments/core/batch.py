@@ -276,54 +276,59 @@ class _BatchRun:
         observations = [Observation(b.model, d, self.sensed[k]) for k, (b, d) in
                         enumerate(zip(bounds, self.datas, strict=True))] if stop is not None else []
         warning = batch.warning
-        watched = [int(w) for w in _WATCHED[:3]]
+        watched = sorted(int(w) for w in _WATCHED[:3])  # bad qpos, qvel, qacc: neighbours in mjtWarning
+        assert watched == list(range(watched[0], watched[0] + 3))
         bad_ctrl = int(_WATCHED[3])
+        # While every simulation runs (the common case) whole-array operations stand in for indexed ones.
+        sensed, raw, command, ctrl, times = self.sensed, self.raw, self.command, self.ctrl, self.times
+        qpos, qvel, qacc, clock = self.qpos, self.qvel, self.qacc, self.time
+        bad_ctrl_count, watched_counts = warning[:, bad_ctrl, 1], warning[:, watched[0]:watched[0] + 3, 1]  # views
         for i in range(self.steps):
-            live = np.flatnonzero(self.running)
-            if live.size == 0:
-                break
-            self.sensed[:] = self.raw
+            sensed[:] = raw
             for k, fns, row, data in sensing:
                 if running[k]:
                     for fn in fns:
                         fn(row, data)
             fill(i)
-            live = np.flatnonzero(self.running)  # a write_command may have ended its simulation
-            self.ctrl[live] = self.command[live]
+            full = bool(running.all())  # a write_command may have ended its simulation
+            if full:
+                ctrl[:] = command
+            else:
+                ctrl[running] = command[running]
             for k, fns, row, data in acting:
                 if running[k]:
                     for fn in fns:
                         fn(row, data)
-            self.times[i] = self.time
-            record["qpos"][i], record["qvel"][i], record["sensordata"][i] = self.qpos, self.qvel, self.sensed
-            record["command"][i], record["ctrl"][i] = self.command, self.ctrl
+            times[i] = clock
+            record["qpos"][i], record["qvel"][i], record["sensordata"][i] = qpos, qvel, sensed
+            record["command"][i], record["ctrl"][i] = command, ctrl
             if stop is not None:
-                for sim in live:
+                for sim in np.flatnonzero(running):
                     reason = stop(observations[sim])
                     if reason:
                         self.end(int(sim), i + 1, reason if isinstance(reason, str) else "stopped")
-                live = np.flatnonzero(self.running)
-                if live.size == 0:
-                    break
-            counted = warning[live, bad_ctrl, 1].copy()
-            ids = None if live.size == self.n else live
+                full = bool(running.all())
+            if not running.any():
+                break
+            ids = None if full else np.flatnonzero(running)
+            counted = bad_ctrl_count.copy()
             if any(running[k] for k, _, _ in pushing):
                 for _ in range(per):
                     for k, fns, row in pushing:
                         if running[k]:
-                            time = float(self.time[k])
+                            time = float(clock[k])
                             for fn in fns:
                                 fn(row, time)
                     batch.step(ids)
             else:
                 batch.step(ids, nstep=per)
-            bad = live[warning[live, bad_ctrl, 1] != counted]
-            if bad.size:
-                k = int(bad[0])
+            if (bad_ctrl_count != counted).any():
+                k = int(np.flatnonzero(bad_ctrl_count != counted)[0])
                 raise ControllerError(f"a non-finite control reached the actuators in simulation {k} "
-                                      f"{_at(i, float(self.times[i, k]))}: {self.ctrl[k].tolist()}")
-            diverged = warning[live][:, watched, 1].any(axis=1) | ~np.isfinite(self.qacc[live].sum(axis=1))
-            for k in live[diverged]:
+                                      f"{_at(i, float(times[i, k]))}: {ctrl[k].tolist()}")
+            diverged = watched_counts.any(axis=1) | ~np.isfinite(qacc.sum(axis=1))
+            diverged &= running
+            for k in np.flatnonzero(diverged):
                 self.end(int(k), i + 1, "diverged")
 
     def traces(self) -> list[Trace]:

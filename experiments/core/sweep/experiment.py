@@ -139,7 +139,7 @@ class JobBatch:
 
 # Runs per batch at most: enough for the batch to amortize its per-step work over, few enough that
 # every worker gets batches and a table grows while the sweep runs.
-BATCH_RUNS = 32
+BATCH_RUNS = 128
 
 
 def evaluate_batch(batch: JobBatch) -> list[dict[str, str]]:
