@@ -38,7 +38,7 @@ whose ``stop`` fires, leaves the batch there; the others go on.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mujoco
@@ -152,6 +152,7 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
                    keyframe: str | int | None = None, qpos=None, qvel=None, control_dt: float | None = None,
                    imperfections: Sequence[Imperfection] | Sequence[Sequence[Imperfection]] = (),
                    seeds: int | Sequence[int] = 0, stop: Callable[[Observation], str | bool | None] | None = None,
+                   record: Mapping[str, Callable[[mujoco.MjModel, Any], np.ndarray]] | None = None,
                    nthread: int = 0) -> list[Trace]:
     """Run ``n`` closed loops of ``model`` in lockstep; see the module docstring.
 
@@ -168,6 +169,9 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
       imperfections: one list for every simulation, or a list per simulation.
       seeds: every simulation's seed, or one per simulation.
       stop: ``stop(obs)`` per simulation, as ``simulate`` takes it.
+      record: more per-step records, as ``simulate`` takes them: ``view(model, data)``
+        is called once per simulation with a view of that simulation's row of the
+        batch's arrays (``data.site_xpos`` is its ``(nsite, 3)``).
       nthread: MuJoCo's threads (0: every CPU); the traces do not depend on it.
 
     Returns:
@@ -194,7 +198,7 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
     batch = mujoco.batch.Batch(model, count, int(nthread))
     if any(b.model is not model for b in bounds):
         batch.set_models([b.model for b in bounds])
-    run = _BatchRun(batch, bounds, steps, per)  # binds the derived fields before the first call fills them
+    run = _BatchRun(batch, bounds, steps, per, record)  # binds the derived fields before the first call fills them
     _start(batch, bounds, keyframe, _rows("qpos", qpos, count), _rows("qvel", qvel, count))
     warnings: list[str] = []
     with _quiet(warnings):
@@ -245,7 +249,7 @@ def _controls(controller, n: int, model: mujoco.MjModel, run: _BatchRun) -> Call
 class _BatchRun:
     """One batch's arrays, records and loop."""
 
-    def __init__(self, batch: mujoco.batch.Batch, bounds: list[Bound], steps: int, per: int):
+    def __init__(self, batch: mujoco.batch.Batch, bounds: list[Bound], steps: int, per: int, record=None):
         self.batch, self.bounds, self.steps, self.per = batch, bounds, steps, per
         self.n, model = batch.nsim, batch.model
         self.qpos, self.qvel, self.ctrl = batch.bind("qpos"), batch.bind("qvel"), batch.bind("ctrl")
@@ -261,6 +265,16 @@ class _BatchRun:
                        (("qpos", model.nq), ("qvel", model.nv), ("sensordata", model.nsensordata),
                         ("command", model.nu), ("ctrl", model.nu))}
         self.times = np.empty((steps, self.n))
+        # record=: per name, each simulation's view (flat) and the view's shape, and the table of all.
+        self.extras: dict[str, tuple[list[np.ndarray], tuple]] = {}
+        for name, view in (record or {}).items():
+            views = [np.asarray(view(b.model, d)) for b, d in zip(bounds, self.datas, strict=True)]
+            for array in views:
+                if array.base is None or not np.shares_memory(array.reshape(-1), array):
+                    raise ParameterError(f"record[{name!r}] must return a contiguous view of MuJoCo's data (bound "
+                                         "once), not a copy")
+            self.extras[name] = ([array.reshape(-1) for array in views], views[0].shape)
+            self.record[f"extra:{name}"] = np.empty((steps, self.n, views[0].size))
 
     def end(self, sim: int, rows: int, why: str) -> None:
         self.running[sim], self.rows[sim], self.stopped[sim] = False, rows, why
@@ -282,6 +296,7 @@ class _BatchRun:
         # While every simulation runs (the common case) whole-array operations stand in for indexed ones.
         sensed, raw, command, ctrl, times = self.sensed, self.raw, self.command, self.ctrl, self.times
         qpos, qvel, qacc, clock = self.qpos, self.qvel, self.qacc, self.time
+        extras = [(f"extra:{name}", item) for name, item in self.extras.items()]
         bad_ctrl_count, watched_counts = warning[:, bad_ctrl, 1], warning[:, watched[0]:watched[0] + 3, 1]  # views
         for i in range(self.steps):
             sensed[:] = raw
@@ -302,6 +317,10 @@ class _BatchRun:
             times[i] = clock
             record["qpos"][i], record["qvel"][i], record["sensordata"][i] = qpos, qvel, sensed
             record["command"][i], record["ctrl"][i] = command, ctrl
+            for name, (views, _) in extras:
+                rows = record[name][i]
+                for k, view in enumerate(views):
+                    rows[k] = view
             if stop is not None:
                 for sim in np.flatnonzero(running):
                     reason = stop(observations[sim])
@@ -340,9 +359,11 @@ class _BatchRun:
             counts = self.batch.warning[k, :, 1]
             warned = [f"MuJoCo warning {names[w]}: {int(counts[w])} time(s)" for w in np.flatnonzero(counts)]
             ctrl = rec["ctrl"] if bound.act else rec["command"]
+            extra = {name: rec[f"extra:{name}"][:rows].reshape((rows, *shape))
+                     for name, (_, shape) in self.extras.items()}
             out.append(Trace(t=self.times[:rows, k].copy(), qpos=rec["qpos"][:rows], qvel=rec["qvel"][:rows],
                              sensordata=rec["sensordata"][:rows], command=rec["command"][:rows], ctrl=ctrl[:rows],
-                             stopped=self.stopped[k], warnings=warned, model=bound.model))
+                             stopped=self.stopped[k], extra=extra, warnings=warned, model=bound.model))
         return out
 
 
