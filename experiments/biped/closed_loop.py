@@ -253,9 +253,10 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
     n = int(round(scenarios[0].duration / period))
     controllers = [make_controller(p, sc.control_period, jump=sc.jump) for sc in scenarios]
     plugs = [_plug(c, p, sc, sensors, actuators, n, True) for c, sc in zip(controllers, scenarios, strict=True)]
-    lists = list(imperfections) if imperfections and all(isinstance(i, Sequence) for i in imperfections) \
+    per_run = bool(imperfections) and all(isinstance(i, Sequence) for i in imperfections)
+    lists: list[list] = [list(i) for i in imperfections if isinstance(i, Sequence)] if per_run \
         else [list(imperfections)] * len(scenarios)
-    mixes = [[*imps, *([] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])])]
+    mixes = [imps + ([] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])])
              for imps, sc in zip(lists, scenarios, strict=True)]
     starts = np.array([initial_state(model, p, sc) for sc in scenarios])
     traces = simulate_batch(model, plugs, n * period, qpos=starts, control_dt=period, imperfections=mixes,

@@ -347,8 +347,8 @@ class _BatchRun:
                                       f"{_at(i, float(times[i, k]))}: {ctrl[k].tolist()}")
             diverged = watched_counts.any(axis=1) | ~np.isfinite(qacc.sum(axis=1))
             diverged &= running
-            for k in np.flatnonzero(diverged):
-                self.end(int(k), i + 1, "diverged")
+            for sim in np.flatnonzero(diverged):
+                self.end(int(sim), i + 1, "diverged")
 
     def traces(self) -> list[Trace]:
         """One trace per simulation, as ``simulate`` returns it."""
