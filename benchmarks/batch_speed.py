@@ -43,6 +43,8 @@ def main() -> None:
     parser.add_argument("--serial-runs", type=int, default=8)
     parser.add_argument("--map-runs", type=int, default=10_000, help="runs of the robustness map (0: none)")
     parser.add_argument("--map-duration", type=float, default=1.0, help="simulated s per map run")
+    parser.add_argument("--map-threads", type=int, default=0, help="the map's threads (0: --threads)")
+    parser.add_argument("--map-only", action="store_true", help="only the robustness map")
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     model = load_model("cart_pole")
@@ -51,6 +53,9 @@ def main() -> None:
     rng = np.random.default_rng(0)
     starts = np.column_stack([np.zeros(args.sims), rng.uniform(-0.2, 0.2, args.sims)])
     simulated = args.sims * args.duration
+    if args.map_only:
+        robustness_map(model, reg, args, args.map_threads or args.threads)
+        return
     print(f"cart-pole LQR, RK4 {h * 1e3:g} ms, {args.duration:g} s runs; simulated s per wall s (best of "
           f"{args.repeats}); {os.cpu_count()} CPUs")
 
@@ -88,7 +93,7 @@ def main() -> None:
         print(f"  mujoco.rollout (open loop), {n} thread(s)       {simulated / wall:9.0f}")
 
     if args.map_runs:
-        robustness_map(model, reg, args, threads[-1])
+        robustness_map(model, reg, args, args.map_threads or threads[-1])
 
 
 def robustness_map(model, reg, args, nthread: int) -> None:
