@@ -64,6 +64,7 @@ _API = {
     "Imperfections": "crossdyn.experiments.biped.imperfections",
     "REALISTIC": "crossdyn.experiments.biped.imperfections",
     "simulate": "crossdyn.experiments.core.loop",
+    "simulate_batch": "crossdyn.experiments.core.batch",
     "Trace": "crossdyn.experiments.core.loop",
     "Observation": "crossdyn.experiments.core.loop",
     "ControllerError": "crossdyn.experiments.core.loop",

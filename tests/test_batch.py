@@ -150,3 +150,19 @@ def test_switching_regulators_at_their_own_times_equal_simulate():
     called = simulate(CART_POLE, lambda t, obs: switches[0](t, obs), DURATION, keyframe="upright",
                       imperfections=MIXES[0], seed=0)
     np.testing.assert_array_equal(called.command, serial[0].command)  # the in-place path computes what a call does
+
+
+class NaNAfter:
+    """A write_command controller whose control turns NaN after 10 ms (no check of its own, as compiled ones)."""
+
+    def write_command(self, t, sensed, command):
+        command[0] = np.nan if t > 0.01 else 0.0
+        return True
+
+
+def test_a_nan_reaching_the_actuators_names_its_simulation_on_two_threads():
+    from crossdyn.experiments import simulate_batch as front_door
+
+    controllers = [Gain(40.0), Gain(40.0), NaNAfter(), Gain(40.0)]
+    with pytest.raises(ControllerError, match="non-finite control reached the actuators in simulation 2"):
+        front_door(CART_POLE, controllers, 0.1, keyframe="upright", nthread=2)
