@@ -200,7 +200,7 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
         batch.set_models([b.model for b in bounds])
     run = _BatchRun(batch, bounds, steps, per, record)  # binds the derived fields before the first call fills them
     _start(batch, bounds, keyframe, _rows("qpos", qpos, count), _rows("qvel", qvel, count))
-    warnings: list[str] = []
+    warnings: list[str] = []  # MuJoCo's text, unattributed across threads: the traces carry per-simulation counts
     with _quiet(warnings):
         run.go(_controls(controller, count, model, run), stop)
     return run.traces()
