@@ -16,14 +16,16 @@ designed pole.  The state is ``[x, theta, xd, thetad]`` (m, rad, m/s, rad/s).
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 
 from crossdyn.analytic.cart_pole import CartPoleParams
 from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.batch import simulate_batch
 from crossdyn.experiments.core.loop import Trace, simulate
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.regulator import Regulator, measured_decay, regulator
+from crossdyn.experiments.core.registry import Param, Verdict, batched, experiment
+from crossdyn.experiments.core.regulator import Regulator, Switch, measured_decay, regulator
 from crossdyn.experiments.core.results import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
@@ -31,6 +33,7 @@ GALLERY_HEADING = "Cart-pole and double pendulum on a cart: LQR from MuJoCo's li
 DERIVATION_PAGE = "cart-pole"
 
 __all__ = ["cart_pole_params", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
+           "lqr_batch",
            "model_param",
            "WEIGHTS", "DECAY_TOL"]
 
@@ -50,12 +53,12 @@ def cart_pole_params(model) -> CartPoleParams:
                           lc=float(pole.ipos[2]), inertia=float(pole.inertia[1]), g=-float(model.opt.gravity[2]))
 
 
-def design(weights: dict, mjcf: str = MODEL, names: dict | None = None) -> Regulator:
+def design(weights: dict, mjcf: str | mujoco.MjModel = MODEL, names: dict | None = None) -> Regulator:
     """The LQR at the upright keyframe for ``weights`` (missing ones: the defaults ``names``).
 
     Args:
       weights: LQR weights by name: one per state (positions, then velocities), then ``r``.
-      mjcf: the model.
+      mjcf: the model (a name or path, or compiled).
       names: the weights' names and defaults in that order (default :data:`WEIGHTS`).
 
     Raises:
@@ -63,7 +66,12 @@ def design(weights: dict, mjcf: str = MODEL, names: dict | None = None) -> Regul
     """
     w = {**(names or WEIGHTS), **weights}
     *q, r = w.values()
-    return regulator(load_model(mjcf), q, r, keyframe="upright")
+    return regulator(_compiled(mjcf), q, r, keyframe="upright")
+
+
+def _compiled(mjcf: str | mujoco.MjModel) -> mujoco.MjModel:
+    """The model itself, or compiled from a name or path (a run compiles it once, not per simulation)."""
+    return mjcf if isinstance(mjcf, mujoco.MjModel) else load_model(mjcf)
 
 
 def settling_time(trace: Trace, x_target: float = 0.0, start: float = 0.0) -> float:
@@ -75,21 +83,21 @@ def settling_time(trace: Trace, x_target: float = 0.0, start: float = 0.0) -> fl
     return float(trace.t[bad[-1] + 1] - start) if bad[-1] + 1 < trace.t.size else float("inf")
 
 
-def balance(reg: Regulator, angle: float, duration: float, mjcf: str = MODEL) -> Trace:
+def balance(reg: Regulator, angle: float, duration: float, mjcf: str | mujoco.MjModel = MODEL) -> Trace:
     """Balance from the (lowest) pole tilted by ``angle`` rad, the others aligned with it, the cart at rest at 0."""
-    model = load_model(mjcf)
+    model = _compiled(mjcf)
     qpos = np.zeros(model.nq)
     qpos[1] = angle
     return simulate(model, reg, duration, keyframe="upright", qpos=qpos, control_dt=CONTROL_DT)
 
 
-def step(reg: Regulator, distance: float, duration: float, mjcf: str = MODEL, at: float = 0.5) -> Trace:
+def step(reg: Regulator, distance: float, duration: float, mjcf: str | mujoco.MjModel = MODEL,
+         at: float = 0.5) -> Trace:
     """Upright at rest; at ``at`` s the cart's target jumps to ``distance`` m along the rail."""
     target = np.zeros(reg.linearization.qpos.size)
     target[0] = distance
-    moved = reg.to(target)
-    return simulate(load_model(mjcf), lambda t, obs: moved(t, obs) if t >= at else reg(t, obs), duration,
-                    keyframe="upright", control_dt=CONTROL_DT)
+    return simulate(_compiled(mjcf), Switch(reg, reg.to(target), at), duration, keyframe="upright",
+                    control_dt=CONTROL_DT)
 
 
 def judge(reg: Regulator, balanced: Trace, stepped: Trace, distance: float, at: float = 0.5) -> tuple[Verdict, dict]:
@@ -174,11 +182,68 @@ PARAMS = {
     tolerances={"settling_time_s": 0.02, "step_settling_time_s": 0.02},
 )
 def cart_pole_lqr(ctx: Context) -> dict:
-    mjcf = ctx.params["mjcf"]
+    mjcf = load_model(ctx.params["mjcf"])  # compiled once for the design and both runs
     reg = design({k: ctx.params[k] for k in WEIGHTS}, mjcf)
     duration = 6.0 if ctx.short else 8.0
     balanced = balance(reg, np.radians(ctx.params["initial_angle_deg"]), duration, mjcf)
     stepped = step(reg, ctx.params["step_m"], duration, mjcf)
     verdict, metrics = judge(reg, balanced, stepped, ctx.params["step_m"])
-    ctx.savefig(plot(reg, balanced, stepped, f"cart-pole LQR: {verdict.measured}"), "states.png")
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot(reg, balanced, stepped, f"cart-pole LQR: {verdict.measured}"), "states.png")
     return {**verdict.as_metrics(), **metrics}
+
+
+@batched("cart-pole-lqr")
+def cart_pole_lqr_batch(contexts: list[Context]) -> list:
+    """Many runs of ``cart-pole-lqr`` at once (a sweep's): see :func:`lqr_batch`."""
+    return lqr_batch(contexts, WEIGHTS)
+
+
+def lqr_batch(contexts: list[Context], weights: dict) -> list:
+    """The metrics (or the exception) of each context's LQR run, as the experiment gives them run alone.
+
+    Runs of one model and length share two batches (:func:`~crossdyn.experiments.core.batch.simulate_batch`,
+    whose traces are ``simulate``'s bit for bit): every run's balancing, every run's cart step.
+
+    Args:
+      contexts: the runs' contexts (``params``: the weights, ``initial_angle_deg``, ``step_m``, ``mjcf``).
+      weights: the weights' names and defaults, in the order :func:`design` takes them.
+    """
+    results: list = [None] * len(contexts)
+    groups: dict[tuple, list[int]] = {}
+    for i, ctx in enumerate(contexts):
+        groups.setdefault((ctx.params["mjcf"], ctx.short), []).append(i)
+    for (mjcf, short), members in groups.items():
+        try:
+            model = load_model(mjcf)
+        except Exception as exc:
+            for i in members:
+                results[i] = exc
+            continue
+        regs = {}
+        for i in members:
+            try:
+                regs[i] = design({k: contexts[i].params[k] for k in weights}, model, weights)
+            except Exception as exc:
+                results[i] = exc
+        ran = list(regs)
+        if not ran:
+            continue
+        duration = 6.0 if short else 8.0
+        starts = np.zeros((len(ran), model.nq))
+        starts[:, 1] = [np.radians(contexts[i].params["initial_angle_deg"]) for i in ran]
+        balanced = simulate_batch(model, [regs[i] for i in ran], duration, keyframe="upright", qpos=starts,
+                                  control_dt=CONTROL_DT, nthread=1)
+        switches = []
+        for i in ran:
+            target = np.zeros(regs[i].linearization.qpos.size)
+            target[0] = contexts[i].params["step_m"]
+            switches.append(Switch(regs[i], regs[i].to(target), 0.5))
+        stepped = simulate_batch(model, switches, duration, keyframe="upright", control_dt=CONTROL_DT, nthread=1)
+        for j, i in enumerate(ran):
+            try:
+                verdict, metrics = judge(regs[i], balanced[j], stepped[j], contexts[i].params["step_m"])
+                results[i] = {**verdict.as_metrics(), **metrics}
+            except Exception as exc:
+                results[i] = exc
+    return results

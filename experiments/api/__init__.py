@@ -61,6 +61,7 @@ API = {
     "Trace": "crossdyn.experiments.core.loop",
     "Observation": "crossdyn.experiments.core.loop",
     "ControllerError": "crossdyn.experiments.core.loop",
+    "simulate_batch": "crossdyn.experiments.core.batch",
     # is the MJCF the robot: a model against a robot's log
     "check_model": "crossdyn.experiments.core.identify.check_model",
     "model_matches_log": "crossdyn.experiments.core.identify.check_model",

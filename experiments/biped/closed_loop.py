@@ -28,7 +28,8 @@ from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, bi
 from crossdyn.experiments.core.errors import CrossdynError
 from crossdyn.experiments.core.imperfections import Imperfection
 
-__all__ = ["Scenario", "Trace", "simulate", "make_controller", "geometry", "initial_state", "FALL_PITCH"]
+__all__ = ["Scenario", "Trace", "simulate", "simulate_many", "make_controller", "geometry", "initial_state",
+           "FALL_PITCH"]
 
 FALL_PITCH = np.radians(60.0)  # past this the robot has fallen (the body box nears the floor)
 
@@ -218,6 +219,50 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
                                 f"{model.opt.timestep} s") from None
         raise
     return _biped_trace(model, p, trace, plug, controller)
+
+
+def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
+                  imperfections: Sequence[Imperfection] | Sequence[Sequence[Imperfection]] = (),
+                  seeds: int | Sequence[int] = 0, nthread: int = 1) -> list[Trace]:
+    """Scenarios run together on MuJoCo's batch, each with the built-in controller: :func:`simulate`'s traces.
+
+    Each scenario gets the controller :func:`simulate` designs for it, run as its compiled
+    step one per simulation (:func:`~crossdyn.experiments.core.batch.simulate_batch`,
+    whose traces are the loop's bit for bit), so ``simulate_many(model, [sc])[0]`` is
+    ``simulate(model, sc)``.
+
+    Args:
+      model: the robot (meeting the biped's contract).
+      scenarios: the runs; all of one duration and control period.
+      imperfections: one list for every run, or one list per run.
+      seeds: every run's seed, or one per run.
+      nthread: MuJoCo's threads.
+
+    Raises:
+      CrossdynError: the scenarios differ in duration or control period; as :func:`simulate`.
+    """
+    from crossdyn.experiments.core.batch import simulate_batch
+    from crossdyn.experiments.core.imperfections import Push
+
+    if len({(sc.duration, sc.control_period) for sc in scenarios}) > 1:
+        raise CrossdynError("simulate_many runs scenarios of one duration and one control period together")
+    p = biped_params(model)
+    sensors = _Sensors(model)
+    actuators = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
+    period = scenarios[0].control_period
+    n = int(round(scenarios[0].duration / period))
+    controllers = [make_controller(p, sc.control_period, jump=sc.jump) for sc in scenarios]
+    plugs = [_plug(c, p, sc, sensors, actuators, n, True) for c, sc in zip(controllers, scenarios, strict=True)]
+    per_run = bool(imperfections) and all(isinstance(i, Sequence) for i in imperfections)
+    lists: list[list] = [list(i) for i in imperfections if isinstance(i, Sequence)] if per_run \
+        else [list(imperfections)] * len(scenarios)
+    mixes = [imps + ([] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])])
+             for imps, sc in zip(lists, scenarios, strict=True)]
+    starts = np.array([initial_state(model, p, sc) for sc in scenarios])
+    traces = simulate_batch(model, plugs, n * period, qpos=starts, control_dt=period, imperfections=mixes,
+                            seeds=seeds, stop=_Fall(model), record=_RECORD, nthread=nthread)
+    return [_biped_trace(model, p, trace, plug, controller)
+            for trace, plug, controller in zip(traces, plugs, controllers, strict=True)]
 
 
 class _Fall:

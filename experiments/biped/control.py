@@ -267,7 +267,8 @@ def plot_ideal_run(run: scenarios.IdealRun) -> Figure:
 def _balance_recovery(ctx: Context) -> dict:
     tilt = ctx.params["initial_tilt_deg"]
     trace, metrics = scenarios.balance_recovery(tilt, video=_video(ctx), **_setup(ctx))
-    ctx.savefig(plot_states(trace, f"balance recovery from {tilt:g} deg"), "states.png")
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot_states(trace, f"balance recovery from {tilt:g} deg"), "states.png")
     other = _with_other(ctx, judge_balance_recovery, lambda **s: scenarios.balance_recovery(tilt, **s)[1])
     return {**judge_balance_recovery(metrics).as_metrics(), **metrics, **other}
 
@@ -281,7 +282,8 @@ def _balance_recovery(ctx: Context) -> dict:
 def _velocity_tracking(ctx: Context) -> dict:
     speed = float(ctx.params["speed"])
     trace, metrics = scenarios.velocity_tracking(speed, video=_video(ctx), **_setup(ctx))
-    ctx.savefig(plot_states(trace, f"velocity tracking 0 -> {speed:g} m/s -> 0"), "states.png")
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot_states(trace, f"velocity tracking 0 -> {speed:g} m/s -> 0"), "states.png")
     other = _with_other(ctx, judge_velocity_tracking, lambda **s: scenarios.velocity_tracking(speed, **s)[1])
     return {**judge_velocity_tracking(metrics).as_metrics(), **metrics, **other}
 
@@ -294,7 +296,8 @@ def _velocity_tracking(ctx: Context) -> dict:
 )
 def _turn(ctx: Context) -> dict:
     trace, metrics = scenarios.turn(ctx.params["turn_deg"], video=_video(ctx), **_setup(ctx))
-    ctx.savefig(plot_states(trace, f"turn {ctx.params['turn_deg']:g} deg in place"), "states.png")
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot_states(trace, f"turn {ctx.params['turn_deg']:g} deg in place"), "states.png")
     other = _with_other(ctx, judge_turn, lambda **s: scenarios.turn(ctx.params["turn_deg"], **s)[1])
     return {**judge_turn(metrics).as_metrics(), **metrics, **other}
 
@@ -307,7 +310,8 @@ def _turn(ctx: Context) -> dict:
 )
 def _height_change(ctx: Context) -> dict:
     trace, metrics = scenarios.height_change(video=_video(ctx), **_setup(ctx))
-    ctx.savefig(plot_states(trace, "height change across the stroke"), "states.png")
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot_states(trace, "height change across the stroke"), "states.png")
     other = _with_other(ctx, judge_height_change, lambda **s: scenarios.height_change(**s)[1])
     return {**judge_height_change(metrics).as_metrics(), **metrics, **other}
 
@@ -321,7 +325,8 @@ def _height_change(ctx: Context) -> dict:
 def _roll_leveling(ctx: Context) -> dict:
     step = float(ctx.params["step_m"])
     trace, metrics = scenarios.roll_leveling(step, video=_video(ctx), **_setup(ctx))
-    ctx.savefig(plot_states(trace, f"roll leveling, left wheel on a {step * 100:g} cm step"), "states.png")
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot_states(trace, f"roll leveling, left wheel on a {step * 100:g} cm step"), "states.png")
     other = _with_other(ctx, judge_roll_leveling, lambda **s: scenarios.roll_leveling(step, **s)[1])
     return {**judge_roll_leveling(metrics).as_metrics(), **metrics, **other}
 
@@ -340,7 +345,7 @@ def _push_recovery(ctx: Context) -> dict:
 
     best, metrics = search(_video_dir(ctx), **_setup(ctx))
     low = metrics["max_recovered_impulse_Ns"]
-    if best is not None and low > 0:
+    if best is not None and low > 0 and ctx.plots:  # a sweep's runs draw nothing
         ctx.savefig(plot_states(best, f"largest recovered push: {low:.2f} N s"), "states.png")
     other = _with_other(ctx, judge_push_recovery, lambda **s: search(**s)[1])
     return {**judge_push_recovery(metrics).as_metrics(), **metrics, **other}
@@ -355,8 +360,9 @@ def _push_recovery(ctx: Context) -> dict:
 def _jump(ctx: Context) -> dict:
     thrust = float(ctx.params["thrust_torque"]) or None
     trace, metrics = scenarios.jump(thrust, video=_video(ctx), **_setup(ctx))
-    ctx.savefig(plot_states(trace, "jump"), "states.png")
-    ctx.savefig(plot_jump_heights(trace), "heights.png")
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot_states(trace, "jump"), "states.png")
+        ctx.savefig(plot_jump_heights(trace), "heights.png")
     other = _with_other(ctx, judge_jump, lambda **s: scenarios.jump(thrust, **s)[1])
     return {**judge_jump(metrics).as_metrics(), **metrics, **other}
 
@@ -373,7 +379,8 @@ def _robustness(ctx: Context) -> dict:
     traces, metrics = scenarios.robustness(ctx.params["initial_tilt_deg"], video_dir=_video_dir(ctx), **setup)
     for name, trace in traces.items():
         filename = f"states_{name.replace(' ', '_').replace('%', 'pct')}.png"
-        ctx.savefig(plot_states(trace, f"robustness: {name}"), filename)
+        if ctx.plots:  # a sweep's runs draw nothing
+            ctx.savefig(plot_states(trace, f"robustness: {name}"), filename)
     name, other = _other(ctx)
     other = {k: v for k, v in other.items() if k in setup}
     _, other_metrics = scenarios.robustness(ctx.params["initial_tilt_deg"], **other)
@@ -394,5 +401,6 @@ def _lqr_cost(ctx: Context) -> dict:
     weights = {k: float(ctx.params[k]) for k in scenarios.WEIGHTS}
     run, metrics = scenarios.lqr_cost(ctx.params["initial_tilt_deg"], duration=6.0 if ctx.short else 10.0,
                                       weights=weights, mjcf=ctx.params["mjcf"])
-    ctx.savefig(plot_ideal_run(run), "ideal_lqr.png")
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot_ideal_run(run), "ideal_lqr.png")
     return {**judge_lqr_cost(metrics).as_metrics(), **metrics}

@@ -31,6 +31,7 @@ holds the pose with ``mj_inverse``) packaged for python-control: ``lin.ss()`` is
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 
@@ -96,12 +97,17 @@ class Linearization:
     def deviation(self, qpos, qvel) -> np.ndarray:
         """The state ``[dq, dqd]`` of ``(qpos (nq,), qvel (nv,))``, ``(2 nv,)``: what ``A`` acts on."""
         qpos, qvel = np.asarray(qpos, dtype=float), np.asarray(qvel, dtype=float)
-        if self.model is None or self.model.nq == self.model.nv and not _has_quaternions(self.model):
+        if self.plain:
             dq = qpos - self.qpos
         else:
             dq = np.empty(self.nv)
             mujoco.mj_differentiatePos(self.model, dq, 1.0, self.qpos, qpos)
         return np.concatenate([dq, qvel - self.qvel])
+
+    @functools.cached_property
+    def plain(self) -> bool:
+        """True when the position deviation is ``qpos - qpos_op`` (hinges and slides only), decided once."""
+        return self.model is None or self.model.nq == self.model.nv and not _has_quaternions(self.model)
 
     def ss(self):
         """The linearization as a python-control ``StateSpace`` with full state output.

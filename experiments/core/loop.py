@@ -183,8 +183,9 @@ def _steps(model: mujoco.MjModel, duration: float, control_dt: float | None) -> 
     return dt, per, max(1, int(round(duration / dt)))
 
 
-def _initial(model: mujoco.MjModel, data: mujoco.MjData, keyframe, qpos, qvel) -> None:
-    """Reset ``data`` to the keyframe (or the model's reference pose at rest), then ``qpos``/``qvel``."""
+def _initial(model: mujoco.MjModel, data: mujoco.MjData, keyframe, qpos, qvel, forward: bool = True) -> None:
+    """Reset ``data`` to the keyframe (or the model's reference pose at rest), then ``qpos``/``qvel``, then
+    ``mj_forward`` (unless ``forward`` is False: a batch computes it per simulation)."""
     from crossdyn.experiments.core.linearize import _keyframe_id, _vector, check_quaternions
 
     if keyframe is not None:
@@ -194,7 +195,8 @@ def _initial(model: mujoco.MjModel, data: mujoco.MjData, keyframe, qpos, qvel) -
         check_quaternions(model, data.qpos)
     if qvel is not None:
         data.qvel[:] = _vector("qvel", qvel, model.nv)
-    mujoco.mj_forward(model, data)
+    if forward:
+        mujoco.mj_forward(model, data)
 
 
 class _Commands:

@@ -23,6 +23,7 @@ declares per-metric baseline tolerances (see :mod:`.baseline`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib
 import importlib.metadata
@@ -38,8 +39,8 @@ from typing import Any
 from crossdyn.experiments.core.baseline import Tolerance
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 
-__all__ = ["Param", "Verdict", "Experiment", "experiment", "experiments", "get", "load_sources", "loadable",
-           "ENTRY_POINT_GROUP"]
+__all__ = ["Param", "Verdict", "Experiment", "experiment", "batched", "experiments", "get", "load_sources",
+           "loadable", "ENTRY_POINT_GROUP"]
 
 # Installed packages register experiments by naming a module (or module:attr) in this group.
 ENTRY_POINT_GROUP = "crossdyn.experiments"
@@ -114,6 +115,9 @@ class Experiment:
       run: ``run(ctx) -> metrics``.
       params: parameters settable with ``--set``.
       tolerances: baseline tolerance per metric name (dotted for nested metrics).
+      batch: ``batch(contexts) -> [metrics or exception, ...]``: many runs at once,
+        each result what ``run`` returns (or raises) for that context alone; sweeps
+        use it (:func:`batched`).
     """
 
     name: str
@@ -122,6 +126,7 @@ class Experiment:
     run: Callable
     params: dict[str, Param] = field(default_factory=dict)
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
+    batch: Callable | None = None
 
     def __post_init__(self):
         _check_name(self.name)
@@ -221,6 +226,27 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
                                      f"{first.__qualname__} and by {run.__module__}.{run.__qualname__}")
         _REGISTRY[name] = Experiment(name, summary, expected, run, params, declared)
         return run
+
+    return register
+
+
+def batched(name: str):
+    """Decorator registering ``batch(contexts) -> results`` as the batched form of experiment ``name``.
+
+    ``crossdyn tune`` then runs the experiment's sweeps a batch of contexts at a time
+    (e.g. their closed loops in :func:`~crossdyn.experiments.core.batch.simulate_batch`).
+    The contract: ``results[i]`` is exactly what ``run(contexts[i])`` returns, or the
+    exception it raises, so a sweep's rows are the same numbers whichever way it ran.
+
+    Raises:
+      ParameterError: no experiment ``name`` is registered (register it first).
+    """
+
+    def register(batch: Callable) -> Callable:
+        if name not in _REGISTRY:
+            raise ParameterError(f"batched({name!r}): no experiment {name!r} is registered; register it first")
+        _REGISTRY[name] = dataclasses.replace(_REGISTRY[name], batch=batch)
+        return batch
 
     return register
 

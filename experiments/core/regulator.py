@@ -14,8 +14,9 @@ nonlinear, sampled loop MuJoCo runs agrees once the state is small.
 
 from __future__ import annotations
 
+import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
@@ -25,7 +26,7 @@ from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.linearize import Linearization, linearize
 from crossdyn.experiments.core.loop import Trace
 
-__all__ = ["Regulator", "regulator", "measured_decay"]
+__all__ = ["Regulator", "Switch", "regulator", "measured_decay"]
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,45 @@ class Regulator:
     design: LQRDesign
     target: np.ndarray | None = None
 
+    # Per run (and per thread), what start() binds for write_command; not part of the design.
+    _run: threading.local = field(default_factory=threading.local, init=False, repr=False, compare=False)
+
     def __call__(self, t: float, obs) -> np.ndarray:
         lin = self.linearization
         qpos = obs.qpos if self.target is None else obs.qpos - self.target + lin.qpos
         return lin.ctrl - self.design.K @ lin.deviation(qpos, obs.qvel)
+
+    def start(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """Bind a run's state and the buffers :meth:`write_command` fills (``simulate`` calls it once per run)."""
+        lin = self.linearization
+        x = np.empty(2 * lin.nv)
+        self._run.bound = (data.qpos, data.qvel, x, x[:lin.nv], x[lin.nv:], np.empty(lin.nu), self.design.K,
+                           lin.qpos, lin.qvel, lin.ctrl, self.target, lin.plain, lin.model)
+
+    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool:
+        """``command (nu,) = u_op - K [dq, dqd]`` of the true state, in place: the same numbers as calling it.
+
+        The loop's fast path (no per-step allocation or checks); the operation order is
+        :meth:`__call__`'s, so the controls are bit-identical.
+        """
+        qpos, qvel, x, dq, dv, y, K, q0, v0, u0, target, plain, model = self._run.bound
+        if target is not None:
+            qpos = qpos - target + q0
+        if plain:
+            np.subtract(qpos, q0, out=dq)
+        else:
+            mujoco.mj_differentiatePos(model, dq, 1.0, q0, qpos)
+        np.subtract(qvel, v0, out=dv)
+        np.matmul(K, x, out=y)
+        np.subtract(u0, y, out=command)
+        return True
+
+    def __getstate__(self) -> dict:
+        return {name: value for name, value in self.__dict__.items() if name != "_run"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        object.__setattr__(self, "_run", threading.local())
 
     def to(self, qpos) -> Regulator:
         """The same gains regulating to another pose (e.g. the cart moved along its rail)."""
@@ -56,6 +92,28 @@ class Regulator:
         """The closed-loop pole nearest the imaginary axis, 1/s."""
         poles = np.asarray(self.design.poles)
         return complex(poles[np.argmax(poles.real)])
+
+
+class Switch:
+    """One regulator until ``at`` s, another from then on (e.g. a new target), on the loop's in-place path.
+
+    Attributes:
+      before, after: the regulators.
+      at: the switching time, s.
+    """
+
+    def __init__(self, before: Regulator, after: Regulator, at: float):
+        self.before, self.after, self.at = before, after, float(at)
+
+    def __call__(self, t: float, obs) -> np.ndarray:
+        return (self.after if t >= self.at else self.before)(t, obs)
+
+    def start(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        self.before.start(model, data)
+        self.after.start(model, data)
+
+    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool:
+        return (self.after if t >= self.at else self.before).write_command(t, sensed, command)
 
 
 def regulator(model: mujoco.MjModel, Q, R, keyframe: str | int | None = None, qpos=None) -> Regulator:
@@ -107,7 +165,10 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
     values, left = np.linalg.eig(closed.T)  # left eigenvectors of A - B K
     w = left[:, int(np.argmin(np.abs(values - reg.slowest)))]
     target = lin.qpos if reg.target is None else reg.target
-    x = np.array([lin.deviation(q - target + lin.qpos, v) for q, v in zip(trace.qpos, trace.qvel, strict=False)])
+    if lin.plain:  # the same arithmetic as deviation(), row by row, on the whole table at once
+        x = np.concatenate([trace.qpos - target + lin.qpos - lin.qpos, trace.qvel - lin.qvel], axis=1)
+    else:
+        x = np.array([lin.deviation(q - target + lin.qpos, v) for q, v in zip(trace.qpos, trace.qvel, strict=False)])
     z = np.abs(x @ w.conj())
     rows = np.flatnonzero((trace.t >= start) & (z > floor * z.max()))
     if rows.size < 10:

@@ -52,7 +52,7 @@ from crossdyn.experiments.core.sweep import table
 from crossdyn.experiments.core.sweep.space import Vary, parse_constraint, parse_vary, plan
 from crossdyn.experiments.core.validate import seed as validate_seed
 
-__all__ = ["Job", "evaluate", "tune", "TuneResult", "best_row", "SAMPLERS"]
+__all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult", "best_row", "SAMPLERS"]
 
 SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}  # --sampler: name -> what it is (the first is the default)
 RESULT_COLUMNS = ("passed", "outcome", "measured", "detail")
@@ -120,28 +120,92 @@ def _scratch() -> Path:
 
 
 def evaluate(job: Job) -> dict[str, str]:
-    """Run one job and return its table row (text, deterministic; a failing run is a row, never a raise)."""
-    row = {**job.key(), **{k: "" for k in RESULT_COLUMNS}}
+    """Run one job and return its table row (text, deterministic; a failing run is a row, never a raise).
+
+    A :class:`JobBatch` is run by :func:`evaluate_batch` (a list of rows).
+    """
+    if isinstance(job, JobBatch):
+        return evaluate_batch(job)  # type: ignore[return-value]
     try:
         exp = _experiment(job.experiment, job.sources)
-        params = {key: p.default for key, p in exp.params.items()} | dict(job.values)
-        ctx = Context(exp.name, _scratch(), short=job.short, seed=job.seed, params=params, plots=False)
-        metrics = exp.run(ctx)
-        if not isinstance(metrics, dict):
-            raise CrossdynError(f"experiment {exp.name!r} returned a {type(metrics).__name__}, not its metrics")
-    except CrossdynError as exc:
-        row.update(outcome="error", passed="false", detail=" ".join(str(exc).split()))
-        return row
+        metrics = exp.run(_context(exp, job))
     except Exception as exc:  # one bad run must not lose a sweep; the message says what happened
-        row.update(outcome="error", passed="false", detail=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+        return _row(job, exc)
+    return _row(job, metrics)
+
+
+@dataclass(frozen=True)
+class JobBatch:
+    """Runs of a tune evaluated together, by the experiment's batched form (``index``: the first run's)."""
+
+    jobs: tuple[Job, ...]
+
+    @property
+    def index(self) -> int:
+        return self.jobs[0].index
+
+
+# Runs per batch at most: enough for the batch to amortize its per-step work over, few enough that
+# every worker gets batches and a table grows while the sweep runs.
+BATCH_RUNS = 128
+
+
+def evaluate_batch(batch: JobBatch) -> list[dict[str, str]]:
+    """Rows of a batch of runs, each the row :func:`evaluate` gives that run alone.
+
+    The experiment's batched form runs them together; if it fails as a whole, each run
+    is run alone instead (the same rows, only slower).
+    """
+    try:
+        exp = _experiment(batch.jobs[0].experiment, batch.jobs[0].sources)
+        results = exp.batch([_context(exp, job) for job in batch.jobs])
+        if len(results) != len(batch.jobs):
+            raise CrossdynError(f"the batched form of {exp.name!r} returned {len(results)} results for "
+                                f"{len(batch.jobs)} runs")
+    except Exception:
+        return [evaluate(job) for job in batch.jobs]
+    return [_row(job, result) for job, result in zip(batch.jobs, results, strict=True)]
+
+
+def _context(exp, job: Job) -> Context:
+    params = {key: p.default for key, p in exp.params.items()} | dict(job.values)
+    return Context(exp.name, _scratch(), short=job.short, seed=job.seed, params=params, plots=False)
+
+
+def _row(job: Job, result) -> dict[str, str]:
+    """A run's row from what it returned (its metrics) or raised."""
+    row = {**job.key(), **{k: "" for k in RESULT_COLUMNS}}
+    if isinstance(result, BaseException):
+        detail = " ".join(str(result).split())
+        if not isinstance(result, CrossdynError):
+            detail = f"{type(result).__name__}: {detail}"
+        row.update(outcome="error", passed="false", detail=detail)
         return row
-    verdict = metrics.get("passed")
+    if not isinstance(result, dict):
+        row.update(outcome="error", passed="false",
+                   detail=f"experiment {job.experiment!r} returned a {type(result).__name__}, not its metrics")
+        return row
+    verdict = result.get("passed")
     passed = isinstance(verdict, (bool, np.bool_)) and bool(verdict)  # "False", 1, NaN: not a pass
     row.update(passed=_text(passed), outcome="pass" if passed else "fail",
-               measured=" ".join(str(metrics.get("measured", "")).split()))
-    for name, value in numeric_metrics(metrics).items():
+               measured=" ".join(str(result.get("measured", "")).split()))
+    for name, value in numeric_metrics(result).items():
         row[name if name not in row else f"metrics.{name}"] = _text(value)
     return row
+
+
+def _batches(engine: engines.Engine) -> engines.Engine:
+    """``engine`` running jobs a :class:`JobBatch` at a time, yielding one ``(row, seconds, where)`` per run."""
+
+    def run(jobs: list):
+        size = max(1, min(BATCH_RUNS, math.ceil(len(jobs) / (2 * engine.size))))
+        groups = [JobBatch(tuple(jobs[i:i + size])) for i in range(0, len(jobs), size)]
+        for value, seconds, where in engine.run(groups):
+            rows = value if isinstance(value, list) else [value]
+            for row in rows:
+                yield row, seconds / len(rows), where
+
+    return engines.Engine(run, engine.size)
 
 
 def _value(row: dict, key: str) -> float:
@@ -251,8 +315,12 @@ def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search
                                            seed, sampler, engine, progress)
         else:
             jobs = [first] + [plan_.job(i + 1, kind, values) for i, (kind, values) in enumerate(plan_.blind)]
+            # An experiment with a batched form runs its sweep a batch at a time (not with --timeout: a
+            # limit is per run); the defaults ran alone above.
+            batching = plan_.experiment.batch is not None and timeout is None
             done = sweep_run.run_samples(evaluate, jobs, {j.index: j.key() for j in jobs}, csv_path, columns,
-                                         progress=progress, exact=False, engine=engine, desc=f"tune {name}",
+                                         progress=progress, exact=False,
+                                         engine=_batches(engine) if batching else engine, desc=f"tune {name}",
                                          failed=lambda row: row["outcome"] != "pass", texts=TEXTS)
             rows, computed = done.rows, done.computed
     computed += ran_defaults  # the table already held the defaults' row when the plan ran
@@ -358,6 +426,8 @@ def failed_row(job: Job, done) -> dict[str, str]:
     the evaluation (``SystemExit``, a ``KeyboardInterrupt`` of its own)."""
     from crossdyn.experiments.core import isolation
 
+    if isinstance(job, JobBatch):  # every run of a batch that ended without its rows
+        return [failed_row(one, done) for one in job.jobs]  # type: ignore[return-value]
     if done.status == isolation.TIMED_OUT:
         outcome, detail = "timed out", f"timed out {done.how} (--timeout); its process was stopped"
     elif done.status == isolation.CRASHED:
