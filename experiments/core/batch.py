@@ -59,6 +59,8 @@ from crossdyn.experiments.core.loop import (
     _readonly,
     _sensor_slices,
     _steps,
+    applied,
+    ctrl_clamp,
 )
 from crossdyn.experiments.core.regulator import Regulator, Switch
 
@@ -358,12 +360,14 @@ class _BatchRun:
             rows, rec = int(self.rows[k]), {name: np.ascontiguousarray(a[:, k]) for name, a in self.record.items()}
             counts = self.batch.warning[k, :, 1]
             warned = [f"MuJoCo warning {names[w]}: {int(counts[w])} time(s)" for w in np.flatnonzero(counts)]
-            ctrl = rec["ctrl"] if bound.act else rec["command"]
+            reached = rec["ctrl"] if bound.act else rec["command"]
+            ctrl, saturated = applied(reached[:rows], ctrl_clamp(bound.model))
             extra = {name: rec[f"extra:{name}"][:rows].reshape((rows, *shape))
                      for name, (_, shape) in self.extras.items()}
             out.append(Trace(t=self.times[:rows, k].copy(), qpos=rec["qpos"][:rows], qvel=rec["qvel"][:rows],
-                             sensordata=rec["sensordata"][:rows], command=rec["command"][:rows], ctrl=ctrl[:rows],
-                             stopped=self.stopped[k], extra=extra, warnings=warned, model=bound.model))
+                             sensordata=rec["sensordata"][:rows], command=rec["command"][:rows], ctrl=ctrl,
+                             stopped=self.stopped[k], extra=extra, warnings=warned, model=bound.model,
+                             saturated=saturated))
         return out
 
 

@@ -183,6 +183,32 @@ def _steps(model: mujoco.MjModel, duration: float, control_dt: float | None) -> 
     return dt, per, max(1, int(round(duration / dt)))
 
 
+def ctrl_clamp(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(low, high)`` per actuator, ``(nu,)`` each, of the clamp MuJoCo applies to ``ctrl``; None if it clamps none.
+
+    MuJoCo clamps ``ctrl`` to ``ctrlrange`` when it computes the actuators' forces
+    (``data.ctrl`` keeps what was written), unless the model disables it.
+    """
+    limited = model.actuator_ctrllimited.astype(bool)
+    if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL:
+        limited[:] = False
+    if not limited.any():
+        return None
+    return (np.where(limited, model.actuator_ctrlrange[:, 0], -np.inf),
+            np.where(limited, model.actuator_ctrlrange[:, 1], np.inf))
+
+
+def applied(reached: np.ndarray, clamp: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+    """What MuJoCo applied, ``(N, nu)``, from what reached ``data.ctrl``, and the clamped steps per actuator, ``(nu,)``.
+
+    Done on a whole trace once the run ends, so the clamp costs nothing per step.
+    """
+    if clamp is None:
+        return reached, np.zeros(reached.shape[1], dtype=int)
+    ctrl = np.clip(reached, *clamp)
+    return ctrl, np.count_nonzero(ctrl != reached, axis=0)
+
+
 def _initial(model: mujoco.MjModel, data: mujoco.MjData, keyframe, qpos, qvel, forward: bool = True) -> None:
     """Reset ``data`` to the keyframe (or the model's reference pose at rest), then ``qpos``/``qvel``, then
     ``mj_forward`` (unless ``forward`` is False: a batch computes it per simulation)."""
@@ -319,16 +345,7 @@ class _Run:
         # Without imperfections the controller reads MuJoCo's sensordata and writes its ctrl directly.
         self.sensed = data.sensordata.copy() if bound.sense else data.sensordata
         self.command = np.zeros(model.nu) if bound.act else data.ctrl
-        # MuJoCo clamps ctrl to ctrlrange when it computes the actuators' forces (data.ctrl keeps what was
-        # written): the trace's ctrl is that clamp of what reached data.ctrl, done on the whole table once
-        # the run ends (no cost per step), and the clamped steps are counted.
-        limited = model.actuator_ctrllimited.astype(bool)
-        if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL:
-            limited[:] = False
-        self.clamp = None
-        if limited.any():
-            self.clamp = (np.where(limited, model.actuator_ctrlrange[:, 0], -np.inf),
-                          np.where(limited, model.actuator_ctrlrange[:, 1], np.inf))
+        self.clamp = ctrl_clamp(model)
         extras, self.computed = {}, []
         for name, fn in (record or {}).items():
             array = _record_value(name, fn, model, data)
@@ -441,11 +458,7 @@ class _Run:
     def trace(self, rows: int, stopped: str | None, warnings: list[str]) -> Trace:
         table, cols = self.table[:rows], self.columns
         extra = {name: table[:, cols[f"extra:{name}"]].reshape((rows, *shape)) for name, shape in self.extras.items()}
-        ctrl = table[:, cols["ctrl"]]
-        saturated = np.zeros(self.model.nu, dtype=int)
-        if self.clamp is not None:
-            reached, ctrl = ctrl, np.clip(ctrl, *self.clamp)
-            saturated = np.count_nonzero(ctrl != reached, axis=0)
+        ctrl, saturated = applied(table[:, cols["ctrl"]], self.clamp)
         return Trace(t=self.times[:rows].copy(), qpos=table[:, cols["qpos"]], qvel=table[:, cols["qvel"]],
                      sensordata=table[:, cols["sensordata"]], command=table[:, cols["command"]],
                      ctrl=ctrl, stopped=stopped, extra=extra, warnings=warnings, model=self.model,

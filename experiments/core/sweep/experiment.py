@@ -294,12 +294,12 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
     with table.locked(out):  # a second tune into this folder is refused, not mixed into its rows
         return _tune(name, out, plan_, start, isolation, search=search, sampler=sampler, samples=samples,
                      seed=seed, minimize=minimize, workers=workers, scheduler=scheduler, progress=progress,
-                     plots=plots)
+                     plots=plots, timeout=timeout)
 
 
 def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search: str, sampler: str, samples: int,
           seed: int, minimize: str | None, workers: int, scheduler: str | None, progress: bool,
-          plots: bool) -> TuneResult:
+          plots: bool, timeout: float | None) -> TuneResult:
     """:func:`tune` once its arguments are checked and ``out`` is its own."""
     csv_path = out / "samples.csv"
     columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in plan_.space)))
