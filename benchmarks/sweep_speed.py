@@ -45,7 +45,7 @@ def cpu() -> float:
 def physics(runs: int, workers: int) -> tuple[float, float]:
     """Wall and CPU time of ``mujoco.rollout`` stepping ``runs`` x two 8 s closed loops' worth of cart-pole steps, s."""
     model = load_model("cart_pole")
-    trace = balance(design({}), 0.2, DURATION)
+    trace = balance(design({}), 0.2, DURATION, model)
     controls = np.broadcast_to(trace.ctrl, (CHUNK, *trace.ctrl.shape)).copy()
     data = mujoco.MjData(model)
     mujoco.mj_resetDataKeyframe(model, data, model.key("upright").id)

@@ -1,7 +1,7 @@
 """The cart-pole balanced by an LQR designed only from MuJoCo's linearization (``mjcf/cart_pole.xml``).
 
-The functions here serve any chain of poles on a cart whose ``qpos`` is ``[x,
-angles...]`` (m, rad) with an ``upright`` keyframe: the double inverted pendulum
+The balancing itself serves any chain of poles on a cart
+(:mod:`crossdyn.experiments.common.cart_chain`): the double inverted pendulum
 (:mod:`crossdyn.experiments.double_pendulum_cart`) is balanced the same way.
 
 ``cart-pole-lqr`` linearizes the model at its upright keyframe
@@ -20,30 +20,31 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.cart_pole import CartPoleParams
-from crossdyn.experiments.core import plots
-from crossdyn.experiments.core.batch import simulate_batch
-from crossdyn.experiments.core.loop import Trace, simulate
+from crossdyn.experiments.common import cart_chain
+from crossdyn.experiments.common.cart_chain import (
+    DECAY_TOL,
+    balance,
+    judge,
+    lqr_batch,
+    model_param,
+    plot,
+    step,
+    weight_params,
+)
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, Verdict, batched, experiment
-from crossdyn.experiments.core.regulator import Regulator, Switch, measured_decay, regulator
+from crossdyn.experiments.core.registry import Param, batched, experiment
+from crossdyn.experiments.core.regulator import Regulator
 from crossdyn.experiments.core.results import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Cart-pole and double pendulum on a cart: LQR from MuJoCo's linearization"
 DERIVATION_PAGE = "cart-pole"
 
-__all__ = ["cart_pole_params", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
-           "lqr_batch",
-           "model_param",
-           "WEIGHTS", "DECAY_TOL"]
+__all__ = ["cart_pole_params", "design", "WEIGHTS"]
 
 MODEL = "cart_pole"
 # LQR weights on [x, theta, xd, thetad] and on the cart force, with their --set names.
 WEIGHTS = {"q_x": 1.0, "q_angle": 10.0, "q_xd": 1.0, "q_angled": 1.0, "r": 0.1}
-CONTROL_DT = 0.002  # s: the model's step; a sampled loop moves the poles by O(dt |lambda|), here < 1 %
-DECAY_TOL = 0.10  # the measured slowest decay within 10 % of the designed pole's real part
-SETTLED_ANGLE = np.radians(0.5)  # rad
-SETTLED_X = 0.01  # m, of the cart's target
 
 
 def cart_pole_params(model) -> CartPoleParams:
@@ -54,116 +55,8 @@ def cart_pole_params(model) -> CartPoleParams:
 
 
 def design(weights: dict, mjcf: str | mujoco.MjModel = MODEL, names: dict | None = None) -> Regulator:
-    """The LQR at the upright keyframe for ``weights`` (missing ones: the defaults ``names``).
-
-    Args:
-      weights: LQR weights by name: one per state (positions, then velocities), then ``r``.
-      mjcf: the model (a name or path, or compiled).
-      names: the weights' names and defaults in that order (default :data:`WEIGHTS`).
-
-    Raises:
-      ParameterError: no stabilizing design for the weights.
-    """
-    w = {**(names or WEIGHTS), **weights}
-    *q, r = w.values()
-    return regulator(_compiled(mjcf), q, r, keyframe="upright")
-
-
-def _compiled(mjcf: str | mujoco.MjModel) -> mujoco.MjModel:
-    """The model itself, or compiled from a name or path (a run compiles it once, not per simulation)."""
-    return mjcf if isinstance(mjcf, mujoco.MjModel) else load_model(mjcf)
-
-
-def settling_time(trace: Trace, x_target: float = 0.0, start: float = 0.0) -> float:
-    """From ``start`` until every pole angle stays within 0.5 deg and the cart within 1 cm of its target, s."""
-    ok = (np.abs(trace.qpos[:, 1:]) < SETTLED_ANGLE).all(axis=1) & (np.abs(trace.qpos[:, 0] - x_target) < SETTLED_X)
-    bad = np.flatnonzero((trace.t >= start) & ~ok)
-    if bad.size == 0:
-        return 0.0
-    return float(trace.t[bad[-1] + 1] - start) if bad[-1] + 1 < trace.t.size else float("inf")
-
-
-def balance(reg: Regulator, angle: float, duration: float, mjcf: str | mujoco.MjModel = MODEL) -> Trace:
-    """Balance from the (lowest) pole tilted by ``angle`` rad, the others aligned with it, the cart at rest at 0."""
-    model = _compiled(mjcf)
-    qpos = np.zeros(model.nq)
-    qpos[1] = angle
-    return simulate(model, reg, duration, keyframe="upright", qpos=qpos, control_dt=CONTROL_DT)
-
-
-def step(reg: Regulator, distance: float, duration: float, mjcf: str | mujoco.MjModel = MODEL,
-         at: float = 0.5) -> Trace:
-    """Upright at rest; at ``at`` s the cart's target jumps to ``distance`` m along the rail."""
-    target = np.zeros(reg.linearization.qpos.size)
-    target[0] = distance
-    return simulate(_compiled(mjcf), Switch(reg, reg.to(target), at), duration, keyframe="upright",
-                    control_dt=CONTROL_DT)
-
-
-def judge(reg: Regulator, balanced: Trace, stepped: Trace, distance: float, at: float = 0.5) -> tuple[Verdict, dict]:
-    """Balanced, tracked, and the slowest mode decaying at its designed rate."""
-    designed = reg.slowest.real
-    measured = measured_decay(balanced, reg, start=1.0)
-    error = abs(measured - designed) / abs(designed)
-    settle = settling_time(balanced)
-    step_settle = settling_time(stepped, distance, start=at)
-    overshoot = max(0.0, float((stepped.qpos[:, 0].max() - distance) / distance * 100)) if distance else 0.0
-    # The peak force asked (what a --constraint bounds); trace.ctrl is MuJoCo's, clamped to the motor's 20 N.
-    force = np.abs(np.concatenate([balanced.command[:, 0], stepped.command[:, 0]]))
-    passed = bool(np.isfinite(settle) and np.isfinite(step_settle) and error <= DECAY_TOL)
-    measured_text = (f"slowest mode {measured:.3f} 1/s vs designed {designed:.3f} ({100 * error:.1f} %); settled in "
-                     f"{settle:.2f} s, step in {step_settle:.2f} s")
-    for label, trace in (("balance", balanced), ("step", stepped)):
-        if trace.saturation():
-            measured_text += f"; {label} {trace.saturation()}"
-    return Verdict(passed, measured_text), {
-        "decay_rate_measured": measured, "decay_rate_designed": designed, "decay_error_pct": 100 * error,
-        "settling_time_s": settle, "step_settling_time_s": step_settle, "step_overshoot_pct": overshoot,
-        "max_force_N": float(force.max()), "effort_N2s": float(np.sum(balanced.ctrl[:, 0] ** 2) * CONTROL_DT),
-        "poles_real": sorted(float(p.real) for p in reg.design.poles),
-        "saturated_steps": int(balanced.saturated.sum() + stepped.saturated.sum()),
-        "gain": reg.design.K.ravel().tolist(),
-    }
-
-
-def plot(reg: Regulator, balanced: Trace, stepped: Trace, title: str):
-    """States of both runs, and the slowest mode's projection against its designed decay (log scale)."""
-    fig, (a1, a2, a3) = plots.figure(1, 3, width=14.0, height=3.4)
-    names = reg.linearization.state_names[1 : reg.linearization.nv]
-    for trace, style, label in ((balanced, "-", "balance"), (stepped, "--", "step")):
-        for k, name in enumerate(names, start=1):
-            a1.plot(trace.t, np.degrees(trace.qpos[:, k]), style, label=f"{label}: {name}")
-        a2.plot(trace.t, trace.qpos[:, 0], style, label=f"{label}: cart")
-    a1.set(xlabel="t (s)", ylabel="angle (deg)")
-    a2.set(xlabel="t (s)", ylabel="cart x (m)")
-    a1.legend(fontsize=7)
-    a2.legend(fontsize=7)
-    lin = reg.linearization
-    values, left = np.linalg.eig((lin.A - lin.B @ reg.design.K).T)
-    w = left[:, int(np.argmin(np.abs(values - reg.slowest)))]
-    z = np.abs(np.array([lin.deviation(q, v) for q, v in zip(balanced.qpos, balanced.qvel, strict=False)]) @ w.conj())
-    a3.semilogy(balanced.t, z, label="|w^H x| measured")
-    a3.semilogy(balanced.t, z[0] * np.exp(reg.slowest.real * balanced.t), "k--",
-                label=f"designed e^({reg.slowest.real:.2f} t)")
-    a3.set(xlabel="t (s)", ylabel="slowest mode")
-    a3.legend(fontsize=7)
-    fig.suptitle(title)
-    return fig
-
-
-def model_param(default: str) -> Param:
-    """``--set mjcf=PATH`` (or ``--mjcf``): a cart carrying a chain of poles, ``qpos = [x, angles...]``, with an
-    ``upright`` keyframe and one cart actuator; checked to load when set."""
-    return Param(default, "the model: a built-in name or an MJCF path (qpos [x, angles...], an 'upright' keyframe)",
-                 check=load_model)
-
-
-def weight_params(weights: dict, states: list[str]) -> dict[str, Param]:
-    """``--set`` parameters of the LQR weights: one per state (``states``: what each weighs, with its unit), then r."""
-    out = {name: Param(value, f"LQR weight on {what}", 0.0, 1e6)
-           for (name, value), what in zip(list(weights.items())[:-1], states, strict=False)}
-    out["r"] = Param(weights["r"], "LQR weight on the cart force, 1/N^2 (> 0)", 1e-6, 1e6)
-    return out
+    """The cart-pole's LQR for ``weights`` (missing ones: :data:`WEIGHTS`): :func:`.cart_chain.design`."""
+    return cart_chain.design(weights, mjcf, names or WEIGHTS)
 
 
 PARAMS = {
@@ -197,53 +90,3 @@ def cart_pole_lqr(ctx: Context) -> dict:
 def cart_pole_lqr_batch(contexts: list[Context]) -> list:
     """Many runs of ``cart-pole-lqr`` at once (a sweep's): see :func:`lqr_batch`."""
     return lqr_batch(contexts, WEIGHTS)
-
-
-def lqr_batch(contexts: list[Context], weights: dict) -> list:
-    """The metrics (or the exception) of each context's LQR run, as the experiment gives them run alone.
-
-    Runs of one model and length share two batches (:func:`~crossdyn.experiments.core.batch.simulate_batch`,
-    whose traces are ``simulate``'s bit for bit): every run's balancing, every run's cart step.
-
-    Args:
-      contexts: the runs' contexts (``params``: the weights, ``initial_angle_deg``, ``step_m``, ``mjcf``).
-      weights: the weights' names and defaults, in the order :func:`design` takes them.
-    """
-    results: list = [None] * len(contexts)
-    groups: dict[tuple, list[int]] = {}
-    for i, ctx in enumerate(contexts):
-        groups.setdefault((ctx.params["mjcf"], ctx.short), []).append(i)
-    for (mjcf, short), members in groups.items():
-        try:
-            model = load_model(mjcf)
-        except Exception as exc:
-            for i in members:
-                results[i] = exc
-            continue
-        regs = {}
-        for i in members:
-            try:
-                regs[i] = design({k: contexts[i].params[k] for k in weights}, model, weights)
-            except Exception as exc:
-                results[i] = exc
-        ran = list(regs)
-        if not ran:
-            continue
-        duration = 6.0 if short else 8.0
-        starts = np.zeros((len(ran), model.nq))
-        starts[:, 1] = [np.radians(contexts[i].params["initial_angle_deg"]) for i in ran]
-        balanced = simulate_batch(model, [regs[i] for i in ran], duration, keyframe="upright", qpos=starts,
-                                  control_dt=CONTROL_DT, nthread=1)
-        switches = []
-        for i in ran:
-            target = np.zeros(regs[i].linearization.qpos.size)
-            target[0] = contexts[i].params["step_m"]
-            switches.append(Switch(regs[i], regs[i].to(target), 0.5))
-        stepped = simulate_batch(model, switches, duration, keyframe="upright", control_dt=CONTROL_DT, nthread=1)
-        for j, i in enumerate(ran):
-            try:
-                verdict, metrics = judge(regs[i], balanced[j], stepped[j], contexts[i].params["step_m"])
-                results[i] = {**verdict.as_metrics(), **metrics}
-            except Exception as exc:
-                results[i] = exc
-    return results

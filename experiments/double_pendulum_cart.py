@@ -3,7 +3,7 @@
 ``mjcf/double_pendulum_cart.xml``: two 0.5 m poles in a chain on a cart, state
 ``[x, lower, upper, xd, lowerd, upperd]`` (the upper pole's angle relative to the
 lower one).  ``double-pendulum-cart-lqr`` designs its regulator exactly as the
-cart-pole's (:mod:`crossdyn.experiments.cart_pole`: linearize at the upright
+cart-pole's (:mod:`crossdyn.experiments.common.cart_chain`: linearize at the upright
 keyframe, ``control.lqr``), balances it from the lower pole tilted 5 deg, tracks a
 cart step, and checks the slowest closed-loop mode's measured decay against the
 design.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossdyn.experiments.cart_pole import (
+from crossdyn.experiments.common.cart_chain import (
     DECAY_TOL,
     balance,
     design,

@@ -124,8 +124,8 @@ class ShowcaseResult:
 
 def showcase_checks(samples: int = SAMPLES, seed: int = 0, mjcf: str = "") -> ShowcaseResult:
     """Run all seven checks with the right and the wrong derivation (no files)."""
+    from crossdyn.experiments.common.two_link_arm import two_link_params
     from crossdyn.experiments.core.checks import check
-    from crossdyn.experiments.two_link import two_link_params
 
     model = load_model(mjcf or MODEL)
     functions = derivations(two_link_params(model))

@@ -35,7 +35,7 @@ def test_a_design_on_the_wrong_model_is_caught():
     w = cart_pole.WEIGHTS
     believed = regulator(wrong, [w["q_x"], w["q_angle"], w["q_xd"], w["q_angled"]], w["r"], keyframe="upright")
     ran = Regulator(cart_pole.design({}).linearization, believed.design)  # the true model, the wrong gains
-    trace = cart_pole.balance(ran, 0.2, 8.0)
+    trace = cart_pole.balance(ran, 0.2, 8.0, cart_pole.MODEL)
     assert trace.stopped is None
     measured = measured_decay(trace, ran, start=1.0)
     assert abs(measured - believed.slowest.real) > cart_pole.DECAY_TOL * abs(believed.slowest.real)
@@ -43,7 +43,7 @@ def test_a_design_on_the_wrong_model_is_caught():
 
 def test_the_step_is_tracked_without_overshoot():
     reg = cart_pole.design({})
-    stepped = cart_pole.step(reg, 0.5, 8.0)
+    stepped = cart_pole.step(reg, 0.5, 8.0, cart_pole.MODEL)
     assert stepped.qpos[-1, 0] == pytest.approx(0.5, abs=2e-3)
     assert np.all(stepped.qpos[stepped.t < 0.5, 0] == 0.0)  # the target moves at 0.5 s
 
