@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import mujoco
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the hidden truth lives with the tests
 
@@ -34,6 +35,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     inside = {name: 0 for name in TRUTH}
+    scores: dict[str, list[float]] = {name: [] for name in TRUTH}  # (fitted - truth) / the interval's sigma
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         for seed in range(args.seeds):
@@ -48,11 +50,14 @@ def main() -> None:
             for target, value, half in zip(result.targets, result.value, result.half_width, strict=True):
                 hit = abs(float(value[0]) - TRUTH[target.spec]) <= float(half[0])
                 inside[target.spec] += hit
+                scores[target.spec].append((float(value[0]) - TRUTH[target.spec]) / (float(half[0]) / 1.96))
                 row.append(f"{target.spec.split(':')[-1]} {'in ' if hit else 'OUT'}")
             print(f"seed {seed:2d} ({result.seconds:5.1f} s): " + ", ".join(row), flush=True)
     print(f"\ncoverage over {args.seeds} seeds ({args.duration:g} s logs, {time.perf_counter() - started:.0f} s):")
     for name, count in inside.items():
-        print(f"  {name:32s} {count:2d}/{args.seeds} = {count / args.seeds:.0%} (95 % intervals)")
+        z = np.array(scores[name])
+        print(f"  {name:32s} {count:2d}/{args.seeds} = {count / args.seeds:.0%} (95 % intervals); "
+              f"(fitted - truth) / sigma: mean {z.mean():+.2f}, std {z.std(ddof=1):.2f} (honest: 0, 1)")
 
 
 if __name__ == "__main__":
