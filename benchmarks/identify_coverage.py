@@ -4,7 +4,12 @@ For each seed a log of the robot of tests/identify_truth.py (link 2 +15 %, shoul
 damping x3, elbow friction, gear -8 %, 4 ms delay, 0.5 mrad encoder noise) is
 fitted, and each parameter's truth is checked against its interval.  Honest 95 %
 intervals hold the truth in about 19 of 20 seeds (a binomial count: 17 or more of
-20 is within the 95 % range of an honest interval's count).
+20 is within the 95 % range of an honest interval's count).  It also prints each parameter's standardized
+error (fitted - truth) / sigma over the seeds: mean 0 and standard deviation 1 when
+the intervals are honest, a standard deviation above 1 when they are too narrow.
+
+Measured (40 seeds): mass 38/40 (std 1.03), damping 40/40 (0.80), friction 35/40
+(1.18), gear 37/40 (1.07), delay 38/40 (0.80); see docs/guides/identify.md.
 
     python benchmarks/identify_coverage.py [--seeds 20] [--duration 4] [--threads 1]
 """
