@@ -180,6 +180,19 @@ BAD_FILES.update({
         slice(1, None), [line.replace(",0.1,", ",1e30,") for line in lines[1:]])),
 })
 
+# What crossdyn tune --vary-from reads: an identified.json ('crossdyn identify' writes them).
+_POLE = {"name": "body:pole:mass", "model": 0.1, "unit": "kg", "identified": True, "value": 0.12, "low": 0.11,
+         "high": 0.13}
+BAD_FILES.update({
+    "identified_ok.json": json.dumps({"parameters": [_POLE]}),
+    "identified_not_json.json": "parameters: body:pole:mass\n",
+    "identified_no_parameters.json": json.dumps({"model": "cart_pole.xml"}),
+    "identified_nothing.json": json.dumps({"parameters": [_POLE | {"identified": False, "low": None,
+                                                                   "high": None}]}),
+    "identified_other_model.json": json.dumps({"parameters": [_POLE | {"name": "body:link2:mass"}]}),
+    "identified_bad_interval.json": json.dumps({"parameters": [_POLE | {"low": 0.125}]}),
+})
+
 # (arguments, phrase in the message).  {tmp} is the folder holding BAD_FILES.
 CASES = [
     # a folder where a command writes its table or metrics
@@ -409,6 +422,21 @@ CASES = [
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--out", "{tmp}/a_file"], "not a folder"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--from", "{tmp}/missing.py"], "no such file"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--set", "mjcf={tmp}/missing.xml"], "no model file"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--vary-from", "{tmp}/missing.json"], "cannot read it"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--vary-from", "{tmp}/identified_not_json.json"],
+     "not an identified.json (not JSON)"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--vary-from", "{tmp}/identified_no_parameters.json"],
+     "not an identified.json (no list of \"parameters\")"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--vary-from", "{tmp}/identified_nothing.json"],
+     "no identified parameter to vary (body:pole:mass: not identified"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--vary-from", "{tmp}/identified_other_model.json"],
+     "cart_pole.xml has no body 'link2'"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--vary-from", "{tmp}/identified_bad_interval.json"],
+     "has no finite low <= value <= high"),
+    (["tune", "pendulum-lagrange", "--vary", "length_scale=1:2", "--vary-from", "{tmp}/identified_ok.json"],
+     "experiment 'pendulum-lagrange' takes no 'mjcf' parameter"),
+    (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--vary-from", "{tmp}/identified_ok.json", "--minimize",
+      "body:pole:mass"], "'body:pole:mass' is a model value --vary-from draws"),
     (["tune", "cart-pole-lqr", "--vary", "r=0.1:1", "--samples", "1", "--minimize", "settle"],
      "has no numeric metric 'settle'"),
     (["tune", "cart-pole-lqr", "--vary", "r=0.1:1", "--samples", "1", "--set", "mjcf=double_pendulum_cart"],

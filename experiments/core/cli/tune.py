@@ -157,6 +157,10 @@ Rerun the same command to resume: only the missing runs run.
                    help="fix another parameter for every run (repeatable)")
     p.add_argument("--seed", type=arguments.seed, default=0,
                    help=f"seed of the plan or the search, and the experiment's (default 0; 0 to {arguments.SEED_MAX})")
+    p.add_argument("--vary-from", metavar="DIR/identified.json",
+                   help="also draw the model's identified parameters (what 'crossdyn identify' wrote) uniformly "
+                        "within their 95 %% intervals for every run, into the run's own copy of the experiment's "
+                        "'mjcf' model; the defaults run gets the identified values (columns of samples.csv)")
     p.add_argument("--short", action="store_true", help="the experiment's reduced runs")
     p.add_argument("--timeout", type=arguments.number(0.0, 1e7, "--timeout", low_open=True), metavar="SECONDS",
                    help="each run's time limit: a run over it is stopped and recorded 'timed out' (every run goes "
@@ -192,7 +196,7 @@ def _cmd_tune_experiment(args) -> int:
             result = tune(args.what, out, vary=args.vary, minimize=args.minimize, constraints=args.constraint,
                           search=args.search, sampler=args.sampler or "gp", samples=args.samples, seed=args.seed,
                           fixed=fixed, short=args.short, sources=tuple(args.sources), timeout=args.timeout,
-                          **engine)
+                          vary_from=args.vary_from, **engine)
     except KeyboardInterrupt:
         return interrupted(out / "samples.csv")
     names = ", ".join(v.name for v in result.space)
@@ -200,6 +204,11 @@ def _cmd_tune_experiment(args) -> int:
     print(f"tune {args.what}: {len(result.rows)} runs ({len(result.rows) - 1} {how} over {names} + the defaults); "
           f"{result.computed} run in {result.seconds:.1f} s, {result.resumed} resumed from {result.csv}")
     print("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts().items())))
+    if result.model_columns:
+        print(f"  every run's model drew {', '.join(result.model_columns)} uniformly within the identified "
+              f"intervals of {args.vary_from} (the defaults run: the identified values)")
+        for note in result.notes:
+            print(f"  skipped {note}")
     metric = result.minimize
     defaults = result.rows[0]
     limits = result.constraints

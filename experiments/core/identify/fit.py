@@ -25,6 +25,14 @@ once) instead of one per column; it is handed to ``mujoco.sysid.optimize``
 The intervals are ``mujoco.sysid.calculate_intervals`` on the whole Jacobian, so
 the windows' starts' uncertainty widens the parameters' intervals as it should.
 
+A floating base whose pose no log holds (a legged robot logs its encoders and its
+IMU, not where its base is) starts each window from its IMU: the attitude from an
+orientation sensor (``framequat`` of a site on the base), the angular velocity from
+the gyro, both corrected with the other starts.  Its position and linear velocity
+start at the model's and at rest: while the robot touches nothing no body-frame
+reading depends on them; a robot standing on the ground would need them from its
+contacts, which this does not do.
+
 Residuals are each reading's error divided by that reading's noise, estimated
 from the log itself (the spread of its second differences), so signals in
 different units weigh by what they can tell, and a residual of about 1 is "within
@@ -158,16 +166,19 @@ class Problem:
         self.signals = [[_Signal(key, kind, ids, values, noise_level(values))
                          for key, (kind, _, values, ids) in log.signals.items() if kind != "ctrl"] for log in logs]
         self.ctrls = [log.ctrl(m) for log in logs]
+        read = {name for log in logs for kind, name, _, _ in log.signals.values() if kind in ("qpos", "qvel")}
+        self.imu = _imus(m, logs, read)
         self.windows: list[_Window] = []
         for li, log in enumerate(logs):
             self._cut(li, log, window)
         self.steps = max(int(np.ceil(w.grid[-1] + 1e-9)) + 2 for w in self.windows)
         # The dofs whose start is corrected: those of the joints a log reads (a joint no log reads
-        # starts where the model puts it, at rest; correcting it would be a column the logs cannot see).
-        read = {name for log in logs for kind, name, _, _ in log.signals.values() if kind in ("qpos", "qvel")}
+        # starts where the model puts it, at rest; correcting it would be a column the logs cannot see),
+        # and the rotation of a floating base started from its IMU (see _imus).
         dofs = [np.arange(m.jnt_dofadr[j], m.jnt_dofadr[j] + (6 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE else
                                                                3 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL else 1))
                 for j in range(m.njnt) if m.joint(j).name in read]
+        dofs += [np.arange(m.jnt_dofadr[j] + 3, m.jnt_dofadr[j] + 6) for j, _, _ in self.imu]
         self.dofs = np.concatenate(dofs).astype(int) if dofs else np.zeros(0, int)
         self.na = 2 * self.dofs.size
         self.n = self.p + self.na * len(self.windows)
@@ -200,6 +211,16 @@ class Problem:
             mujoco.mj_differentiatePos(m, qvel, t[hi] - t[lo], self._qpos_at(qpos_log, lo), self._qpos_at(qpos_log, hi))
             for ids, values in qvel_log.values():
                 qvel[ids] = values[a]
+            for j, (gyro, gyro_site), (quat, quat_site) in self.imu:  # a floating base no log reads: its IMU
+                if quat in log.signals:
+                    reading = log.signals[quat][2][a]
+                    body = np.zeros(4)
+                    mujoco.mju_mulQuat(body, reading / np.linalg.norm(reading), _conjugate(quat_site))
+                    qpos[m.jnt_qposadr[j] + 3 : m.jnt_qposadr[j] + 7] = body
+                if gyro in log.signals:
+                    rotation = np.zeros(9)
+                    mujoco.mju_quat2Mat(rotation, gyro_site)
+                    qvel[m.jnt_dofadr[j] + 3 : m.jnt_dofadr[j] + 6] = rotation.reshape(3, 3) @ log.signals[gyro][2][a]
             grid = (t[a:b] - t[a]) / self.dt
             self.windows.append(_Window(li, a, b, qpos, qvel, grid))
 
@@ -448,6 +469,45 @@ class Problem:
 
     def close(self) -> None:
         self.pool.close()
+
+
+def _conjugate(quat: np.ndarray) -> np.ndarray:
+    return np.array([quat[0], -quat[1], -quat[2], -quat[3]])
+
+
+def _imus(m: mujoco.MjModel, logs: list[Log], read: set[str]) -> list[tuple[int, tuple, tuple]]:
+    """The floating bases no log reads but a logged gyro on them does: ``(joint, (gyro key, its site's quat
+    in the body), (framequat key or "", its site's quat))`` each.
+
+    A robot's logs seldom hold its base's pose (nothing measures it; an estimator
+    guesses it).  Its IMU does: the gyro reads the base's angular velocity and an
+    orientation sensor (``framequat`` of a site on the base) its attitude, in the
+    site's frame.  Such a base starts each window there, and its rotation and angular
+    velocity are corrected with the other starts.  Its position and linear velocity
+    start at the model's and at rest, uncorrected: body-frame readings cannot see them
+    while the robot touches nothing (in flight they change no reading; a robot on the
+    ground would need them from its contacts, which is not done here).
+    """
+    logged = {name for log in logs for kind, name, _, _ in log.signals.values() if kind == "sensor"}
+    out = []
+    for j in range(m.njnt):
+        if m.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE or m.joint(j).name in read:
+            continue
+        body = int(m.jnt_bodyid[j])
+        gyro, quat = ("", np.array([1.0, 0.0, 0.0, 0.0])), ("", np.array([1.0, 0.0, 0.0, 0.0]))
+        for sid in range(m.nsensor):
+            name = m.sensor(sid).name
+            if name not in logged:
+                continue
+            kind, objtype, obj = m.sensor_type[sid], m.sensor_objtype[sid], m.sensor_objid[sid]
+            if kind == mujoco.mjtSensor.mjSENS_GYRO and m.site_bodyid[obj] == body:
+                gyro = (f"sensor:{name}", np.array(m.site_quat[obj]))
+            elif kind == mujoco.mjtSensor.mjSENS_FRAMEQUAT and objtype == mujoco.mjtObj.mjOBJ_SITE and \
+                    m.site_bodyid[obj] == body and m.sensor_reftype[sid] == mujoco.mjtObj.mjOBJ_UNKNOWN:
+                quat = (f"sensor:{name}", np.array(m.site_quat[obj]))
+        if gyro[0]:
+            out.append((j, gyro, quat))
+    return out
 
 
 def fit(problem: Problem, max_iters: int = 50) -> FitResult:

@@ -26,7 +26,8 @@ import numpy as np
 from crossdyn.experiments.core.identify.fit import FitResult
 from crossdyn.experiments.core.identify.spec import Quantity
 
-__all__ = ["sentence", "sentences", "as_json", "write_xml", "plot_signals", "figure_signals", "write_html"]
+__all__ = ["sentence", "sentences", "as_json", "write_xml", "write_values", "plot_signals", "figure_signals",
+           "write_html"]
 
 
 def _digits(value: float, half: float) -> str:
@@ -144,6 +145,23 @@ def _files(path: Path, seen: set[Path] | None = None) -> list[Path]:
 
 def write_xml(model_path: Path, result: FitResult, model: mujoco.MjModel, out: Path) -> Path:
     """Write ``out/identified.xml``: the MJCF with only the fitted values changed (see the module docstring)."""
+    values = [(t.kind, t.element, t.attr, np.asarray(v, float))
+              for t, v, ok in zip(result.targets, result.value, result.identified, strict=True) if ok]
+    return write_values(model_path, values, model, out)
+
+
+def write_values(model_path: Path, values: list[tuple[str, str, str, np.ndarray]], model: mujoco.MjModel,
+                 out: Path, filename: str = "identified.xml") -> Path:
+    """Write ``out/filename``: the MJCF with only ``values`` changed, as ``identified.xml`` is written.
+
+    Args:
+      model_path: the MJCF.
+      values: ``(kind, element, attr, value)`` per quantity (``body``, ``link2``, ``mass``, (1,)), in the
+        units of ``identified.json``; a delay as the rollouts apply it (see the module docstring).
+      model: the MJCF compiled (the values it does not change, the time step).
+      out: the folder (included files are copied into it).
+      filename: the written file's name.
+    """
     files = _files(model_path)
     texts = {f: f.read_text() for f in files}
 
@@ -155,22 +173,20 @@ def write_xml(model_path: Path, result: FitResult, model: mujoco.MjModel, out: P
                 return
 
     by_body: dict[str, dict[str, np.ndarray]] = {}
-    for t, v, ok in zip(result.targets, result.value, result.identified, strict=True):
-        if not ok:
-            continue
-        if t.kind == "body":
-            by_body.setdefault(t.element, {})[t.attr] = v
-        elif t.kind == "joint":
-            def joint(s, m, t=t, v=v):
-                return _replace(s, m, _set_attr(m.group(0), t.attr, _fmt(v[0])))
-            edit(("joint",), t.element, joint)
-        elif t.kind == "actuator":
+    for kind, element, attr, v in values:
+        if kind == "body":
+            by_body.setdefault(element, {})[attr] = v
+        elif kind == "joint":
+            def joint(s, m, attr=attr, v=v):
+                return _replace(s, m, _set_attr(m.group(0), attr, _fmt(v[0])))
+            edit(("joint",), element, joint)
+        elif kind == "actuator":
             def gear(s, m, v=v):
                 old = (_get_attr(m.group(0), "gear") or "1").split()
                 old[0] = _fmt(v[0])
                 return _replace(s, m, _set_attr(m.group(0), "gear", " ".join(old)))
-            edit(_ACTUATOR_TAGS, t.element, gear)
-        elif t.kind == "delay":
+            edit(_ACTUATOR_TAGS, element, gear)
+        elif kind == "delay":
             dt = float(model.opt.timestep)
             written = float(v[0]) + (dt / 2 if model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4 else 0.0)
             nsample = int(math.ceil(written / dt)) + 2  # the history must reach back past the delay
@@ -216,7 +232,7 @@ def write_xml(model_path: Path, result: FitResult, model: mujoco.MjModel, out: P
             target.write_text(texts[f])
             main = re.sub(rf"(<include\b[^>]*\bfile\s*=\s*[\"'])[^\"']*{re.escape(f.name)}([\"'])",
                           rf"\g<1>{f.name}\2", main)
-    path = out / "identified.xml"
+    path = out / filename
     path.write_text(main)
     for asset_dir in ("meshdir", "texturedir", "assetdir"):
         if re.search(rf"\b{asset_dir}\s*=", main):

@@ -84,6 +84,8 @@ class Job:
       varied: the names of the varied parameters (the table's columns).
       seed: the experiment's seed.
       short: the experiment's reduced run.
+      model: the model's values drawn for this run by column (``--vary-from``), or empty.
+      uncertain: the identified parameters those columns belong to.
     """
 
     index: int
@@ -94,12 +96,15 @@ class Job:
     varied: tuple[str, ...]
     seed: int = 0
     short: bool = False
+    model: tuple[tuple[str, float], ...] = ()
+    uncertain: tuple = ()
 
     def key(self) -> dict[str, str]:
         """The columns that identify the run (compared on resume)."""
         values = dict(self.values)
         return {"sample": str(self.index), "kind": self.kind, "seed": str(self.seed), "short": _text(self.short),
-                **{name: _text(values[name]) for name in self.varied}}
+                **{name: _text(values[name]) for name in self.varied},
+                **{name: _text(value) for name, value in self.model}}
 
 
 @functools.lru_cache(maxsize=8)
@@ -169,6 +174,11 @@ def evaluate_batch(batch: JobBatch) -> list[dict[str, str]]:
 
 def _context(exp, job: Job) -> Context:
     params = {key: p.default for key, p in exp.params.items()} | dict(job.values)
+    if job.model:  # --vary-from: this run's own copy of the MJCF, with its drawn values
+        from crossdyn.experiments.core.identify import vary
+
+        params[vary.MJCF_PARAM] = str(vary.write_model(params[vary.MJCF_PARAM], dict(job.model),
+                                                       list(job.uncertain), _scratch() / f"model-{job.index}"))
     return Context(exp.name, _scratch(), short=job.short, seed=job.seed, params=params, plots=False)
 
 
@@ -236,6 +246,8 @@ class TuneResult(sweep_run.SweepResult):
     Attributes:
       experiment, minimize, constraints, space: the tune's arguments.
       files: the files written besides the table.
+      model_columns: the model's values drawn per run (``--vary-from``), by column.
+      notes: the ``--vary-from`` parameters skipped, a sentence each.
     """
 
     experiment: str = ""
@@ -243,13 +255,15 @@ class TuneResult(sweep_run.SweepResult):
     constraints: list = field(default_factory=list)
     space: list = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    model_columns: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
 
 
 def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, constraints: Sequence[str] = (),
          search: str = "lhs", sampler: str = "gp", samples: int = 32, seed: int = 0, fixed: dict | None = None,
          short: bool = False, sources: tuple[str, ...] | list[str] = (), workers: int = 1,
          scheduler: str | None = None, progress: bool = False, plots: bool = True,
-         timeout: float | None = None) -> TuneResult:
+         timeout: float | None = None, vary_from: str | Path | None = None) -> TuneResult:
     """Sweep, search or map experiment ``name`` into ``out`` (see the module docstring).
 
     Args:
@@ -267,12 +281,17 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
       sources, workers, scheduler, progress: as ``crossdyn run``'s and the sweep engine's.
       plots: draw the plots.
       timeout: each run's time limit, s: a run over it is stopped and recorded ``timed out``.
+      vary_from: an ``identified.json``: every run's model gets the identified parameters drawn
+        within their intervals (:mod:`crossdyn.experiments.core.identify.vary`); the experiment
+        must take an ``mjcf`` parameter.
 
     Raises:
       ParameterError: an unknown experiment, parameter or metric (or one that is no
         measurement: ``passed``, ``measured``), a range outside a parameter's bounds,
         a bad constraint, count or seed, a table made with other arguments or damaged,
-        ``out`` in use by another tune, or a defaults run that fails on its input.
+        ``out`` in use by another tune, a defaults run that fails on its input, or a ``vary_from``
+        that is not an ``identified.json``, leaves nothing identified, names what the model lacks,
+        or is given for an experiment without an ``mjcf`` parameter.
       CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
     """
     from crossdyn.experiments.core.registry import loadable, unloaded
@@ -282,7 +301,7 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
     if fresh := unloaded(sources):  # a file that exits or hangs while imported ends a worker, not this process
         pool_with_sources_imported(fresh, timeout=timeout).terminate()
     plan_ = _prepare(name, list(vary), minimize, constraints, search, sampler, samples, seed, fixed or {}, short,
-                     tuple(sources))
+                     tuple(sources), vary_from)
     # Every run, the defaults' too, in worker processes where a crash, an exit or a hang is seen (a row);
     # an experiment defined in the running script cannot be loaded there, and runs as the script's own.
     isolation = engines.Isolation(failed_row, timeout, _load_experiments, (plan_.sources,)) \
@@ -302,12 +321,14 @@ def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search
           plots: bool, timeout: float | None) -> TuneResult:
     """:func:`tune` once its arguments are checked and ``out`` is its own."""
     csv_path = out / "samples.csv"
-    columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in plan_.space)))
+    columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in plan_.space),
+                                    *plan_.model_columns))
     with engines.engine(evaluate, workers, scheduler, isolation=isolation) as engine:
         first = plan_.job(0, "default", {})
         _, ran_defaults = _defaults_run(first, csv_path, columns,
                                         lambda row: _check_defaults(row, name, minimize, plan_.limits,
-                                                                    [v.name for v in plan_.space]), engine)
+                                                                    [*(v.name for v in plan_.space),
+                                                                     *plan_.model_columns]), engine)
         if search == "optuna":
             from crossdyn.experiments.core.sweep.search import search as optuna_search
 
@@ -325,7 +346,8 @@ def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search
             rows, computed = done.rows, done.computed
     computed += ran_defaults  # the table already held the defaults' row when the plan ran
     result = TuneResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path,
-                        experiment=name, minimize=minimize, constraints=plan_.limits, space=plan_.space)
+                        experiment=name, minimize=minimize, constraints=plan_.limits, space=plan_.space,
+                        model_columns=plan_.model_columns, notes=plan_.notes)
     result.best = best_row(rows, minimize, plan_.limits) if minimize else None
     _write_best(out, result, plan_.fixed, search, sampler, seed)
     if plots:
@@ -347,17 +369,31 @@ class _Plan:
     sources: tuple[str, ...]
     seed: int
     short: bool
+    uncertain: tuple = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def model_columns(self) -> list[str]:
+        from crossdyn.experiments.core.identify.vary import columns
+
+        return columns(list(self.uncertain)) if self.uncertain else []
 
     def job(self, index: int, kind: str, values: dict) -> Job:
-        """Run ``index``: the defaults, then the fixed values, then ``values`` (the varied ones)."""
+        """Run ``index``: the defaults, then the fixed values, then ``values`` (the varied ones); with
+        ``--vary-from``, the model's values drawn for this run."""
         defaults = {v.name: self.experiment.params[v.name].default for v in self.space}
+        model: tuple[tuple[str, float], ...] = ()
+        if self.uncertain:
+            from crossdyn.experiments.core.identify.vary import draw
+
+            model = tuple(draw(list(self.uncertain), self.seed, index).items())
         return Job(index, kind, self.experiment.name, self.sources,
                    tuple(sorted({**self.fixed, **defaults, **values}.items())), tuple(v.name for v in self.space),
-                   self.seed, self.short)
+                   self.seed, self.short, model, self.uncertain)
 
 
 def _prepare(name: str, vary: list, minimize: str | None, constraints, search: str, sampler: str, samples: int,
-             seed: int, fixed: dict, short: bool, sources: tuple[str, ...]) -> _Plan:
+             seed: int, fixed: dict, short: bool, sources: tuple[str, ...], vary_from=None) -> _Plan:
     """Check a tune's arguments before anything runs (see :func:`tune`'s Raises)."""
     from crossdyn.experiments.core.registry import experiments
 
@@ -372,8 +408,14 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
         raise ParameterError(f"{both[0]} is both --set and --vary; give it once")
     given = exp.resolve_params({k: str(v) for k, v in fixed.items()})
     limits = [parse_constraint(c) for c in constraints]
+    uncertain, notes = _uncertain(vary_from, exp, {**{k: p.default for k, p in exp.params.items()}, **given})
+    from crossdyn.experiments.core.identify.vary import columns
+
+    drawn = set(columns(uncertain))
     for metric in [minimize, *(m for m, _, _ in limits)]:
         what = 'minimize' if metric == minimize else 'bound'
+        if metric in drawn:
+            raise ParameterError(f"{metric!r} is a model value --vary-from draws, not a metric it can {what}")
         if metric in {v.name for v in space}:  # its column holds the value tried, not a result
             raise ParameterError(f"{metric!r} is a parameter this tune varies, not a metric it can {what}")
         if metric in (*RESULT_COLUMNS, *NOT_MEASURED, "sample", "kind", "seed", "short"):
@@ -389,7 +431,28 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
         if not 1 <= samples <= 100_000:
             raise ParameterError(f"--samples must be from 1 to 100,000, got {samples:,}")
     blind = [] if search == "optuna" else plan(space, search, samples, seed)
-    return _Plan(exp, space, {k: given[k] for k in fixed}, limits, blind, sources, seed, short)
+    return _Plan(exp, space, {k: given[k] for k in fixed}, limits, blind, sources, seed, short, tuple(uncertain),
+                 tuple(notes))
+
+
+def _uncertain(vary_from, exp, params: dict) -> tuple[list, list[str]]:
+    """``--vary-from``'s identified parameters (checked against the model the runs start from) and
+    the sentences of those skipped; nothing without ``vary_from``.
+
+    Raises:
+      ParameterError: see :func:`tune`.
+    """
+    if vary_from is None:
+        return [], []
+    from crossdyn.experiments.core.identify import vary
+
+    if vary.MJCF_PARAM not in exp.params or not isinstance(exp.params[vary.MJCF_PARAM].default, str):
+        raise ParameterError(f"--vary-from: experiment {exp.name!r} takes no '{vary.MJCF_PARAM}' parameter, so "
+                             "it cannot be given another model; vary-from needs an experiment that loads its "
+                             "MJCF from that parameter")
+    uncertain, notes = vary.read_identified(vary_from)
+    vary.check_model(uncertain, str(params[vary.MJCF_PARAM]))
+    return uncertain, notes
 
 
 def _defaults_run(job: Job, csv_path: Path, columns: list[str], check, engine) -> tuple[dict, bool]:
@@ -462,16 +525,20 @@ def _metric_names(row: dict, varied: list[str]) -> list[str]:
     return [k for k in row if k not in RESULT_COLUMNS and k not in ("sample", "kind", "seed", "short", *varied)]
 
 
-def _summary(row: dict | None, space: list[Vary], minimize: str | None, limits: list) -> dict | None:
-    """A run in ``best.json``: its parameters, verdict, the metrics the tune names, and every metric it returned."""
+def _summary(row: dict | None, space: list[Vary], minimize: str | None, limits: list,
+             model_columns: Sequence[str] = ()) -> dict | None:
+    """A run in ``best.json``: its parameters, verdict, the metrics the tune names, and every metric it returned
+    (with ``--vary-from``, the model's values it ran with too)."""
     if row is None:
         return None
     named = [minimize, *(m for m, _, _ in limits)]
     varied = [v.name for v in space]
-    return {"sample": int(row["sample"]), "params": {name: _value(row, name) for name in varied},
+    model = {"model": {c: _value(row, c) for c in model_columns}} if model_columns else {}
+    return {"sample": int(row["sample"]), "params": {name: _value(row, name) for name in varied}, **model,
             "passed": row["passed"] == "true", "outcome": row["outcome"], "measured": row["measured"],
             **{m: _value(row, m) for m in named if m is not None},
-            "metrics": {m: _value(row, m) for m in _metric_names(row, varied) if row.get(m, "") != ""}}
+            "metrics": {m: _value(row, m) for m in _metric_names(row, [*varied, *model_columns])
+                        if row.get(m, "") != ""}}
 
 
 def _write_best(out: Path, result: TuneResult, fixed: dict, search: str, sampler: str, seed: int) -> None:
@@ -483,7 +550,7 @@ def _write_best(out: Path, result: TuneResult, fixed: dict, search: str, sampler
         "experiment": result.experiment, "search": search, "sampler": sampler if search == "optuna" else None,
         "seed": seed, "fixed": fixed, "minimize": result.minimize,
         "constraints": [f"{m}{op}{v:g}" for m, op, v in limits], "rule": rule,
-        "defaults": _summary(result.rows[0], result.space, result.minimize, limits),
-        "best": _summary(result.best, result.space, result.minimize, limits),
+        "defaults": _summary(result.rows[0], result.space, result.minimize, limits, result.model_columns),
+        "best": _summary(result.best, result.space, result.minimize, limits, result.model_columns),
         "outcomes": result.counts(),
     })
