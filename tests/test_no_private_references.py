@@ -26,20 +26,6 @@ PRIVATE = re.compile(r"\bSPEC\b|\.\./shared|[Ss]eed[ _-]?00[0-4]")
 NUMBERED = re.compile(r"\b(?:thesis|lecture|article|textbook|chapter)'s\b"
                       r"|\beqs?\.\s?\(?\d|\bequations? \(?\d+\.\d"
                       r"|\bfig(?:ure)?\.? ?\d+-\d+|\bfig\. ?\d|\bsections? \d+\.\d", re.IGNORECASE)
-# Texts that match NUMBERED but stay as they are, per file.  Metric keys and text
-# metrics: saved baselines (`crossdyn run --baseline`) compare them exactly, so
-# rewording them is a change of the interface, to be made with a baseline update.
-KEPT = {
-    "experiments/biped/checks.py": ("ideal: eq. 2.19", "realistic legs: eq. 2.19", "CoM 2 cm above hip line: eq. 2.19"),
-    "experiments/biped/scenarios.py": ("The stroke ODE (eq. 2.35)",),
-    "experiments/inertia.py": ("The lecture's cone formula",),
-    "experiments/rigid_box/free_rotation.py": ("The lecture's step and MuJoCo's Euler step",),
-    "experiments/rigid_box/pulled_box.py": ("the lecture's own first-order integrator",
-                                            "The lecture's own first-order integrator",
-                                            "the lecture's semi-implicit", "the lecture's position update"),
-}
-# Not yet rewritten, in files that other work on the tree owns: drop each entry once its file is.
-NOT_YET: dict[str, tuple[str, ...]] = {}
 
 
 def _files(root: Path = ROOT):
@@ -57,14 +43,8 @@ def _private_references(text: str) -> list[str]:
     return [f"{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1) if PRIVATE.search(line)]
 
 
-def _numbered_references(text: str, kept: tuple[str, ...] = ()) -> list[str]:
-    found = []
-    for n, line in enumerate(text.splitlines(), 1):
-        for fixed in kept:
-            line = line.replace(fixed, "")
-        if NUMBERED.search(line):
-            found.append(f"{n}: {line.strip()}")
-    return found
+def _numbered_references(text: str) -> list[str]:
+    return [f"{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1) if NUMBERED.search(line)]
 
 
 def test_pattern_catches_what_it_is_for():
@@ -86,10 +66,6 @@ def test_numbering_pattern_catches_what_it_is_for():
                  "a thesis chapter on the biped", "the lecture prints", "figure 2", "np.radians(0.5)",
                  "section of a robotics lecture", "the robot's pitch"):
         assert not _numbered_references(fine), fine
-    # A kept text is kept only where it is, and only that text: more on its line still fails.
-    line = '"ideal: eq. 2.19": column(...)  # eq. 2.19'
-    assert _numbered_references(line, KEPT["experiments/biped/checks.py"])
-    assert not _numbered_references('"ideal: eq. 2.19": column(...)', KEPT["experiments/biped/checks.py"])
 
 
 def _numbered_in_tree(root: Path = ROOT) -> list[str]:
@@ -100,28 +76,21 @@ def _numbered_in_tree(root: Path = ROOT) -> list[str]:
         except UnicodeDecodeError:  # an image or other binary: nothing a reader sees as text
             continue
         name = file.relative_to(root).as_posix()
-        found += [f"{name}:{hit}" for hit in _numbered_references(text, KEPT.get(name, ()) + NOT_YET.get(name, ()))]
+        found += [f"{name}:{hit}" for hit in _numbered_references(text)]
     return found
 
 
 def test_a_planted_reference_fails_the_scan(tmp_path):
-    # The walk over the tree, not only the pattern: one planted reference in a page, one in a
-    # kept file next to its kept text, and a kept text alone.
+    # The walk over the tree, not only the pattern: planted references in a page and in a module.
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "page.md").write_text("# Balance\n\nThe gain comes from eq. 2.19.\n", encoding="utf-8")
     (tmp_path / "experiments" / "rigid_box").mkdir(parents=True)
     (tmp_path / "experiments" / "rigid_box" / "free_rotation.py").write_text(
         "# The lecture's step and MuJoCo's Euler step\n# the thesis's J_z\n", encoding="utf-8")
-    assert sorted(_numbered_in_tree(tmp_path)) == ["docs/page.md:3: The gain comes from eq. 2.19.",
-                                                   "experiments/rigid_box/free_rotation.py:2: # the thesis's J_z"]
-
-
-def test_kept_texts_are_still_there():
-    # A kept text that has gone (reworded, or the file moved) must leave KEPT too, or it could hide a new one.
-    for name, texts in KEPT.items():
-        text = (ROOT / name).read_text(encoding="utf-8")
-        missing = [fixed for fixed in texts if fixed not in text]
-        assert not missing, f"{name}: {missing} no longer there: drop from KEPT"
+    assert sorted(_numbered_in_tree(tmp_path)) == [
+        "docs/page.md:3: The gain comes from eq. 2.19.",
+        "experiments/rigid_box/free_rotation.py:1: # The lecture's step and MuJoCo's Euler step",
+        "experiments/rigid_box/free_rotation.py:2: # the thesis's J_z"]
 
 
 def test_pages_cite_sources_without_their_numbering():

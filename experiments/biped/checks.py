@@ -268,12 +268,12 @@ def ladder_table(result: LinearizationResult) -> dict:
     return {
         "alpha_deg": np.degrees(result.alpha),
         "l_m": [r["l"] for r in result.rows["ideal"]],
-        "ideal: eq. 2.19": column("ideal", "analytic"),
-        "ideal: eq. 2.19 as printed (2l/r^2)": column("ideal", "printed"),
+        "ideal: linearized model": column("ideal", "analytic"),
+        "ideal: linearized model as printed (2l/r^2)": column("ideal", "printed"),
         "ideal: wheel inertia ignored (I = 0)": column("ideal", "no_wheel_inertia"),
-        "realistic legs: eq. 2.19 (leg mass ignored)": column("realistic", "analytic"),
+        "realistic legs: linearized model (leg mass ignored)": column("realistic", "analytic"),
         "realistic legs: body and legs lumped": column("realistic", "lumped"),
-        "CoM 2 cm above hip line: eq. 2.19 (offset ignored)": column("com_offset", "analytic"),
+        "CoM 2 cm above hip line: linearized model (offset ignored)": column("com_offset", "analytic"),
         "CoM 2 cm above hip line: lumped": column("com_offset", "lumped"),
     }
 
@@ -286,12 +286,12 @@ def judge_linearization(result: LinearizationResult) -> tuple[Verdict, dict]:
       The verdict and the experiment's metrics (the verdict's keys included).
     """
     rows, table = result.rows, ladder_table(result)
-    worst = max(table["ideal: eq. 2.19"])
-    printed_fails = min(table["ideal: eq. 2.19 as printed (2l/r^2)"]) > LIN_RTOL
+    worst = max(table["ideal: linearized model"])
+    printed_fails = min(table["ideal: linearized model as printed (2l/r^2)"]) > LIN_RTOL
     lumped = max(table["realistic legs: body and legs lumped"] + table["CoM 2 cm above hip line: lumped"])
     verdict = Verdict(worst <= LIN_RTOL and printed_fails and lumped <= LIN_RTOL,
                       f"ideal max rel {worst:.1e}; leg mass costs up to "
-                      f"{max(table['realistic legs: eq. 2.19 (leg mass ignored)']):.0%}")
+                      f"{max(table['realistic legs: linearized model (leg mass ignored)']):.0%}")
     return verdict, {
         **verdict.as_metrics(),
         "table": table,

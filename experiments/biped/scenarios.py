@@ -482,7 +482,7 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
         "balanced_after_landing_s": balanced_at,
         "phases": trace.transitions,
         "explanation": (
-            "The stroke ODE (eq. 2.35) accelerates the body alone with massless legs and "
+            "The extension-phase ODE accelerates the body alone with massless legs and "
             "ignores the wheels and leg links the legs must also lift at take-off, so the "
             "robot leaves the ground slower than the ODE predicts (the legs take ~12 % of "
             "the hip work). The body then also carries the legs and wheels up, and pulls them "

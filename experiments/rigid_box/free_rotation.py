@@ -149,7 +149,7 @@ def _free_rotation_explanation(drift: dict, energy: dict, lecture_vs_euler: dict
                                inertia: np.ndarray) -> str:
     # The explanation is a text metric that saved baselines compare: its wording stays.
     return (
-        "The lecture's step and MuJoCo's Euler step are the same map: MuJoCo's Euler is semi-implicit "
+        "The lecture notes' rotation step and MuJoCo's Euler step are the same map: MuJoCo's Euler is semi-implicit "
         "(qvel += dt qacc, then the position, quaternion included, is integrated with the NEW velocity, "
         "the quaternion by the exact rotation exp(dt omega^)), and the lecture updates omega first and then "
         "rotates by Rodrigues' formula with the new omega. Euler's equation in the world frame "

@@ -218,13 +218,13 @@ def _pulled_explanation(a_metrics: dict, b_err: dict, held_err: dict, dts: list,
         f"error is first order in dt (measured order {order:.2f}; "
         + ", ".join(f"{held_err[_ms(h)]['angle_rad']:.1e} rad at dt = {h * 1e3:g} ms" for h in dts)
         + "). "
-        + ("That is worse than the lecture's own first-order integrator "
-           f"({lecture_angle:.1e} rad): for this pendulum-like swing the lecture's semi-implicit "
+        + ("That is worse than the first-order integrator of the lecture notes "
+           f"({lecture_angle:.1e} rad): for this pendulum-like swing that semi-implicit "
            "Euler is symplectic and keeps its phase error bounded, while RK4 with a torque frozen at the "
            "step's start is an explicit first-order method whose swing amplitude, and so its phase, drifts. "
            if held_err[_ms(dt_model)]["angle_rad"] > lecture_angle else
-           f"The lecture's own first-order integrator reaches {lecture_angle:.1e} rad. ")
+           f"The first-order integrator of the lecture notes reaches {lecture_angle:.1e} rad. ")
         + "Case A has no torque: every method keeps omega exactly 0 and RK4 integrates a constant "
-        "acceleration exactly; the lecture's position update (with the new velocity) is first order "
+        "acceleration exactly; the lecture notes' position update (with the new velocity) is first order "
         f"(x relative error {a_metrics['lecture']['x_end_rel_error']:.1e} = dt/T)."
     )
