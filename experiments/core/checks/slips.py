@@ -255,6 +255,17 @@ def _gauss_newton(evaluate: Callable[[np.ndarray], np.ndarray], k: int, user: np
     return (x, seen) if np.all(np.abs(target - f) <= tol.ravel()) else None
 
 
+def _fit_on(work: mujoco.MjModel, model: mujoco.MjModel, evaluate: Callable[[np.ndarray], np.ndarray], k: int,
+            user: np.ndarray, tol: np.ndarray) -> np.ndarray | None:
+    """:func:`_gauss_newton` on the working copy, which is restored after: the fitted ``x``, or None when no
+    fit explains the user's values or the fitted numbers never reached them (nothing seen)."""
+    try:
+        fit = _gauss_newton(evaluate, k, user, tol)
+    finally:
+        _restore(work, model)
+    return None if fit is None or fit[1] == 0 else fit[0]
+
+
 def _fit_ref(model, work, truth, q, user, tol, j: int) -> Slip | None:
     adr = int(model.jnt_qposadr[j])
     ones = np.ones(model.nv)
@@ -263,13 +274,10 @@ def _fit_ref(model, work, truth, q, user, tol, j: int) -> Slip | None:
         work.qpos0[adr] = model.qpos0[adr] + x[0]
         return truth(work, q, ones)
 
-    try:
-        fit = _gauss_newton(evaluate, 1, user, tol)
-    finally:
-        _restore(work, model)
-    if fit is None or fit[1] == 0:
+    x = _fit_on(work, model, evaluate, 1, user, tol)
+    if x is None:
         return None
-    ref0, ref1 = float(model.qpos0[adr]), float(model.qpos0[adr] + fit[0][0])
+    ref0, ref1 = float(model.qpos0[adr]), float(model.qpos0[adr] + x[0])
     hinge = int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE)
     unit = " rad" if hinge else " m"
     offset = f" ({np.degrees(ref1 - ref0):+.4g} deg)" if hinge else f" ({ref1 - ref0:+.4g} m)"
@@ -285,14 +293,11 @@ def _fit_pos(model, work, truth, q, user, tol, b: int) -> Slip | None:
         work.body_pos[b] = model.body_pos[b] + x
         return truth(work, q, ones)
 
-    try:
-        fit = _gauss_newton(evaluate, 3, user, tol)
-    finally:
-        _restore(work, model)
-    if fit is None or fit[1] == 0:
+    x = _fit_on(work, model, evaluate, 3, user, tol)
+    if x is None:
         return None
     p0 = np.asarray(model.body_pos[b], dtype=float)
-    p1 = p0 + fit[0]
+    p1 = p0 + x
     scale = max(float(np.abs(p0).max()), float(np.abs(p1).max()))
     p1 = np.where(np.abs(p1 - p0) <= 1e-9 * scale, p0, p1)  # round-off of the fit keeps the model's value
     parent = body_name(model, int(model.body_parentid[b]))
@@ -310,14 +315,11 @@ def _fit_quat(model, work, truth, q, user, tol, b: int) -> Slip | None:
         work.body_quat[b] = matrix_to_quat(R0 @ _rotvec(x))
         return truth(work, q, ones)
 
-    try:
-        fit = _gauss_newton(evaluate, 3, user, tol)
-    finally:
-        _restore(work, model)
-    if fit is None or fit[1] == 0:
+    x = _fit_on(work, model, evaluate, 3, user, tol)
+    if x is None:
         return None
-    quat = matrix_to_quat(R0 @ _rotvec(fit[0]))
-    turn = np.asarray(matrix_to_quat(_rotvec(fit[0])))
+    quat = matrix_to_quat(R0 @ _rotvec(x))
+    turn = np.asarray(matrix_to_quat(_rotvec(x)))
     return Slip(f"body {body_name(model, b)!r}: quat {vector(quat)} where the model has "
                 f"{vector(model.body_quat[b])} (turned by a further {_angle_axis(turn)} in its own frame)", 3)
 
@@ -338,13 +340,10 @@ def _fit_axis(model, work, truth, q, user, tol, j: int) -> Slip | None:
         work.jnt_axis[j] = axis(x)
         return truth(work, q, ones)
 
-    try:
-        fit = _gauss_newton(evaluate, 2, user, tol)
-    finally:
-        _restore(work, model)
-    if fit is None or fit[1] == 0:
+    x = _fit_on(work, model, evaluate, 2, user, tol)
+    if x is None:
         return None
-    return Slip(f"joint {joint_name(model, j)!r}: axis [{vector(axis(fit[0]))}] where the model has [{vector(a0)}]",
+    return Slip(f"joint {joint_name(model, j)!r}: axis [{vector(axis(x))}] where the model has [{vector(a0)}]",
                 2)
 
 
