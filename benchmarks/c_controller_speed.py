@@ -9,7 +9,7 @@ one physics step per control step (RK4, 2 ms: the loop's worst case).  Runs alte
 and the best of each is kept (CPU time of this process).  The issue's aim: <= 1.2x.
 
 The biped's firmware (``controllers/firmware/biped.c``, float) runs its balance
-scenario in the same loop (``experiments.biped.firmware.run``: the fall check each
+scenario in the same loop (``experiments.biped.firmware.run_in_loop``: the fall check each
 control step) against the bare physics of the same model for as many steps with the
 controls held.  The issue's aim: <= 1.1x.
 
@@ -112,12 +112,12 @@ def biped(repeats: int) -> None:
 
         def loop() -> float:
             begin = time.process_time()
-            trace = fw.run(model, sc, c)
+            trace = fw.run_in_loop(model, sc, c)
             elapsed = time.process_time() - begin
             assert trace.stopped is None, "the firmware did not balance"
             return elapsed
 
-        held = fw.run(model, sc, c).ctrl[-1].copy()  # the balanced controls (a warm-up run), held in the bare loop
+        held = fw.run_in_loop(model, sc, c).ctrl[-1].copy()  # the balanced controls (a warm-up run), held bare
 
         def bare() -> float:
             data = mujoco.MjData(model)

@@ -52,7 +52,7 @@ def _bare_physics(duration: float) -> tuple[float, float]:
     """Wall and CPU time of one balance-recovery run's bare physics (its torques replayed), s, best of 3."""
     import mujoco
 
-    from crossdyn.experiments.biped.closed_loop import initial_state, simulate
+    from crossdyn.experiments.biped.closed_loop import initial_state, simulate_scenario
     from crossdyn.experiments.biped.model import HIPS, biped_params
     from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, balance_scenario, controller_for, robot
 
@@ -64,7 +64,7 @@ def _bare_physics(duration: float) -> tuple[float, float]:
         commands.append((cmd.wheels, cmd.hips))
         return cmd
 
-    simulate(model, sc, recording)
+    simulate_scenario(model, sc, recording)
     steps = int(round(CONTROL_PERIOD / model.opt.timestep))
     hip_act = [model.actuator(h).id for h in HIPS]
     wheel_act = [model.actuator(f"{s}_wheel").id for s in ("left", "right")]

@@ -2,7 +2,7 @@
 
 State ``x = [x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive
 leaning forward) and input ``T = T_L + T_R`` (N m, total wheel torque), as in the
-linearized wheeled-inverted-pendulum model (``analytic.biped.wheeled_pendulum.linearize``; from a thesis
+linearized wheeled-inverted-pendulum model (``analytic.biped.wheeled_pendulum.linearize_pendulum``; from a thesis
 chapter on the dynamics of a wheel-legged biped).
 
 Two designs can be compared:
@@ -200,7 +200,7 @@ def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], length
     """Design an LQR at each leg length and fit each gain entry with a polynomial.
 
     Args:
-      linearize: ``l -> (A, B)`` (e.g. ``functools.partial(wheeled_pendulum.linearize, params)``).
+      linearize: ``l -> (A, B)`` (e.g. ``functools.partial(wheeled_pendulum.linearize_pendulum, params)``).
       lengths: increasing leg lengths, ``(n,)``, m; ``n > degree``.
       Q, R: LQR weights (see :func:`lqr`).
       degree: polynomial degree of the fit.

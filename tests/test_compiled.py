@@ -20,7 +20,7 @@ from crossdyn.controllers.biped import BipedController
 from crossdyn.controllers.estimation import Estimator
 from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped import closed_loop, scenarios
-from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate
+from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate_scenario
 from crossdyn.experiments.biped.model import HIPS, nominal_params
 
 
@@ -61,7 +61,7 @@ def recorded(request):
 
     closed_loop._Sensors.read = recording_read
     try:
-        trace = simulate(model, sc, recording, compiled=False)
+        trace = simulate_scenario(model, sc, recording, compiled=False)
     finally:
         closed_loop._Sensors.read = read
     assert not trace.fell
@@ -170,8 +170,8 @@ def test_simulate_compiled_is_the_readable_path(user_function):
     model = scenarios.robot()
     controllers = [make_controller(nominal_params(), sc.control_period, jump=jump) for _ in range(2)]
     runs = [c if not user_function else (lambda t, est, ref, c=c: c(t, est, ref)) for c in controllers]
-    readable = simulate(model, sc, runs[0], compiled=False)
-    fast = simulate(model, sc, runs[1])
+    readable = simulate_scenario(model, sc, runs[0], compiled=False)
+    fast = simulate_scenario(model, sc, runs[1])
     assert _same_trace(readable, fast) == []
     a, b = controllers
     assert (a.x_ref, a.height_ref, a.machine.phase, a.machine._since, a.machine._done, a.machine.transitions) == \
@@ -180,7 +180,7 @@ def test_simulate_compiled_is_the_readable_path(user_function):
 
 
 def test_a_subclass_runs_its_own_call():
-    """A BipedController subclass may override __call__: simulate runs it, not the compiled copy."""
+    """A BipedController subclass may override __call__: simulate_scenario runs it, not the compiled copy."""
 
     class Lazy(BipedController):
         def __call__(self, t, est, ref):
@@ -191,5 +191,5 @@ def test_a_subclass_runs_its_own_call():
     base = make_controller(p, scenarios.CONTROL_PERIOD)
     lazy = Lazy(base.params, base.geometry, base.gains, base.dt, base.hip_limit, base.wheel_limit)
     sc = scenarios.balance_scenario(5.0, 1.0)
-    limp, upright = simulate(scenarios.robot(), sc, lazy), simulate(scenarios.robot(), sc, base)
+    limp, upright = simulate_scenario(scenarios.robot(), sc, lazy), simulate_scenario(scenarios.robot(), sc, base)
     assert not np.array_equal(limp.height, upright.height)

@@ -51,7 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from crossdyn.experiments.biped.closed_loop import make_controller, simulate
+from crossdyn.experiments.biped.closed_loop import make_controller
+from crossdyn.experiments.biped.closed_loop import simulate_scenario as simulate
 from crossdyn.experiments.biped.control import COMMON
 from crossdyn.experiments.biped.imperfections import PARAMS as IMPERFECTION_PARAMS
 from crossdyn.experiments.biped.imperfections import Imperfections

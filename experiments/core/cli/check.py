@@ -585,7 +585,7 @@ def add_parser(sub) -> None:
     for quantity in QUANTITIES:
         _add_quantity(checks, quantity)
     _add_linearization(checks)
-    for name, entry in commands.registered("check").items():  # the systems' own (crossdyn check two-link, ...)
+    for name, entry in commands.registered_commands("check").items():  # the systems' own (crossdyn check two-link, ...)
         p = checks.add_parser(name, help=commands.summary(entry))
         commands.configure(entry, p)
         command = p.get_default("func")

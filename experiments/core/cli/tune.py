@@ -62,7 +62,7 @@ def _cmd_tune(args) -> int:
     """Dispatch ``crossdyn tune WHAT ...``: a registered tune command (the biped's ``balance``), or any experiment."""
     from crossdyn.experiments.core.cli import commands
 
-    registered = commands.registered("tune")
+    registered = commands.registered_commands("tune")
     if args.what in registered:
         parser = _subparser(f"{args.prog} {args.what}", description=commands.summary(registered[args.what]))
         commands.configure(registered[args.what], parser)
@@ -77,7 +77,7 @@ def add_parser(sub) -> None:
     """Add ``tune`` to the ``crossdyn`` subcommands: ``tune EXPERIMENT`` and the registered ``tune NAME`` commands."""
     from crossdyn.experiments.core.cli import commands
 
-    registered = commands.registered("tune")
+    registered = commands.registered_commands("tune")
     others = "".join(f" 'crossdyn tune {name}': {commands.summary(entry)}." for name, entry in registered.items())
     p_tune = sub.add_parser(
         "tune", help="sweep, search or map any experiment's parameters",
@@ -103,7 +103,7 @@ def inner_parsers(prog: str = "crossdyn tune") -> list[tuple[str, str, argparse.
     from crossdyn.experiments.core.cli import commands
 
     parsers = [("EXPERIMENT", "tune any registered experiment over its parameters", _experiment_parser(prog))]
-    for name, entry in commands.registered("tune").items():
+    for name, entry in commands.registered_commands("tune").items():
         text = commands.summary(entry)
         parser = _subparser(f"{prog} {name}", description=text)
         commands.configure(entry, parser)

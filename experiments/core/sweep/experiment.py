@@ -451,7 +451,7 @@ def _uncertain(vary_from, exp, params: dict) -> tuple[list, list[str]]:
                              "it cannot be given another model; vary-from needs an experiment that loads its "
                              "MJCF from that parameter")
     uncertain, notes = vary.read_identified(vary_from)
-    vary.check_model(uncertain, str(params[vary.MJCF_PARAM]))
+    vary.check_elements(uncertain, str(params[vary.MJCF_PARAM]))
     return uncertain, notes
 
 
