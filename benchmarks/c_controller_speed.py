@@ -18,7 +18,6 @@ controls held.  The issue's aim: <= 1.1x.
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
@@ -29,6 +28,7 @@ import numpy as np
 
 from crossdyn.experiments import CController, simulate
 from crossdyn.experiments.core.models import load_model
+from timing import best_alternating, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 
 LQR_C = """\
 double k_x = -3.16, k_theta = -49.5, k_xd = -5.91, k_thetad = -12.8;
@@ -42,8 +42,7 @@ void step(double t, const double *qpos, const double *qvel, double *ctrl)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser = command_line(__doc__, 7)
     parser.add_argument("--steps", type=int, default=20_000, help="physics steps per run")
     args = parser.parse_args()
     model = load_model("cart_pole")
@@ -77,13 +76,8 @@ def main() -> None:
             simulate(model, lambda t, obs: push, args.steps * h, keyframe="upright")
             return time.process_time() - begin
 
-        loop()  # warm-up: imports, first allocations
-        times: dict[str, list[float]] = {"loop": [], "bare": [], "trivial": []}
-        for _ in range(args.repeats):
-            times["loop"].append(loop())
-            times["bare"].append(bare())
-            times["trivial"].append(trivial())
-    lo, ba, tr = min(times["loop"]), min(times["bare"]), min(times["trivial"])
+        best = best_alternating({"loop": loop, "bare": bare, "trivial": trivial}, args.repeats)
+    lo, ba, tr = best["loop"], best["bare"], best["trivial"]
     per = 1e6 / args.steps
     print(f"cart-pole, {args.steps} physics steps of {h * 1e3:g} ms, one per control step; CPU time, best of "
           f"{args.repeats}, runs alternating (compile, once: {compiled:.2f} s)")
@@ -129,11 +123,8 @@ def biped(repeats: int) -> None:
                 mujoco.mj_step(model, data, per)
             return time.process_time() - begin
 
-        times: dict[str, list[float]] = {"loop": [], "bare": []}
-        for _ in range(repeats):
-            times["loop"].append(loop())
-            times["bare"].append(bare())
-    lo, ba = min(times["loop"]), min(times["bare"])
+        best = best_alternating({"loop": loop, "bare": bare}, repeats)
+    lo, ba = best["loop"], best["bare"]
     us = 1e6 / n
     print(f"biped, {n} control steps of {sc.control_period * 1e3:g} ms ({per} physics steps each); CPU time, best of "
           f"{repeats}")

@@ -30,6 +30,7 @@ from crossdyn.controllers.biped import Command
 from crossdyn.experiments.biped.closed_loop import initial_state, simulate_scenario
 from crossdyn.experiments.biped.model import HIPS, biped_params, build
 from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, balance_scenario, controller_for
+from timing import best_alternating  # benchmarks/timing.py (the script folder is on sys.path)
 
 
 def main() -> None:
@@ -75,13 +76,9 @@ def main() -> None:
         wheels, hips = commands[int(t / CONTROL_PERIOD + 0.5)]
         return Command(wheels, hips)
 
-    times: dict[str, list[float]] = {"closed": [], "bare": [], "user": [], "readable": []}
-    for _ in range(args.repeats):  # interleaved: load bursts hit all of them alike
-        times["closed"].append(closed(controller_for({})))
-        times["bare"].append(bare())
-        times["user"].append(closed(user))
-        times["readable"].append(closed(controller_for({}), compiled=False))
-    c, b, u, r = (min(times[k]) for k in ("closed", "bare", "user", "readable"))
+    best = best_alternating({"closed": lambda: closed(controller_for({})), "bare": bare, "user": lambda: closed(user),
+                             "readable": lambda: closed(controller_for({}), compiled=False)}, args.repeats)
+    c, b, u, r = (best[k] for k in ("closed", "bare", "user", "readable"))
     per_step = 1e6 / trace.t.size
     print(f"{args.duration:g} s simulated, {trace.t.size} control steps of {CONTROL_PERIOD * 1e3:g} ms, "
           f"{steps} physics steps each; CPU time, best of {args.repeats}, runs interleaved")

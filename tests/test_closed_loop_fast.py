@@ -22,13 +22,13 @@ from unittest import mock
 import numpy as np
 import pytest
 
+from biped_scenarios import branch_scenarios
 from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped.wheeled_pendulum import leg_forces, linearize_pendulum
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
 from crossdyn.controllers.balance import balance_torque, schedule
 from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Command
 from crossdyn.controllers.estimation import Estimator, LegGeometry, shank_angle
-from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped import closed_loop, scenarios
 from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate_scenario
 from crossdyn.experiments.biped.model import nominal_params
@@ -64,22 +64,8 @@ def _record(sc, jump=None) -> list[tuple]:
 
 
 def _scenarios():
-    period = scenarios.CONTROL_PERIOD
     yield "balance", scenarios.balance_scenario(10.0, 2.0), None
-    yield "push", scenarios.push_scenario(15.0, 0.1, after=1.5), None
-    jump, low = JumpPlan(), scenarios.stance_height(JumpPlan().alpha_crouch)  # as scenarios.jump
-    yield "jump", closed_loop.Scenario(duration=3.0, alpha0=np.radians(200.0), control_period=period,
-                                       reference=lambda t: scenarios.Reference(height=low), jump=jump), jump
-    height = scenarios.stance_height(scenarios.ALPHA_NOMINAL)
-    moving = closed_loop.Scenario(
-        duration=2.0, alpha0=scenarios.ALPHA_NOMINAL, control_period=period,
-        reference=lambda t: scenarios.Reference(velocity=0.5 if t > 0.2 else 0.0, yaw=0.8 if t > 1.0 else 0.0,
-                                                height=height + (0.05 if t > 0.5 else 0.0)))
-    yield "move-turn-height", moving, None
-    # Heading 3.0 rad, then 3.3: on through +pi, where the IMU's yaw wraps and the estimator counts a turn.
-    yield "turn-past-pi", closed_loop.Scenario(
-        duration=3.0, alpha0=scenarios.ALPHA_NOMINAL, control_period=period,
-        reference=lambda t: scenarios.Reference(yaw=3.0 if t < 1.5 else 3.3)), None
+    yield from branch_scenarios(push_after=1.5)
 
 
 @pytest.fixture(scope="module", params=list(_scenarios()), ids=lambda c: c[0])

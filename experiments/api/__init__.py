@@ -123,7 +123,7 @@ def renamed(module: str, table: dict[str, str], namespace: dict):
 
     An old name still resolves, to the object under its new name in ``namespace`` (the
     module's globals), with a DeprecationWarning naming the new one; any other missing
-    name is an AttributeError as usual.
+    name is an AttributeError as usual.  The table stays readable as ``__getattr__.renamed``.
     """
 
     def __getattr__(name: str):
@@ -134,6 +134,7 @@ def renamed(module: str, table: dict[str, str], namespace: dict):
         warnings.warn(f"{module}.{name} is renamed: use {module}.{table[name]}", DeprecationWarning, stacklevel=2)
         return namespace[table[name]]
 
+    __getattr__.renamed = dict(table)  # type: ignore[attr-defined]
     return __getattr__
 
 
