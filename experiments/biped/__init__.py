@@ -6,6 +6,9 @@ The scenarios and their helpers for scripts::
 
     trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
 
+A scenario of your own, with your own controller, runs through :func:`simulate_scenario`
+(its :class:`ScenarioTrace` holds every control step).
+
 Names are imported on first use.
 """
 
@@ -24,6 +27,9 @@ _API = {
     "jump": "crossdyn.experiments.biped.scenarios",
     "robustness": "crossdyn.experiments.biped.scenarios",
     "lqr_cost": "crossdyn.experiments.biped.scenarios",
+    "Scenario": "crossdyn.experiments.biped.closed_loop",
+    "ScenarioTrace": "crossdyn.experiments.biped.closed_loop",
+    "simulate_scenario": "crossdyn.experiments.biped.closed_loop",
     "Imperfections": "crossdyn.experiments.biped.imperfections",
     "REALISTIC": "crossdyn.experiments.biped.imperfections",
     "plot_states": "crossdyn.experiments.biped.control",
