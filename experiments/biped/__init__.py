@@ -6,8 +6,9 @@ The scenarios and their helpers for scripts::
 
     trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
 
-A scenario of your own, with your own controller, runs through :func:`simulate_scenario`
-(its :class:`ScenarioTrace` holds every control step).
+A scenario of your own, with your own controller, runs through
+:func:`~crossdyn.experiments.biped.closed_loop.simulate_scenario` (its
+:class:`~crossdyn.experiments.biped.closed_loop.ScenarioTrace` holds every control step).
 
 Names are imported on first use.
 """
