@@ -15,6 +15,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.baseline import Tolerance
 from crossdyn.experiments.core.batch import simulate_batch
 from crossdyn.experiments.core.loop import Trace, simulate
 from crossdyn.experiments.core.models import load_model
@@ -32,7 +33,7 @@ SETTLED_X = 0.01  # m, of the cart's target
 EXPECTED = f"balanced and tracked; slowest mode decays within {100 * DECAY_TOL:g} % of the designed pole"
 # The settling times' baseline tolerances, s: ten 2 ms control periods (a settling time is read where the
 # sampled trace enters its band, which a change of round-off can move by a few samples).
-TOLERANCES = {"settling_time_s": 0.02, "step_settling_time_s": 0.02}
+TOLERANCES: dict[str, float | Tolerance] = {"settling_time_s": 0.02, "step_settling_time_s": 0.02}
 
 
 def design(weights: dict, mjcf: str | mujoco.MjModel, names: dict) -> Regulator:
