@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from math import isfinite
 
-import control
 import numpy as np
 
 __all__ = ["LQRDesign", "lqr", "dlqr", "GainSchedule", "schedule", "balance_torque", "STATE"]
@@ -114,6 +113,8 @@ def _blas():
 
 
 def _design(A, B, Q, R, discrete: bool) -> LQRDesign:
+    import control  # here, not at the top: python-control's import (SciPy's signal and stats) costs every command
+
     A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
     Q, R = _weights(Q, R, A.shape[0], B.shape[1])
     kind = "discrete LQR" if discrete else "LQR"
