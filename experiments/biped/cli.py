@@ -6,8 +6,8 @@
                              [--mjcf PATH] [--out DIR]
 
 Both run on crossdyn's generic sweep machinery (:mod:`crossdyn.experiments.core.sweep`);
-what is the biped's is here and in :mod:`crossdyn.experiments.biped.tune` and
-:mod:`crossdyn.experiments.biped.search`.
+what is the biped's (its runs, scoring, choice rule and plots) is here and in
+:mod:`crossdyn.experiments.biped.tune`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _fmt_metrics(s: dict) -> str:
 
 
 def _cmd_tune_balance(args) -> int:
-    from crossdyn.experiments.biped import search, tune
+    from crossdyn.experiments.biped import tune
     from crossdyn.experiments.core.errors import ParameterError
 
     optuna = args.search == "optuna"
@@ -52,7 +52,7 @@ def _cmd_tune_balance(args) -> int:
         raise ParameterError("--trials is for --search optuna; a Latin hypercube takes --samples N")
     if args.sampler is not None and not optuna:
         raise ParameterError("--sampler is for --search optuna; a Latin hypercube draws blindly")
-    sampler = args.sampler or next(iter(search.SAMPLERS))
+    sampler = args.sampler or next(iter(tune.SAMPLERS))
     grid = tune.parse_values(args.grid) if args.grid else None
     samples = args.samples if args.samples is not None or grid is not None else 32
     trials = args.trials if args.trials is not None else 64
@@ -63,13 +63,13 @@ def _cmd_tune_balance(args) -> int:
     try:
         with sigterm_interrupts():
             if optuna:
-                result = search.search(out, trials=trials, sampler=sampler, **common)
+                result = tune.search(out, trials=trials, sampler=sampler, **common)
             else:
                 result = tune.sweep(out, samples=samples, grid=grid, **common)
     except KeyboardInterrupt:
         return interrupted(out / "samples.csv")
     if optuna:
-        how = f"{trials} Optuna {search.SAMPLERS[sampler]} trials (seed {args.seed})"
+        how = f"{trials} Optuna {tune.SAMPLERS[sampler]} trials (seed {args.seed})"
     else:
         how = f"grid of {len(result.rows) - 1}" if grid else f"{samples} Latin-hypercube (seed {args.seed})"
     print(f"tune balance: {len(result.rows)} samples ({how} + the defaults); {result.computed} run in "
@@ -162,7 +162,7 @@ have crossdyn installed, then add --scheduler tcp://HOST:8786.
 
 def configure_balance(p_bal: argparse.ArgumentParser) -> None:
     """sweep or search the biped's balance LQR weights over balance-recovery runs"""
-    from crossdyn.experiments.biped import search, tune
+    from crossdyn.experiments.biped import tune
 
     p_bal.formatter_class = argparse.RawDescriptionHelpFormatter
     p_bal.epilog = _grid_help()
@@ -171,16 +171,16 @@ def configure_balance(p_bal: argparse.ArgumentParser) -> None:
                      help=f"Latin-hypercube samples (default 32, at most {tune.SAMPLES_MAX:,})")
     how.add_argument("--grid", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUES",
                      help="grid values of one weight (repeatable; see below)")
-    p_bal.add_argument("--search", choices=search.SEARCHES, default="lhs",
+    p_bal.add_argument("--search", choices=tune.SEARCHES, default="lhs",
                        help="lhs: sample blindly (--samples or --grid; default); optuna: an Optuna study of "
                             "settling time x effort chooses each batch of weights from the runs made")
-    p_bal.add_argument("--sampler", choices=search.SAMPLERS, default=None,
+    p_bal.add_argument("--sampler", choices=tune.SAMPLERS, default=None,
                        help="the sampler of --search optuna: gp (default), Gaussian processes of settling time and "
                             "effort, each trial minimizing settling time within "
-                            f"{' or '.join(f'{f:g}' for f in search.EFFORT_LEVELS)} of the defaults' effort; "
+                            f"{' or '.join(f'{f:g}' for f in tune.EFFORT_LEVELS)} of the defaults' effort; "
                             "tpe, Optuna's multi-objective TPE")
-    p_bal.add_argument("--trials", type=arguments.count(1, search.TRIALS_MAX, "--trials"), metavar="N",
-                       help=f"trials of --search optuna after the defaults (default 64, at most {search.TRIALS_MAX:,})")
+    p_bal.add_argument("--trials", type=arguments.count(1, tune.TRIALS_MAX, "--trials"), metavar="N",
+                       help=f"trials of --search optuna after the defaults (default 64, at most {tune.TRIALS_MAX:,})")
     p_bal.add_argument("--range", type=arguments.key_value, action="append", default=[], metavar="NAME=LO:HI",
                        help="Latin-hypercube bounds of one weight (repeatable)")
     tilt = tune.PERTURBATIONS["initial_tilt_deg"]

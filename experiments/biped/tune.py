@@ -47,6 +47,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from time import perf_counter as time_now
 from typing import Any
 
 import numpy as np
@@ -79,16 +80,20 @@ from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
 from crossdyn.experiments.core.results import write_json
+from crossdyn.experiments.core.sweep import choice, space, table
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
-from crossdyn.experiments.core.sweep import table
+from crossdyn.experiments.core.sweep import search as searches
 from crossdyn.experiments.core.sweep.plots import heat, holding_region, outline
 from crossdyn.experiments.core.sweep.run import SweepResult
+from crossdyn.experiments.core.sweep.space import SAMPLES_MAX
+
+_number = choice.number
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
            "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
            "robustness", "holding_region", "best_sample", "weights_from", "read_table", "SAMPLES_MAX", "engine",
-           "finish"]
+           "finish", "search", "SEARCHES", "SAMPLERS", "EFFORT_LEVELS", "TRIALS_MAX", "FAILED_EFFORT"]
 
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
@@ -119,10 +124,6 @@ KEYS = ("sample", "kind", *WEIGHTS, *PERTURBATIONS, "duration_s", "push_check_Ns
 COLUMNS = (*KEYS, *GAINS, *METRICS)
 FAILED = ("unsettled", "fell", "diverged", "invalid", "push-failed", "error", "crashed", "timed out")
 
-# The most runs one sweep plans (Latin-hypercube samples, grid cells or search
-# trials): about a CPU-day at ~1 s a run, and a plan of that size is a few tens of MB.
-# A bigger sweep is refused before anything is allocated; split it over --out folders.
-SAMPLES_MAX = 100_000
 
 
 @dataclass(frozen=True)
@@ -175,10 +176,6 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _float(text: str) -> float:
-    return float(text) if text not in ("", None) else math.nan
-
-
 # ---------------------------------------------------------------------------------
 # Parsing the command line's NAME=... arguments.
 
@@ -197,27 +194,9 @@ def _check_perturbation(name: str, value: float) -> float:
     return float(param.parse(name, repr(value)))
 
 
-def _numbers(name: str, text: str) -> list[float]:
-    """``a,b,c`` or ``lo:hi:n`` (n evenly spaced values) as floats."""
-    text = text.strip()
-    if not text:
-        raise ParameterError(f"{name}=: empty list of values")
-    try:
-        if ":" in text:
-            lo, hi, n = text.split(":")
-            count = int(n)
-            if count < 1:
-                raise ValueError
-            if count > SAMPLES_MAX:
-                raise ParameterError(f"{name}={text}: at most {SAMPLES_MAX:,} values per weight, got {count:,}")
-            return [float(v) for v in np.linspace(float(lo), float(hi), count)]
-        return [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ParameterError(f"{name}={text}: expected numbers 'a,b,c' or 'lo:hi:count'") from None
-
-
 def parse_values(items: list[tuple[str, str]], kind: str = "weight") -> dict[str, list[float]]:
-    """``[("q_theta", "10,100,1000"), ...]`` -> ``{"q_theta": [10.0, 100.0, 1000.0]}``, validated.
+    """``[("q_theta", "10,100,1000"), ...]`` -> ``{"q_theta": [10.0, 100.0, 1000.0]}``, validated
+    (:func:`~crossdyn.experiments.core.sweep.space.parse_values`).
 
     ``kind`` is ``weight`` (LQR weights, non-negative, ``r`` positive) or
     ``perturbation`` (the robustness axes).
@@ -225,31 +204,12 @@ def parse_values(items: list[tuple[str, str]], kind: str = "weight") -> dict[str
     Raises:
       ParameterError: unknown name, repeated name, empty list, a value out of range.
     """
-    check = _check_weight if kind == "weight" else _check_perturbation
-    out: dict[str, list[float]] = {}
-    for name, text in items:
-        if name in out:
-            raise ParameterError(f"{name} given twice")
-        values = _numbers(name, text)
-        if not values:
-            raise ParameterError(f"{name}={text}: empty list of values")
-        out[name] = [check(name, v) for v in values]
-    return out
+    return space.parse_values(items, _check_weight if kind == "weight" else _check_perturbation)
 
 
 def parse_range(items: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
     """``[("q_x", "1:1000")]`` -> ``{"q_x": (1.0, 1000.0)}``: Latin-hypercube bounds, both > 0 (log scale)."""
-    out = {}
-    for name, text in items:
-        try:
-            lo, hi = (float(v) for v in text.split(":"))
-        except ValueError:
-            raise ParameterError(f"{name}={text}: expected a range 'low:high'") from None
-        lo, hi = _check_weight(name, lo), _check_weight(name, hi)
-        if not 0 < lo <= hi:
-            raise ParameterError(f"{name}={text}: need 0 < low <= high (sampled on a log scale)")
-        out[name] = (lo, hi)
-    return out
+    return space.parse_bounds(items, _check_weight)
 
 
 # ---------------------------------------------------------------------------------
@@ -287,26 +247,12 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
 
     plan = [sample(0, "default", {})]
     if grid is not None:
-        names = list(grid)
-        cells = math.prod(len(v) for v in grid.values())
-        if cells > SAMPLES_MAX:
-            raise ParameterError(f"the grid has {cells:,} combinations; at most {SAMPLES_MAX:,} per sweep")
-        for values in itertools.product(*(grid[n] for n in names)):
-            plan.append(sample(len(plan), "grid", dict(zip(names, values, strict=False))))
-        return plan
+        return plan + [sample(i + 1, "grid", cell) for i, cell in enumerate(space.product(grid))]
     if samples is None:  # not reached: exactly one of samples and grid was required above
         raise ParameterError("give either --samples N (Latin hypercube) or --grid NAME=VALUES, not both")
-    if not 1 <= samples <= SAMPLES_MAX:
-        raise ParameterError(f"--samples must be from 1 to {SAMPLES_MAX:,}, got {samples:,}")
-    from scipy.stats import qmc
-
     bounds = {**RANGES, **(ranges or {})}
-    lo = np.log10([bounds[w][0] for w in WEIGHTS])
-    hi = np.log10([bounds[w][1] for w in WEIGHTS])
-    unit = qmc.LatinHypercube(d=len(WEIGHTS), rng=np.random.default_rng(seed)).random(samples)
-    for row in 10.0 ** (lo + unit * (hi - lo)):
-        plan.append(sample(len(plan), "lhs", {w: float(v) for w, v in zip(WEIGHTS, row, strict=False)}))
-    return plan
+    draws = space.log_hypercube({w: bounds[w] for w in WEIGHTS}, samples, seed)
+    return plan + [sample(i + 1, "lhs", weights) for i, weights in enumerate(draws)]
 
 
 def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], duration: float = 4.0, seed: int = 0,
@@ -324,14 +270,11 @@ def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], dur
         raise ParameterError(f"a robustness map needs exactly two --axis, got {len(axes)}")
     nominal_params(mjcf)  # a missing file or a broken contract is refused before anything runs
     weights = {**DEFAULT_WEIGHTS, **{k: _check_weight(k, v) for k, v in weights.items()}}
-    (a, va), (b, vb) = axes.items()
-    if len(va) * len(vb) > SAMPLES_MAX:
-        raise ParameterError(f"the map has {len(va) * len(vb):,} cells; at most {SAMPLES_MAX:,} per sweep")
     base = dict(NOMINAL)
     if "push_impulse_Ns" in axes and "initial_tilt_deg" not in axes:
         base["initial_tilt_deg"] = 0.0
-    return [Sample(i, "map", dict(weights), {**base, a: x, b: y}, float(duration), seed=seed, mjcf=mjcf)
-            for i, (x, y) in enumerate(itertools.product(va, vb))]
+    return [Sample(i, "map", dict(weights), {**base, **cell}, float(duration), seed=seed, mjcf=mjcf)
+            for i, cell in enumerate(space.product(axes, "the map"))]
 
 
 # ---------------------------------------------------------------------------------
@@ -514,37 +457,14 @@ _PRELOAD = ("crossdyn.experiments.biped.tune",)  # what a fork server imports be
 # ---------------------------------------------------------------------------------
 # Choosing and showing.
 
-def _value(row: dict, key: str) -> float:
-    return _float(row.get(key, ""))
-
-
-def _pareto(rows: list[dict]) -> list[dict]:
-    """Rows not beaten on both settling time and effort by another row, by settling time."""
-    pts = sorted(rows, key=lambda r: (_value(r, "settling_time_s"), _value(r, "effort_N2m2s")))
-    front, best_effort = [], math.inf
-    for r in pts:
-        if _value(r, "effort_N2m2s") < best_effort:
-            front.append(r)
-            best_effort = _value(r, "effort_N2m2s")
-    return front
-
-
 def best_sample(rows: list[dict]) -> dict | None:
     """The fastest-settling ``ok`` sample that uses no more effort than the defaults (sample 0).
 
     If none uses no more effort, the fastest-settling ``ok`` sample; None if no
-    sample is ``ok``.  Ties on settling time go to the lower effort.
+    sample is ``ok``.  Ties on settling time go to the lower effort
+    (:func:`~crossdyn.experiments.core.sweep.choice.best_within_reference`).
     """
-    ok = [r for r in rows if r["outcome"] == "ok"]
-    if not ok:
-        return None
-    default = next((r for r in rows if r["kind"] == "default"), None)
-    key = lambda r: (_value(r, "settling_time_s"), _value(r, "effort_N2m2s"))  # noqa: E731
-    if default is not None and default["outcome"] == "ok":
-        thrifty = [r for r in ok if _value(r, "effort_N2m2s") <= _value(default, "effort_N2m2s")]
-        if thrifty:
-            return min(thrifty, key=key)
-    return min(ok, key=key)
+    return choice.best_within_reference(rows, "settling_time_s", "effort_N2m2s")
 
 
 _COLORS = {"ok": "tab:green", "saturated": "tab:orange", "unsettled": "tab:purple", "fell": "tab:red",
@@ -555,20 +475,20 @@ def _plot_pareto(rows: list[dict], best: dict | None, path: Path) -> None:
     from matplotlib import ticker
 
     fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
-    finite = [r for r in rows if np.isfinite(_value(r, "settling_time_s"))]
+    finite = [r for r in rows if np.isfinite(_number(r, "settling_time_s"))]
     for outcome in _COLORS:
         pts = [r for r in finite if r["outcome"] == outcome]
         if pts:
-            ax.scatter([_value(r, "effort_N2m2s") for r in pts], [_value(r, "settling_time_s") for r in pts], s=18,
+            ax.scatter([_number(r, "effort_N2m2s") for r in pts], [_number(r, "settling_time_s") for r in pts], s=18,
                        color=_COLORS[outcome], label=f"{outcome} ({len(pts)})", alpha=0.8)
-    front = _pareto([r for r in rows if r["outcome"] == "ok"])
+    front = choice.pareto_front([r for r in rows if r["outcome"] == "ok"], "settling_time_s", "effort_N2m2s")
     if front:
-        ax.step([_value(r, "effort_N2m2s") for r in front], [_value(r, "settling_time_s") for r in front],
+        ax.step([_number(r, "effort_N2m2s") for r in front], [_number(r, "settling_time_s") for r in front],
                 where="post", color="tab:green", lw=1.0, label="Pareto front (ok)")
     default = next((r for r in rows if r["kind"] == "default"), None)
     for row, marker, label in ((default, "*", "defaults"), (best, "o", "chosen")):
-        if row is not None and np.isfinite(_value(row, "settling_time_s")):
-            ax.scatter([_value(row, "effort_N2m2s")], [_value(row, "settling_time_s")], s=160, marker=marker,
+        if row is not None and np.isfinite(_number(row, "settling_time_s")):
+            ax.scatter([_number(row, "effort_N2m2s")], [_number(row, "settling_time_s")], s=160, marker=marker,
                        facecolors="none", edgecolors="k", linewidths=1.5, label=label)
     other = len(rows) - len(finite)
     ax.set_xscale("log")
@@ -590,8 +510,8 @@ def _plot_weights(rows: list[dict], path: Path) -> None:
     fig, axes = plots.figure(1, len(WEIGHTS), width=14.0, height=3.0, sharey=True)
     for ax, w in zip(axes, WEIGHTS, strict=False):
         for outcome, color in _COLORS.items():
-            pts = [r for r in rows if r["outcome"] == outcome and np.isfinite(_value(r, "settling_time_s"))]
-            ax.scatter([_value(r, w) for r in pts], [_value(r, "settling_time_s") for r in pts], s=10, color=color)
+            pts = [r for r in rows if r["outcome"] == outcome and np.isfinite(_number(r, "settling_time_s"))]
+            ax.scatter([_number(r, w) for r in pts], [_number(r, "settling_time_s") for r in pts], s=10, color=color)
         ax.axvline(DEFAULT_WEIGHTS[w], color="k", ls=":", lw=0.8)
         ax.set_xscale("log")
         ax.set_xlabel(w)
@@ -623,16 +543,16 @@ def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: P
     else:
         from scipy.stats import spearmanr
 
-        finite = [r for r in ok if np.isfinite(_value(r, "settling_time_s"))]
+        finite = [r for r in ok if np.isfinite(_number(r, "settling_time_s"))]
         if len(finite) < 4:
             return False
-        t = [_value(r, "settling_time_s") for r in finite]
-        score = {w: abs(spearmanr([_value(r, w) for r in finite], t).statistic) for w in WEIGHTS}
+        t = [_number(r, "settling_time_s") for r in finite]
+        score = {w: abs(spearmanr([_number(r, w) for r in finite], t).statistic) for w in WEIGHTS}
         axes = sorted(WEIGHTS, key=lambda w: -np.nan_to_num(score[w]))[:2]
-        edges = [np.geomspace(min(_value(r, w) for r in ok), max(_value(r, w) for r in ok) * (1 + 1e-12), 7)
+        edges = [np.geomspace(min(_number(r, w) for r in ok), max(_number(r, w) for r in ok) * (1 + 1e-12), 7)
                  for w in axes]
         xs, ys = (np.sqrt(e[1:] * e[:-1]) for e in edges)  # geometric bin centres
-        cell = lambda r: tuple(int(np.searchsorted(e, _value(r, w), "right") - 1)  # noqa: E731
+        cell = lambda r: tuple(int(np.searchsorted(e, _number(r, w), "right") - 1)  # noqa: E731
                                for e, w in zip(edges, axes, strict=False))
     settle = np.full((len(xs), len(ys)), np.nan)
     effort = np.full((len(xs), len(ys)), np.nan)
@@ -640,8 +560,8 @@ def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: P
         if r["outcome"] not in ("ok", "saturated"):
             continue
         i, j = cell(r)
-        if not settle[i, j] <= _value(r, "settling_time_s"):  # NaN or worse: keep the best per cell
-            settle[i, j], effort[i, j] = _value(r, "settling_time_s"), _value(r, "effort_N2m2s")
+        if not settle[i, j] <= _number(r, "settling_time_s"):  # NaN or worse: keep the best per cell
+            settle[i, j], effort[i, j] = _number(r, "settling_time_s"), _number(r, "effort_N2m2s")
     fig, (a1, a2) = plots.figure(1, 2, width=12.0, height=4.5)
     how = "best per cell" + ("" if grid is not None else ", binned Latin-hypercube samples")
     def text(values):
@@ -693,10 +613,101 @@ def finish(out: Path, result: SweepResult, plots_: bool, grid: dict[str, list[fl
 
 def _summary(row: dict) -> dict:
     """A row as JSON numbers: weights, gains at stance, metrics."""
-    return {"sample": int(row["sample"]), "weights": {w: _value(row, w) for w in WEIGHTS},
-            "gains_at_stance": [_value(row, k) for k in GAINS], "outcome": row["outcome"],
-            **{k: _value(row, k) for k in ("settling_time_s", "overshoot_deg", "effort_N2m2s", "max_wheel_torque",
+    return {"sample": int(row["sample"]), "weights": {w: _number(row, w) for w in WEIGHTS},
+            "gains_at_stance": [_number(row, k) for k in GAINS], "outcome": row["outcome"],
+            **{k: _number(row, k) for k in ("settling_time_s", "overshoot_deg", "effort_N2m2s", "max_wheel_torque",
                                            "wheel_saturation_fraction")}}
+
+
+# --search optuna: the sampler draws the four ratios q / r (scaling Q and R together leaves
+# the gain unchanged) and is told two objectives, both minimized: settling time (a run that
+# never settles, falls or diverges scores twice the run's duration) and effort (a failed run
+# scores FAILED_EFFORT), with one constraint, the choice rule's: ok, and no more effort than
+# the defaults.  The gp sampler steps along effort levels, fractions of the defaults' effort
+# cycled over by trial: the front from the choice rule's end (1) down to where a Latin
+# hypercube's bests lie (0.16-0.22 against the defaults' 0.235 (N m)^2 s, seeds 0-9;
+# benchmarks/search_vs_lhs.py compares the two).
+SEARCHES = ("lhs", "optuna")  # crossdyn tune balance --search
+SAMPLERS = searches.SAMPLERS
+EFFORT_LEVELS = (1.0, 0.8, 0.6)
+TRIALS_MAX = SAMPLES_MAX  # the same cap as a sweep's samples
+FAILED_EFFORT = 1e3  # (N m)^2 s: above any balancing run's effort (the defaults use ~0.2)
+
+
+def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[float, float]] | None = None,
+           duration: float = 4.0, initial_tilt_deg: float = 10.0, push_check: float = 0.0, workers: int = 1,
+           scheduler: str | None = None, progress: bool = False, plots_: bool = True, mjcf: str = "",
+           sampler: str = "gp", timeout: float | None = None) -> SweepResult:
+    """Search the balance LQR weights with Optuna into ``out`` (the same files as :func:`sweep`).
+
+    Trial 0 is the defaults; the weights stay within :data:`RANGES` (or ``ranges``).
+    Trials run a batch of ``workers`` at a time and a rerun resumes
+    (:func:`crossdyn.experiments.core.sweep.search.run`).
+
+    Args:
+      trials: trials after the defaults (``trials + 1`` runs in all), at most :data:`TRIALS_MAX`.
+      seed: the sampler's seed.
+      sampler: ``"gp"``, Gaussian-process epsilon-constraint steps over :data:`EFFORT_LEVELS`
+        (:class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler`), or
+        ``"tpe"``, Optuna's multi-objective TPE with the constraint.
+      ranges, duration, initial_tilt_deg, push_check, workers, scheduler, progress,
+        plots_, mjcf, timeout: as :func:`sweep`.
+
+    Raises:
+      ParameterError: a bad count or value; ``out/samples.csv`` made with other arguments.
+      CrossdynError: Optuna is not installed; the Dask scheduler cannot be reached.
+    """
+    if not 1 <= trials <= TRIALS_MAX:
+        raise ParameterError(f"--trials must be from 1 to {TRIALS_MAX:,}, got {trials:,}")
+    if sampler not in SAMPLERS:
+        raise ParameterError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    # The same checks as a sweep's plan (duration, tilt), without planning its samples.
+    plan_sweep(1, None, seed, ranges, duration, initial_tilt_deg, push_check, mjcf)
+    how = searches.sampler(sampler, seed, fractions=EFFORT_LEVELS, reference=0,
+                           failed=(2.0 * duration, FAILED_EFFORT)) if sampler == "gp" else \
+        searches.sampler(sampler, seed)
+    out = Path(out)
+    with table.locked(out):  # a second search into this folder is refused, not mixed into its rows
+        start = time_now()
+        csv_path = out / "samples.csv"
+        found = searches.read_trials(csv_path, COLUMNS, exact=True)
+        bounds = {w: {**RANGES, **(ranges or {})}[w] for w in WEIGHTS}
+        perturbation = {**NOMINAL, "initial_tilt_deg": float(initial_tilt_deg)}
+        study = searches.study(2, how, first={"ratio_" + w: DEFAULT_WEIGHTS[w] / DEFAULT_WEIGHTS["r"]
+                                              for w in WEIGHTS if w != "r"})
+
+        def job(index: int, trial) -> Sample:
+            weights = searches.suggest_ratios(trial, bounds)  # trial 0 draws them too: the sampler learns them
+            return Sample(index, "default" if index == 0 else "optuna", DEFAULT_WEIGHTS if index == 0 else weights,
+                          perturbation, float(duration), float(push_check), mjcf=mjcf)
+
+        def score(row: dict, done: dict) -> tuple[tuple[float, float], dict[str, float]]:
+            return _objectives(row, duration), {"effort_over_defaults": _excess(row, done[0])}
+
+        with engine(workers, scheduler, timeout) as open_engine:
+            rows, computed = searches.run(study, job, score, csv_path, COLUMNS, trials, open_engine, progress,
+                                          found=found, exact=True, failed=_failed)
+        result = SweepResult(rows, computed, len(rows) - computed, time_now() - start, csv_path)
+        finish(out, result, plots_)
+    return result
+
+
+def _objectives(row: dict, duration: float) -> tuple[float, float]:
+    """(settling time, effort) of a trial, failures scored as the comment on :data:`SEARCHES` says."""
+    settle, effort = _number(row, "settling_time_s"), _number(row, "effort_N2m2s")
+    if row["outcome"] not in ("ok", "saturated", "push-failed") or not math.isfinite(settle):
+        settle = 2.0 * duration
+    if not math.isfinite(effort):
+        effort = FAILED_EFFORT
+    return settle, min(effort, FAILED_EFFORT)
+
+
+def _excess(row: dict, default: dict) -> float:
+    """The search's constraint (<= 0: ok and no more effort than the defaults)."""
+    effort, limit = _number(row, "effort_N2m2s"), _number(default, "effort_N2m2s")
+    if row["outcome"] == "ok" and math.isfinite(effort):
+        return effort - limit if math.isfinite(limit) and default["outcome"] == "ok" else 0.0
+    return FAILED_EFFORT
 
 
 def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict[str, list[float]] | None = None,
@@ -723,7 +734,7 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
         text = [["" for _ in vb] for _ in va]
         for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb))), strict=False):
             held[i, j] = row["held"] == "true"
-            settle = _value(row, "settling_time_s")
+            settle = _number(row, "settling_time_s")
             text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]
         region = holding_region(axes, held)
         fig, ax = plots.figure(1, 1, width=7.0, height=4.5)

@@ -49,12 +49,12 @@ from crossdyn.experiments.core.results import Context, make_out_dir, write_json
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import table
+from crossdyn.experiments.core.sweep.search import SAMPLERS
 from crossdyn.experiments.core.sweep.space import Vary, parse_constraint, parse_vary, plan
 from crossdyn.experiments.core.validate import seed as validate_seed
 
 __all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult", "best_row", "SAMPLERS"]
 
-SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}  # --sampler: name -> what it is (the first is the default)
 RESULT_COLUMNS = ("passed", "outcome", "measured", "detail")
 # The table's columns of text and the values each takes (None: any); every other column holds numbers.
 TEXTS: dict[str, tuple[str, ...] | None] = {
