@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from crossdyn.experiments.biped.closed_loop import make_controller, simulate
+from crossdyn.experiments.biped.closed_loop import make_controller, simulate, simulate_many
 from crossdyn.experiments.biped.control import COMMON
 from crossdyn.experiments.biped.imperfections import PARAMS as IMPERFECTION_PARAMS
 from crossdyn.experiments.biped.imperfections import Imperfections
@@ -341,20 +341,40 @@ def _controller(weights: dict, mjcf: str = ""):
     return make_controller(nominal_params(mjcf), CONTROL_PERIOD, gains=_gains(tuple(sorted(weights.items())), mjcf))
 
 
-def evaluate(sample: Sample) -> dict[str, str]:
-    """Run one sample and return its CSV row (text, deterministic; no timings).
+@dataclass(frozen=True)
+class _Ready:
+    """A sample's run, built and ready to simulate: its robot, scenario, controller and imperfections."""
 
-    The model and the gains come from per-process caches, so a sweep pays for each
-    compile and design once per worker, not once per run.
-    """
+    model: Any
+    scenario: Any
+    controller: Any
+    imperfections: list
+    seed: int
+    start: float  # s: when settling is measured from (the tilt, or the end of the push)
+
+
+def _guarded(row: dict, step: Callable[[], Any]) -> Any:
+    """``step()``, or None with ``row`` marked ``error`` (one bad sample must not lose a sweep)."""
+    try:
+        return step()
+    except CrossdynError as exc:
+        row.update(outcome="error", detail=str(exc))
+    except Exception as exc:  # the message says what happened
+        row.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def _ready(sample: Sample) -> tuple[dict[str, str], _Ready | None]:
+    """The sample's row so far (its key, the gains) and its run, or None with the row's outcome set."""
     row = {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}}
-    p = sample.perturbation
     try:
         ctrl = _controller(sample.weights, sample.mjcf)
     except ParameterError as exc:
         row.update(outcome="invalid", detail=str(exc))
-        return row
-    try:
+        return row, None
+
+    def build() -> _Ready:
+        p = sample.perturbation
         gains = ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, sample.mjcf)).ravel()
         row.update(zip(GAINS, (_fmt(k) for k in gains), strict=True))
         imperfections = sample.imperfections()
@@ -368,23 +388,94 @@ def evaluate(sample: Sample) -> dict[str, str]:
         if p["push_impulse_Ns"] > 0:
             start = PUSH_START + PUSH_LENGTH
             sc = replace(sc, push=(PUSH_START, p["push_impulse_Ns"] / PUSH_LENGTH, PUSH_LENGTH))
-        metrics = _score(simulate(model, sc, ctrl, imperfections=imperfections_for(setup), seed=setup.seed), start)
-        if sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated"):
-            trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH, mjcf=sample.mjcf),
-                             _controller(sample.weights, sample.mjcf), imperfections=imperfections_for(setup),
-                             seed=setup.seed)
-            metrics["push_recovered"] = push_recovered(trace)
-            metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
-            if not metrics["push_recovered"]:
-                metrics["outcome"] = "push-failed"
-    except CrossdynError as exc:
-        row.update(outcome="error", detail=str(exc))
+        return _Ready(model, sc, ctrl, imperfections_for(setup), setup.seed, start)
+
+    return row, _guarded(row, build)
+
+
+def _pushing(sample: Sample, metrics: dict) -> bool:
+    """Whether the sample also runs push-recovery's scenario: asked for, and the balance run held."""
+    return sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated")
+
+
+def _pushed(metrics: dict, trace) -> dict:
+    """``metrics`` with the push-recovery run's (``trace``) verdict."""
+    metrics["push_recovered"] = push_recovered(trace)
+    metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
+    if not metrics["push_recovered"]:
+        metrics["outcome"] = "push-failed"
+    return metrics
+
+
+def evaluate(sample: Sample | sweep_run.Batch) -> dict[str, str]:
+    """Run one sample and return its CSV row (text, deterministic; no timings).
+
+    The model and the gains come from per-process caches, so a sweep pays for each
+    compile and design once per worker, not once per run.  A
+    :class:`~crossdyn.experiments.core.sweep.run.Batch` of samples is run by
+    :func:`evaluate_batch` (a list of rows).
+    """
+    if isinstance(sample, sweep_run.Batch):
+        return evaluate_batch(sample)  # type: ignore[return-value]
+    row, run = _ready(sample)
+    if run is None:
         return row
-    except Exception as exc:  # one bad sample must not lose a sweep; the message says what happened
-        row.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
-        return row
-    row.update({k: _fmt(v) for k, v in metrics.items()})
+
+    def simulated() -> dict:
+        metrics = _score(simulate(run.model, run.scenario, run.controller, imperfections=run.imperfections,
+                                  seed=run.seed), run.start)
+        if _pushing(sample, metrics):
+            _pushed(metrics, simulate(run.model, push_scenario(sample.push_check, PUSH_LENGTH, mjcf=sample.mjcf),
+                                      _controller(sample.weights, sample.mjcf), imperfections=run.imperfections,
+                                      seed=run.seed))
+        return metrics
+
+    metrics = _guarded(row, simulated)
+    if metrics is not None:
+        row.update({k: _fmt(v) for k, v in metrics.items()})
     return row
+
+
+def evaluate_batch(batch: sweep_run.Batch) -> list[dict[str, str]]:
+    """Rows of a batch of samples, each the row :func:`evaluate` gives that sample alone.
+
+    The runs of one robot and duration are stepped together on MuJoCo's batch
+    (:func:`~crossdyn.experiments.biped.closed_loop.simulate_many`, the same traces bit
+    for bit), push checks after them; if that fails, each sample is run alone instead
+    (the same rows, only slower).
+    """
+    samples: list[Sample] = list(batch.jobs)
+    built = [_ready(s) for s in samples]
+    ready = [i for i, (_, run) in enumerate(built) if run is not None]
+    runs: dict[int, _Ready] = {i: run for i, (_, run) in enumerate(built) if run is not None}
+    try:
+        traces = _many({i: (runs[i], runs[i].scenario, runs[i].controller) for i in ready})
+        metrics = {i: _score(traces[i], runs[i].start) for i in ready}
+        pushing = [i for i in ready if _pushing(samples[i], metrics[i])]
+        pushed = _many({i: (runs[i], push_scenario(samples[i].push_check, PUSH_LENGTH, mjcf=samples[i].mjcf),
+                            _controller(samples[i].weights, samples[i].mjcf)) for i in pushing})
+        for i in pushing:
+            _pushed(metrics[i], pushed[i])
+    except Exception:  # whatever went wrong, each sample alone says it in its own row
+        return [evaluate(s) for s in samples]
+    rows = [row for row, _ in built]
+    for i in ready:
+        rows[i].update({k: _fmt(v) for k, v in metrics[i].items()})
+    return rows
+
+
+def _many(todo: dict[int, tuple[_Ready, Any, Any]]) -> dict[int, Any]:
+    """Traces of ``{i: (run, scenario, controller)}``, the runs of one robot and duration stepped together."""
+    groups: dict[tuple, list[int]] = {}
+    for i, (run, sc, _) in todo.items():
+        groups.setdefault((id(run.model), sc.duration), []).append(i)
+    out = {}
+    for members in groups.values():
+        model = todo[members[0]][0].model
+        traces = simulate_many(model, [todo[i][1] for i in members], [todo[i][0].imperfections for i in members],
+                               seeds=[todo[i][0].seed for i in members], controllers=[todo[i][2] for i in members])
+        out.update(zip(members, traces, strict=True))
+    return out
 
 
 # ---------------------------------------------------------------------------------
@@ -410,21 +501,24 @@ def read_table(path: Path) -> list[dict[str, str]]:
 
 
 def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, scheduler: str | None = None,
-                progress: bool = False, desc: str = "tune", timeout: float | None = None) -> SweepResult:
+                progress: bool = False, desc: str = "tune", timeout: float | None = None,
+                batch: bool = True) -> SweepResult:
     """Run the samples of ``plan`` not yet in ``csv_path``; return all rows in sample order
     (:func:`crossdyn.experiments.core.sweep.run.run_samples` with :func:`evaluate`).
+
+    With ``batch`` (and no ``timeout``: a limit is per run), each worker takes the samples a
+    :class:`~crossdyn.experiments.core.sweep.run.Batch` at a time (:func:`evaluate_batch`): the
+    same rows as one at a time.
 
     Raises:
       ParameterError: ``csv_path`` was made by a sweep with other arguments.
       CrossdynError: the Dask scheduler cannot be reached.
     """
     keys = {s.index: s.key() for s in plan}
-    if timeout is None:
-        return sweep_run.run_samples(evaluate, plan, keys, csv_path, COLUMNS, workers=workers, scheduler=scheduler,
-                                     progress=progress, desc=desc, failed=_failed, warm=_warm, preload=_PRELOAD)
     with engine(workers, scheduler, timeout) as open_engine:
+        runs = sweep_run.in_batches(open_engine) if batch and timeout is None else open_engine
         return sweep_run.run_samples(evaluate, plan, keys, csv_path, COLUMNS, progress=progress, desc=desc,
-                                     failed=_failed, engine=open_engine)
+                                     failed=_failed, engine=runs)
 
 
 def engine(workers: int = 1, scheduler: str | None = None, timeout: float | None = None):
@@ -578,18 +672,18 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
           ranges: dict[str, tuple[float, float]] | None = None, duration: float = 4.0,
           initial_tilt_deg: float = 10.0, push_check: float = 0.0, workers: int = 1,
           scheduler: str | None = None, progress: bool = False, plots_: bool = True, mjcf: str = "",
-          timeout: float | None = None) -> SweepResult:
+          timeout: float | None = None, batch: bool = True) -> SweepResult:
     """Sweep the balance LQR weights (see :func:`plan_sweep`) into ``out``.
 
     Writes ``out/samples.csv``, ``out/timings.csv``, ``out/best.json`` (the
     chosen sample next to the defaults) and, with ``plots_``, ``pareto.png``,
-    ``weights.png`` and ``heatmap.png``.
+    ``weights.png`` and ``heatmap.png``.  ``batch``: see :func:`run_samples`.
     """
     out = Path(out)
     plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check, mjcf)
     with table.locked(out):  # a second sweep into this folder is refused, not mixed into its rows
         result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress,
-                             timeout=timeout)
+                             timeout=timeout, batch=batch)
         finish(out, result, plots_, grid)
     return result
 
@@ -712,7 +806,8 @@ def _excess(row: dict, default: dict) -> float:
 
 def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict[str, list[float]] | None = None,
                duration: float = 6.0, workers: int = 1, scheduler: str | None = None,
-               progress: bool = False, seed: int = 0, mjcf: str = "", timeout: float | None = None) -> SweepResult:
+               progress: bool = False, seed: int = 0, mjcf: str = "", timeout: float | None = None,
+               batch: bool = True) -> SweepResult:
     """Success map over two perturbation axes for fixed LQR weights, into ``out``.
 
     Success (the controller *holds*): up and no longer rolling at the end
@@ -722,13 +817,13 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     -4..4 cm x push 5..30 N s (body mass x tilt holds everywhere in range with
     the default gains: 0.3-3x, up to 30 deg).  The default 6 s leaves a pushed
     robot time to roll back to its spot and stop.  ``seed`` seeds the
-    imperfections' noise; ``mjcf`` is the robot.
+    imperfections' noise; ``mjcf`` is the robot; ``batch``: see :func:`run_samples`.
     """
     axes = axes or DEFAULT_AXES
     plan = plan_robustness(weights or {}, axes, duration, seed, mjcf)
     with table.locked(Path(out)):  # a second map into this folder is refused, not mixed into its rows
         result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
-                             progress=progress, desc="robustness", timeout=timeout)
+                             progress=progress, desc="robustness", timeout=timeout, batch=batch)
         (a, va), (b, vb) = axes.items()
         held = np.zeros((len(va), len(vb)))
         text = [["" for _ in vb] for _ in va]

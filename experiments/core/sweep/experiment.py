@@ -139,20 +139,7 @@ def evaluate(job: Job) -> dict[str, str]:
     return _row(job, metrics)
 
 
-@dataclass(frozen=True)
-class JobBatch:
-    """Runs of a tune evaluated together, by the experiment's batched form (``index``: the first run's)."""
-
-    jobs: tuple[Job, ...]
-
-    @property
-    def index(self) -> int:
-        return self.jobs[0].index
-
-
-# Runs per batch at most: enough for the batch to amortize its per-step work over, few enough that
-# every worker gets batches and a table grows while the sweep runs.
-BATCH_RUNS = 128
+JobBatch = sweep_run.Batch  # runs of a tune evaluated together, by the experiment's batched form
 
 
 def evaluate_batch(batch: JobBatch) -> list[dict[str, str]]:
@@ -202,20 +189,6 @@ def _row(job: Job, result) -> dict[str, str]:
     for name, value in numeric_metrics(result).items():
         row[name if name not in row else f"metrics.{name}"] = _text(value)
     return row
-
-
-def _batches(engine: engines.Engine) -> engines.Engine:
-    """``engine`` running jobs a :class:`JobBatch` at a time, yielding one ``(row, seconds, where)`` per run."""
-
-    def run(jobs: list):
-        size = max(1, min(BATCH_RUNS, math.ceil(len(jobs) / (2 * engine.size))))
-        groups = [JobBatch(tuple(jobs[i:i + size])) for i in range(0, len(jobs), size)]
-        for value, seconds, where in engine.run(groups):
-            rows = value if isinstance(value, list) else [value]
-            for row in rows:
-                yield row, seconds / len(rows), where
-
-    return engines.Engine(run, engine.size)
 
 
 def _value(row: dict, key: str) -> float:
@@ -340,8 +313,8 @@ def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search
             # limit is per run); the defaults ran alone above.
             batching = plan_.experiment.batch is not None and timeout is None
             done = sweep_run.run_samples(evaluate, jobs, {j.index: j.key() for j in jobs}, csv_path, columns,
-                                         progress=progress, exact=False,
-                                         engine=_batches(engine) if batching else engine, desc=f"tune {name}",
+                                         progress=progress, exact=False, desc=f"tune {name}",
+                                         engine=sweep_run.in_batches(engine) if batching else engine,
                                          failed=lambda row: row["outcome"] != "pass", texts=TEXTS)
             rows, computed = done.rows, done.computed
     computed += ran_defaults  # the table already held the defaults' row when the plan ran
