@@ -16,7 +16,13 @@ import argparse
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.cli.tune import DEFAULT_OUT, interrupted, sigterm_interrupts, tune_engine
+from crossdyn.experiments.core.cli.tune import (
+    DEFAULT_OUT,
+    add_engine_options,
+    interrupted,
+    sigterm_interrupts,
+    tune_engine,
+)
 from crossdyn.experiments.core.results import as_stored
 
 __all__ = ["configure_balance", "configure_robustness"]
@@ -220,14 +226,4 @@ def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float) -> 
     p.add_argument("--duration", type=arguments.number(0.0, DURATION_MAX, "--duration", low_open=True),
                    default=duration, metavar="S",
                    help=f"simulated time per run, s (default {duration:g}, at most {DURATION_MAX:g})")
-    p.add_argument("--workers", type=arguments.count(1, 512, "--workers"), metavar="K",
-                   help="local worker processes (default: all cores)")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
-    p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT / name, metavar="DIR",
-                   help=f"output folder; rerun to resume (default results/{name})")
-    p.add_argument("--timeout", type=arguments.number(0.0, 1e7, "--timeout", low_open=True), metavar="SECONDS",
-                   help="each run's time limit: runs go to isolated worker processes and one over it is recorded "
-                        "'timed out' (default: none, runs in forked workers)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
+    add_engine_options(p, DEFAULT_OUT / name, name)

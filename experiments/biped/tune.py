@@ -84,7 +84,7 @@ from crossdyn.experiments.core.sweep import choice, space, table
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import search as searches
-from crossdyn.experiments.core.sweep.plots import heat, holding_region, outline
+from crossdyn.experiments.core.sweep.plots import heat, held_map, holding_region
 from crossdyn.experiments.core.sweep.run import SweepResult
 from crossdyn.experiments.core.sweep.space import SAMPLES_MAX
 
@@ -92,8 +92,8 @@ _number = choice.number
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
            "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
-           "robustness", "holding_region", "best_sample", "weights_from", "read_table", "SAMPLES_MAX", "engine",
-           "finish", "search", "SEARCHES", "SAMPLERS", "EFFORT_LEVELS", "TRIALS_MAX", "FAILED_EFFORT"]
+           "robustness", "holding_region", "best_sample", "weights_from", "SAMPLES_MAX", "engine", "finish", "search",
+           "SEARCHES", "SAMPLERS", "EFFORT_LEVELS", "TRIALS_MAX", "FAILED_EFFORT"]
 
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
@@ -274,7 +274,7 @@ def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], dur
     if "push_impulse_Ns" in axes and "initial_tilt_deg" not in axes:
         base["initial_tilt_deg"] = 0.0
     return [Sample(i, "map", dict(weights), {**base, **cell}, float(duration), seed=seed, mjcf=mjcf)
-            for i, cell in enumerate(space.product(axes, "the map"))]
+            for i, cell in enumerate(space.product(axes, "the map", "cells"))]
 
 
 # ---------------------------------------------------------------------------------
@@ -486,18 +486,8 @@ def _warm() -> None:
     _robot(NOMINAL["body_mass_scale"], NOMINAL["com_offset_x"])
 
 
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    """Write the sweep table atomically in sample order."""
-    table.write(path, rows, COLUMNS)
-
-
 def _failed(row: dict) -> bool:
     return row["outcome"] in FAILED
-
-
-def read_table(path: Path) -> list[dict[str, str]]:
-    """The rows an earlier sweep or search left in ``path`` (:func:`crossdyn.experiments.core.sweep.table.read`)."""
-    return table.read(path, COLUMNS)
 
 
 def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, scheduler: str | None = None,
@@ -529,20 +519,9 @@ def engine(workers: int = 1, scheduler: str | None = None, timeout: float | None
 
 
 def _failed_row(sample: Sample, done) -> dict[str, str]:
-    """The row of a run that ended without one (isolated workers): crashed or timed out."""
-    from crossdyn.experiments.core import isolation
-
-    row = {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}}
-    if done.status == isolation.TIMED_OUT:
-        return {**row, "outcome": "timed out", "detail": f"timed out {done.how} (--timeout); its process was stopped"}
-    if done.status == isolation.CRASHED:
-        return {**row, "outcome": "crashed", "detail": f"its process ended ({done.how}) without a result"}
-    return {**row, "outcome": "error", "detail": f"{type(done.error).__name__}: {done.error}"}
-
-
-def appending(csv_path: Path, rows: list[dict]):
-    """The sweep table open for appending (:func:`crossdyn.experiments.core.sweep.table.appending`)."""
-    return table.appending(csv_path, rows, COLUMNS)
+    """The row of a run that ended without one (isolated workers): crashed, timed out or raised out."""
+    outcome, detail = sweep_run.ended(done)
+    return {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}, "outcome": outcome, "detail": detail}
 
 
 _PRELOAD = ("crossdyn.experiments.biped.tune",)  # what a fork server imports before forking workers
@@ -824,20 +803,15 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     with table.locked(Path(out)):  # a second map into this folder is refused, not mixed into its rows
         result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
                              progress=progress, desc="robustness", timeout=timeout, batch=batch)
-        (a, va), (b, vb) = axes.items()
+        (_, va), (_, vb) = axes.items()
         held = np.zeros((len(va), len(vb)))
         text = [["" for _ in vb] for _ in va]
         for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb))), strict=False):
             held[i, j] = row["held"] == "true"
             settle = _number(row, "settling_time_s")
             text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]
-        region = holding_region(axes, held)
-        fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
-        heat(ax, fig, va, vb, held, a, b, f"green: holds ({int(held.sum())}/{held.size}); "
-              "text: settling time, 'held' (steady, not settled) or outcome",
-              cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
-        outline(ax, held.astype(bool))
-        fig.savefig(Path(out) / "robustness.png", dpi=110, bbox_inches="tight")
+        region = held_map(Path(out) / "robustness.png", axes, held, text, f"green: holds ({int(held.sum())}/"
+                          f"{held.size}); text: settling time, 'held' (steady, not settled) or outcome")
         result.summary = {"weights": plan[0].weights, "axes": axes, "seed": seed, "mjcf": mjcf,
                           "held_fraction": float(held.mean()), "holding_region": region, "outcomes": result.counts()}
         write_json(Path(out) / "robustness.json", result.summary)

@@ -460,16 +460,9 @@ def _load_experiments(sources: tuple[str, ...]) -> None:
 def failed_row(job: Job, done) -> dict[str, str]:
     """The row of a run that ended without one: crashed (its process ended), timed out, or raised out of
     the evaluation (``SystemExit``, a ``KeyboardInterrupt`` of its own)."""
-    from crossdyn.experiments.core import isolation
-
     if isinstance(job, JobBatch):  # every run of a batch that ended without its rows
         return [failed_row(one, done) for one in job.jobs]  # type: ignore[return-value]
-    if done.status == isolation.TIMED_OUT:
-        outcome, detail = "timed out", f"timed out {done.how} (--timeout); its process was stopped"
-    elif done.status == isolation.CRASHED:
-        outcome, detail = "crashed", f"its process ended ({done.how}) without a result"
-    else:
-        outcome, detail = "error", f"{type(done.error).__name__}: {' '.join(str(done.error).split())}"
+    outcome, detail = sweep_run.ended(done)
     return {**job.key(), **{k: "" for k in RESULT_COLUMNS}, "passed": "false", "outcome": outcome, "detail": detail}
 
 

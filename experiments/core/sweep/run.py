@@ -17,7 +17,7 @@ from pathlib import Path
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import table
 
-__all__ = ["SweepResult", "run_samples", "Batch", "in_batches", "BATCH_RUNS"]
+__all__ = ["SweepResult", "run_samples", "Batch", "in_batches", "BATCH_RUNS", "ended"]
 
 # Runs per batch at most: enough for the batch to amortize its per-step work over, few enough that
 # every worker gets batches and a table grows while the sweep runs.
@@ -137,3 +137,16 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
     rows = [done[job.index] for job in plan]
     table.write(csv_path, rows, list(columns) if exact else table.columns_of(rows, columns))
     return SweepResult(rows, len(todo), len(plan) - len(todo), time.perf_counter() - start, csv_path)
+
+
+def ended(done) -> tuple[str, str]:
+    """``(outcome, detail)`` of a run that ended without a row in an isolated worker (``done``, its
+    :class:`~crossdyn.experiments.core.isolation.Done`): ``timed out``, ``crashed``, or ``error`` (it raised
+    out of the evaluation: ``SystemExit``, a ``KeyboardInterrupt`` of its own)."""
+    from crossdyn.experiments.core import isolation
+
+    if done.status == isolation.TIMED_OUT:
+        return "timed out", f"timed out {done.how} (--timeout); its process was stopped"
+    if done.status == isolation.CRASHED:
+        return "crashed", f"its process ended ({done.how}) without a result"
+    return "error", f"{type(done.error).__name__}: {' '.join(str(done.error).split())}"

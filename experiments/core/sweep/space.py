@@ -221,8 +221,10 @@ def parse_bounds(items: list[tuple[str, str]], check) -> dict[str, tuple[float, 
     return out
 
 
-def product(axes: dict[str, list[float]], what: str = "the grid") -> list[dict[str, float]]:
+def product(axes: dict[str, list[float]], what: str = "the grid", unit: str = "combinations") -> list[dict[str, float]]:
     """Every combination of the axes' values, the first axis slowest: ``[{name: value}, ...]``.
+
+    ``what`` and ``unit`` name the plan and its runs in the refusal (``the map``, ``cells``).
 
     Raises:
       ParameterError: more than :data:`SAMPLES_MAX` combinations.
@@ -231,7 +233,7 @@ def product(axes: dict[str, list[float]], what: str = "the grid") -> list[dict[s
 
     cells = math.prod(len(v) for v in axes.values())
     if cells > SAMPLES_MAX:
-        raise ParameterError(f"{what} has {cells:,} combinations; at most {SAMPLES_MAX:,} per sweep")
+        raise ParameterError(f"{what} has {cells:,} {unit}; at most {SAMPLES_MAX:,} per sweep")
     names = list(axes)
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*(axes[n] for n in names))]
 
