@@ -469,7 +469,7 @@ def _many(todo: dict[int, tuple[_Ready, Any, Any]]) -> dict[int, Any]:
     groups: dict[tuple, list[int]] = {}
     for i, (run, sc, _) in todo.items():
         groups.setdefault((id(run.model), sc.duration), []).append(i)
-    out = {}
+    out: dict[int, Any] = {}
     for members in groups.values():
         model = todo[members[0]][0].model
         traces = simulate_many(model, [todo[i][1] for i in members], [todo[i][0].imperfections for i in members],
