@@ -196,9 +196,7 @@ def configure_balance(p_bal: argparse.ArgumentParser) -> None:
     p_bal.add_argument("--push", type=arguments.number(push.low, push.high, "--push"), default=0.0, metavar="NS",
                        help=f"also require recovery from this push, N s over {tune.PUSH_LENGTH:g} s "
                             f"(default: no push run; at most {push.high:g})")
-    p_bal.add_argument("--seed", type=arguments.seed, default=0,
-                       help=f"seed of the Latin hypercube or the search (default 0; 0 to {arguments.SEED_MAX})")
-    _add_tune_common(p_bal, "tune-balance", duration=4.0)
+    _add_tune_common(p_bal, "tune-balance", duration=4.0, seeded="the Latin hypercube or the search")
     p_bal.set_defaults(func=_cmd_tune_balance)
 
 
@@ -213,13 +211,13 @@ def configure_robustness(p_rob: argparse.ArgumentParser) -> None:
     p_rob.add_argument("--axis", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUES",
                        help=f"a perturbation axis, two needed: {', '.join(tune.PERTURBATIONS)}; values V1,V2,... "
                             f"or LO:HI:N (default {axes}; a push map starts upright)")
-    p_rob.add_argument("--seed", type=arguments.seed, default=0,
-                       help=f"seed of the imperfections' noise and biases (default 0; 0 to {arguments.SEED_MAX})")
-    _add_tune_common(p_rob, "tune-robustness", duration=6.0)
+    _add_tune_common(p_rob, "tune-robustness", duration=6.0, seeded="the imperfections' noise and biases")
     p_rob.set_defaults(func=_cmd_tune_robustness)
 
 
-def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float) -> None:
+def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float, seeded: str) -> None:
+    p.add_argument("--seed", type=arguments.seed, default=0,
+                   help=f"seed of {seeded} (default 0; 0 to {arguments.SEED_MAX})")
     p.add_argument("--mjcf", default="", metavar="PATH",
                    help="the robot: an MJCF meeting crossdyn's contract, or a model name in crossdyn's mjcf/ folder "
                         "(default: the built-in robot); gains are designed from its parameters")
