@@ -20,21 +20,25 @@ LQR weights ``Q = diag(q_x, q_xd, q_theta, q_thetad)``, ``R = r``), scored on
   message in ``detail``).  A failing sample is a recorded outcome, never a crash.
 
 :func:`sweep` runs a grid or a Latin hypercube over the weights (plus the
-hand-picked defaults as sample 0, the reference), :func:`robustness` a grid over
+hand-picked defaults as sample 0, the reference), :func:`search` an Optuna search
+of settling time x effort, :func:`robustness` a grid over
 two perturbation axes for fixed weights: the robot's mass and CoM, the tilt and
 push, and every imperfection of :mod:`~crossdyn.experiments.biped.imperfections`
 (gyro noise x control delay and slope x friction are the two maps of docs/guides/imperfections.md),
-each map with its holding region.  Both run on the built-in robot or the user's
+each map with its holding region.  All run on the built-in robot or the user's
 (``mjcf``); the imperfections' noise is drawn from ``seed``.
 
 This module is what is the biped's: its samples, their evaluation and scoring, the
-choice rule and the plots of the weights.  Running them is crossdyn's generic sweep
-machinery (:mod:`crossdyn.experiments.core.sweep`: local processes or a Dask
-cluster, a table appended row by row and rewritten in sample order, resume), the
-same that ``crossdyn tune EXPERIMENT`` runs any experiment with.  A run costs
-little beyond its physics: each worker process compiles a robot once per
-perturbation and designs the gains once per set of weights (per-process caches),
-and compiles the nominal robot when it starts.  At most :data:`SAMPLES_MAX`
+search's objectives, the choice rule and the plots of the weights.  Planning,
+searching and running them is crossdyn's generic sweep machinery
+(:mod:`crossdyn.experiments.core.sweep`: value lists, grids and a log hypercube,
+the Optuna loop and its samplers, local processes or a Dask cluster, a table
+appended row by row and rewritten in sample order, resume, batches), the same
+that ``crossdyn tune EXPERIMENT`` runs any experiment with.  A run costs little
+beyond its physics: each worker process compiles a robot once per perturbation and
+designs the gains once per set of weights (per-process caches), compiles the
+nominal robot when it starts, and steps a batch's runs of one robot together on
+MuJoCo's batch (:func:`evaluate_batch`).  At most :data:`SAMPLES_MAX`
 samples per sweep.
 """
 
@@ -715,7 +719,8 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
 
     Trial 0 is the defaults; the weights stay within :data:`RANGES` (or ``ranges``).
     Trials run a batch of ``workers`` at a time and a rerun resumes
-    (:func:`crossdyn.experiments.core.sweep.search.run`).
+    (:func:`crossdyn.experiments.core.sweep.search.run`).  The arguments not listed
+    below are :func:`sweep`'s.
 
     Args:
       trials: trials after the defaults (``trials + 1`` runs in all), at most :data:`TRIALS_MAX`.
@@ -723,8 +728,6 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
       sampler: ``"gp"``, Gaussian-process epsilon-constraint steps over :data:`EFFORT_LEVELS`
         (:class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler`), or
         ``"tpe"``, Optuna's multi-objective TPE with the constraint.
-      ranges, duration, initial_tilt_deg, push_check, workers, scheduler, progress,
-        plots_, mjcf, timeout: as :func:`sweep`.
 
     Raises:
       ParameterError: a bad count or value; ``out/samples.csv`` made with other arguments.
