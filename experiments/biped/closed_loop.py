@@ -224,14 +224,15 @@ def simulate_scenario(model: mujoco.MjModel, sc: Scenario,
 
 def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
                   imperfections: Sequence[Imperfection] | Sequence[Sequence[Imperfection]] = (),
-                  seeds: int | Sequence[int] = 0, nthread: int = 1) -> list[ScenarioTrace]:
+                  seeds: int | Sequence[int] = 0, nthread: int = 1,
+                  controllers: Sequence[BipedController] | None = None) -> list[ScenarioTrace]:
     """Scenarios run together on MuJoCo's batch, each with the built-in controller: :func:`simulate_scenario`'s
     traces.
 
-    Each scenario gets the controller :func:`simulate_scenario` designs for it, run as its compiled
-    step one per simulation (:func:`~crossdyn.experiments.core.batch.simulate_batch`,
-    whose traces are the loop's bit for bit), so ``simulate_many(model, [sc])[0]`` is
-    ``simulate_scenario(model, sc)``.
+    Each scenario gets the controller :func:`simulate_scenario` designs for it (or its own of
+    ``controllers``, e.g. other gains), run as its compiled step one per simulation
+    (:func:`~crossdyn.experiments.core.batch.simulate_batch`, whose traces are the loop's
+    bit for bit), so ``simulate_many(model, [sc])[0]`` is ``simulate_scenario(model, sc)``.
 
     Args:
       model: the robot (meeting the biped's contract).
@@ -239,6 +240,7 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
       imperfections: one list for every run, or one list per run.
       seeds: every run's seed, or one per run.
       nthread: MuJoCo's threads.
+      controllers: one built-in controller per run, each fresh (a controller keeps state).
 
     Raises:
       CrossdynError: the scenarios differ in duration or control period; as :func:`simulate_scenario`.
@@ -253,7 +255,8 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
     actuators = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
     period = scenarios[0].control_period
     n = int(round(scenarios[0].duration / period))
-    controllers = [make_controller(p, sc.control_period, jump=sc.jump) for sc in scenarios]
+    if controllers is None:
+        controllers = [make_controller(p, sc.control_period, jump=sc.jump) for sc in scenarios]
     plugs = [_plug(c, p, sc, sensors, actuators, n, True) for c, sc in zip(controllers, scenarios, strict=True)]
     per_run = bool(imperfections) and all(isinstance(i, Sequence) for i in imperfections)
     lists: list[list] = [list(i) for i in imperfections if isinstance(i, Sequence)] if per_run \
