@@ -720,7 +720,7 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
 
     Trial 0 is the defaults; the weights stay within :data:`RANGES` (or ``ranges``).
     Trials run a batch of ``workers`` at a time and a rerun resumes
-    (:func:`crossdyn.experiments.core.sweep.search.run`).  The arguments not listed
+    (:func:`crossdyn.experiments.core.sweep.search.run_trials`).  The arguments not listed
     below are :func:`sweep`'s.
 
     Args:
@@ -762,7 +762,7 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
             return _objectives(row, duration), {"effort_over_defaults": _excess(row, done[0])}
 
         with engine(workers, scheduler, timeout) as open_engine:
-            rows, computed = searches.run(study, job, score, csv_path, COLUMNS, trials, open_engine, progress,
+            rows, computed = searches.run_trials(study, job, score, csv_path, COLUMNS, trials, open_engine, progress,
                                           found=found, exact=True, failed=_failed)
         result = SweepResult(rows, computed, len(rows) - computed, time_now() - start, csv_path)
         finish(out, result, plots_)

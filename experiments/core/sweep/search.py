@@ -36,7 +36,8 @@ from typing import Any
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.sweep import table
 
-__all__ = ["search", "run", "study", "sampler", "suggest_ratios", "read_trials", "refuse_extra_trials", "SAMPLERS"]
+__all__ = ["search", "run_trials", "study", "sampler", "suggest_ratios", "read_trials", "refuse_extra_trials",
+           "SAMPLERS"]
 
 SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}  # --sampler: name -> what it is (the first is the default)
 
@@ -120,8 +121,8 @@ def read_trials(csv_path: Path, columns: Sequence[str], *, exact: bool = False,
 Score = Callable[[dict, dict], tuple[Any, dict[str, float]]]
 
 
-def run(the_study, make_job: Callable, score: Score, csv_path: Path, columns: Sequence[str], trials: int, engine,
-        progress: bool, *, found: dict[int, dict], done: dict[int, dict] | None = None, first: int = 0,
+def run_trials(the_study, make_job: Callable, score: Score, csv_path: Path, columns: Sequence[str], trials: int,
+               engine, progress: bool, *, found: dict[int, dict], done: dict[int, dict] | None = None, first: int = 0,
         exact: bool = False, failed: Callable[[dict], bool] | None = None) -> tuple[list, int]:
     """Run a search's trials ``first..trials`` on an open ``engine``; returns ``(rows in trial order, runs made now)``.
 
@@ -227,7 +228,7 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
     def job(index: int, trial):
         return make_job(index, "default" if index == 0 else "optuna", {} if index == 0 else _suggest(trial, space))
 
-    return run(the_study, job, score, csv_path, columns, trials, engine, progress, found=found,
+    return run_trials(the_study, job, score, csv_path, columns, trials, engine, progress, found=found,
                done={} if offset == 0 else {0: found[0]}, first=offset)
 
 
