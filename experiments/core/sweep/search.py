@@ -123,7 +123,7 @@ Score = Callable[[dict, dict], tuple[Any, dict[str, float]]]
 
 def run_trials(the_study, make_job: Callable, score: Score, csv_path: Path, columns: Sequence[str], trials: int,
                engine, progress: bool, *, found: dict[int, dict], done: dict[int, dict] | None = None, first: int = 0,
-        exact: bool = False, failed: Callable[[dict], bool] | None = None) -> tuple[list, int]:
+               exact: bool = False, failed: Callable[[dict], bool] | None = None) -> tuple[list, int]:
     """Run a search's trials ``first..trials`` on an open ``engine``; returns ``(rows in trial order, runs made now)``.
 
     Args:
