@@ -333,8 +333,8 @@ def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees, 
                 out.append(f"free joint {name!r}: your columns {cols} take {wrong}; MuJoCo's qvel[0:3] is the "
                            "world-frame linear velocity and qvel[3:6] the body-frame angular velocity")
                 return out
-    off_columns = [c for c in range(len(columns)) if not np.all(part.ok[:, c])]
-    linear_only = not np.any(~part.ok[3:]) if rows == 6 else True
+    off_columns = [c for c in range(len(columns)) if not np.all(part.entry_passed[:, c])]
+    linear_only = not np.any(~part.entry_passed[3:]) if rows == 6 else True
     if linear_only:
         for key in [k for k in hyp.holds if k.startswith("point|")]:
             if hyp.all(key):
@@ -361,7 +361,7 @@ def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees, 
             out.append(f"column {columns[c]!r} has the opposite sign")
     rest = [columns[c] for c in off_columns if c not in flipped]
     if rest:
-        bad = {ROW_NAMES[r] for c in off_columns if c not in flipped for r in np.flatnonzero(~part.ok[:, c])}
+        bad = {ROW_NAMES[r] for c in off_columns if c not in flipped for r in np.flatnonzero(~part.entry_passed[:, c])}
         bad_rows = sorted(bad, key=ROW_NAMES.index)
         out.append(f"column{'s' if len(rest) > 1 else ''} {', '.join(repr(c) for c in rest[:8])}"
                    f"{f' and {len(rest) - 8} more' if len(rest) > 8 else ''} off in rows {', '.join(bad_rows)}, "

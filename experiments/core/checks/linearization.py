@@ -175,7 +175,7 @@ def _close(a, b, atol, rtol) -> bool:
 
 
 def _entries(part: Part, rows, cols, limit: int = 6) -> str:
-    off = [(r, c) for r in rows for c in cols if not part.ok[r, c]]
+    off = [(r, c) for r in rows for c in cols if not part.entry_passed[r, c]]
     names = [f"d({part.labels[0][r]})/d({part.labels[1][c]})" for r, c in off]
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
@@ -193,7 +193,7 @@ def _reversed_gravity(model, lin, reduction) -> np.ndarray:
 def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, inputs, atol, rtol) -> list[str]:
     out = []
     k = A.shape[0]
-    gravity = np.any(np.asarray(model.opt.gravity) != 0) and not np.all(parts["A"].ok)
+    gravity = np.any(np.asarray(model.opt.gravity) != 0) and not np.all(parts["A"].entry_passed)
     A_flipped = _reversed_gravity(model, lin, reduction) if gravity else None
     if reduction is None:
         Ad, Bd = lin.discrete()
@@ -215,9 +215,10 @@ def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, input
             blocks["reduced B"] = (slice(0, k), slice(0, B.shape[1]), B_user, B, "B")
     for words, (rows, cols, mine, theirs, which) in blocks.items():
         part = parts[which]
-        if np.all(part.ok[rows, cols]):
+        if np.all(part.entry_passed[rows, cols]):
             continue
-        entries = _entries(part, range(*rows.indices(part.ok.shape[0])), range(*cols.indices(part.ok.shape[1])))
+        shape = part.entry_passed.shape
+        entries = _entries(part, range(*rows.indices(shape[0])), range(*cols.indices(shape[1])))
         sentence = f"the {words} is off at {entries}"
         block_mine, block_theirs = mine[rows, cols], theirs[rows, cols]
         if which == "A" and A_flipped is not None and _close(block_mine, A_flipped[rows, cols], atol, rtol):
@@ -228,17 +229,17 @@ def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, input
         out.append(sentence)
     if "B" not in parts:
         return out
-    if reduction is None and model.nu and not np.all(parts["B"].ok):
+    if reduction is None and model.nu and not np.all(parts["B"].entry_passed):
         gear = np.asarray(model.actuator_gear[:, 0])
         for i in range(model.nu):
             col_mine, col = B_user[:, i], B[:, i]
-            if gear[i] not in (0.0, 1.0) and not np.all(parts["B"].ok[:, i]) \
+            if gear[i] not in (0.0, 1.0) and not np.all(parts["B"].entry_passed[:, i]) \
                     and _close(col_mine * gear[i], col, atol, rtol):
                 out.append(f"input {inputs[i]!r}: your column is MuJoCo's divided by the actuator's gear "
                            f"{gear[i]:g}: the force is gear x ctrl")
     for i in range(B.shape[1]):
-        if not np.all(parts["B"].ok[:, i]) and np.abs(B[:, i]).max() > atol and _close(B_user[:, i], -B[:, i], atol,
-                                                                                        rtol):
+        if not np.all(parts["B"].entry_passed[:, i]) and np.abs(B[:, i]).max() > atol \
+                and _close(B_user[:, i], -B[:, i], atol, rtol):
             out.append(f"input {inputs[i]!r}: your column has the opposite sign of MuJoCo's")
     return out
 
