@@ -30,14 +30,14 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code, validate
+from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import slips
-from crossdyn.experiments.core.checks.common import UserFunction, load_function, model_warnings, warning_lines
+from crossdyn.experiments.core.checks.common import UserFunction, model_warnings
 from crossdyn.experiments.core.checks.names import conventions
+from crossdyn.experiments.core.checks.options import begin
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.crosscheck import EntryStats
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.models import load_model
 
 __all__ = ["check_linearization", "Reduction", "ATOL", "RTOL", "TOLERANCE_REASON"]
 
@@ -98,8 +98,7 @@ def check_linearization(
     qvel=None,
     ctrl=None,
     reduction: Reduction | None = None,
-    atol: float = ATOL,
-    rtol: float = RTOL,
+    **options,
 ) -> CheckReport:
     """Check ``fn(q, qd, u) -> (A, B)`` against :func:`~crossdyn.experiments.core.linearize.linearize`.
 
@@ -111,7 +110,8 @@ def check_linearization(
       keyframe: a keyframe's name or index; qpos, qvel, ctrl: the point (override
         the keyframe's; ``ctrl="hold"``: the control that holds the pose).
       reduction: the hand model's reduced state and input (:class:`Reduction`).
-      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|``.
+      options: ``atol`` and ``rtol`` of :class:`~crossdyn.experiments.core.checks.options.CheckOptions`,
+        defaults :data:`ATOL` and :data:`RTOL` (central differences).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``A`` and ``B``.
@@ -124,10 +124,8 @@ def check_linearization(
     """
     from crossdyn.experiments.core.linearize import linearize
 
-    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
-    fn, label = load_function(fn)
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    check = begin("check_linearization", fn, model, options, ("atol", "rtol"), atol=ATOL, rtol=RTOL)
+    model, label, atol, rtol = check.model, check.label, check.options.atol, check.options.rtol
     _parse_point(model, keyframe, qpos, qvel, ctrl)
     with model_warnings() as warned:
         lin = linearize(model, keyframe=keyframe, qpos=qpos, qvel=qvel, ctrl=ctrl)
@@ -139,7 +137,7 @@ def check_linearization(
         A, B = reduction.apply(A, B)
         states, inputs = tuple(reduction.state_names), tuple(reduction.input_names)
     k, m = A.shape[0], B.shape[1]
-    user = UserFunction(fn, label, [((k, k), (k, m))], f"(A ({k}, {k}), B ({k}, {m}))", inputs=("q", "qd", "u"))
+    user = UserFunction(check.fn, label, [((k, k), (k, m))], f"(A ({k}, {k}), B ({k}, {m}))", inputs=("q", "qd", "u"))
     A_user, B_user = user._parse(user._call(lin.qpos.copy(), lin.qvel.copy(), lin.ctrl.copy()), None)
     user._finite([A_user[None], B_user[None]])
     stats_A = EntryStats((k, k))
@@ -161,10 +159,8 @@ def check_linearization(
     if reduction is None and conventions(model):
         notes.append("dq is mj_differentiatePos of qpos: a free joint contributes 3 translations (world) and 3 "
                      "rotations (body frame), a ball joint 3 rotations (body frame)")
-    return CheckReport(
-        quantity="linearization", label=label, passed=passed, parts=parts, truth=truth, attribution=attribution,
-        conventions=conventions(model), notes=notes, warnings=warning_lines(warned), atol=atol, rtol=rtol,
-        samples=1, seed=None,
+    return check.report(
+        "linearization", parts, truth, attribution, warned=warned, notes=notes,
         extra={"operating_point": {"qpos": lin.qpos.tolist(), "qvel": lin.qvel.tolist(), "ctrl": lin.ctrl.tolist(),
                                    "qacc": lin.qacc.tolist()}, "state_names": list(states),
                "input_names": list(inputs)})

@@ -1,15 +1,17 @@
-"""The one report type of every quantity check, and its text.
+"""The one report type of every check, inverse dynamics included, and its one text renderer.
 
 A :class:`CheckReport` holds, per compared *part* of the quantity (a Jacobian, a
 position and a rotation, kinetic and potential energy, the blocks of a
-linearization), the running per-entry statistics of ``error = yours - MuJoCo's``
+linearization; the mass-matrix, velocity and gravity terms of an inverse
+dynamics), the running per-entry statistics of ``error = yours - MuJoCo's``
 (:class:`Part`), and in words: a one-line diagnosis, the off entries grouped
-(:func:`group_entries`), the attribution (what the error *is*: a sign, a frame, a
-point, the armature, a body's mass ...), the coordinate conventions of the joints
-the model has, notes and MuJoCo's own warnings about the model.  ``to_dict()`` is
-what ``metrics.json`` stores; :meth:`CheckReport.text` is what the CLI prints
-(the full list of entries under ``--verbose``).
-"""
+(:func:`group_entries`; an inverse dynamics' by term, :func:`off_entries`), the
+attribution (what the error *is*: a sign, a frame, a point, the armature, a
+body's mass ...), the coordinate conventions of the joints the model has, notes
+and MuJoCo's own warnings about the model.  An inverse dynamics adds its torque,
+per joint, and what its truth left out and switched off.  ``to_dict()`` is what
+``metrics.json`` stores (an inverse dynamics keeps the layout its metrics have
+always had); :func:`text` is what the CLI prints (the full lists under ``--verbose``)."""
 
 from __future__ import annotations
 
