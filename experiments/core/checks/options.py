@@ -1,16 +1,6 @@
-"""The options every check shares, defined once, and the steps every check begins and ends with.
-
-- :class:`CheckOptions`: how a check draws its states, which truth it compares
-  with and when an entry passes.  Each ``check_*`` takes the ones that apply to
-  it as keyword arguments (``check_mass_matrix(fn, model, samples=200, seed=1,
-  atol=1e-8)``); what each one means is said here, once.
-- :func:`begin`: the options read and validated, the user's function and the
-  model loaded: a :class:`Check`.
-- :meth:`Check.report`: the :class:`~crossdyn.experiments.core.checks.report.CheckReport`
-  with what every check fills the same way (the tolerance, the states, the
-  model's conventions and MuJoCo's warnings, the note on a function called
-  state by state).
-"""
+"""The options every check shares, defined once (:class:`CheckOptions`), and the steps every check
+begins (:func:`begin`) and ends with (:meth:`Check.report`: the tolerance, the states, the model's
+conventions, MuJoCo's warnings and the note on a function called state by state, filled the same way)."""
 
 from __future__ import annotations
 

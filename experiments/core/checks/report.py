@@ -499,40 +499,17 @@ def off_entries(report: CheckReport) -> list[str]:
 
 def _term_dict(report: CheckReport) -> dict:
     """What ``metrics.json`` stores of an inverse dynamics (its own layout, kept as it was)."""
-    return {
-        "passed": bool(report.passed),
-        "max_abs_error": float(report.max_abs_error),
-        "max_rel_error": float(report.max_rel_error),
-        "per_joint": report.per_joint,
-        "terms": {
-            name: {
-                "passed": bool(t.passed),
-                "max_abs_error": float(t.max_abs_error),
-                "scale": float(t.scale),
-                "worst_entry": list(t.worst_entry),
-                "worst_sample": int(t.worst_sample),
-                "mean_error": np.asarray(t.mean_error).tolist(),
-                "spread": float(t.spread),
-                "entry_max_abs": np.asarray(t.entry_max_abs).tolist(),
-                "entry_range": np.asarray(t.entry_range).tolist(),
-                "entry_passed": np.asarray(t.entry_passed).tolist(),
-            }
-            for name, t in report.terms.items()
-        },
-        "failing_terms": report.failing_terms,
-        "diagnosis": report.diagnosis,
-        "worst_state": report.worst_state,
-        "tolerance": {"atol": report.atol, "rtol": report.rtol},
-        "samples": report.samples,
-        "seed": report.seed,
-        "dynamics": report.dynamics,
-        "left_out": report.left_out,
-        "switched_off": report.switched_off,
-        "explanation": report.attribution,
-        "parameters": report.parameters,
-        "conventions": report.conventions,
-        "notes": report.notes,
-        "model_warnings": report.warnings,
-        "sampling": report.sampling,
-        "state_ranges": report.ranges,
-    }
+    terms = {name: {"passed": bool(t.passed), "max_abs_error": float(t.max_abs_error), "scale": float(t.scale),
+                    "worst_entry": list(t.worst_entry), "worst_sample": int(t.worst_sample),
+                    "mean_error": np.asarray(t.mean_error).tolist(), "spread": float(t.spread),
+                    "entry_max_abs": np.asarray(t.entry_max_abs).tolist(),
+                    "entry_range": np.asarray(t.entry_range).tolist(),
+                    "entry_passed": np.asarray(t.entry_passed).tolist()} for name, t in report.terms.items()}
+    return {"passed": bool(report.passed), "max_abs_error": float(report.max_abs_error),
+            "max_rel_error": float(report.max_rel_error), "per_joint": report.per_joint, "terms": terms,
+            "failing_terms": report.failing_terms, "diagnosis": report.diagnosis, "worst_state": report.worst_state,
+            "tolerance": {"atol": report.atol, "rtol": report.rtol}, "samples": report.samples, "seed": report.seed,
+            "dynamics": report.dynamics, "left_out": report.left_out, "switched_off": report.switched_off,
+            "explanation": report.attribution, "parameters": report.parameters, "conventions": report.conventions,
+            "notes": report.notes, "model_warnings": report.warnings, "sampling": report.sampling,
+            "state_ranges": report.ranges}
