@@ -587,6 +587,7 @@ API_CASES = [
     ({"q_range": float("nan")}, "ParameterError", "q_range must be finite"),
     ({"slide_range": 1e9}, "ParameterError", "slide_range must lie within"),
     ({"states": np.zeros((0, 7))}, "StateError", "the states have no rows"),  # once numpy's bare ValueError
+    ({"dynamics": "soft"}, "ParameterError", "unknown dynamics 'soft'; choose from"),
 ]
 
 

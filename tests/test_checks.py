@@ -83,7 +83,7 @@ def test_jacobian_sign_names_the_column(model, site, body, right, wrong, column)
     report = check_jacobian(fn(wrong), model, site=site, body=body, samples=N)
     assert not report.passed
     part = report.parts["jacobian"]
-    off_columns = {part.labels[1][c] for c in np.flatnonzero(~part.ok.all(axis=0))}
+    off_columns = {part.labels[1][c] for c in np.flatnonzero(~part.entry_passed.all(axis=0))}
     assert off_columns == {column}
     assert report.attribution[0].startswith(f"column {column!r} has the opposite sign"), report.attribution
 
@@ -154,7 +154,7 @@ def test_mass_matrix_armature_on_the_diagonal():
     assert report.attribution[0].startswith("the mass-matrix diagonal is off by exactly the armature")
     assert "joint 'j5' (0.02)" in report.attribution[0] and "--dynamics as-modeled agrees" in report.attribution[1]
     part = report.parts["mass matrix"]
-    assert set(map(tuple, np.argwhere(~part.ok))) == {(i, i) for i in range(7)}  # the diagonal only
+    assert set(map(tuple, np.argwhere(~part.entry_passed))) == {(i, i) for i in range(7)}  # the diagonal only
     assert check_mass_matrix(fn("arm_mass_matrix_with_armature"), ARM, dynamics="as-modeled", samples=N).passed
     report = check_mass_matrix(fn("arm_mass_matrix"), ARM, dynamics="as-modeled", samples=N)
     assert report.attribution[-1] == "the derivation leaves out armature; --dynamics rigid-body agrees"
@@ -342,7 +342,7 @@ def test_mujoco_warnings_are_reported_as_the_models(tmp_path, capfd):
 def test_derivation_diagnosis_is_one_line_and_groups_many_entries():
     report = check_derivation(parts.inverse_dynamics(parts.WRONG["mass"]), FLOAT, samples=N)
     assert "\n" not in report.diagnosis and "q =" not in report.diagnosis
-    from crossdyn.experiments.core.report import off_entries
+    from crossdyn.experiments.core.checks.report import off_entries
 
     for line in off_entries(report):
         assert len(line) < 400, line  # grouped: the first entries, then the joints holding the rest

@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 from crossdyn.experiments.core import crosscheck
+from crossdyn.experiments.core.checks.report import off_entries
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.derivation import check_derivation, load_derivation
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.report import off_entries
 from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 
 HERE = Path(__file__).parent

@@ -103,7 +103,7 @@ def test_one_state_is_neither_constant_nor_state_dependent():
     ok = np.array([[True, False]])
     part = Part(name="A", symbol="A", labels=(("x",), ("a", "b")), passed=False, max_abs_error=0.5, scale=1.0,
                 worst_entry=(0, 1), worst_sample=0, mean_error=np.array([[0.0, 0.5]]),
-                max_abs=np.array([[0.0, 0.5]]), spread=np.zeros((1, 2)), ok=ok, states=1)
+                entry_max_abs=np.array([[0.0, 0.5]]), entry_range=np.zeros((1, 2)), entry_passed=ok, states=1)
     assert group_entries(part) == ["column 'b': row x off by 0.5"]
     several = Part(**{**part.__dict__, "states": 5})
     assert group_entries(several) == ["column 'b': row x off by 0.5, constant"]

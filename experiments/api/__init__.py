@@ -50,7 +50,8 @@ API = {
     "check_forward_dynamics": "crossdyn.experiments.core.checks.forward_dynamics",
     "check_linearization": "crossdyn.experiments.core.checks.linearization",
     "CheckReport": "crossdyn.experiments.core.checks.report",
-    "Report": "crossdyn.experiments.core.crosscheck",
+    "Report": "crossdyn.experiments.core.crosscheck",  # the same class, by its older name
+    "CheckOptions": "crossdyn.experiments.core.checks.options",
     # linearization and the regulator
     "linearize": "crossdyn.experiments.core.linearize",
     "Linearization": "crossdyn.experiments.core.linearize",

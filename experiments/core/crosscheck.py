@@ -24,7 +24,6 @@ An inverse-dynamics function here takes batched MuJoCo-layout states
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
@@ -32,6 +31,7 @@ from tqdm import tqdm
 
 from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.attribution import SPRINGREF, Attribution, springref_model
+from crossdyn.experiments.core.checks.report import INVERSE_DYNAMICS, TERMS, CheckReport, Part
 from crossdyn.experiments.core.errors import DerivationError, StateError
 from crossdyn.experiments.core.ranges import Ranges
 from crossdyn.experiments.core.truth import (
@@ -44,7 +44,6 @@ from crossdyn.experiments.core.truth import (
 from crossdyn.experiments.core.validate import SAMPLES_MAX
 
 __all__ = [
-    "TermReport",
     "Report",
     "check",
     "sample_states",
@@ -65,8 +64,6 @@ __all__ = [
 IDFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 Chunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]]
 
-TERMS = ("mass_matrix", "velocity", "gravity")
-_TERM_LABEL = {"mass_matrix": "mass matrix", "velocity": "velocity terms", "gravity": "gravity"}
 
 # States per chunk: the memory of a check is a few (CHUNK, nv, nv) arrays, 2048 x
 # 30 x 30 doubles = 15 MB for a 30-dof robot, whatever the number of states.
@@ -82,180 +79,16 @@ PROGRESS_STATES = 20_000
 ATOL = 1e-9
 RTOL = 1e-9
 TOLERANCE_REASON = "double-precision round-off with four orders of magnitude to spare"
-# An entry whose error varies by under a millionth of its size across the states
-# is a constant offset (a missing or extra constant parameter, like an inertia).
-CONSTANT = 1e-6
 
 
-@dataclass
-class TermReport:
-    """How one term of the candidate compares with the reference.
+# The one report type of every check; the name an inverse-dynamics check's report has always had.
+Report = CheckReport
 
-    Attributes:
-      name: ``"mass_matrix"``, ``"velocity"`` or ``"gravity"``.
-      passed: every entry within ``atol + rtol |reference|``.
-      max_abs_error: largest ``|candidate - reference|`` over samples and entries.
-      scale: largest ``|reference|`` of the term (for a relative reading).
-      worst_entry: index of the worst entry: ``(i, j)`` for the mass matrix, ``(i,)``
-        otherwise.
-      worst_sample: row of the sampled states where the worst error occurs.
-      mean_error: mean error over the samples, per entry (nested lists, the
-        term's shape: ``(nv, nv)`` or ``(nv,)``).  A constant offset, like a
-        missing inertia, shows up here exactly.
-      spread: largest half-range ``(max - min) / 2`` of an entry's error over the
-        samples; zero (to round-off) when the error is a constant offset.
-      entry_max_abs: largest ``|error|`` per entry (nested lists, term's shape).
-      entry_range: ``max - min`` of the error per entry (nested lists).
-      entry_passed: per entry, within tolerance at every state (nested lists).
-    """
-
-    name: str
-    passed: bool
-    max_abs_error: float
-    scale: float
-    worst_entry: tuple[int, ...]
-    worst_sample: int
-    mean_error: list
-    spread: float
-    entry_max_abs: list = field(default_factory=list)
-    entry_range: list = field(default_factory=list)
-    entry_passed: list = field(default_factory=list)
-
-    def describe(self, names: list[str]) -> str:
-        label = _TERM_LABEL[self.name]
-        if self.name == "mass_matrix":
-            i, j = self.worst_entry
-            where = f"entry M[{i},{j}] ({names[i]}, {names[j]})"
-        else:
-            where = f"{names[self.worst_entry[0]]}"
-        if self.passed:
-            return f"{label} agree to {self.max_abs_error:.1e}"
-        kind = "a constant offset" if self.spread <= CONSTANT * self.max_abs_error else "state-dependent"
-        return f"{label} off by up to {self.max_abs_error:.3e} on {where} ({kind})"
-
-
-@dataclass
-class Report:
-    """Result of a cross-check; ``to_dict()`` is what ``metrics.json`` stores.
-
-    Attributes:
-      passed: torques and all three terms agree within tolerance.
-      max_abs_error: largest torque error over samples and joints.
-      max_rel_error: ``max_abs_error`` relative to the largest reference torque.
-      per_joint: per dof ``{"name", "max_abs_error", "max_rel_error"}``.
-      terms: one :class:`TermReport` per entry of ``TERMS``.
-      worst_state: ``{"index", "q", "qd", "qdd"}`` of the worst torque error.
-      atol, rtol: the tolerance, ``|error| <= atol + rtol |reference|``.
-      samples, seed: how the states were drawn.
-      names: dof names used in messages.
-      per_sample: per term (and ``"torque"``), the largest error at each of the
-        first :data:`PLOT_SAMPLES` states, for plots.
-      dynamics: the truth compared against, ``"rigid-body"`` or ``"as-modeled"``
-        (``experiments.core.truth.truth_model``).
-      left_out: per model element carrying something the mode left out or put
-        in, ``{"element", "in", "out"}`` (``experiments.core.report.elements``).
-      switched_off: sentences on what the truth switched off, e.g.
-        ``"contacts off: 36 rows were active at state 0"``.
-      explanation: sentences naming a passive effect the mismatch equals, and
-        the mode that agrees (``experiments.core.attribution``); empty if none.
-      parameters: sentences naming the bodies' inertial parameters the mismatch
-        is a change of ("body 'base': mass 7.5 where the model has 6.921"), or
-        saying it is not one (``experiments.core.checks.inertial``); empty if
-        the check passed or a passive effect explained it.
-      conventions: MuJoCo's coordinates of the model's free and ball joints.
-      notes: other sentences (the function went state by state).
-      warnings: MuJoCo's own warnings while computing the truth (about the model).
-      sampling: where the states came from, in words: the ranges random states
-        were drawn from (:meth:`crossdyn.experiments.core.ranges.Ranges.describe`),
-        or how many were given.
-      ranges: the random states' ranges (:meth:`~crossdyn.experiments.core.ranges.Ranges.to_dict`),
-        empty for given states.
-    """
-
-    passed: bool
-    max_abs_error: float
-    max_rel_error: float
-    per_joint: list[dict]
-    terms: dict[str, TermReport]
-    worst_state: dict
-    atol: float
-    rtol: float
-    samples: int
-    seed: int | None
-    names: list[str]
-    per_sample: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
-    dynamics: str = "rigid-body"
-    left_out: list[dict] = field(default_factory=list)
-    switched_off: list[str] = field(default_factory=list)
-    explanation: list[str] = field(default_factory=list)
-    parameters: list[str] = field(default_factory=list)
-    conventions: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    sampling: list[str] = field(default_factory=list)
-    ranges: dict = field(default_factory=dict)
-
-    @property
-    def failing_terms(self) -> list[str]:
-        return [name for name in TERMS if not self.terms[name].passed]
-
-    @property
-    def diagnosis(self) -> str:
-        """One line: what agrees, what does not, by how much and where."""
-        if self.passed:
-            return (
-                f"agree: max |error| {self.max_abs_error:.1e} over {self.samples} states "
-                f"(mass matrix, velocity and gravity terms each within tolerance)"
-            )
-        parts = [self.terms[t].describe(self.names) for t in self.failing_terms]
-        clean = [_TERM_LABEL[t] for t in TERMS if self.terms[t].passed]
-        worst = max((self.terms[t].max_abs_error for t in TERMS if self.terms[t].passed), default=None)
-        text = "; ".join(parts)
-        if clean:
-            text += f"; {' and '.join(clean)} agree to {worst:.1e}"
-        if not self.failing_terms:
-            text = f"torques differ by up to {self.max_abs_error:.3e} although each term agrees"
-        # The state itself is in metrics.json (worst_state): 87 numbers on a dog do not fit a line.
-        return f"{text} (worst torque error {self.max_abs_error:.3e} at state {self.worst_state['index']})"
-
-    def to_dict(self) -> dict:
-        return {
-            "passed": bool(self.passed),
-            "max_abs_error": float(self.max_abs_error),
-            "max_rel_error": float(self.max_rel_error),
-            "per_joint": self.per_joint,
-            "terms": {
-                name: {
-                    "passed": bool(t.passed),
-                    "max_abs_error": float(t.max_abs_error),
-                    "scale": float(t.scale),
-                    "worst_entry": list(t.worst_entry),
-                    "worst_sample": int(t.worst_sample),
-                    "mean_error": t.mean_error,
-                    "spread": float(t.spread),
-                    "entry_max_abs": t.entry_max_abs,
-                    "entry_range": t.entry_range,
-                    "entry_passed": t.entry_passed,
-                }
-                for name, t in self.terms.items()
-            },
-            "failing_terms": self.failing_terms,
-            "diagnosis": self.diagnosis,
-            "worst_state": self.worst_state,
-            "tolerance": {"atol": self.atol, "rtol": self.rtol},
-            "samples": self.samples,
-            "seed": self.seed,
-            "dynamics": self.dynamics,
-            "left_out": self.left_out,
-            "switched_off": self.switched_off,
-            "explanation": self.explanation,
-            "parameters": self.parameters,
-            "conventions": self.conventions,
-            "notes": self.notes,
-            "model_warnings": self.warnings,
-            "sampling": self.sampling,
-            "state_ranges": self.ranges,
-        }
+_MODE = {
+    "rigid-body": "rigid-body dynamics M(q) qdd + c(q, qd) + g(q): armature, damping, stiffness and "
+                  "gravity compensation removed",
+    "as-modeled": "as modeled: rigid-body dynamics plus armature, damping, stiffness and gravity compensation",
+}
 
 
 def dof_names(model: mujoco.MjModel) -> list[str]:
@@ -447,21 +280,6 @@ class EntryStats:
             self.plot.append(per_state[:room])
         self.n += err.shape[0]
 
-    def term(self, name: str) -> TermReport:
-        return TermReport(
-            name=name,
-            passed=bool(self.ok.all()),
-            max_abs_error=float(self.max_abs.max()),
-            scale=float(self.scale.max()),
-            worst_entry=self.worst[2],
-            worst_sample=self.worst[1],
-            mean_error=self.mean().tolist(),
-            spread=float(((self.hi - self.lo) / 2).max()),
-            entry_max_abs=self.max_abs.tolist(),
-            entry_range=(self.hi - self.lo).tolist(),
-            entry_passed=self.ok.tolist(),
-        )
-
     def per_sample(self) -> np.ndarray:
         return np.concatenate(self.plot)
 
@@ -553,7 +371,7 @@ def check(
     ranges = Ranges() if ranges is None else ranges
     truth = truth_model(model, dynamics)
     chunks, total = chunks_of(model, samples, seed, states, ranges)
-    nv, names = model.nv, dof_names(model)
+    nv = model.nv
     candidate = batched(tau_fn, nv, label)
     data = mujoco.MjData(truth)
     reference = lambda q, qd, qdd: inverse_dynamics(truth, q, qd, qdd, data=data, unconstrained=True)  # noqa: E731
@@ -570,35 +388,24 @@ def check(
             explanation = _explain(candidate, model, dynamics, chunks, total, atol, rtol, label)
         if not passed and not explanation:
             parameters = _parameters(model, kept, atol, rtol)
-    terms = {name: stats[name].term(name) for name in TERMS}
+    names = dof_names(model)
     tiny = np.finfo(float).tiny
     per_joint = [
         {"name": names[i], "max_abs_error": float(torque.max_abs[i]),
          "max_rel_error": float(torque.max_abs[i] / max(torque.scale[i], tiny))}
         for i in range(nv)
     ]
-    return Report(
-        passed=passed,
-        max_abs_error=float(torque.max_abs.max()),
-        max_rel_error=float(torque.max_abs.max() / max(float(torque.scale.max()), tiny)),
-        per_joint=per_joint,
-        terms=terms,
-        worst_state=worst[1],
-        atol=atol,
-        rtol=rtol,
-        samples=int(total),
-        seed=seed if states is None else None,
-        names=names,
-        per_sample={"torque": torque.per_sample(), **{name: stats[name].per_sample() for name in TERMS}},
-        dynamics=dynamics,
-        left_out=report_text.elements(model, dynamics),
-        switched_off=report_text.switched_off(model, tally),
-        explanation=explanation,
-        parameters=parameters,
-        conventions=conventions(model),
+    labels = {"mass_matrix": (names, names), "velocity": (names,), "gravity": (names,)}
+    symbols = {"mass_matrix": "M", "velocity": "c", "gravity": "g"}
+    return CheckReport(
+        quantity=INVERSE_DYNAMICS, label=label, passed=passed, truth=_MODE[dynamics],
+        parts={name: Part.from_stats(name, symbols[name], labels[name], stats[name]) for name in TERMS},
+        torque=Part.from_stats("torque", "tau", (names,), torque), per_joint=per_joint, worst_state=worst[1],
+        atol=atol, rtol=rtol, samples=int(total), seed=seed if states is None else None, dynamics=dynamics,
+        left_out=report_text.elements(model, dynamics), switched_off=report_text.switched_off(model, tally),
+        attribution=explanation, parameters=parameters, conventions=conventions(model),
         notes=[n for n in [candidate.note()] if n],  # type: ignore[attr-defined]
-        warnings=warning_lines(warned),
-        sampling=sampling_lines(model, total, seed, states, ranges),
+        warnings=warning_lines(warned), sampling=sampling_lines(model, total, seed, states, ranges),
         ranges=ranges.to_dict() if states is None else {},
     )
 

@@ -25,7 +25,7 @@ import numpy as np
 from crossdyn.analytic.rnea import Tree
 from crossdyn.analytic.rotation import quat_to_matrix
 from crossdyn.experiments.core import isolation, user_code
-from crossdyn.experiments.core.crosscheck import ATOL, RTOL, Report, check
+from crossdyn.experiments.core.crosscheck import Report, check
 from crossdyn.experiments.core.errors import CrossdynError, DerivationError, ModelError
 from crossdyn.experiments.core.models import body_inertia, load_model, model_path
 
@@ -141,41 +141,20 @@ def _import_module(name: str):
                               f"{user_code.where(exc)}") from None
 
 
-def check_derivation(
-    derivation: Callable | str,
-    model: mujoco.MjModel | str | os.PathLike,
-    *,
-    dynamics: str = "rigid-body",
-    samples: int = 1000,
-    seed: int = 0,
-    states: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-    atol: float = ATOL,
-    rtol: float = RTOL,
-    q_range=None,
-    qd_range=None,
-    qdd_range=None,
-    slide_range=None,
-) -> Report:
+def check_derivation(derivation: Callable | str, model: mujoco.MjModel | str | os.PathLike, **options) -> Report:
     """Check a hand derivation ``tau = f(q, qd, qdd)`` against ``mj_inverse``, model as it comes.
 
     Args:
       derivation: the function (one state or a batch, MuJoCo's coordinate layout)
         or ``"FILE.py:FUNC"``.
       model: the compiled model it describes, or a built-in name or MJCF/URDF path.
-      dynamics: ``"rigid-body"`` (default: the truth is ``M(q) qdd + c + g`` with
-        armature, damping, stiffness and gravity compensation removed) or
-        ``"as-modeled"`` (the truth keeps them).  Contacts, limits, equality
-        constraints, frictionloss and fluid forces are off in both.
-      samples, seed: how many seeded random states to draw.
-      states: explicit ``(qpos (N, nq), qvel (N, nv), qacc (N, nv))`` instead.
-      atol, rtol: an entry passes if ``|error| <= atol + rtol |reference|``.
-      q_range, qd_range, qdd_range, slide_range: where random states are drawn,
-        each ``R`` (-R to R) or ``(low, high)`` (:class:`~crossdyn.experiments.core.ranges.Ranges`:
-        joints with a range in the model stay in it; defaults three turns, 30 rad/s,
-        100 rad/s^2, 0.5 m); said in the report.
+      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``
+        (default ``"rigid-body"``: the truth is ``M(q) qdd + c + g``), ``samples``, ``seed``,
+        ``states`` (``(qpos, qvel, qacc)``), ``q_range``, ``qd_range``, ``qdd_range``,
+        ``slide_range``, ``atol`` and ``rtol`` (N m, N).
 
     Returns:
-      The term-wise :class:`~crossdyn.experiments.core.crosscheck.Report`, with
+      The term-wise :class:`~crossdyn.experiments.core.checks.report.CheckReport`, with
       what the mode left out, what was switched off and, on a mismatch that is
       one of the model's passive effects, which one.
 
@@ -185,19 +164,17 @@ def check_derivation(
         cannot be loaded; StateError: bad ``states``; ParameterError: unknown
         ``dynamics``.
     """
-    from crossdyn.experiments.core import validate
-    from crossdyn.experiments.core.ranges import Ranges
+    from crossdyn.experiments.core.checks.options import SAMPLED, CheckOptions
 
-    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
-    ranges = Ranges.of(q_range=q_range, qd_range=qd_range, qdd_range=qdd_range, slide_range=slide_range)
+    o = CheckOptions.of("check_derivation", options, (*SAMPLED, "dynamics", "qd_range", "qdd_range"))
     if isinstance(derivation, str):
         fn, label = load_derivation(derivation), os.path.basename(derivation)
     else:
         fn, label = derivation, getattr(derivation, "__name__", "derivation")
     if not isinstance(model, mujoco.MjModel):
         model = load_model(model)
-    return check(fn, model, samples=samples, seed=seed, atol=atol, rtol=rtol, states=states, label=label,
-                 dynamics=dynamics, ranges=ranges)
+    return check(fn, model, samples=o.samples, seed=o.seed, atol=o.atol, rtol=o.rtol, states=o.states, label=label,
+                 dynamics=o.dynamics, ranges=o.ranges())
 
 
 def _check_in_worker(check: str, first: tuple, spec: str, model: str, options: dict):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.experiments.core.crosscheck import TERMS, Report
+from crossdyn.experiments.core.checks.report import TERMS, CheckReport
 
 __all__ = ["figure", "term_errors", "save"]
 
@@ -29,7 +29,7 @@ def figure(rows: int = 1, cols: int = 1, *, width: float = 7.0, height: float = 
     return fig, axes
 
 
-def term_errors(report: Report, title: str) -> Figure:
+def term_errors(report: CheckReport, title: str) -> Figure:
     """Per-sample error of the torque and of each term, log scale, with the tolerance.
 
     A derivation that is right sits at round-off (1e-16 .. 1e-13); a wrong term

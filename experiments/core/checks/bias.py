@@ -23,24 +23,16 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code, validate
+from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import (
-    Hypotheses,
-    UserFunction,
-    load_function,
-    model_warnings,
-    state_source,
-    warning_lines,
-)
+from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
-from crossdyn.experiments.core.checks.names import conventions, dof_names
+from crossdyn.experiments.core.checks.names import dof_names
+from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.ranges import Ranges
-from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
+from crossdyn.experiments.core.crosscheck import EntryStats, progress
+from crossdyn.experiments.core.truth import inverse_dynamics
 
 __all__ = ["check_bias"]
 
@@ -56,21 +48,8 @@ def _bias(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, data=None) -> np
 
 
 @user_code.quiet_arithmetic
-def check_bias(
-    fn,
-    model: mujoco.MjModel | str | os.PathLike,
-    *,
-    gravity_only: bool = False,
-    dynamics: str = "rigid-body",
-    samples: int = 1000,
-    seed: int = 0,
-    states=None,
-    atol: float = ATOL,
-    rtol: float = RTOL,
-    q_range=None,
-    qd_range=None,
-    slide_range=None,
-) -> CheckReport:
+def check_bias(fn, model: mujoco.MjModel | str | os.PathLike, *, gravity_only: bool = False,
+               **options) -> CheckReport:
     """Check ``fn(q, qd) -> c + g`` (or ``fn(q) -> g`` with ``gravity_only``) against MuJoCo.
 
     Args:
@@ -78,13 +57,10 @@ def check_bias(
         returns ``(nv,)`` generalized forces (N m, N).
       model: the compiled model, or a built-in name or MJCF/URDF path.
       gravity_only: ``fn(q)`` is the gravity force alone, compared at zero velocity.
-      dynamics: ``"rigid-body"`` (``qfrc_bias``) or ``"as-modeled"`` (minus the passive forces).
-      samples, seed: seeded random states; states: explicit ``(qpos (N, nq), qvel (N, nv))``
-        (``qpos`` alone with ``gravity_only``).
-      q_range, qd_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
-        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
-        stay in it; defaults three turns, 0.5 m, 30 rad/s); said in the report.
-      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|``.
+      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``
+        (``qfrc_bias``, or minus the passive forces as modeled), ``samples``, ``seed``,
+        ``states`` (``(qpos, qvel)``, ``qpos`` alone with ``gravity_only``), ``q_range``,
+        ``qd_range``, ``slide_range``, ``atol`` and ``rtol``.
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``bias`` (``gravity``).
@@ -92,16 +68,12 @@ def check_bias(
     Raises:
       DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
-    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
-    ranges = Ranges.of(q_range=q_range, qd_range=qd_range, slide_range=slide_range)
-    fn, label = load_function(fn)
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
-    truth = truth_model(model, dynamics)
-    parts_in = ("q",) if gravity_only else ("q", "qd")
-    source = state_source(model, samples, seed, states, parts_in, ranges)
+    check = begin("check_bias", fn, model, options, (*SAMPLED, "dynamics", "qd_range"))
+    model, label, o = check.model, check.label, check.options
+    truth = check.truth()
+    source = check.source(("q",) if gravity_only else ("q", "qd"))
     nv = model.nv
-    user = UserFunction(fn, label, [((nv,),)], f"({nv},) generalized forces")
+    user = UserFunction(check.fn, label, [((nv,),)], f"({nv},) generalized forces")
     call = (lambda q, qd: user(q)[0]) if gravity_only else (lambda q, qd: user(q, qd)[0])  # noqa: E731
     data = mujoco.MjData(truth)
     stats = EntryStats((nv,))
@@ -111,17 +83,13 @@ def check_bias(
             q = chunk[0]
             qd = np.zeros((q.shape[0], nv)) if gravity_only else chunk[1]
             b_user, b = call(q, qd), _bias(truth, q, qd, data)
-            stats.add(b_user - b, b, atol, rtol)
+            stats.add(b_user - b, b, o.atol, o.rtol)
         part = Part.from_stats(name, "g" if gravity_only else "b", (dof_names(model),), stats)
-        attribution = [] if part.passed else _attribute(model, truth, dynamics, call, source, gravity_only, atol,
-                                                        rtol, label)
-    truth_text = _TRUTH[dynamics] + (" at zero velocity" if gravity_only else "")
-    return CheckReport(
-        quantity="bias", label=label, passed=part.passed, parts={name: part}, truth=truth_text,
-        attribution=attribution, conventions=conventions(model), notes=[n for n in [user.note()] if n],
-        warnings=warning_lines(warned), atol=atol, rtol=rtol, samples=source.total, seed=source.seed,
-        sampling=list(source.sampling), ranges=dict(source.ranges or {}),
-        dynamics=dynamics, extra={"gravity_only": gravity_only})
+        attribution = [] if part.passed else _attribute(model, truth, o.dynamics, call, source, gravity_only, o.atol,
+                                                        o.rtol, label)
+    truth_text = _TRUTH[o.dynamics] + (" at zero velocity" if gravity_only else "")
+    return check.report("bias", {name: part}, truth_text, attribution, source=source, user=user, warned=warned,
+                        extra={"gravity_only": gravity_only})
 
 
 def _attribute(model, truth, dynamics, call, source, gravity_only, atol, rtol, label) -> list[str]:

@@ -27,24 +27,15 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code, validate
+from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import (
-    Hypotheses,
-    UserFunction,
-    load_function,
-    model_warnings,
-    state_source,
-    warning_lines,
-)
+from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
-from crossdyn.experiments.core.checks.names import conventions
+from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
-from crossdyn.experiments.core.models import load_model, with_options
-from crossdyn.experiments.core.ranges import Ranges
-from crossdyn.experiments.core.truth import truth_model
+from crossdyn.experiments.core.crosscheck import EntryStats, progress
+from crossdyn.experiments.core.models import with_options
 
 __all__ = ["check_energy", "energies"]
 
@@ -70,32 +61,17 @@ def energies(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.n
 
 
 @user_code.quiet_arithmetic
-def check_energy(
-    fn,
-    model: mujoco.MjModel | str | os.PathLike,
-    *,
-    dynamics: str = "rigid-body",
-    samples: int = 1000,
-    seed: int = 0,
-    states=None,
-    atol: float = ATOL,
-    rtol: float = RTOL,
-    q_range=None,
-    qd_range=None,
-    slide_range=None,
-) -> CheckReport:
+def check_energy(fn, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
     """Check ``fn(q, qd) -> (kinetic, potential)`` against MuJoCo's energy, the potential up to a constant.
 
     Args:
       fn: the function (one state, returning two numbers, or a batch, returning
         two ``(N,)`` arrays), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``.
       model: the compiled model, or a built-in name or MJCF/URDF path.
-      dynamics: ``"rigid-body"`` or ``"as-modeled"`` (armature and springs in the energy).
-      samples, seed: seeded random states; states: explicit ``(qpos (N, nq), qvel (N, nv))``.
-      q_range, qd_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
-        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
-        stay in it; defaults three turns, 0.5 m, 30 rad/s); said in the report.
-      atol, rtol: a value passes if ``|error| <= atol + rtol |MuJoCo's|`` (J).
+      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``
+        (``"as-modeled"``: armature and springs in the energy), ``samples``, ``seed``,
+        ``states`` (``(qpos, qvel)``), ``q_range``, ``qd_range``, ``slide_range``, ``atol``
+        and ``rtol`` (J).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts
@@ -105,14 +81,12 @@ def check_energy(
     Raises:
       DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
-    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
-    ranges = Ranges.of(q_range=q_range, qd_range=qd_range, slide_range=slide_range)
-    fn, label = load_function(fn)
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
-    truth = truth_model(model, dynamics)
-    source = state_source(model, samples, seed, states, ("q", "qd"), ranges)
-    user = UserFunction(fn, label, [((), ())], "(kinetic, potential) energies, J")
+    check = begin("check_energy", fn, model, options, (*SAMPLED, "dynamics", "qd_range"))
+    model, label, o = check.model, check.label, check.options
+    atol, rtol = o.atol, o.rtol
+    truth = check.truth()
+    source = check.source(("q", "qd"))
+    user = UserFunction(check.fn, label, [((), ())], "(kinetic, potential) energies, J")
     kinetic, potential = EntryStats(()), EntryStats(())
     offset: float | None = None
     shift_sum, shift_n = 0.0, 0
@@ -130,7 +104,7 @@ def check_energy(
         parts = {"kinetic": Part.from_stats("kinetic", "T", (), kinetic),
                  "potential": Part.from_stats("potential", "U", (), potential)}
         passed = all(p.passed for p in parts.values())
-        attribution = [] if passed else _attribute(model, truth, dynamics, user, source, atol, rtol, label)
+        attribution = [] if passed else _attribute(model, truth, o.dynamics, user, source, atol, rtol, label)
     scale = max(parts["potential"].scale, 1.0)
     notes = [n for n in [user.note()] if n]
     extra: dict[str, object] = {"potential_constant": constant}
@@ -139,11 +113,8 @@ def check_energy(
                  "(another zero of potential energy; MuJoCo's is every centre of mass at the world origin's height)")
         notes.append(words)
         extra["allowed"] = f"potential = MuJoCo's {constant:+.4g} J"
-    return CheckReport(
-        quantity="energy", label=label, passed=passed, parts=parts, truth=_TRUTH[dynamics], attribution=attribution,
-        conventions=conventions(model), notes=notes, warnings=warning_lines(warned), atol=atol, rtol=rtol,
-        samples=source.total, seed=source.seed, sampling=list(source.sampling),
-        ranges=dict(source.ranges or {}), dynamics=dynamics, extra=extra)
+    return check.report("energy", parts, _TRUTH[o.dynamics], attribution, source=source, warned=warned, notes=notes,
+                        extra=extra)
 
 
 def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[str]:

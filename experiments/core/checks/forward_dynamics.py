@@ -28,23 +28,16 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code, validate
+from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import (
-    UserFunction,
-    load_function,
-    model_warnings,
-    state_source,
-    warning_lines,
-)
+from crossdyn.experiments.core.checks.common import UserFunction, model_warnings
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, mass_matrices, rigid_tree
-from crossdyn.experiments.core.checks.names import conventions, dof_names
+from crossdyn.experiments.core.checks.names import dof_names
+from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.ranges import Ranges
-from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
+from crossdyn.experiments.core.crosscheck import EntryStats, progress
+from crossdyn.experiments.core.truth import inverse_dynamics
 
 __all__ = ["check_forward_dynamics", "forward"]
 
@@ -73,33 +66,17 @@ def forward(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
 
 
 @user_code.quiet_arithmetic
-def check_forward_dynamics(
-    fn,
-    model: mujoco.MjModel | str | os.PathLike,
-    *,
-    dynamics: str = "rigid-body",
-    samples: int = 1000,
-    seed: int = 0,
-    states=None,
-    atol: float = ATOL,
-    rtol: float = RTOL,
-    q_range=None,
-    qd_range=None,
-    qdd_range=None,
-    slide_range=None,
-) -> CheckReport:
+def check_forward_dynamics(fn, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
     """Check ``fn(q, qd, tau) -> qdd`` against MuJoCo's forward dynamics.
 
     Args:
       fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``;
         returns ``(nv,)`` accelerations (rad/s^2, m/s^2) for generalized forces ``tau``.
       model: the compiled model, or a built-in name or MJCF/URDF path.
-      dynamics: ``"rigid-body"`` or ``"as-modeled"``.
-      samples, seed: seeded random states; states: explicit ``(qpos, qvel, tau)``.
-      q_range, qd_range, qdd_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
-        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
-        stay in it; defaults three turns, 0.5 m, 30 rad/s, 100 rad/s^2); said in the report.
-      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's qacc|``.
+      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``,
+        ``samples``, ``seed``, ``states`` (``(qpos, qvel, tau)``), ``q_range``, ``qd_range``,
+        ``qdd_range`` (random torques are those of random accelerations), ``slide_range``,
+        ``atol`` and ``rtol`` (against ``|MuJoCo's qacc|``).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``qdd``.
@@ -107,16 +84,13 @@ def check_forward_dynamics(
     Raises:
       DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
-    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
-    ranges = Ranges.of(q_range=q_range, qd_range=qd_range, qdd_range=qdd_range, slide_range=slide_range)
-    fn, label = load_function(fn)
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
-    truth = truth_model(model, dynamics)
-    source = state_source(model, samples, seed, states, ("q", "qd", "tau"), ranges)
-    random = states is None
+    check = begin("check_forward_dynamics", fn, model, options, (*SAMPLED, "dynamics", "qd_range", "qdd_range"))
+    model, label, o = check.model, check.label, check.options
+    truth = check.truth()
+    source = check.source(("q", "qd", "tau"))
+    random = o.states is None
     nv = model.nv
-    user = UserFunction(fn, label, [((nv,),)], f"({nv},) accelerations", inputs=("q", "qd", "tau"))
+    user = UserFunction(check.fn, label, [((nv,),)], f"({nv},) accelerations", inputs=("q", "qd", "tau"))
     data = mujoco.MjData(truth)
     stats = EntryStats((nv,))
     with model_warnings() as warned:
@@ -124,16 +98,12 @@ def check_forward_dynamics(
             tau = inverse_dynamics(truth, q, qd, third, data=data) if random else third
             (qdd_user,) = user(q, qd, tau)
             qdd = forward(truth, q, qd, tau, data)
-            stats.add(qdd_user - qdd, qdd, atol, rtol)
+            stats.add(qdd_user - qdd, qdd, o.atol, o.rtol)
         part = Part.from_stats("qdd", "qdd", (dof_names(model),), stats)
-        attribution = [] if part.passed else _attribute(model, truth, dynamics, user, source, random, atol, rtol,
-                                                        label)
-    return CheckReport(
-        quantity="forward-dynamics", label=label, passed=part.passed, parts={"qdd": part}, truth=_TRUTH[dynamics],
-        attribution=attribution, conventions=conventions(model), notes=[n for n in [user.note()] if n],
-        warnings=warning_lines(warned), atol=atol, rtol=rtol, samples=source.total, seed=source.seed,
-        sampling=list(source.sampling), ranges=dict(source.ranges or {}),
-        dynamics=dynamics)
+        attribution = [] if part.passed else _attribute(model, truth, o.dynamics, user, source, random, o.atol,
+                                                        o.rtol, label)
+    return check.report("forward-dynamics", {"qdd": part}, _TRUTH[o.dynamics], attribution, source=source, user=user,
+                        warned=warned)
 
 
 def _attribute(model, truth, dynamics, user, source, random, atol, rtol, label) -> list[str]:

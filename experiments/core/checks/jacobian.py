@@ -34,23 +34,16 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.rotation import skew
-from crossdyn.experiments.core import user_code, validate
+from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import slips
-from crossdyn.experiments.core.checks.common import (
-    Hypotheses,
-    UserFunction,
-    load_function,
-    model_warnings,
-    state_source,
-    warning_lines,
-)
-from crossdyn.experiments.core.checks.names import ROW_NAMES, body_name, conventions, dof_names, joint_label
+from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
+from crossdyn.experiments.core.checks.names import ROW_NAMES, body_name, dof_names, joint_label
+from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.checks.target import Target, point_of, target
-from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
+from crossdyn.experiments.core.crosscheck import EntryStats, progress
 from crossdyn.experiments.core.errors import ModelError, ParameterError
-from crossdyn.experiments.core.models import load_model, with_options
-from crossdyn.experiments.core.ranges import Ranges
+from crossdyn.experiments.core.models import with_options
 
 __all__ = ["check_jacobian", "FRAMES", "loop_tangent"]
 
@@ -165,22 +158,9 @@ def _free_conventions(model: mujoco.MjModel, coordinates) -> list[tuple[str, int
 
 
 @user_code.quiet_arithmetic
-def check_jacobian(
-    fn,
-    model: mujoco.MjModel | str | os.PathLike,
-    *,
-    site: str | None = None,
-    body: str | None = None,
-    frame: str = "world-aligned",
-    coordinates: list[str] | tuple[str, ...] | None = None,
-    samples: int = 1000,
-    seed: int = 0,
-    states=None,
-    atol: float = ATOL,
-    rtol: float = RTOL,
-    q_range=None,
-    slide_range=None,
-) -> CheckReport:
+def check_jacobian(fn, model: mujoco.MjModel | str | os.PathLike, *, site: str | None = None, body: str | None = None,
+                   frame: str = "world-aligned", coordinates: list[str] | tuple[str, ...] | None = None,
+                   **options) -> CheckReport:
     """Check ``fn(q) -> J`` against MuJoCo's Jacobian of a site or a body's frame origin.
 
     Args:
@@ -193,12 +173,9 @@ def check_jacobian(
       coordinates: joint names of a closed loop's independent coordinates; the
         Jacobian is then per unit velocity of those, the other dofs following the
         model's equality constraints (``(6, k)`` or ``(3, k)``).
-      samples, seed: seeded random states; states: explicit ``qpos (N, nq)``
-        (a closed loop needs closed poses: give them).
-      q_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
-        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
-        stay in it; defaults three turns, 0.5 m); said in the report.
-      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|`` (m/rad, unitless).
+      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``samples``,
+        ``seed``, ``states`` (``qpos``; a closed loop needs closed poses: give them),
+        ``q_range``, ``slide_range``, ``atol`` and ``rtol`` (m/rad, unitless).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``jacobian``.
@@ -208,18 +185,15 @@ def check_jacobian(
       frame or coordinate; StateError: bad ``states``; ModelError: the model
       cannot be loaded, or the coordinates do not close its loops.
     """
-    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
-    ranges = Ranges.of(q_range=q_range, slide_range=slide_range)
-    fn, label = load_function(fn)
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    check = begin("check_jacobian", fn, model, options, SAMPLED)
+    model, label, atol, rtol = check.model, check.label, check.options.atol, check.options.rtol
     if frame not in FRAMES:
         raise ParameterError(f"unknown frame {frame!r}; choose from {', '.join(FRAMES)}")
     tgt = target(model, site, body)
     dofs, columns = (None, dof_names(model)) if coordinates is None else _coordinate_dofs(model, coordinates)
     ncol = len(columns)
-    source = state_source(model, samples, seed, states, ("q",), ranges)
-    user = UserFunction(fn, label, [((6, ncol),), ((3, ncol),)],
+    source = check.source(("q",))
+    user = UserFunction(check.fn, label, [((6, ncol),), ((3, ncol),)],
                         f"a Jacobian of {ncol} columns, linear rows then angular")
     truth = _Truth(model, tgt, dofs)
     frees = _free_conventions(model, coordinates)
@@ -255,12 +229,9 @@ def check_jacobian(
     truth_text = f"{where}, {_FRAME_WORDS[frame]}"
     if dofs is not None:
         truth_text += f", per unit velocity of {', '.join(columns)} with the model's equality constraints held"
-    return CheckReport(
-        quantity="jacobian", label=label, passed=part.passed, parts={"jacobian": part}, truth=truth_text,
-        attribution=attribution, conventions=conventions(model) if dofs is None else [],
-        notes=[n for n in [user.note()] if n], warnings=warning_lines(warned), atol=atol, rtol=rtol,
-        samples=source.total, seed=source.seed, sampling=list(source.sampling),
-        ranges=dict(source.ranges or {}),
+    return check.report(
+        "jacobian", {"jacobian": part}, truth_text, attribution, source=source, user=user, warned=warned,
+        **({} if dofs is None else {"conventions": []}),
         extra={"target": {"kind": tgt.kind, "name": tgt.name}, "frame": frame, "rows": rows, "columns": columns})
 
 
@@ -333,8 +304,8 @@ def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees, 
                 out.append(f"free joint {name!r}: your columns {cols} take {wrong}; MuJoCo's qvel[0:3] is the "
                            "world-frame linear velocity and qvel[3:6] the body-frame angular velocity")
                 return out
-    off_columns = [c for c in range(len(columns)) if not np.all(part.ok[:, c])]
-    linear_only = not np.any(~part.ok[3:]) if rows == 6 else True
+    off_columns = [c for c in range(len(columns)) if not np.all(part.entry_passed[:, c])]
+    linear_only = not np.any(~part.entry_passed[3:]) if rows == 6 else True
     if linear_only:
         for key in [k for k in hyp.holds if k.startswith("point|")]:
             if hyp.all(key):
@@ -361,7 +332,7 @@ def _attribute(model, tgt, part, hyp, frame, other, rows, columns, dofs, frees, 
             out.append(f"column {columns[c]!r} has the opposite sign")
     rest = [columns[c] for c in off_columns if c not in flipped]
     if rest:
-        bad = {ROW_NAMES[r] for c in off_columns if c not in flipped for r in np.flatnonzero(~part.ok[:, c])}
+        bad = {ROW_NAMES[r] for c in off_columns if c not in flipped for r in np.flatnonzero(~part.entry_passed[:, c])}
         bad_rows = sorted(bad, key=ROW_NAMES.index)
         out.append(f"column{'s' if len(rest) > 1 else ''} {', '.join(repr(c) for c in rest[:8])}"
                    f"{f' and {len(rest) - 8} more' if len(rest) > 8 else ''} off in rows {', '.join(bad_rows)}, "

@@ -26,22 +26,14 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.rotation import matrix_to_quat
-from crossdyn.experiments.core import user_code, validate
+from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import slips
-from crossdyn.experiments.core.checks.common import (
-    Hypotheses,
-    UserFunction,
-    load_function,
-    model_warnings,
-    state_source,
-    warning_lines,
-)
-from crossdyn.experiments.core.checks.names import body_name, conventions
+from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
+from crossdyn.experiments.core.checks.names import body_name
+from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.checks.target import point_of, target
-from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.ranges import Ranges
+from crossdyn.experiments.core.crosscheck import EntryStats, progress
 
 __all__ = ["check_kinematics"]
 
@@ -89,20 +81,8 @@ def _angle_axis(R: np.ndarray) -> str:
 
 
 @user_code.quiet_arithmetic
-def check_kinematics(
-    fn,
-    model: mujoco.MjModel | str | os.PathLike,
-    *,
-    site: str | None = None,
-    body: str | None = None,
-    samples: int = 1000,
-    seed: int = 0,
-    states=None,
-    atol: float = ATOL,
-    rtol: float = RTOL,
-    q_range=None,
-    slide_range=None,
-) -> CheckReport:
+def check_kinematics(fn, model: mujoco.MjModel | str | os.PathLike, *, site: str | None = None,
+                     body: str | None = None, **options) -> CheckReport:
     """Check ``fn(q) -> position`` or ``(position, rotation)`` against MuJoCo's kinematics.
 
     Args:
@@ -112,12 +92,9 @@ def check_kinematics(
         being the frame's axes in the world (MuJoCo's ``site_xmat``).
       model: the compiled model, or a built-in name or MJCF/URDF path.
       site, body: the point: a site, or a body's frame origin (exactly one).
-      samples, seed: how many seeded random states (``q`` only matters).
-      states: explicit positions ``qpos (N, nq)`` instead.
-      q_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
-        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
-        stay in it; defaults three turns, 0.5 m); said in the report.
-      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|`` (m; rotation entries are unitless).
+      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``samples``,
+        ``seed``, ``states`` (``qpos``), ``q_range``, ``slide_range``, ``atol`` and ``rtol``
+        (m; rotation entries are unitless).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport` with parts
@@ -128,14 +105,12 @@ def check_kinematics(
         the wrong shape; ParameterError: no such site or body; StateError: bad
         ``states``; ModelError: the model cannot be loaded.
     """
-    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
-    ranges = Ranges.of(q_range=q_range, slide_range=slide_range)
-    fn, label = load_function(fn)
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    check = begin("check_kinematics", fn, model, options, SAMPLED)
+    model, label, atol, rtol = check.model, check.label, check.options.atol, check.options.rtol
     tgt = target(model, site, body)
-    source = state_source(model, samples, seed, states, ("q",), ranges)
-    user = UserFunction(fn, label, [((3,),), ((3,), (3, 3))], "a position (3,), or (position (3,), rotation (3, 3))")
+    source = check.source(("q",))
+    user = UserFunction(check.fn, label, [((3,),), ((3,), (3, 3))],
+                        "a position (3,), or (position (3,), rotation (3, 3))")
     data = mujoco.MjData(model)
     alternatives = tgt.alternatives(model)
     stats_p, stats_R = EntryStats((3,)), EntryStats((3, 3))
@@ -175,12 +150,8 @@ def check_kinematics(
         attribution = found or (attribution + [slips.NONE_ALONE] if generic else attribution)
     truth = "mj_kinematics: " + (f"site_xpos and site_xmat of {tgt.label}" if tgt.kind == "site"
                                  else f"xpos and xmat of {tgt.label} (its frame's origin)")
-    return CheckReport(
-        quantity="kinematics", label=label, passed=passed, parts=parts, truth=truth, attribution=attribution,
-        conventions=conventions(model), notes=[n for n in [user.note()] if n], warnings=warning_lines(warned),
-        atol=atol, rtol=rtol, samples=source.total, seed=source.seed, sampling=list(source.sampling),
-        ranges=dict(source.ranges or {}),
-        extra={"target": {"kind": tgt.kind, "name": tgt.name, "body": body_name(model, tgt.body)}})
+    return check.report("kinematics", parts, truth, attribution, source=source, user=user, warned=warned,
+                        extra={"target": {"kind": tgt.kind, "name": tgt.name, "body": body_name(model, tgt.body)}})
 
 
 def _exact_point(parts, hyp, alternatives, in_body, atol, rtol) -> bool:

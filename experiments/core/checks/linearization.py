@@ -30,14 +30,14 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code, validate
+from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import slips
-from crossdyn.experiments.core.checks.common import UserFunction, load_function, model_warnings, warning_lines
+from crossdyn.experiments.core.checks.common import UserFunction, model_warnings
 from crossdyn.experiments.core.checks.names import conventions
+from crossdyn.experiments.core.checks.options import begin
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.crosscheck import EntryStats
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.models import load_model
 
 __all__ = ["check_linearization", "Reduction", "ATOL", "RTOL", "TOLERANCE_REASON"]
 
@@ -98,8 +98,7 @@ def check_linearization(
     qvel=None,
     ctrl=None,
     reduction: Reduction | None = None,
-    atol: float = ATOL,
-    rtol: float = RTOL,
+    **options,
 ) -> CheckReport:
     """Check ``fn(q, qd, u) -> (A, B)`` against :func:`~crossdyn.experiments.core.linearize.linearize`.
 
@@ -111,7 +110,8 @@ def check_linearization(
       keyframe: a keyframe's name or index; qpos, qvel, ctrl: the point (override
         the keyframe's; ``ctrl="hold"``: the control that holds the pose).
       reduction: the hand model's reduced state and input (:class:`Reduction`).
-      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|``.
+      options: ``atol`` and ``rtol`` of :class:`~crossdyn.experiments.core.checks.options.CheckOptions`,
+        defaults :data:`ATOL` and :data:`RTOL` (central differences).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``A`` and ``B``.
@@ -124,10 +124,8 @@ def check_linearization(
     """
     from crossdyn.experiments.core.linearize import linearize
 
-    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
-    fn, label = load_function(fn)
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    check = begin("check_linearization", fn, model, options, ("atol", "rtol"), atol=ATOL, rtol=RTOL)
+    model, label, atol, rtol = check.model, check.label, check.options.atol, check.options.rtol
     _parse_point(model, keyframe, qpos, qvel, ctrl)
     with model_warnings() as warned:
         lin = linearize(model, keyframe=keyframe, qpos=qpos, qvel=qvel, ctrl=ctrl)
@@ -139,7 +137,7 @@ def check_linearization(
         A, B = reduction.apply(A, B)
         states, inputs = tuple(reduction.state_names), tuple(reduction.input_names)
     k, m = A.shape[0], B.shape[1]
-    user = UserFunction(fn, label, [((k, k), (k, m))], f"(A ({k}, {k}), B ({k}, {m}))", inputs=("q", "qd", "u"))
+    user = UserFunction(check.fn, label, [((k, k), (k, m))], f"(A ({k}, {k}), B ({k}, {m}))", inputs=("q", "qd", "u"))
     A_user, B_user = user._parse(user._call(lin.qpos.copy(), lin.qvel.copy(), lin.ctrl.copy()), None)
     user._finite([A_user[None], B_user[None]])
     stats_A = EntryStats((k, k))
@@ -161,10 +159,8 @@ def check_linearization(
     if reduction is None and conventions(model):
         notes.append("dq is mj_differentiatePos of qpos: a free joint contributes 3 translations (world) and 3 "
                      "rotations (body frame), a ball joint 3 rotations (body frame)")
-    return CheckReport(
-        quantity="linearization", label=label, passed=passed, parts=parts, truth=truth, attribution=attribution,
-        conventions=conventions(model), notes=notes, warnings=warning_lines(warned), atol=atol, rtol=rtol,
-        samples=1, seed=None,
+    return check.report(
+        "linearization", parts, truth, attribution, warned=warned, notes=notes,
         extra={"operating_point": {"qpos": lin.qpos.tolist(), "qvel": lin.qvel.tolist(), "ctrl": lin.ctrl.tolist(),
                                    "qacc": lin.qacc.tolist()}, "state_names": list(states),
                "input_names": list(inputs)})
@@ -175,7 +171,7 @@ def _close(a, b, atol, rtol) -> bool:
 
 
 def _entries(part: Part, rows, cols, limit: int = 6) -> str:
-    off = [(r, c) for r in rows for c in cols if not part.ok[r, c]]
+    off = [(r, c) for r in rows for c in cols if not part.entry_passed[r, c]]
     names = [f"d({part.labels[0][r]})/d({part.labels[1][c]})" for r, c in off]
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
@@ -193,7 +189,7 @@ def _reversed_gravity(model, lin, reduction) -> np.ndarray:
 def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, inputs, atol, rtol) -> list[str]:
     out = []
     k = A.shape[0]
-    gravity = np.any(np.asarray(model.opt.gravity) != 0) and not np.all(parts["A"].ok)
+    gravity = np.any(np.asarray(model.opt.gravity) != 0) and not np.all(parts["A"].entry_passed)
     A_flipped = _reversed_gravity(model, lin, reduction) if gravity else None
     if reduction is None:
         Ad, Bd = lin.discrete()
@@ -215,9 +211,10 @@ def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, input
             blocks["reduced B"] = (slice(0, k), slice(0, B.shape[1]), B_user, B, "B")
     for words, (rows, cols, mine, theirs, which) in blocks.items():
         part = parts[which]
-        if np.all(part.ok[rows, cols]):
+        if np.all(part.entry_passed[rows, cols]):
             continue
-        entries = _entries(part, range(*rows.indices(part.ok.shape[0])), range(*cols.indices(part.ok.shape[1])))
+        shape = part.entry_passed.shape
+        entries = _entries(part, range(*rows.indices(shape[0])), range(*cols.indices(shape[1])))
         sentence = f"the {words} is off at {entries}"
         block_mine, block_theirs = mine[rows, cols], theirs[rows, cols]
         if which == "A" and A_flipped is not None and _close(block_mine, A_flipped[rows, cols], atol, rtol):
@@ -228,17 +225,17 @@ def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, input
         out.append(sentence)
     if "B" not in parts:
         return out
-    if reduction is None and model.nu and not np.all(parts["B"].ok):
+    if reduction is None and model.nu and not np.all(parts["B"].entry_passed):
         gear = np.asarray(model.actuator_gear[:, 0])
         for i in range(model.nu):
             col_mine, col = B_user[:, i], B[:, i]
-            if gear[i] not in (0.0, 1.0) and not np.all(parts["B"].ok[:, i]) \
+            if gear[i] not in (0.0, 1.0) and not np.all(parts["B"].entry_passed[:, i]) \
                     and _close(col_mine * gear[i], col, atol, rtol):
                 out.append(f"input {inputs[i]!r}: your column is MuJoCo's divided by the actuator's gear "
                            f"{gear[i]:g}: the force is gear x ctrl")
     for i in range(B.shape[1]):
-        if not np.all(parts["B"].ok[:, i]) and np.abs(B[:, i]).max() > atol and _close(B_user[:, i], -B[:, i], atol,
-                                                                                        rtol):
+        if not np.all(parts["B"].entry_passed[:, i]) and np.abs(B[:, i]).max() > atol \
+                and _close(B_user[:, i], -B[:, i], atol, rtol):
             out.append(f"input {inputs[i]!r}: your column has the opposite sign of MuJoCo's")
     return out
 

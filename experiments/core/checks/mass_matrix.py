@@ -21,22 +21,14 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code, validate
+from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import inertial, slips
-from crossdyn.experiments.core.checks.common import (
-    Hypotheses,
-    UserFunction,
-    load_function,
-    model_warnings,
-    state_source,
-    warning_lines,
-)
-from crossdyn.experiments.core.checks.names import conventions, dof_names
+from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
+from crossdyn.experiments.core.checks.names import dof_names
+from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import ATOL, RTOL, EntryStats, progress
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.ranges import Ranges
+from crossdyn.experiments.core.crosscheck import EntryStats, progress
 from crossdyn.experiments.core.truth import truth_model
 
 __all__ = ["check_mass_matrix", "mass_matrices", "rigid_tree", "free_joints", "INERTIAL_STATES"]
@@ -92,30 +84,15 @@ def pinocchio_velocity_map(model: mujoco.MjModel, q: np.ndarray, free) -> np.nda
 
 
 @user_code.quiet_arithmetic
-def check_mass_matrix(
-    fn,
-    model: mujoco.MjModel | str | os.PathLike,
-    *,
-    dynamics: str = "rigid-body",
-    samples: int = 1000,
-    seed: int = 0,
-    states=None,
-    atol: float = ATOL,
-    rtol: float = RTOL,
-    q_range=None,
-    slide_range=None,
-) -> CheckReport:
+def check_mass_matrix(fn, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
     """Check ``fn(q) -> M (nv, nv)`` against MuJoCo's joint-space inertia.
 
     Args:
       fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``.
       model: the compiled model, or a built-in name or MJCF/URDF path.
-      dynamics: ``"rigid-body"`` (armature removed) or ``"as-modeled"`` (kept).
-      samples, seed: seeded random states; states: explicit ``qpos (N, nq)``.
-      q_range, slide_range: where random states are drawn, each ``R`` (-R to R) or ``(low, high)``
-        (:class:`~crossdyn.experiments.core.ranges.Ranges`: joints with a range in the model
-        stay in it; defaults three turns, 0.5 m); said in the report.
-      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|`` (kg m^2, kg).
+      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``
+        (the armature removed or on the diagonal), ``samples``, ``seed``, ``states``
+        (``qpos``), ``q_range``, ``slide_range``, ``atol`` and ``rtol`` (kg m^2, kg).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``mass matrix``.
@@ -123,32 +100,25 @@ def check_mass_matrix(
     Raises:
       DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
-    atol, rtol = validate.tolerances(atol, rtol)  # the command line's own limits
-    ranges = Ranges.of(q_range=q_range, slide_range=slide_range)
-    fn, label = load_function(fn)
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
-    truth = truth_model(model, dynamics)
-    source = state_source(model, samples, seed, states, ("q",), ranges)
+    check = begin("check_mass_matrix", fn, model, options, (*SAMPLED, "dynamics"))
+    model, label, o = check.model, check.label, check.options
+    truth = check.truth()
+    source = check.source(("q",))
     nv = model.nv
-    user = UserFunction(fn, label, [((nv, nv),)], f"a ({nv}, {nv}) mass matrix")
+    user = UserFunction(check.fn, label, [((nv, nv),)], f"a ({nv}, {nv}) mass matrix")
     data = mujoco.MjData(truth)
     stats = EntryStats((nv, nv))
     with model_warnings() as warned:
         for (q,) in progress(source.chunks(), source.total, f"checking {label}"):
             (M_user,) = user(q)
             M = mass_matrices(truth, q, data)
-            stats.add(M_user - M, M, atol, rtol)
+            stats.add(M_user - M, M, o.atol, o.rtol)
         names = dof_names(model)
         part = Part.from_stats("mass matrix", "M", (names, names), stats)
-        attribution = [] if part.passed else _attribute(model, truth, dynamics, user, source, atol, rtol, label)
-    return CheckReport(
-        quantity="mass-matrix", label=label, passed=part.passed, parts={"mass matrix": part},
-        truth=f"mj_fullM ({dynamics}: {_DYNAMICS_WORDS[dynamics]})", attribution=attribution,
-        conventions=conventions(model), notes=[n for n in [user.note()] if n], warnings=warning_lines(warned),
-        atol=atol, rtol=rtol, samples=source.total, seed=source.seed, sampling=list(source.sampling),
-        ranges=dict(source.ranges or {}), dynamics=dynamics,
-        symmetric=("mass matrix",))
+        attribution = [] if part.passed else _attribute(model, truth, o.dynamics, user, source, o.atol, o.rtol, label)
+    truth_text = f"mj_fullM ({o.dynamics}: {_DYNAMICS_WORDS[o.dynamics]})"
+    return check.report("mass-matrix", {"mass matrix": part}, truth_text,
+                        attribution, source=source, user=user, warned=warned, symmetric=("mass matrix",))
 
 
 def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[str]:

@@ -25,8 +25,8 @@ MAX_TICKS = 40
 
 def draw_part(ax, part, atol: float, title: str | None = None) -> None:
     """One part's per-entry largest errors on ``ax``."""
-    errors = np.maximum(np.asarray(part.max_abs, dtype=float), FLOOR)
-    off = ~np.asarray(part.ok, dtype=bool)
+    errors = np.maximum(np.asarray(part.entry_max_abs, dtype=float), FLOOR)
+    off = ~np.asarray(part.entry_passed, dtype=bool)
     if errors.ndim == 2:
         image = ax.imshow(np.log10(errors), cmap="viridis", vmin=-16, vmax=max(0.0, float(np.log10(errors.max()))),
                           aspect="auto", interpolation="nearest")

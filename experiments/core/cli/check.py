@@ -262,13 +262,12 @@ def _conditions(args, **more) -> dict:
 
 def report_check(report, args, name: str, title: str, extra: dict, seconds: float) -> int:
     from crossdyn.experiments.core import plots
-    from crossdyn.experiments.core.report import text
 
     metrics = {**extra, **report.to_dict()}
     figure = plots.term_errors(report, title)
     stored = getattr(args, "_stored", None)
     expected = f"agree with mj_inverse within {report.atol:g} + {report.rtol:g} |tau|"
-    return _finish(args, name, metrics, report.passed, text(report, title, verbose=getattr(args, "verbose", False)),
+    return _finish(args, name, metrics, report.passed, report.text(title, verbose=getattr(args, "verbose", False)),
                    figure, "term_errors.png", stored, expected, report.diagnosis, seconds)
 
 

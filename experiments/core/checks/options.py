@@ -1,0 +1,188 @@
+"""The options every check shares, defined once (:class:`CheckOptions`), and the steps every check
+begins (:func:`begin`) and ends with (:meth:`Check.report`: the tolerance, the states, the model's
+conventions, MuJoCo's warnings and the note on a function called state by state, filled the same way)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+
+from crossdyn.experiments.core import validate
+from crossdyn.experiments.core.checks.report import CheckReport, Part
+from crossdyn.experiments.core.crosscheck import ATOL, RTOL
+from crossdyn.experiments.core.ranges import Ranges
+
+__all__ = ["CheckOptions", "Check", "begin", "SAMPLED"]
+
+# The options of every check that draws states; a check adds "dynamics" and the
+# ranges of its function's other arguments.
+SAMPLED = ("samples", "seed", "states", "atol", "rtol", "q_range", "slide_range")
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """The options the checks share: how the states are drawn, which truth, when an entry passes.
+
+    Every ``check_*`` takes those that apply to it as keyword arguments: the ones
+    that draw states take ``samples``, ``seed``, ``states``, ``atol``, ``rtol``,
+    ``q_range``, ``slide_range`` and the ranges of their function's other
+    arguments; those comparing with dynamics take ``dynamics``; a linearization
+    (one operating point) takes ``atol`` and ``rtol``.
+
+    Attributes:
+      samples: how many seeded random states (default 1000); they are streamed in
+        chunks, so memory stays the same whatever the count.
+      seed: the random states' seed (default 0): the same seed gives the same states.
+      states: explicit states instead of random ones, one array per argument of
+        the function, rows being states: ``qpos (N, nq)``, ``qvel (N, nv)``,
+        ``qacc`` or ``tau (N, nv)``; a tuple of them, or one array for ``qpos`` alone.
+      atol, rtol: an entry passes if ``|error| <= atol + rtol |MuJoCo's|`` at every
+        state, in the quantity's units; defaults 1e-9 (double-precision round-off
+        with four orders of magnitude to spare; a linearization's 1e-6).
+      dynamics: the truth: ``"rigid-body"`` (armature, damping, stiffness and gravity
+        compensation removed) or ``"as-modeled"`` (kept).  Contacts, limits, equality
+        constraints, frictionloss and fluid forces are off in both.
+      q_range, qd_range, qdd_range, slide_range: where random states are drawn, each
+        ``R`` (-R to R) or ``(low, high)`` (:class:`~crossdyn.experiments.core.ranges.Ranges`:
+        joints with a range in the model stay in it; defaults three turns, 30 rad/s,
+        100 rad/s^2, 0.5 m); said in the report.
+    """
+
+    samples: int = 1000
+    seed: int = 0
+    states: Any = None
+    atol: float = ATOL
+    rtol: float = RTOL
+    dynamics: str = "rigid-body"
+    q_range: Any = None
+    qd_range: Any = None
+    qdd_range: Any = None
+    slide_range: Any = None
+
+    @classmethod
+    def of(cls, check: str, given: dict, takes: Iterable[str], **defaults) -> CheckOptions:
+        """The options ``check`` was called with (``given``), the tolerance validated.
+
+        Args:
+          check: the check's name, for the error.
+          given: the keyword arguments it was called with.
+          takes: the options it takes.
+          defaults: the check's own defaults where they differ (a linearization's tolerance).
+
+        Raises:
+          TypeError: an option the check does not take, as Python says it of any function.
+          ParameterError: a tolerance or range out of bounds (:mod:`crossdyn.experiments.core.validate`).
+        """
+        takes = set(takes)
+        for name in given:
+            if name not in takes:
+                raise TypeError(f"{check}() got an unexpected keyword argument {name!r}")
+        options = cls(**{**defaults, **given})
+        atol, rtol = validate.tolerances(options.atol, options.rtol)  # the command line's own limits
+        options = dataclasses.replace(options, atol=atol, rtol=rtol)
+        options.ranges()  # a bad range is said before the function or the model is loaded
+        return options
+
+    def ranges(self) -> Ranges:
+        """Where random states are drawn (:meth:`Ranges.of <crossdyn.experiments.core.ranges.Ranges.of>`)."""
+        return Ranges.of(q_range=self.q_range, qd_range=self.qd_range, qdd_range=self.qdd_range,
+                         slide_range=self.slide_range)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A check begun: the user's function, the model and the options (:func:`begin`).
+
+    Attributes:
+      fn: the user's function; label: how messages name it.
+      model: the compiled model, as it comes.
+      options: the :class:`CheckOptions`, validated.
+      dynamic: the check compares with dynamics (its report says the mode).
+    """
+
+    fn: Callable
+    label: str
+    model: mujoco.MjModel
+    options: CheckOptions
+    dynamic: bool
+
+    def truth(self) -> mujoco.MjModel:
+        """The model MuJoCo's side is computed on (:func:`~crossdyn.experiments.core.truth.truth_model`).
+
+        Raises:
+          ParameterError: an unknown ``dynamics``.
+        """
+        from crossdyn.experiments.core.truth import truth_model
+
+        return truth_model(self.model, self.options.dynamics)
+
+    def source(self, parts: tuple[str, ...]):
+        """The states, the function's arguments ``parts`` of them
+        (:func:`~crossdyn.experiments.core.checks.common.state_source`).
+
+        Raises:
+          StateError: bad given ``states``; ParameterError: ``samples`` or ``seed`` out of range.
+        """
+        from crossdyn.experiments.core.checks.common import state_source
+
+        o = self.options
+        return state_source(self.model, o.samples, o.seed, o.states, parts, o.ranges())
+
+    def report(self, quantity: str, parts: dict[str, Part], truth: str, attribution: list[str], *, source=None,
+               user=None, warned: Iterable[str] = (), **fields) -> CheckReport:
+        """The check's report: ``parts`` and what is said of them, with what every check fills the same way.
+
+        Args:
+          quantity: the report's ``quantity``.
+          parts: the compared parts; the check passed if every one did.
+          truth: what the function was compared with, one line.
+          attribution: what the error is, in sentences.
+          source: the states compared (:meth:`source`); None for one operating point.
+          user: the :class:`~crossdyn.experiments.core.checks.common.UserFunction`, for its note.
+          warned: MuJoCo's warnings while the truth was computed.
+          fields: any other field of the report, given in place of the usual one.
+        """
+        from crossdyn.experiments.core.checks.common import warning_lines
+        from crossdyn.experiments.core.checks.names import conventions
+
+        sampled = {} if source is None else {
+            "samples": source.total, "seed": source.seed, "sampling": list(source.sampling),
+            "ranges": dict(source.ranges or {})}
+        usual = {"passed": all(p.passed for p in parts.values()), "conventions": conventions(self.model),
+                 "notes": [n for n in [user.note() if user is not None else None] if n],
+                 "dynamics": self.options.dynamics if self.dynamic else None, "samples": 1, "seed": None,
+                 **sampled}
+        return CheckReport(quantity=quantity, label=self.label, parts=parts, truth=truth, attribution=attribution,
+                           warnings=warning_lines(warned), atol=self.options.atol, rtol=self.options.rtol,
+                           **{**usual, **fields})
+
+
+def begin(check: str, fn, model: mujoco.MjModel | str | os.PathLike, given: dict, takes: Iterable[str],
+          **defaults) -> Check:
+    """A check's first steps: its options (:meth:`CheckOptions.of`), the user's function and the model loaded.
+
+    Args:
+      check: the check's name (``"check_mass_matrix"``), for errors.
+      fn: the function, or ``"FILE.py:FUNC"`` / ``"module:FUNC"``
+        (:func:`~crossdyn.experiments.core.checks.common.load_function`).
+      model: the compiled model, or a built-in name or MJCF/URDF path.
+      given, takes, defaults: as :meth:`CheckOptions.of`.
+
+    Raises:
+      TypeError, ParameterError: see :meth:`CheckOptions.of`; DerivationError: the
+      function cannot be loaded; ModelError: nor can the model.
+    """
+    from crossdyn.experiments.core.checks.common import load_function
+    from crossdyn.experiments.core.models import load_model
+
+    takes = tuple(takes)
+    options = CheckOptions.of(check, given, takes, **defaults)
+    fn, label = load_function(fn)
+    if not isinstance(model, mujoco.MjModel):
+        model = load_model(model)
+    return Check(fn, label, model, options, dynamic="dynamics" in takes)
