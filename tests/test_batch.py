@@ -6,19 +6,9 @@ import numpy as np
 import pytest
 
 from crossdyn.experiments.cart_pole import design
+from crossdyn.experiments.core import imperfections as imp
 from crossdyn.experiments.core.batch import simulate_batch
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.imperfections import (
-    ActuatorLag,
-    Delay,
-    FrictionScale,
-    InertiaScale,
-    MassScale,
-    Push,
-    Quantization,
-    SensorNoise,
-    TorqueSpeedLimit,
-)
 from crossdyn.experiments.core.loop import ControllerError, simulate
 from crossdyn.experiments.core.models import load_model
 
@@ -30,10 +20,10 @@ START = [0.0, 0.1]
 # Imperfection mixes, one per simulation: every kind of imperfection in some simulation.
 MIXES = [
     [],
-    [SensorNoise("pole_angle", std=1e-3, bias_std=1e-3), SensorNoise("cart_pos", std=1e-4), Delay(2)],
-    [MassScale("pole", 1.2), ActuatorLag("push", 0.02), Push("pole", [5.0, 0.0, 0.0], 0.1, 0.05)],
-    [InertiaScale("pole", 0.8), FrictionScale(1.5), Quantization("cart_pos", 1e-3),
-     TorqueSpeedLimit("push", no_load_speed=2.0)],
+    [imp.SensorNoise("pole_angle", std=1e-3, bias_std=1e-3), imp.SensorNoise("cart_pos", std=1e-4), imp.Delay(2)],
+    [imp.MassScale("pole", 1.2), imp.ActuatorLag("push", 0.02), imp.Push("pole", [5.0, 0.0, 0.0], 0.1, 0.05)],
+    [imp.InertiaScale("pole", 0.8), imp.FrictionScale(1.5), imp.Quantization("cart_pos", 1e-3),
+     imp.TorqueSpeedLimit("push", no_load_speed=2.0)],
 ]
 
 
@@ -57,7 +47,7 @@ def test_regulators_with_their_own_gains_imperfections_and_seeds_equal_simulate(
 
 def test_the_check_can_fail_other_seeds_give_other_traces():
     regs = [design({})] * 2
-    mixes = [[SensorNoise("pole_angle", std=1e-3), Delay(1)]] * 2
+    mixes = [[imp.SensorNoise("pole_angle", std=1e-3), imp.Delay(1)]] * 2
     batched = simulate_batch(CART_POLE, regs, DURATION, keyframe="upright", qpos=START, imperfections=mixes,
                              seeds=[1, 2], nthread=1)
     serial = [simulate(CART_POLE, reg, DURATION, keyframe="upright", qpos=START, imperfections=mix, seed=seed)

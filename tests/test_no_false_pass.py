@@ -25,16 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crossdyn.experiments import (
-    check_bias,
-    check_derivation,
-    check_energy,
-    check_forward_dynamics,
-    check_jacobian,
-    check_kinematics,
-    check_linearization,
-    check_mass_matrix,
-)
+import crossdyn as cd
 from crossdyn.experiments.core.crosscheck import sample_states
 from crossdyn.experiments.core.errors import DerivationError, ParameterError, StateError
 from crossdyn.experiments.core.ranges import TURN, Ranges
@@ -58,9 +49,9 @@ RIGHT = {
     "forward-dynamics": parts.forward_dynamics(TREE),
     "derivation": parts.inverse_dynamics(TREE),
 }
-CHECKS = {"kinematics": (check_kinematics, {"site": "tool"}), "jacobian": (check_jacobian, {"site": "tool"}),
-          "mass-matrix": (check_mass_matrix, {}), "bias": (check_bias, {}), "energy": (check_energy, {}),
-          "forward-dynamics": (check_forward_dynamics, {}), "derivation": (check_derivation, {})}
+CHECKS = {"kinematics": (cd.check_kinematics, {"site": "tool"}), "jacobian": (cd.check_jacobian, {"site": "tool"}),
+          "mass-matrix": (cd.check_mass_matrix, {}), "bias": (cd.check_bias, {}), "energy": (cd.check_energy, {}),
+          "forward-dynamics": (cd.check_forward_dynamics, {}), "derivation": (cd.check_derivation, {})}
 
 
 # --- a function that writes into its input ------------------------------------------------------------
@@ -111,7 +102,7 @@ def test_given_states_are_never_changed_by_the_users_function():
     q = sample_states(parts.ARM, 5, seed=3)[0]
     before = q.copy()
     with pytest.raises(DerivationError, match=r"wrote into its input q \(state 0 of the batch, entry 0: "):
-        check_mass_matrix(_zero_first(RIGHT["mass-matrix"]), ARM, states=q)
+        cd.check_mass_matrix(_zero_first(RIGHT["mass-matrix"]), ARM, states=q)
     assert np.array_equal(q, before)
 
 
@@ -141,8 +132,8 @@ BEFORE = {"q_range": np.pi, "qd_range": 10.0, "qdd_range": 50.0}
 @pytest.mark.parametrize("fn", [one_turn_only, slow_only])
 def test_a_derivation_wrong_only_beyond_one_turn_or_12_rad_s_fails(fn):
     """Under the old ranges it passed "over N states"; the default ranges reach it."""
-    assert check_derivation(fn, "two_link_arm", samples=N, **BEFORE).passed  # the false pass, reproduced
-    report = check_derivation(fn, "two_link_arm", samples=N)
+    assert cd.check_derivation(fn, "two_link_arm", samples=N, **BEFORE).passed  # the false pass, reproduced
+    report = cd.check_derivation(fn, "two_link_arm", samples=N)
     assert not report.passed, report.diagnosis
 
 
@@ -150,8 +141,8 @@ def test_a_mass_matrix_wrong_beyond_one_turn_fails():
     def wrapped(q):
         return RIGHT["mass-matrix"](np.clip(q, -TURN, TURN))
 
-    assert check_mass_matrix(wrapped, ARM, samples=N, q_range=np.pi).passed
-    assert not check_mass_matrix(wrapped, ARM, samples=N).passed
+    assert cd.check_mass_matrix(wrapped, ARM, samples=N, q_range=np.pi).passed
+    assert not cd.check_mass_matrix(wrapped, ARM, samples=N).passed
 
 
 def test_limited_joints_stay_in_their_range_and_unlimited_ones_turn():
@@ -168,16 +159,16 @@ def test_limited_joints_stay_in_their_range_and_unlimited_ones_turn():
 
 
 def test_every_report_states_its_ranges():
-    mass = check_mass_matrix(RIGHT["mass-matrix"], ARM, samples=N)
+    mass = cd.check_mass_matrix(RIGHT["mass-matrix"], ARM, samples=N)
     text = mass.text("M")
     assert "hinges without a range (j1, j3, j5, j6, j7): [-18.85, 18.85] rad (3 turns each way)" in text, text
     assert "joints in the model's range: j2 [-2, 2], j4 [-2.5, 0.5]" in text, text
     assert "velocities" not in text  # M(q) takes no velocity
     assert mass.to_dict()["state_ranges"]["q_range"] == pytest.approx([-3 * TURN, 3 * TURN])
-    derivation = check_derivation(RIGHT["derivation"], ARM, samples=N, qd_range=(-5, 40))
+    derivation = cd.check_derivation(RIGHT["derivation"], ARM, samples=N, qd_range=(-5, 40))
     lines = "\n".join(derivation.sampling)
     assert "velocities qd: [-5, 40] rad/s" in lines and "accelerations qdd: [-100, 100]" in lines, lines
-    given = check_mass_matrix(RIGHT["mass-matrix"], ARM, states=np.zeros((3, 7)))
+    given = cd.check_mass_matrix(RIGHT["mass-matrix"], ARM, states=np.zeros((3, 7)))
     assert given.sampling == ["3 given states (none drawn at random)"] and given.to_dict()["state_ranges"] == {}
 
 
@@ -206,13 +197,13 @@ def test_the_command_line_sets_and_prints_the_ranges(tmp_path):
 
 def test_derivation_checks_refuse_the_same_and_an_empty_batch():
     with pytest.raises(ParameterError, match="atol must be a finite number"):
-        check_derivation(RIGHT["derivation"], ARM, samples=N, atol=float("inf"))
+        cd.check_derivation(RIGHT["derivation"], ARM, samples=N, atol=float("inf"))
     with pytest.raises(ParameterError, match="seed must be a whole number from 0 to"):
-        check_derivation(RIGHT["derivation"], ARM, samples=N, seed=-1)
+        cd.check_derivation(RIGHT["derivation"], ARM, samples=N, seed=-1)
     with pytest.raises(ParameterError, match="rtol must be a finite number"):
-        check_linearization(parts.arm_linearization, ARM, keyframe="home", rtol=float("nan"))
+        cd.check_linearization(parts.arm_linearization, ARM, keyframe="home", rtol=float("nan"))
     with pytest.raises(StateError, match="no rows"):
-        check_derivation(RIGHT["derivation"], ARM, states=(np.zeros((0, 7)),) * 3)
+        cd.check_derivation(RIGHT["derivation"], ARM, states=(np.zeros((0, 7)),) * 3)
 
 
 # --- huge values: crossdyn's arithmetic stays quiet, MuJoCo's overflow is not the user's --------------
@@ -239,7 +230,7 @@ def test_a_huge_answer_is_a_mismatch_without_numpy_warnings(name):
 
 
 def test_a_huge_matrix_reads_as_finite_offsets():
-    report = check_mass_matrix(HUGE_ANSWERS["mass-matrix"], ARM, samples=N)
+    report = cd.check_mass_matrix(HUGE_ANSWERS["mass-matrix"], ARM, samples=N)
     assert "inf" not in " ".join(report.entries()), report.entries()  # the mean of 1e308 errors is no overflow
     assert "too large for a least-squares fit" in " ".join(report.attribution), report.attribution
 
@@ -250,18 +241,18 @@ def test_the_users_function_keeps_its_own_numpy_warnings():
         return np.minimum(np.full((7, 7), 1e200) * 1e200, 1.0)  # overflows to inf, then capped
 
     with pytest.warns(RuntimeWarning, match="overflow"):
-        check_mass_matrix(overflows, ARM, samples=N)
+        cd.check_mass_matrix(overflows, ARM, samples=N)
 
 
 def test_mujocos_own_overflow_is_not_blamed_on_the_function():
     states = (np.zeros((2, 7)), np.full((2, 7), 1e160))  # qd^2 overflows in MuJoCo's bias
     with pytest.raises(StateError, match="MuJoCo's own value is not finite at state 0"):
-        check_bias(lambda q, qd: np.zeros(7), ARM, states=states)
+        cd.check_bias(lambda q, qd: np.zeros(7), ARM, states=states)
 
 
 def test_an_unknown_body_lists_the_bodies():
     with pytest.raises(ParameterError, match="its bodies: ") as raised:
-        check_kinematics(RIGHT["kinematics"], ARM, body="nope", samples=N)
+        cd.check_kinematics(RIGHT["kinematics"], ARM, body="nope", samples=N)
     assert "bodys" not in str(raised.value)
 
 
