@@ -71,6 +71,23 @@ XTOL = 1e-6
 # A parameter whose full typical change moves the whole log's normalized residual by less
 # than this (norm of scale * dr/dtheta) is one the logs never move: far below one noise level.
 NEVER_MOVES = 1e-3
+# Contacts this near (m) count as touching when a window's start is put on the constraints: a few
+# times a log's position noise (a base's height read 0.5 mm off), far below a lifted foot's clearance.
+CONTACT_SNAP = 0.002
+# The same for a floating base started from its IMU, whose height no log gives: it starts at the
+# model's (a guess some centimetres off), so its contacts are looked for this far (m); a foot lifted
+# less than this is put down.
+BASE_SNAP = 0.05
+# How much more a read dof costs to move than an unread one, putting a start on the constraints:
+# the unread joints (a passive knee) take up a closure, the read ones move by their noise at most.
+UNREAD_WEIGHT = 1e3
+# Gauss-Newton steps onto the constraints: a closure read 1 mm open is closed to round-off in 3.
+CLOSURE_STEPS = 5
+# A closure this near (m) is closed: round-off of a model a metre across.
+CLOSED = 1e-12
+# Directions of the constraints' Jacobian weaker than this (relative to its largest singular value)
+# are not solved for: a row no motion moves (see _Closure._least); the others are at 0.1 and above.
+CLOSURE_RCOND = 1e-3
 
 
 def noise_level(values: np.ndarray) -> np.ndarray:
@@ -168,6 +185,7 @@ class Problem:
         self.ctrls = [log.ctrl(m) for log in logs]
         read = {name for log in logs for kind, name, _, _ in log.signals.values() if kind in ("qpos", "qvel")}
         self.imu = _imus(m, logs, read)
+        self.closure = _Closure(m, read, self.imu)
         self.windows: list[_Window] = []
         for li, log in enumerate(logs):
             self._cut(li, log, window)
@@ -221,6 +239,7 @@ class Problem:
                     rotation = np.zeros(9)
                     mujoco.mju_quat2Mat(rotation, gyro_site)
                     qvel[m.jnt_dofadr[j] + 3 : m.jnt_dofadr[j] + 6] = rotation.reshape(3, 3) @ log.signals[gyro][2][a]
+            qpos, qvel = self.closure.project(qpos, qvel)
             grid = (t[a:b] - t[a]) / self.dt
             self.windows.append(_Window(li, a, b, qpos, qvel, grid))
 
@@ -469,6 +488,88 @@ class Problem:
 
     def close(self) -> None:
         self.pool.close()
+
+
+class _Closure:
+    """A window's start moved onto the model's constraints: loop closures closed, touching contacts touching.
+
+    A state read from noisy encoders does not close a kinematic loop (a five-bar's
+    equality constraint) nor put a wheel exactly on the floor, and a stiff, soft
+    constraint answers a 0.1 mm gap with a transient that swamps the window.  So each
+    start is moved, by the least change, onto ``e(q) = 0`` for every equality
+    constraint and every contact nearer than :data:`CONTACT_SNAP` (:data:`BASE_SNAP`
+    for a base started from its IMU; its distance made 0), by a few Gauss-Newton
+    steps, and its velocity onto ``J v = 0`` for the same rows (a touching contact's
+    point at rest: rolling, not slipping).  The change is
+    least in a norm that weighs the dofs the logs read (and a base's IMU rotation)
+    :data:`UNREAD_WEIGHT` times more than the rest, so a joint no log reads (a passive
+    knee, a base's height) takes up the closure.  A model with neither equality
+    constraints nor contacts is left as it is.
+    """
+
+    def __init__(self, m: mujoco.MjModel, read: set[str], imu: list):
+        self.model = m
+        self.data = mujoco.MjData(m)
+        self.active = (m.neq > 0 or m.ngeom > 1)
+        weight = np.full(m.nv, 1.0 / UNREAD_WEIGHT)
+        for j in range(m.njnt):
+            size = {int(mujoco.mjtJoint.mjJNT_FREE): 6, int(mujoco.mjtJoint.mjJNT_BALL): 3}.get(int(m.jnt_type[j]), 1)
+            if m.joint(j).name in read:
+                weight[m.jnt_dofadr[j] : m.jnt_dofadr[j] + size] = 1.0
+        for j, _, _ in imu:
+            weight[m.jnt_dofadr[j] + 3 : m.jnt_dofadr[j] + 6] = 1.0
+        self.inverse_weight = 1.0 / weight
+        # A base no log places starts at the model's height, a guess: its contacts are looked for farther.
+        self.snap = BASE_SNAP if imu else CONTACT_SNAP
+
+    def _rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(position residual, its Jacobian, the velocity rows' Jacobian)`` at ``self.data``'s qpos."""
+        m, d = self.model, self.data
+        saved = m.geom_margin.copy()
+        m.geom_margin[:] = saved + self.snap  # find contacts a little apart too (a wheel read 0.3 mm up)
+        try:
+            mujoco.mj_fwdPosition(m, d)
+        finally:
+            m.geom_margin[:] = saved
+        jac = d.efc_J.reshape(d.nefc, m.nv) if d.nefc else np.zeros((0, m.nv))
+        equality = np.flatnonzero(d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY)
+        normals = [int(c.efc_address) for c in d.contact[: d.ncon] if c.efc_address >= 0]
+        residual = np.concatenate([d.efc_pos[equality], [d.contact[i].dist for i in range(d.ncon)
+                                                         if d.contact[i].efc_address >= 0]])
+        contact = np.flatnonzero((d.efc_type == mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC)
+                                 | (d.efc_type == mujoco.mjtConstraint.mjCNSTR_CONTACT_FRICTIONLESS))
+        return residual, jac[np.concatenate([equality, normals]).astype(int)], jac[np.concatenate([equality, contact])]
+
+    def _least(self, jac: np.ndarray, residual: np.ndarray) -> np.ndarray:
+        """The least weighted change ``dx`` with ``jac dx = -residual``, in the directions the rows see.
+
+        A closure's row that no motion can change (a planar five-bar's lateral row: both of
+        its points move together) has a singular value of 1e-4 of the others; solving it
+        would blow a noisy reading up ten thousand fold, so directions below
+        :data:`CLOSURE_RCOND` of the largest are left alone.
+        """
+        root = np.sqrt(self.inverse_weight)
+        return root * np.linalg.lstsq(jac * root, -residual, rcond=CLOSURE_RCOND)[0]
+
+    def project(self, qpos: np.ndarray, qvel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(qpos, qvel)`` on the constraints (copies; unchanged for a model without any)."""
+        if not self.active:
+            return qpos, qvel
+        m, d = self.model, self.data
+        qpos, qvel = qpos.copy(), qvel.copy()
+        for _ in range(CLOSURE_STEPS):
+            d.qpos[:] = qpos
+            residual, jac, _ = self._rows()
+            if residual.size == 0:
+                return qpos, qvel
+            if np.max(np.abs(residual)) < CLOSED:
+                break
+            mujoco.mj_integratePos(m, qpos, self._least(jac, residual), 1.0)
+        d.qpos[:] = qpos
+        _, _, velocity = self._rows()
+        if velocity.shape[0]:
+            qvel = qvel + self._least(velocity, velocity @ qvel)
+        return qpos, qvel
 
 
 def _conjugate(quat: np.ndarray) -> np.ndarray:
