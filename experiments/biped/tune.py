@@ -476,19 +476,15 @@ def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, schedul
       CrossdynError: the Dask scheduler cannot be reached.
     """
     keys = {s.index: s.key() for s in plan}
-    if timeout is None:
-        return sweep_run.run_samples(evaluate, plan, keys, csv_path, COLUMNS, workers=workers, scheduler=scheduler,
-                                     progress=progress, desc=desc, failed=_failed, warm=_warm, preload=_PRELOAD)
     with engine(workers, scheduler, timeout) as open_engine:
         return sweep_run.run_samples(evaluate, plan, keys, csv_path, COLUMNS, progress=progress, desc=desc,
                                      failed=_failed, engine=open_engine)
 
 
 def engine(workers: int = 1, scheduler: str | None = None, timeout: float | None = None):
-    """An open engine of :func:`evaluate` runs (:func:`crossdyn.experiments.core.sweep.engine.engine`); with a
-    ``timeout``, each run in an isolated worker process, stopped past it (a ``timed out`` row)."""
-    isolation = engines.Isolation(_failed_row, timeout) if timeout is not None and not scheduler else None
-    return engines.engine(evaluate, workers, scheduler, warm=_warm, preload=_PRELOAD, isolation=isolation)
+    """An open engine of :func:`evaluate` runs (:func:`crossdyn.experiments.core.sweep.engine.engine`): a run
+    that crashes, or with a ``timeout`` runs past it, is a row (``crashed``, ``timed out``)."""
+    return engines.engine(evaluate, workers, scheduler, warm=_warm, isolation=engines.Isolation(_failed_row, timeout))
 
 
 def _failed_row(sample: Sample, done) -> dict[str, str]:
@@ -506,9 +502,6 @@ def _failed_row(sample: Sample, done) -> dict[str, str]:
 def appending(csv_path: Path, rows: list[dict]):
     """The sweep table open for appending (:func:`crossdyn.experiments.core.sweep.table.appending`)."""
     return table.appending(csv_path, rows, COLUMNS)
-
-
-_PRELOAD = ("crossdyn.experiments.biped.tune",)  # what a fork server imports before forking workers
 
 
 # ---------------------------------------------------------------------------------
