@@ -85,3 +85,8 @@ def raise_unpicklable():
 def raise_parameter_error():
     raise ParameterError("bad input at start")
 
+
+
+def where_am_i():
+    """The worker's parent process, its CROSSDYN_TEST_MARK variable and working folder."""
+    return os.getppid(), os.environ.get("CROSSDYN_TEST_MARK"), os.getcwd()

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import faulthandler
 import itertools
 import multiprocessing
 import os
@@ -236,6 +237,7 @@ def _worker_main(conn, parent: int, environ: dict, initializer, initargs) -> Non
         os.setpgrp()  # its own group: what a task forks dies with the worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent takes Ctrl-C and stops the pool
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, if forked from it
+    faulthandler.disable()  # nor the parent's crash traceback: the parent says how the worker ended
     try:  # a task that aborts or segfaults is reported by the parent; no core file is left in the folder
         import resource
 
@@ -349,8 +351,8 @@ class _Worker:
         if hasattr(os, "waitid"):
             try:
                 info = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                return True
+            except ChildProcessError:  # reaped, or a fork server's child: its server says
+                return not self.process.is_alive()
             return info is not None
         return not self.process.is_alive()
 
