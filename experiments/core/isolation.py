@@ -66,8 +66,8 @@ from typing import Any
 
 from crossdyn.experiments.core.errors import CrossdynError
 
-__all__ = ["Pool", "Done", "RemoteError", "WorkerStartError", "how_it_ended", "call", "OK", "RAISED", "CRASHED",
-           "TIMED_OUT", "PARENT_POLL_S"]
+__all__ = ["Pool", "Done", "RemoteError", "WorkerStartError", "how_it_ended", "call", "forked", "OK", "RAISED",
+           "CRASHED", "TIMED_OUT", "PARENT_POLL_S"]
 
 OK, RAISED, CRASHED, TIMED_OUT = "ok", "raised", "crashed", "timed out"
 
@@ -600,3 +600,58 @@ def call(fn: Callable, *args, timeout: float | None = None, initializer: Callabl
         pool.submit(fn, *args, timeout=timeout)
         [done] = list(pool.as_completed())
     return done
+
+
+def forked(fn: Callable, *args, **kwargs) -> Done:
+    """``fn(*args, **kwargs)`` in a child forked from this process, once; its :class:`Done`.
+
+    For a function a worker cannot be sent (a lambda, a closure: the child is a
+    copy of this process, so nothing is pickled but the outcome).  Status ok,
+    raised (any ``BaseException``, or a :class:`RemoteError` when the result
+    cannot be sent back) or crashed (the child ended without an outcome, ``how``
+    says how).  Where there is no ``fork`` (Windows) ``fn`` runs here.
+    """
+    import pickle
+    import warnings
+
+    if not hasattr(os, "fork"):  # pragma: no cover - Windows
+        try:
+            return Done(None, OK, value=fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed back as the call's outcome
+            return Done(None, RAISED, error=exc, traceback=traceback.format_exc())
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    read, write = os.pipe()
+    start = time.monotonic()
+    with warnings.catch_warnings():  # Python 3.12 warns of fork with threads (pytest-xdist's); the child only runs fn
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: run, send the outcome, leave without running the parent's exit handlers
+        try:
+            os.close(read)
+            try:
+                outcome: tuple = (OK, fn(*args, **kwargs), "")
+            except BaseException as exc:  # noqa: BLE001 - SystemExit too: it is sent back
+                outcome = (RAISED, _picklable(exc), traceback.format_exc())
+            try:
+                data = pickle.dumps(outcome)
+            except Exception as exc:  # noqa: BLE001 - said in the parent
+                data = pickle.dumps((RAISED, RemoteError(type(exc).__name__, f"its result could not be sent back: "
+                                                                             f"{exc}"), ""))
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(data)
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    seconds = time.monotonic() - start
+    if not data:
+        return Done(None, CRASHED, how=how_it_ended(os.waitstatus_to_exitcode(status)), seconds=seconds)
+    kind, value, text = pickle.loads(data)
+    if kind == OK:
+        return Done(None, OK, value=value, seconds=seconds)
+    return Done(None, RAISED, error=value, traceback=text, seconds=seconds)
