@@ -607,51 +607,48 @@ def forked(fn: Callable, *args, **kwargs) -> Done:
 
     For a function a worker cannot be sent (a lambda, a closure: the child is a
     copy of this process, so nothing is pickled but the outcome).  Status ok,
-    raised (any ``BaseException``, or a :class:`RemoteError` when the result
-    cannot be sent back) or crashed (the child ended without an outcome, ``how``
-    says how).  Where there is no ``fork`` (Windows) ``fn`` runs here.
+    raised (a result that cannot be sent back is a :class:`RemoteError` saying
+    so) or crashed (``how`` the child ended).  Where there is no ``fork``
+    (Windows) ``fn`` runs here.
     """
-    import pickle
     import warnings
 
-    if not hasattr(os, "fork"):  # pragma: no cover - Windows
+    if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows
         try:
             return Done(None, OK, value=fn(*args, **kwargs))
         except BaseException as exc:  # noqa: BLE001 - handed back as the call's outcome
             return Done(None, RAISED, error=exc, traceback=traceback.format_exc())
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    read, write = os.pipe()
+    context = multiprocessing.get_context("fork")
+    conn, child = context.Pipe(duplex=False)
+    process = context.Process(target=_run_forked, args=(child, fn, args, kwargs), name="crossdyn-forked")
     start = time.monotonic()
     with warnings.catch_warnings():  # Python 3.12 warns of fork with threads (pytest-xdist's); the child only runs fn
         warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # the child: run, send the outcome, leave without running the parent's exit handlers
-        try:
-            os.close(read)
-            try:
-                outcome: tuple = (OK, fn(*args, **kwargs), "")
-            except BaseException as exc:  # noqa: BLE001 - SystemExit too: it is sent back
-                outcome = (RAISED, _picklable(exc), traceback.format_exc())
-            try:
-                data = pickle.dumps(outcome)
-            except Exception as exc:  # noqa: BLE001 - said in the parent
-                data = pickle.dumps((RAISED, RemoteError(type(exc).__name__, f"its result could not be sent back: "
-                                                                             f"{exc}"), ""))
-            with os.fdopen(write, "wb") as pipe:
-                pipe.write(data)
-            for stream in (sys.stdout, sys.stderr):
-                stream.flush()
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
+        process.start()
+    child.close()
+    try:
+        outcome = conn.recv()
+    except EOFError:  # the child ended without an outcome
+        outcome = None
+    process.join()
+    conn.close()
     seconds = time.monotonic() - start
-    if not data:
-        return Done(None, CRASHED, how=how_it_ended(os.waitstatus_to_exitcode(status)), seconds=seconds)
-    kind, value, text = pickle.loads(data)
-    if kind == OK:
-        return Done(None, OK, value=value, seconds=seconds)
-    return Done(None, RAISED, error=value, traceback=text, seconds=seconds)
+    if outcome is None:
+        return Done(None, CRASHED, how=how_it_ended(process.exitcode), seconds=seconds)
+    status, value, text = outcome
+    return Done(None, status, value=value if status == OK else None, error=None if status == OK else value,
+                traceback=text, seconds=seconds)
+
+
+def _run_forked(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
+    """In a :func:`forked` child: send ``fn``'s outcome, then leave without the parent's exit handlers."""
+    faulthandler.disable()  # the parent says how the child ended
+    try:
+        outcome: tuple = (OK, fn(*args, **kwargs), "")
+    except BaseException as exc:  # noqa: BLE001 - SystemExit too: it is sent back
+        outcome = (RAISED, _picklable(exc), traceback.format_exc())
+    try:
+        conn.send(outcome)
+    except Exception as exc:  # noqa: BLE001 - the result could not be pickled
+        conn.send((RAISED, RemoteError(type(exc).__name__, f"its result could not be sent back: {exc}"), ""))
+    _leave(0)
