@@ -35,7 +35,7 @@ def _rows(path):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """The sweep run inline (one worker): the CSV every other engine must reproduce."""
+    """The sweep on one worker process: the CSV every other engine must reproduce."""
     out = tmp_path_factory.mktemp("reference")
     result = tune.sweep(out, workers=1, plots_=False, **SWEEP)
     return out / "samples.csv", result
