@@ -165,6 +165,20 @@ def test_workers_are_forks_of_this_process_or_with_threads_of_the_fork_server(tm
     assert (mark, folder) == ("set after the server started", str(tmp_path))
 
 
+def test_a_sweep_run_that_ends_its_worker_is_a_row_or_else_a_one_line_error():
+    from crossdyn.experiments.core.errors import CrossdynError
+    from crossdyn.experiments.core.sweep import engine as engines
+
+    jobs = [tasks.Job(0, 21), tasks.Job(1, -1), tasks.Job(2, 2)]
+    failed = engines.Isolation(lambda job, done: {"sample": str(job.index), "double": done.how})
+    with engines.engine(tasks.double_or_exit, 2, isolation=failed) as engine:
+        rows = {row["sample"]: row["double"] for row, _, _ in engine.run(jobs)}
+    assert rows == {"0": "42", "1": "exit status 3", "2": "4"}  # the others went on
+    with pytest.raises(CrossdynError, match=r"^run 1 ended without its row \(crashed: exit status 3\)$"), \
+            engines.engine(tasks.double_or_exit, 1) as engine:
+        list(engine.run(jobs))
+
+
 def test_how_it_ended():
     assert isolation.how_it_ended(0) == "exit status 0"
     assert isolation.how_it_ended(-signal.SIGSEGV) == "signal SIGSEGV"
