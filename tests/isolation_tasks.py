@@ -10,7 +10,7 @@ import os
 import sys
 import threading
 import time
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from crossdyn.experiments.core.errors import ParameterError
 
@@ -93,7 +93,8 @@ def where_am_i():
     return os.getppid(), os.environ.get("CROSSDYN_TEST_MARK"), os.getcwd()
 
 
-class Job(NamedTuple):
+@dataclass(frozen=True)
+class Job:
     """A sweep's job: its index and a value."""
 
     index: int
