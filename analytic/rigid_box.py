@@ -38,7 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix, skew
 
@@ -402,6 +401,8 @@ def reference(params: RigidBodyParams, state: BodyState, t_eval, wrench: Wrench 
     t_eval = np.asarray(t_eval, dtype=float)
     if t_eval.ndim != 1 or t_eval.size < 2 or t_eval[0] != 0 or np.any(np.diff(t_eval) <= 0):
         raise ValueError("t_eval must be an increasing 1-D array of times starting at 0 s")
+    from scipy.integrate import solve_ivp  # here: SciPy's integrate costs every import of this module ~0.5 s
+
     sol = solve_ivp(_rhs(params, wrench or _no_wrench), (0.0, float(t_eval[-1])), _pack(state),
                     method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)
     if not sol.success:

@@ -10,7 +10,7 @@ and ``A qdd = u - b`` gives the forward dynamics.  With a floating base ``A`` is
 ``(n + 6) x (n + 6)``.  Nothing here knows the robot: ``ID`` may be
 ``analytic.rnea.rnea`` bound to a tree, a closed form, or a user's derivation.
 
-:func:`simulate` integrates the result with semi-implicit Euler exactly as
+:func:`integrate_dynamics` integrates the result with semi-implicit Euler exactly as
 MuJoCo's Euler integrator does with no damping (``mj_Euler``): first
 ``qvel += dt qacc``, then the positions move with the *new* velocity, a free
 joint's quaternion by the exponential map of its body-frame angular velocity
@@ -23,7 +23,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["mass_matrix_and_bias", "forward_dynamics", "integrate_pos", "simulate"]
+from crossdyn import renamed
+
+__all__ = ["mass_matrix_and_bias", "forward_dynamics", "integrate_pos", "integrate_dynamics"]
 
 IDFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -114,7 +116,7 @@ def integrate_pos(joint_types: Sequence[str], qpos, qvel, dt: float) -> np.ndarr
     return qpos
 
 
-def simulate(
+def integrate_dynamics(
     id_fn: IDFunction,
     joint_types: Sequence[str],
     qpos,
@@ -142,7 +144,7 @@ def simulate(
     """
     q, qd = np.array(qpos, dtype=float), np.array(qvel, dtype=float)
     if q.ndim != 1 or qd.ndim != 1:
-        raise ValueError(f"simulate takes one state: qpos (nq,), qvel (nv,); got {q.shape}, {qd.shape}")
+        raise ValueError(f"integrate_dynamics takes one state: qpos (nq,), qvel (nv,); got {q.shape}, {qd.shape}")
     if dt <= 0 or steps < 0:
         raise ValueError(f"need dt > 0 and steps >= 0, got dt={dt}, steps={steps}")
     qs, vs = [q.copy()], [qd.copy()]
@@ -153,3 +155,6 @@ def simulate(
         qs.append(q.copy())
         vs.append(qd.copy())
     return np.array(qs), np.array(vs)
+
+
+__getattr__ = renamed(__name__, {"simulate": "integrate_dynamics"}, globals())

@@ -14,17 +14,13 @@ best of a few repeats (on a shared machine other load only adds time):
 
 from __future__ import annotations
 
-import argparse
 import functools
 
-from timing import best_time
+from timing import best_time, command_line
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--samples", type=int, default=200)
-    args = parser.parse_args()
+    args = command_line(__doc__, 7, samples=200).parse_args()
 
     import crossdyn.experiments as api
     from crossdyn.analytic import cart_pole as cp

@@ -15,7 +15,6 @@ the machine is shared.
 
 from __future__ import annotations
 
-import argparse
 import copy
 
 import mujoco
@@ -24,14 +23,11 @@ import numpy as np
 from crossdyn.analytic import rigid_box as rb
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.rigid_box import OMEGA0, mujoco_trajectory, rigid_body_params
-from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
+from timing import best_time, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    args = command_line(__doc__, 3, steps=10_000).parse_args()
 
     model = load_model("rigid_box")
     params = rigid_body_params(model)

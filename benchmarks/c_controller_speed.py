@@ -1,15 +1,17 @@
 """A C controller's closed loop against a bare mj_step loop: the cart-pole's C LQR, the biped's firmware.
 
 The C controller is the cart-pole's LQR (four products and a sum, in double),
-compiled once into the scratch cache and run by ``simulate`` through its compiled
-protocol: per control step one ctypes call into the shim, which copies ``qpos`` and
-``qvel``, calls the user's ``step`` and writes ``ctrl``.  The bare loop steps the
-same model for the same number of steps writing a constant control each step.  Both
-one physics step per control step (RK4, 2 ms: the loop's worst case).  Runs alternate
-and the best of each is kept (CPU time of this process).  The issue's aim: <= 1.2x.
+compiled once into the scratch cache and run by ``simulate``.  Without imperfections,
+``stop``, computed records or video, ``simulate`` runs it in the compiled loop
+(``crossdyn.experiments.core.c_loop``: the steps in C, no interpreter between them);
+with any of them, in the Python loop (one ctypes call into the shim per step), shown
+here with a ``stop`` that never fires.  The bare loop is Python stepping the same
+model for the same number of steps writing a constant control each step.  All one
+physics step per control step (RK4, 2 ms: the loop's worst case).  Runs alternate
+and the best of each is kept (CPU time of this process).  The aim: <= 1.2x.
 
 The biped's firmware (``controllers/firmware/biped.c``, float) runs its balance
-scenario in the same loop (``experiments.biped.firmware.run``: the fall check each
+scenario in the same loop (``experiments.biped.firmware.run_in_loop``: the fall check each
 control step) against the bare physics of the same model for as many steps with the
 controls held.  The issue's aim: <= 1.1x.
 
@@ -18,7 +20,6 @@ controls held.  The issue's aim: <= 1.1x.
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
@@ -29,6 +30,7 @@ import numpy as np
 
 from crossdyn.experiments import CController, simulate
 from crossdyn.experiments.core.models import load_model
+from timing import best_alternating, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 
 LQR_C = """\
 double k_x = -3.16, k_theta = -49.5, k_xd = -5.91, k_thetad = -12.8;
@@ -42,8 +44,7 @@ void step(double t, const double *qpos, const double *qvel, double *ctrl)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser = command_line(__doc__, 7)
     parser.add_argument("--steps", type=int, default=20_000, help="physics steps per run")
     args = parser.parse_args()
     model = load_model("cart_pole")
@@ -72,26 +73,28 @@ def main() -> None:
             assert abs(trace.qpos[-1, 1]) < 1e-2, "the C LQR did not balance the pole"
             return elapsed
 
+        def python_loop() -> float:  # the same controller stepped by the Python loop (a stop that never fires)
+            begin = time.process_time()
+            simulate(model, controller, args.steps * h, keyframe="upright", qpos=[0.0, 0.1], stop=lambda obs: None)
+            return time.process_time() - begin
+
         def trivial() -> float:  # the loop's own cost: a Python controller returning a constant
             begin = time.process_time()
             simulate(model, lambda t, obs: push, args.steps * h, keyframe="upright")
             return time.process_time() - begin
 
-        loop()  # warm-up: imports, first allocations
-        times: dict[str, list[float]] = {"loop": [], "bare": [], "trivial": []}
-        for _ in range(args.repeats):
-            times["loop"].append(loop())
-            times["bare"].append(bare())
-            times["trivial"].append(trivial())
-    lo, ba, tr = min(times["loop"]), min(times["bare"]), min(times["trivial"])
+        best = best_alternating({"loop": loop, "python": python_loop, "bare": bare, "trivial": trivial}, args.repeats)
+    lo, ba, tr, py = (best[k] for k in ("loop", "bare", "trivial", "python"))
     per = 1e6 / args.steps
     print(f"cart-pole, {args.steps} physics steps of {h * 1e3:g} ms, one per control step; CPU time, best of "
           f"{args.repeats}, runs alternating (compile, once: {compiled:.2f} s)")
     print(f"  bare mj_step loop (ctrl written each step)   {ba:6.3f} s  ({ba * per:.2f} us per step)")
-    print(f"  simulate() with the C LQR                    {lo:6.3f} s  ({lo * per:.2f} us per step)")
+    print(f"  simulate() with the C LQR (compiled loop)    {lo:6.3f} s  ({lo * per:.2f} us per step)")
+    print(f"  the same in the Python loop (with a stop)    {py:6.3f} s  ({py * per:.2f} us per step)")
     print(f"  simulate() with a constant Python controller {tr:6.3f} s  ({tr * per:.2f} us per step: the loop's own "
           "cost)")
-    print(f"  ratio C loop/bare = {lo / ba:.2f} (aim <= 1.2): {(lo - ba) * per:.2f} us per step beyond the physics")
+    print(f"  ratio C loop/bare = {lo / ba:.2f} (aim <= 1.2): {(lo - ba) * per:.2f} us per step beyond the physics; "
+          f"in the Python loop {py / ba:.2f}")
     biped(args.repeats)
 
 
@@ -112,12 +115,12 @@ def biped(repeats: int) -> None:
 
         def loop() -> float:
             begin = time.process_time()
-            trace = fw.run(model, sc, c)
+            trace = fw.run_in_loop(model, sc, c)
             elapsed = time.process_time() - begin
             assert trace.stopped is None, "the firmware did not balance"
             return elapsed
 
-        held = fw.run(model, sc, c).ctrl[-1].copy()  # the balanced controls (a warm-up run), held in the bare loop
+        held = fw.run_in_loop(model, sc, c).ctrl[-1].copy()  # the balanced controls (a warm-up run), held bare
 
         def bare() -> float:
             data = mujoco.MjData(model)
@@ -129,11 +132,8 @@ def biped(repeats: int) -> None:
                 mujoco.mj_step(model, data, per)
             return time.process_time() - begin
 
-        times: dict[str, list[float]] = {"loop": [], "bare": []}
-        for _ in range(repeats):
-            times["loop"].append(loop())
-            times["bare"].append(bare())
-    lo, ba = min(times["loop"]), min(times["bare"])
+        best = best_alternating({"loop": loop, "bare": bare}, repeats)
+    lo, ba = best["loop"], best["bare"]
     us = 1e6 / n
     print(f"biped, {n} control steps of {sc.control_period * 1e3:g} ms ({per} physics steps each); CPU time, best of "
           f"{repeats}")

@@ -7,13 +7,13 @@ Closed and bare runs alternate and the best of each is kept, so a burst of other
 load on the shared machine inflates neither alone; the times are this process's
 CPU time (``time.process_time``), which other jobs on the machine inflate less
 than wall time.  Both loops step the physics
-with ``mj_step(model, data, nstep)`` per control step, as ``simulate`` does.
+with ``mj_step(model, data, nstep)`` per control step, as ``simulate_scenario`` does.
 
 The closed loop runs the built-in controller as one compiled step
 (``crossdyn.controllers.compiled``); the readable classes' own cost is printed
-beside it (``simulate(..., compiled=False)``).  The last line is a user's own
+beside it (``simulate_scenario(..., compiled=False)``).  The last line is a user's own
 controller function in place of the biped controller: a trivial one that replays the recorded torques by time (so the
-physics is the bare loop's), which shows what ``simulate`` itself costs beyond
+physics is the bare loop's), which shows what ``simulate_scenario`` itself costs beyond
 the physics and the user's function.
 
     python benchmarks/closed_loop_speed.py [--repeats R]
@@ -27,9 +27,10 @@ import time
 import mujoco
 
 from crossdyn.controllers.biped import Command
-from crossdyn.experiments.biped.closed_loop import initial_state, simulate
+from crossdyn.experiments.biped.closed_loop import initial_state, simulate_scenario
 from crossdyn.experiments.biped.model import HIPS, biped_params, build
 from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, balance_scenario, controller_for
+from timing import best_alternating  # benchmarks/timing.py (the script folder is on sys.path)
 
 
 def main() -> None:
@@ -50,7 +51,7 @@ def main() -> None:
         commands.append((cmd.wheels, cmd.hips))
         return cmd
 
-    trace = simulate(model, sc, recording)
+    trace = simulate_scenario(model, sc, recording)
     steps = int(round(CONTROL_PERIOD / model.opt.timestep))
     hip_act = [model.actuator(h).id for h in HIPS]
     wheel_act = [model.actuator(f"{s}_wheel").id for s in ("left", "right")]
@@ -68,20 +69,16 @@ def main() -> None:
 
     def closed(controller, compiled=True):
         start = time.process_time()
-        simulate(model, sc, controller, compiled=compiled)
+        simulate_scenario(model, sc, controller, compiled=compiled)
         return time.process_time() - start
 
     def user(t, est, ref):  # a user's trivial controller: the recorded torques, looked up by time
         wheels, hips = commands[int(t / CONTROL_PERIOD + 0.5)]
         return Command(wheels, hips)
 
-    times: dict[str, list[float]] = {"closed": [], "bare": [], "user": [], "readable": []}
-    for _ in range(args.repeats):  # interleaved: load bursts hit all of them alike
-        times["closed"].append(closed(controller_for({})))
-        times["bare"].append(bare())
-        times["user"].append(closed(user))
-        times["readable"].append(closed(controller_for({}), compiled=False))
-    c, b, u, r = (min(times[k]) for k in ("closed", "bare", "user", "readable"))
+    best = best_alternating({"closed": lambda: closed(controller_for({})), "bare": bare, "user": lambda: closed(user),
+                             "readable": lambda: closed(controller_for({}), compiled=False)}, args.repeats)
+    c, b, u, r = (best[k] for k in ("closed", "bare", "user", "readable"))
     per_step = 1e6 / trace.t.size
     print(f"{args.duration:g} s simulated, {trace.t.size} control steps of {CONTROL_PERIOD * 1e3:g} ms, "
           f"{steps} physics steps each; CPU time, best of {args.repeats}, runs interleaved")

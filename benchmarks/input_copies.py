@@ -13,7 +13,6 @@ repeats, since the machine is shared.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import numpy as np
 
 from crossdyn.experiments import check_derivation, check_mass_matrix, load_model
 from crossdyn.experiments.core import user_code
-from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
+from timing import best_time, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests" / "derivations"))
 import two_link_user  # noqa: E402  (a user's closed-form two-link dynamics, one state or a batch)
@@ -37,10 +36,7 @@ def _untouched(label: str, names: tuple[str, ...], originals: tuple, given: tupl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    args = command_line(__doc__, 3, samples=2000).parse_args()
     model = load_model("two_link_arm")
     cases = {
         "check derivation, one state per call": lambda: check_derivation(two_link_user.correct, model,

@@ -13,7 +13,6 @@ other load on the shared machine inflates neither alone.  The issue's aim: 1.3x.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import mujoco
@@ -21,11 +20,11 @@ import numpy as np
 
 from crossdyn import simulate
 from crossdyn.experiments.core.models import load_model
+from timing import best_alternating, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser = command_line(__doc__, 7)
     parser.add_argument("--steps", type=int, default=20_000, help="physics steps per run")
     parser.add_argument("--control-steps", type=int, default=1, help="physics steps per control step")
     args = parser.parse_args()
@@ -50,12 +49,8 @@ def main() -> None:
         simulate(model, trivial, args.steps * h, control_dt=k * h)
         return time.process_time() - start
 
-    loop()  # warm-up: imports, first allocations
-    times: dict[str, list[float]] = {"loop": [], "bare": []}
-    for _ in range(args.repeats):
-        times["loop"].append(loop())
-        times["bare"].append(bare())
-    lo, ba = min(times["loop"]), min(times["bare"])
+    best = best_alternating({"loop": loop, "bare": bare}, args.repeats)
+    lo, ba = best["loop"], best["bare"]
     per = 1e6 / (args.steps // k)
     print(f"cart-pole, {args.steps} physics steps of {h * 1e3:g} ms, {k} per control step; CPU time, best of "
           f"{args.repeats}, runs alternating")

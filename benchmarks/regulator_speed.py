@@ -15,7 +15,6 @@ alone.  The aim: loop / hand <= 1.3.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import time
 
@@ -26,11 +25,11 @@ from crossdyn.experiments.cart_pole import design
 from crossdyn.experiments.core.imperfections import Delay, SensorNoise
 from crossdyn.experiments.core.loop import simulate
 from crossdyn.experiments.core.models import load_model
+from timing import best_alternating, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser = command_line(__doc__, 7)
     parser.add_argument("--steps", type=int, default=20_000, help="physics (and control) steps per run")
     parser.add_argument("--imperfections", action="store_true",
                         help="sensor noise on both sensors and a one-period delay, in both loops")
@@ -70,12 +69,8 @@ def main() -> None:
         simulate(model, reg, n * h, keyframe="upright", qpos=start_pose, imperfections=imperfect)
         return time.process_time() - begin
 
-    loop()  # warm-up: imports, first allocations
-    times: dict[str, list[float]] = {"loop": [], "hand": []}
-    for _ in range(args.repeats):
-        times["loop"].append(loop())
-        times["hand"].append(hand())
-    lo, ha = min(times["loop"]), min(times["hand"])
+    best = best_alternating({"loop": loop, "hand": hand}, args.repeats)
+    lo, ha = best["loop"], best["hand"]
     per = 1e6 / n
     what = " with sensor noise and a one-period delay" if imperfect else ""
     print(f"cart-pole LQR{what}, {n} steps of {h * 1e3:g} ms; CPU time, best of {args.repeats}, runs alternating")

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from crossdyn.experiments.biped import search, tune
+from crossdyn.experiments.biped import tune
 
 
 def _best(result) -> tuple[float, float]:
@@ -41,7 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=64, help="runs per method, the defaults included")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5])
-    parser.add_argument("--samplers", nargs="+", choices=list(search.SAMPLERS), default=list(search.SAMPLERS))
+    parser.add_argument("--samplers", nargs="+", choices=list(tune.SAMPLERS), default=list(tune.SAMPLERS))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--duration", type=float, default=4.0)
     args = parser.parse_args()
@@ -56,14 +56,14 @@ def main() -> None:
             default = float(lhs.rows[0]["settling_time_s"]), float(lhs.rows[0]["effort_N2m2s"])
             for sampler in args.samplers:
                 start = time.perf_counter()
-                found = search.search(Path(tmp) / f"{sampler}{seed}", trials=args.runs - 1, sampler=sampler, **common)
+                found = tune.search(Path(tmp) / f"{sampler}{seed}", trials=args.runs - 1, sampler=sampler, **common)
                 seconds[sampler][0] += time.perf_counter() - start
                 rows[sampler].append((seed, default, _best(lhs), _best(found), _front_at(found, _best(lhs)[1])))
             print(f"seed {seed} done", flush=True)
     print(f"\n{args.runs} runs per method ({args.duration:g} s balance recovery from 10 deg); best = fastest-settling "
           "'ok' sample with no more effort than the defaults; effort in (N m)^2 s")
     for sampler in args.samplers:
-        print(f"\nsampler {sampler} ({search.SAMPLERS[sampler]})")
+        print(f"\nsampler {sampler} ({tune.SAMPLERS[sampler]})")
         print(f"{'seed':>4}  {'defaults settle/effort':>22}  {'LHS best settle/effort':>22}  "
               f"{'search best settle/effort':>25}  {'sooner':>6}  {'sooner, effort <= LHS':>21}  "
               f"{'search front at LHS effort':>26}")

@@ -28,7 +28,8 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from crossdyn.experiments.cart_pole import balance, design
+from crossdyn.experiments.cart_pole import design
+from crossdyn.experiments.common.cart_chain import balance
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.sweep.experiment import tune
 

@@ -12,7 +12,6 @@ wrapper <= 2x the bare loop.  Best of a few repeats, since the machine is shared
 
 from __future__ import annotations
 
-import argparse
 import functools
 
 import mujoco
@@ -22,14 +21,11 @@ from crossdyn.experiments.core.crosscheck import sample_states
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.truth import inverse_dynamics
 from crossdyn.experiments.two_link import two_link_params
-from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
+from timing import best_time, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--states", type=int, default=100_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+    args = command_line(__doc__, 3, states=100_000).parse_args()
 
     model = load_model("two_link_arm")
     params = two_link_params(model)

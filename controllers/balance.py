@@ -2,7 +2,7 @@
 
 State ``x = [x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive
 leaning forward) and input ``T = T_L + T_R`` (N m, total wheel torque), as in the
-linearized wheeled-inverted-pendulum model (``analytic.biped.wheeled_pendulum.linearize``; from a thesis
+linearized wheeled-inverted-pendulum model (``analytic.biped.wheeled_pendulum.linearize_pendulum``; from a thesis
 chapter on the dynamics of a wheel-legged biped).
 
 Two designs can be compared:
@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from math import isfinite
 
-import control
 import numpy as np
 
 __all__ = ["LQRDesign", "lqr", "dlqr", "GainSchedule", "schedule", "balance_torque", "STATE"]
@@ -114,6 +113,8 @@ def _blas():
 
 
 def _design(A, B, Q, R, discrete: bool) -> LQRDesign:
+    import control  # here, not at the top: python-control's import (SciPy's signal and stats) costs every command
+
     A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
     Q, R = _weights(Q, R, A.shape[0], B.shape[1])
     kind = "discrete LQR" if discrete else "LQR"
@@ -200,7 +201,7 @@ def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], length
     """Design an LQR at each leg length and fit each gain entry with a polynomial.
 
     Args:
-      linearize: ``l -> (A, B)`` (e.g. ``functools.partial(wheeled_pendulum.linearize, params)``).
+      linearize: ``l -> (A, B)`` (e.g. ``functools.partial(wheeled_pendulum.linearize_pendulum, params)``).
       lengths: increasing leg lengths, ``(n,)``, m; ``n > degree``.
       Q, R: LQR weights (see :func:`lqr`).
       degree: polynomial degree of the fit.

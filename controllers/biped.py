@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from crossdyn.analytic.biped import five_bar
-from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, linearize
+from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, linearize_pendulum
 from crossdyn.controllers.balance import GainSchedule, balance_torque, schedule
 from crossdyn.controllers.estimation import Estimate, LegGeometry
 from crossdyn.controllers.jump import JumpPlan, JumpStateMachine, Phase
@@ -133,7 +133,7 @@ def design(params: PendulumParams, geometry: LegGeometry, Q=DEFAULT_Q, R=DEFAULT
         alphas = np.linspace(five_bar.STROKE[0] - SCHEDULE_MARGIN[0], five_bar.STROKE[1] + SCHEDULE_MARGIN[1], 16)
     alphas = np.asarray(alphas)
     heights = five_bar.height(alphas, geometry.l1, geometry.l2, geometry.l3)
-    sched = schedule(functools.partial(linearize, params), heights, np.diag(Q), np.atleast_2d(R), degree=3)
+    sched = schedule(functools.partial(linearize_pendulum, params), heights, np.diag(Q), np.atleast_2d(R), degree=3)
     roll_inertia = params.M * params.D**2 / 4
     legs = legs or LegGains(kp_height=params.M * HEIGHT_PD[0], kd_height=params.M * HEIGHT_PD[1],
                             kp_roll=roll_inertia * ROLL_PD[0], kd_roll=roll_inertia * ROLL_PD[1])

@@ -63,6 +63,5 @@ html_show_sourcelink = False
 # rewritten in the package (then drop them from this list; the build then checks them).
 crossdyn_verbatim_docstrings = (
     "crossdyn.analytic.two_link.newton_euler",
-    "crossdyn.experiments.biped.search.search",
     "crossdyn.experiments.core.cli",
 )

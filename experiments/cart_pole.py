@@ -21,17 +21,6 @@ import numpy as np
 
 from crossdyn.analytic.cart_pole import CartPoleParams
 from crossdyn.experiments.common import cart_chain
-from crossdyn.experiments.common.cart_chain import (
-    DECAY_TOL,
-    balance,
-    judge,
-    lqr_batch,
-    model_param,
-    plot,
-    step,
-    weight_params,
-)
-from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, batched, experiment
 from crossdyn.experiments.core.regulator import Regulator
 from crossdyn.experiments.core.results import Context
@@ -59,34 +48,22 @@ def design(weights: dict, mjcf: str | mujoco.MjModel = MODEL, names: dict | None
     return cart_chain.design(weights, mjcf, names or WEIGHTS)
 
 
-PARAMS = {
-    **weight_params(WEIGHTS, ["x, 1/m^2", "theta, 1/rad^2", "xd, s^2/m^2", "thetad, s^2/rad^2"]),
-    "initial_angle_deg": Param(float(np.degrees(0.2)), "initial pole tilt, deg", -30.0, 30.0),
-    "step_m": Param(0.5, "cart step along the rail, m", -1.5, 1.5),
-    "mjcf": model_param(MODEL),
-}
+PARAMS = cart_chain.lqr_params(MODEL, WEIGHTS, ["x, 1/m^2", "theta, 1/rad^2", "xd, s^2/m^2", "thetad, s^2/rad^2"],
+                                Param(float(np.degrees(0.2)), "initial pole tilt, deg", -30.0, 30.0))
 
 
 @experiment(
     "cart-pole-lqr",
     summary="LQR from MuJoCo's linearization balances a cart-pole from 0.2 rad and tracks a cart step",
-    expected=f"balanced and tracked; slowest mode decays within {100 * DECAY_TOL:g} % of the designed pole",
+    expected=cart_chain.EXPECTED,
     params=PARAMS,
-    tolerances={"settling_time_s": 0.02, "step_settling_time_s": 0.02},
+    tolerances=cart_chain.TOLERANCES,
 )
 def cart_pole_lqr(ctx: Context) -> dict:
-    mjcf = load_model(ctx.params["mjcf"])  # compiled once for the design and both runs
-    reg = design({k: ctx.params[k] for k in WEIGHTS}, mjcf)
-    duration = 6.0 if ctx.short else 8.0
-    balanced = balance(reg, np.radians(ctx.params["initial_angle_deg"]), duration, mjcf)
-    stepped = step(reg, ctx.params["step_m"], duration, mjcf)
-    verdict, metrics = judge(reg, balanced, stepped, ctx.params["step_m"])
-    if ctx.plots:  # a sweep's runs draw nothing
-        ctx.savefig(plot(reg, balanced, stepped, f"cart-pole LQR: {verdict.measured}"), "states.png")
-    return {**verdict.as_metrics(), **metrics}
+    return cart_chain.lqr_experiment(ctx, WEIGHTS, "cart-pole LQR")
 
 
 @batched("cart-pole-lqr")
 def cart_pole_lqr_batch(contexts: list[Context]) -> list:
     """Many runs of ``cart-pole-lqr`` at once (a sweep's): see :func:`lqr_batch`."""
-    return lqr_batch(contexts, WEIGHTS)
+    return cart_chain.lqr_batch(contexts, WEIGHTS)

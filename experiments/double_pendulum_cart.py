@@ -11,20 +11,7 @@ design.
 
 from __future__ import annotations
 
-import numpy as np
-
-from crossdyn.experiments.common.cart_chain import (
-    DECAY_TOL,
-    balance,
-    design,
-    judge,
-    lqr_batch,
-    model_param,
-    plot,
-    step,
-    weight_params,
-)
-from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.common import cart_chain
 from crossdyn.experiments.core.registry import Param, batched, experiment
 from crossdyn.experiments.core.results import Context
 
@@ -43,32 +30,19 @@ WEIGHTS = {"q_x": 1.0, "q_lower": 100.0, "q_upper": 100.0, "q_xd": 1.0, "q_lower
 @experiment(
     "double-pendulum-cart-lqr",
     summary="LQR from MuJoCo's linearization balances a double inverted pendulum on a cart from 5 deg",
-    expected=f"balanced and tracked; slowest mode decays within {100 * DECAY_TOL:g} % of the designed pole",
-    params={
-        **weight_params(WEIGHTS, ["x, 1/m^2", "the lower pole's angle, 1/rad^2", "the upper pole's relative "
-                                  "angle, 1/rad^2", "xd, s^2/m^2", "the lower pole's rate, s^2/rad^2",
-                                  "the upper pole's relative rate, s^2/rad^2"]),
-        "initial_angle_deg": Param(5.0, "initial tilt of the lower pole (the upper aligned with it), deg",
-                                   -15.0, 15.0),
-        "step_m": Param(0.5, "cart step along the rail, m", -1.5, 1.5),
-        "mjcf": model_param(MODEL),
-    },
-    tolerances={"settling_time_s": 0.02, "step_settling_time_s": 0.02},
+    expected=cart_chain.EXPECTED,
+    params=cart_chain.lqr_params(
+        MODEL, WEIGHTS, ["x, 1/m^2", "the lower pole's angle, 1/rad^2", "the upper pole's relative angle, 1/rad^2",
+                         "xd, s^2/m^2", "the lower pole's rate, s^2/rad^2",
+                         "the upper pole's relative rate, s^2/rad^2"],
+        Param(5.0, "initial tilt of the lower pole (the upper aligned with it), deg", -15.0, 15.0)),
+    tolerances=cart_chain.TOLERANCES,
 )
 def double_pendulum_cart_lqr(ctx: Context) -> dict:
-    mjcf = load_model(ctx.params["mjcf"])  # compiled once for the design and both runs
-    reg = design({k: ctx.params[k] for k in WEIGHTS}, mjcf, WEIGHTS)
-    duration = 6.0 if ctx.short else 8.0
-    balanced = balance(reg, np.radians(ctx.params["initial_angle_deg"]), duration, mjcf)
-    stepped = step(reg, ctx.params["step_m"], duration, mjcf)
-    verdict, metrics = judge(reg, balanced, stepped, ctx.params["step_m"])
-    if ctx.plots:  # a sweep's runs draw nothing
-        ctx.savefig(plot(reg, balanced, stepped, f"double pendulum on a cart, LQR: {verdict.measured}"),
-                    "states.png")
-    return {**verdict.as_metrics(), **metrics}
+    return cart_chain.lqr_experiment(ctx, WEIGHTS, "double pendulum on a cart, LQR")
 
 
 @batched("double-pendulum-cart-lqr")
 def double_pendulum_cart_lqr_batch(contexts: list[Context]) -> list:
     """Many runs of ``double-pendulum-cart-lqr`` at once (a sweep's), each as run alone."""
-    return lqr_batch(contexts, WEIGHTS)
+    return cart_chain.lqr_batch(contexts, WEIGHTS)

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
 
-from crossdyn.analytic import lagrange as lagrange_module
 from crossdyn.analytic.rnea import Tree, rnea
 from crossdyn.experiments.common.two_link_arm import two_link_params
 from crossdyn.experiments.core import plots
@@ -26,6 +25,9 @@ from crossdyn.experiments.core.crosscheck import Report, check
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Verdict, experiment
 from crossdyn.experiments.core.results import Context
+
+if TYPE_CHECKING:  # SymPy is imported by the runs themselves: a second of start-up every command would pay
+    from crossdyn.analytic import lagrange as lagrange_module
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"
@@ -105,6 +107,10 @@ class SymbolicResult:
 
 def symbolic_lagrange(samples: int = 2000, seed: int = 0) -> SymbolicResult:
     """Derive both arms in SymPy and check them at ``samples`` seeded states (no files)."""
+    import sympy as sp
+
+    from crossdyn.analytic import lagrange as lagrange_module
+
     rr = lagrange_module.rr_arm()
     D, vel, grav = lagrange_module.rr_closed_form(rr)
     qdv = sp.Matrix(rr.qd)

@@ -19,7 +19,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic.rnea import rnea
-from crossdyn.analytic.unit_vector import simulate
+from crossdyn.analytic.unit_vector import integrate_dynamics
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.derivation import tree_from_model
 from crossdyn.experiments.core.models import load_model, with_options
@@ -78,7 +78,8 @@ def simulator_error(model: mujoco.MjModel, seconds: float, seed: int) -> np.ndar
     tree = tree_from_model(model)
     qpos, qvel = initial_state(model, seed)
     steps = int(round(seconds / model.opt.timestep))
-    q_ours, v_ours = simulate(functools.partial(rnea, tree), tree.joint_type, qpos, qvel, model.opt.timestep, steps)
+    q_ours, v_ours = integrate_dynamics(functools.partial(rnea, tree), tree.joint_type, qpos, qvel, model.opt.timestep,
+                                        steps)
     q_mj, v_mj = mujoco_euler(model, qpos, qvel, steps)
     return np.maximum(np.abs(q_ours - q_mj).max(axis=1), np.abs(v_ours - v_mj).max(axis=1) * model.opt.timestep)
 

@@ -128,7 +128,7 @@ def test_linearization_catches_a_wrong_pitch_inertia():
     pend = p.pendulum
     wrong = wp.PendulumParams(pend.M, pend.m, pend.r, pend.I, 2 * pend.J_pitch, pend.J_yaw, pend.D, pend.g)
     for params, ok in ((pend, True), (wrong, False)):
-        A, B = discretize(*wp.linearize(params, height), model.opt.timestep)
+        A, B = discretize(*wp.linearize_pendulum(params, height), model.opt.timestep)
         rel = np.abs(np.hstack([A - Ad, B - Bd])).max() / np.abs(np.hstack([Ad - np.eye(4), Bd])).max()
         assert (rel < 0.01) == ok  # doubling J_pitch moves the theta row by ~10 %
 

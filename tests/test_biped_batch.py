@@ -1,4 +1,4 @@
-"""The biped's runs batched (closed_loop.simulate_many): each trace is simulate's, bit for bit."""
+"""The biped's runs batched (closed_loop.simulate_many): each trace is simulate_scenario's, bit for bit."""
 
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ def test_scenarios_with_their_own_imperfections_and_seeds_equal_simulate():
     seeds = [0, 1, 2]
     batched = closed_loop.simulate_many(model, runs, imperfections=mixes, seeds=seeds)
     for sc, mix, seed, trace in zip(runs, mixes, seeds, batched, strict=True):
-        assert_same(trace, closed_loop.simulate(model, sc, imperfections=mix, seed=seed))
+        assert_same(trace, closed_loop.simulate_scenario(model, sc, imperfections=mix, seed=seed))
     with pytest.raises(AssertionError):  # the comparison sees another seed
-        assert_same(batched[2], closed_loop.simulate(model, runs[2], imperfections=mixes[2], seed=5))
+        assert_same(batched[2], closed_loop.simulate_scenario(model, runs[2], imperfections=mixes[2], seed=5))
 
 
 def test_scenarios_of_different_lengths_are_refused():

@@ -12,7 +12,7 @@ import pytest
 
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
 from crossdyn.controllers.estimation import Estimator, LegGeometry
-from crossdyn.experiments.biped.closed_loop import simulate
+from crossdyn.experiments.biped.closed_loop import simulate_scenario
 from crossdyn.experiments.biped.model import STANCE, build
 from crossdyn.experiments.biped.scenarios import balance_scenario, controller_for, robot, settling_time
 from crossdyn.experiments.core.cli import main
@@ -25,7 +25,7 @@ ALPHA = STANCE
 @pytest.fixture(scope="module")
 def recovery():
     """A 2 s balance recovery from 8 deg, sensor-based (shared by several tests)."""
-    return simulate(build(), balance_scenario(8.0, 2.0), controller_for({}))
+    return simulate_scenario(build(), balance_scenario(8.0, 2.0), controller_for({}))
 
 
 def test_estimate_follows_ground_truth(recovery):
@@ -45,7 +45,7 @@ def test_estimate_follows_ground_truth(recovery):
 
 
 def test_same_scenario_same_trace(recovery):
-    again = simulate(build(), balance_scenario(8.0, 2.0), controller_for({}))
+    again = simulate_scenario(build(), balance_scenario(8.0, 2.0), controller_for({}))
     np.testing.assert_array_equal(again.true_pitch, recovery.true_pitch)  # bit-identical
     np.testing.assert_array_equal(again.wheel_torque, recovery.wheel_torque)
 
@@ -149,7 +149,7 @@ def test_video_is_written(tmp_path):
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
-    simulate(build(), balance_scenario(0.0, 0.5), controller_for({}), video=tmp_path / "clip.mp4", fps=20)
+    simulate_scenario(build(), balance_scenario(0.0, 0.5), controller_for({}), video=tmp_path / "clip.mp4", fps=20)
     frames = iio.imread(tmp_path / "clip.mp4")
     assert frames.shape[0] == 10 and frames.shape[-1] == 3
     assert frames.std() > 5  # a rendered scene, not a blank frame

@@ -30,9 +30,9 @@ def _flashed(precision, model, height):
 
 def test_float_firmware_follows_the_python_controller(setup):
     model, height, sc = setup
-    python = fw.run(model, sc, controller_for())
-    single = fw.run(model, sc, _flashed("float", model, height))
-    double = fw.run(model, sc, _flashed("double", model, height))
+    python = fw.run_in_loop(model, sc, controller_for())
+    single = fw.run_in_loop(model, sc, _flashed("float", model, height))
+    double = fw.run_in_loop(model, sc, _flashed("double", model, height))
     assert python.stopped is single.stopped is double.stopped is None
     assert fw.compare(model, single, python)["pitch_deg"] < fw.PITCH_TOL_DEG
     float_effect = fw.compare(model, single, double)
@@ -48,7 +48,7 @@ def test_a_sign_slip_in_the_gain_table_drops_the_robot(setup):
     table = c.params["table_gain"]
     table[:, 2] = -table[:, 2]  # the pitch gain with the wrong sign
     c.params["table_gain"] = table
-    assert fw.run(model, sc, c).stopped == "fell"
+    assert fw.run_in_loop(model, sc, c).stopped == "fell"
 
 
 def test_the_firmware_is_installed_with_the_package():
@@ -62,7 +62,7 @@ def test_float_clock_starts_the_turn_one_control_period_early(setup):
     first = {}
     for precision in ("double", "float"):
         c = fw.flash(fw.firmware(precision), model, controller_for(), height, yaw=np.radians(90.0), start=0.5)
-        trace = fw.run(model, sc, c)
+        trace = fw.run_in_loop(model, sc, c)
         differential = np.abs(trace.ctrl[:, 0] - trace.ctrl[:, 1])
         first[precision] = int(np.flatnonzero(differential > 0.1)[0])  # N m: the turn's torque, not round-off
     assert first["float"] == first["double"] - 1, first

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from crossdyn.experiments.biped import imperfections as imp_mod
-from crossdyn.experiments.biped.closed_loop import simulate
+from crossdyn.experiments.biped.closed_loop import simulate_scenario
 from crossdyn.experiments.biped.control import judge_balance_recovery, judge_turn, judge_velocity_tracking
 from crossdyn.experiments.biped.imperfections import REALISTIC, Imperfections
 from crossdyn.experiments.biped.model import BUMP_START, HIPS, WHEELS, Ground, build, nominal_params
@@ -52,11 +52,11 @@ def test_the_compiled_step_under_imperfections_is_the_readable_path():
     step runs under them too, and equals the readable classes bit for bit."""
     model, sc = build(), balance_scenario(8.0, 1.0)
     made = REALISTIC.generic(P, DT)
-    fast = simulate(model, sc, controller_for({}), imperfections=made, seed=3)
-    readable = simulate(model, sc, controller_for({}), imperfections=made, seed=3, compiled=False)
+    fast = simulate_scenario(model, sc, controller_for({}), imperfections=made, seed=3)
+    readable = simulate_scenario(model, sc, controller_for({}), imperfections=made, seed=3, compiled=False)
     for name in ("true_pitch", "est_pitch", "wheel_torque", "hip_torque", "height"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(readable, name), err_msg=name)
-    plain = simulate(model, sc, controller_for({}))
+    plain = simulate_scenario(model, sc, controller_for({}))
     assert not np.array_equal(plain.est_pitch, fast.est_pitch)  # the imperfections did something
 
 
@@ -84,8 +84,8 @@ def test_ground_and_payload_edits():
 
 def test_no_imperfection_leaves_the_run_bit_identical():
     model, sc = build(), balance_scenario(8.0, 1.0)
-    plain = simulate(model, sc, controller_for({}))
-    hooked = simulate(model, sc, controller_for({}), imperfections=Imperfections().generic(P, DT), seed=7)
+    plain = simulate_scenario(model, sc, controller_for({}))
+    hooked = simulate_scenario(model, sc, controller_for({}), imperfections=Imperfections().generic(P, DT), seed=7)
     np.testing.assert_array_equal(plain.true_pitch, hooked.true_pitch)
     np.testing.assert_array_equal(plain.wheel_torque, hooked.wheel_torque)
 

@@ -301,3 +301,47 @@ def test_several_sources_an_include_folder_and_a_header_edit(tmp_path):
     header.write_text("extern double k_push;\n#define SCALE 3.0\n")  # a header edit rebuilds
     again = CController(sources, "step", inputs=("qpos",), include_dirs=include)
     assert again.library != c.library and simulate("cart_pole", again, 0.004).command[0, 0] == 4.5
+
+
+# -- the compiled loop: a C controller run as it is (no imperfections, stop, computed record or video)
+# steps in C (crossdyn.experiments.core.c_loop); a stop that never fires keeps the Python loop, the reference.
+
+def python_loop(obs) -> None:
+    return None
+
+
+def test_the_compiled_loop_gives_the_python_loops_trace_bit_for_bit(sources, regulator):
+    c = with_gains(CController(sources / "lqr.c", "step", inputs=("qpos", "qvel")), regulator)
+    model = load_model("cart_pole")
+    runs = [simulate(model, c, DURATION, keyframe="upright", qpos=[0.0, TILT], stop=stop,
+                     record={"xpos": lambda m, d: d.xpos}) for stop in (None, python_loop)]
+    for field in ("t", "qpos", "qvel", "sensordata", "command", "ctrl"):
+        assert np.array_equal(getattr(runs[0], field), getattr(runs[1], field)), field
+    assert np.array_equal(runs[0].extra["xpos"], runs[1].extra["xpos"])
+    assert runs[0].stopped is None and runs[1].stopped is None
+
+
+SLIDE = """<mujoco><worldbody><body><joint name="s" type="slide"/><geom size=".1" mass="0.001"/></body></worldbody>
+<actuator><motor joint="s"/></actuator></mujoco>"""  # no ctrlrange: MuJoCo itself refuses a control past 1e10
+
+
+@pytest.mark.parametrize("stop", [None, python_loop], ids=["compiled loop", "python loop"])
+@pytest.mark.parametrize("body, outcome", [
+    ("u[0] = t > 0.01 ? NAN : 0;", r"non-finite control at t = 0\.012 s"),
+    ("u[0] = t > 0.01 ? 1e11 : 0;", r"beyond MuJoCo's limit .* at control step 6 \(t = 0\.012 s\)"),
+    ("u[0] = t > 0.02 ? 9e9 : 0;", "diverged"),  # 9e12 m/s^2 on a gram: MuJoCo's bad-acceleration warning
+], ids=["nan", "refused", "diverged"])
+def test_both_loops_end_a_bad_run_alike(tmp_path, stop, body, outcome):
+    import mujoco
+
+    (tmp_path / "bad.c").write_text("#include <math.h>\nvoid step(double t, const double *q, double *u) { "
+                                    f"{body} }}\n")
+    model = mujoco.MjModel.from_xml_string(SLIDE)
+    c = CController(tmp_path / "bad.c", "step", inputs=("qpos",))
+    if outcome == "diverged":
+        trace = simulate(model, c, 0.5, stop=stop)
+        assert trace.stopped == "diverged" and trace.t.size == 11  # the row of the step that diverged is kept
+        assert any("QACC" in w for w in trace.warnings), trace.warnings  # MuJoCo's warning collected, not printed
+    else:
+        with pytest.raises(ControllerError, match=outcome):
+            simulate(model, c, 0.5, stop=stop)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from crossdyn.experiments import cart_pole
+from crossdyn.experiments.common.cart_chain import DECAY_TOL, balance, step
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.regulator import Regulator, measured_decay, regulator
 from crossdyn.experiments.double_pendulum_cart import WEIGHTS as DOUBLE_WEIGHTS
@@ -17,7 +18,7 @@ from crossdyn.experiments.double_pendulum_cart import WEIGHTS as DOUBLE_WEIGHTS
                                                    ("double_pendulum_cart", DOUBLE_WEIGHTS, np.radians(5.0))])
 def test_the_measured_decay_is_the_designed_slowest_pole(mjcf, weights, angle):
     reg = cart_pole.design({}, mjcf, weights)
-    trace = cart_pole.balance(reg, angle, 8.0, mjcf)
+    trace = balance(reg, angle, 8.0, mjcf)
     # The bar is 10 %; the sampled loop at 2 ms moves the poles by O(dt |lambda|) < 1 %,
     # and the nonlinearity has died out by 1 s (measured: 0.3 % and 0.1 %).
     assert measured_decay(trace, reg, start=1.0) == pytest.approx(reg.slowest.real, rel=0.02)
@@ -35,15 +36,15 @@ def test_a_design_on_the_wrong_model_is_caught():
     w = cart_pole.WEIGHTS
     believed = regulator(wrong, [w["q_x"], w["q_angle"], w["q_xd"], w["q_angled"]], w["r"], keyframe="upright")
     ran = Regulator(cart_pole.design({}).linearization, believed.design)  # the true model, the wrong gains
-    trace = cart_pole.balance(ran, 0.2, 8.0, cart_pole.MODEL)
+    trace = balance(ran, 0.2, 8.0, cart_pole.MODEL)
     assert trace.stopped is None
     measured = measured_decay(trace, ran, start=1.0)
-    assert abs(measured - believed.slowest.real) > cart_pole.DECAY_TOL * abs(believed.slowest.real)
+    assert abs(measured - believed.slowest.real) > DECAY_TOL * abs(believed.slowest.real)
 
 
 def test_the_step_is_tracked_without_overshoot():
     reg = cart_pole.design({})
-    stepped = cart_pole.step(reg, 0.5, 8.0, cart_pole.MODEL)
+    stepped = step(reg, 0.5, 8.0, cart_pole.MODEL)
     assert stepped.qpos[-1, 0] == pytest.approx(0.5, abs=2e-3)
     assert np.all(stepped.qpos[stepped.t < 0.5, 0] == 0.0)  # the target moves at 0.5 s
 

@@ -22,15 +22,15 @@ from unittest import mock
 import numpy as np
 import pytest
 
+from biped_scenarios import branch_scenarios
 from crossdyn.analytic.biped import five_bar
-from crossdyn.analytic.biped.wheeled_pendulum import leg_forces, linearize
+from crossdyn.analytic.biped.wheeled_pendulum import leg_forces, linearize_pendulum
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
 from crossdyn.controllers.balance import balance_torque, schedule
 from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Command
 from crossdyn.controllers.estimation import Estimator, LegGeometry, shank_angle
-from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped import closed_loop, scenarios
-from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate
+from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate_scenario
 from crossdyn.experiments.biped.model import nominal_params
 from support import assert_close
 
@@ -59,27 +59,13 @@ def _record(sc, jump=None) -> list[tuple]:
         return readings[-1]
 
     with mock.patch.object(closed_loop._Sensors, "read", read):
-        simulate(scenarios.robot(), sc, recording, compiled=False)  # the readable path reads the sensors here
+        simulate_scenario(scenarios.robot(), sc, recording, compiled=False)  # the readable path reads the sensors here
     return readings[: len(calls)]
 
 
 def _scenarios():
-    period = scenarios.CONTROL_PERIOD
     yield "balance", scenarios.balance_scenario(10.0, 2.0), None
-    yield "push", scenarios.push_scenario(15.0, 0.1, after=1.5), None
-    jump, low = JumpPlan(), scenarios.stance_height(JumpPlan().alpha_crouch)  # as scenarios.jump
-    yield "jump", closed_loop.Scenario(duration=3.0, alpha0=np.radians(200.0), control_period=period,
-                                       reference=lambda t: scenarios.Reference(height=low), jump=jump), jump
-    height = scenarios.stance_height(scenarios.ALPHA_NOMINAL)
-    moving = closed_loop.Scenario(
-        duration=2.0, alpha0=scenarios.ALPHA_NOMINAL, control_period=period,
-        reference=lambda t: scenarios.Reference(velocity=0.5 if t > 0.2 else 0.0, yaw=0.8 if t > 1.0 else 0.0,
-                                                height=height + (0.05 if t > 0.5 else 0.0)))
-    yield "move-turn-height", moving, None
-    # Heading 3.0 rad, then 3.3: on through +pi, where the IMU's yaw wraps and the estimator counts a turn.
-    yield "turn-past-pi", closed_loop.Scenario(
-        duration=3.0, alpha0=scenarios.ALPHA_NOMINAL, control_period=period,
-        reference=lambda t: scenarios.Reference(yaw=3.0 if t < 1.5 else 3.3)), None
+    yield from branch_scenarios(push_after=1.5)
 
 
 @pytest.fixture(scope="module", params=list(_scenarios()), ids=lambda c: c[0])
@@ -160,8 +146,8 @@ def test_gain_row_is_polyval_of_the_fit(degree):
     ``np.polyval`` runs it: the same operations in the same order, so equal bit for bit."""
     p = nominal_params()
     lengths = np.linspace(0.12, 0.32, 9)
-    gains = schedule(functools.partial(linearize, p.pendulum), lengths, np.diag(DEFAULT_Q), np.atleast_2d(DEFAULT_R),
-                     degree=degree)
+    gains = schedule(functools.partial(linearize_pendulum, p.pendulum), lengths, np.diag(DEFAULT_Q),
+                     np.atleast_2d(DEFAULT_R), degree=degree)
     flat = gains.coeffs.reshape(degree + 1, -1)
     for length in (0.12, 0.2, 0.2718, 0.32):
         np.testing.assert_array_equal(gains.row(length), [np.polyval(flat[:, k], length) for k in range(4)])
@@ -177,18 +163,18 @@ def test_leg_forces_floats_are_the_arrays():
         assert type(left) is float and (left, right) == (P_L[k], P_R[k])
 
 
-def test_a_user_controller_function_drives_simulate():
-    """``simulate`` takes any ``(t, est, ref) -> Command`` function: wrapping the biped
+def test_a_user_controller_function_drives_simulate_scenario():
+    """``simulate_scenario`` takes any ``(t, est, ref) -> Command`` function: wrapping the biped
     controller in one gives the bit-identical trace."""
     sc = scenarios.balance_scenario(8.0, 1.0)
-    direct = simulate(scenarios.robot(), sc, scenarios.controller_for({}))
+    direct = simulate_scenario(scenarios.robot(), sc, scenarios.controller_for({}))
     inner = scenarios.controller_for({})
-    wrapped = simulate(scenarios.robot(), sc, lambda t, est, ref: inner(t, est, ref))
+    wrapped = simulate_scenario(scenarios.robot(), sc, lambda t, est, ref: inner(t, est, ref))
     np.testing.assert_array_equal(wrapped.true_pitch, direct.true_pitch)
     np.testing.assert_array_equal(wrapped.hip_torque, direct.hip_torque)
     assert wrapped.transitions == []
     # The smallest controller: wheels and hips only (legs, phase and total default).
-    idle = simulate(scenarios.robot(), scenarios.balance_scenario(0.0, 0.05),
+    idle = simulate_scenario(scenarios.robot(), scenarios.balance_scenario(0.0, 0.05),
                     lambda t, est, ref: Command((0.0, 0.0), (0.0, 0.0, 0.0, 0.0)))
     assert idle.t.size == 50 and (idle.wheel_torque == 0).all() and set(idle.phase) == {"balance"}
     assert isinstance(inner, BipedController)

@@ -15,33 +15,16 @@ import dataclasses
 import numpy as np
 import pytest
 
+from biped_scenarios import branch_scenarios
 from crossdyn.controllers import compiled
 from crossdyn.controllers.biped import BipedController
 from crossdyn.controllers.estimation import Estimator
-from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped import closed_loop, scenarios
-from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate
+from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate_scenario
 from crossdyn.experiments.biped.model import HIPS, nominal_params
 
 
-def _scenarios():
-    period = scenarios.CONTROL_PERIOD
-    yield "push", scenarios.push_scenario(15.0, 0.1, after=1.0), None
-    jump, low = JumpPlan(), scenarios.stance_height(JumpPlan().alpha_crouch)
-    yield "jump", closed_loop.Scenario(duration=3.0, alpha0=np.radians(200.0), control_period=period,
-                                       reference=lambda t: scenarios.Reference(height=low), jump=jump), jump
-    height = scenarios.stance_height(scenarios.ALPHA_NOMINAL)
-    yield "move-turn-height", closed_loop.Scenario(
-        duration=2.0, alpha0=scenarios.ALPHA_NOMINAL, control_period=period,
-        reference=lambda t: scenarios.Reference(velocity=0.5 if t > 0.2 else 0.0, yaw=0.8 if t > 1.0 else 0.0,
-                                                height=height + (0.05 if t > 0.5 else 0.0))), None
-    # Heading 3.0 rad, then 3.3: the shortest way is on through +pi, where the IMU's yaw wraps.
-    yield "turn-past-pi", closed_loop.Scenario(
-        duration=3.0, alpha0=scenarios.ALPHA_NOMINAL, control_period=period,
-        reference=lambda t: scenarios.Reference(yaw=3.0 if t < 1.5 else 3.3)), None
-
-
-@pytest.fixture(scope="module", params=list(_scenarios()), ids=lambda c: c[0])
+@pytest.fixture(scope="module", params=list(branch_scenarios(push_after=1.0)), ids=lambda c: c[0])
 def recorded(request):
     """A readable-path run's sensor arrays, and per step its time, reference, estimate and command."""
     name, sc, jump = request.param
@@ -61,7 +44,7 @@ def recorded(request):
 
     closed_loop._Sensors.read = recording_read
     try:
-        trace = simulate(model, sc, recording, compiled=False)
+        trace = simulate_scenario(model, sc, recording, compiled=False)
     finally:
         closed_loop._Sensors.read = read
     assert not trace.fell
@@ -166,12 +149,12 @@ def _same_trace(a, b) -> list[str]:
 def test_simulate_compiled_is_the_readable_path(user_function):
     """A jump run with the built-in controller (compiled step) or a user's function (compiled
     estimate) gives the trace and the controller state of the readable path."""
-    _, sc, jump = list(_scenarios())[1]
+    _, sc, jump = list(branch_scenarios(push_after=1.0))[1]
     model = scenarios.robot()
     controllers = [make_controller(nominal_params(), sc.control_period, jump=jump) for _ in range(2)]
     runs = [c if not user_function else (lambda t, est, ref, c=c: c(t, est, ref)) for c in controllers]
-    readable = simulate(model, sc, runs[0], compiled=False)
-    fast = simulate(model, sc, runs[1])
+    readable = simulate_scenario(model, sc, runs[0], compiled=False)
+    fast = simulate_scenario(model, sc, runs[1])
     assert _same_trace(readable, fast) == []
     a, b = controllers
     assert (a.x_ref, a.height_ref, a.machine.phase, a.machine._since, a.machine._done, a.machine.transitions) == \
@@ -180,7 +163,7 @@ def test_simulate_compiled_is_the_readable_path(user_function):
 
 
 def test_a_subclass_runs_its_own_call():
-    """A BipedController subclass may override __call__: simulate runs it, not the compiled copy."""
+    """A BipedController subclass may override __call__: simulate_scenario runs it, not the compiled copy."""
 
     class Lazy(BipedController):
         def __call__(self, t, est, ref):
@@ -191,5 +174,5 @@ def test_a_subclass_runs_its_own_call():
     base = make_controller(p, scenarios.CONTROL_PERIOD)
     lazy = Lazy(base.params, base.geometry, base.gains, base.dt, base.hip_limit, base.wheel_limit)
     sc = scenarios.balance_scenario(5.0, 1.0)
-    limp, upright = simulate(scenarios.robot(), sc, lazy), simulate(scenarios.robot(), sc, base)
+    limp, upright = simulate_scenario(scenarios.robot(), sc, lazy), simulate_scenario(scenarios.robot(), sc, base)
     assert not np.array_equal(limp.height, upright.height)

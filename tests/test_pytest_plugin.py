@@ -288,8 +288,7 @@ def test_baseline_file_names_never_collide():
 
 def test_nested_classes_keep_their_own_baselines(tmp_path):
     """TestA::TestIn::test_x and TestB::TestIn::test_x, regenerated, then both pass (they once shared a file)."""
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    (tmp_path / "test_nest.py").write_text(
+    bare_project(tmp_path, "test_nest.py",
         "class TestA:\n    class TestIn:\n        def test_x(self, crossdyn_baseline):\n"
         "            crossdyn_baseline.check({'v': 1.0})\n\n"
         "class TestB:\n    class TestIn:\n        def test_x(self, crossdyn_baseline):\n"
@@ -357,6 +356,12 @@ class PytestRun(subprocess.CompletedProcess):
     def __init__(self, done: subprocess.CompletedProcess):
         super().__init__(done.args, done.returncode, done.stdout, done.stderr)
         self.out: str = done.stdout + done.stderr
+
+
+def bare_project(folder: Path, name: str, text: str) -> None:
+    """A project of one file in ``folder``: ``name`` holding ``text``, beside an empty ``pytest.ini`` (the rootdir)."""
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    (folder / name).write_text(text)
 
 
 def pytest_in(folder: Path, *args: str, env: dict | None = None) -> PytestRun:
@@ -451,12 +456,11 @@ def test_same_metrics_serial_with_workers_and_with_xdist(project):
 
 def test_plugin_is_inert_for_a_suite_that_does_not_use_it(tmp_path):
     """Same output with and without the plugin; no MuJoCo, NumPy or crossdyn machinery imported."""
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    (tmp_path / "test_plain.py").write_text("import pytest\n\n"
-                                            "def test_a():\n    assert 1 + 1 == 2\n\n"
-                                            "@pytest.mark.parametrize('x', [1, 2, 3])\n"
-                                            "def test_b(x, tmp_path):\n    assert x > 0\n\n"
-                                            "def test_c():\n    assert False, 'fails on purpose'\n")
+    bare_project(tmp_path, "test_plain.py", "import pytest\n\n"
+                 "def test_a():\n    assert 1 + 1 == 2\n\n"
+                 "@pytest.mark.parametrize('x', [1, 2, 3])\n"
+                 "def test_b(x, tmp_path):\n    assert x > 0\n\n"
+                 "def test_c():\n    assert False, 'fails on purpose'\n")
     (tmp_path / "conftest.py").write_text(
         "import sys, json\n\n"
         "def pytest_sessionfinish(session):\n"
@@ -546,8 +550,7 @@ def test_bad_input_is_a_clear_failure(project, files, args, status, phrase):
 
 def test_crossdyn_timeout_stops_a_hanging_experiment(tmp_path):
     """--crossdyn-timeout: a hanging experiment is stopped and its item errors as timed out; the next runs."""
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    (tmp_path / "slow.py").write_text(
+    bare_project(tmp_path, "slow.py",
         "import time\nfrom crossdyn.experiments import experiment\n\n"
         "@experiment('hangs', summary='-', expected='-')\ndef hangs(ctx):\n    time.sleep(600)\n\n"
         "@experiment('quick', summary='-', expected='-')\ndef quick(ctx):\n"

@@ -11,7 +11,7 @@ import csv
 
 import pytest
 
-from crossdyn.experiments.biped import search, tune
+from crossdyn.experiments.biped import tune
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.errors import ParameterError
 
@@ -26,7 +26,7 @@ def _rows(path):
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory):
     out = tmp_path_factory.mktemp("serial")
-    result = search.search(out, workers=1, **SEARCH)
+    result = tune.search(out, workers=1, **SEARCH)
     return out / "samples.csv", result
 
 
@@ -42,9 +42,9 @@ def test_every_trial_is_a_row_and_trial_0_is_the_defaults(serial):
 
 def test_serial_search_is_deterministic_for_a_seed(serial, tmp_path):
     path, _ = serial
-    search.search(tmp_path / "again", workers=1, **SEARCH)
+    tune.search(tmp_path / "again", workers=1, **SEARCH)
     assert (tmp_path / "again" / "samples.csv").read_bytes() == path.read_bytes()
-    search.search(tmp_path / "other", workers=1, **{**SEARCH, "seed": 5})
+    tune.search(tmp_path / "other", workers=1, **{**SEARCH, "seed": 5})
     assert [r["q_x"] for r in _rows(tmp_path / "other" / "samples.csv")[1:]] != [r["q_x"] for r in _rows(path)[1:]]
 
 
@@ -52,13 +52,13 @@ def test_resume_runs_only_the_missing_trials(serial, tmp_path):
     path, _ = serial
     lines = path.read_text().splitlines(keepends=True)
     (tmp_path / "samples.csv").write_text(lines[0] + lines[1] + lines[2] + lines[3][:40])  # killed in trial 2
-    result = search.search(tmp_path, workers=1, **SEARCH)
+    result = tune.search(tmp_path, workers=1, **SEARCH)
     assert (result.resumed, result.computed) == (2, 2)
     assert (tmp_path / "samples.csv").read_bytes() == path.read_bytes()
     with pytest.raises(ParameterError, match="other arguments"):
-        search.search(tmp_path, workers=1, **{**SEARCH, "seed": 5})
+        tune.search(tmp_path, workers=1, **{**SEARCH, "seed": 5})
     with pytest.raises(ParameterError, match="beyond this search"):
-        search.search(tmp_path, workers=1, **{**SEARCH, "trials": 2})
+        tune.search(tmp_path, workers=1, **{**SEARCH, "trials": 2})
 
 
 def test_local_pool_and_dask_give_the_same_trials(tmp_path, capsys):
@@ -71,7 +71,7 @@ def test_local_pool_and_dask_give_the_same_trials(tmp_path, capsys):
     assert (tmp_path / "pool" / "pareto.png").stat().st_size > 0
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
                                   host="127.0.0.1", dashboard_address=None) as cluster:
-        search.search(tmp_path / "dask", scheduler=cluster.scheduler_address, **SEARCH)
+        tune.search(tmp_path / "dask", scheduler=cluster.scheduler_address, **SEARCH)
     assert (tmp_path / "dask" / "samples.csv").read_bytes() == (tmp_path / "pool" / "samples.csv").read_bytes()
 
 
@@ -79,16 +79,16 @@ def test_gaussian_process_steps_are_deterministic_and_resume(tmp_path):
     """14 trials of 2 s runs: the last 4 come from the Gaussian processes (10 random start-up trials
     first); a second search gives the same bytes, and one killed in trial 12 resumes to them."""
     args = dict(trials=13, seed=2, duration=2.0, plots_=False, workers=1, sampler="gp")
-    first = search.search(tmp_path / "a", **args)
+    first = tune.search(tmp_path / "a", **args)
     assert first.computed == 14
-    search.search(tmp_path / "b", **args)
+    tune.search(tmp_path / "b", **args)
     assert (tmp_path / "b" / "samples.csv").read_bytes() == (tmp_path / "a" / "samples.csv").read_bytes()
     lines = (tmp_path / "a" / "samples.csv").read_text().splitlines(keepends=True)
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "samples.csv").write_text("".join(lines[:13]))  # header + trials 0-11
-    resumed = search.search(tmp_path / "c", **args)
+    resumed = tune.search(tmp_path / "c", **args)
     assert (resumed.resumed, resumed.computed) == (12, 2)
     assert (tmp_path / "c" / "samples.csv").read_bytes() == (tmp_path / "a" / "samples.csv").read_bytes()
-    tpe = search.search(tmp_path / "tpe", **{**args, "sampler": "tpe"})
+    tpe = tune.search(tmp_path / "tpe", **{**args, "sampler": "tpe"})
     assert [r["q_x"] for r in tpe.rows[11:]] != [r["q_x"] for r in first.rows[11:]]
 

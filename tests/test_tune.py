@@ -24,6 +24,7 @@ from crossdyn.experiments.biped import tune
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.sweep import engine as engines
+from crossdyn.experiments.core.sweep.run import Batch
 
 SWEEP = dict(samples=3, seed=5, duration=1.0)  # 4 runs of 1 s: fast, and enough to reorder across workers
 
@@ -125,6 +126,24 @@ def test_failures_are_outcomes_not_crashes(monkeypatch):
     monkeypatch.setattr(tune, "simulate", boom)
     crashed = tune.evaluate(_sample())
     assert crashed["outcome"] == "error" and "simulated crash" in crashed["detail"]
+
+
+def test_a_batch_gives_each_sample_its_own_row(monkeypatch):
+    """Samples stepped together on MuJoCo's batch give the rows they give alone: two robots (CoM offsets),
+    gyro noise, a push in the run and a push check after it; nothing falls back to running alone."""
+    weights = [dict(tune.DEFAULT_WEIGHTS), {**tune.DEFAULT_WEIGHTS, "q_theta": 300.0}]
+    cells = [{"com_offset_x": 0.02, "gyro_noise": 0.01}, {"initial_tilt_deg": 0.0, "push_impulse_Ns": 10.0},
+             {"initial_tilt_deg": 0.0}]
+    plan = [tune.Sample(i, "grid", w, {**tune.NOMINAL, **cell}, duration=1.0, push_check=5.0 if len(cell) == 1 else 0.0,
+                        seed=3)
+            for i, (w, cell) in enumerate((w, c) for w in weights for c in cells)]
+    alone = [tune.evaluate(s) for s in plan]
+    assert {r["push_recovered"] for r in alone} == {"", "true"}  # the push checks ran
+    ran_alone = []
+    monkeypatch.setattr(tune, "evaluate", lambda s: ran_alone.append(s) or {})
+    assert tune.evaluate_batch(Batch(tuple(plan))) == alone
+    assert ran_alone == []  # the batch ran, it did not fall back
+    assert tune.evaluate_batch(Batch(tuple(plan[:1]))) != alone[1:2]  # the comparison can fail
 
 
 def test_best_sample_rule():

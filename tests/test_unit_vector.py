@@ -10,7 +10,7 @@ import pytest
 
 from crossdyn.analytic.rnea import rnea
 from crossdyn.analytic.two_link import lecture_no_link_inertia
-from crossdyn.analytic.unit_vector import forward_dynamics, integrate_pos, mass_matrix_and_bias, simulate
+from crossdyn.analytic.unit_vector import forward_dynamics, integrate_dynamics, integrate_pos, mass_matrix_and_bias
 from crossdyn.experiments.core.crosscheck import sample_states
 from crossdyn.experiments.core.derivation import tree_from_model
 from crossdyn.experiments.core.models import load_model
@@ -84,7 +84,7 @@ def test_simulator_tells_a_wrong_model_apart():
     params = two_link_params(model)
     id_fn = functools.partial(lecture_no_link_inertia, params)
     q0, qd0 = np.array([0.8, -0.4]), np.array([0.5, 1.0])
-    ours, _ = simulate(id_fn, ("hinge", "hinge"), q0, qd0, model.opt.timestep, 500)
+    ours, _ = integrate_dynamics(id_fn, ("hinge", "hinge"), q0, qd0, model.opt.timestep, 500)
     theirs, _ = mujoco_euler(model, q0, qd0, 500)
     assert np.abs(ours - theirs).max() > 1e3 * TRAJECTORY_TOL
 

@@ -28,7 +28,7 @@ def test_nonlinear_model_satisfies_2_16_and_2_17():
 
 @pytest.mark.parametrize("length", [0.22, 0.31, 0.43])
 def test_linearize_is_the_jacobian_of_the_nonlinear_model(length):
-    A, B = wp.linearize(P, length)
+    A, B = wp.linearize_pendulum(P, length)
     h = 1e-6
     x0 = np.zeros(4)
     A_fd = np.stack([(wp.dynamics(P, length, x0 + h * e, 0.0) - wp.dynamics(P, length, x0 - h * e, 0.0)) / (2 * h)
@@ -40,15 +40,15 @@ def test_linearize_is_the_jacobian_of_the_nonlinear_model(length):
 
 
 def test_printed_2_19_differs_where_the_wheel_inertia_enters():
-    A, B = wp.linearize(P, 0.3)
-    Ap, Bp = wp.linearize(P, 0.3, printed=True)
+    A, B = wp.linearize_pendulum(P, 0.3)
+    Ap, Bp = wp.linearize_pendulum(P, 0.3, printed=True)
     # 2l/r^2 = 167 kg in place of 2I/r^2 = 0.4 kg: the x row collapses.
     assert abs(Bp[1, 0] / B[1, 0]) < 0.05
     assert_close(Ap[[0, 2]], A[[0, 2]], atol=0)  # kinematic rows untouched
 
 
 def test_upright_pendulum_is_unstable_and_shorter_is_faster():
-    poles = [np.max(np.linalg.eigvals(wp.linearize(P, length)[0]).real) for length in (0.22, 0.31, 0.43)]
+    poles = [np.max(np.linalg.eigvals(wp.linearize_pendulum(P, length)[0]).real) for length in (0.22, 0.31, 0.43)]
     assert poles[0] > poles[1] > poles[2] > 0
 
 
@@ -92,4 +92,4 @@ def test_bad_parameters_are_rejected():
     with pytest.raises(ValueError, match="J_pitch"):
         wp.PendulumParams(M=M, m=m, r=r, I=P.I, J_pitch=np.nan, J_yaw=0.07, D=0.4)
     with pytest.raises(ValueError, match="length"):
-        wp.linearize(P, -0.2)
+        wp.linearize_pendulum(P, -0.2)

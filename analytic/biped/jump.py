@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from crossdyn.analytic.biped.five_bar import check_alpha, height_derivatives
 
@@ -117,6 +116,8 @@ def extension_stroke(
         # Clip alpha into range: the solver may probe just past alpha1 before the event.
         a = min(max(s[0], alpha0), alpha1)
         return [s[1], float(alpha_acceleration(a, s[1], M, tau, l1, l2, l3, g))]
+
+    from scipy.integrate import solve_ivp  # here: SciPy's integrate costs every import of this module ~0.5 s
 
     sol = solve_ivp(rhs, (0.0, max_time), [alpha0, 0.0], events=_Reached(alpha1), rtol=1e-10, atol=1e-12,
                     max_step=1e-3)

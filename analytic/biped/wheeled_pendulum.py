@@ -41,11 +41,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crossdyn import renamed
+
 __all__ = [
     "PendulumParams",
     "accelerations",
     "dynamics",
-    "linearize",
+    "linearize_pendulum",
     "wheel_drive_torque",
     "axle_acceleration",
     "yaw_acceleration",
@@ -126,7 +128,7 @@ def dynamics(p: PendulumParams, length: float, state, T) -> np.ndarray:
     return np.stack([state[..., 1], xdd, state[..., 3], thdd], axis=-1)
 
 
-def linearize(p: PendulumParams, length: float, printed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def linearize_pendulum(p: PendulumParams, length: float, printed: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Continuous-time ``(A, B)`` of the linearized model about the upright equilibrium.
 
     Args:
@@ -235,3 +237,6 @@ def virtual_forces(p: PendulumParams, P_L, P_R):
     """``(F_y, T_x)`` from the leg forces (the forward statics)."""
     P_L, P_R = np.asarray(P_L, dtype=float), np.asarray(P_R, dtype=float)
     return P_L + P_R - p.M * p.g, (P_L - P_R) * p.D / 2
+
+
+__getattr__ = renamed(__name__, {"linearize": "linearize_pendulum"}, globals())

@@ -299,14 +299,19 @@ def generate(app: Sphinx) -> None:
 # --------------------------------------------------------------------------- roles and backlinks
 
 
+def _refused(role: SphinxRole, why: str):
+    """What a role gives for text it cannot resolve: a warning saying ``why``, the text marked as a problem."""
+    msg = role.inliner.reporter.warning(f"{role.name} role: {why}", line=role.lineno)
+    return [role.inliner.problematic(role.rawtext, role.rawtext, msg)], [msg]
+
+
 class ExperimentRole(SphinxRole):
     """``{experiment}`NAME``` or ``{experiment}`expects:PHRASE```: a link to the gallery page."""
 
     def run(self):
         name, why = resolve_experiment(self.text)
         if name is None:
-            msg = self.inliner.reporter.warning(f"experiment role: {why}", line=self.lineno)
-            return [self.inliner.problematic(self.rawtext, self.rawtext, msg)], [msg]
+            return _refused(self, why)
         refs = self.env.__dict__.setdefault("crossdyn_experiment_refs", {})
         refs.setdefault(name, set()).add(self.env.docname)
         node = addnodes.pending_xref("", nodes.literal(name, name), refdomain="std", reftype="doc",
@@ -320,8 +325,7 @@ class VariantRole(SphinxRole):
     def run(self):
         variant, why = resolve_variant(self.text)
         if variant is None:
-            msg = self.inliner.reporter.warning(f"variant role: {why}", line=self.lineno)
-            return [self.inliner.problematic(self.rawtext, self.rawtext, msg)], [msg]
+            return _refused(self, why)
         return [nodes.literal(variant, variant)], []
 
 

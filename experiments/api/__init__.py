@@ -118,4 +118,24 @@ def lazy_names(module: str, table: dict[str, str], namespace: dict):
     return __getattr__, __dir__
 
 
+def renamed(module: str, table: dict[str, str], namespace: dict):
+    """``__getattr__`` for a module whose public names in ``table`` (old name -> new name) were renamed.
+
+    An old name still resolves, to the object under its new name in ``namespace`` (the
+    module's globals), with a DeprecationWarning naming the new one; any other missing
+    name is an AttributeError as usual.  The table stays readable as ``__getattr__.renamed``.
+    """
+
+    def __getattr__(name: str):
+        if name not in table:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        import warnings
+
+        warnings.warn(f"{module}.{name} is renamed: use {module}.{table[name]}", DeprecationWarning, stacklevel=2)
+        return namespace[table[name]]
+
+    __getattr__.renamed = dict(table)  # type: ignore[attr-defined]
+    return __getattr__
+
+
 __getattr__, __dir__ = lazy_names(__name__, API, globals())

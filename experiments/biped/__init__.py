@@ -6,6 +6,10 @@ The scenarios and their helpers for scripts::
 
     trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
 
+A scenario of your own, with your own controller, runs through
+:func:`~crossdyn.experiments.biped.closed_loop.simulate_scenario` (its
+:class:`~crossdyn.experiments.biped.closed_loop.ScenarioTrace` holds every control step).
+
 Names are imported on first use.
 """
 
@@ -24,6 +28,9 @@ _API = {
     "jump": "crossdyn.experiments.biped.scenarios",
     "robustness": "crossdyn.experiments.biped.scenarios",
     "lqr_cost": "crossdyn.experiments.biped.scenarios",
+    "Scenario": "crossdyn.experiments.biped.closed_loop",
+    "ScenarioTrace": "crossdyn.experiments.biped.closed_loop",
+    "simulate_scenario": "crossdyn.experiments.biped.closed_loop",
     "Imperfections": "crossdyn.experiments.biped.imperfections",
     "REALISTIC": "crossdyn.experiments.biped.imperfections",
     "plot_states": "crossdyn.experiments.biped.control",

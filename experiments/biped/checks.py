@@ -196,6 +196,14 @@ def judge_five_bar(result: FiveBarResult) -> tuple[Verdict, dict]:
     }
 
 
+def _save(fig, axes, out_dir, filename: str, legend_size: float = 8) -> Path:
+    """Save ``fig`` as ``out_dir/filename`` once each of its ``axes`` has a light grid and its legend."""
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=legend_size)
+    return plots.save(fig, out_dir, filename)
+
+
 def plot_five_bar(result: FiveBarResult, out_dir) -> list[Path]:
     """Leg height and static hip torques against alpha (``five_bar.png``) into ``out_dir``."""
     fig, axes = plots.figure(1, 2, width=10.0, height=3.2)
@@ -206,10 +214,7 @@ def plot_five_bar(result: FiveBarResult, out_dir) -> list[Path]:
     axes[1].plot(deg, result.torque_analytic, "k-", label=f"virtual work (P/2) y1, P = {result.force:g} N")
     axes[1].plot(deg, result.torque_mujoco, ".", ms=3)
     axes[1].set(xlabel="alpha (deg)", ylabel="hip torque per motor (N m)", title="static hip torques (4 motors)")
-    for ax in axes:
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    return [plots.save(fig, out_dir, "five_bar.png")]
+    return [_save(fig, axes, out_dir, "five_bar.png")]
 
 
 @experiment(
@@ -314,18 +319,14 @@ def plot_linearization(result: LinearizationResult, out_dir) -> list[Path]:
     ls = [r["l"] for r in rows["ideal"]]
     ax.plot(ls, [r["pole_analytic"] for r in rows["ideal"]], "k-", label="linearized model")
     ax.set(xlabel="leg length l (m)", ylabel="unstable pole (1/s)", title="open-loop unstable pole vs leg length")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    paths = [plots.save(fig, out_dir, "unstable_pole.png")]
+    paths = [_save(fig, [ax], out_dir, "unstable_pole.png")]
 
     fig, axes = plots.figure(1, 1, width=7.5, height=3.4)
     for name in (k for k in table if ":" in k):
         axes.semilogy(table["alpha_deg"], np.maximum(table[name], 1e-12), "o-", ms=3, label=name)
     axes.axhline(LIN_RTOL, color="k", ls="--", lw=0.8)
     axes.set(xlabel="alpha (deg)", ylabel="max rel. error of A_d - I, B_d", title="assumption ladder")
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=6)
-    return paths + [plots.save(fig, out_dir, "assumption_ladder.png")]
+    return paths + [_save(fig, [axes], out_dir, "assumption_ladder.png", legend_size=6)]
 
 
 @experiment(
@@ -483,9 +484,7 @@ def plot_statics(result: StaticsResult, out_dir) -> list[Path]:
     lim = [min(pred + pred_p + meas_p), max(pred + meas)]
     ax.plot(lim, lim, "k--", lw=0.8)
     ax.set(xlabel="predicted wheel normal force (N)", ylabel="MuJoCo wheel normal force (N)", title="support statics")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return [plots.save(fig, out_dir, "statics.png")]
+    return [_save(fig, [ax], out_dir, "statics.png")]
 
 
 @experiment(
@@ -590,9 +589,7 @@ def plot_jump_stroke(result: JumpStrokeResult, out_dir) -> list[Path]:
     ax.axhline(result.requirement, color="tab:red", label=f"g t, t = {RETRACTION_TIME} s")
     ax.set(xlabel="hip angle alpha (deg)", ylabel="body velocity (m/s)",
            title=f"extension stroke, M = {result.params.pendulum.M:g} kg, tau = {result.tau:g} N m")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return [plots.save(fig, out_dir, "jump_stroke.png")]
+    return [_save(fig, [ax], out_dir, "jump_stroke.png")]
 
 
 @experiment(

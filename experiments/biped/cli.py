@@ -6,8 +6,8 @@
                              [--mjcf PATH] [--out DIR]
 
 Both run on crossdyn's generic sweep machinery (:mod:`crossdyn.experiments.core.sweep`);
-what is the biped's is here and in :mod:`crossdyn.experiments.biped.tune` and
-:mod:`crossdyn.experiments.biped.search`.
+what is the biped's (its runs, scoring, choice rule and plots) is here and in
+:mod:`crossdyn.experiments.biped.tune`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ import argparse
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.cli.tune import DEFAULT_OUT, interrupted, sigterm_interrupts, tune_engine
+from crossdyn.experiments.core.cli.tune import (
+    DEFAULT_OUT,
+    add_engine_options,
+    interrupted,
+    sigterm_interrupts,
+    tune_engine,
+)
 from crossdyn.experiments.core.results import as_stored
 
 __all__ = ["configure_balance", "configure_robustness"]
@@ -42,7 +48,7 @@ def _fmt_metrics(s: dict) -> str:
 
 
 def _cmd_tune_balance(args) -> int:
-    from crossdyn.experiments.biped import search, tune
+    from crossdyn.experiments.biped import tune
     from crossdyn.experiments.core.errors import ParameterError
 
     optuna = args.search == "optuna"
@@ -52,7 +58,7 @@ def _cmd_tune_balance(args) -> int:
         raise ParameterError("--trials is for --search optuna; a Latin hypercube takes --samples N")
     if args.sampler is not None and not optuna:
         raise ParameterError("--sampler is for --search optuna; a Latin hypercube draws blindly")
-    sampler = args.sampler or next(iter(search.SAMPLERS))
+    sampler = args.sampler or next(iter(tune.SAMPLERS))
     grid = tune.parse_values(args.grid) if args.grid else None
     samples = args.samples if args.samples is not None or grid is not None else 32
     trials = args.trials if args.trials is not None else 64
@@ -63,13 +69,13 @@ def _cmd_tune_balance(args) -> int:
     try:
         with sigterm_interrupts():
             if optuna:
-                result = search.search(out, trials=trials, sampler=sampler, **common)
+                result = tune.search(out, trials=trials, sampler=sampler, **common)
             else:
                 result = tune.sweep(out, samples=samples, grid=grid, **common)
     except KeyboardInterrupt:
         return interrupted(out / "samples.csv")
     if optuna:
-        how = f"{trials} Optuna {search.SAMPLERS[sampler]} trials (seed {args.seed})"
+        how = f"{trials} Optuna {tune.SAMPLERS[sampler]} trials (seed {args.seed})"
     else:
         how = f"grid of {len(result.rows) - 1}" if grid else f"{samples} Latin-hypercube (seed {args.seed})"
     print(f"tune balance: {len(result.rows)} samples ({how} + the defaults); {result.computed} run in "
@@ -162,7 +168,7 @@ have crossdyn installed, then add --scheduler tcp://HOST:8786.
 
 def configure_balance(p_bal: argparse.ArgumentParser) -> None:
     """sweep or search the biped's balance LQR weights over balance-recovery runs"""
-    from crossdyn.experiments.biped import search, tune
+    from crossdyn.experiments.biped import tune
 
     p_bal.formatter_class = argparse.RawDescriptionHelpFormatter
     p_bal.epilog = _grid_help()
@@ -171,16 +177,16 @@ def configure_balance(p_bal: argparse.ArgumentParser) -> None:
                      help=f"Latin-hypercube samples (default 32, at most {tune.SAMPLES_MAX:,})")
     how.add_argument("--grid", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUES",
                      help="grid values of one weight (repeatable; see below)")
-    p_bal.add_argument("--search", choices=search.SEARCHES, default="lhs",
+    p_bal.add_argument("--search", choices=tune.SEARCHES, default="lhs",
                        help="lhs: sample blindly (--samples or --grid; default); optuna: an Optuna study of "
                             "settling time x effort chooses each batch of weights from the runs made")
-    p_bal.add_argument("--sampler", choices=search.SAMPLERS, default=None,
+    p_bal.add_argument("--sampler", choices=tune.SAMPLERS, default=None,
                        help="the sampler of --search optuna: gp (default), Gaussian processes of settling time and "
                             "effort, each trial minimizing settling time within "
-                            f"{' or '.join(f'{f:g}' for f in search.EFFORT_LEVELS)} of the defaults' effort; "
+                            f"{' or '.join(f'{f:g}' for f in tune.EFFORT_LEVELS)} of the defaults' effort; "
                             "tpe, Optuna's multi-objective TPE")
-    p_bal.add_argument("--trials", type=arguments.count(1, search.TRIALS_MAX, "--trials"), metavar="N",
-                       help=f"trials of --search optuna after the defaults (default 64, at most {search.TRIALS_MAX:,})")
+    p_bal.add_argument("--trials", type=arguments.count(1, tune.TRIALS_MAX, "--trials"), metavar="N",
+                       help=f"trials of --search optuna after the defaults (default 64, at most {tune.TRIALS_MAX:,})")
     p_bal.add_argument("--range", type=arguments.key_value, action="append", default=[], metavar="NAME=LO:HI",
                        help="Latin-hypercube bounds of one weight (repeatable)")
     tilt = tune.PERTURBATIONS["initial_tilt_deg"]
@@ -190,9 +196,7 @@ def configure_balance(p_bal: argparse.ArgumentParser) -> None:
     p_bal.add_argument("--push", type=arguments.number(push.low, push.high, "--push"), default=0.0, metavar="NS",
                        help=f"also require recovery from this push, N s over {tune.PUSH_LENGTH:g} s "
                             f"(default: no push run; at most {push.high:g})")
-    p_bal.add_argument("--seed", type=arguments.seed, default=0,
-                       help=f"seed of the Latin hypercube or the search (default 0; 0 to {arguments.SEED_MAX})")
-    _add_tune_common(p_bal, "tune-balance", duration=4.0)
+    _add_tune_common(p_bal, "tune-balance", duration=4.0, seeded="the Latin hypercube or the search")
     p_bal.set_defaults(func=_cmd_tune_balance)
 
 
@@ -207,27 +211,17 @@ def configure_robustness(p_rob: argparse.ArgumentParser) -> None:
     p_rob.add_argument("--axis", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUES",
                        help=f"a perturbation axis, two needed: {', '.join(tune.PERTURBATIONS)}; values V1,V2,... "
                             f"or LO:HI:N (default {axes}; a push map starts upright)")
-    p_rob.add_argument("--seed", type=arguments.seed, default=0,
-                       help=f"seed of the imperfections' noise and biases (default 0; 0 to {arguments.SEED_MAX})")
-    _add_tune_common(p_rob, "tune-robustness", duration=6.0)
+    _add_tune_common(p_rob, "tune-robustness", duration=6.0, seeded="the imperfections' noise and biases")
     p_rob.set_defaults(func=_cmd_tune_robustness)
 
 
-def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float) -> None:
+def _add_tune_common(p: argparse.ArgumentParser, name: str, duration: float, seeded: str) -> None:
+    p.add_argument("--seed", type=arguments.seed, default=0,
+                   help=f"seed of {seeded} (default 0; 0 to {arguments.SEED_MAX})")
     p.add_argument("--mjcf", default="", metavar="PATH",
                    help="the robot: an MJCF meeting crossdyn's contract, or a model name in crossdyn's mjcf/ folder "
                         "(default: the built-in robot); gains are designed from its parameters")
     p.add_argument("--duration", type=arguments.number(0.0, DURATION_MAX, "--duration", low_open=True),
                    default=duration, metavar="S",
                    help=f"simulated time per run, s (default {duration:g}, at most {DURATION_MAX:g})")
-    p.add_argument("--workers", type=arguments.count(1, 512, "--workers"), metavar="K",
-                   help="local worker processes (default: all cores)")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
-    p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT / name, metavar="DIR",
-                   help=f"output folder; rerun to resume (default results/{name})")
-    p.add_argument("--timeout", type=arguments.number(0.0, 1e7, "--timeout", low_open=True), metavar="SECONDS",
-                   help="each run's time limit: runs go to isolated worker processes and one over it is recorded "
-                        "'timed out' (default: none, runs in forked workers)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
+    add_engine_options(p, DEFAULT_OUT / name, name)

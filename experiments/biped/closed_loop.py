@@ -1,9 +1,9 @@
 """Closing the loop: the biped controller driving the MuJoCo robot.
 
-:func:`simulate` steps ``mjcf/wheel_legged_biped.xml`` (or a variant) with a
+:func:`simulate_scenario` steps ``mjcf/wheel_legged_biped.xml`` (or a variant) with a
 :class:`~controllers.biped.BipedController` running every ``control_period``,
 fed from the robot's own sensors (read by name) or, with ``ground_truth=True``,
-from MuJoCo's state.  It records a :class:`Trace` for metrics and plots, stops
+from MuJoCo's state.  It records a :class:`ScenarioTrace` for metrics and plots, stops
 early when the robot falls or the simulation diverges, and can render a video
 from the tracking camera.
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from crossdyn import renamed
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
 from crossdyn.controllers.biped import BipedController, Command, Reference, design
 from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
@@ -28,8 +29,8 @@ from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, bi
 from crossdyn.experiments.core.errors import CrossdynError
 from crossdyn.experiments.core.imperfections import Imperfection
 
-__all__ = ["Scenario", "Trace", "simulate", "simulate_many", "make_controller", "geometry", "initial_state",
-           "FALL_PITCH"]
+__all__ = ["Scenario", "ScenarioTrace", "simulate_scenario", "simulate_many", "make_controller", "geometry",
+           "initial_state", "FALL_PITCH"]
 
 FALL_PITCH = np.radians(60.0)  # past this the robot has fallen (the body box nears the floor)
 
@@ -64,7 +65,7 @@ class Scenario:
 
 
 @dataclass
-class Trace:
+class ScenarioTrace:
     """Logged at every control step; arrays of length N (two columns: left, right).
 
     ``est_*`` is what the controller saw; ``true_*`` is MuJoCo's state.
@@ -159,10 +160,10 @@ def initial_state(model, p: BipedParams, sc: Scenario) -> np.ndarray:
     return qpos
 
 
-def simulate(model: mujoco.MjModel, sc: Scenario,
-             controller: BipedController | Callable[[float, Estimate, Reference], Command] | None = None,
-             video: Path | None = None, fps: int = 30, imperfections: Sequence[Imperfection] = (), seed: int = 0,
-             compiled: bool = True) -> Trace:
+def simulate_scenario(model: mujoco.MjModel, sc: Scenario,
+                      controller: BipedController | Callable[[float, Estimate, Reference], Command] | None = None,
+                      video: Path | None = None, fps: int = 30, imperfections: Sequence[Imperfection] = (),
+                      seed: int = 0, compiled: bool = True) -> ScenarioTrace:
     """Run a scenario in closed loop and return its trace.
 
     This is crossdyn's one closed loop (:func:`crossdyn.experiments.core.loop.simulate`)
@@ -223,13 +224,15 @@ def simulate(model: mujoco.MjModel, sc: Scenario,
 
 def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
                   imperfections: Sequence[Imperfection] | Sequence[Sequence[Imperfection]] = (),
-                  seeds: int | Sequence[int] = 0, nthread: int = 1) -> list[Trace]:
-    """Scenarios run together on MuJoCo's batch, each with the built-in controller: :func:`simulate`'s traces.
+                  seeds: int | Sequence[int] = 0, nthread: int = 1,
+                  controllers: Sequence[BipedController] | None = None) -> list[ScenarioTrace]:
+    """Scenarios run together on MuJoCo's batch, each with the built-in controller: :func:`simulate_scenario`'s
+    traces.
 
-    Each scenario gets the controller :func:`simulate` designs for it, run as its compiled
-    step one per simulation (:func:`~crossdyn.experiments.core.batch.simulate_batch`,
-    whose traces are the loop's bit for bit), so ``simulate_many(model, [sc])[0]`` is
-    ``simulate(model, sc)``.
+    Each scenario gets the controller :func:`simulate_scenario` designs for it (or its own of
+    ``controllers``, e.g. other gains), run as its compiled step one per simulation
+    (:func:`~crossdyn.experiments.core.batch.simulate_batch`, whose traces are the loop's
+    bit for bit), so ``simulate_many(model, [sc])[0]`` is ``simulate_scenario(model, sc)``.
 
     Args:
       model: the robot (meeting the biped's contract).
@@ -237,9 +240,10 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
       imperfections: one list for every run, or one list per run.
       seeds: every run's seed, or one per run.
       nthread: MuJoCo's threads.
+      controllers: one built-in controller per run, each fresh (a controller keeps state).
 
     Raises:
-      CrossdynError: the scenarios differ in duration or control period; as :func:`simulate`.
+      CrossdynError: the scenarios differ in duration or control period; as :func:`simulate_scenario`.
     """
     from crossdyn.experiments.core.batch import simulate_batch
     from crossdyn.experiments.core.imperfections import Push
@@ -251,7 +255,8 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
     actuators = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
     period = scenarios[0].control_period
     n = int(round(scenarios[0].duration / period))
-    controllers = [make_controller(p, sc.control_period, jump=sc.jump) for sc in scenarios]
+    if controllers is None:
+        controllers = [make_controller(p, sc.control_period, jump=sc.jump) for sc in scenarios]
     plugs = [_plug(c, p, sc, sensors, actuators, n, True) for c, sc in zip(controllers, scenarios, strict=True)]
     per_run = bool(imperfections) and all(isinstance(i, Sequence) for i in imperfections)
     lists: list[list] = [list(i) for i in imperfections if isinstance(i, Sequence)] if per_run \
@@ -439,13 +444,13 @@ class _TruthNow:
         return _true_estimate(est, now, self.first)
 
 
-def _biped_trace(model: mujoco.MjModel, p: BipedParams, trace, plug, controller) -> Trace:
-    """The biped's :class:`Trace` from the loop's trace and what the plugged controller logged."""
+def _biped_trace(model: mujoco.MjModel, p: BipedParams, trace, plug, controller) -> ScenarioTrace:
+    """The biped's :class:`ScenarioTrace` from the loop's trace and what the plugged controller logged."""
     logged, phases = plug.logged(controller, trace.t)
     state = _state(model, trace.qpos, trace.qvel, trace.extra)
     machine = getattr(controller, "machine", None)  # a user's controller function has none
     truth = _truth({"t": trace.t, **state})
-    return Trace(t=trace.t, **truth, est_x=logged["est_x"], est_xd=logged["est_xd"],
+    return ScenarioTrace(t=trace.t, **truth, est_x=logged["est_x"], est_xd=logged["est_xd"],
                  est_pitch=logged["est_pitch"], height=logged["height"], alpha=logged["alpha"],
                  body_z=state["z"][:, 0], wheel_z=state["z"][:, 1:] - p.pendulum.r,
                  wheel_torque=logged["wheel_torque"], hip_torque=logged["hip_torque"],
@@ -531,3 +536,6 @@ def _true_estimate(est: Estimate, now: dict, first: dict) -> Estimate:
 def video_environment() -> None:
     """Select headless EGL rendering unless the user chose a GL backend."""
     os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+__getattr__ = renamed(__name__, {"simulate": "simulate_scenario", "Trace": "ScenarioTrace"}, globals())

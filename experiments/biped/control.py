@@ -26,12 +26,14 @@ error.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from matplotlib.figure import Figure
 
 from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R
 from crossdyn.experiments.biped import imperfections, scenarios
-from crossdyn.experiments.biped.closed_loop import Trace, video_environment
+from crossdyn.experiments.biped.closed_loop import ScenarioTrace, video_environment
 from crossdyn.experiments.biped.model import MJCF
 from crossdyn.experiments.biped.scenarios import Setup
 from crossdyn.experiments.core import plots
@@ -94,6 +96,18 @@ def _with_other(ctx: Context, judge, run) -> dict:
     name, setup = _other(ctx)
     metrics = run(**setup)
     return {name: {**judge(metrics).as_metrics(), "imperfections": setup["imperfections"].as_dict(), **metrics}}
+
+
+def _scenario(ctx: Context, run, judge, title: str, also=None) -> dict:
+    """One scenario's experiment: ``run(video=..., **setup) -> (trace, metrics)``, judged, its states plotted
+    under ``title`` (and ``also(trace)``: more plots), and the same scenario under :func:`_other` beside it."""
+    trace, metrics = run(video=_video(ctx), **_setup(ctx))
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot_states(trace, title), "states.png")
+        if also is not None:
+            also(trace)
+    other = _with_other(ctx, judge, lambda **s: run(**s)[1])
+    return {**judge(metrics).as_metrics(), **metrics, **other}
 
 
 def _video(ctx: Context, name: str | None = None):
@@ -176,7 +190,7 @@ def judge_lqr_cost(m: dict) -> Verdict:
 # --------------------------------------------------------------------------- plots
 
 
-def plot_states(trace: Trace, title: str) -> Figure:
+def plot_states(trace: ScenarioTrace, title: str) -> Figure:
     """States and torques over time, with references and the torque limits shaded."""
     fig, axes = plots.figure(4, 2, width=12.0, height=2.3, sharex=True)
     t = trace.t
@@ -228,7 +242,7 @@ def plot_states(trace: Trace, title: str) -> Figure:
     return fig
 
 
-def plot_jump_heights(trace: Trace) -> Figure:
+def plot_jump_heights(trace: ScenarioTrace) -> Figure:
     """Wheel bottoms and body height through the jump, with the 0.10 m requirement."""
     fig, ax = plots.figure(1, 1, width=7.0, height=3.0)
     ax.plot(trace.t, trace.wheel_z[:, 0], label="left wheel bottom")
@@ -266,11 +280,8 @@ def plot_ideal_run(run: scenarios.IdealRun) -> Figure:
 )
 def _balance_recovery(ctx: Context) -> dict:
     tilt = ctx.params["initial_tilt_deg"]
-    trace, metrics = scenarios.balance_recovery(tilt, video=_video(ctx), **_setup(ctx))
-    if ctx.plots:  # a sweep's runs draw nothing
-        ctx.savefig(plot_states(trace, f"balance recovery from {tilt:g} deg"), "states.png")
-    other = _with_other(ctx, judge_balance_recovery, lambda **s: scenarios.balance_recovery(tilt, **s)[1])
-    return {**judge_balance_recovery(metrics).as_metrics(), **metrics, **other}
+    return _scenario(ctx, functools.partial(scenarios.balance_recovery, tilt), judge_balance_recovery,
+                     f"balance recovery from {tilt:g} deg")
 
 
 @experiment(
@@ -281,11 +292,8 @@ def _balance_recovery(ctx: Context) -> dict:
 )
 def _velocity_tracking(ctx: Context) -> dict:
     speed = float(ctx.params["speed"])
-    trace, metrics = scenarios.velocity_tracking(speed, video=_video(ctx), **_setup(ctx))
-    if ctx.plots:  # a sweep's runs draw nothing
-        ctx.savefig(plot_states(trace, f"velocity tracking 0 -> {speed:g} m/s -> 0"), "states.png")
-    other = _with_other(ctx, judge_velocity_tracking, lambda **s: scenarios.velocity_tracking(speed, **s)[1])
-    return {**judge_velocity_tracking(metrics).as_metrics(), **metrics, **other}
+    return _scenario(ctx, functools.partial(scenarios.velocity_tracking, speed), judge_velocity_tracking,
+                     f"velocity tracking 0 -> {speed:g} m/s -> 0")
 
 
 @experiment(
@@ -295,11 +303,8 @@ def _velocity_tracking(ctx: Context) -> dict:
     params=_params(turn_deg=Param(90.0, "turn angle, deg (positive: left)", -360.0, 360.0)),
 )
 def _turn(ctx: Context) -> dict:
-    trace, metrics = scenarios.turn(ctx.params["turn_deg"], video=_video(ctx), **_setup(ctx))
-    if ctx.plots:  # a sweep's runs draw nothing
-        ctx.savefig(plot_states(trace, f"turn {ctx.params['turn_deg']:g} deg in place"), "states.png")
-    other = _with_other(ctx, judge_turn, lambda **s: scenarios.turn(ctx.params["turn_deg"], **s)[1])
-    return {**judge_turn(metrics).as_metrics(), **metrics, **other}
+    turn = ctx.params["turn_deg"]
+    return _scenario(ctx, functools.partial(scenarios.turn, turn), judge_turn, f"turn {turn:g} deg in place")
 
 
 @experiment(
@@ -309,11 +314,7 @@ def _turn(ctx: Context) -> dict:
     params=_params(),
 )
 def _height_change(ctx: Context) -> dict:
-    trace, metrics = scenarios.height_change(video=_video(ctx), **_setup(ctx))
-    if ctx.plots:  # a sweep's runs draw nothing
-        ctx.savefig(plot_states(trace, "height change across the stroke"), "states.png")
-    other = _with_other(ctx, judge_height_change, lambda **s: scenarios.height_change(**s)[1])
-    return {**judge_height_change(metrics).as_metrics(), **metrics, **other}
+    return _scenario(ctx, scenarios.height_change, judge_height_change, "height change across the stroke")
 
 
 @experiment(
@@ -324,11 +325,8 @@ def _height_change(ctx: Context) -> dict:
 )
 def _roll_leveling(ctx: Context) -> dict:
     step = float(ctx.params["step_m"])
-    trace, metrics = scenarios.roll_leveling(step, video=_video(ctx), **_setup(ctx))
-    if ctx.plots:  # a sweep's runs draw nothing
-        ctx.savefig(plot_states(trace, f"roll leveling, left wheel on a {step * 100:g} cm step"), "states.png")
-    other = _with_other(ctx, judge_roll_leveling, lambda **s: scenarios.roll_leveling(step, **s)[1])
-    return {**judge_roll_leveling(metrics).as_metrics(), **metrics, **other}
+    return _scenario(ctx, functools.partial(scenarios.roll_leveling, step), judge_roll_leveling,
+                     f"roll leveling, left wheel on a {step * 100:g} cm step")
 
 
 @experiment(
@@ -359,12 +357,8 @@ def _push_recovery(ctx: Context) -> dict:
 )
 def _jump(ctx: Context) -> dict:
     thrust = float(ctx.params["thrust_torque"]) or None
-    trace, metrics = scenarios.jump(thrust, video=_video(ctx), **_setup(ctx))
-    if ctx.plots:  # a sweep's runs draw nothing
-        ctx.savefig(plot_states(trace, "jump"), "states.png")
-        ctx.savefig(plot_jump_heights(trace), "heights.png")
-    other = _with_other(ctx, judge_jump, lambda **s: scenarios.jump(thrust, **s)[1])
-    return {**judge_jump(metrics).as_metrics(), **metrics, **other}
+    return _scenario(ctx, functools.partial(scenarios.jump, thrust), judge_jump, "jump",
+                     also=lambda trace: ctx.savefig(plot_jump_heights(trace), "heights.png"))
 
 
 @experiment(

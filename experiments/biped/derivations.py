@@ -14,7 +14,7 @@ Experiments (``crossdyn run NAME``):
   axis must fail, the rear column named; the virtual-model torques of
   ``controllers.virtual_model.hip_torques`` must equal ``-J_z^T P``.
 - ``pendulum-linearization``: the linearized wheeled pendulum's ``(A, B)``
-  (``analytic.biped.wheeled_pendulum.linearize``) checked with
+  (``analytic.biped.wheeled_pendulum.linearize_pendulum``) checked with
   :func:`~crossdyn.experiments.core.checks.linearization.check_linearization`
   against ``linearize`` of the rigid-leg robot at several leg heights, reduced to
   ``[x, xd, theta, thd]`` and ``T`` (:func:`~crossdyn.experiments.biped.measurements.pendulum_maps`);
@@ -227,10 +227,10 @@ def pendulum_linearization(alpha_deg=(190.0, 220.0, 250.0), mjcf: str = "") -> P
         reduction = Reduction(lift, read, split, ("x", "xd", "theta", "thd"), ("T",))
         options: dict[str, Any] = {"qpos": qpos, "qvel": np.zeros(model.nv), "ctrl": np.zeros(model.nu),
                                    "reduction": reduction, "atol": PENDULUM_ATOL, "rtol": PENDULUM_RTOL}
-        reports.append(check_linearization(lambda q, qd, u, p=p, h=height: wp.linearize(p.pendulum, h), model,
-                                           **options))
-        printed.append(check_linearization(lambda q, qd, u, p=p, h=height: wp.linearize(p.pendulum, h, printed=True),
+        reports.append(check_linearization(lambda q, qd, u, p=p, h=height: wp.linearize_pendulum(p.pendulum, h),
                                            model, **options))
+        printed.append(check_linearization(
+            lambda q, qd, u, p=p, h=height: wp.linearize_pendulum(p.pendulum, h, printed=True), model, **options))
         heights.append(height)
     return PendulumLinearization(np.radians(np.asarray(alpha_deg, dtype=float)), np.array(heights), reports, printed)
 

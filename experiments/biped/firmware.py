@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crossdyn import renamed
 from crossdyn.analytic.biped import five_bar
 from crossdyn.controllers.biped import BipedController, Reference
 from crossdyn.experiments.biped import closed_loop, scenarios
@@ -44,7 +45,7 @@ from crossdyn.experiments.core.results import Context
 GALLERY_HEADING = "Wheel-legged biped: closed loops"
 DERIVATION_PAGE = "biped-control"
 
-__all__ = ["SOURCE", "firmware", "flash", "run", "compare", "turn_scenario", "PITCH_TOL_DEG"]
+__all__ = ["SOURCE", "firmware", "flash", "run_in_loop", "compare", "turn_scenario", "PITCH_TOL_DEG"]
 
 SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "firmware" / "biped.c"
 FLOAT_SIGNATURE = "int biped_step(float t, const float *sensors, float *command);"
@@ -97,7 +98,7 @@ def flash(c: CController, model, controller: BipedController, height: float, *, 
     return c
 
 
-def run(model, sc: closed_loop.Scenario, controller) -> Trace:
+def run_in_loop(model, sc: closed_loop.Scenario, controller) -> Trace:
     """One scenario in the generic loop with ``controller`` (a CController, or the Python BipedController)."""
     p = biped_params(model)
     n = int(round(sc.duration / sc.control_period))
@@ -161,9 +162,9 @@ def biped_firmware(ctx: Context) -> dict:
     worst, yaw_apart, final_yaw, fell = 0.0, 0.0, 0.0, []
     fig, axes = plots.figure(1, 4, width=18.0, height=3.4)
     for (name, (sc, reference)), ax in zip(runs.items(), axes[:3], strict=True):
-        traces = {"python": run(model, sc, scenarios.controller_for())}
+        traces = {"python": run_in_loop(model, sc, scenarios.controller_for())}
         for precision, c in builds.items():
-            traces[precision] = run(model, sc, flash(c, model, scenarios.controller_for(), height, **reference))
+            traces[precision] = run_in_loop(model, sc, flash(c, model, scenarios.controller_for(), height, **reference))
         fell += [f"{name} ({who})" for who, trace in traces.items() if trace.stopped]
         metrics[name] = {"double_vs_python": compare(model, traces["double"], traces["python"]),
                          "float_vs_python": compare(model, traces["float"], traces["python"]),
@@ -196,3 +197,6 @@ def biped_firmware(ctx: Context) -> dict:
     fig.suptitle(f"biped firmware: {measured}")
     ctx.savefig(fig, "pitch.png")
     return {**Verdict(passed, measured).as_metrics(), **metrics}
+
+
+__getattr__ = renamed(__name__, {"run": "run_in_loop"}, globals())

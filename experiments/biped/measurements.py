@@ -350,10 +350,11 @@ def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0
     lump, l_lump = composite_params(model, data, params)
     p = params.pendulum
     candidates = {
-        "analytic": wp.linearize(p, height),
-        "printed": wp.linearize(p, height, printed=True),
-        "no_wheel_inertia": wp.linearize(wp.PendulumParams(p.M, p.m, p.r, 0.0, p.J_pitch, p.J_yaw, p.D, p.g), height),
-        "lumped": wp.linearize(lump, l_lump),
+        "analytic": wp.linearize_pendulum(p, height),
+        "printed": wp.linearize_pendulum(p, height, printed=True),
+        "no_wheel_inertia": wp.linearize_pendulum(wp.PendulumParams(p.M, p.m, p.r, 0.0, p.J_pitch, p.J_yaw, p.D, p.g),
+                                                  height),
+        "lumped": wp.linearize_pendulum(lump, l_lump),
     }
     errors = {name: _relative_entry_errors(discretize(A, B, dt), truth) for name, (A, B) in candidates.items()}
     pole_mj = float(np.max(np.log(np.abs(np.linalg.eigvals(truth[0])))) / dt)

@@ -7,7 +7,7 @@ Callable from a script or a notebook, without a results folder::
     metrics["settling_time_s"], trace.t, trace.true_pitch
 
 Every scenario runs ``crossdyn.controllers.biped.BipedController`` on the full
-five-bar robot in MuJoCo (:func:`~crossdyn.experiments.biped.closed_loop.simulate`)
+five-bar robot in MuJoCo (:func:`~crossdyn.experiments.biped.closed_loop.simulate_scenario`)
 and measures the run; judging the metrics against an expectation and plotting the
 trace are done elsewhere (:mod:`crossdyn.experiments.biped.control`).
 
@@ -30,12 +30,18 @@ import numpy as np
 
 from crossdyn.analytic.biped.five_bar import STROKE
 from crossdyn.analytic.biped.jump import extension_stroke
-from crossdyn.analytic.biped.wheeled_pendulum import linearize
+from crossdyn.analytic.biped.wheeled_pendulum import linearize_pendulum
 from crossdyn.analytic.rotation import pitch
 from crossdyn.controllers.balance import dlqr, lqr
 from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Reference
 from crossdyn.controllers.jump import JumpPlan
-from crossdyn.experiments.biped.closed_loop import FALL_PITCH, Scenario, Trace, make_controller, simulate
+from crossdyn.experiments.biped.closed_loop import (
+    FALL_PITCH,
+    Scenario,
+    ScenarioTrace,
+    make_controller,
+    simulate_scenario,
+)
 from crossdyn.experiments.biped.imperfections import Imperfections
 from crossdyn.experiments.biped.measurements import reduced_linearization
 from crossdyn.experiments.biped.model import STANCE, Ground, balance_pose, biped_params, build, nominal_params
@@ -178,10 +184,10 @@ def imperfections_for(setup: Setup) -> list:
     return setup.imperfections.generic(nominal_params(setup.mjcf), CONTROL_PERIOD)
 
 
-def _run(sc: Scenario, setup: Setup, model=None, ctrl=None, video: Path | None = None) -> Trace:
+def _run(sc: Scenario, setup: Setup, model=None, ctrl=None, video: Path | None = None) -> ScenarioTrace:
     sc = replace(sc, ground_truth=bool(setup.ground_truth), control_period=CONTROL_PERIOD)
-    return simulate(model if model is not None else robot(setup), sc, ctrl or controller_for(setup), video=video,
-                    imperfections=imperfections_for(setup), seed=setup.seed)
+    return simulate_scenario(model if model is not None else robot(setup), sc, ctrl or controller_for(setup),
+                             video=video, imperfections=imperfections_for(setup), seed=setup.seed)
 
 
 # --------------------------------------------------------------------------- measures of a trace
@@ -198,24 +204,24 @@ def settling_time(t: np.ndarray, ok: np.ndarray, start: float = 0.0) -> float:
     return float(t[bad[-1] + 1] - start)
 
 
-def balanced(trace: Trace) -> np.ndarray:
+def balanced(trace: ScenarioTrace) -> np.ndarray:
     """Per control step, upright and still by balance-recovery's measure: |theta| < 0.5 deg, |xd| < 0.02 m/s."""
     return (np.abs(np.degrees(trace.true_pitch)) < 0.5) & (np.abs(trace.true_xd) < 0.02)
 
 
-def push_recovered(trace: Trace) -> bool:
+def push_recovered(trace: ScenarioTrace) -> bool:
     """Still up, within 2 deg of upright over the last 0.5 s."""
     end = trace.window(trace.t[-1] - 0.5)
     return bool(not trace.fell and np.abs(np.degrees(trace.true_pitch[end])).max() < 2.0)
 
 
-def holding(trace: Trace) -> bool:
+def holding(trace: ScenarioTrace) -> bool:
     """Up and no longer rolling, |xd| < 0.05 m/s over the last 0.5 s (robustness's measure: a steady lean is fine)."""
     end = trace.window(trace.t[-1] - 0.5)
     return bool(not trace.fell and np.abs(trace.true_xd[end]).max() < 0.05)
 
 
-def _saturation(trace: Trace) -> dict:
+def _saturation(trace: ScenarioTrace) -> dict:
     """Fraction of control steps with a wheel or hip command at its limit."""
     wheel = np.abs(trace.wheel_torque) >= trace.wheel_limit - 1e-9
     hip = np.abs(trace.hip_torque) >= trace.hip_limit - 1e-9
@@ -223,7 +229,7 @@ def _saturation(trace: Trace) -> dict:
             "hip_saturation_fraction": float(hip.any(axis=1).mean())}
 
 
-def common_metrics(trace: Trace) -> dict:
+def common_metrics(trace: ScenarioTrace) -> dict:
     """What every closed-loop run reports: fell, diverged, tilt, torques, closure, saturation."""
     return {
         "fell": bool(trace.fell),
@@ -238,7 +244,7 @@ def common_metrics(trace: Trace) -> dict:
     }
 
 
-def estimator_error(trace: Trace) -> dict:
+def estimator_error(trace: ScenarioTrace) -> dict:
     """How far the controller's estimate was from MuJoCo's state: pitch (deg), speed (m/s), travel (m)."""
     pitch = np.degrees(trace.est_pitch - trace.true_pitch)
     speed = trace.est_xd - trace.true_xd
@@ -263,7 +269,7 @@ def push_scenario(impulse: float, length: float = 0.1, after: float = 3.0, mjcf:
 
 
 def balance_recovery(tilt_deg: float = 10.0, *, duration: float = 4.0, video: Path | None = None,
-                     **setup) -> tuple[Trace, dict]:
+                     **setup) -> tuple[ScenarioTrace, dict]:
     """Balance from a forward tilt of ``tilt_deg`` back to upright and still.
 
     Metrics: ``settling_time_s`` (until |theta| < 0.5 deg and |xd| < 0.02 m/s
@@ -284,7 +290,7 @@ def balance_recovery(tilt_deg: float = 10.0, *, duration: float = 4.0, video: Pa
     }
 
 
-def velocity_tracking(speed: float = 1.0, *, video: Path | None = None, **setup) -> tuple[Trace, dict]:
+def velocity_tracking(speed: float = 1.0, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
     """Stand, drive at ``speed`` m/s from 0.5 s to 5 s, stop; 7.5 s in all.
 
     Metrics: ``rise_time_95_s`` (to 95 % of the speed), ``steady_state_error_pct``
@@ -316,7 +322,7 @@ def velocity_tracking(speed: float = 1.0, *, video: Path | None = None, **setup)
     }
 
 
-def turn(turn_deg: float = 90.0, *, video: Path | None = None, **setup) -> tuple[Trace, dict]:
+def turn(turn_deg: float = 90.0, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
     """Turn in place by ``turn_deg`` (positive: left) at 0.5 s; 4 s in all.
 
     Metrics: ``settling_time_s`` (until within 3 deg of the target for good),
@@ -339,7 +345,7 @@ def turn(turn_deg: float = 90.0, *, video: Path | None = None, **setup) -> tuple
     }
 
 
-def height_change(*, video: Path | None = None, **setup) -> tuple[Trace, dict]:
+def height_change(*, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
     """Crouched (start of the stroke) -> extended at 0.5 s -> crouched at 3 s; 5.5 s in all.
 
     Metrics: ``extend_time_s`` and ``retract_time_s``, each until the mean leg
@@ -363,7 +369,7 @@ def height_change(*, video: Path | None = None, **setup) -> tuple[Trace, dict]:
     }
 
 
-def roll_leveling(step_m: float = 0.04, *, video: Path | None = None, **setup) -> tuple[Trace, dict]:
+def roll_leveling(step_m: float = 0.04, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
     """Start with the left wheel on a ``step_m`` step; the virtual roll torque levels the body; 3 s.
 
     Metrics: ``steady_roll_deg`` (largest |roll| over the last second), the
@@ -387,7 +393,7 @@ def roll_leveling(step_m: float = 0.04, *, video: Path | None = None, **setup) -
 
 
 def push_recovery(push_duration_s: float = 0.1, max_impulse: float = 30.0, *, bisections: int = 8,
-                  video_dir: Path | None = None, **setup) -> tuple[Trace | None, dict]:
+                  video_dir: Path | None = None, **setup) -> tuple[ScenarioTrace | None, dict]:
     """The largest forward push on the body (over ``push_duration_s``) the robot recovers from.
 
     Tries ``max_impulse`` N s, then bisects ``bisections`` times between the last
@@ -399,14 +405,14 @@ def push_recovery(push_duration_s: float = 0.1, max_impulse: float = 30.0, *, bi
     model = robot(cfg)
     ctrl0 = controller_for(cfg)
 
-    def recovered(impulse: float) -> tuple[bool, Trace]:
+    def recovered(impulse: float) -> tuple[bool, ScenarioTrace]:
         video = None if video_dir is None else Path(video_dir) / f"push_{impulse:.2f}.mp4"
         trace = _run(push_scenario(impulse, push_duration_s, mjcf=cfg.mjcf), cfg, model=model,
                      ctrl=copy.deepcopy(ctrl0), video=video)
         return push_recovered(trace), trace
 
     low, high = 0.0, float(max_impulse)
-    best: Trace | None
+    best: ScenarioTrace | None
     ok, best = recovered(high)
     trials = [(high, ok)]
     if not ok:
@@ -431,7 +437,7 @@ def push_recovery(push_duration_s: float = 0.1, max_impulse: float = 30.0, *, bi
     }
 
 
-def jump(thrust_torque: float | None = None, *, video: Path | None = None, **setup) -> tuple[Trace, dict]:
+def jump(thrust_torque: float | None = None, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
     """Crouch, thrust at ``thrust_torque`` (default: the hip motors' limit), retract, fly, land, balance; 4 s.
 
     Metrics: apex clearance of the lower wheel, airborne time, take-off speed and
@@ -503,14 +509,14 @@ ROBUSTNESS_VARIANTS = {
 
 
 def robustness(tilt_deg: float = 10.0, *, variants: dict | None = None, video_dir: Path | None = None,
-               **setup) -> tuple[dict[str, Trace], dict]:
+               **setup) -> tuple[dict[str, ScenarioTrace], dict]:
     """Balance recovery with nominal gains on perturbed robots (:data:`ROBUSTNESS_VARIANTS`).
 
     Returns the trace of each variant and, per variant, whether it holds
     (:func:`holding`), why not, its largest tilt, final pitch and travel.
     """
     cfg = Setup(**setup)
-    traces: dict[str, Trace] = {}
+    traces: dict[str, ScenarioTrace] = {}
     rows: dict[str, dict] = {}
     for name, change in (variants or ROBUSTNESS_VARIANTS).items():
         robot_setup = cfg.with_(**change)
@@ -560,7 +566,7 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
     height = float(p.leg_height(alpha))
     Q = np.diag([w[k] for k in WEIGHTS[:4]])
     R = np.array([[w["r"]]])
-    analytic_design = lqr(*linearize(p.pendulum, height), Q, R)
+    analytic_design = lqr(*linearize_pendulum(p.pendulum, height), Q, R)
     data = mujoco.MjData(model)
     data.qpos[:], _ = balance_pose(model, alpha, p)
     mujoco.mj_forward(model, data)

@@ -20,21 +20,25 @@ LQR weights ``Q = diag(q_x, q_xd, q_theta, q_thetad)``, ``R = r``), scored on
   message in ``detail``).  A failing sample is a recorded outcome, never a crash.
 
 :func:`sweep` runs a grid or a Latin hypercube over the weights (plus the
-hand-picked defaults as sample 0, the reference), :func:`robustness` a grid over
+hand-picked defaults as sample 0, the reference), :func:`search` an Optuna search
+of settling time x effort, :func:`robustness` a grid over
 two perturbation axes for fixed weights: the robot's mass and CoM, the tilt and
 push, and every imperfection of :mod:`~crossdyn.experiments.biped.imperfections`
 (gyro noise x control delay and slope x friction are the two maps of docs/guides/imperfections.md),
-each map with its holding region.  Both run on the built-in robot or the user's
+each map with its holding region.  All run on the built-in robot or the user's
 (``mjcf``); the imperfections' noise is drawn from ``seed``.
 
 This module is what is the biped's: its samples, their evaluation and scoring, the
-choice rule and the plots of the weights.  Running them is crossdyn's generic sweep
-machinery (:mod:`crossdyn.experiments.core.sweep`: local processes or a Dask
-cluster, a table appended row by row and rewritten in sample order, resume), the
-same that ``crossdyn tune EXPERIMENT`` runs any experiment with.  A run costs
-little beyond its physics: each worker process compiles a robot once per
-perturbation and designs the gains once per set of weights (per-process caches),
-and compiles the nominal robot when it starts.  At most :data:`SAMPLES_MAX`
+search's objectives, the choice rule and the plots of the weights.  Planning,
+searching and running them is crossdyn's generic sweep machinery
+(:mod:`crossdyn.experiments.core.sweep`: value lists, grids and a log hypercube,
+the Optuna loop and its samplers, local processes or a Dask cluster, a table
+appended row by row and rewritten in sample order, resume, batches), the same
+that ``crossdyn tune EXPERIMENT`` runs any experiment with.  A run costs little
+beyond its physics: each worker process compiles a robot once per perturbation and
+designs the gains once per set of weights (per-process caches), compiles the
+nominal robot when it starts, and steps a batch's runs of one robot together on
+MuJoCo's batch (:func:`evaluate_batch`).  At most :data:`SAMPLES_MAX`
 samples per sweep.
 """
 
@@ -47,11 +51,13 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from time import perf_counter as time_now
 from typing import Any
 
 import numpy as np
 
-from crossdyn.experiments.biped.closed_loop import make_controller, simulate
+from crossdyn.experiments.biped.closed_loop import make_controller, simulate_many
+from crossdyn.experiments.biped.closed_loop import simulate_scenario as simulate
 from crossdyn.experiments.biped.control import COMMON
 from crossdyn.experiments.biped.imperfections import PARAMS as IMPERFECTION_PARAMS
 from crossdyn.experiments.biped.imperfections import Imperfections
@@ -79,16 +85,20 @@ from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
 from crossdyn.experiments.core.results import write_json
+from crossdyn.experiments.core.sweep import choice, space, table
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
-from crossdyn.experiments.core.sweep import table
-from crossdyn.experiments.core.sweep.plots import heat, holding_region, outline
+from crossdyn.experiments.core.sweep import search as searches
+from crossdyn.experiments.core.sweep.plots import heat, held_map, holding_region
 from crossdyn.experiments.core.sweep.run import SweepResult
+from crossdyn.experiments.core.sweep.space import SAMPLES_MAX
+
+_number = choice.number
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
            "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
-           "robustness", "holding_region", "best_sample", "weights_from", "read_table", "SAMPLES_MAX", "engine",
-           "finish"]
+           "robustness", "holding_region", "best_sample", "weights_from", "SAMPLES_MAX", "engine", "finish", "search",
+           "SEARCHES", "SAMPLERS", "EFFORT_LEVELS", "TRIALS_MAX", "FAILED_EFFORT"]
 
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
@@ -119,10 +129,6 @@ KEYS = ("sample", "kind", *WEIGHTS, *PERTURBATIONS, "duration_s", "push_check_Ns
 COLUMNS = (*KEYS, *GAINS, *METRICS)
 FAILED = ("unsettled", "fell", "diverged", "invalid", "push-failed", "error", "crashed", "timed out")
 
-# The most runs one sweep plans (Latin-hypercube samples, grid cells or search
-# trials): about a CPU-day at ~1 s a run, and a plan of that size is a few tens of MB.
-# A bigger sweep is refused before anything is allocated; split it over --out folders.
-SAMPLES_MAX = 100_000
 
 
 @dataclass(frozen=True)
@@ -175,10 +181,6 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _float(text: str) -> float:
-    return float(text) if text not in ("", None) else math.nan
-
-
 # ---------------------------------------------------------------------------------
 # Parsing the command line's NAME=... arguments.
 
@@ -197,27 +199,9 @@ def _check_perturbation(name: str, value: float) -> float:
     return float(param.parse(name, repr(value)))
 
 
-def _numbers(name: str, text: str) -> list[float]:
-    """``a,b,c`` or ``lo:hi:n`` (n evenly spaced values) as floats."""
-    text = text.strip()
-    if not text:
-        raise ParameterError(f"{name}=: empty list of values")
-    try:
-        if ":" in text:
-            lo, hi, n = text.split(":")
-            count = int(n)
-            if count < 1:
-                raise ValueError
-            if count > SAMPLES_MAX:
-                raise ParameterError(f"{name}={text}: at most {SAMPLES_MAX:,} values per weight, got {count:,}")
-            return [float(v) for v in np.linspace(float(lo), float(hi), count)]
-        return [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ParameterError(f"{name}={text}: expected numbers 'a,b,c' or 'lo:hi:count'") from None
-
-
 def parse_values(items: list[tuple[str, str]], kind: str = "weight") -> dict[str, list[float]]:
-    """``[("q_theta", "10,100,1000"), ...]`` -> ``{"q_theta": [10.0, 100.0, 1000.0]}``, validated.
+    """``[("q_theta", "10,100,1000"), ...]`` -> ``{"q_theta": [10.0, 100.0, 1000.0]}``, validated
+    (:func:`~crossdyn.experiments.core.sweep.space.parse_values`).
 
     ``kind`` is ``weight`` (LQR weights, non-negative, ``r`` positive) or
     ``perturbation`` (the robustness axes).
@@ -225,31 +209,12 @@ def parse_values(items: list[tuple[str, str]], kind: str = "weight") -> dict[str
     Raises:
       ParameterError: unknown name, repeated name, empty list, a value out of range.
     """
-    check = _check_weight if kind == "weight" else _check_perturbation
-    out: dict[str, list[float]] = {}
-    for name, text in items:
-        if name in out:
-            raise ParameterError(f"{name} given twice")
-        values = _numbers(name, text)
-        if not values:
-            raise ParameterError(f"{name}={text}: empty list of values")
-        out[name] = [check(name, v) for v in values]
-    return out
+    return space.parse_values(items, _check_weight if kind == "weight" else _check_perturbation)
 
 
 def parse_range(items: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
     """``[("q_x", "1:1000")]`` -> ``{"q_x": (1.0, 1000.0)}``: Latin-hypercube bounds, both > 0 (log scale)."""
-    out = {}
-    for name, text in items:
-        try:
-            lo, hi = (float(v) for v in text.split(":"))
-        except ValueError:
-            raise ParameterError(f"{name}={text}: expected a range 'low:high'") from None
-        lo, hi = _check_weight(name, lo), _check_weight(name, hi)
-        if not 0 < lo <= hi:
-            raise ParameterError(f"{name}={text}: need 0 < low <= high (sampled on a log scale)")
-        out[name] = (lo, hi)
-    return out
+    return space.parse_bounds(items, _check_weight)
 
 
 # ---------------------------------------------------------------------------------
@@ -287,26 +252,12 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
 
     plan = [sample(0, "default", {})]
     if grid is not None:
-        names = list(grid)
-        cells = math.prod(len(v) for v in grid.values())
-        if cells > SAMPLES_MAX:
-            raise ParameterError(f"the grid has {cells:,} combinations; at most {SAMPLES_MAX:,} per sweep")
-        for values in itertools.product(*(grid[n] for n in names)):
-            plan.append(sample(len(plan), "grid", dict(zip(names, values, strict=False))))
-        return plan
+        return plan + [sample(i + 1, "grid", cell) for i, cell in enumerate(space.product(grid))]
     if samples is None:  # not reached: exactly one of samples and grid was required above
         raise ParameterError("give either --samples N (Latin hypercube) or --grid NAME=VALUES, not both")
-    if not 1 <= samples <= SAMPLES_MAX:
-        raise ParameterError(f"--samples must be from 1 to {SAMPLES_MAX:,}, got {samples:,}")
-    from scipy.stats import qmc
-
     bounds = {**RANGES, **(ranges or {})}
-    lo = np.log10([bounds[w][0] for w in WEIGHTS])
-    hi = np.log10([bounds[w][1] for w in WEIGHTS])
-    unit = qmc.LatinHypercube(d=len(WEIGHTS), rng=np.random.default_rng(seed)).random(samples)
-    for row in 10.0 ** (lo + unit * (hi - lo)):
-        plan.append(sample(len(plan), "lhs", {w: float(v) for w, v in zip(WEIGHTS, row, strict=False)}))
-    return plan
+    draws = space.log_hypercube({w: bounds[w] for w in WEIGHTS}, samples, seed)
+    return plan + [sample(i + 1, "lhs", weights) for i, weights in enumerate(draws)]
 
 
 def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], duration: float = 4.0, seed: int = 0,
@@ -324,14 +275,11 @@ def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], dur
         raise ParameterError(f"a robustness map needs exactly two --axis, got {len(axes)}")
     nominal_params(mjcf)  # a missing file or a broken contract is refused before anything runs
     weights = {**DEFAULT_WEIGHTS, **{k: _check_weight(k, v) for k, v in weights.items()}}
-    (a, va), (b, vb) = axes.items()
-    if len(va) * len(vb) > SAMPLES_MAX:
-        raise ParameterError(f"the map has {len(va) * len(vb):,} cells; at most {SAMPLES_MAX:,} per sweep")
     base = dict(NOMINAL)
     if "push_impulse_Ns" in axes and "initial_tilt_deg" not in axes:
         base["initial_tilt_deg"] = 0.0
-    return [Sample(i, "map", dict(weights), {**base, a: x, b: y}, float(duration), seed=seed, mjcf=mjcf)
-            for i, (x, y) in enumerate(itertools.product(va, vb))]
+    return [Sample(i, "map", dict(weights), {**base, **cell}, float(duration), seed=seed, mjcf=mjcf)
+            for i, cell in enumerate(space.product(axes, "the map", "cells"))]
 
 
 # ---------------------------------------------------------------------------------
@@ -398,20 +346,40 @@ def _controller(weights: dict, mjcf: str = ""):
     return make_controller(nominal_params(mjcf), CONTROL_PERIOD, gains=_gains(tuple(sorted(weights.items())), mjcf))
 
 
-def evaluate(sample: Sample) -> dict[str, str]:
-    """Run one sample and return its CSV row (text, deterministic; no timings).
+@dataclass(frozen=True)
+class _Ready:
+    """A sample's run, built and ready to simulate: its robot, scenario, controller and imperfections."""
 
-    The model and the gains come from per-process caches, so a sweep pays for each
-    compile and design once per worker, not once per run.
-    """
+    model: Any
+    scenario: Any
+    controller: Any
+    imperfections: list
+    seed: int
+    start: float  # s: when settling is measured from (the tilt, or the end of the push)
+
+
+def _guarded(row: dict, step: Callable[[], Any]) -> Any:
+    """``step()``, or None with ``row`` marked ``error`` (one bad sample must not lose a sweep)."""
+    try:
+        return step()
+    except CrossdynError as exc:
+        row.update(outcome="error", detail=str(exc))
+    except Exception as exc:  # the message says what happened
+        row.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
+    return None
+
+
+def _ready(sample: Sample) -> tuple[dict[str, str], _Ready | None]:
+    """The sample's row so far (its key, the gains) and its run, or None with the row's outcome set."""
     row = {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}}
-    p = sample.perturbation
     try:
         ctrl = _controller(sample.weights, sample.mjcf)
     except ParameterError as exc:
         row.update(outcome="invalid", detail=str(exc))
-        return row
-    try:
+        return row, None
+
+    def build() -> _Ready:
+        p = sample.perturbation
         gains = ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, sample.mjcf)).ravel()
         row.update(zip(GAINS, (_fmt(k) for k in gains), strict=True))
         imperfections = sample.imperfections()
@@ -425,23 +393,94 @@ def evaluate(sample: Sample) -> dict[str, str]:
         if p["push_impulse_Ns"] > 0:
             start = PUSH_START + PUSH_LENGTH
             sc = replace(sc, push=(PUSH_START, p["push_impulse_Ns"] / PUSH_LENGTH, PUSH_LENGTH))
-        metrics = _score(simulate(model, sc, ctrl, imperfections=imperfections_for(setup), seed=setup.seed), start)
-        if sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated"):
-            trace = simulate(model, push_scenario(sample.push_check, PUSH_LENGTH, mjcf=sample.mjcf),
-                             _controller(sample.weights, sample.mjcf), imperfections=imperfections_for(setup),
-                             seed=setup.seed)
-            metrics["push_recovered"] = push_recovered(trace)
-            metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
-            if not metrics["push_recovered"]:
-                metrics["outcome"] = "push-failed"
-    except CrossdynError as exc:
-        row.update(outcome="error", detail=str(exc))
+        return _Ready(model, sc, ctrl, imperfections_for(setup), setup.seed, start)
+
+    return row, _guarded(row, build)
+
+
+def _pushing(sample: Sample, metrics: dict) -> bool:
+    """Whether the sample also runs push-recovery's scenario: asked for, and the balance run held."""
+    return sample.push_check > 0 and metrics["outcome"] in ("ok", "saturated")
+
+
+def _pushed(metrics: dict, trace) -> dict:
+    """``metrics`` with the push-recovery run's (``trace``) verdict."""
+    metrics["push_recovered"] = push_recovered(trace)
+    metrics["push_max_tilt_deg"] = float(np.degrees(np.abs(trace.true_pitch)).max())
+    if not metrics["push_recovered"]:
+        metrics["outcome"] = "push-failed"
+    return metrics
+
+
+def evaluate(sample: Sample | sweep_run.Batch) -> dict[str, str]:
+    """Run one sample and return its CSV row (text, deterministic; no timings).
+
+    The model and the gains come from per-process caches, so a sweep pays for each
+    compile and design once per worker, not once per run.  A
+    :class:`~crossdyn.experiments.core.sweep.run.Batch` of samples is run by
+    :func:`evaluate_batch` (a list of rows).
+    """
+    if isinstance(sample, sweep_run.Batch):
+        return evaluate_batch(sample)  # type: ignore[return-value]
+    row, run = _ready(sample)
+    if run is None:
         return row
-    except Exception as exc:  # one bad sample must not lose a sweep; the message says what happened
-        row.update(outcome="error", detail=f"{type(exc).__name__}: {exc}")
-        return row
-    row.update({k: _fmt(v) for k, v in metrics.items()})
+
+    def simulated() -> dict:
+        metrics = _score(simulate(run.model, run.scenario, run.controller, imperfections=run.imperfections,
+                                  seed=run.seed), run.start)
+        if _pushing(sample, metrics):
+            _pushed(metrics, simulate(run.model, push_scenario(sample.push_check, PUSH_LENGTH, mjcf=sample.mjcf),
+                                      _controller(sample.weights, sample.mjcf), imperfections=run.imperfections,
+                                      seed=run.seed))
+        return metrics
+
+    metrics = _guarded(row, simulated)
+    if metrics is not None:
+        row.update({k: _fmt(v) for k, v in metrics.items()})
     return row
+
+
+def evaluate_batch(batch: sweep_run.Batch) -> list[dict[str, str]]:
+    """Rows of a batch of samples, each the row :func:`evaluate` gives that sample alone.
+
+    The runs of one robot and duration are stepped together on MuJoCo's batch
+    (:func:`~crossdyn.experiments.biped.closed_loop.simulate_many`, the same traces bit
+    for bit), push checks after them; if that fails, each sample is run alone instead
+    (the same rows, only slower).
+    """
+    samples: list[Sample] = list(batch.jobs)
+    built = [_ready(s) for s in samples]
+    ready = [i for i, (_, run) in enumerate(built) if run is not None]
+    runs: dict[int, _Ready] = {i: run for i, (_, run) in enumerate(built) if run is not None}
+    try:
+        traces = _many({i: (runs[i], runs[i].scenario, runs[i].controller) for i in ready})
+        metrics = {i: _score(traces[i], runs[i].start) for i in ready}
+        pushing = [i for i in ready if _pushing(samples[i], metrics[i])]
+        pushed = _many({i: (runs[i], push_scenario(samples[i].push_check, PUSH_LENGTH, mjcf=samples[i].mjcf),
+                            _controller(samples[i].weights, samples[i].mjcf)) for i in pushing})
+        for i in pushing:
+            _pushed(metrics[i], pushed[i])
+    except Exception:  # whatever went wrong, each sample alone says it in its own row
+        return [evaluate(s) for s in samples]
+    rows = [row for row, _ in built]
+    for i in ready:
+        rows[i].update({k: _fmt(v) for k, v in metrics[i].items()})
+    return rows
+
+
+def _many(todo: dict[int, tuple[_Ready, Any, Any]]) -> dict[int, Any]:
+    """Traces of ``{i: (run, scenario, controller)}``, the runs of one robot and duration stepped together."""
+    groups: dict[tuple, list[int]] = {}
+    for i, (run, sc, _) in todo.items():
+        groups.setdefault((id(run.model), sc.duration), []).append(i)
+    out: dict[int, Any] = {}
+    for members in groups.values():
+        model = todo[members[0]][0].model
+        traces = simulate_many(model, [todo[i][1] for i in members], [todo[i][0].imperfections for i in members],
+                               seeds=[todo[i][0].seed for i in members], controllers=[todo[i][2] for i in members])
+        out.update(zip(members, traces, strict=True))
+    return out
 
 
 # ---------------------------------------------------------------------------------
@@ -452,24 +491,19 @@ def _warm() -> None:
     _robot(NOMINAL["body_mass_scale"], NOMINAL["com_offset_x"])
 
 
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    """Write the sweep table atomically in sample order."""
-    table.write(path, rows, COLUMNS)
-
-
 def _failed(row: dict) -> bool:
     return row["outcome"] in FAILED
 
 
-def read_table(path: Path) -> list[dict[str, str]]:
-    """The rows an earlier sweep or search left in ``path`` (:func:`crossdyn.experiments.core.sweep.table.read`)."""
-    return table.read(path, COLUMNS)
-
-
 def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, scheduler: str | None = None,
-                progress: bool = False, desc: str = "tune", timeout: float | None = None) -> SweepResult:
+                progress: bool = False, desc: str = "tune", timeout: float | None = None,
+                batch: bool = True) -> SweepResult:
     """Run the samples of ``plan`` not yet in ``csv_path``; return all rows in sample order
     (:func:`crossdyn.experiments.core.sweep.run.run_samples` with :func:`evaluate`).
+
+    With ``batch`` (and no ``timeout``: a limit is per run), each worker takes the samples a
+    :class:`~crossdyn.experiments.core.sweep.run.Batch` at a time (:func:`evaluate_batch`): the
+    same rows as one at a time.
 
     Raises:
       ParameterError: ``csv_path`` was made by a sweep with other arguments.
@@ -477,8 +511,9 @@ def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, schedul
     """
     keys = {s.index: s.key() for s in plan}
     with engine(workers, scheduler, timeout) as open_engine:
+        runs = sweep_run.in_batches(open_engine) if batch and timeout is None else open_engine
         return sweep_run.run_samples(evaluate, plan, keys, csv_path, COLUMNS, progress=progress, desc=desc,
-                                     failed=_failed, engine=open_engine)
+                                     failed=_failed, engine=runs)
 
 
 def engine(workers: int = 1, scheduler: str | None = None, timeout: float | None = None):
@@ -488,56 +523,24 @@ def engine(workers: int = 1, scheduler: str | None = None, timeout: float | None
 
 
 def _failed_row(sample: Sample, done) -> dict[str, str]:
-    """The row of a run that ended without one (isolated workers): crashed or timed out."""
-    from crossdyn.experiments.core import isolation
-
-    row = {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}}
-    if done.status == isolation.TIMED_OUT:
-        return {**row, "outcome": "timed out", "detail": f"timed out {done.how} (--timeout); its process was stopped"}
-    if done.status == isolation.CRASHED:
-        return {**row, "outcome": "crashed", "detail": f"its process ended ({done.how}) without a result"}
-    return {**row, "outcome": "error", "detail": f"{type(done.error).__name__}: {done.error}"}
-
-
-def appending(csv_path: Path, rows: list[dict]):
-    """The sweep table open for appending (:func:`crossdyn.experiments.core.sweep.table.appending`)."""
-    return table.appending(csv_path, rows, COLUMNS)
+    """The row of a run that ended without one (isolated workers): crashed, timed out or raised out."""
+    if isinstance(sample, sweep_run.Batch):  # every run of a batch that ended without its rows
+        return [_failed_row(one, done) for one in sample.jobs]  # type: ignore[return-value]
+    outcome, detail = sweep_run.ended(done)
+    return {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}, "outcome": outcome, "detail": detail}
 
 
 # ---------------------------------------------------------------------------------
 # Choosing and showing.
 
-def _value(row: dict, key: str) -> float:
-    return _float(row.get(key, ""))
-
-
-def _pareto(rows: list[dict]) -> list[dict]:
-    """Rows not beaten on both settling time and effort by another row, by settling time."""
-    pts = sorted(rows, key=lambda r: (_value(r, "settling_time_s"), _value(r, "effort_N2m2s")))
-    front, best_effort = [], math.inf
-    for r in pts:
-        if _value(r, "effort_N2m2s") < best_effort:
-            front.append(r)
-            best_effort = _value(r, "effort_N2m2s")
-    return front
-
-
 def best_sample(rows: list[dict]) -> dict | None:
     """The fastest-settling ``ok`` sample that uses no more effort than the defaults (sample 0).
 
     If none uses no more effort, the fastest-settling ``ok`` sample; None if no
-    sample is ``ok``.  Ties on settling time go to the lower effort.
+    sample is ``ok``.  Ties on settling time go to the lower effort
+    (:func:`~crossdyn.experiments.core.sweep.choice.best_within_reference`).
     """
-    ok = [r for r in rows if r["outcome"] == "ok"]
-    if not ok:
-        return None
-    default = next((r for r in rows if r["kind"] == "default"), None)
-    key = lambda r: (_value(r, "settling_time_s"), _value(r, "effort_N2m2s"))  # noqa: E731
-    if default is not None and default["outcome"] == "ok":
-        thrifty = [r for r in ok if _value(r, "effort_N2m2s") <= _value(default, "effort_N2m2s")]
-        if thrifty:
-            return min(thrifty, key=key)
-    return min(ok, key=key)
+    return choice.best_within_reference(rows, "settling_time_s", "effort_N2m2s")
 
 
 _COLORS = {"ok": "tab:green", "saturated": "tab:orange", "unsettled": "tab:purple", "fell": "tab:red",
@@ -548,20 +551,20 @@ def _plot_pareto(rows: list[dict], best: dict | None, path: Path) -> None:
     from matplotlib import ticker
 
     fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
-    finite = [r for r in rows if np.isfinite(_value(r, "settling_time_s"))]
+    finite = [r for r in rows if np.isfinite(_number(r, "settling_time_s"))]
     for outcome in _COLORS:
         pts = [r for r in finite if r["outcome"] == outcome]
         if pts:
-            ax.scatter([_value(r, "effort_N2m2s") for r in pts], [_value(r, "settling_time_s") for r in pts], s=18,
+            ax.scatter([_number(r, "effort_N2m2s") for r in pts], [_number(r, "settling_time_s") for r in pts], s=18,
                        color=_COLORS[outcome], label=f"{outcome} ({len(pts)})", alpha=0.8)
-    front = _pareto([r for r in rows if r["outcome"] == "ok"])
+    front = choice.pareto_front([r for r in rows if r["outcome"] == "ok"], "settling_time_s", "effort_N2m2s")
     if front:
-        ax.step([_value(r, "effort_N2m2s") for r in front], [_value(r, "settling_time_s") for r in front],
+        ax.step([_number(r, "effort_N2m2s") for r in front], [_number(r, "settling_time_s") for r in front],
                 where="post", color="tab:green", lw=1.0, label="Pareto front (ok)")
     default = next((r for r in rows if r["kind"] == "default"), None)
     for row, marker, label in ((default, "*", "defaults"), (best, "o", "chosen")):
-        if row is not None and np.isfinite(_value(row, "settling_time_s")):
-            ax.scatter([_value(row, "effort_N2m2s")], [_value(row, "settling_time_s")], s=160, marker=marker,
+        if row is not None and np.isfinite(_number(row, "settling_time_s")):
+            ax.scatter([_number(row, "effort_N2m2s")], [_number(row, "settling_time_s")], s=160, marker=marker,
                        facecolors="none", edgecolors="k", linewidths=1.5, label=label)
     other = len(rows) - len(finite)
     ax.set_xscale("log")
@@ -583,8 +586,8 @@ def _plot_weights(rows: list[dict], path: Path) -> None:
     fig, axes = plots.figure(1, len(WEIGHTS), width=14.0, height=3.0, sharey=True)
     for ax, w in zip(axes, WEIGHTS, strict=False):
         for outcome, color in _COLORS.items():
-            pts = [r for r in rows if r["outcome"] == outcome and np.isfinite(_value(r, "settling_time_s"))]
-            ax.scatter([_value(r, w) for r in pts], [_value(r, "settling_time_s") for r in pts], s=10, color=color)
+            pts = [r for r in rows if r["outcome"] == outcome and np.isfinite(_number(r, "settling_time_s"))]
+            ax.scatter([_number(r, w) for r in pts], [_number(r, "settling_time_s") for r in pts], s=10, color=color)
         ax.axvline(DEFAULT_WEIGHTS[w], color="k", ls=":", lw=0.8)
         ax.set_xscale("log")
         ax.set_xlabel(w)
@@ -616,16 +619,16 @@ def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: P
     else:
         from scipy.stats import spearmanr
 
-        finite = [r for r in ok if np.isfinite(_value(r, "settling_time_s"))]
+        finite = [r for r in ok if np.isfinite(_number(r, "settling_time_s"))]
         if len(finite) < 4:
             return False
-        t = [_value(r, "settling_time_s") for r in finite]
-        score = {w: abs(spearmanr([_value(r, w) for r in finite], t).statistic) for w in WEIGHTS}
+        t = [_number(r, "settling_time_s") for r in finite]
+        score = {w: abs(spearmanr([_number(r, w) for r in finite], t).statistic) for w in WEIGHTS}
         axes = sorted(WEIGHTS, key=lambda w: -np.nan_to_num(score[w]))[:2]
-        edges = [np.geomspace(min(_value(r, w) for r in ok), max(_value(r, w) for r in ok) * (1 + 1e-12), 7)
+        edges = [np.geomspace(min(_number(r, w) for r in ok), max(_number(r, w) for r in ok) * (1 + 1e-12), 7)
                  for w in axes]
         xs, ys = (np.sqrt(e[1:] * e[:-1]) for e in edges)  # geometric bin centres
-        cell = lambda r: tuple(int(np.searchsorted(e, _value(r, w), "right") - 1)  # noqa: E731
+        cell = lambda r: tuple(int(np.searchsorted(e, _number(r, w), "right") - 1)  # noqa: E731
                                for e, w in zip(edges, axes, strict=False))
     settle = np.full((len(xs), len(ys)), np.nan)
     effort = np.full((len(xs), len(ys)), np.nan)
@@ -633,8 +636,8 @@ def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: P
         if r["outcome"] not in ("ok", "saturated"):
             continue
         i, j = cell(r)
-        if not settle[i, j] <= _value(r, "settling_time_s"):  # NaN or worse: keep the best per cell
-            settle[i, j], effort[i, j] = _value(r, "settling_time_s"), _value(r, "effort_N2m2s")
+        if not settle[i, j] <= _number(r, "settling_time_s"):  # NaN or worse: keep the best per cell
+            settle[i, j], effort[i, j] = _number(r, "settling_time_s"), _number(r, "effort_N2m2s")
     fig, (a1, a2) = plots.figure(1, 2, width=12.0, height=4.5)
     how = "best per cell" + ("" if grid is not None else ", binned Latin-hypercube samples")
     def text(values):
@@ -651,18 +654,18 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
           ranges: dict[str, tuple[float, float]] | None = None, duration: float = 4.0,
           initial_tilt_deg: float = 10.0, push_check: float = 0.0, workers: int = 1,
           scheduler: str | None = None, progress: bool = False, plots_: bool = True, mjcf: str = "",
-          timeout: float | None = None) -> SweepResult:
+          timeout: float | None = None, batch: bool = True) -> SweepResult:
     """Sweep the balance LQR weights (see :func:`plan_sweep`) into ``out``.
 
     Writes ``out/samples.csv``, ``out/timings.csv``, ``out/best.json`` (the
     chosen sample next to the defaults) and, with ``plots_``, ``pareto.png``,
-    ``weights.png`` and ``heatmap.png``.
+    ``weights.png`` and ``heatmap.png``.  ``batch``: see :func:`run_samples`.
     """
     out = Path(out)
     plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check, mjcf)
     with table.locked(out):  # a second sweep into this folder is refused, not mixed into its rows
         result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress,
-                             timeout=timeout)
+                             timeout=timeout, batch=batch)
         finish(out, result, plots_, grid)
     return result
 
@@ -686,15 +689,106 @@ def finish(out: Path, result: SweepResult, plots_: bool, grid: dict[str, list[fl
 
 def _summary(row: dict) -> dict:
     """A row as JSON numbers: weights, gains at stance, metrics."""
-    return {"sample": int(row["sample"]), "weights": {w: _value(row, w) for w in WEIGHTS},
-            "gains_at_stance": [_value(row, k) for k in GAINS], "outcome": row["outcome"],
-            **{k: _value(row, k) for k in ("settling_time_s", "overshoot_deg", "effort_N2m2s", "max_wheel_torque",
+    return {"sample": int(row["sample"]), "weights": {w: _number(row, w) for w in WEIGHTS},
+            "gains_at_stance": [_number(row, k) for k in GAINS], "outcome": row["outcome"],
+            **{k: _number(row, k) for k in ("settling_time_s", "overshoot_deg", "effort_N2m2s", "max_wheel_torque",
                                            "wheel_saturation_fraction")}}
+
+
+# --search optuna: the sampler draws the four ratios q / r (scaling Q and R together leaves
+# the gain unchanged) and is told two objectives, both minimized: settling time (a run that
+# never settles, falls or diverges scores twice the run's duration) and effort (a failed run
+# scores FAILED_EFFORT), with one constraint, the choice rule's: ok, and no more effort than
+# the defaults.  The gp sampler steps along effort levels, fractions of the defaults' effort
+# cycled over by trial: the front from the choice rule's end (1) down to where a Latin
+# hypercube's bests lie (0.16-0.22 against the defaults' 0.235 (N m)^2 s, seeds 0-9;
+# benchmarks/search_vs_lhs.py compares the two).
+SEARCHES = ("lhs", "optuna")  # crossdyn tune balance --search
+SAMPLERS = searches.SAMPLERS
+EFFORT_LEVELS = (1.0, 0.8, 0.6)
+TRIALS_MAX = SAMPLES_MAX  # the same cap as a sweep's samples
+FAILED_EFFORT = 1e3  # (N m)^2 s: above any balancing run's effort (the defaults use ~0.2)
+
+
+def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[float, float]] | None = None,
+           duration: float = 4.0, initial_tilt_deg: float = 10.0, push_check: float = 0.0, workers: int = 1,
+           scheduler: str | None = None, progress: bool = False, plots_: bool = True, mjcf: str = "",
+           sampler: str = "gp", timeout: float | None = None) -> SweepResult:
+    """Search the balance LQR weights with Optuna into ``out`` (the same files as :func:`sweep`).
+
+    Trial 0 is the defaults; the weights stay within :data:`RANGES` (or ``ranges``).
+    Trials run a batch of ``workers`` at a time and a rerun resumes
+    (:func:`crossdyn.experiments.core.sweep.search.run`).  The arguments not listed
+    below are :func:`sweep`'s.
+
+    Args:
+      trials: trials after the defaults (``trials + 1`` runs in all), at most :data:`TRIALS_MAX`.
+      seed: the sampler's seed.
+      sampler: ``"gp"``, Gaussian-process epsilon-constraint steps over :data:`EFFORT_LEVELS`
+        (:class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler`), or
+        ``"tpe"``, Optuna's multi-objective TPE with the constraint.
+
+    Raises:
+      ParameterError: a bad count or value; ``out/samples.csv`` made with other arguments.
+      CrossdynError: Optuna is not installed; the Dask scheduler cannot be reached.
+    """
+    if not 1 <= trials <= TRIALS_MAX:
+        raise ParameterError(f"--trials must be from 1 to {TRIALS_MAX:,}, got {trials:,}")
+    if sampler not in SAMPLERS:
+        raise ParameterError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
+    # The same checks as a sweep's plan (duration, tilt), without planning its samples.
+    plan_sweep(1, None, seed, ranges, duration, initial_tilt_deg, push_check, mjcf)
+    how = searches.sampler(sampler, seed, fractions=EFFORT_LEVELS, reference=0,
+                           failed=(2.0 * duration, FAILED_EFFORT)) if sampler == "gp" else \
+        searches.sampler(sampler, seed)
+    out = Path(out)
+    with table.locked(out):  # a second search into this folder is refused, not mixed into its rows
+        start = time_now()
+        csv_path = out / "samples.csv"
+        found = searches.read_trials(csv_path, COLUMNS, exact=True)
+        bounds = {w: {**RANGES, **(ranges or {})}[w] for w in WEIGHTS}
+        perturbation = {**NOMINAL, "initial_tilt_deg": float(initial_tilt_deg)}
+        study = searches.study(2, how, first={"ratio_" + w: DEFAULT_WEIGHTS[w] / DEFAULT_WEIGHTS["r"]
+                                              for w in WEIGHTS if w != "r"})
+
+        def job(index: int, trial) -> Sample:
+            weights = searches.suggest_ratios(trial, bounds)  # trial 0 draws them too: the sampler learns them
+            return Sample(index, "default" if index == 0 else "optuna", DEFAULT_WEIGHTS if index == 0 else weights,
+                          perturbation, float(duration), float(push_check), mjcf=mjcf)
+
+        def score(row: dict, done: dict) -> tuple[tuple[float, float], dict[str, float]]:
+            return _objectives(row, duration), {"effort_over_defaults": _excess(row, done[0])}
+
+        with engine(workers, scheduler, timeout) as open_engine:
+            rows, computed = searches.run(study, job, score, csv_path, COLUMNS, trials, open_engine, progress,
+                                          found=found, exact=True, failed=_failed)
+        result = SweepResult(rows, computed, len(rows) - computed, time_now() - start, csv_path)
+        finish(out, result, plots_)
+    return result
+
+
+def _objectives(row: dict, duration: float) -> tuple[float, float]:
+    """(settling time, effort) of a trial, failures scored as the comment on :data:`SEARCHES` says."""
+    settle, effort = _number(row, "settling_time_s"), _number(row, "effort_N2m2s")
+    if row["outcome"] not in ("ok", "saturated", "push-failed") or not math.isfinite(settle):
+        settle = 2.0 * duration
+    if not math.isfinite(effort):
+        effort = FAILED_EFFORT
+    return settle, min(effort, FAILED_EFFORT)
+
+
+def _excess(row: dict, default: dict) -> float:
+    """The search's constraint (<= 0: ok and no more effort than the defaults)."""
+    effort, limit = _number(row, "effort_N2m2s"), _number(default, "effort_N2m2s")
+    if row["outcome"] == "ok" and math.isfinite(effort):
+        return effort - limit if math.isfinite(limit) and default["outcome"] == "ok" else 0.0
+    return FAILED_EFFORT
 
 
 def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict[str, list[float]] | None = None,
                duration: float = 6.0, workers: int = 1, scheduler: str | None = None,
-               progress: bool = False, seed: int = 0, mjcf: str = "", timeout: float | None = None) -> SweepResult:
+               progress: bool = False, seed: int = 0, mjcf: str = "", timeout: float | None = None,
+               batch: bool = True) -> SweepResult:
     """Success map over two perturbation axes for fixed LQR weights, into ``out``.
 
     Success (the controller *holds*): up and no longer rolling at the end
@@ -704,27 +798,22 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     -4..4 cm x push 5..30 N s (body mass x tilt holds everywhere in range with
     the default gains: 0.3-3x, up to 30 deg).  The default 6 s leaves a pushed
     robot time to roll back to its spot and stop.  ``seed`` seeds the
-    imperfections' noise; ``mjcf`` is the robot.
+    imperfections' noise; ``mjcf`` is the robot; ``batch``: see :func:`run_samples`.
     """
     axes = axes or DEFAULT_AXES
     plan = plan_robustness(weights or {}, axes, duration, seed, mjcf)
     with table.locked(Path(out)):  # a second map into this folder is refused, not mixed into its rows
         result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
-                             progress=progress, desc="robustness", timeout=timeout)
-        (a, va), (b, vb) = axes.items()
+                             progress=progress, desc="robustness", timeout=timeout, batch=batch)
+        (_, va), (_, vb) = axes.items()
         held = np.zeros((len(va), len(vb)))
         text = [["" for _ in vb] for _ in va]
         for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb))), strict=False):
             held[i, j] = row["held"] == "true"
-            settle = _value(row, "settling_time_s")
+            settle = _number(row, "settling_time_s")
             text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]
-        region = holding_region(axes, held)
-        fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
-        heat(ax, fig, va, vb, held, a, b, f"green: holds ({int(held.sum())}/{held.size}); "
-              "text: settling time, 'held' (steady, not settled) or outcome",
-              cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
-        outline(ax, held.astype(bool))
-        fig.savefig(Path(out) / "robustness.png", dpi=110, bbox_inches="tight")
+        region = held_map(Path(out) / "robustness.png", axes, held, text, f"green: holds ({int(held.sum())}/"
+                          f"{held.size}); text: settling time, 'held' (steady, not settled) or outcome")
         result.summary = {"weights": plan[0].weights, "axes": axes, "seed": seed, "mjcf": mjcf,
                           "held_fraction": float(held.mean()), "holding_region": region, "outcomes": result.counts()}
         write_json(Path(out) / "robustness.json", result.summary)

@@ -15,6 +15,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.baseline import Tolerance
 from crossdyn.experiments.core.batch import simulate_batch
 from crossdyn.experiments.core.loop import Trace, simulate
 from crossdyn.experiments.core.models import load_model
@@ -23,12 +24,16 @@ from crossdyn.experiments.core.regulator import Regulator, Switch, measured_deca
 from crossdyn.experiments.core.results import Context
 
 __all__ = ["CONTROL_DT", "DECAY_TOL", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
-           "model_param", "lqr_batch"]
+           "model_param", "lqr_params", "lqr_experiment", "lqr_batch", "EXPECTED", "TOLERANCES"]
 
 CONTROL_DT = 0.002  # s: the model's step; a sampled loop moves the poles by O(dt |lambda|), here < 1 %
 DECAY_TOL = 0.10  # the measured slowest decay within 10 % of the designed pole's real part
 SETTLED_ANGLE = np.radians(0.5)  # rad
 SETTLED_X = 0.01  # m, of the cart's target
+EXPECTED = f"balanced and tracked; slowest mode decays within {100 * DECAY_TOL:g} % of the designed pole"
+# The settling times' baseline tolerances, s: ten 2 ms control periods (a settling time is read where the
+# sampled trace enters its band, which a change of round-off can move by a few samples).
+TOLERANCES: dict[str, float | Tolerance] = {"settling_time_s": 0.02, "step_settling_time_s": 0.02}
 
 
 def design(weights: dict, mjcf: str | mujoco.MjModel, names: dict) -> Regulator:
@@ -141,6 +146,32 @@ def weight_params(weights: dict, states: list[str]) -> dict[str, Param]:
            for (name, value), what in zip(list(weights.items())[:-1], states, strict=False)}
     out["r"] = Param(weights["r"], "LQR weight on the cart force, 1/N^2 (> 0)", 1e-6, 1e6)
     return out
+
+
+def lqr_params(model: str, weights: dict, states: list[str], initial_angle: Param) -> dict[str, Param]:
+    """An LQR experiment's ``--set`` parameters: the weights (:func:`weight_params`), the first pole's
+    ``initial_angle_deg``, the cart's ``step_m`` and the model (:func:`model_param`, default ``model``)."""
+    return {**weight_params(weights, states), "initial_angle_deg": initial_angle,
+            "step_m": Param(0.5, "cart step along the rail, m", -1.5, 1.5), "mjcf": model_param(model)}
+
+
+def lqr_experiment(ctx: Context, weights: dict, title: str) -> dict:
+    """One LQR run's metrics: the design for ``ctx.params``' weights, balanced from a tilt, stepped, judged.
+
+    Args:
+      ctx: the run's context (``params``: the weights, ``initial_angle_deg``, ``step_m``, ``mjcf``).
+      weights: the weights' names and defaults, in the order :func:`design` takes them.
+      title: the figure's title, before the verdict's measurement (``states.png``).
+    """
+    mjcf = load_model(ctx.params["mjcf"])  # compiled once for the design and both runs
+    reg = design({k: ctx.params[k] for k in weights}, mjcf, weights)
+    duration = 6.0 if ctx.short else 8.0
+    balanced = balance(reg, np.radians(ctx.params["initial_angle_deg"]), duration, mjcf)
+    stepped = step(reg, ctx.params["step_m"], duration, mjcf)
+    verdict, metrics = judge(reg, balanced, stepped, ctx.params["step_m"])
+    if ctx.plots:  # a sweep's runs draw nothing
+        ctx.savefig(plot(reg, balanced, stepped, f"{title}: {verdict.measured}"), "states.png")
+    return {**verdict.as_metrics(), **metrics}
 
 
 def lqr_batch(contexts: list[Context], weights: dict) -> list:

@@ -735,6 +735,25 @@ class CController:
         result = self._step(t)
         if result == 1:
             return True
+        self.failed(result, t, command)
+        return False  # not reached: failed() raises
+
+    def step_address(self, sensed: np.ndarray, command: np.ndarray) -> int:
+        """The address of this run's ``int crossdyn_step(double t)`` (1: fine), inputs and output bound.
+
+        The compiled loop (:mod:`~crossdyn.experiments.core.c_loop`) calls it directly;
+        a result other than 1 goes to :meth:`failed`.
+        """
+        if sensed is not self._sensed or command is not self._command:
+            self._bind(sensed, command)
+        return int(ctypes.cast(self._step, ctypes.c_void_p).value or 0)
+
+    def failed(self, result: int, t: float, command: np.ndarray) -> None:
+        """Raise the error of a step result other than 1 at time ``t`` (s).
+
+        Raises:
+          ControllerError: always (a non-finite control, or the function returned nonzero).
+        """
         if result == 2:
             raise ControllerError(f"C controller {self.function}() in {self.label} returned a non-finite control at "
                                   f"t = {t:.6g} s: {command.tolist()}")

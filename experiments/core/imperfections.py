@@ -385,45 +385,52 @@ class Push(Imperfection):
         return push
 
 
+class _ModelEdit(Imperfection):
+    """An imperfection that edits the model (:meth:`edit`) and does nothing per step."""
+
+    def bind(self, model, control_dt, rng):
+        return None
+
+
 def _scale(name: str, value: float) -> float:
     _finite(name, value, strictly=True)
     return float(value)
 
 
 @dataclass(frozen=True)
-class MassScale(Imperfection):
-    """A body's mass and inertia scaled together (the same shape, denser or lighter)."""
+class _BodyScale(_ModelEdit):
+    """One body's inertial properties scaled by ``scale`` (> 0)."""
 
     body: str
     scale: float
 
-    def bind(self, model, control_dt, rng):
-        return None
+    def _scaled(self, model) -> tuple[int, float]:
+        """The body's id in ``model`` and the scale, checked."""
+        b = _element(model, mujoco.mjtObj.mjOBJ_BODY, self.body, "body")
+        return b, _scale(f"{type(self).__name__}({self.body!r}).scale", self.scale)
+
+
+@dataclass(frozen=True)
+class MassScale(_BodyScale):
+    """A body's mass and inertia scaled together (the same shape, denser or lighter)."""
 
     def edit(self, model):
-        b = _element(model, mujoco.mjtObj.mjOBJ_BODY, self.body, "body")
-        s = _scale(f"MassScale({self.body!r}).scale", self.scale)
+        b, s = self._scaled(model)
         model.body_mass[b] *= s
         model.body_inertia[b] *= s
 
 
 @dataclass(frozen=True)
-class InertiaScale(Imperfection):
+class InertiaScale(_BodyScale):
     """A body's rotational inertia scaled, its mass kept."""
 
-    body: str
-    scale: float
-
-    def bind(self, model, control_dt, rng):
-        return None
-
     def edit(self, model):
-        b = _element(model, mujoco.mjtObj.mjOBJ_BODY, self.body, "body")
-        model.body_inertia[b] *= _scale(f"InertiaScale({self.body!r}).scale", self.scale)
+        b, s = self._scaled(model)
+        model.body_inertia[b] *= s
 
 
 @dataclass(frozen=True)
-class FrictionScale(Imperfection):
+class FrictionScale(_ModelEdit):
     """Friction coefficients (sliding, torsional, rolling) of one geom, or of every geom, scaled.
 
     Attributes:
@@ -433,9 +440,6 @@ class FrictionScale(Imperfection):
 
     scale: float
     geom: str | None = None
-
-    def bind(self, model, control_dt, rng):
-        return None
 
     def edit(self, model):
         s = _scale("FrictionScale.scale", self.scale)

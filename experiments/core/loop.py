@@ -34,7 +34,11 @@ run with a :class:`ControllerError` naming the step and the time.
 A controller may instead define ``write_command(t, sensed, command) -> bool``,
 writing its ``nu`` controls into ``command`` itself (returning False to stop the
 run as diverged): the loop then calls that, unchecked, which is how compiled
-controllers (the biped's Numba step) run at the physics' speed.  A controller
+controllers (the biped's Numba step) run at the physics' speed.  One that also
+offers ``step_address(sensed, command)`` and ``failed(result, t, command)`` (a C
+function's address: :class:`~.c_controller.CController`) runs in the compiled loop
+(:mod:`~crossdyn.experiments.core.c_loop`, the same rows bit for bit) when nothing of
+the run needs Python between steps: no imperfections, ``stop``, computed records or video.  A controller
 object with a ``start(model, data)`` method has it called once before the first step.
 
 The per-step cost beyond the physics is kept small: MuJoCo's arrays are bound once,
@@ -393,6 +397,10 @@ class _Run:
         simulated second.
         """
         model, data = self.model, self.data
+        compiled = getattr(controller, "step_address", None)
+        if compiled is not None and not (bound.sense or bound.act or bound.push or self.computed) \
+                and stop is None and film is None:
+            return self._compiled_steps(controller, compiled(self.sensed, self.command), per)
         obs, commands = Observation(model, data, self.sensed), _Commands(model, self.command)
         direct = getattr(controller, "write_command", None)
         sense, act, pushes = bound.sense, bound.act, bound.push
@@ -454,6 +462,19 @@ class _Run:
             if bad_qacc.number or bad_qpos.number or bad_qvel.number or not isfinite(sum(qacc.tolist())):
                 return i + 1, "diverged"
         return self.n, None
+
+    def _compiled_steps(self, controller, address: int, per: int) -> tuple[int, str | None]:
+        """The control steps of a compiled controller in the compiled loop (:mod:`.c_loop`), the same rows."""
+        from crossdyn.experiments.core import c_loop
+
+        rows, why = c_loop.run_steps(self.model, self.data, address, self.n, per, self.times, self.table, self.parts)
+        if why == c_loop.DIVERGED:
+            return rows, "diverged"
+        if why == c_loop.REFUSED:
+            raise ControllerError(_refused_control(self.data.ctrl.tolist(), _at(rows, self.times[rows])))
+        if why != c_loop.FINE:
+            controller.failed(why, self.data.time, self.command)
+        return rows, None
 
     def trace(self, rows: int, stopped: str | None, warnings: list[str]) -> Trace:
         table, cols = self.table[:rows], self.columns

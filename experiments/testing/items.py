@@ -81,7 +81,7 @@ class ExperimentSource(pytest.Collector):
             if runner.is_file(source) and not Path(source).is_file():
                 raise ParameterError(f"no experiment file {given} (looked for {source}; give a .py file or an "
                                      f"importable module name)")
-        for exp in runner.registered(self.sources, timeout=self.config.getoption("crossdyn_timeout")):
+        for exp in runner.experiments_from(self.sources, timeout=self.config.getoption("crossdyn_timeout")):
             yield ExperimentItem.from_parent(self, name=exp.name, callobj=crossdyn_experiment, experiment=exp)
 
     def repr_failure(self, excinfo):

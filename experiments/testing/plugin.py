@@ -101,9 +101,9 @@ class State:
                 out = self.out or item.funcargs["tmp_path_factory"].mktemp(_folder_name(item.name))
             sources = tuple(dict.fromkeys(s for i in batch.values() for s in i.source.sources))
             try:
-                ran = runner.run([i.experiment for i in batch.values()], out, seed=seed,
-                                 workers=min(self.workers, len(batch)), sources=sources, command=self.command,
-                                 timeout=self.timeout)
+                ran = runner.run_short([i.experiment for i in batch.values()], out, seed=seed,
+                                       workers=min(self.workers, len(batch)), sources=sources, command=self.command,
+                                       timeout=self.timeout)
             except CrossdynError as exc:
                 self.failed.update({(name, seed): str(exc) for name in batch})
             else:

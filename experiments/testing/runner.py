@@ -1,6 +1,6 @@
 """The plugin's only contact with crossdyn's experiment runner (:mod:`crossdyn.experiments.core.results`).
 
-Everything the pytest items need from a run goes through :func:`run` (and the
+Everything the pytest items need from a run goes through :func:`run_short` (and the
 summary of a whole session through :func:`write_summary`), so that a change to
 how experiments are run (isolation, time limits, metrics held in memory) is
 taken up here and nowhere else in :mod:`crossdyn.testing`.
@@ -12,7 +12,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Ran", "run", "write_summary", "registered", "is_file"]
+from crossdyn import renamed
+
+__all__ = ["Ran", "run_short", "write_summary", "experiments_from", "is_file"]
 
 
 def is_file(source: str) -> bool:
@@ -42,8 +44,8 @@ class Ran:
     row: dict
 
 
-def run(experiments: list, out: Path, *, seed: int, workers: int, sources: tuple[str, ...], command: str,
-        timeout: float | None = None) -> dict[str, Ran]:
+def run_short(experiments: list, out: Path, *, seed: int, workers: int, sources: tuple[str, ...], command: str,
+              timeout: float | None = None) -> dict[str, Ran]:
     """Run registered experiments in short mode, as ``crossdyn run --short --out OUT`` would.
 
     Args:
@@ -87,7 +89,7 @@ def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, start
                  started=started if started is not None else time.time())
 
 
-def registered(sources: tuple[str, ...], timeout: float | None = None) -> list:
+def experiments_from(sources: tuple[str, ...], timeout: float | None = None) -> list:
     """The experiments ``sources`` register, in registry order.
 
     An experiment belongs to a source when loading the source registered it, or
@@ -123,3 +125,6 @@ def registered(sources: tuple[str, ...], timeout: float | None = None) -> list:
                 or module in modules or any(module.startswith(m + ".") for m in modules))
 
     return [exp for exp in after.values() if owned(exp)]
+
+
+__getattr__ = renamed(__name__, {"run": "run_short", "registered": "experiments_from"}, globals())

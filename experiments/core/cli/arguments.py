@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from crossdyn.experiments.core import validate
 from crossdyn.experiments.core.errors import ParameterError
@@ -17,6 +19,7 @@ from crossdyn.experiments.core.results import make_out_dir
 
 __all__ = [
     "SEED_MAX",
+    "validated",
     "seed",
     "count",
     "number",
@@ -33,16 +36,34 @@ SEED_MAX = validate.SEED_MAX
 WORKERS_MAX = 512
 
 
-def seed(text: str) -> int:
-    """A seed: a whole number from 0 to :data:`SEED_MAX`."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    try:
-        return validate.seed(value)
-    except ParameterError as exc:  # the Python API refuses it with the same sentence
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def validated(what: str, convert: Callable[[str], Any], check: Callable[[Any], Any], refused: Callable[[str], str],
+              doc: str | None = None):
+    """An argparse type refusing a value as the Python API does: ``check(convert(text))``.
+
+    Args:
+      what: the option, as argparse names the type in its messages.
+      convert: text -> value; a ValueError is refused with ``refused(text)``.
+      check: value -> the value taken; its ParameterError's sentence is the refusal.
+      refused: the sentence for text ``convert`` cannot read.
+      doc: the type's docstring.
+    """
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(refused(text)) from None
+        try:
+            return check(value)
+        except ParameterError as exc:  # the Python API refuses it with the same sentence
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__, parse.__doc__ = what, doc
+    return parse
+
+
+seed = validated("seed", int, validate.seed, lambda text: f"{text!r} is not a whole number",
+                 "A seed: a whole number from 0 to :data:`SEED_MAX`.")
 
 
 def count(low: int = 1, high: int | None = None, what: str = "count"):

@@ -135,40 +135,15 @@ def _is_number(text: str) -> bool:
 
 def tolerance(what: str, high: float):
     """An argparse type: a tolerance, refused as the Python API refuses it (:func:`validate.tolerance`)."""
-
-    def parse(text: str) -> float:
-        from crossdyn.experiments.core.errors import ParameterError
-
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        try:
-            return validate.tolerance(value, high, what)
-        except ParameterError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parse.__name__ = what
-    return parse
+    return arguments.validated(what, float, lambda value: validate.tolerance(value, high, what),
+                               lambda text: f"{text!r} is not a number")
 
 
 def state_range(what: str):
     """An argparse type: ``R`` (-R to R) or ``LOW,HIGH`` (give a negative LOW as ``--q-range=-1,2``)."""
-
-    def parse(text: str) -> tuple[float, float]:
-        from crossdyn.experiments.core.errors import ParameterError
-
-        try:
-            values = [float(v) for v in text.split(",")]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} takes R (for -R to R) or LOW,HIGH, got {text!r}") from None
-        try:
-            return validate.interval(values[0] if len(values) == 1 else values, what)
-        except ParameterError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parse.__name__ = what
-    return parse
+    return arguments.validated(what, lambda text: [float(v) for v in text.split(",")],
+                               lambda values: validate.interval(values[0] if len(values) == 1 else values, what),
+                               lambda text: f"{what} takes R (for -R to R) or LOW,HIGH, got {text!r}")
 
 
 # The ranges of random states each command draws (the CLI flag, the Python argument, its help).
@@ -585,7 +560,7 @@ def add_parser(sub) -> None:
     for quantity in QUANTITIES:
         _add_quantity(checks, quantity)
     _add_linearization(checks)
-    for name, entry in commands.registered("check").items():  # the systems' own (crossdyn check two-link, ...)
+    for name, entry in commands.registered_commands("check").items():  # the systems' own (crossdyn check two-link, ...)
         p = checks.add_parser(name, help=commands.summary(entry))
         commands.configure(entry, p)
         command = p.get_default("func")

@@ -21,14 +21,15 @@ import argparse
 import importlib.metadata
 from collections.abc import Callable
 
+from crossdyn import renamed
 from crossdyn.experiments.core.errors import ParameterError
 
-__all__ = ["GROUP", "registered", "configure", "summary"]
+__all__ = ["GROUP", "registered_commands", "configure", "summary"]
 
 GROUP = "crossdyn.commands"
 
 
-def registered(group: str) -> dict[str, importlib.metadata.EntryPoint]:
+def registered_commands(group: str) -> dict[str, importlib.metadata.EntryPoint]:
     """The registered commands of ``group`` (``check``, ``tune``), by name, crossdyn's own first."""
     entries = [e for e in importlib.metadata.entry_points(group=GROUP) if e.name.split(" ", 1)[0] == group]
     entries.sort(key=lambda e: getattr(e.dist, "name", "") != "crossdyn")  # stable: file order within each
@@ -55,3 +56,6 @@ def summary(entry: importlib.metadata.EntryPoint) -> str:
     """The command's one-line help: its configure function's docstring's first line."""
     doc = (_load(entry).__doc__ or "").strip()
     return doc.splitlines()[0] if doc else entry.name
+
+
+__getattr__ = renamed(__name__, {"registered": "registered_commands"}, globals())

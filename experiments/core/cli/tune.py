@@ -3,7 +3,8 @@
 Systems add their own ``crossdyn tune NAME`` (the biped's ``balance`` and
 ``robustness``) through the ``crossdyn.commands`` entry points
 (:mod:`crossdyn.experiments.core.cli.commands`); the helpers a tune command shares
-(:func:`tune_engine`, :func:`sigterm_interrupts`, :func:`interrupted`) are here.
+(:func:`add_engine_options`, :func:`tune_engine`, :func:`sigterm_interrupts`,
+:func:`interrupted`) are here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
 
-__all__ = ["add_parser", "tune_engine", "sigterm_interrupts", "interrupted", "DEFAULT_OUT"]
+__all__ = ["add_parser", "add_engine_options", "tune_engine", "sigterm_interrupts", "interrupted", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results")
 
@@ -62,7 +63,7 @@ def _cmd_tune(args) -> int:
     """Dispatch ``crossdyn tune WHAT ...``: a registered tune command (the biped's ``balance``), or any experiment."""
     from crossdyn.experiments.core.cli import commands
 
-    registered = commands.registered("tune")
+    registered = commands.registered_commands("tune")
     if args.what in registered:
         parser = _subparser(f"{args.prog} {args.what}", description=commands.summary(registered[args.what]))
         commands.configure(registered[args.what], parser)
@@ -77,7 +78,7 @@ def add_parser(sub) -> None:
     """Add ``tune`` to the ``crossdyn`` subcommands: ``tune EXPERIMENT`` and the registered ``tune NAME`` commands."""
     from crossdyn.experiments.core.cli import commands
 
-    registered = commands.registered("tune")
+    registered = commands.registered_commands("tune")
     others = "".join(f" 'crossdyn tune {name}': {commands.summary(entry)}." for name, entry in registered.items())
     p_tune = sub.add_parser(
         "tune", help="sweep, search or map any experiment's parameters",
@@ -103,7 +104,7 @@ def inner_parsers(prog: str = "crossdyn tune") -> list[tuple[str, str, argparse.
     from crossdyn.experiments.core.cli import commands
 
     parsers = [("EXPERIMENT", "tune any registered experiment over its parameters", _experiment_parser(prog))]
-    for name, entry in commands.registered("tune").items():
+    for name, entry in commands.registered_commands("tune").items():
         text = commands.summary(entry)
         parser = _subparser(f"{prog} {name}", description=text)
         commands.configure(entry, parser)
@@ -162,17 +163,23 @@ Rerun the same command to resume: only the missing runs run.
                         "within their 95 %% intervals for every run, into the run's own copy of the experiment's "
                         "'mjcf' model; the defaults run gets the identified values (columns of samples.csv)")
     p.add_argument("--short", action="store_true", help="the experiment's reduced runs")
+    add_engine_options(p, None, "tune-EXPERIMENT")
+    p.set_defaults(func=_cmd_tune_experiment)
+    return p
+
+
+def add_engine_options(p: argparse.ArgumentParser, out: Path | None, name: str) -> None:
+    """Add the options every tune command takes for where it runs and writes: ``--timeout``, ``--workers``,
+    ``--scheduler``, ``--out`` (default ``out``, shown as ``results/NAME``) and ``--no-progress``."""
     p.add_argument("--timeout", type=arguments.number(0.0, 1e7, "--timeout", low_open=True), metavar="SECONDS",
                    help="each run's time limit: a run over it is stopped and recorded 'timed out' (every run goes "
                         "to a worker process, where a crash or an exit is a row too)")
     p.add_argument("--workers", type=arguments.count(1, arguments.WORKERS_MAX, "--workers"), metavar="K",
                    help="local worker processes (default: all cores)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
-    p.add_argument("--out", type=arguments.out_dir, metavar="DIR",
-                   help="output folder; rerun to resume (default results/tune-EXPERIMENT)")
+    p.add_argument("--out", type=arguments.out_dir, default=out, metavar="DIR",
+                   help=f"output folder; rerun to resume (default results/{name})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.set_defaults(func=_cmd_tune_experiment)
-    return p
 
 
 def _cmd_tune_experiment(args) -> int:

@@ -8,3 +8,20 @@
 - :mod:`.excite`: commands to log, and what such a log would leave undetermined;
 - :mod:`.record`: logs made in simulation, as a robot's logger would write them.
 """
+
+from typing import Any
+
+__all__ = ["sysid"]
+
+
+class _Sysid:
+    """``mujoco.sysid``, imported on first use: it brings SciPy's signal and stats (about a second), which a
+    command that identifies nothing (``crossdyn list``, any run) should not wait for."""
+
+    def __getattr__(self, name: str) -> Any:
+        from mujoco import sysid as module
+
+        return getattr(module, name)
+
+
+sysid: Any = _Sysid()

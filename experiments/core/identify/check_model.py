@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from crossdyn import renamed
 from crossdyn.experiments.core.identify.fit import WINDOW, Problem
 from crossdyn.experiments.core.identify.logs import Log
 
-__all__ = ["TOLERANCE", "Verdict", "check_model", "replay", "model_matches_log"]
+__all__ = ["TOLERANCE", "ModelVerdict", "check_model", "replay", "model_matches_log"]
 
 # Largest RMS error in units of the reading's own noise: at 2 the model's own error is
 # already sqrt(3) times the noise (errors add in quadrature), far beyond what a model
@@ -28,7 +29,7 @@ TOLERANCE = 2.0
 
 
 @dataclass
-class Verdict:
+class ModelVerdict:
     """The answer.
 
     Attributes:
@@ -74,7 +75,7 @@ def _unit(problem: Problem, key: str) -> tuple[float, str]:
 
 
 def check_model(mjcf, logs, *, tolerance: float = TOLERANCE, window: float = WINDOW,
-                threads: int | None = None) -> Verdict:
+                threads: int | None = None) -> ModelVerdict:
     """Does the model ``mjcf`` reproduce the robot's ``logs``?  (``crossdyn check model``.)
 
     Args:
@@ -85,7 +86,7 @@ def check_model(mjcf, logs, *, tolerance: float = TOLERANCE, window: float = WIN
       threads: rollout threads.
 
     Returns:
-      The :class:`Verdict` (``.passed``, ``.text``).
+      The :class:`ModelVerdict` (``.passed``, ``.text``).
 
     Raises:
       ModelError, LogError: a model or a log that cannot be used (one line).
@@ -130,7 +131,7 @@ def model_matches_log(name: str, mjcf, logs, *, tolerance: float = TOLERANCE, wi
 
 
 def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance: float = TOLERANCE, window: float = WINDOW,
-           threads: int | None = None) -> Verdict:
+           threads: int | None = None) -> ModelVerdict:
     """Replay ``logs`` with the model of ``spec`` and judge each reading against its log's noise.
 
     Args:
@@ -141,7 +142,7 @@ def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance: float = TOLERANCE, w
       threads: rollout threads.
 
     Returns:
-      The :class:`Verdict`.
+      The :class:`ModelVerdict`.
     """
     problem = Problem(spec, [], logs, window=window, threads=threads)
     try:
@@ -162,7 +163,7 @@ def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance: float = TOLERANCE, w
         text = "\n".join(f"the model reproduces {log.path.name}: every reading within "
                          f"{max(rms[str(log.path)].values()):.2g} x its own noise (RMS; at most {tolerance:g})"
                          for log in logs)
-        return Verdict(True, text, rms, {"log": str(logs[li].path), "signal": key, "rms": worst_rms}, tolerance)
+        return ModelVerdict(True, text, rms, {"log": str(logs[li].path), "signal": key, "rms": worst_rms}, tolerance)
     err = errors[li][key]
     sigma = next(s.sigma for s in problem.signals[li] if s.key == key)
     scale, unit = _unit(problem, key)
@@ -174,4 +175,7 @@ def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance: float = TOLERANCE, w
             f"from t = {start - logs[li].time[0]:.2f} s")
     worst = {"log": str(logs[li].path), "signal": key, "rms": worst_rms, "max_error": worst_error, "unit": unit,
              "from_s": float(start - logs[li].time[0])}
-    return Verdict(False, text, rms, worst, tolerance)
+    return ModelVerdict(False, text, rms, worst, tolerance)
+
+
+__getattr__ = renamed(__name__, {"Verdict": "ModelVerdict"}, globals())

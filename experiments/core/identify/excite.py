@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from mujoco import sysid
 
+from crossdyn.experiments.core.identify import sysid
 from crossdyn.experiments.core.identify.fit import Problem
 from crossdyn.experiments.core.identify.logs import Log
 from crossdyn.experiments.core.identify.record import multisine

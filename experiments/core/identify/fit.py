@@ -50,8 +50,8 @@ import mujoco
 import mujoco.rollout
 import numpy as np
 from absl import logging as absl_logging
-from mujoco import sysid
 
+from crossdyn.experiments.core.identify import sysid
 from crossdyn.experiments.core.identify.logs import Log, LogError
 from crossdyn.experiments.core.identify.spec import Quantity, native_delay
 

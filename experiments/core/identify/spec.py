@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from mujoco import sysid
 
 from crossdyn.experiments.core.errors import CrossdynError
+from crossdyn.experiments.core.identify import sysid
 
 __all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR"]
 

@@ -32,9 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+from crossdyn import renamed
 from crossdyn.experiments.core.errors import ParameterError
 
-__all__ = ["Uncertain", "read_identified", "check_model", "draw", "write_model", "columns", "MJCF_PARAM"]
+__all__ = ["Uncertain", "read_identified", "check_elements", "draw", "write_model", "columns", "MJCF_PARAM"]
 
 MJCF_PARAM = "mjcf"  # the parameter through which an experiment receives its model
 _KINDS = ("body", "joint", "actuator", "sensor")
@@ -133,7 +134,7 @@ def read_identified(path: str | Path) -> tuple[list[Uncertain], list[str]]:
     return params, skipped
 
 
-def check_model(params: list[Uncertain], mjcf: str) -> None:
+def check_elements(params: list[Uncertain], mjcf: str) -> None:
     """Every parameter must name an element of the model the runs start from.
 
     Raises:
@@ -182,3 +183,6 @@ def write_model(mjcf: str, values: dict[str, float], params: list[Uncertain], ou
     path = model_path(mjcf)
     quantities = [(p.kind, p.element, p.attr, np.array([values[c] for c in p.columns()])) for p in params]
     return write_values(path, quantities, load_model(path), out, "model.xml")
+
+
+__getattr__ = renamed(__name__, {"check_model": "check_elements"}, globals())

@@ -50,12 +50,12 @@ from crossdyn.experiments.core.results import Context, make_out_dir, write_json
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import table
+from crossdyn.experiments.core.sweep.search import SAMPLERS
 from crossdyn.experiments.core.sweep.space import Vary, parse_constraint, parse_vary, plan
 from crossdyn.experiments.core.validate import seed as validate_seed
 
 __all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult", "best_row", "SAMPLERS"]
 
-SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}  # --sampler: name -> what it is (the first is the default)
 RESULT_COLUMNS = ("passed", "outcome", "measured", "detail")
 # The table's columns of text and the values each takes (None: any); every other column holds numbers.
 TEXTS: dict[str, tuple[str, ...] | None] = {
@@ -140,20 +140,7 @@ def evaluate(job: Job) -> dict[str, str]:
     return _row(job, metrics)
 
 
-@dataclass(frozen=True)
-class JobBatch:
-    """Runs of a tune evaluated together, by the experiment's batched form (``index``: the first run's)."""
-
-    jobs: tuple[Job, ...]
-
-    @property
-    def index(self) -> int:
-        return self.jobs[0].index
-
-
-# Runs per batch at most: enough for the batch to amortize its per-step work over, few enough that
-# every worker gets batches and a table grows while the sweep runs.
-BATCH_RUNS = 128
+JobBatch = sweep_run.Batch  # runs of a tune evaluated together, by the experiment's batched form
 
 
 def evaluate_batch(batch: JobBatch) -> list[dict[str, str]]:
@@ -203,20 +190,6 @@ def _row(job: Job, result) -> dict[str, str]:
     for name, value in numeric_metrics(result).items():
         row[name if name not in row else f"metrics.{name}"] = _text(value)
     return row
-
-
-def _batches(engine: engines.Engine) -> engines.Engine:
-    """``engine`` running jobs a :class:`JobBatch` at a time, yielding one ``(row, seconds, where)`` per run."""
-
-    def run(jobs: list):
-        size = max(1, min(BATCH_RUNS, math.ceil(len(jobs) / (2 * engine.size))))
-        groups = [JobBatch(tuple(jobs[i:i + size])) for i in range(0, len(jobs), size)]
-        for value, seconds, where in engine.run(groups):
-            rows = value if isinstance(value, list) else [value]
-            for row in rows:
-                yield row, seconds / len(rows), where
-
-    return engines.Engine(run, engine.size)
 
 
 def _value(row: dict, key: str) -> float:
@@ -343,8 +316,8 @@ def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search
             # limit is per run); the defaults ran alone above.
             batching = plan_.experiment.batch is not None and timeout is None
             done = sweep_run.run_samples(evaluate, jobs, {j.index: j.key() for j in jobs}, csv_path, columns,
-                                         progress=progress, exact=False,
-                                         engine=_batches(engine) if batching else engine, desc=f"tune {name}",
+                                         progress=progress, exact=False, desc=f"tune {name}",
+                                         engine=sweep_run.in_batches(engine) if batching else engine,
                                          failed=lambda row: row["outcome"] != "pass", texts=TEXTS)
             rows, computed = done.rows, done.computed
     computed += ran_defaults  # the table already held the defaults' row when the plan ran
@@ -454,7 +427,7 @@ def _uncertain(vary_from, exp, params: dict) -> tuple[list, list[str]]:
                              "it cannot be given another model; vary-from needs an experiment that loads its "
                              "MJCF from that parameter")
     uncertain, notes = vary.read_identified(vary_from)
-    vary.check_model(uncertain, str(params[vary.MJCF_PARAM]))
+    vary.check_elements(uncertain, str(params[vary.MJCF_PARAM]))
     return uncertain, notes
 
 
@@ -490,16 +463,9 @@ def _load_experiments(sources: tuple[str, ...]) -> None:
 def failed_row(job: Job, done) -> dict[str, str]:
     """The row of a run that ended without one: crashed (its process ended), timed out, or raised out of
     the evaluation (``SystemExit``, a ``KeyboardInterrupt`` of its own)."""
-    from crossdyn.experiments.core import isolation
-
     if isinstance(job, JobBatch):  # every run of a batch that ended without its rows
         return [failed_row(one, done) for one in job.jobs]  # type: ignore[return-value]
-    if done.status == isolation.TIMED_OUT:
-        outcome, detail = "timed out", f"timed out {done.how} (--timeout); its process was stopped"
-    elif done.status == isolation.CRASHED:
-        outcome, detail = "crashed", f"its process ended ({done.how}) without a result"
-    else:
-        outcome, detail = "error", f"{type(done.error).__name__}: {' '.join(str(done.error).split())}"
+    outcome, detail = sweep_run.ended(done)
     return {**job.key(), **{k: "" for k in RESULT_COLUMNS}, "passed": "false", "outcome": outcome, "detail": detail}
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.results import write_json
 
-__all__ = ["draw", "heat", "outline", "holding_region"]
+__all__ = ["draw", "heat", "outline", "holding_region", "held_map"]
 
 _COLORS = {"pass": "tab:green", "fail": "tab:orange", "error": "black"}
 
@@ -90,17 +90,32 @@ def _map(result, out: Path) -> list[str]:
         held[i, j] = row["outcome"] == "pass"
         value = _value(row, result.minimize) if result.minimize else math.nan
         text[i][j] = f"{value:.3g}" if math.isfinite(value) else row["outcome"]
-    fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
-    heat(ax, fig, xs, ys, held.astype(float), a.name, b.name,
-         f"{result.experiment}: green where it passes ({int(held.sum())}/{held.size})"
-         + (f"; text: {result.minimize}" if result.minimize else ""),
-         cmap="RdYlGn", annotate=text, limits=(0, 1), colorbar=False)
-    outline(ax, held)
-    fig.savefig(out / "map.png", dpi=110, bbox_inches="tight")
     axes = {a.name: xs, b.name: ys}
+    region = held_map(out / "map.png", axes, held, text, f"{result.experiment}: green where it passes "
+                      f"({int(held.sum())}/{held.size})" + (f"; text: {result.minimize}" if result.minimize else ""))
     write_json(out / "map.json", {"experiment": result.experiment, "axes": axes,
-                                  "passed_fraction": float(held.mean()), "holding_region": holding_region(axes, held)})
+                                  "passed_fraction": float(held.mean()), "holding_region": region})
     return ["map.png", "map.json"]
+
+
+def held_map(path: Path, axes: dict[str, list[float]], held: np.ndarray, text: list[list[str]], title: str) -> dict:
+    """Draw a two-axis map of where runs hold (green) into ``path``, the holding region outlined.
+
+    Args:
+      axes: the map's two axes ``{a: values (n,), b: values (m,)}``.
+      held: ``(n, m)``, true (or 1) where the run at ``(a[i], b[j])`` holds.
+      text: ``text[i][j]``, the cell's label.
+
+    Returns:
+      The holding region (:func:`holding_region`).
+    """
+    (a, xs), (b, ys) = axes.items()
+    fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
+    heat(ax, fig, xs, ys, held.astype(float), a, b, title, cmap="RdYlGn", annotate=text, limits=(0, 1),
+         colorbar=False)
+    outline(ax, held.astype(bool))
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return holding_region(axes, held)
 
 
 def heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", annotate=None, limits=(None, None),

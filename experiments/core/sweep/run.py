@@ -1,8 +1,15 @@
-"""Run a planned sweep with resume: the table, the engine and the progress bar together."""
+"""Run a planned sweep with resume: the table, the engine and the progress bar together.
+
+A sweep whose runs can be evaluated many at once (closed loops stepped together on
+``mujoco.batch``) runs them a :class:`Batch` at a time on an engine wrapped by
+:func:`in_batches`: its evaluation takes a batch and returns one row per run, each
+the row that run gives alone.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -11,7 +18,40 @@ from pathlib import Path
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import table
 
-__all__ = ["SweepResult", "run_samples"]
+__all__ = ["SweepResult", "run_samples", "Batch", "in_batches", "BATCH_RUNS", "ended"]
+
+# Runs per batch at most: enough for the batch to amortize its per-step work over, few enough that
+# every worker gets batches and a table grows while the sweep runs.
+BATCH_RUNS = 128
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Runs of a sweep evaluated together (``index``: the first run's)."""
+
+    jobs: tuple
+
+    @property
+    def index(self) -> int:
+        return self.jobs[0].index
+
+
+def in_batches(engine: engines.Engine) -> engines.Engine:
+    """``engine`` running jobs a :class:`Batch` at a time, yielding one ``(row, seconds, where)`` per run.
+
+    Each worker gets batches of about half its share of the jobs (at most :data:`BATCH_RUNS`),
+    so the workers stay busy to the end; a batch's wall time is shared evenly by its runs.
+    """
+
+    def run(jobs: list):
+        size = max(1, min(BATCH_RUNS, math.ceil(len(jobs) / (2 * engine.size))))
+        groups = [Batch(tuple(jobs[i:i + size])) for i in range(0, len(jobs), size)]
+        for value, seconds, where in engine.run(groups):
+            rows = value if isinstance(value, list) else [value]
+            for row in rows:
+                yield row, seconds / len(rows), where
+
+    return engines.Engine(run, engine.size)
 
 
 @dataclass
@@ -109,3 +149,16 @@ def _record(results, plan: list, done: dict, csv_path: Path, columns: Sequence[s
     finally:
         if bar is not None:
             bar.close()
+
+
+def ended(done) -> tuple[str, str]:
+    """``(outcome, detail)`` of a run that ended without a row in an isolated worker (``done``, its
+    :class:`~crossdyn.experiments.core.isolation.Done`): ``timed out``, ``crashed``, or ``error`` (it raised
+    out of the evaluation: ``SystemExit``, a ``KeyboardInterrupt`` of its own)."""
+    from crossdyn.experiments.core import isolation
+
+    if done.status == isolation.TIMED_OUT:
+        return "timed out", f"timed out {done.how} (--timeout); its process was stopped"
+    if done.status == isolation.CRASHED:
+        return "crashed", f"its process ended ({done.how}) without a result"
+    return "error", f"{type(done.error).__name__}: {' '.join(str(done.error).split())}"

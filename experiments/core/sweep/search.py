@@ -1,46 +1,179 @@
-"""``crossdyn tune EXPERIMENT --search optuna``: an Optuna study of one metric, with constraints.
+"""Optuna searches of an experiment's parameters: one loop for one metric or a front of two.
 
-Each trial is a run (:func:`~crossdyn.experiments.core.sweep.experiment.evaluate`);
-the study minimizes ``--minimize`` over the ``--vary`` ranges, and a trial is
-feasible when it passes (the experiment's own verdict) and meets every
-``--constraint``.  A run that errors or whose metric is not finite (never
-settled, say) is told a value worse than any seen so far (``max + |max| + 1``),
-so the sampler's model learns the region is bad.
-Samplers:
-
-- ``gp`` (default): :class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler`
-  in its single-objective form: after 10 random trials, the next parameters
-  maximize the expected improvement of a Gaussian process of the metric over the
-  best feasible trial;
-- ``tpe``: Optuna's TPE with the constraints.
-
-Trial 0 is the experiment's defaults.  Trials are asked a batch of workers at a
-time and told in trial order, so a search is deterministic for a seed, a sampler
-and a worker count.  Every trial is a row of ``samples.csv``; rerun with the same
+Each trial is a run; the search asks a sampler for a batch of trials (as many as
+there are workers), runs them, and tells the sampler each trial's objectives and
+constraints in trial order, so a search is deterministic for a seed, a sampler and
+a worker count.  Every trial is a row of ``samples.csv``; rerun with the same
 arguments, a search replays the rows it finds (same seed, same suggestions) and
-runs only the missing trials.
+runs only the missing trials (:func:`run`).
+
+``crossdyn tune EXPERIMENT --search optuna`` (:func:`search`) minimizes
+``--minimize`` over the ``--vary`` ranges; a trial is feasible when it passes (the
+experiment's own verdict) and meets every ``--constraint``.  A run that errors or
+whose metric is not finite (never settled, say) is told a value worse than any
+seen so far (``max + |max| + 1``), so the sampler's model learns the region is bad.
+
+Samplers (:func:`sampler`):
+
+- ``gp`` (default): :class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler`:
+  after 10 random trials, expected improvement on Gaussian processes, of one
+  metric among feasible trials, or (two objectives) of the first within levels of
+  the second (epsilon-constraint steps);
+- ``tpe``: Optuna's TPE with the constraints (multi-objective with two).
+
+A search of LQR weights can draw the weight *ratios* ``q / r`` instead of the
+weights (:func:`suggest_ratios`): scaling Q and R together leaves the gain
+unchanged, so the weights have one direction that changes nothing.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.sweep import table
 
-__all__ = ["search", "refuse_extra_trials"]
+__all__ = ["search", "run", "study", "sampler", "suggest_ratios", "read_trials", "refuse_extra_trials", "SAMPLERS"]
+
+SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}  # --sampler: name -> what it is (the first is the default)
 
 
-def _sampler(name: str, seed: int):
-    import optuna
+def sampler(name: str, seed: int, **gp):
+    """The Optuna sampler ``name`` (:data:`SAMPLERS`); ``gp`` is the
+    :class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler` with the options ``gp``.
+
+    Raises:
+      CrossdynError: Optuna is not installed.
+    """
+    try:
+        import optuna
+    except ImportError:
+        raise CrossdynError("--search optuna needs Optuna: pip install optuna") from None
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
 
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
     from crossdyn.experiments.core.epsilon_sampler import EpsilonConstraintSampler
 
-    return EpsilonConstraintSampler(seed=seed, levels=(math.inf,), log_objective=False)
+    return EpsilonConstraintSampler(seed=seed, **gp)
+
+
+def study(directions: int, how, first: dict | None = None):
+    """A study minimizing ``directions`` objectives with the sampler ``how`` (:func:`sampler`); ``first``, if
+    given, is trial 0's parameters."""
+    import optuna
+
+    out = optuna.create_study(directions=["minimize"] * directions, sampler=how)
+    if first is not None:
+        out.enqueue_trial(first)
+    return out
+
+
+def suggest_ratios(trial, bounds: dict[str, tuple[float, float]], denominator: str = "r",
+                   prefix: str = "ratio_") -> dict[str, float]:
+    """LQR weights from the ratios ``q / r`` the sampler draws, mapped back into ``bounds``.
+
+    Each ratio is drawn log-uniformly over what the bounds allow (``q_low / r_high``
+    to ``q_high / r_low``) as the parameter ``prefix + q``.  ``r`` is the geometric
+    middle of the interval where every ``q = ratio r`` lies in its range; if there is
+    no such ``r``, the middle of the two ends is clipped into r's range and each ``q``
+    into its own.
+
+    Args:
+      trial: an Optuna trial.
+      bounds: every weight's ``(low, high)``, the ``denominator`` (the input weight) among them.
+
+    Returns:
+      The weights by name, in ``bounds``' order.
+    """
+    r_low, r_high = bounds[denominator]
+    qs = [w for w in bounds if w != denominator]
+    ratios = {w: trial.suggest_float(prefix + w, bounds[w][0] / r_high, bounds[w][1] / r_low, log=True) for w in qs}
+    low = max([r_low] + [bounds[w][0] / ratios[w] for w in qs])
+    high = min([r_high] + [bounds[w][1] / ratios[w] for w in qs])
+    r = min(max(math.sqrt(low * high), r_low), r_high)
+    weights = {w: min(max(ratios[w] * r, bounds[w][0]), bounds[w][1]) for w in qs}
+    return {w: (r if w == denominator else weights[w]) for w in bounds}
+
+
+def read_trials(csv_path: Path, columns: Sequence[str], *, exact: bool = False,
+                texts: Mapping[str, Collection[str] | None] | None = None) -> dict[int, dict]:
+    """Finished rows of an earlier run of this search, by trial (:func:`~crossdyn.experiments.core.sweep.table.read`).
+
+    Raises:
+      ParameterError: the file is not a table of this version, holds a damaged row or a bad trial number.
+    """
+    out: dict[int, dict] = {}
+    for row in table.read(csv_path, columns, exact=exact, texts=texts):
+        try:
+            index = int(row["sample"])
+        except ValueError:
+            raise ParameterError(f"{csv_path} holds sample {row['sample']!r}: use another --out or delete it") from None
+        if row.get("outcome"):
+            out.setdefault(index, row)
+    return out
+
+
+Score = Callable[[dict, dict], tuple[Any, dict[str, float]]]
+
+
+def run(the_study, make_job: Callable, score: Score, csv_path: Path, columns: Sequence[str], trials: int, engine,
+        progress: bool, *, found: dict[int, dict], done: dict[int, dict] | None = None, first: int = 0,
+        exact: bool = False, failed: Callable[[dict], bool] | None = None) -> tuple[list, int]:
+    """Run a search's trials ``first..trials`` on an open ``engine``; returns ``(rows in trial order, runs made now)``.
+
+    Args:
+      the_study: the Optuna study (:func:`study`).
+      make_job: ``make_job(index, trial) -> job``: the run of trial ``index``, its values suggested on ``trial``.
+      score: ``score(row, done) -> (objectives, {constraint: excess})`` of a finished trial (``done``: every
+        finished row by trial, the defaults' among them); excess ``<= 0`` is feasible.
+      csv_path, columns: the table and its header (``exact``) or its leading columns (it grows a column per metric).
+      trials: the trials after trial 0.
+      found: the rows already in the table (:func:`read_trials`); ``done``: rows done before trial ``first``.
+      failed: counts a row as failed on the progress bar.
+
+    Raises:
+      ParameterError: a found row is not the trial this search suggests now (other arguments).
+      CrossdynError: the Dask scheduler cannot be reached.
+    """
+    total, done, computed = trials + 1, dict(done or {}), 0
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, initial=first, desc="search", unit="trial", dynamic_ncols=True)
+    try:
+        with table.appending(csv_path, [found[i] for i in sorted(found)], columns, grow=not exact) as record:
+            for start in range(first, total, engine.size):
+                asked = [the_study.ask() for _ in range(min(engine.size, total - start))]
+                jobs = [make_job(start + i, t) for i, t in enumerate(asked)]
+                for j in jobs:
+                    if j.index in found:
+                        _check_same(csv_path, found[j.index], j)
+                        done[j.index] = found[j.index]
+                for row, seconds, where in engine.run([j for j in jobs if j.index not in done]):
+                    record(row, seconds, where)
+                    done[int(row["sample"])] = row
+                    computed += 1
+                for t, j in zip(asked, jobs, strict=True):  # in trial order: the sampler's history is deterministic
+                    objectives, constraints = score(done[j.index], done)
+                    for name, excess in constraints.items():
+                        t.set_constraint(name, excess)
+                    the_study.tell(t, objectives)
+                if bar is not None:
+                    bar.update(len(jobs))
+                    if failed is not None:
+                        bar.set_postfix(failed=sum(failed(done[j.index]) for j in jobs))
+    finally:
+        if bar is not None:
+            bar.close()
+    refuse_extra_trials(csv_path, found, done, trials)
+    rows = [done[i] for i in range(total)]
+    table.write(csv_path, rows, list(columns) if exact else table.columns_of(rows, columns))
+    return rows, computed
 
 
 def _suggest(trial, space) -> dict:
@@ -54,8 +187,9 @@ def _suggest(trial, space) -> dict:
 
 
 def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | None, limits: list, trials: int,
-           seed: int, sampler: str, engine, progress: bool) -> tuple[list, int]:
-    """Run the search on an open ``engine``; returns ``(rows in trial order, runs made now)``.
+           seed: int, sampler_name: str, engine, progress: bool) -> tuple[list, int]:
+    """``crossdyn tune EXPERIMENT --search optuna`` on an open ``engine``; returns ``(rows in trial order, runs
+    made now)``.
 
     Raises:
       ParameterError: no ``--minimize`` metric; a table made with other arguments.
@@ -63,68 +197,38 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
     """
     if minimize is None:
         raise ParameterError("--search optuna needs --minimize METRIC")
-    try:
-        import optuna
-    except ImportError:
-        raise CrossdynError("--search optuna needs Optuna: pip install optuna") from None
     from crossdyn.experiments.core.sweep.experiment import TEXTS
 
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
-    found = {int(r["sample"]): r for r in table.read(csv_path, columns, exact=False, texts=TEXTS) if r.get("outcome")}
-    study = optuna.create_study(direction="minimize", sampler=_sampler(sampler, seed))
+    found = read_trials(csv_path, columns, texts=TEXTS)
+    the_study = study(1, sampler(sampler_name, seed, levels=(math.inf,), log_objective=False))
     defaults = dict(make_job(0, "default", {}).values)
     # The defaults are trial 0 when they lie in the ranges (the sampler learns from them); otherwise
     # sample 0 stays outside the study and trial n is sample n + 1.
     offset = 0 if all(v.low <= defaults[v.name] <= v.high for v in space) else 1
     if offset == 0:
-        study.enqueue_trial({v.name: defaults[v.name] for v in space})
-    else:
-        if 0 not in found:
-            raise ParameterError(f"{csv_path}: the defaults run is missing")  # tune() runs it first
-    total, done, computed = trials + 1, ({} if offset == 0 else {0: found[0]}), 0
+        the_study.enqueue_trial({v.name: defaults[v.name] for v in space})
+    elif 0 not in found:
+        raise ParameterError(f"{csv_path}: the defaults run is missing")  # tune() runs it first
     worst = [_number(found[0], minimize)] if 0 in found else []  # finite objectives told, for the penalty
-    bar = None
-    if progress:
-        from tqdm import tqdm
 
-        bar = tqdm(total=total, initial=offset, desc="search", unit="trial", dynamic_ncols=True)
-    try:
-        with table.appending(csv_path, [found[i] for i in sorted(found)], columns, grow=True) as record:
-            for first in range(offset, total, engine.size):
-                asked = [study.ask() for _ in range(min(engine.size, total - first))]
-                jobs = [make_job(first + i, "default" if first + i == 0 else "optuna",
-                                 {} if first + i == 0 else _suggest(t, space)) for i, t in enumerate(asked)]
-                for j in jobs:
-                    if j.index in found:
-                        _check_same(csv_path, found[j.index], j)
-                        done[j.index] = found[j.index]
-                for row, seconds, where in engine.run([j for j in jobs if j.index not in done]):
-                    record(row, seconds, where)
-                    done[int(row["sample"])] = row
-                    computed += 1
-                for t, j in zip(asked, jobs, strict=False):  # in trial order: the sampler's history is deterministic
-                    row = done[j.index]
-                    value = _number(row, minimize)
-                    if math.isfinite(value):
-                        worst.append(value)
-                    else:  # an error or a run that never got there: worse than any seen, so the model learns it
-                        known = [v for v in worst if math.isfinite(v)]
-                        value = max(known) + abs(max(known)) + 1.0 if known else 1.0
-                    t.set_constraint("verdict", 0.0 if row["outcome"] == "pass" else 1.0)
-                    for metric, op, limit in limits:
-                        v = _number(row, metric)
-                        excess = (v - limit if op == "<=" else limit - v) if math.isfinite(v) else 1e300
-                        t.set_constraint(metric, excess)
-                    study.tell(t, value)
-                if bar is not None:
-                    bar.update(len(jobs))
-    finally:
-        if bar is not None:
-            bar.close()
-    refuse_extra_trials(csv_path, found, done, trials)
-    rows = [done[i] for i in range(total)]
-    table.write(csv_path, rows, table.columns_of(rows, columns))
-    return rows, computed
+    def score(row: dict, done: dict) -> tuple[float, dict[str, float]]:
+        value = _number(row, minimize)
+        if math.isfinite(value):
+            worst.append(value)
+        else:  # an error or a run that never got there: worse than any seen, so the model learns it
+            known = [v for v in worst if math.isfinite(v)]
+            value = max(known) + abs(max(known)) + 1.0 if known else 1.0
+        constraints = {"verdict": 0.0 if row["outcome"] == "pass" else 1.0}
+        for metric, op, limit in limits:
+            v = _number(row, metric)
+            constraints[metric] = (v - limit if op == "<=" else limit - v) if math.isfinite(v) else 1e300
+        return value, constraints
+
+    def job(index: int, trial):
+        return make_job(index, "default" if index == 0 else "optuna", {} if index == 0 else _suggest(trial, space))
+
+    return run(the_study, job, score, csv_path, columns, trials, engine, progress, found=found,
+               done={} if offset == 0 else {0: found[0]}, first=offset)
 
 
 def refuse_extra_trials(csv_path: Path, found, done, trials: int) -> None:

@@ -6,6 +6,11 @@ numbers.  :func:`plan` lays out the runs of a blind sweep: a Latin hypercube
 (``lhs``: ``samples`` draws, each range cut into ``samples`` strata) or a grid
 (``grid``: ``k`` evenly spaced values per parameter, ``k^d <= samples``).  The
 experiment's defaults are always run too, first, as the reference (sample 0).
+
+A sweep that names its own values instead has :func:`parse_values` (``a,b,c`` or
+``lo:hi:n`` per name), :func:`product` (every combination of them, a grid or a
+two-axis map) and :func:`log_hypercube` (a Latin hypercube log-uniform within
+per-name bounds, :func:`parse_bounds`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import numpy as np
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.registry import Param
 
-__all__ = ["Vary", "parse_vary", "parse_constraint", "plan", "SEARCHES", "SAMPLES_MAX"]
+__all__ = ["Vary", "parse_vary", "parse_constraint", "plan", "parse_values", "parse_bounds", "product",
+           "log_hypercube", "SEARCHES", "SAMPLES_MAX"]
 
 SEARCHES = ("lhs", "grid", "optuna")
 # The most runs one sweep plans: about a CPU-day at ~1 s a run; a bigger sweep is refused
@@ -154,3 +160,96 @@ def plan(space: list[Vary], search: str, samples: int, seed: int) -> list[tuple[
         names = [v.name for v in space]
         return [("grid", dict(zip(names, values, strict=True))) for values in itertools.product(*axes)]
     raise ParameterError(f"unknown search {search!r}; choose from {', '.join(SEARCHES)}")
+
+
+def _numbers(name: str, text: str) -> list[float]:
+    """``a,b,c`` or ``lo:hi:n`` (n evenly spaced values) as floats."""
+    text = text.strip()
+    if not text:
+        raise ParameterError(f"{name}=: empty list of values")
+    try:
+        if ":" in text:
+            lo, hi, n = text.split(":")
+            count = int(n)
+            if count < 1:
+                raise ValueError
+            if count > SAMPLES_MAX:
+                raise ParameterError(f"{name}={text}: at most {SAMPLES_MAX:,} values per axis, got {count:,}")
+            return [float(v) for v in np.linspace(float(lo), float(hi), count)]
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ParameterError(f"{name}={text}: expected numbers 'a,b,c' or 'lo:hi:count'") from None
+
+
+def parse_values(items: list[tuple[str, str]], check) -> dict[str, list[float]]:
+    """``[("q_theta", "10,100,1000"), ...]`` -> ``{"q_theta": [10.0, 100.0, 1000.0]}``, each value ``check``-ed.
+
+    Args:
+      items: ``(name, text)`` pairs, text ``a,b,c`` or ``lo:hi:n`` (n evenly spaced values).
+      check: ``check(name, value) -> value``: refuses an unknown name or a value out of range.
+
+    Raises:
+      ParameterError: repeated name, empty list, malformed numbers, or ``check``'s refusal.
+    """
+    out: dict[str, list[float]] = {}
+    for name, text in items:
+        if name in out:
+            raise ParameterError(f"{name} given twice")
+        values = _numbers(name, text)
+        if not values:
+            raise ParameterError(f"{name}={text}: empty list of values")
+        out[name] = [check(name, v) for v in values]
+    return out
+
+
+def parse_bounds(items: list[tuple[str, str]], check) -> dict[str, tuple[float, float]]:
+    """``[("q_x", "1:1000")]`` -> ``{"q_x": (1.0, 1000.0)}``: log-scale bounds, both > 0, ``check``-ed.
+
+    Raises:
+      ParameterError: not ``low:high``, ``0 < low <= high`` broken, or ``check``'s refusal.
+    """
+    out = {}
+    for name, text in items:
+        try:
+            lo, hi = (float(v) for v in text.split(":"))
+        except ValueError:
+            raise ParameterError(f"{name}={text}: expected a range 'low:high'") from None
+        lo, hi = check(name, lo), check(name, hi)
+        if not 0 < lo <= hi:
+            raise ParameterError(f"{name}={text}: need 0 < low <= high (sampled on a log scale)")
+        out[name] = (lo, hi)
+    return out
+
+
+def product(axes: dict[str, list[float]], what: str = "the grid", unit: str = "combinations") -> list[dict[str, float]]:
+    """Every combination of the axes' values, the first axis slowest: ``[{name: value}, ...]``.
+
+    ``what`` and ``unit`` name the plan and its runs in the refusal (``the map``, ``cells``).
+
+    Raises:
+      ParameterError: more than :data:`SAMPLES_MAX` combinations.
+    """
+    import itertools
+
+    cells = math.prod(len(v) for v in axes.values())
+    if cells > SAMPLES_MAX:
+        raise ParameterError(f"{what} has {cells:,} {unit}; at most {SAMPLES_MAX:,} per sweep")
+    names = list(axes)
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*(axes[n] for n in names))]
+
+
+def log_hypercube(bounds: dict[str, tuple[float, float]], samples: int, seed: int) -> list[dict[str, float]]:
+    """A Latin hypercube of ``samples`` draws, log-uniform within ``bounds`` (name -> ``(low, high)``, > 0).
+
+    Raises:
+      ParameterError: ``samples`` outside 1..:data:`SAMPLES_MAX`.
+    """
+    if not 1 <= samples <= SAMPLES_MAX:
+        raise ParameterError(f"--samples must be from 1 to {SAMPLES_MAX:,}, got {samples:,}")
+    from scipy.stats import qmc
+
+    names = list(bounds)
+    lo = np.log10([bounds[n][0] for n in names])
+    hi = np.log10([bounds[n][1] for n in names])
+    unit = qmc.LatinHypercube(d=len(names), rng=np.random.default_rng(seed)).random(samples)
+    return [{n: float(v) for n, v in zip(names, row, strict=True)} for row in 10.0 ** (lo + unit * (hi - lo))]

@@ -1,0 +1,136 @@
+"""The closed loop in C, for a compiled controller run as it is: the step loop without Python in it.
+
+:func:`~crossdyn.experiments.core.loop.simulate` runs a controller that offers a C
+step function (:class:`~crossdyn.experiments.core.c_controller.CController`) in this
+loop when nothing else of the run needs Python between steps: no imperfections,
+no ``stop``, no computed ``record`` values, no video.  Each control step does what
+the Python loop does, in the same order and arithmetic: read ``d->time``, call the
+controller's ``int step(double t)`` (1: fine), copy the row's arrays into the
+preallocated table, step the physics ``per`` times with ``mj_step``, and stop on
+MuJoCo's bad-control warning (a refused control), its bad qpos/qvel/qacc warnings
+or a non-finite sum of ``qacc`` (diverged).  The trace is therefore the Python
+loop's bit for bit (``tests/test_c_controller.py`` compares them); what is left
+out is the interpreter's cost per step, about 2 us on the cart-pole, which is a
+third of MuJoCo's own step (``benchmarks/c_controller_speed.py``).
+
+The loop is compiled once per MuJoCo version and compiler into the C controllers'
+cache, against the headers the ``mujoco`` package ships; it calls ``mj_step``
+through the address of the library the bindings loaded, so MuJoCo's warning
+handler (crossdyn's collector) is the same one.  It is loaded with ctypes'
+``PyDLL``: the interpreter lock stays held, as MuJoCo's Python warning callback needs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from crossdyn.experiments.core.c_controller import CompileError, _compile, _compiler_identity, cache_dir, compiler
+
+__all__ = ["run_steps", "FINE", "DIVERGED", "REFUSED"]
+
+# Why the loop ended (besides the controller's own step result, returned as is).
+FINE, DIVERGED, REFUSED = 0, -1, -2
+
+_SOURCE = r"""
+/* crossdyn's closed loop for compiled controllers (generated; see crossdyn.experiments.core.c_loop). */
+#include <math.h>
+#include <string.h>
+#include <mujoco/mujoco.h>
+
+typedef void (*crossdyn_mj_step)(const mjModel *, mjData *);
+typedef int (*crossdyn_control)(double);
+
+/* Rows recorded; *why: 0 ran to the end, -1 diverged, -2 MuJoCo refused a control, else the controller's
+   result other than 1 (its step, at d->time, was not recorded). */
+long crossdyn_run(const mjModel *m, mjData *d, crossdyn_mj_step mj_step_, crossdyn_control control, long n, int per,
+                  double *times, double *table, long width, int nparts, double *const *src, const long *len, int *why)
+{
+    long i, j;
+    int k, s;
+    for (i = 0; i < n; ++i) {
+        double t = d->time, sum = 0.0, *row = table + i * width;
+        int result = control(t), counted;
+        if (result != 1) { *why = result; return i; }
+        times[i] = t;
+        for (k = 0; k < nparts; ++k) { memcpy(row, src[k], (size_t)len[k] * sizeof(double)); row += len[k]; }
+        counted = d->warning[mjWARN_BADCTRL].number;
+        for (s = 0; s < per; ++s) mj_step_(m, d);
+        if (d->warning[mjWARN_BADCTRL].number != counted) { *why = -2; return i; }
+        for (j = 0; j < m->nv; ++j) sum += d->qacc[j];
+        if (d->warning[mjWARN_BADQACC].number || d->warning[mjWARN_BADQPOS].number
+            || d->warning[mjWARN_BADQVEL].number || !isfinite(sum)) { *why = -1; return i + 1; }
+    }
+    *why = 0;
+    return n;
+}
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _library() -> tuple[ctypes.PyDLL, int]:
+    """The compiled loop and ``mj_step``'s address in the MuJoCo library the bindings use.
+
+    Raises:
+      CompileError: no C compiler, or the loop does not build against the package's headers.
+    """
+    package = Path(mujoco.__file__).parent
+    cc = compiler()
+    key = hashlib.sha256(f"{_SOURCE}|{mujoco.__version__}|{_compiler_identity(cc)}".encode()).hexdigest()[:32]
+    library = cache_dir() / f"loop-{key}.so"
+    if not library.is_file():
+        with tempfile.TemporaryDirectory(prefix="crossdyn-loop-") as tmp:
+            source, out = Path(tmp) / "crossdyn_loop.c", Path(tmp) / "loop.so"
+            source.write_text(_SOURCE)
+            _compile([cc, "-O2", "-fPIC", "-shared", f"-I{package / 'include'}", str(source), "-o", str(out)],
+                     {str(source): "crossdyn_loop.c"})
+            library.parent.mkdir(parents=True, exist_ok=True)
+            partial = library.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_bytes(out.read_bytes())
+            os.replace(partial, library)  # atomic: a concurrent worker sees the whole library or none
+    lib = ctypes.PyDLL(str(library))
+    lib.crossdyn_run.restype = ctypes.c_long
+    lib.crossdyn_run.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long,
+                                 ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int,
+                                 ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int))
+    # The bindings' own copy of MuJoCo (already loaded: dlopen returns it, not a second copy).
+    found = glob.glob(str(package / "libmujoco.so*")) or glob.glob(str(package / "libmujoco*.dylib"))
+    if not found:
+        raise CompileError(f"no MuJoCo shared library in {package}: the compiled loop cannot call mj_step")
+    step = ctypes.cast(ctypes.CDLL(found[0]).mj_step, ctypes.c_void_p).value
+    return lib, int(step or 0)
+
+
+def run_steps(model: mujoco.MjModel, data: mujoco.MjData, control: int, n: int, per: int, times: np.ndarray,
+              table: np.ndarray, parts: tuple[np.ndarray, ...]) -> tuple[int, int]:
+    """Run up to ``n`` control steps in C.
+
+    Args:
+      model, data: the run's model and data (``data`` advanced in place).
+      control: the address of the controller's ``int step(double t)`` (1: fine),
+        which reads its inputs from and writes ``data.ctrl`` itself.
+      n: control steps; per: physics steps each.
+      times: ``(n,)`` each recorded step's time, s, written.
+      table: ``(n, width)`` C-contiguous float64, each row the ``parts`` concatenated, written.
+      parts: the row's arrays, each contiguous float64 (views into ``data``).
+
+    Returns:
+      ``(rows recorded, why)``: why is :data:`FINE`, :data:`DIVERGED`, :data:`REFUSED`
+      or the controller's result other than 1 (then its step was not recorded).
+    """
+    lib, step = _library()
+    pointers = (ctypes.c_void_p * len(parts))(*(p.ctypes.data for p in parts))
+    lengths = np.array([p.size for p in parts], dtype=np.int64)
+    why = ctypes.c_int(0)
+    rows = lib.crossdyn_run(model._address, data._address, step, control, n, per, times.ctypes.data,
+                            table.ctypes.data, table.shape[1], len(parts), pointers, lengths.ctypes.data,
+                            ctypes.byref(why))
+    return int(rows), why.value
