@@ -26,12 +26,14 @@ need them, up to ``workers`` (or at once, :meth:`Pool.start`).  Each worker:
   from a fork server that imported this process's crossdyn modules (forking a
   process whose other threads may hold a lock can deadlock the child).  It takes
   this process's environment variables and working folder, and runs
-  ``initializer(*initargs)`` once;
+  ``initializer(*initargs)`` once.  Only a forked worker sees what this process
+  changed in its modules after importing them (a test's monkeypatch): code must
+  not rely on it;
 - leads its own process group, so that whatever it forks is killed with it: a
   crashed, timed-out or finished worker leaves no process behind;
-- ignores Ctrl-C and SIGTERM (the parent stops the pool), and kills itself and
-  its group when the parent dies (it polls every :data:`PARENT_POLL_S`); writes
-  no core file when a task aborts;
+- ignores Ctrl-C (the parent stops the pool; SIGTERM ends it, whatever handler
+  the parent had), and kills itself and its group when the parent dies (it polls
+  every :data:`PARENT_POLL_S`); writes no core file when a task aborts;
 - gives no result from a forked child: a task's function that forks and whose
   child returns ends that child at once, so only the worker itself answers;
 - goes back to its working folder after each task (a task's ``os.chdir`` does
