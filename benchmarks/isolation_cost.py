@@ -2,8 +2,8 @@
 
 Prints, each the best of a few repeats (on a shared machine other load only adds time):
 
-  1. a worker's start: spawn an interpreter, import crossdyn and load the registry;
-     paid once per run (and once more after each crash or timeout);
+  1. a worker's start: a fork of this process (crossdyn imported) loading the
+     registry; paid once per run (and once more after each crash or timeout);
   2. per experiment: the cost of one more trivial experiment (runs of N and 4N),
      in a worker vs in this process (pickling, the pipe, the parent's bookkeeping);
   3. a real short experiment (two-link-lagrange), whole run, isolated vs in-process;
@@ -67,7 +67,7 @@ def main() -> None:
         pool.close()
 
     start, _ = best_time(start_worker, args.repeats)
-    print(f"worker start (spawn, import crossdyn, load the registry): {start:.2f} s, once per run")
+    print(f"worker start (a fork of this process, load the registry): {start:.2f} s, once per run")
 
     def trivial_run(isolate: bool, count: int):
         def run():
@@ -104,7 +104,7 @@ def main() -> None:
         print(f"check derivation, {samples:>6,} states: in this process {inline:.2f} s, in a worker "
               f"{isolated:.2f} s (+{isolated - inline:.2f} s per check)")
     bare, _ = best_time(lambda: isolation.call(len, ()), args.repeats)
-    print(f"a bare worker (spawn and import crossdyn's isolation module only): {bare:.2f} s")
+    print(f"a bare worker (started, ready, one trivial task, gone): {bare:.2f} s")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 from crossdyn.experiments.core.errors import ParameterError
 
@@ -85,3 +86,23 @@ def raise_unpicklable():
 def raise_parameter_error():
     raise ParameterError("bad input at start")
 
+
+
+def where_am_i():
+    """The worker's parent process, its CROSSDYN_TEST_MARK variable and working folder."""
+    return os.getppid(), os.environ.get("CROSSDYN_TEST_MARK"), os.getcwd()
+
+
+@dataclass(frozen=True)
+class Job:
+    """A sweep's job: its index and a value."""
+
+    index: int
+    value: int
+
+
+def double_or_exit(job: Job) -> dict:
+    """A sweep evaluation: the job's row, or (a negative value) the end of its process."""
+    if job.value < 0:
+        os._exit(3)
+    return {"sample": str(job.index), "double": str(2 * job.value)}

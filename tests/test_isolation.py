@@ -137,6 +137,48 @@ def test_call_runs_one_task_in_a_fresh_process():
     assert isolation.call(tasks.os_exit, 7).how == "exit status 7"
 
 
+def test_workers_are_forks_of_this_process_or_with_threads_of_the_fork_server(tmp_path, monkeypatch):
+    """Forking a process whose other threads may hold a lock can deadlock the child: with a second thread
+    running, workers come from the fork server, yet see this process's environment and folder as it is now."""
+    import threading
+
+    def where() -> tuple:
+        with Pool(1) as pool:
+            pool.submit(tasks.where_am_i)
+            [done] = list(pool.as_completed())
+        return done.value
+
+    assert threading.active_count() == 1, "this test needs a process with one thread to begin with"
+    assert where()[0] == os.getpid()  # one thread: a fork of this process
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    try:
+        where()  # the fork server is running from here on
+        monkeypatch.setenv("CROSSDYN_TEST_MARK", "set after the server started")
+        monkeypatch.chdir(tmp_path)
+        parent, mark, folder = where()
+    finally:
+        stop.set()
+        thread.join()
+    assert parent != os.getpid()  # the fork server's child
+    assert (mark, folder) == ("set after the server started", str(tmp_path))
+
+
+def test_a_sweep_run_that_ends_its_worker_is_a_row_or_else_a_one_line_error():
+    from crossdyn.experiments.core.errors import CrossdynError
+    from crossdyn.experiments.core.sweep import engine as engines
+
+    jobs = [tasks.Job(0, 21), tasks.Job(1, -1), tasks.Job(2, 2)]
+    failed = engines.Isolation(lambda job, done: {"sample": str(job.index), "double": done.how})
+    with engines.engine(tasks.double_or_exit, 2, isolation=failed) as engine:
+        rows = {row["sample"]: row["double"] for row, _, _ in engine.run(jobs)}
+    assert rows == {"0": "42", "1": "exit status 3", "2": "4"}  # the others went on
+    with pytest.raises(CrossdynError, match=r"^run 1 ended without its row \(crashed: exit status 3\)$"), \
+            engines.engine(tasks.double_or_exit, 1) as engine:
+        list(engine.run(jobs))
+
+
 def test_how_it_ended():
     assert isolation.how_it_ended(0) == "exit status 0"
     assert isolation.how_it_ended(-signal.SIGSEGV) == "signal SIGSEGV"

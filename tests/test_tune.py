@@ -36,7 +36,7 @@ def _rows(path):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """The sweep run inline (one worker): the CSV every other engine must reproduce."""
+    """The sweep on one worker process: the CSV every other engine must reproduce."""
     out = tmp_path_factory.mktemp("reference")
     result = tune.sweep(out, workers=1, plots_=False, **SWEEP)
     return out / "samples.csv", result
@@ -258,3 +258,14 @@ def test_killing_the_sweep_leaves_no_worker_alive(tmp_path, sig):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_batch_whose_worker_ended_is_a_row_per_run():
+    from crossdyn.experiments.core import isolation
+    from crossdyn.experiments.core.sweep import run as sweep_run
+
+    plan = tune.plan_sweep(**SWEEP)
+    rows = tune._failed_row(sweep_run.Batch(tuple(plan[:3])), isolation.Done(None, isolation.CRASHED,
+                                                                             how="signal SIGSEGV"))
+    assert [row["sample"] for row in rows] == ["0", "1", "2"]
+    assert all(row["outcome"] == "crashed" and "signal SIGSEGV" in row["detail"] for row in rows)

@@ -517,19 +517,17 @@ def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, schedul
 
 
 def engine(workers: int = 1, scheduler: str | None = None, timeout: float | None = None):
-    """An open engine of :func:`evaluate` runs (:func:`crossdyn.experiments.core.sweep.engine.engine`); with a
-    ``timeout``, each run in an isolated worker process, stopped past it (a ``timed out`` row)."""
-    isolation = engines.Isolation(_failed_row, timeout) if timeout is not None and not scheduler else None
-    return engines.engine(evaluate, workers, scheduler, warm=_warm, preload=_PRELOAD, isolation=isolation)
+    """An open engine of :func:`evaluate` runs (:func:`crossdyn.experiments.core.sweep.engine.engine`): a run
+    that crashes, or with a ``timeout`` runs past it, is a row (``crashed``, ``timed out``)."""
+    return engines.engine(evaluate, workers, scheduler, warm=_warm, isolation=engines.Isolation(_failed_row, timeout))
 
 
 def _failed_row(sample: Sample, done) -> dict[str, str]:
     """The row of a run that ended without one (isolated workers): crashed, timed out or raised out."""
+    if isinstance(sample, sweep_run.Batch):  # every run of a batch that ended without its rows
+        return [_failed_row(one, done) for one in sample.jobs]  # type: ignore[return-value]
     outcome, detail = sweep_run.ended(done)
     return {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}, "outcome": outcome, "detail": detail}
-
-
-_PRELOAD = ("crossdyn.experiments.biped.tune",)  # what a fork server imports before forking workers
 
 
 # ---------------------------------------------------------------------------------

@@ -17,17 +17,23 @@ Usage::
         for done in pool.as_completed():
             done.key, done.status, done.value, done.how   # status: ok / raised / crashed / timed out
 
-Workers are reused (a pool, not a process per call: starting an interpreter and
-importing MuJoCo costs about a second; ``benchmarks/isolation_cost.py`` measures
-it) and started lazily, as tasks need them, up to ``workers``.  Each worker:
+Workers are reused (a pool, not a process per call) and started lazily, as tasks
+need them, up to ``workers`` (or at once, :meth:`Pool.start`).  Each worker:
 
-- is a fresh interpreter (``spawn``): it shares no threads, locks or GL state with
-  the parent, and runs ``initializer(*initargs)`` once;
+- is a copy of a process that has crossdyn imported, so that it starts at once
+  instead of importing MuJoCo and the systems again (``benchmarks/isolation_cost.py``
+  measures the start): forked from this process while it has one thread, else
+  from a fork server that imported this process's crossdyn modules (forking a
+  process whose other threads may hold a lock can deadlock the child).  It takes
+  this process's environment variables and working folder, and runs
+  ``initializer(*initargs)`` once.  Only a forked worker sees what this process
+  changed in its modules after importing them (a test's monkeypatch): code must
+  not rely on it;
 - leads its own process group, so that whatever it forks is killed with it: a
   crashed, timed-out or finished worker leaves no process behind;
-- ignores Ctrl-C (the parent stops the pool), and kills itself and its group
-  when the parent dies (it polls every :data:`PARENT_POLL_S`); writes no core
-  file when a task aborts;
+- ignores Ctrl-C (the parent stops the pool; SIGTERM ends it, whatever handler
+  the parent had), and kills itself and its group when the parent dies (it polls
+  every :data:`PARENT_POLL_S`); writes no core file when a task aborts;
 - gives no result from a forked child: a task's function that forks and whose
   child returns ends that child at once, so only the worker itself answers;
 - goes back to its working folder after each task (a task's ``os.chdir`` does
@@ -44,6 +50,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import faulthandler
 import itertools
 import multiprocessing
 import os
@@ -61,8 +68,8 @@ from typing import Any
 
 from crossdyn.experiments.core.errors import CrossdynError
 
-__all__ = ["Pool", "Done", "RemoteError", "WorkerStartError", "how_it_ended", "call", "OK", "RAISED", "CRASHED",
-           "TIMED_OUT", "PARENT_POLL_S"]
+__all__ = ["Pool", "Done", "RemoteError", "WorkerStartError", "how_it_ended", "call", "forked", "OK", "RAISED",
+           "CRASHED", "TIMED_OUT", "PARENT_POLL_S"]
 
 OK, RAISED, CRASHED, TIMED_OUT = "ok", "raised", "crashed", "timed out"
 
@@ -149,10 +156,22 @@ _WORKER_PID: int | None = None  # set in a worker: a forked child of a task sees
 
 
 def _watch_parent(parent: int) -> None:
+    started_by = os.getppid()  # the parent, or the fork server (which ends when the parent does)
     while True:
         time.sleep(PARENT_POLL_S)
-        if os.getppid() != parent:  # re-parented: the parent was killed
+        if os.getppid() != started_by or _gone(parent):  # re-parented: the parent was killed
             _kill_my_group()
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` no longer exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _kill_my_group() -> None:
@@ -197,12 +216,30 @@ def _no_tqdm_semaphore() -> None:
     tqdm.set_lock(threading.RLock())  # before any bar: get_lock() then never makes its default lock
 
 
-def _worker_main(conn, parent: int, initializer, initargs) -> None:
+def _forget_parents_pools() -> None:
+    """In a worker forked from the parent: close its copies of the parent's pipes to other workers.
+
+    Held open here, they would hide a sibling's death from the parent's reads.
+    """
+    for pool in list(_POOLS):
+        for w in pool._live:
+            with contextlib.suppress(OSError):
+                w.conn.close()
+        pool._live, pool._closed = [], True
+
+
+def _worker_main(conn, parent: int, environ: dict, initializer, initargs) -> None:
     global _WORKER_PID
     _WORKER_PID = os.getpid()
+    _forget_parents_pools()
+    if os.environ != environ:  # started by the fork server: its environment is the parent's of earlier
+        os.environ.clear()
+        os.environ.update(environ)
     with contextlib.suppress(OSError):
         os.setpgrp()  # its own group: what a task forks dies with the worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent takes Ctrl-C and stops the pool
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, if forked from it
+    faulthandler.disable()  # nor the parent's crash traceback: the parent says how the worker ended
     try:  # a task that aborts or segfaults is reported by the parent; no core file is left in the folder
         import resource
 
@@ -268,9 +305,9 @@ _MISSING = object()
 
 @contextlib.contextmanager
 def _main_script_hidden() -> Iterator[None]:
-    """Start a spawned process without running the parent's main script again in it.
+    """Start a process (not a fork of this one) without running the parent's main script again in it.
 
-    ``spawn`` imports the parent's ``__main__`` in the child (as ``__mp_main__``) so
+    ``spawn`` and the fork server import the parent's ``__main__`` in the child (as ``__mp_main__``) so
     that functions defined there can be unpickled.  A user's script that calls
     crossdyn at its top level, with no ``if __name__ == "__main__":`` guard, would
     then run again in every worker, and fail there.  A worker only runs functions
@@ -300,9 +337,10 @@ def _main_script_hidden() -> Iterator[None]:
 class _Worker:
     def __init__(self, context, initializer, initargs, start_timeout):
         self.conn, child = context.Pipe(duplex=True)
-        self.process = context.Process(target=_worker_main, args=(child, os.getpid(), initializer, initargs),
+        self.process = context.Process(target=_worker_main,
+                                       args=(child, os.getpid(), dict(os.environ), initializer, initargs),
                                        daemon=False, name="crossdyn-worker")
-        with _main_script_hidden():
+        with _main_script_hidden() if context.get_start_method() != "fork" else contextlib.nullcontext():
             self.process.start()
         child.close()
         self.ready = False
@@ -315,8 +353,8 @@ class _Worker:
         if hasattr(os, "waitid"):
             try:
                 info = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-            except ChildProcessError:
-                return True
+            except ChildProcessError:  # reaped, or a fork server's child: its server says
+                return not self.process.is_alive()
             return info is not None
         return not self.process.is_alive()
 
@@ -350,7 +388,6 @@ class Pool:
         self.workers = workers
         self._initializer, self._initargs = initializer, tuple(initargs)
         self._start_timeout = start_timeout
-        self._context = multiprocessing.get_context("spawn")
         self._live: list[_Worker] = []
         self._queue: deque[_Task] = deque()
         self._ids = itertools.count()
@@ -442,7 +479,7 @@ class Pool:
     # -- the loop
 
     def _spawn(self) -> _Worker:
-        worker = _Worker(self._context, self._initializer, self._initargs, self._start_timeout)
+        worker = _Worker(_start_method(), self._initializer, self._initargs, self._start_timeout)
         self._live.append(worker)
         return worker
 
@@ -534,6 +571,20 @@ class Pool:
                                        hung=True)
 
 
+def _start_method():
+    """How a new worker starts (see the module docstring): forked from this process while it has one thread,
+    else from the fork server, which imports the crossdyn modules this process has when it starts."""
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" not in methods:  # pragma: no cover - Windows
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(sorted(name for name in sys.modules  # only read when the server starts
+                                          if name.split(".")[0] == "crossdyn" and not name.endswith("__main__")))
+    return context
+
+
 # Pools not yet closed: killed at exit, before multiprocessing would wait for their (non-daemon) workers.
 _POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()
 
@@ -551,3 +602,55 @@ def call(fn: Callable, *args, timeout: float | None = None, initializer: Callabl
         pool.submit(fn, *args, timeout=timeout)
         [done] = list(pool.as_completed())
     return done
+
+
+def forked(fn: Callable, *args, **kwargs) -> Done:
+    """``fn(*args, **kwargs)`` in a child forked from this process, once; its :class:`Done`.
+
+    For a function a worker cannot be sent (a lambda, a closure: the child is a
+    copy of this process, so nothing is pickled but the outcome).  Status ok,
+    raised (a result that cannot be sent back is a :class:`RemoteError` saying
+    so) or crashed (``how`` the child ended).  Where there is no ``fork``
+    (Windows) ``fn`` runs here.
+    """
+    import warnings
+
+    if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows
+        try:
+            return Done(None, OK, value=fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed back as the call's outcome
+            return Done(None, RAISED, error=exc, traceback=traceback.format_exc())
+    context = multiprocessing.get_context("fork")
+    conn, child = context.Pipe(duplex=False)
+    process = context.Process(target=_run_forked, args=(child, fn, args, kwargs), name="crossdyn-forked")
+    start = time.monotonic()
+    with warnings.catch_warnings():  # Python 3.12 warns of fork with threads (pytest-xdist's); the child only runs fn
+        warnings.simplefilter("ignore", DeprecationWarning)
+        process.start()
+    child.close()
+    try:
+        outcome = conn.recv()
+    except EOFError:  # the child ended without an outcome
+        outcome = None
+    process.join()
+    conn.close()
+    seconds = time.monotonic() - start
+    if outcome is None:
+        return Done(None, CRASHED, how=how_it_ended(process.exitcode), seconds=seconds)
+    status, value, text = outcome
+    return Done(None, status, value=value if status == OK else None, error=None if status == OK else value,
+                traceback=text, seconds=seconds)
+
+
+def _run_forked(conn, fn: Callable, args: tuple, kwargs: dict) -> None:
+    """In a :func:`forked` child: send ``fn``'s outcome, then leave without the parent's exit handlers."""
+    faulthandler.disable()  # the parent says how the child ended
+    try:
+        outcome: tuple = (OK, fn(*args, **kwargs), "")
+    except BaseException as exc:  # noqa: BLE001 - SystemExit too: it is sent back
+        outcome = (RAISED, _picklable(exc), traceback.format_exc())
+    try:
+        conn.send(outcome)
+    except Exception as exc:  # noqa: BLE001 - the result could not be pickled
+        conn.send((RAISED, RemoteError(type(exc).__name__, f"its result could not be sent back: {exc}"), ""))
+    _leave(0)

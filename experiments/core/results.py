@@ -527,12 +527,12 @@ def run_experiments(
     order = {exp.name: i for i, exp in enumerate(selected)}
     tolerances = {exp.name: exp.tolerances for exp in selected}
     done: dict[str, Outcome] = {}
+    finished = _in_workers(jobs, out, workers, sources, timeout, pool) if isolate else _in_this_process(selected, jobs)
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), desc="experiments", unit="exp", leave=False)
-    finished = _in_workers(jobs, out, workers, sources, timeout, pool) if isolate else _in_this_process(selected, jobs)
     try:
         for name, payload in finished:
             outcome = _outcome(jobs[name], expected[name], payload, out)
@@ -566,11 +566,17 @@ def _compare(outcome: Outcome, stored: dict | None, tolerances, allow_new: bool)
 
 
 def _in_workers(jobs: dict[str, _Job], out: Path, workers: int, sources, timeout, pool):
-    """``(name, payload)`` of each job as it finishes, from worker processes."""
+    """``(name, payload)`` of each job as it finishes, from worker processes started now (before a
+    progress bar's thread: forks of this process, see :mod:`.isolation`)."""
     names = list(jobs)
     if workers > 1 and len(names) > 1:
         names = longest_first(names, out)  # read before the folders are emptied
     pool = pool if pool is not None else experiment_pool(min(workers, len(names)), sources)
+    pool.start(pool.workers, wait=False)
+    return _from_pool(pool, jobs, names, timeout)
+
+
+def _from_pool(pool: isolation.Pool, jobs: dict[str, _Job], names: list[str], timeout):
     with pool:  # closed (its workers and whatever they forked gone) however this ends
         for name in names:
             _fresh(Path(jobs[name].out_dir))

@@ -88,58 +88,23 @@ def _in_child(check: str, run: Callable, args: tuple, options: dict):
     crash) ends the child, never the test run: with pytest, a suite whose process
     ended with exit status 0 would read as passed, hiding every earlier failure.
     Forking copies the function as it is (a lambda, a closure), nothing is pickled
-    but the report; where there is no ``fork`` (Windows) the check runs here.
+    but the report (:func:`crossdyn.experiments.core.isolation.forked`).
 
     Raises:
       DerivationError: the child ended without a report (how it ended is named).
       Whatever the check raised in the child.
     """
-    import os
-    import pickle
-    import sys
-    import warnings
+    from crossdyn.experiments.core import isolation
 
-    if not hasattr(os, "fork"):
-        return run(*args, **options)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    read, write = os.pipe()
-    with warnings.catch_warnings():  # Python 3.12 warns of fork with threads (pytest-xdist's); the child only checks
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:  # the child: run the check, send the outcome, leave without running the parent's exit handlers
-        try:
-            os.close(read)
-            try:
-                outcome: tuple = ("ok", run(*args, **options))
-            except BaseException as exc:  # noqa: BLE001 - SystemExit too: it is sent back, raised in the parent
-                outcome = ("raised", exc)
-            try:
-                data = pickle.dumps(outcome)
-            except Exception as exc:  # noqa: BLE001 - said in the parent, as the check's failure
-                data = pickle.dumps(("raised", RuntimeError(f"{check}'s result cannot be sent back from the "
-                                                            f"process that ran it: {exc}")))
-            with os.fdopen(write, "wb") as pipe:
-                pipe.write(data)
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    if not data:
+    done = isolation.forked(run, *args, **options)
+    if done.status == isolation.CRASHED:
         from crossdyn.experiments.core.errors import DerivationError
-        from crossdyn.experiments.core.isolation import how_it_ended
 
-        how = how_it_ended(os.waitstatus_to_exitcode(status))
-        raise DerivationError(f"{check}: the process checking the function ended ({how}) before the check "
+        raise DerivationError(f"{check}: the process checking the function ended ({done.how}) before the check "
                               "finished: the function ends its process (os._exit, exit in C, a crash)")
-    kind, value = pickle.loads(data)
-    if kind == "raised":
-        raise value
-    return value
+    if done.status == isolation.RAISED:  # a result that cannot be sent back: a RemoteError that says so
+        raise done.error  # type: ignore[misc]
+    return done.value
 
 
 def _helper(helper: str, check: str) -> Callable:

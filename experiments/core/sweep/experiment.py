@@ -31,6 +31,7 @@ second tune into the same folder meanwhile is refused (its rows would mix).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import shutil
@@ -296,7 +297,9 @@ def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search
     csv_path = out / "samples.csv"
     columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in plan_.space),
                                     *plan_.model_columns))
-    with engines.engine(evaluate, workers, scheduler, isolation=isolation) as engine:
+    opened = engines.engine(evaluate, workers, scheduler, isolation=isolation) if isolation or scheduler \
+        else contextlib.nullcontext(engines.in_this_process(evaluate))  # the running script's experiment: here
+    with opened as engine:
         first = plan_.job(0, "default", {})
         _, ran_defaults = _defaults_run(first, csv_path, columns,
                                         lambda row: _check_defaults(row, name, minimize, plan_.limits,

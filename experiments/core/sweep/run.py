@@ -8,6 +8,7 @@ the row that run gives alone.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -98,7 +99,9 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
       csv_path: the table.
       columns: its header (``exact``), or its leading key columns (the table
         grows a column per metric).
-      workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine`.
+      workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine` (a run
+        that ends its worker process stops the sweep: give an ``engine`` opened with an ``isolation`` to
+        make it a row).
       progress, desc: a progress bar on stderr, counting ``failed`` rows.
       engine: an open engine to run on (then ``workers``, ``scheduler``, ``warm`` and ``preload`` are its own).
       texts: the table's text columns and their values, to validate every resumed row
@@ -112,8 +115,20 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
     csv_path = Path(csv_path)
     done = table.read_done(csv_path, keys, columns, exact=exact, texts=texts)
     todo = [job for job in plan if job.index not in done]
-    results = engine.run(todo) if engine is not None else engines.run_all(evaluate, todo, workers, scheduler,
-                                                                        warm=warm, preload=preload)
+    with contextlib.ExitStack() as stack:
+        if engine is None and todo:  # started before the progress bar's thread (see engines.engine)
+            engine = stack.enter_context(engines.engine(evaluate, min(workers, len(todo)), scheduler, warm=warm,
+                                                        preload=preload))
+        _record(engine.run(todo) if engine is not None else iter(()), plan, done, csv_path, columns, exact,
+                progress, desc, failed)
+    rows = [done[job.index] for job in plan]
+    table.write(csv_path, rows, list(columns) if exact else table.columns_of(rows, columns))
+    return SweepResult(rows, len(todo), len(plan) - len(todo), time.perf_counter() - start, csv_path)
+
+
+def _record(results, plan: list, done: dict, csv_path: Path, columns: Sequence[str], exact: bool, progress: bool,
+            desc: str, failed: Callable[[dict], bool]) -> None:
+    """Append each of ``results`` to the table as it comes (and to ``done``), with the progress bar."""
     failures = sum(failed(row) for row in done.values())
     bar = None
     if progress:
@@ -134,9 +149,6 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
     finally:
         if bar is not None:
             bar.close()
-    rows = [done[job.index] for job in plan]
-    table.write(csv_path, rows, list(columns) if exact else table.columns_of(rows, columns))
-    return SweepResult(rows, len(todo), len(plan) - len(todo), time.perf_counter() - start, csv_path)
 
 
 def ended(done) -> tuple[str, str]:
