@@ -137,31 +137,48 @@ def test_call_runs_one_task_in_a_fresh_process():
     assert isolation.call(tasks.os_exit, 7).how == "exit status 7"
 
 
-def test_workers_are_forks_of_this_process_or_with_threads_of_the_fork_server(tmp_path, monkeypatch):
+WHERE_WORKERS_COME_FROM = """
+import json, os, sys, threading
+sys.path.insert(0, sys.argv[1])
+import isolation_tasks as tasks
+from crossdyn.experiments.core.isolation import Pool
+
+def where():
+    with Pool(1) as pool:
+        pool.submit(tasks.where_am_i)
+        [done] = list(pool.as_completed())
+    return done.value
+
+assert threading.active_count() == 1
+alone = where()[0] == os.getpid()  # one thread: a fork of this process
+stop = threading.Event()
+thread = threading.Thread(target=stop.wait, daemon=True)
+thread.start()
+where()  # the fork server is running from here on
+os.environ["CROSSDYN_TEST_MARK"] = "set after the server started"
+os.chdir(sys.argv[2])
+parent, mark, folder = where()
+stop.set()
+thread.join()
+print(json.dumps([alone, parent != os.getpid(), mark, folder]))
+"""
+
+
+def test_workers_are_forks_of_this_process_or_with_threads_of_the_fork_server(tmp_path):
     """Forking a process whose other threads may hold a lock can deadlock the child: with a second thread
-    running, workers come from the fork server, yet see this process's environment and folder as it is now."""
-    import threading
+    running, workers come from the fork server, yet see this process's environment and folder as it is now.
 
-    def where() -> tuple:
-        with Pool(1) as pool:
-            pool.submit(tasks.where_am_i)
-            [done] = list(pool.as_completed())
-        return done.value
+    Run in a fresh interpreter: this test's own process (an xdist worker after other tests) may have threads.
+    """
+    import json
+    import subprocess
 
-    assert threading.active_count() == 1, "this test needs a process with one thread to begin with"
-    assert where()[0] == os.getpid()  # one thread: a fork of this process
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait, daemon=True)
-    thread.start()
-    try:
-        where()  # the fork server is running from here on
-        monkeypatch.setenv("CROSSDYN_TEST_MARK", "set after the server started")
-        monkeypatch.chdir(tmp_path)
-        parent, mark, folder = where()
-    finally:
-        stop.set()
-        thread.join()
-    assert parent != os.getpid()  # the fork server's child
+    out = subprocess.run([sys.executable, "-c", WHERE_WORKERS_COME_FROM, str(Path(__file__).parent), str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    alone, server_child, mark, folder = json.loads(out.stdout.strip().splitlines()[-1])
+    assert alone  # one thread: the worker is a fork of the process itself
+    assert server_child  # a second thread: the fork server's child
     assert (mark, folder) == ("set after the server started", str(tmp_path))
 
 

@@ -131,7 +131,7 @@ def _start_parallel_run(out) -> tuple[subprocess.Popen, list[int]]:
     deadline = time.monotonic() + 300
     while not (out / "summary.json").exists() and time.monotonic() < deadline:  # a first experiment finished
         time.sleep(0.2)
-    children = subprocess.run(["pgrep", "-P", str(run.pid), "-f", "multiprocessing.spawn"], capture_output=True,
+    children = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True,  # its workers: forks of it
                               text=True).stdout.split()
     assert len(children) == 2, children
     return run, [int(pid) for pid in children]
