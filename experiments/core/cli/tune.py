@@ -1,8 +1,10 @@
-"""``crossdyn tune EXPERIMENT`` for any registered experiment, and the dispatch to registered tune commands.
+"""``crossdyn tune EXPERIMENT`` for any registered experiment, and ``crossdyn tune COMMAND`` for an experiment
+tuned with options of its own.
 
-Systems add their own ``crossdyn tune NAME`` (the biped's ``balance`` and
-``robustness``) through the ``crossdyn.commands`` entry points
-(:mod:`crossdyn.experiments.core.cli.commands`); the helpers a tune command shares
+An experiment that declares a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`
+is run as ``crossdyn tune COMMAND`` with the options it configures; systems may still add other ``crossdyn tune NAME``
+commands through the ``crossdyn.commands`` entry points
+(:mod:`crossdyn.experiments.core.cli.commands`).  The helpers every tune shares
 (:func:`add_engine_options`, :func:`tune_engine`, :func:`sigterm_interrupts`,
 :func:`interrupted`) are here.
 """
@@ -60,13 +62,18 @@ def interrupted(path: Path) -> int:
 
 
 def _cmd_tune(args) -> int:
-    """Dispatch ``crossdyn tune WHAT ...``: a registered tune command (the biped's ``balance``), or any experiment."""
+    """Dispatch ``crossdyn tune WHAT ...``: a registered tune command, an experiment's own tuning (by its
+    command), or any experiment."""
     from crossdyn.experiments.core.cli import commands
 
     registered = commands.registered_commands("tune")
+    own = _tunings()
     if args.what in registered:
         parser = _subparser(f"{args.prog} {args.what}", description=commands.summary(registered[args.what]))
         commands.configure(registered[args.what], parser)
+    elif args.what in own:
+        parser = _subparser(f"{args.prog} {args.what}", description=own[args.what].summary)
+        own[args.what].tuning.configure(parser)
     else:
         parser = _experiment_parser(args.prog)
     inner = parser.parse_args(args.rest)
@@ -88,7 +95,8 @@ def add_parser(sub) -> None:
                     "METRIC<=VALUE] [--search lhs|grid|optuna]: run any registered experiment over its parameters "
                     "('crossdyn tune EXPERIMENT --help')." + others)
     p_tune.add_argument("what", metavar="EXPERIMENT",
-                        help="an experiment's name (see 'crossdyn list'), or a registered tune command: "
+                        help="an experiment's name (see 'crossdyn list'), the command of an experiment tuned "
+                             "with options of its own, or a registered tune command: "
                              + (", ".join(registered) or "none"))
     p_tune.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p_tune.set_defaults(func=_cmd_tune, prog="crossdyn tune")
@@ -109,7 +117,18 @@ def inner_parsers(prog: str = "crossdyn tune") -> list[tuple[str, str, argparse.
         parser = _subparser(f"{prog} {name}", description=text)
         commands.configure(entry, parser)
         parsers.append((name, text, parser))
+    for name, exp in _tunings().items():
+        parser = _subparser(f"{prog} {name}", description=exp.summary)
+        exp.tuning.configure(parser)
+        parsers.append((name, exp.summary, parser))
     return parsers
+
+
+def _tunings() -> dict:
+    """The registered experiments with a tune of their own, by the word after ``crossdyn tune``."""
+    from crossdyn.experiments.core.registry import tunings
+
+    return {exp.tuning.command: exp for exp in tunings().values()}
 
 
 def _subparser(prog: str, **kwargs) -> argparse.ArgumentParser:
