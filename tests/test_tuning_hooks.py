@@ -105,3 +105,21 @@ def test_a_tuning_is_no_experiment_of_the_run_set_and_takes_no_generic_tune(tuni
     assert main(["tune", "biped-balance-tune", "--vary", "q_x=1:2"]) == 2  # the biped's: its command is 'balance'
     assert "'crossdyn tune balance --help'" in capsys.readouterr().err
     assert not (tmp_path / "squares.csv").exists()
+
+
+def test_the_biped_tunings_one_run_is_the_row_a_sweep_records(tmp_path):
+    from crossdyn.experiments.biped import tune as biped
+    from crossdyn.experiments.core.results import Context
+
+    exp = tunings()[biped.BALANCE]
+    defaults = {k: p.default for k, p in exp.params.items()}
+
+    def one(**values):
+        return exp.run(Context(exp.name, tmp_path, seed=0, params={**defaults, "duration_s": 1.0, **values},
+                               plots=False))
+
+    row = biped.evaluate(biped.Sample(0, "default", dict(biped.DEFAULT_WEIGHTS), dict(biped.NOMINAL), 1.0))
+    metrics = one()
+    assert metrics["outcome"] == row["outcome"] and metrics["passed"] == (row["outcome"] == "ok")
+    assert metrics["effort_N2m2s"] == float(row["effort_N2m2s"])  # the same run, the same bits
+    assert one(r=10.0)["effort_N2m2s"] != metrics["effort_N2m2s"]  # the weights are the run's own

@@ -34,7 +34,10 @@ searching and running them is crossdyn's generic sweep machinery
 (:mod:`crossdyn.experiments.core.sweep`: value lists, grids and a log hypercube,
 the Optuna loop and its samplers, local processes or a Dask cluster, a table
 appended row by row and rewritten in sample order, resume, batches), the same
-that ``crossdyn tune EXPERIMENT`` runs any experiment with.  A run costs little
+that ``crossdyn tune EXPERIMENT`` runs any experiment with: the weight sweeps and
+searches are experiment ``biped-balance-tune``, the maps ``biped-robustness-map``, each
+declaring its table, summary and options (:class:`~crossdyn.experiments.core.sweep.tuning.Tuning`)
+and run by :func:`crossdyn.experiments.core.sweep.experiment.tune` on the plans made here.  A run costs little
 beyond its physics: each worker process compiles a robot once per perturbation and
 designs the gains once per set of weights (per-process caches), compiles the
 nominal robot when it starts, and steps a batch's runs of one robot together on
@@ -824,9 +827,10 @@ def _one(ctx) -> dict:
                           float(p["duration_s"]), float(p["push_check_Ns"]), seed=ctx.seed, mjcf=str(p["mjcf"])))
     text = ("outcome", "detail", "held", "push_recovered")
     metrics: dict[str, Any] = {k: _number(row, k) for k in (*GAINS, *METRICS) if k not in text and row[k] != ""}
-    return {"passed": row["outcome"] == "ok", "measured": f"{row['outcome']}, settling time "
-            f"{_number(row, 'settling_time_s'):.2f} s, effort {_number(row, 'effort_N2m2s'):.3f} (N m)^2 s "
-            + row["detail"], "outcome": row["outcome"], "held": row["held"] == "true", **metrics}
+    measured = (f"{row['outcome']}, settling time {_number(row, 'settling_time_s'):.2f} s, effort "
+                f"{_number(row, 'effort_N2m2s'):.3f} (N m)^2 s" + (f": {row['detail']}" if row["detail"] else ""))
+    return {"passed": row["outcome"] == "ok", "measured": measured, "outcome": row["outcome"],
+            "held": row["held"] == "true", **metrics}
 
 
 def _register() -> None:
