@@ -390,6 +390,7 @@ CASES = [
     (["run", "lqr-cost", "--set", "realistic=true"], "has parameter(s) realistic"),
     # any experiment tuned (crossdyn tune EXPERIMENT), and --mjcf on run
     (["tune", "no-such-experiment", "--vary", "x=1:2"], "no experiment 'no-such-experiment'"),
+    (["tune", "biped-balance-tune", "--vary", "q_x=1:2"], "'crossdyn tune balance --help'"),
     (["tune", "cart-pole-lqr"], "the following arguments are required: --vary"),
     (["tune", "cart-pole-lqr", "--vary", "q_z=1:2"], "has no parameter 'q_z' to vary"),
     (["tune", "cart-pole-lqr", "--vary", "mjcf=1:2"], "a str parameter cannot be swept"),

@@ -1,4 +1,4 @@
-"""The biped's subcommands, registered by this package (``crossdyn.commands`` entry points):
+"""The options and reports of the biped's two tunings, registered experiments the generic tune runs:
 
     crossdyn tune balance [--samples N | --grid NAME=VALUES ... | --search optuna --trials N [--sampler gp|tpe]]
                           [--workers K] [--seed S] [--scheduler ADDR] [--mjcf PATH] [--out DIR]

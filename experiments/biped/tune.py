@@ -34,7 +34,10 @@ searching and running them is crossdyn's generic sweep machinery
 (:mod:`crossdyn.experiments.core.sweep`: value lists, grids and a log hypercube,
 the Optuna loop and its samplers, local processes or a Dask cluster, a table
 appended row by row and rewritten in sample order, resume, batches), the same
-that ``crossdyn tune EXPERIMENT`` runs any experiment with.  A run costs little
+that ``crossdyn tune EXPERIMENT`` runs any experiment with: the weight sweeps and
+searches are experiment ``biped-balance-tune``, the maps ``biped-robustness-map``, each
+declaring its table, summary and options (:class:`~crossdyn.experiments.core.sweep.tuning.Tuning`)
+and run by :func:`crossdyn.experiments.core.sweep.experiment.tune` on the plans made here.  A run costs little
 beyond its physics: each worker process compiles a robot once per perturbation and
 designs the gains once per set of weights (per-process caches), compiles the
 nominal robot when it starts, and steps a batch's runs of one robot together on
@@ -51,7 +54,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from time import perf_counter as time_now
 from typing import Any
 
 import numpy as np
@@ -85,8 +87,7 @@ from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
 from crossdyn.experiments.core.results import write_json
-from crossdyn.experiments.core.sweep import choice, space, table
-from crossdyn.experiments.core.sweep import engine as engines
+from crossdyn.experiments.core.sweep import choice, space
 from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import search as searches
 from crossdyn.experiments.core.sweep.plots import heat, held_map, holding_region
@@ -96,9 +97,9 @@ from crossdyn.experiments.core.sweep.space import SAMPLES_MAX
 _number = choice.number
 
 __all__ = ["Sample", "SweepResult", "WEIGHTS", "DEFAULT_WEIGHTS", "PERTURBATIONS", "RANGES", "DEFAULT_AXES",
-           "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "run_samples", "sweep",
-           "robustness", "holding_region", "best_sample", "weights_from", "SAMPLES_MAX", "engine", "finish", "search",
-           "SEARCHES", "SAMPLERS", "EFFORT_LEVELS", "TRIALS_MAX", "FAILED_EFFORT"]
+           "parse_values", "parse_range", "plan_sweep", "plan_robustness", "evaluate", "sweep",
+           "robustness", "holding_region", "best_sample", "weights_from", "SAMPLES_MAX", "finish", "search",
+           "SEARCHES", "SAMPLERS", "EFFORT_LEVELS", "TRIALS_MAX", "FAILED_EFFORT", "BALANCE", "ROBUSTNESS"]
 
 
 # Latin-hypercube ranges, sampled uniformly in log10: about a decade or more
@@ -495,39 +496,7 @@ def _failed(row: dict) -> bool:
     return row["outcome"] in FAILED
 
 
-def run_samples(plan: list[Sample], csv_path: Path, *, workers: int = 1, scheduler: str | None = None,
-                progress: bool = False, desc: str = "tune", timeout: float | None = None,
-                batch: bool = True) -> SweepResult:
-    """Run the samples of ``plan`` not yet in ``csv_path``; return all rows in sample order
-    (:func:`crossdyn.experiments.core.sweep.run.run_samples` with :func:`evaluate`).
-
-    With ``batch`` (and no ``timeout``: a limit is per run), each worker takes the samples a
-    :class:`~crossdyn.experiments.core.sweep.run.Batch` at a time (:func:`evaluate_batch`): the
-    same rows as one at a time.
-
-    Raises:
-      ParameterError: ``csv_path`` was made by a sweep with other arguments.
-      CrossdynError: the Dask scheduler cannot be reached.
-    """
-    keys = {s.index: s.key() for s in plan}
-    with engine(workers, scheduler, timeout) as open_engine:
-        runs = sweep_run.in_batches(open_engine) if batch and timeout is None else open_engine
-        return sweep_run.run_samples(evaluate, plan, keys, csv_path, COLUMNS, progress=progress, desc=desc,
-                                     failed=_failed, engine=runs)
-
-
-def engine(workers: int = 1, scheduler: str | None = None, timeout: float | None = None):
-    """An open engine of :func:`evaluate` runs (:func:`crossdyn.experiments.core.sweep.engine.engine`): a run
-    that crashes, or with a ``timeout`` runs past it, is a row (``crashed``, ``timed out``)."""
-    return engines.engine(evaluate, workers, scheduler, warm=_warm, isolation=engines.Isolation(_failed_row, timeout))
-
-
-def _failed_row(sample: Sample, done) -> dict[str, str]:
-    """The row of a run that ended without one (isolated workers): crashed, timed out or raised out."""
-    if isinstance(sample, sweep_run.Batch):  # every run of a batch that ended without its rows
-        return [_failed_row(one, done) for one in sample.jobs]  # type: ignore[return-value]
-    outcome, detail = sweep_run.ended(done)
-    return {**sample.key(), **{k: "" for k in (*GAINS, *METRICS)}, "outcome": outcome, "detail": detail}
+_PRELOAD = ("crossdyn.experiments.biped.tune",)  # what a fork server imports before forking workers
 
 
 # ---------------------------------------------------------------------------------
@@ -655,22 +624,26 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
           initial_tilt_deg: float = 10.0, push_check: float = 0.0, workers: int = 1,
           scheduler: str | None = None, progress: bool = False, plots_: bool = True, mjcf: str = "",
           timeout: float | None = None, batch: bool = True) -> SweepResult:
-    """Sweep the balance LQR weights (see :func:`plan_sweep`) into ``out``.
+    """Sweep the balance LQR weights (see :func:`plan_sweep`) into ``out``: experiment
+    ``biped-balance-tune`` run by :func:`crossdyn.experiments.core.sweep.experiment.tune` on this plan.
 
     Writes ``out/samples.csv``, ``out/timings.csv``, ``out/best.json`` (the
     chosen sample next to the defaults) and, with ``plots_``, ``pareto.png``,
-    ``weights.png`` and ``heatmap.png``.  ``batch``: see :func:`run_samples`.
+    ``weights.png`` and ``heatmap.png``.  ``batch``: the samples go to the workers a
+    batch at a time (:func:`evaluate_batch`; not with ``timeout``).
     """
-    out = Path(out)
     plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check, mjcf)
-    with table.locked(out):  # a second sweep into this folder is refused, not mixed into its rows
-        result = run_samples(plan, out / "samples.csv", workers=workers, scheduler=scheduler, progress=progress,
-                             timeout=timeout, batch=batch)
-        finish(out, result, plots_, grid)
-    return result
+    return _tune(BALANCE, out, plan, workers=workers, scheduler=scheduler, progress=progress, timeout=timeout,
+                 batch=batch, options={"plots_": plots_, "grid": grid})
 
 
-def finish(out: Path, result: SweepResult, plots_: bool, grid: dict[str, list[float]] | None = None) -> None:
+def _tune(name: str, out: Path, plan, **kwargs) -> SweepResult:
+    from crossdyn.experiments.core.sweep.experiment import tune
+
+    return tune(name, Path(out), plan=plan, **kwargs)
+
+
+def finish(out: Path, result: SweepResult, plots_: bool = True, grid: dict[str, list[float]] | None = None) -> None:
     """Choose the best sample (:func:`best_sample`); write ``best.json`` and the plots of a weight sweep or search."""
     result.best = best_sample(result.rows)
     default = result.rows[0]
@@ -741,30 +714,26 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
     how = searches.sampler(sampler, seed, fractions=EFFORT_LEVELS, reference=0,
                            failed=(2.0 * duration, FAILED_EFFORT)) if sampler == "gp" else \
         searches.sampler(sampler, seed)
-    out = Path(out)
-    with table.locked(out):  # a second search into this folder is refused, not mixed into its rows
-        start = time_now()
-        csv_path = out / "samples.csv"
+    bounds = {w: {**RANGES, **(ranges or {})}[w] for w in WEIGHTS}
+    perturbation = {**NOMINAL, "initial_tilt_deg": float(initial_tilt_deg)}
+
+    def job(index: int, trial) -> Sample:
+        weights = searches.suggest_ratios(trial, bounds)  # trial 0 draws them too: the sampler learns them
+        return Sample(index, "default" if index == 0 else "optuna", DEFAULT_WEIGHTS if index == 0 else weights,
+                      perturbation, float(duration), float(push_check), mjcf=mjcf)
+
+    def score(row: dict, done: dict) -> tuple[tuple[float, float], dict[str, float]]:
+        return _objectives(row, duration), {"effort_over_defaults": _excess(row, done[0])}
+
+    def trials_on(open_engine, csv_path: Path, progress: bool) -> tuple[list[dict], int]:
         found = searches.read_trials(csv_path, COLUMNS, exact=True)
-        bounds = {w: {**RANGES, **(ranges or {})}[w] for w in WEIGHTS}
-        perturbation = {**NOMINAL, "initial_tilt_deg": float(initial_tilt_deg)}
         study = searches.study(2, how, first={"ratio_" + w: DEFAULT_WEIGHTS[w] / DEFAULT_WEIGHTS["r"]
                                               for w in WEIGHTS if w != "r"})
+        return searches.run_trials(study, job, score, csv_path, COLUMNS, trials, open_engine, progress,
+                                   found=found, exact=True, failed=_failed)
 
-        def job(index: int, trial) -> Sample:
-            weights = searches.suggest_ratios(trial, bounds)  # trial 0 draws them too: the sampler learns them
-            return Sample(index, "default" if index == 0 else "optuna", DEFAULT_WEIGHTS if index == 0 else weights,
-                          perturbation, float(duration), float(push_check), mjcf=mjcf)
-
-        def score(row: dict, done: dict) -> tuple[tuple[float, float], dict[str, float]]:
-            return _objectives(row, duration), {"effort_over_defaults": _excess(row, done[0])}
-
-        with engine(workers, scheduler, timeout) as open_engine:
-            rows, computed = searches.run_trials(study, job, score, csv_path, COLUMNS, trials, open_engine, progress,
-                                          found=found, exact=True, failed=_failed)
-        result = SweepResult(rows, computed, len(rows) - computed, time_now() - start, csv_path)
-        finish(out, result, plots_)
-    return result
+    return _tune(BALANCE, out, trials_on, workers=workers, scheduler=scheduler, progress=progress, timeout=timeout,
+                 options={"plots_": plots_})
 
 
 def _objectives(row: dict, duration: float) -> tuple[float, float]:
@@ -798,26 +767,30 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
     -4..4 cm x push 5..30 N s (body mass x tilt holds everywhere in range with
     the default gains: 0.3-3x, up to 30 deg).  The default 6 s leaves a pushed
     robot time to roll back to its spot and stop.  ``seed`` seeds the
-    imperfections' noise; ``mjcf`` is the robot; ``batch``: see :func:`run_samples`.
+    imperfections' noise; ``mjcf`` is the robot; ``batch``: as :func:`sweep`'s.  It is experiment
+    ``biped-robustness-map`` run by :func:`crossdyn.experiments.core.sweep.experiment.tune` on this plan.
     """
     axes = axes or DEFAULT_AXES
     plan = plan_robustness(weights or {}, axes, duration, seed, mjcf)
-    with table.locked(Path(out)):  # a second map into this folder is refused, not mixed into its rows
-        result = run_samples(plan, Path(out) / "robustness.csv", workers=workers, scheduler=scheduler,
-                             progress=progress, desc="robustness", timeout=timeout, batch=batch)
-        (_, va), (_, vb) = axes.items()
-        held = np.zeros((len(va), len(vb)))
-        text = [["" for _ in vb] for _ in va]
-        for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb))), strict=False):
-            held[i, j] = row["held"] == "true"
-            settle = _number(row, "settling_time_s")
-            text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]
-        region = held_map(Path(out) / "robustness.png", axes, held, text, f"green: holds ({int(held.sum())}/"
-                          f"{held.size}); text: settling time, 'held' (steady, not settled) or outcome")
-        result.summary = {"weights": plan[0].weights, "axes": axes, "seed": seed, "mjcf": mjcf,
-                          "held_fraction": float(held.mean()), "holding_region": region, "outcomes": result.counts()}
-        write_json(Path(out) / "robustness.json", result.summary)
-    return result
+    return _tune(ROBUSTNESS, out, plan, workers=workers, scheduler=scheduler, progress=progress, timeout=timeout,
+                 batch=batch, options={"axes": axes, "weights": plan[0].weights, "seed": seed, "mjcf": mjcf})
+
+
+def _map(out: Path, result: SweepResult, *, axes: dict[str, list[float]], weights: dict, seed: int,
+         mjcf: str) -> None:
+    """A robustness map's summary: ``robustness.png`` with the holding region outlined, and ``robustness.json``."""
+    (_, va), (_, vb) = axes.items()
+    held = np.zeros((len(va), len(vb)))
+    text = [["" for _ in vb] for _ in va]
+    for row, (i, j) in zip(result.rows, itertools.product(range(len(va)), range(len(vb))), strict=False):
+        held[i, j] = row["held"] == "true"
+        settle = _number(row, "settling_time_s")
+        text[i][j] = (f"{settle:.1f}s" if np.isfinite(settle) else "held") if held[i, j] else row["outcome"]
+    region = held_map(out / "robustness.png", axes, held, text, f"green: holds ({int(held.sum())}/"
+                      f"{held.size}); text: settling time, 'held' (steady, not settled) or outcome")
+    result.summary = {"weights": weights, "axes": axes, "seed": seed, "mjcf": mjcf,
+                      "held_fraction": float(held.mean()), "holding_region": region, "outcomes": result.counts()}
+    write_json(out / "robustness.json", result.summary)
 
 
 def weights_from(path: str) -> dict[str, float]:
@@ -833,3 +806,45 @@ def weights_from(path: str) -> dict[str, float]:
         return {w: float(chosen["weights"][w]) for w in WEIGHTS}
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ParameterError(f"cannot read chosen weights from {file}: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------
+# The two tunings, registered experiments that ``crossdyn tune balance`` and ``crossdyn tune
+# robustness`` run (the generic tune on their own plans, table and summary).
+
+BALANCE, ROBUSTNESS = "biped-balance-tune", "biped-robustness-map"
+_ONE_PARAMS = {**{w: COMMON[w] for w in WEIGHTS}, **PERTURBATIONS,
+               "duration_s": Param(4.0, "simulated time, s", PUSH_START + PUSH_LENGTH, 600.0),
+               "push_check_Ns": Param(0.0, "also require recovery from this push, N s (0: no push run)", 0.0, 200.0),
+               "mjcf": COMMON["mjcf"]}
+
+
+def _one(ctx) -> dict:
+    """One sample of the tunings alone: the balance-recovery run of ``ctx``'s weights and perturbations,
+    scored as a sweep scores it (passes when ``ok``)."""
+    p = ctx.params
+    row = evaluate(Sample(0, "default", {w: p[w] for w in WEIGHTS}, {k: p[k] for k in PERTURBATIONS},
+                          float(p["duration_s"]), float(p["push_check_Ns"]), seed=ctx.seed, mjcf=str(p["mjcf"])))
+    text = ("outcome", "detail", "held", "push_recovered")
+    metrics: dict[str, Any] = {k: _number(row, k) for k in (*GAINS, *METRICS) if k not in text and row[k] != ""}
+    measured = (f"{row['outcome']}, settling time {_number(row, 'settling_time_s'):.2f} s, effort "
+                f"{_number(row, 'effort_N2m2s'):.3f} (N m)^2 s" + (f": {row['detail']}" if row["detail"] else ""))
+    return {"passed": row["outcome"] == "ok", "measured": measured, "outcome": row["outcome"],
+            "held": row["held"] == "true", **metrics}
+
+
+def _register() -> None:
+    from crossdyn.experiments.biped import cli
+    from crossdyn.experiments.core.registry import experiment
+    from crossdyn.experiments.core.sweep.tuning import Tuning
+
+    common: dict[str, Any] = dict(columns=COLUMNS, evaluate=evaluate, failed=_failed, warm=_warm, preload=_PRELOAD)
+    experiment(BALANCE, summary=(cli.configure_balance.__doc__ or "").strip(), expected="an ok run",
+               params=_ONE_PARAMS, tuning=Tuning("balance", cli.configure_balance, "samples.csv", summary=finish,
+                                                 **common))(_one)
+    experiment(ROBUSTNESS, summary=(cli.configure_robustness.__doc__ or "").strip(), expected="an ok run",
+               params=_ONE_PARAMS, tuning=Tuning("robustness", cli.configure_robustness, "robustness.csv",
+                                                 summary=_map, **common))(_one)
+
+
+_register()

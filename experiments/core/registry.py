@@ -40,7 +40,7 @@ from crossdyn.experiments.core.baseline import Tolerance
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 
 __all__ = ["Param", "Verdict", "Experiment", "experiment", "batched", "experiments", "get", "load_sources",
-           "loadable", "ENTRY_POINT_GROUP"]
+           "loadable", "tunings", "ENTRY_POINT_GROUP"]
 
 # Installed packages register experiments by naming a module (or module:attr) in this group.
 ENTRY_POINT_GROUP = "crossdyn.experiments"
@@ -118,6 +118,10 @@ class Experiment:
       batch: ``batch(contexts) -> [metrics or exception, ...]``: many runs at once,
         each result what ``run`` returns (or raises) for that context alone; sweeps
         use it (:func:`batched`).
+      tuning: the experiment's own tune (a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`:
+        ``crossdyn tune COMMAND`` with its options, table, plans and summary), or None.  An
+        experiment with one is a tuning, listed by :func:`tunings`, not by :func:`experiments`
+        (``crossdyn run`` leaves it out).
     """
 
     name: str
@@ -127,6 +131,7 @@ class Experiment:
     params: dict[str, Param] = field(default_factory=dict)
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
     batch: Callable | None = None
+    tuning: Any = None
 
     def __post_init__(self):
         _check_name(self.name)
@@ -194,7 +199,7 @@ def _check_expected(name: str, expected: str, params: dict[str, Param]) -> None:
 
 
 def experiment(name: str, *, summary: str, expected: str, params: dict[str, Param] | None = None,
-               tolerances: dict[str, float | Tolerance] | None = None):
+               tolerances: dict[str, float | Tolerance] | None = None, tuning: Any = None):
     """Decorator registering ``run(ctx) -> metrics`` as experiment ``name``.
 
     Args:
@@ -207,6 +212,8 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
         tolerance (``{"settle_s": 0.02}``: +-2 %), or a :class:`Tolerance` with
         ``rel`` and ``abs``.  Other metrics use the default
         (:data:`~crossdyn.experiments.core.baseline.DEFAULT_TOLERANCE`).
+      tuning: the experiment's own tune (see :class:`Experiment`); it is then listed by
+        :func:`tunings` only.
 
     Raises:
       ParameterError: ``name`` is not a safe folder name (:data:`NAME_PATTERN`),
@@ -224,7 +231,7 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
             if (first.__module__, first.__qualname__) != (run.__module__, run.__qualname__):
                 raise ParameterError(f"experiment {name!r} registered twice: by {first.__module__}."
                                      f"{first.__qualname__} and by {run.__module__}.{run.__qualname__}")
-        _REGISTRY[name] = Experiment(name, summary, expected, run, params, declared)
+        _REGISTRY[name] = Experiment(name, summary, expected, run, params, declared, tuning=tuning)
         return run
 
     return register
@@ -276,7 +283,14 @@ def experiments(sources: tuple[str, ...] | list[str] = ()) -> dict[str, Experime
     """
     _load_entry_points()
     load_sources(sources)
-    return dict(_REGISTRY)
+    return {name: exp for name, exp in _REGISTRY.items() if exp.tuning is None}
+
+
+def tunings(sources: tuple[str, ...] | list[str] = ()) -> dict[str, Experiment]:
+    """The registered experiments that declare their own tune (:attr:`Experiment.tuning`), by name."""
+    _load_entry_points()
+    load_sources(sources)
+    return {name: exp for name, exp in _REGISTRY.items() if exp.tuning is not None}
 
 
 # The front door's name for :func:`experiments` (``crossdyn.registered()``): there,

@@ -1,6 +1,7 @@
 """Subcommands that systems and users' packages register, the way they register experiments.
 
-An installed package adds ``crossdyn GROUP NAME`` (a group is ``check`` or ``tune``)
+An installed package adds ``crossdyn GROUP NAME`` (the group is ``check``; a tune with
+options of its own is an experiment's :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`)
 with an entry point in the group :data:`GROUP`, named ``"GROUP NAME"``, whose value
 is a function ``configure(parser)``: it adds the command's options to ``parser`` (an
 ``argparse.ArgumentParser`` crossdyn made, named ``crossdyn GROUP NAME``) and sets
@@ -30,7 +31,7 @@ GROUP = "crossdyn.commands"
 
 
 def registered_commands(group: str) -> dict[str, importlib.metadata.EntryPoint]:
-    """The registered commands of ``group`` (``check``, ``tune``), by name, crossdyn's own first."""
+    """The registered commands of ``group`` (``check``), by name, crossdyn's own first."""
     entries = [e for e in importlib.metadata.entry_points(group=GROUP) if e.name.split(" ", 1)[0] == group]
     entries.sort(key=lambda e: getattr(e.dist, "name", "") != "crossdyn")  # stable: file order within each
     return {e.name.split(" ", 1)[1]: e for e in entries if " " in e.name}

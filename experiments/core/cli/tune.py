@@ -1,8 +1,8 @@
-"""``crossdyn tune EXPERIMENT`` for any registered experiment, and the dispatch to registered tune commands.
+"""``crossdyn tune EXPERIMENT`` for any registered experiment, and ``crossdyn tune COMMAND`` for an experiment
+tuned with options of its own.
 
-Systems add their own ``crossdyn tune NAME`` (the biped's ``balance`` and
-``robustness``) through the ``crossdyn.commands`` entry points
-(:mod:`crossdyn.experiments.core.cli.commands`); the helpers a tune command shares
+An experiment that declares a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`
+is run as ``crossdyn tune COMMAND`` with the options it configures.  The helpers every tune shares
 (:func:`add_engine_options`, :func:`tune_engine`, :func:`sigterm_interrupts`,
 :func:`interrupted`) are here.
 """
@@ -60,13 +60,11 @@ def interrupted(path: Path) -> int:
 
 
 def _cmd_tune(args) -> int:
-    """Dispatch ``crossdyn tune WHAT ...``: a registered tune command (the biped's ``balance``), or any experiment."""
-    from crossdyn.experiments.core.cli import commands
-
-    registered = commands.registered_commands("tune")
-    if args.what in registered:
-        parser = _subparser(f"{args.prog} {args.what}", description=commands.summary(registered[args.what]))
-        commands.configure(registered[args.what], parser)
+    """Dispatch ``crossdyn tune WHAT ...``: an experiment's own tuning (by its command), or any experiment."""
+    own = _tunings()
+    if args.what in own:
+        parser = _subparser(f"{args.prog} {args.what}", description=own[args.what].summary)
+        own[args.what].tuning.configure(parser)
     else:
         parser = _experiment_parser(args.prog)
     inner = parser.parse_args(args.rest)
@@ -75,21 +73,16 @@ def _cmd_tune(args) -> int:
 
 
 def add_parser(sub) -> None:
-    """Add ``tune`` to the ``crossdyn`` subcommands: ``tune EXPERIMENT`` and the registered ``tune NAME`` commands."""
-    from crossdyn.experiments.core.cli import commands
-
-    registered = commands.registered_commands("tune")
-    others = "".join(f" 'crossdyn tune {name}': {commands.summary(entry)}." for name, entry in registered.items())
+    """Add ``tune`` to the ``crossdyn`` subcommands: ``tune EXPERIMENT`` and ``tune COMMAND`` (a tuning's)."""
     p_tune = sub.add_parser(
-        "tune", help="sweep, search or map any experiment's parameters",
-        usage=f"crossdyn tune {{EXPERIMENT,{','.join(registered)}}} [options]" if registered else
-        "crossdyn tune EXPERIMENT [options]",
+        "tune", help="sweep, search or map any experiment's parameters", usage="crossdyn tune EXPERIMENT [options]",
         description="crossdyn tune EXPERIMENT --vary NAME=LO:HI[:log] ... [--minimize METRIC] [--constraint "
                     "METRIC<=VALUE] [--search lhs|grid|optuna]: run any registered experiment over its parameters "
-                    "('crossdyn tune EXPERIMENT --help')." + others)
+                    "('crossdyn tune EXPERIMENT --help'); crossdyn tune COMMAND [options]: an experiment tuned "
+                    "with options of its own ('crossdyn tune COMMAND --help').")
     p_tune.add_argument("what", metavar="EXPERIMENT",
-                        help="an experiment's name (see 'crossdyn list'), or a registered tune command: "
-                             + (", ".join(registered) or "none"))
+                        help="an experiment's name (see 'crossdyn list'), or the command of an experiment tuned "
+                             "with options of its own")
     p_tune.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p_tune.set_defaults(func=_cmd_tune, prog="crossdyn tune")
 
@@ -98,18 +91,22 @@ def inner_parsers(prog: str = "crossdyn tune") -> list[tuple[str, str, argparse.
     """``(name, help, parser)`` of what ``tune`` parses after its first word, for the CLI reference.
 
     ``tune`` builds these parsers only once it knows that word (an experiment's
-    name or a registered command's), so its ``--help`` cannot list their options;
+    name or a tuning's command), so its ``--help`` cannot list their options;
     the documentation builds them all here.
     """
-    from crossdyn.experiments.core.cli import commands
-
     parsers = [("EXPERIMENT", "tune any registered experiment over its parameters", _experiment_parser(prog))]
-    for name, entry in commands.registered_commands("tune").items():
-        text = commands.summary(entry)
-        parser = _subparser(f"{prog} {name}", description=text)
-        commands.configure(entry, parser)
-        parsers.append((name, text, parser))
+    for name, exp in _tunings().items():
+        parser = _subparser(f"{prog} {name}", description=exp.summary)
+        exp.tuning.configure(parser)
+        parsers.append((name, exp.summary, parser))
     return parsers
+
+
+def _tunings() -> dict:
+    """The registered experiments with a tune of their own, by the word after ``crossdyn tune``."""
+    from crossdyn.experiments.core.registry import tunings
+
+    return {exp.tuning.command: exp for exp in tunings().values()}
 
 
 def _subparser(prog: str, **kwargs) -> argparse.ArgumentParser:

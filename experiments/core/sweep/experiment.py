@@ -37,7 +37,7 @@ import math
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,12 +233,18 @@ class TuneResult(sweep_run.SweepResult):
     notes: tuple[str, ...] = ()
 
 
-def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, constraints: Sequence[str] = (),
+def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = None, constraints: Sequence[str] = (),
          search: str = "lhs", sampler: str = "gp", samples: int = 32, seed: int = 0, fixed: dict | None = None,
          short: bool = False, sources: tuple[str, ...] | list[str] = (), workers: int = 1,
          scheduler: str | None = None, progress: bool = False, plots: bool = True,
-         timeout: float | None = None, vary_from: str | Path | None = None) -> TuneResult:
+         timeout: float | None = None, vary_from: str | Path | None = None, plan: list | Callable | None = None,
+         options: dict | None = None, batch: bool = True) -> TuneResult:
     """Sweep, search or map experiment ``name`` into ``out`` (see the module docstring).
+
+    An experiment that declares its own tune (a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`)
+    is given its ``plan`` instead, planned by the experiment itself, and ``options`` for its summary;
+    it takes no other tune argument besides ``sources`` and the engine's
+    (:func:`crossdyn.experiments.core.sweep.tuning.run_plan`).
 
     Args:
       name: a registered experiment (crossdyn's, an installed package's, or one of ``sources``).
@@ -258,6 +264,8 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
       vary_from: an ``identified.json``: every run's model gets the identified parameters drawn
         within their intervals (:mod:`crossdyn.experiments.core.identify.vary`); the experiment
         must take an ``mjcf`` parameter.
+      plan, options: an experiment with a tuning of its own: its jobs or search, and its summary's options.
+      batch: a tuning's plan goes to the workers a batch at a time (never with ``timeout``).
 
     Raises:
       ParameterError: an unknown experiment, parameter or metric (or one that is no
@@ -268,9 +276,19 @@ def tune(name: str, out: Path, *, vary: list, minimize: str | None = None, const
         or is given for an experiment without an ``mjcf`` parameter.
       CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
     """
-    from crossdyn.experiments.core.registry import loadable, unloaded
+    from crossdyn.experiments.core.registry import loadable, tunings, unloaded
     from crossdyn.experiments.core.results import pool_with_sources_imported
 
+    if plan is not None:
+        from crossdyn.experiments.core.sweep import tuning
+
+        own = tunings(sources)
+        if name not in own:
+            raise ParameterError(f"experiment {name!r} declares no tuning of its own, so it takes no plan; "
+                                 f"those that do: {', '.join(own) or 'none'}")
+        done = tuning.run_plan(own[name].tuning, out, plan, workers=workers, scheduler=scheduler, progress=progress,
+                               timeout=timeout, batch=batch, desc=f"tune {own[name].tuning.command}", options=options)
+        return TuneResult(**vars(done), experiment=name)
     start = time.perf_counter()
     if fresh := unloaded(sources):  # a file that exits or hangs while imported ends a worker, not this process
         pool_with_sources_imported(fresh, timeout=timeout).terminate()
@@ -376,6 +394,11 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
     seed = validate_seed(seed)
     registry = experiments(sources)
     if name not in registry:
+        from crossdyn.experiments.core.registry import tunings
+
+        if name in (own := tunings(sources)):
+            raise ParameterError(f"experiment {name!r} is tuned with options of its own: "
+                                 f"'crossdyn tune {own[name].tuning.command} --help'")
         raise ParameterError(f"no experiment {name!r}; known: {', '.join(registry)}")
     exp = registry[name]
     space = parse_vary(vary, exp.params, name)

@@ -1,0 +1,106 @@
+"""Experiments tuned with a table, plans and a summary of their own (``crossdyn tune COMMAND``).
+
+An experiment may declare a :class:`Tuning` (``@experiment(..., tuning=Tuning(...))``).
+``crossdyn tune COMMAND`` then parses the experiment's own options (``configure``);
+the experiment plans its runs from them, a list of jobs or a search that asks for
+runs as it goes, and :func:`~crossdyn.experiments.core.sweep.experiment.tune` runs
+them here: into the experiment's table (its columns, its rows, resumed on a rerun)
+on the same engines as any tune, then hands the rows to the experiment's summary
+(its files and plots).  Such an experiment is a tuning of the others, not a check
+of its own: ``crossdyn run`` leaves it out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from crossdyn.experiments.core.sweep import engine as engines
+from crossdyn.experiments.core.sweep import run as sweep_run
+from crossdyn.experiments.core.sweep import table
+
+__all__ = ["Tuning", "run_plan"]
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """An experiment's own tune.
+
+    Attributes:
+      command: the word after ``crossdyn tune`` (``crossdyn tune COMMAND``).
+      configure: ``configure(parser)`` adds the command's options and sets ``func(args) -> exit code``,
+        which plans the runs and calls :func:`~crossdyn.experiments.core.sweep.experiment.tune`.
+      table: the table's file name in the output folder.
+      columns: the table's columns, in order; a job's ``key()`` names the first ones, and
+        ``outcome`` and ``detail`` are among them.
+      evaluate: ``evaluate(job) -> row`` (text by column; a :class:`~.run.Batch` of jobs -> their rows).
+      failed: ``failed(row)``: the run did not succeed (counted as such while it runs).
+      summary: ``summary(out, result, **options)`` writes the summary files and plots of a finished
+        tune into ``out`` and sets ``result.summary``; ``options`` are the caller's.
+      warm: a worker's warm-up, or None.
+      preload: the modules a fork server imports before forking workers.
+    """
+
+    command: str
+    configure: Callable
+    table: str
+    columns: tuple[str, ...]
+    evaluate: Callable
+    failed: Callable[[dict], bool]
+    summary: Callable
+    warm: Callable | None = None
+    preload: tuple[str, ...] = ()
+
+    def engine(self, workers: int = 1, scheduler: str | None = None, timeout: float | None = None):
+        """An open engine of :attr:`evaluate` runs; with a ``timeout``, each run in an isolated worker
+        process, stopped past it (a ``timed out`` row)."""
+        isolation = engines.Isolation(self._ended, timeout) if timeout is not None and not scheduler else None
+        return engines.engine(self.evaluate, workers, scheduler, warm=self.warm, preload=self.preload,
+                              isolation=isolation)
+
+    def _ended(self, job, done) -> dict[str, str]:
+        """The row of a run that ended without one: crashed, timed out or raised out."""
+        outcome, detail = sweep_run.ended(done)
+        return {**job.key(), **{k: "" for k in self.columns if k not in job.key()}, "outcome": outcome,
+                "detail": detail}
+
+
+def run_plan(tuning: Tuning, out: Path, plan: list | Callable, *, workers: int = 1, scheduler: str | None = None,
+        progress: bool = False, timeout: float | None = None, batch: bool = True, desc: str = "tune",
+        options: dict[str, Any] | None = None) -> sweep_run.SweepResult:
+    """Run ``plan`` into ``out``'s table, then write the tuning's summary.
+
+    Args:
+      tuning: the experiment's :class:`Tuning`.
+      out: the output folder; held while the tune runs (a second tune into it is refused).
+      plan: the jobs (each with ``index`` and ``key()``), run where the table lacks them; or a
+        search, ``plan(engine, csv_path, progress) -> (rows, computed)``, that runs what it asks
+        for on the open engine.
+      workers, scheduler, progress, timeout: the engine's (a timeout is each run's limit, s).
+      batch: jobs go to the workers a batch at a time (not with ``timeout``: a limit is per run).
+      desc: the progress bar's label.
+      options: passed on to :attr:`Tuning.summary`.
+
+    Raises:
+      ParameterError: the table was made with other arguments; ``out`` is in use by another tune.
+      CrossdynError: the Dask scheduler cannot be reached.
+    """
+    out = Path(out)
+    start = time.perf_counter()
+    with table.locked(out):  # a second tune into this folder is refused, not mixed into its rows
+        csv_path = out / tuning.table
+        with tuning.engine(workers, scheduler, timeout) as engine:
+            if callable(plan):
+                rows, computed = plan(engine, csv_path, progress)
+            else:
+                runs = sweep_run.in_batches(engine) if batch and timeout is None else engine
+                done = sweep_run.run_samples(tuning.evaluate, plan, {j.index: j.key() for j in plan}, csv_path,
+                                             tuning.columns, progress=progress, desc=desc, failed=tuning.failed,
+                                             engine=runs)
+                rows, computed = done.rows, done.computed
+        result = sweep_run.SweepResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path)
+        tuning.summary(out, result, **(options or {}))
+    return result
