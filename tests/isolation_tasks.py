@@ -75,8 +75,10 @@ def return_lambda():
 
 
 class Unpicklable(Exception):
-    def __init__(self, a, b):  # pickling calls __init__ with one argument: it fails
+    def __init__(self, a, b):  # unpickling calls __init__ with one argument: it fails
         super().__init__(f"{a} {b}")
+        # and pickling fails on a lambda even where tblib (imported with Dask) pickles exceptions its own way
+        self.callback = lambda: None
 
 
 def raise_unpicklable():

@@ -265,7 +265,10 @@ def test_a_batch_whose_worker_ended_is_a_row_per_run():
     from crossdyn.experiments.core.sweep import run as sweep_run
 
     plan = tune.plan_sweep(**SWEEP)
-    rows = tune._failed_row(sweep_run.Batch(tuple(plan[:3])), isolation.Done(None, isolation.CRASHED,
-                                                                             how="signal SIGSEGV"))
+    from crossdyn.experiments.core.registry import tunings
+
+    balance = tunings()[tune.BALANCE].tuning
+    crashed = isolation.Done(None, isolation.CRASHED, how="signal SIGSEGV")
+    rows = balance.ended(sweep_run.Batch(tuple(plan[:3])), crashed)
     assert [row["sample"] for row in rows] == ["0", "1", "2"]
     assert all(row["outcome"] == "crashed" and "signal SIGSEGV" in row["detail"] for row in rows)

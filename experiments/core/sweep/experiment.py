@@ -287,7 +287,8 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
             raise ParameterError(f"experiment {name!r} declares no tuning of its own, so it takes no plan; "
                                  f"those that do: {', '.join(own) or 'none'}")
         done = tuning.run_plan(own[name].tuning, out, plan, workers=workers, scheduler=scheduler, progress=progress,
-                               timeout=timeout, batch=batch, desc=f"tune {own[name].tuning.command}", options=options)
+                               timeout=timeout, batch=batch, desc=f"tune {own[name].tuning.command}", options=options,
+                               sources=tuple(sources))
         return TuneResult(**vars(done), experiment=name)
     start = time.perf_counter()
     if fresh := unloaded(sources):  # a file that exits or hangs while imported ends a worker, not this process

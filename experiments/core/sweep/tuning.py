@@ -54,23 +54,33 @@ class Tuning:
     warm: Callable | None = None
     preload: tuple[str, ...] = ()
 
-    def engine(self, workers: int = 1, scheduler: str | None = None, timeout: float | None = None):
-        """An open engine of :attr:`evaluate` runs; with a ``timeout``, each run in an isolated worker
-        process, stopped past it (a ``timed out`` row)."""
-        isolation = engines.Isolation(self._ended, timeout) if timeout is not None and not scheduler else None
+    def engine(self, workers: int = 1, scheduler: str | None = None, timeout: float | None = None,
+               sources: tuple[str, ...] = ()):
+        """An open engine of :attr:`evaluate` runs, each in an isolated worker process (which loads the
+        users' ``sources`` of experiments first): a run that crashes, or with a ``timeout`` runs past it,
+        is a row (``crashed``, ``timed out``) and the others go on."""
         return engines.engine(self.evaluate, workers, scheduler, warm=self.warm, preload=self.preload,
-                              isolation=isolation)
+                              isolation=engines.Isolation(self.ended, timeout, _load_experiments, (sources,)))
 
-    def _ended(self, job, done) -> dict[str, str]:
-        """The row of a run that ended without one: crashed, timed out or raised out."""
+    def ended(self, job, done) -> dict[str, str]:
+        """The row of a run that ended without one (crashed, timed out or raised out); a batch's, one per run."""
+        if isinstance(job, sweep_run.Batch):
+            return [self.ended(one, done) for one in job.jobs]  # type: ignore[return-value]
         outcome, detail = sweep_run.ended(done)
         return {**job.key(), **{k: "" for k in self.columns if k not in job.key()}, "outcome": outcome,
                 "detail": detail}
 
 
+def _load_experiments(sources: tuple[str, ...]) -> None:
+    """A worker's start: the users' files of experiments registered (a fork server's worker has not got them)."""
+    from crossdyn.experiments.core.registry import experiments
+
+    experiments(sources)
+
+
 def run_plan(tuning: Tuning, out: Path, plan: list | Callable, *, workers: int = 1, scheduler: str | None = None,
-        progress: bool = False, timeout: float | None = None, batch: bool = True, desc: str = "tune",
-        options: dict[str, Any] | None = None) -> sweep_run.SweepResult:
+             progress: bool = False, timeout: float | None = None, batch: bool = True, desc: str = "tune",
+             options: dict[str, Any] | None = None, sources: tuple[str, ...] = ()) -> sweep_run.SweepResult:
     """Run ``plan`` into ``out``'s table, then write the tuning's summary.
 
     Args:
@@ -83,6 +93,7 @@ def run_plan(tuning: Tuning, out: Path, plan: list | Callable, *, workers: int =
       batch: jobs go to the workers a batch at a time (not with ``timeout``: a limit is per run).
       desc: the progress bar's label.
       options: passed on to :attr:`Tuning.summary`.
+      sources: the users' files or modules of experiments the tuning's experiment came from.
 
     Raises:
       ParameterError: the table was made with other arguments; ``out`` is in use by another tune.
@@ -92,7 +103,7 @@ def run_plan(tuning: Tuning, out: Path, plan: list | Callable, *, workers: int =
     start = time.perf_counter()
     with table.locked(out):  # a second tune into this folder is refused, not mixed into its rows
         csv_path = out / tuning.table
-        with tuning.engine(workers, scheduler, timeout) as engine:
+        with tuning.engine(workers, scheduler, timeout, sources) as engine:
             if callable(plan):
                 rows, computed = plan(engine, csv_path, progress)
             else:
