@@ -68,6 +68,10 @@ ANCHOR_QVEL = 50.0  # rad/s or m/s
 # The optimizer stops when a step changes x by less than this, relative: a step of 1e-6 of a
 # value is a hundredth of the narrowest interval the arm's logs give (about 1e-4 of the value).
 XTOL = 1e-6
+# Levenberg-Marquardt's regularizer grows by this factor per rejected step.  mujoco.minimize's default
+# (10^0.1) needs about ten rejections, each a rollout of every window, to raise it tenfold; on the arm's
+# 20 s log 2 takes 150 rollouts instead of 240 to the same optimum (to 9 digits: benchmarks/identify_speed.py).
+MU_FACTOR = 2.0
 # A parameter whose full typical change moves the whole log's normalized residual by less
 # than this (norm of scale * dr/dtheta) is one the logs never move: far below one noise level.
 NEVER_MOVES = 1e-3
@@ -649,7 +653,8 @@ def fit(problem: Problem, max_iters: int = 50) -> FitResult:
     absl_logging.set_verbosity(absl_logging.ERROR)  # its note that delay and friction start at their bound 0
     try:
         opt, _ = sysid.optimize(params, residual_fn, optimizer="mujoco", verbose=False, max_iters=max_iters,
-                                jacobian=jacobian, x_scale="jac", output=trace, xtol=XTOL)
+                                jacobian=jacobian, x_scale="jac", output=trace, xtol=XTOL,
+                                mu_factor=MU_FACTOR)
     finally:
         absl_logging.set_verbosity(verbosity)
     x = np.asarray(opt["x"].value, float).reshape(-1)
