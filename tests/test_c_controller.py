@@ -345,3 +345,22 @@ def test_both_loops_end_a_bad_run_alike(tmp_path, stop, body, outcome):
     else:
         with pytest.raises(ControllerError, match=outcome):
             simulate(model, c, 0.5, stop=stop)
+
+
+def test_where_the_compiled_loop_cannot_be_built_the_python_loop_runs_the_same(sources, regulator, monkeypatch):
+    from crossdyn.experiments.core import c_loop
+
+    c = with_gains(CController(sources / "lqr.c", "step", inputs=("qpos", "qvel")), regulator)
+    compiled = balance(c, 0.2)
+
+    def no_headers():
+        raise CompileError("crossdyn_loop.c:3: mujoco/mujoco.h: No such file or directory")
+
+    monkeypatch.setattr(c_loop, "_library", no_headers)
+    c_loop.available.cache_clear()
+    try:
+        assert not c_loop.available()
+        fallback = balance(c, 0.2)
+    finally:
+        c_loop.available.cache_clear()
+    assert np.array_equal(compiled.qpos, fallback.qpos) and np.array_equal(compiled.ctrl, fallback.ctrl)

@@ -35,7 +35,7 @@ import numpy as np
 
 from crossdyn.experiments.core.c_controller import CompileError, _compile, _compiler_identity, cache_dir, compiler
 
-__all__ = ["run_steps", "FINE", "DIVERGED", "REFUSED"]
+__all__ = ["available", "run_steps", "FINE", "DIVERGED", "REFUSED"]
 
 # Why the loop ended (besides the controller's own step result, returned as is).
 FINE, DIVERGED, REFUSED = 0, -1, -2
@@ -107,6 +107,17 @@ def _library() -> tuple[ctypes.PyDLL, int]:
         raise CompileError(f"no MuJoCo shared library in {package}: the compiled loop cannot call mj_step")
     step = ctypes.cast(ctypes.CDLL(found[0]).mj_step, ctypes.c_void_p).value
     return lib, int(step or 0)
+
+
+@functools.lru_cache(maxsize=1)
+def available() -> bool:
+    """Whether the compiled loop builds here (a C compiler, and MuJoCo's headers and library in its package);
+    where it does not, a compiled controller steps in the Python loop instead, the same rows."""
+    try:
+        _library()
+    except (CompileError, OSError, AttributeError):
+        return False
+    return True
 
 
 def run_steps(model: mujoco.MjModel, data: mujoco.MjData, control: int, n: int, per: int, times: np.ndarray,

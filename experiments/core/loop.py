@@ -400,7 +400,10 @@ class _Run:
         compiled = getattr(controller, "step_address", None)
         if compiled is not None and not (bound.sense or bound.act or bound.push or self.computed) \
                 and stop is None and film is None:
-            return self._compiled_steps(controller, compiled(self.sensed, self.command), per)
+            from crossdyn.experiments.core import c_loop
+
+            if c_loop.available():
+                return self._compiled_steps(controller, compiled(self.sensed, self.command), per)
         obs, commands = Observation(model, data, self.sensed), _Commands(model, self.command)
         direct = getattr(controller, "write_command", None)
         sense, act, pushes = bound.sense, bound.act, bound.push
