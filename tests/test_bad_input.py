@@ -252,6 +252,7 @@ CASES = [
     (["check", "derivation", "{tmp}/raises.py:tau", "--mjcf", "two_link_arm"], "failed to import"),
     # experiments and their parameters
     (["run", "no-such-experiment"], "no experiment"),
+    (["run", "biped-balance-tune"], "is a tuning, not run by 'crossdyn run': use 'crossdyn tune balance'"),
     (["run", "turn", "--set", "spin=3"], "spin"),
     (["run", "turn", "--set", "turn_deg=left"], "expected a float"),
     (["run", "turn", "--set", "turn_deg=1000"], "out of range"),

@@ -90,6 +90,7 @@ API = {
     "Outcome": "crossdyn.experiments.core.results",
     "Tolerance": "crossdyn.experiments.core.baseline",
     "tune": "crossdyn.experiments.core.sweep.experiment",
+    "Tuning": "crossdyn.experiments.core.sweep.tuning",
     # errors
     "CrossdynError": "crossdyn.experiments.core.errors",
 }

@@ -405,5 +405,9 @@ def get(name: str) -> Experiment:
     """
     registry = experiments()
     if name not in registry:
+        own = tunings()
+        if name in own:  # kept out of the run set: it is run by its own tune command
+            raise ParameterError(f"experiment {name!r} is a tuning, not run by 'crossdyn run': use "
+                                 f"'crossdyn tune {own[name].tuning.command}' (see its --help)")
         raise ParameterError(f"no experiment {name!r}; known: {', '.join(registry)}")
     return registry[name]
