@@ -194,6 +194,11 @@ BAD_FILES.update({
 })
 
 # (arguments, phrase in the message).  {tmp} is the folder holding BAD_FILES.
+def identify_log(log: str) -> list[str]:
+    """``crossdyn identify`` of the arm's delay from one of the bad logs the fixture writes."""
+    return ["identify", "--mjcf", IDENTIFY_ARM, "--log", f"{{tmp}}/{log}", "--fit", "delay"]
+
+
 CASES = [
     # a folder where a command writes its table or metrics
     (["tune", "balance", "--samples", "2", "--duration", "1", "--out", "{tmp}/sweep"], "samples.csv is not a file"),
@@ -518,35 +523,23 @@ CASES = [
     (["tune", "balance", "--search", "optuna", "--duration", "nan"], "finite"),
     (["tune", "balance", "--search", "optuna", "--push", "-5"], "--push"),
     # robot logs: crossdyn identify and check model (nothing fitted, nothing written)
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/no_such_log.csv", "--fit", "delay"], "no log file"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_time_back.csv", "--fit", "delay"],
-     "time is not increasing at row 12"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_nan.csv", "--fit", "delay"],
-     "row 7, column 'qpos:shoulder' is nan"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_inf.csv", "--fit", "delay"],
-     "row 9, column 'ctrl:shoulder_motor' is inf"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_misspelt.csv", "--fit", "delay"],
-     "qpos:elbw: no joint 'elbw' in identify_arm.xml (did you mean 'elbow'?)"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_unknown_motor.csv", "--fit", "delay"],
+    (identify_log("no_such_log.csv"), "no log file"),
+    (identify_log("log_time_back.csv"), "time is not increasing at row 12"),
+    (identify_log("log_nan.csv"), "row 7, column 'qpos:shoulder' is nan"),
+    (identify_log("log_inf.csv"), "row 9, column 'ctrl:shoulder_motor' is inf"),
+    (identify_log("log_misspelt.csv"), "qpos:elbw: no joint 'elbw' in identify_arm.xml (did you mean 'elbow'?)"),
+    (identify_log("log_unknown_motor.csv"),
      "no actuator 'shoulder' in identify_arm.xml (did you mean 'shoulder_motor'?)"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_short_row.csv", "--fit", "delay"],
-     "line 6 has 3 cells, the header has 4"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_text.csv", "--fit", "delay"],
-     "line 5, column 'ctrl:shoulder_motor': 'push' is not a number"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_few_rows.csv", "--fit", "delay"],
-     "a log needs at least 20"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_no_time.csv", "--fit", "delay"], "no 'time' column"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_component.csv", "--fit", "delay"],
-     "qpos:elbow has one value"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_bad_kind.csv", "--fit", "delay"],
-     "column 'torque:shoulder' is not time"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_commands_only.csv", "--fit", "delay"],
-     "no qpos:, qvel: or sensor: column"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_lengths.npz", "--fit", "delay"],
-     "the arrays have different lengths"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_nan.npz", "--fit", "delay"],
-     "sample 10, column 'qpos:shoulder' is nan"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_2d.npz", "--fit", "delay"], "each column is a 1-D array"),
+    (identify_log("log_short_row.csv"), "line 6 has 3 cells, the header has 4"),
+    (identify_log("log_text.csv"), "line 5, column 'ctrl:shoulder_motor': 'push' is not a number"),
+    (identify_log("log_few_rows.csv"), "a log needs at least 20"),
+    (identify_log("log_no_time.csv"), "no 'time' column"),
+    (identify_log("log_component.csv"), "qpos:elbow has one value"),
+    (identify_log("log_bad_kind.csv"), "column 'torque:shoulder' is not time"),
+    (identify_log("log_commands_only.csv"), "no qpos:, qvel: or sensor: column"),
+    (identify_log("log_lengths.npz"), "the arrays have different lengths"),
+    (identify_log("log_nan.npz"), "sample 10, column 'qpos:shoulder' is nan"),
+    (identify_log("log_2d.npz"), "each column is a 1-D array"),
     (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--validate", "{tmp}/log_nan.csv",
       "--fit", "delay"], "is nan"),
     (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--fit", "joint:elbw:damping"],
@@ -560,8 +553,7 @@ CASES = [
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_misspelt.csv"], "did you mean 'elbow'?"),
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_time_back.csv"], "time is not increasing"),
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_diverges.csv"], "huge value in CTRL"),
-    (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_diverges.csv", "--fit", "delay"],
-     "is the log this model's robot"),
+    (identify_log("log_diverges.csv"), "is the log this model's robot"),
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--tolerance", "0.5"], "--tolerance"),
     (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "0", "--out", "{tmp}/excite_out/cmd.csv"], "--duration"),
     (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "nan", "--out", "{tmp}/excite_out/cmd.csv"], "finite"),

@@ -255,15 +255,25 @@ def _build(sources: list[Path], shim: str, declarations: str, include_dirs: list
             except CompileError as exc:
                 raise CompileError(f"{names[str(source)]}: its definition does not match the declared "
                                    f"'{declarations}' ({str(exc).split(': ', 1)[-1]})") from None
-        partial = folder / f"{key}.{os.getpid()}.tmp"
-        try:  # the cache is written only once the build succeeded
-            folder.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(out, partial)
-            os.replace(partial, library)  # atomic: a concurrent worker sees the whole library or none
-        except OSError as exc:
-            raise CompileError(f"cannot write the compiled controller into {folder}: {exc.strerror} "
-                               "(set XDG_CACHE_HOME to a writable folder)") from None
+        store(out, library)
     return library
+
+
+def store(built: Path, library: Path) -> None:
+    """Put a library just built into the cache at ``library``, atomically: a concurrent worker sees the
+    whole library or none, and the cache holds only builds that succeeded.
+
+    Raises:
+      CompileError: the cache folder cannot be written.
+    """
+    partial = library.with_name(f"{library.name}.{os.getpid()}.tmp")
+    try:
+        library.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(built, partial)
+        os.replace(partial, library)
+    except OSError as exc:
+        raise CompileError(f"cannot write the compiled controller into {library.parent}: {exc.strerror} "
+                           "(set XDG_CACHE_HOME to a writable folder)") from None
 
 
 def _digest(path: Path) -> str:

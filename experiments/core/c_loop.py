@@ -26,14 +26,20 @@ import ctypes
 import functools
 import glob
 import hashlib
-import os
 import tempfile
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.c_controller import CompileError, _compile, _compiler_identity, cache_dir, compiler
+from crossdyn.experiments.core.c_controller import (
+    CompileError,
+    _compile,
+    _compiler_identity,
+    cache_dir,
+    compiler,
+    store,
+)
 
 __all__ = ["available", "run_steps", "FINE", "DIVERGED", "REFUSED"]
 
@@ -92,10 +98,7 @@ def _library() -> tuple[ctypes.PyDLL, int]:
             source.write_text(_SOURCE)
             _compile([cc, "-O2", "-fPIC", "-shared", f"-I{package / 'include'}", str(source), "-o", str(out)],
                      {str(source): "crossdyn_loop.c"})
-            library.parent.mkdir(parents=True, exist_ok=True)
-            partial = library.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_bytes(out.read_bytes())
-            os.replace(partial, library)  # atomic: a concurrent worker sees the whole library or none
+            store(out, library)
     lib = ctypes.PyDLL(str(library))
     lib.crossdyn_run.restype = ctypes.c_long
     lib.crossdyn_run.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long,
