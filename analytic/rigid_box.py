@@ -1,35 +1,13 @@
-"""One rigid body: Newton-Euler equations, three integrators, conserved quantities.
+"""One rigid body: Newton-Euler equations, three integrators, conserved quantities, penalty ground contact.
 
-Source: the rigid-body section of a robotics lecture on dynamics (docs/derivations/rigid-box.md).
-The body's CoM ``c`` moves under the total force, ``m c'' = f``; its rotation obeys Euler's equation about the CoM,
-``I w' + w x I w = tau`` with the world-frame inertia ``I = R Ibar R^T``.
+The CoM ``c`` moves as ``m c'' = f``; the rotation obeys Euler's equation about the CoM,
+``I w' + w x I w = tau`` with the world-frame inertia ``I = R Ibar R^T`` (docs/derivations/rigid-box.md).
+Conventions (SI): ``R`` is body-to-world, the body frame is the CoM frame of ``Ibar``; ``omega`` is in the
+WORLD frame (the body-frame one is ``R^T omega``); a wrench ``(f, tau)`` is the total force and the torque
+about the CoM, both world; quaternions are ``[w, x, y, z]`` (MuJoCo's order).
 
-Conventions (all SI):
-
-- ``R``: body-to-world rotation, ``(3, 3)``; the body frame is the CoM frame in
-  which the inertia ``Ibar`` is given.
-- ``omega``: angular velocity in the WORLD frame, rad/s (as the lecture writes it).  The
-  body-frame one is ``R^T omega``.
-- A wrench is ``(f, tau)``: total force, N, and torque about the CoM, N m, both in
-  the world frame.  A force ``f`` at a point ``p`` gives ``tau = (p - c) x f``.
-- Quaternions are ``[w, x, y, z]`` (MuJoCo's order).
-
-Integrators, each returning a :class:`Trajectory` on a fixed grid:
-
-``lecture_euler``
-    The lecture exactly as docs/derivations/rigid-box.md states it: accelerations, then
-    ``cdot += dt cddot; omega += dt omegadot; c += dt cdot`` (with the *updated*
-    velocity) and the Rodrigues rotation ``R <- exp(dt omega^) R``.  First order.
-``rk4``
-    Classical Runge-Kutta on ``(c, v, q, omega_body)`` with the quaternion
-    renormalized after each step.  Fourth order; the wrench is evaluated at every
-    stage, so a force at a moving body point follows the point through the step.
-``reference``
-    SciPy ``solve_ivp`` (DOP853, rtol = atol = 1e-13) on the same equations: the
-    high-accuracy reference the other two, and MuJoCo, are measured against.
-
-Also the penalty ground contact the lecture uses (spring-dampers at the 8 box corners,
-docs/derivations/rigid-box.md) and :func:`simulate_penalty` for it.
+The integrators (:func:`lecture_euler`, first order; :func:`rk4`; :func:`reference`, DOP853 at 1e-13)
+return a :class:`Trajectory` on a fixed grid.
 """
 
 from __future__ import annotations
@@ -41,24 +19,9 @@ import numpy as np
 
 from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix, skew
 
-__all__ = [
-    "RigidBodyParams",
-    "BodyState",
-    "Trajectory",
-    "Wrench",
-    "rodrigues",
-    "wrench_about_com",
-    "point_force",
-    "lecture_euler",
-    "rk4",
-    "reference",
-    "angular_momentum",
-    "kinetic_energy",
-    "PenaltyGround",
-    "box_corners",
-    "penalty_wrench",
-    "simulate_penalty",
-]
+__all__ = ["RigidBodyParams", "BodyState", "Trajectory", "Wrench", "rodrigues", "wrench_about_com", "point_force",
+           "lecture_euler", "rk4", "reference", "angular_momentum", "kinetic_energy", "PenaltyGround", "box_corners",
+           "penalty_wrench", "simulate_penalty"]
 
 # Relative tolerance for "symmetric" and "orthonormal" input checks: values typed
 # or computed in double precision are far inside it, a wrong matrix far outside.
@@ -74,14 +37,11 @@ class RigidBodyParams:
 
     Attributes:
       mass: kg, > 0.
-      inertia: inertia tensor about the CoM in the body frame, ``(3, 3)``, kg m^2;
-        symmetric positive definite and physically realizable (each principal
-        moment at most the sum of the other two).
+      inertia: about the CoM in the body frame, ``(3, 3)`` (or 3 principal moments), kg m^2; symmetric
+        positive definite, each principal moment at most the sum of the other two.
 
     Raises:
-      ValueError: non-finite or non-positive mass; inertia of the wrong shape,
-        non-finite, not symmetric, not positive definite, or violating the
-        triangle inequality (the message gives the offending values).
+      ValueError: a mass or inertia that is not that (the message gives the values).
     """
 
     mass: float
@@ -123,13 +83,8 @@ class RigidBodyParams:
 
 @dataclass(frozen=True)
 class BodyState:
-    """The state of a rigid body.
-
-    Attributes:
-      c: CoM position, world, ``(3,)``, m.
-      v: CoM velocity, world, ``(3,)``, m/s.
-      R: body-to-world rotation, ``(3, 3)``.
-      omega: angular velocity, world frame, ``(3,)``, rad/s.
+    """The state of a rigid body: CoM position ``c`` (m) and velocity ``v`` (m/s), world, ``(3,)``;
+    body-to-world rotation ``R``, ``(3, 3)``; world angular velocity ``omega``, ``(3,)``, rad/s.
 
     Raises:
       ValueError: wrong shapes, non-finite entries, or ``R`` not a rotation.
@@ -161,14 +116,7 @@ class BodyState:
 
 @dataclass(frozen=True)
 class Trajectory:
-    """A sampled rigid-body motion.
-
-    Attributes:
-      t: times, ``(N,)``, s.
-      c, v: CoM position and velocity, world, ``(N, 3)``, m and m/s.
-      R: body-to-world rotations, ``(N, 3, 3)``.
-      omega: angular velocity, world frame, ``(N, 3)``, rad/s.
-    """
+    """A sampled rigid-body motion: times ``t`` ``(N,)`` s and :class:`BodyState`'s fields stacked, ``(N, ...)``."""
 
     t: np.ndarray
     c: np.ndarray
@@ -187,19 +135,9 @@ class Trajectory:
         return np.array([matrix_to_quat(r) for r in self.R])
 
 
-# --------------------------------------------------------------------------- rotations
-
-
 def rodrigues(omega, dt: float) -> np.ndarray:
-    """Rotation by ``|omega| dt`` about ``omega`` (Rodrigues' formula, docs/derivations/rigid-box.md).
-
-    ``E + a^ sin(|omega| dt) + a^2 (1 - cos(|omega| dt))`` with ``a = omega/|omega|``;
-    the identity when ``omega = 0``.
-
-    Args:
-      omega: angular velocity, ``(3,)``, rad/s.
-      dt: time step, s.
-    """
+    """Rotation by ``|omega| dt`` about ``omega`` (``omega`` ``(3,)`` rad/s, ``dt`` s): Rodrigues' formula,
+    ``E + a^ sin(|omega| dt) + a^2 (1 - cos(|omega| dt))`` with ``a = omega/|omega|``."""
     omega = np.asarray(omega, dtype=float)
     speed = float(np.linalg.norm(omega))
     if speed == 0.0:
@@ -207,9 +145,6 @@ def rodrigues(omega, dt: float) -> np.ndarray:
     a = skew(omega / speed)
     angle = speed * dt
     return np.eye(3) + a * np.sin(angle) + a @ a * (1.0 - np.cos(angle))
-
-
-# --------------------------------------------------------------------------- loads
 
 
 def _finite_vector(value, name: str) -> np.ndarray:
@@ -222,12 +157,7 @@ def _finite_vector(value, name: str) -> np.ndarray:
 
 
 def wrench_about_com(force, point, com) -> tuple[np.ndarray, np.ndarray]:
-    """A force at a point as a wrench about the CoM: ``(f, (p - c) x f)`` (docs/derivations/rigid-box.md).
-
-    Args:
-      force: ``(3,)``, N, world frame.
-      point: application point, ``(3,)``, m, world.
-      com: CoM position, ``(3,)``, m, world.
+    """A force (N) at a point (m) as a wrench about the CoM ``com`` (m): ``(f, (p - c) x f)``, all world ``(3,)``.
 
     Raises:
       ValueError: any input is not a finite 3-vector (e.g. a NaN force).
@@ -246,11 +176,10 @@ def point_force(force, point_body) -> Wrench:
       point_body: the application point in the CoM frame, ``(3,)``, m.
 
     Returns:
-      A wrench function ``(t, c, v, R, omega) -> (f, tau)``; the point moves with
-      the body (``p = c + R point_body``), the force direction does not.
+      A wrench function; the point moves with the body (``p = c + R point_body``), the force direction does not.
 
     Raises:
-      ValueError: a non-finite force or point (checked here, once).
+      ValueError: a non-finite force or point.
     """
     f = _finite_vector(force, "force")
     r = _finite_vector(point_body, "application point (body frame)")
@@ -265,9 +194,6 @@ def _no_wrench(t, c, v, R, omega):
     return np.zeros(3), np.zeros(3)
 
 
-# --------------------------------------------------------------------------- integrators
-
-
 def _check_step(dt: float, steps: int) -> None:
     if not (np.isfinite(dt) and dt > 0):
         raise ValueError(f"time step must be positive and finite, got {dt!r} s")
@@ -277,20 +203,15 @@ def _check_step(dt: float, steps: int) -> None:
 
 def lecture_euler(params: RigidBodyParams, state: BodyState, dt: float, steps: int,
                wrench: Wrench | None = None) -> Trajectory:
-    """The first-order Euler step of the lecture, exactly in the order docs/derivations/rigid-box.md gives it.
-
-    Per step: ``I = R Ibar R^T``; ``cddot = f/m``; ``omegadot = I^-1 (tau - omega x I omega)``;
-    then ``cdot += dt cddot``, ``omega += dt omegadot``, ``c += dt cdot`` and
-    ``R <- rodrigues(omega, dt) R``, both with the already-updated velocities
-    (a semi-implicit, first-order Euler method).
+    """The first-order Euler step as the lecture orders it: accelerations, then ``cdot += dt cddot``,
+    ``omega += dt omegadot``, ``c += dt cdot`` and ``R <- rodrigues(omega, dt) R`` with the updated velocities.
 
     Args:
       params: mass properties.
       state: initial state.
       dt: time step, s.
       steps: number of steps.
-      wrench: ``(t, c, v, R, omega) -> (f, tau)``, evaluated once per step at its
-        start; ``None`` for a free body.
+      wrench: evaluated once per step at its start; ``None`` for a free body.
 
     Returns:
       The trajectory at ``t = 0, dt, ..., steps dt``.
@@ -366,12 +287,8 @@ def _rk4_step(f, t: float, y: np.ndarray, dt: float) -> np.ndarray:
 
 def rk4(params: RigidBodyParams, state: BodyState, dt: float, steps: int,
         wrench: Wrench | None = None) -> Trajectory:
-    """Classical RK4 on ``(c, v, q, omega_body)``, quaternion renormalized each step.
-
-    The wrench is evaluated at all four stages with the stage's own state, so a
-    force at a moving body point is applied where the point is at each stage.
-
-    Args/Returns: as :func:`lecture_euler`.
+    """Classical RK4 on ``(c, v, q, omega_body)``, quaternion renormalized each step; the wrench is
+    evaluated at every stage, so a force at a moving body point follows the point.  Args as :func:`lecture_euler`.
     """
     _check_step(dt, steps)
     f = _rhs(params, wrench or _no_wrench)
@@ -391,9 +308,7 @@ def reference(params: RigidBodyParams, state: BodyState, t_eval, wrench: Wrench 
     Args:
       params, state, wrench: as :func:`lecture_euler`.
       t_eval: increasing output times starting at 0, ``(N,)``, s.
-      rtol, atol: SciPy tolerances.  At 1e-12 the reference's own error (~1e-12
-        rad/s in omega after 10 s of the box's rotation) was as large as RK4's at
-        dt = 1 ms; 1e-13 puts it an order below.
+      rtol, atol: SciPy tolerances; 1e-13 keeps the reference's own error an order below RK4's at dt = 1 ms.
 
     Raises:
       ValueError: bad ``t_eval``; RuntimeError: the solver failed.
@@ -401,7 +316,7 @@ def reference(params: RigidBodyParams, state: BodyState, t_eval, wrench: Wrench 
     t_eval = np.asarray(t_eval, dtype=float)
     if t_eval.ndim != 1 or t_eval.size < 2 or t_eval[0] != 0 or np.any(np.diff(t_eval) <= 0):
         raise ValueError("t_eval must be an increasing 1-D array of times starting at 0 s")
-    from scipy.integrate import solve_ivp  # here: SciPy's integrate costs every import of this module ~0.5 s
+    from scipy.integrate import solve_ivp  # here: importing SciPy's integrate is slow
 
     sol = solve_ivp(_rhs(params, wrench or _no_wrench), (0.0, float(t_eval[-1])), _pack(state),
                     method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol)
@@ -426,18 +341,9 @@ def _trajectory(out: dict, dt: float, steps: int) -> Trajectory:
     return Trajectory(np.arange(steps + 1) * dt, out["c"], out["v"], out["R"], out["omega"])
 
 
-# --------------------------------------------------------------------------- conserved quantities
-
-
 def angular_momentum(params: RigidBodyParams, R, omega) -> np.ndarray:
-    """World angular momentum about the CoM, ``L = R Ibar R^T omega``.
-
-    Args:
-      R: rotations, ``(..., 3, 3)``; omega: world angular velocity, ``(..., 3)``, rad/s.
-
-    Returns:
-      ``(..., 3)``, kg m^2/s.  Constant when no torque acts (docs/derivations/rigid-box.md).
-    """
+    """World angular momentum about the CoM, ``L = R Ibar R^T omega``, ``(..., 3)`` kg m^2/s, from rotations
+    ``(..., 3, 3)`` and world angular velocities ``(..., 3)`` rad/s."""
     R, omega = np.asarray(R, float), np.asarray(omega, float)
     wb = np.einsum("...ji,...j->...i", R, omega)
     return np.einsum("...ij,...j->...i", R, wb @ params.inertia)
@@ -451,25 +357,14 @@ def kinetic_energy(params: RigidBodyParams, v, R, omega) -> np.ndarray:
     return 0.5 * params.mass * np.einsum("...i,...i->...", v, v) + rot
 
 
-# --------------------------------------------------------------------------- penalty ground contact
-
-
 @dataclass(frozen=True)
 class PenaltyGround:
-    """Penalty ground contact as the lecture models it (docs/derivations/rigid-box.md), at ``z = height``.
+    """The penalty ground of the lecture at ``z = height`` (m) (docs/derivations/rigid-box.md).
 
-    Each contact point below the ground gets a normal force
-    ``Fn = max(0, -K depth_signed - D zdot)`` (``depth_signed = z - height < 0``)
-    and a tangential spring-damper ``Ft = -Kt (p_xy - anchor) - Dt pdot_xy``, the
-    anchor being where the point touched down.  The header gives no friction
-    limit; a spring that never lets go could not slide, so ``Ft`` is capped at
-    ``mu Fn`` (the anchor is dragged along when the cap is reached).
-
-    Attributes:
-      K: normal stiffness, N/m; D: normal damping, N s/m.
-      Kt: tangential stiffness, N/m; Dt: tangential damping, N s/m.
-      mu: Coulomb friction coefficient (``inf`` for no limit).
-      height: ground height, m.
+    A point below the ground gets ``Fn = max(0, -K (z - height) - D zdot)`` and a tangential spring-damper
+    ``Ft = -Kt (p_xy - anchor) - Dt pdot_xy`` from where it touched down.  The lecture gives no friction
+    limit, but a spring that never lets go could not slide, so ``Ft`` is capped at ``mu Fn`` (``mu = inf``:
+    no limit) and the anchor dragged along.  ``K``, ``Kt`` in N/m; ``D``, ``Dt`` in N s/m.
     """
 
     K: float
@@ -531,17 +426,14 @@ def penalty_wrench(ground: PenaltyGround, points_body: np.ndarray, anchors: np.n
 
 def simulate_penalty(params: RigidBodyParams, ground: PenaltyGround, points_body, state: BodyState,
                      dt: float, steps: int, gravity=(0.0, 0.0, -9.81)) -> tuple[Trajectory, np.ndarray]:
-    """Integrate the body on the penalty ground: RK4, anchors updated between steps.
+    """Integrate the body on the penalty ground with RK4.
 
-    The tangential anchors are a memory the ODE does not carry: they are frozen
-    over each RK4 step and updated after it (set at touch-down, dragged along when
-    the friction cap is reached, cleared at lift-off).
+    The tangential anchors are a memory the ODE does not carry: frozen over each step, updated after it.
 
     Args:
-      params: mass properties.
+      params, state: as :func:`lecture_euler`.
       ground: penalty parameters.
       points_body: contact points in the CoM frame, ``(P, 3)``, m (the 8 corners).
-      state: initial state.
       dt, steps: fixed step, s, and number of steps.
       gravity: ``(3,)``, m/s^2.
 
@@ -577,12 +469,8 @@ def simulate_penalty(params: RigidBodyParams, ground: PenaltyGround, points_body
 
 def _update_anchors(ground: PenaltyGround, points_body: np.ndarray, anchors: np.ndarray, forces: np.ndarray,
                     active: np.ndarray, c, v, R, omega) -> None:
-    """Move the tangential springs' anchors ``(P, 2)`` (m, in place) after a step, at the state ``c, v, R, omega``.
-
-    New contacts anchor where they are; a saturated spring drags its anchor so the
-    spring force sits on the friction cap; a corner off the ground loses its anchor.
-    ``forces`` ``(P, 3)`` and ``active`` ``(P,)`` are :func:`penalty_wrench`'s at that state.
-    """
+    """Move the anchors ``(P, 2)`` (m, in place): set at touch-down, dragged to the friction cap, cleared
+    at lift-off; ``forces`` and ``active`` are :func:`penalty_wrench`'s at the state ``c, v, R, omega``."""
     pos = c + points_body @ R.T
     vel = v + np.cross(omega, points_body @ R.T)
     for i in range(points_body.shape[0]):

@@ -1,43 +1,12 @@
-"""Spatial-velocity recursive Newton-Euler for kinematic trees, in the form of a robotics lecture on
-dynamics.
+"""Spatial-velocity recursive Newton-Euler for kinematic trees, as a robotics lecture on dynamics writes it.
 
-Everything is expressed in the world frame, about the world origin, as in the
-"spatial velocity" form of that lecture (docs/derivations/rnea.md):
-
-- spatial velocity ``xi = [v_o; w]``: ``v_o`` is the velocity of the body point
-  that is momentarily at the world origin, ``w`` the angular velocity (world);
-- joint motion vector ``s = [p x a; a]`` for a hinge with world axis ``a`` through
-  the world point ``p``, ``s = [a; 0]`` for a slide along ``a``;
-- forward pass ``xi_j = xi_pred + s_j qd_j`` and
-  ``dxi_j = dxi_pred + ds_j qd_j + s_j qdd_j`` with ``ds_j = (xi x) s_j`` and
-  ``[v; w] x = [[w^, v^], [0, w^]]``;
-- spatial inertia about the world origin
-  ``I^S = [[m E, m c^T], [m c^, m c^ c^T + I]]`` (``c`` the CoM, ``I`` the
-  world-frame inertia about the CoM);
-- body wrench ``f_j = I^S dxi_j + (xi_j x*) I^S xi_j`` with
-  ``(xi x*) = [[w^, 0], [v^, w^]]``, accumulated from the leaves inward; the
-  joint force is ``u_j = s_j^T f_j``.
-
-Gravity enters as a base acceleration ``dxi_world = [-g; 0]`` (the base-acceleration trick):
-every body then carries the weight it would need to hover.
-
-Coordinates follow MuJoCo exactly, so a result compares one-to-one with
-``mj_inverse``: a hinge's or slide's position is measured from its reference
-``ref`` (MuJoCo's ``qpos0``); a free joint has ``qpos = [x, y, z, qw, qx, qy, qz]``
-(position of the body frame's origin, world; unit quaternion of the body frame)
-and ``qvel = [v (world velocity of the body origin), w (angular velocity in the
-body frame)]``; a ball joint has ``qpos = [qw, qx, qy, qz]`` (the body's rotation
-about the joint's anchor, relative to its reference orientation) and ``qvel = w``,
-the angular velocity in the body frame.  Several joints in one body act in order,
-each about the frame left by the previous ones (MuJoCo's ``mj_kinematics``).
-
-For speed the 6 x 6 matrices are applied, not formed: ``I^S xi`` is multiplied
-out in :func:`apply_spatial_inertia` (checked against :func:`spatial_inertia`, the
-formed 6 x 6 matrix, in the tests), and the batch is processed joint by joint with
-every state of the batch in one array operation.
-
-This module is NumPy only; the tree's numbers come from the compiled model through
-``experiments.core.derivation.tree_from_model``.
+Everything is in the world frame, about the world origin (docs/derivations/rnea.md): spatial velocity
+``xi = [v_o; w]``, joint motion vectors ``s = [p x a; a]`` (hinge) or ``[a; 0]`` (slide), body wrench
+``f = I^S dxi + (xi x*) I^S xi`` accumulated from the leaves, joint force ``s^T f``, gravity as the base
+acceleration ``[-g; 0]``.  Coordinates are MuJoCo's (positions from ``ref``; free and ball joints with
+quaternions and body-frame angular velocity; several joints in a body act in order), so a result compares
+one-to-one with ``mj_inverse``.  The 6 x 6 matrices are applied, not formed, and the whole batch moves
+joint by joint in array operations.  The tree's numbers come from ``tree_from_model``.
 """
 
 from __future__ import annotations
@@ -57,12 +26,10 @@ JOINT_TYPES: dict[str, tuple[int, int]] = {"hinge": (1, 1), "slide": (1, 1), "ba
 
 @dataclass(frozen=True, eq=False)
 class Tree:
-    """A kinematic tree of rigid bodies with hinge, slide, ball and free joints.
+    """A kinematic tree of rigid bodies with hinge, slide, ball and free joints (m, kg, kg m^2, rad).
 
-    Bodies are listed parents first (``parent[b] < b``); the world is not a body
-    and is parent ``-1``.  Joints are listed body by body in the order they act,
-    and their coordinates are packed in that order (MuJoCo's ``qposadr``,
-    ``dofadr``).  Units: m, kg, kg m^2, rad.
+    Bodies are listed parents first (``parent[b] < b``, the world is ``-1``); joints body by body in the
+    order they act, their coordinates packed in that order (MuJoCo's ``qposadr``, ``dofadr``).
 
     Attributes:
       parent: parent body of each body, ``(nb,)`` int, ``-1`` for the world.
@@ -99,14 +66,10 @@ class Tree:
     joint_names: tuple[str, ...] = ()
 
     def __post_init__(self):
-        nb = len(self.parent)
+        nb, nj = len(self.parent), len(self.joint_type)
         for name, shape in (("pos", (nb, 3)), ("rot", (nb, 3, 3)), ("mass", (nb,)), ("com", (nb, 3)),
-                            ("inertia", (nb, 3, 3))):
-            if np.shape(getattr(self, name)) != shape:
-                raise ValueError(f"Tree.{name} must have shape {shape}, got {np.shape(getattr(self, name))}")
-        nj = len(self.joint_type)
-        for name, shape in (("joint_body", (nj,)), ("joint_axis", (nj, 3)), ("joint_pos", (nj, 3)),
-                            ("joint_ref", (nj,))):
+                            ("inertia", (nb, 3, 3)), ("joint_body", (nj,)), ("joint_axis", (nj, 3)),
+                            ("joint_pos", (nj, 3)), ("joint_ref", (nj,)), ("gravity", (3,))):
             if np.shape(getattr(self, name)) != shape:
                 raise ValueError(f"Tree.{name} must have shape {shape}, got {np.shape(getattr(self, name))}")
         for b, p in enumerate(self.parent):
@@ -127,8 +90,6 @@ class Tree:
                 later = [k for k in np.flatnonzero(self.joint_body == self.joint_body[j]) if k > j]
                 if any(self.joint_type[k] in ("hinge", "ball") for k in later):
                     raise ValueError(f"ball joint {j} is followed by a rotation in its body (MuJoCo refuses this too)")
-        if np.shape(self.gravity) != (3,):
-            raise ValueError(f"Tree.gravity must have shape (3,), got {np.shape(self.gravity)}")
 
     @property
     def nq(self) -> int:
@@ -152,12 +113,7 @@ class Tree:
 
 
 def _rotate_about(R: np.ndarray, axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
-    """``R Rot(axis, angle)`` by Rodrigues, ``Rot = E + sin(angle) a^ + (1 - cos(angle)) a^2``.
-
-    Args:
-      R: frame orientations, ``(N, 3, 3)``; axis: fixed unit axis in that frame, ``(3,)``;
-      angle: ``(N,)`` rad.
-    """
+    """``R Rot(axis, angle)`` by Rodrigues for ``R`` ``(N, 3, 3)``, a unit axis ``(3,)`` and angles ``(N,)``."""
     a = skew(axis)
     s, c = np.sin(angle)[:, None, None], np.cos(angle)[:, None, None]
     return R + s * _times_const(R, a) + (1.0 - c) * _times_const(R, a @ a)
@@ -203,10 +159,8 @@ def _cross_force(xi: np.ndarray, f: np.ndarray) -> np.ndarray:
 
 
 def spatial_inertia(mass: float, c: np.ndarray, inertia: np.ndarray) -> np.ndarray:
-    """``I^S = [[m E, m c^T], [m c^, m c^ c^T + I]]`` about the world origin, ``(..., 6, 6)``.
-
-    The spatial inertia matrix as the lecture writes it, for reference and tests; :func:`rnea` applies it
-    through :func:`apply_spatial_inertia`, the same product without forming it.
+    """``I^S = [[m E, m c^T], [m c^, m c^ c^T + I]]`` about the world origin, ``(..., 6, 6)`` (formed for
+    reference and tests; :func:`rnea` uses :func:`apply_spatial_inertia`).
 
     Args:
       mass: body mass, kg.
@@ -220,12 +174,8 @@ def spatial_inertia(mass: float, c: np.ndarray, inertia: np.ndarray) -> np.ndarr
 
 
 def apply_spatial_inertia(mass: float, c: np.ndarray, inertia_w: np.ndarray, xi: np.ndarray) -> np.ndarray:
-    """``I^S xi`` for ``xi = [v; w]``, ``(N, 6)``, without forming ``I^S``.
-
-    Multiplying out :func:`spatial_inertia` (``c^T w = w x c``,
-    ``c^ c^T w = c x (w x c)``): the top row is ``p = m (v + w x c)``, the linear
-    momentum (``v + w x c`` is the CoM velocity), and the bottom row is
-    ``c x p + I w``, the angular momentum about the world origin.
+    """``I^S xi`` for ``xi = [v; w]``, ``(N, 6)``, without forming ``I^S``: ``[p; c x p + I w]`` with the
+    linear momentum ``p = m (v + w x c)``.
 
     Args:
       mass: kg; c: CoM in the world, ``(N, 3)`` m.
@@ -252,13 +202,9 @@ class Motion:
     """The result of :func:`forward_pass` over a batch of ``N`` states.
 
     Attributes:
-      R: body orientations in the world, ``(nb, N, 3, 3)``.
-      p: body frame origins in the world, ``(nb, N, 3)`` m.
-      xi: spatial velocities ``[v_o; w]``, ``(nb, N, 6)`` (None for poses only).
-      dxi: spatial accelerations (gravity included as a base acceleration ``-g``), ``(nb, N, 6)``
-        (None for poses only).
-      joints: per joint, ``(body, first dof, S (N, 6, k))``: the joint's ``k`` motion
-        vectors (columns of the world-frame Jacobian of its body).
+      R, p: body orientations ``(nb, N, 3, 3)`` and origins ``(nb, N, 3)`` m, world.
+      xi, dxi: spatial velocities and accelerations (gravity as ``-g``), ``(nb, N, 6)``; None for poses only.
+      joints: per joint, ``(body, first dof, S (N, 6, k))``: its motion vectors (world Jacobian columns).
     """
 
     R: np.ndarray
@@ -279,14 +225,9 @@ def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np
 
     Args:
       tree: the kinematic tree.
-      qpos, qvel, qacc: a batch, ``(N, nq)``, ``(N, nv)``, ``(N, nv)`` (see :func:`rnea`);
-        ``qvel = qacc = None`` computes poses and motion vectors only (``xi``, ``dxi`` None),
-        for kinematics.
-      gravity: world gravity ``(3,)`` m/s^2 (default ``tree.gravity``); it enters as
-        the world's acceleration ``[-g; 0]``.
-
-    Returns:
-      The :class:`Motion` of the batch.
+      qpos, qvel, qacc: a batch, ``(N, nq)``, ``(N, nv)``, ``(N, nv)``; ``qvel = qacc = None`` for poses
+        and motion vectors only.
+      gravity: world gravity ``(3,)`` m/s^2 (default ``tree.gravity``).
     """
     moving = qvel is not None
     g = tree.gravity if gravity is None else np.asarray(gravity, dtype=float)
@@ -389,12 +330,8 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
 
 
 def joint_forces(tree: Tree, motion: Motion, wrench: np.ndarray) -> np.ndarray:
-    """``u_j = S_j^T f_b`` for every joint, from the wrench each body's subtree needs, ``(N, nv)``.
-
-    Args:
-      wrench: per body, the wrench ``[force; moment about the world origin]`` its
-        whole subtree needs, ``(nb, N, 6)``.
-    """
+    """``u_j = S_j^T f_b``, ``(N, nv)``, from each body's subtree wrench ``[force; moment about the world
+    origin]``, ``(nb, N, 6)``."""
     tau = np.empty((wrench.shape[1], tree.nv))
     for b, da, S in motion.joints:
         tau[:, da : da + S.shape[2]] = sum(S[:, i, :] * wrench[b][:, i, None] for i in range(6))  # S^T f

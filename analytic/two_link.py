@@ -1,33 +1,11 @@
-"""Two-link planar arm: four hand derivations of the inverse dynamics.
+"""Two-link planar arm: hand derivations of the inverse dynamics (docs/derivations/two-link.md).
 
-Convention (docs/derivations/two-link.md; that of a robotics lecture on dynamics): the arm
-moves in the x-y plane, joint axes +z, gravity along -y.  ``q[..., 0]`` is link 1's absolute angle from the downward
-vertical, counter-clockwise positive; ``q[..., 1]`` is link 2's angle relative to
-link 1.  So ``q = 0`` hangs straight down and the CoM of link 1 sits at
-``(p1 sin q1, -p1 cos q1)``.
-
-Variants (``VARIANTS``), each ``tau = f(params, q, qd, qdd)`` with arrays of shape
-``(..., 2)`` (rad, rad/s, rad/s^2) and torques of shape ``(..., 2)`` in N m:
-
-``lagrange``
-    The closed form of docs/derivations/two-link.md (the D-coefficients of the robotics lecture
-    with the link inertias about the CoM added).
-``lecture-no-link-inertia``
-    The lecture as printed: the same D-coefficients *without* I1, I2, i.e. each link
-    a point mass at its CoM.  On a cylinder arm this is a real error, confined
-    to the mass matrix (offsets I1 + I2, I2, I2).
-``lecture-matrix-form``
-    The matrix form as the lecture prints it (with the link inertias added, so only the
-    matrix form differs): its centrifugal matrix ``[[D111, D122], [D212, D221]]``
-    puts the Coriolis coefficient D212 (= 0) where D211 = h belongs, so joint 2
-    loses its ``h qd1^2`` term; the velocity terms of joint 1 are right.
-``point-mass``
-    The textbook: all of a link's mass at its tip (p_i = l_i, I_i = 0).
-``newton-euler``
-    The Newton-Euler article: outward/inward Newton-Euler recursion in link frames with modified
-    DH parameters, gravity as a base acceleration.  The Newton-Euler article measures q1 from +x,
-    so ``q_dh1 = q1 - pi/2``, ``q_dh2 = q2``.  This is a recursion, not a
-    restatement of the closed form, so agreement between the two is evidence.
+The arm moves in the x-y plane, joint axes +z, gravity along -y; ``q[..., 0]`` is link 1's angle from the
+downward vertical (counter-clockwise), ``q[..., 1]`` link 2's relative to link 1, so ``q = 0`` hangs down.
+Each of :data:`VARIANTS` is ``tau = f(params, q, qd, qdd)`` on ``(..., 2)`` arrays (rad, rad/s, rad/s^2)
+returning torques ``(..., 2)`` in N m: the Lagrange closed form, two printed errata of a robotics lecture, the
+point-mass arm of a textbook and a Newton-Euler recursion (not a restatement of the closed form, so agreement is
+evidence).
 """
 
 from __future__ import annotations
@@ -37,21 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = [
-    "TwoLinkParams",
-    "lagrange",
-    "lecture_no_link_inertia",
-    "lecture_matrix_form",
-    "point_mass",
-    "newton_euler",
-    "mass_matrix",
-    "tip_pose",
-    "tip_jacobian",
-    "energy",
-    "forward_dynamics",
-    "linearize_hanging",
-    "VARIANTS",
-]
+__all__ = ["TwoLinkParams", "lagrange", "lecture_no_link_inertia", "lecture_matrix_form", "point_mass",
+           "newton_euler", "mass_matrix", "tip_pose", "tip_jacobian", "energy", "forward_dynamics",
+           "linearize_hanging", "VARIANTS"]
 
 
 @dataclass(frozen=True)
@@ -87,7 +53,7 @@ def _split(q, qd, qdd):
 
 
 def _closed_form(m1, m2, l1, p1, p2, i1, i2, g, q, qd, qdd):
-    """docs/derivations/two-link.md closed form with the given (possibly modified) parameters."""
+    """The closed form with the given (possibly modified) parameters."""
     q1, q2 = q[..., 0], q[..., 1]
     qd1, qd2 = qd[..., 0], qd[..., 1]
     qdd1, qdd2 = qdd[..., 0], qdd[..., 1]
@@ -110,7 +76,7 @@ def _closed_form(m1, m2, l1, p1, p2, i1, i2, g, q, qd, qdd):
 
 
 def lagrange(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """Lagrange closed form, docs/derivations/two-link.md: tau = D(q) qdd + velocity terms + gravity.
+    """Lagrange closed form: tau = D(q) qdd + velocity terms + gravity (D-coefficients of a lecture + link inertias).
 
     Args:
       params: the arm's parameters.
@@ -125,11 +91,8 @@ def lagrange(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
 
 
 def lecture_no_link_inertia(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """The D-coefficients as the lecture prints them: no link inertia about the CoM.
-
-    Identical to :func:`lagrange` with ``i1 = i2 = 0``; against a model whose
-    links have rotational inertia the mass matrix is short by
-    ``[[I1 + I2, I2], [I2, I2]]`` and every other term is right (docs/derivations/errata.md).
+    """The D-coefficients as the lecture prints them: :func:`lagrange` with ``i1 = i2 = 0``, so the mass
+    matrix is short by ``[[I1 + I2, I2], [I2, I2]]`` and every other term is right (docs/derivations/errata.md).
     """
     q, qd, qdd = _split(q, qd, qdd)
     p = params
@@ -139,11 +102,9 @@ def lecture_no_link_inertia(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
 def lecture_matrix_form(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
     """The matrix form as the lecture prints it, term by term (link inertias included).
 
-    ``tau = D qdd + [[D111, D122], [D212, D221]] [qd1^2, qd2^2]
-    + [[D112, D121], [D212, D221]] [qd1 qd2, qd2 qd1] + [D1, D2]`` with the printed
-    coefficients: D112 = -2h, D122 = -h, D212 = -h + h = 0, and D111, D121, D221
-    not defined (0).  Against the closed form it misses ``D211 qd1^2 = h qd1^2``
-    on joint 2 (docs/derivations/errata.md).
+    ``tau = D qdd + [[D111, D122], [D212, D221]] [qd1^2, qd2^2] + [[D112, D121], [D212, D221]] [qd1 qd2,
+    qd2 qd1] + [D1, D2]`` with D112 = -2h, D122 = -h, D212 = -h + h = 0 and D111, D121, D221 undefined (0):
+    joint 2 misses ``D211 qd1^2 = h qd1^2`` (docs/derivations/errata.md).
     """
     q, qd, qdd = _split(q, qd, qdd)
     p = params
@@ -158,11 +119,7 @@ def lecture_matrix_form(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
 
 
 def point_mass(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """The textbook: each link's mass concentrated at the link's tip.
-
-    The CoM distances are the link lengths (p_i = l_i) and the inertias about the
-    CoM vanish; ``params.p*`` and ``params.i*`` are ignored by assumption.
-    """
+    """The textbook: each link's mass at its tip (p_i = l_i, I_i = 0; ``params.p*``, ``params.i*`` ignored)."""
     q, qd, qdd = _split(q, qd, qdd)
     p = params
     return _closed_form(p.m1, p.m2, p.l1, p.l1, p.l2, 0.0, 0.0, p.g, q, qd, qdd)
@@ -194,28 +151,12 @@ def _mtv(R: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def newton_euler(params: TwoLinkParams, q, qd, qdd) -> np.ndarray:
-    """Recursive Newton-Euler with modified DH parameters, as an article on the two-link arm derives it.
+    """Recursive Newton-Euler in link frames with Craig's modified DH parameters, as an article on the arm
+    derives it (outward and inward passes in docs/derivations/two-link.md).
 
-    Link frames follow Craig's modified DH convention,
-    ``T_i = RotX(alpha_{i-1}) Trans(a_{i-1}, 0, d_i) RotZ(theta_i)``, with the table
-    ``[(0, 0, 0, q_dh1), (0, l1, 0, q_dh2)]`` and ``q_dh1 = q1 - pi/2`` (the Newton-Euler article
-    measures the first angle from +x; docs/derivations/two-link.md).  Gravity enters as a base
-    acceleration ``a_0 = +g y`` (the arm sits in an upward-accelerating frame).
-
-    Outward pass (frame i quantities, R_i = rotation of frame i in frame i-1,
-    r_i = origin of frame i in frame i-1, z = [0, 0, 1]):
-      w_i = R_i^T w_{i-1} + qd_i z
-      dw_i = R_i^T dw_{i-1} + (R_i^T w_{i-1}) x qd_i z + qdd_i z
-      a_i = R_i^T (a_{i-1} + dw_{i-1} x r_i + w_{i-1} x (w_{i-1} x r_i))
-      ac_i = a_i + dw_i x c_i + w_i x (w_i x c_i)      (c_i: CoM in frame i)
-    Inward pass (R_{n+1} = E, f_{n+1} = n_{n+1} = 0):
-      f_i = R_{i+1} f_{i+1} + m_i ac_i
-      n_i = I_i dw_i + w_i x I_i w_i + R_{i+1} n_{i+1} + c_i x m_i ac_i
-            + r_{i+1} x R_{i+1} f_{i+1}
-      tau_i = n_i . z
-
-    Only the z-z entry of a link's inertia enters planar motion, so each link's
-    inertia about its CoM is taken as ``diag(0, 0, i_k)`` in its link frame.
+    The DH table is ``[(0, 0, 0, q1 - pi/2), (0, l1, 0, q2)]`` (the article measures the first angle from
+    +x); gravity is a base acceleration ``+g y``; each link's inertia is ``diag(0, 0, i_k)``, the only
+    entry planar motion sees.
     """
     q, qd, qdd = _split(q, qd, qdd)
     batch = np.broadcast_shapes(q.shape, qd.shape, qdd.shape)[:-1]

@@ -1,18 +1,9 @@
 """LQR balance of the wheeled inverted pendulum, and its gain schedule over leg length.
 
-State ``x = [x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive
-leaning forward) and input ``T = T_L + T_R`` (N m, total wheel torque), as in the
-linearized wheeled-inverted-pendulum model (``analytic.biped.wheeled_pendulum.linearize_pendulum``; from a thesis
-chapter on the dynamics of a wheel-legged biped).
-
-Two designs can be compared:
-
-- :func:`lqr` on the analytic continuous-time ``(A, B)`` (``control.lqr``), cost
-  ``J = int x'Qx + u'Ru dt``, optimal cost ``x0' S x0``;
-- :func:`dlqr` on a discrete-time ``(A_d, B_d)`` such as MuJoCo's
-  ``mjd_transitionFD`` reduced to the same state, cost ``sum x'Qx + u'Ru``.
-
-The control law is ``T = -K (x - x_ref)``.
+State ``[x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive leaning forward), input the
+total wheel torque ``T`` (N m), as in ``analytic.biped.wheeled_pendulum.linearize_pendulum``; the law is
+``T = -K (x - x_ref)``.  :func:`lqr` designs on a continuous-time ``(A, B)``, :func:`dlqr` on a discrete one
+such as MuJoCo's ``mjd_transitionFD``.
 """
 
 from __future__ import annotations
@@ -31,15 +22,8 @@ STATE = ("x", "xd", "theta", "thetad")
 
 @dataclass(frozen=True)
 class LQRDesign:
-    """An LQR design.
-
-    Attributes:
-      K: gain, ``(nu, nx)``; the law is ``u = -K x``.
-      S: Riccati solution, ``(nx, nx)``; optimal cost from ``x0`` is ``x0' S x0``.
-      poles: closed-loop eigenvalues (continuous: s-plane; discrete: z-plane).
-      Q, R: the weights used.
-      discrete: whether this is a discrete-time design.
-    """
+    """An LQR design: gain ``K`` ``(nu, nx)`` (``u = -K x``), Riccati solution ``S`` ``(nx, nx)`` (optimal
+    cost ``x0' S x0``), closed-loop ``poles`` (s- or z-plane), the weights ``Q``, ``R``, and ``discrete``."""
 
     K: np.ndarray
     S: np.ndarray
@@ -59,9 +43,7 @@ def _weights(Q, R, nx: int, nu: int) -> tuple[np.ndarray, np.ndarray]:
     R = np.atleast_2d(np.asarray(R, dtype=float))
     if Q.shape == (1, nx):
         Q = np.diag(Q[0])
-    if R.shape == (1, 1) and nu == 1:
-        pass
-    elif R.shape == (1, nu):
+    if R.shape == (1, nu):
         R = np.diag(R[0])
     if Q.shape != (nx, nx) or R.shape != (nu, nu):
         raise ValueError(f"Q must be ({nx}, {nx}) or a diagonal of {nx}, R ({nu}, {nu}); got {Q.shape}, {R.shape}")
@@ -98,15 +80,14 @@ def dlqr(A_d, B_d, Q, R) -> LQRDesign:
     return _design(A_d, B_d, Q, R, discrete=True)
 
 
-# Below this many states a Riccati solve runs BLAS single-threaded: on matrices this
-# small threads only cost, and OpenBLAS's idle threads keep a second core spinning
-# after every solve (what that costs a sweep: docs/guides/speed.md).
+# Below this many states a Riccati solve runs BLAS single-threaded: threads only cost on small matrices, and
+# OpenBLAS's idle threads keep a second core spinning after every solve (docs/guides/speed.md).
 SMALL_SYSTEM = 64
 
 
 @functools.cache
 def _blas():
-    """threadpoolctl's view of the loaded BLAS libraries, inspected once (~4 ms) per process."""
+    """threadpoolctl's view of the loaded BLAS libraries, inspected once per process."""
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
@@ -139,12 +120,9 @@ class GainSchedule:
     """LQR gains tabulated over leg length and fitted with a polynomial per entry.
 
     Attributes:
-      lengths: table abscissae, ``(n,)``, m (pendulum length body CoM - axle).
-      gains: table of gains, ``(n, nu, nx)``.
-      coeffs: polynomial coefficients per gain entry, ``(degree + 1, nu, nx)``,
-        highest power first (``np.polyval`` order).
-      fit_error: largest ``|K_fit - K_table|`` over the table, relative to that
-        entry's largest magnitude over the table.
+      lengths, gains: the table, ``(n,)`` m (body CoM to axle) and ``(n, nu, nx)``.
+      coeffs: per gain entry, ``(degree + 1, nu, nx)``, highest power first (``np.polyval`` order).
+      fit_error: largest ``|K_fit - K_table|``, relative to that entry's largest magnitude in the table.
     """
 
     lengths: np.ndarray
@@ -157,10 +135,8 @@ class GainSchedule:
         return np.array(self.row(length)).reshape(self.coeffs.shape[1:])
 
     def row(self, length: float) -> tuple[float, ...]:
-        """The gain at a leg length as a flat tuple of floats (``K.ravel()``), clamped to the range.
-
-        The controller's per-step path: Horner's rule in plain floats, the same
-        operations as on the arrays, without allocating any.
+        """The gain at a leg length as a flat tuple of floats (``K.ravel()``), clamped to the range: the
+        per-step path, Horner's rule in plain floats (the same operations as on the arrays).
 
         Raises:
           ValueError: a non-finite length.
@@ -175,9 +151,7 @@ class GainSchedule:
             gains = [k * length + ck for k, ck in zip(gains, c, strict=True)]
         return tuple(gains)
 
-    # Plain-float copies for ``row``, made on first use (derived from the fields, not fields):
-    # the table's range, the coefficients per power, and for a cubic fit per entry (the same
-    # operations in the same order as on the arrays).
+    # Plain-float copies for ``row``, made on first use: the range, the coefficients per power, a cubic per entry.
 
     @functools.cached_property
     def _low(self) -> float:
@@ -203,8 +177,7 @@ def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], length
     Args:
       linearize: ``l -> (A, B)`` (e.g. ``functools.partial(wheeled_pendulum.linearize_pendulum, params)``).
       lengths: increasing leg lengths, ``(n,)``, m; ``n > degree``.
-      Q, R: LQR weights (see :func:`lqr`).
-      degree: polynomial degree of the fit.
+      Q, R: LQR weights (see :func:`lqr`); degree: the fit's polynomial degree.
     """
     lengths = np.asarray(lengths, dtype=float)
     if lengths.ndim != 1 or lengths.size <= degree or np.any(np.diff(lengths) <= 0):

@@ -1,19 +1,9 @@
 """The wheel-legged biped's whole controller: balance, steering, legs, jump.
 
-One call per control step turns an :class:`~controllers.estimation.Estimate` and a
-:class:`Reference` into motor torques:
-
-- wheels: LQR balance ``T = -K(l) (x - x_ref)`` with the gain scheduled over leg
-  length (:mod:`controllers.balance`, on the linearized wheeled pendulum), plus the yaw
-  PD's differential torque (:mod:`controllers.steering`), split between the wheels with
-  balance first;
-- hips: virtual-model control (:mod:`controllers.virtual_model`: support statics and
-  the five-bar's virtual work) for height and roll, or the jump state machine's targets
-  (:mod:`controllers.jump`) while a jump runs.
-
-Velocity tracking moves ``x_ref`` at the wanted speed, so the LQR's position
-term holds the robot on a moving set-point (no steady-state speed error without
-rolling resistance).
+One call per control step turns an ``Estimate`` and a :class:`Reference` into motor torques: the wheels get
+the scheduled LQR balance (:mod:`.balance`) plus the yaw PD's differential (:mod:`.steering`), balance first;
+the hips get virtual-model control of height and roll (:mod:`.virtual_model`) or the jump's targets
+(:mod:`.jump`).  Velocity tracking moves ``x_ref`` at the wanted speed, so the LQR holds a moving set-point.
 """
 
 from __future__ import annotations
@@ -35,19 +25,16 @@ from crossdyn.controllers.virtual_model import LegGains, hip_torques, virtual_fo
 
 __all__ = ["BipedGains", "Reference", "Command", "BipedController", "design", "yaw_inertia", "DEFAULT_Q", "DEFAULT_R"]
 
-# Hand-picked defaults (the sweep of the tuning issue compares against these):
-# position and speed weighted so the robot returns to its spot within ~2 s,
-# pitch heavily so a 10 deg tilt is caught at once; R sets torque use.
+# Hand-picked: position and speed so the robot returns to its spot within ~2 s, pitch heavily so a
+# 10 deg tilt is caught at once; R sets torque use.
 DEFAULT_Q = (20.0, 10.0, 100.0, 1.0)  # x (1/m^2), xd (s^2/m^2), theta (1/rad^2), thetad (s^2/rad^2)
 DEFAULT_R = 1.0  # 1/(N m)^2
 # The gain schedule covers the stroke and a margin either side, rad: the legs pass
 # below the stroke when a landing compresses them and above it at take-off.
 SCHEDULE_MARGIN = (np.radians(5.0), np.radians(10.0))
 
-# The leg loops' PD gains per unit of what each loop moves, so a heavier or larger
-# robot gets proportionally stiffer legs (the same natural frequency and damping).
-# Each pair is (stiffness, damping) per unit inertia, i.e. (wn^2, 2 zeta wn); the
-# values keep the gains the built-in 6 kg robot was tuned with.
+# The leg loops' PD gains per unit of what each loop moves, (wn^2, 2 zeta wn), so a heavier or larger robot
+# gets proportionally stiffer legs; the values keep the gains the built-in 6 kg robot was tuned with.
 HEIGHT_PD = (400.0 / 3.0, 10.0)  # per kg of body mass M: wn 11.5 rad/s, zeta 0.43 -> N/m, N s/m
 ROLL_PD = (625.0, 50.0)  # per kg m^2 of M D^2 / 4 (the body's mass at the legs' lateral lever): wn 25 rad/s, zeta 1
 ALPHA_PD = (976.5625, 26.041666666666668)  # per kg m^2 of M l2^2 (the body on a thigh's lever): wn 31 rad/s, zeta 0.42
@@ -59,13 +46,10 @@ class BipedGains:
     """All gains of the biped controller.
 
     Attributes:
-      schedule: LQR gains over leg length.
-      yaw: yaw PD gains.
-      legs: virtual-model PD gains (height, roll).
-      alpha_kp, alpha_kd: leg-angle PD used during jump phases, N m/rad, N m s/rad.
-      swing_kp, swing_kd: PD on each leg's asymmetry ``alpha_front - alpha_rear``,
-        which keeps the axle under the hip line (the balance model's rigid-leg assumption);
-        N m/rad, N m s/rad.
+      schedule, yaw, legs: LQR gains over leg length; yaw PD; virtual-model PD (height, roll).
+      alpha_kp, alpha_kd: leg-angle PD of the jump phases, N m/rad, N m s/rad.
+      swing_kp, swing_kd: PD on each leg's ``alpha_front - alpha_rear``, keeping the axle under the hip
+        line (the balance model's rigid leg), N m/rad, N m s/rad.
       Q, R: the LQR weights the schedule was designed with.
     """
 
@@ -114,20 +98,16 @@ def yaw_inertia(params: PendulumParams) -> float:
 
 def design(params: PendulumParams, geometry: LegGeometry, Q=DEFAULT_Q, R=DEFAULT_R,
            alphas=None, yaw_frequency: float = 6.0, legs: LegGains | None = None) -> BipedGains:
-    """Design every gain from the analytic models.
+    """Design every gain from ``params`` and ``geometry`` (the leg PDs scale with the robot, see above).
 
     Args:
       params: pendulum parameters (from ``experiments.biped.model.biped_params``).
       geometry: five-bar lengths and wheel radius.
       Q: LQR state weights (diagonal); R: input weight.
-      alphas: leg angles (rad) to tabulate the schedule at; default 16 across the
-        stroke (``five_bar.STROKE``) widened by :data:`SCHEDULE_MARGIN`.
+      alphas: leg angles (rad) to tabulate the schedule at; default 16 across the stroke widened by
+        :data:`SCHEDULE_MARGIN`.
       yaw_frequency: yaw loop natural frequency, rad/s (critically damped).
-      legs: virtual-model gains; default :data:`HEIGHT_PD` and :data:`ROLL_PD`
-        scaled by the robot's body mass and track.
-
-    The leg-angle and swing PDs scale with ``M l2^2`` (:data:`ALPHA_PD`,
-    :data:`SWING_PD`); every gain follows from ``params`` and ``geometry``.
+      legs: virtual-model gains; default :data:`HEIGHT_PD` and :data:`ROLL_PD` scaled by the robot.
     """
     if alphas is None:
         alphas = np.linspace(five_bar.STROKE[0] - SCHEDULE_MARGIN[0], five_bar.STROKE[1] + SCHEDULE_MARGIN[1], 16)
@@ -148,15 +128,12 @@ class BipedController:
     """Balance + steering + legs (+ an optional jump); call once per control step.
 
     Attributes:
-      params: pendulum parameters (body weight for the leg feed-forward).
-      geometry: leg geometry.
-      gains: :class:`BipedGains`.
+      params, geometry, gains: pendulum parameters, leg geometry, :class:`BipedGains`.
       dt: control period, s (integrates the position reference).
       hip_limit, wheel_limit: motor torque limits, N m.
       jump: a jump plan, or None.
-      height_rate_limit: the leg-height set-point moves towards ``Reference.height``
-        at most this fast, m/s (a step in the reference would otherwise ask the
-        virtual spring for a force that throws the robot off the ground).
+      height_rate_limit: the fastest the leg-height set-point moves, m/s (a step would ask the virtual
+        spring for a force that throws the robot off the ground).
     """
 
     params: PendulumParams

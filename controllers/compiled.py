@@ -2,21 +2,11 @@
 
 :func:`step` is :meth:`Estimator.update <crossdyn.controllers.estimation.Estimator.update>`
 followed by :meth:`BipedController.__call__ <crossdyn.controllers.biped.BipedController.__call__>`
-(balance LQR with its gain schedule, yaw PD and wheel split, virtual-model legs, the
-jump state machine, the swing PD) written once more for Numba: the same operations in
-the same order, so its torques and log equal the readable classes' bit for bit
-(``tests/test_compiled.py`` drives both with recorded sensor readings).  The
-readable classes stay the reference, and they run every path this one does not:
-the imperfections' hardware hooks, ground truth, a ``BipedController`` subclass.
-A user's own controller function gets its estimate from :func:`estimate`.
-
-Why a compiled copy: the closed loop runs it 1,000 times per simulated second
-between MuJoCo steps of about 57 us.  In Python the estimator and controller cost
-about 30 us per step (their calls, tuples and attribute lookups, run with caches
-that the physics step has just cooled); compiled, about 2 us.
-
-Everything crosses as flat float64 arrays laid out by the constants below:
-:func:`pack` builds them from a controller, :func:`unpack` writes the state back.
+written once more for Numba: the same operations in the same order, so its torques and log equal the
+readable classes' bit for bit (tests/test_compiled.py).  The readable classes stay the reference and run
+every path this one does not (hardware hooks, ground truth, subclasses); compiled, the step costs a
+fraction of a MuJoCo step instead of more than it (benchmarks/control_step_speed.py).  Everything crosses
+as flat float64 arrays laid out by the constants below (:func:`pack`, :func:`unpack`).
 """
 
 from __future__ import annotations
@@ -173,8 +163,7 @@ def step(t, ref_velocity, ref_yaw, ref_height, sensordata, index, ctrl, p, power
     Returns:
       False when a sensor reading is not finite (nothing is written), else True.
     """
-    # One function on purpose: Numba reference-counts every array handed to a helper, and split
-    # into four helpers this step took 0.70 -> 0.75 us (benchmarks/control_step_speed.py).
+    # One function on purpose: Numba reference-counts every array handed to a helper (a measurable cost).
     e = np.empty(ESTIMATE)
     if not estimate(sensordata, index, p, state, e):
         return False

@@ -1,15 +1,9 @@
-"""State estimate of the wheel-legged biped from its own sensors (IMU and encoders).
+"""State estimate of the wheel-legged biped from what a real robot has: the IMU (orientation, gyro,
+accelerometer) and the hip and wheel encoders; the knee follows from the hip angle through the five-bar.
 
-What a real robot has: the IMU's orientation quaternion, gyro (body-frame angular
-velocity) and accelerometer; hip and wheel encoders (position and velocity).  No
-knee encoders: the knee follows from the hip angle through the five-bar.
-
-Conventions (``mjcf/wheel_legged_biped.xml``, docs/derivations/biped-model.md): x forward, y left, z up;
-Z-Y-X Euler angles (yaw, pitch, roll); pitch positive leaning forward (about +y);
-roll positive lifting the left side (about +x).  ``x`` is the axle's travel
-along the body's heading, from wheel odometry; ``theta`` is the body's pitch,
-which for a symmetric five-bar is the pendulum angle of the biped thesis chapter (the axle lies
-straight below the hip-line midpoint in the body frame).
+Conventions (docs/derivations/biped-model.md): x forward, y left, z up; Z-Y-X Euler angles; pitch positive
+leaning forward, roll positive lifting the left side.  ``x`` is the axle's travel from wheel odometry; the
+pitch is the wheeled pendulum's angle (for a symmetric five-bar the axle lies below the hip line's middle).
 """
 
 from __future__ import annotations
@@ -38,11 +32,9 @@ class LegGeometry:
 class Estimate(NamedTuple):
     """The controller's view of the robot at one instant (SI units, rad).
 
-    ``alpha``, ``alpha_rate``, ``height``, ``height_rate``, ``height_slope`` are
-    ``(left, right)`` tuples of floats; ``height`` is each leg's hip-line height
-    above its axle, the five-bar's ``y(alpha)``.  A named tuple of floats, not a dataclass of arrays:
-    the estimator builds one every control step, and this costs a fraction of a
-    microsecond (``est._replace(x=...)`` makes a changed copy).
+    ``alpha``, ``alpha_rate``, ``height`` (the hip line above the axle, the five-bar's ``y(alpha)``),
+    ``height_rate``, ``height_slope`` are ``(left, right)`` tuples of floats.  A named tuple of floats: the
+    estimator builds one every control step (``est._replace(x=...)`` makes a changed copy).
     """
 
     x: float
@@ -69,13 +61,8 @@ class Estimate(NamedTuple):
 
 
 def shank_angle(alpha, geometry: LegGeometry) -> tuple[np.ndarray, np.ndarray]:
-    """Front shank's pitch relative to the body and its derivative in ``alpha``.
-
-    The knee is ``a = l1 - l2 cos(alpha)`` ahead of the centre line and the shank
-    (length ``l3``) reaches the axle on that line, so the shank is rotated
-    ``phi = asin(a / l3)`` about +y from hanging straight down;
-    ``dphi/dalpha = l2 sin(alpha) / sqrt(l3^2 - a^2)``.
-    """
+    """Front shank's pitch relative to the body, ``phi = asin(a / l3)`` with the knee ``a = l1 - l2 cos(alpha)``
+    ahead of the centre line, and ``dphi/dalpha = l2 sin(alpha) / sqrt(l3^2 - a^2)``."""
     alpha = five_bar.check_alpha(alpha, geometry.l1, geometry.l2, geometry.l3)
     g = geometry
     a = g.l1 - g.l2 * np.cos(alpha)
@@ -85,18 +72,12 @@ def shank_angle(alpha, geometry: LegGeometry) -> tuple[np.ndarray, np.ndarray]:
 class Estimator:
     """Turns one sample of sensor readings into an :class:`Estimate`.
 
-    Odometry starts at ``x = 0`` on the first update; yaw is unwrapped so a turn
-    through +-180 deg stays continuous.
-
-    The update runs at every control step, so it is written in plain floats
-    (``math``, no NumPy): each leg's five-bar height and slope and its shank angle are
-    evaluated for one ``alpha`` at a time, which costs a few microseconds where
-    the same formulas on 2-element arrays cost tens.
+    Odometry starts at ``x = 0`` on the first update; yaw is unwrapped.  The update runs every control
+    step, so it is written in plain floats (``math``, no NumPy), one ``alpha`` at a time.
     """
 
     def __init__(self, geometry: LegGeometry):
-        # Validate the leg over its whole reachable range once: every update clips
-        # alpha into that range, so the per-step geometry needs no further checks.
+        # Validated over the whole reachable range once: every update clips alpha into it.
         five_bar.check_alpha(np.linspace(*five_bar.REACHABLE, 721), geometry.l1, geometry.l2, geometry.l3)
         self.geometry = geometry
         self._x0: float | None = None
@@ -104,14 +85,13 @@ class Estimator:
         self._yaw_turns = 0.0
 
     def update(self, quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel) -> Estimate:
-        """One estimate.
+        """One estimate from sequences of numbers (tuples of floats are the fastest).
 
         Args:
           quat: IMU orientation ``(w, x, y, z)``; gyro: body angular velocity, rad/s, (3,);
           accel: accelerometer, m/s^2, (3,).
           hip_pos, hip_vel: hip encoders ``(left front, left rear, right front, right rear)``, rad, rad/s.
           wheel_pos, wheel_vel: wheel encoders ``(left, right)``, rad, rad/s (relative to the shank).
-          Any sequences of numbers (tuples of floats are the fastest).
 
         Raises:
           ValueError: a non-finite reading (a sensor fault or a diverged simulation).
@@ -152,13 +132,8 @@ class Estimator:
         )
 
     def _leg(self, front: float, rear: float, front_rate: float, rear_rate: float) -> tuple:
-        """One leg from its two hip encoders: ``(alpha, alpha_rate, y, y1, phi, dphi)``.
-
-        ``alpha`` is the mean of the front and rear motor, clipped into the reachable
-        range (a transient overshoot must not stop the estimate); ``y, y1`` are
-        the five-bar's height and its slope ``dy/dalpha`` and ``phi, dphi`` the shank angle (:func:`shank_angle`),
-        in plain floats.
-        """
+        """One leg from its two hip encoders: ``(alpha, alpha_rate, y, dy/dalpha, phi, dphi)``, ``alpha`` the
+        motors' mean clipped into the reachable range (a transient overshoot must not stop the estimate)."""
         g = self.geometry
         low, high = five_bar.REACHABLE
         alpha = 0.5 * (front + rear)
@@ -179,8 +154,7 @@ def _check_finite(quat, gyro, accel, hip_pos, hip_vel, wheel_pos, wheel_vel) -> 
     ax, ay, az = accel
     wheel_pos_l, wheel_pos_r = wheel_pos
     wheel_vel_l, wheel_vel_r = wheel_vel
-    # A NaN or infinity anywhere makes the sum non-finite; a finite sum means every
-    # reading is finite (checked one by one only when the sum overflows).
+    # A finite sum means every reading is finite (checked one by one only when the sum is not).
     total = (w + qx + qy + qz + wx + wy + wz + ax + ay + az + sum(hip_pos) + sum(hip_vel) + wheel_pos_l
              + wheel_pos_r + wheel_vel_l + wheel_vel_r)
     if not isfinite(total) and not all(isfinite(v) for v in (w, qx, qy, qz, wx, wy, wz, ax, ay, az, *hip_pos,

@@ -1,23 +1,9 @@
-"""Jump state machine of the wheel-legged biped (after a thesis chapter on
-the biped's jump, with lift-off detection).
+"""Jump state machine of the wheel-legged biped, with lift-off detection.
 
-Phases, in order::
-
-    balance -> crouch -> thrust -> retract -> flight -> landing -> balance
-
-- crouch: legs pulled to ``alpha_crouch`` (the bottom of the stroke) while balancing;
-- thrust: every hip motor at full torque until the legs reach ``alpha_takeoff``
-  (the extension phase of :mod:`analytic.biped.jump`);
-- retract: legs pulled up hard to ``alpha_flight``, lifting the wheels;
-- flight: entered when the accelerometer reads free fall (specific force below
-  ``freefall_accel``); legs extend to ``alpha_land`` to meet the ground;
-- landing: entered on touchdown (specific force above ``touchdown_accel``); the
-  virtual-model height loop takes the legs from ``alpha_land`` down to the stance
-  height, so the whole stroke absorbs the impact, for ``landing_time`` while
-  balance resumes.
-
-The machine only decides phases and leg targets; :mod:`controllers.biped`
-turns them into torques.
+``balance -> crouch -> thrust -> retract -> flight -> landing -> balance``: crouch to the stroke's bottom,
+thrust at full torque to ``alpha_takeoff``, retract the legs; flight begins when the accelerometer reads free
+fall (legs extend to ``alpha_land``), landing on touchdown (the virtual-model height loop absorbs the impact
+over the whole stroke).  The machine only decides phases and leg targets; :mod:`.biped` makes the torques.
 """
 
 from __future__ import annotations
@@ -48,16 +34,13 @@ class JumpPlan:
 
     Attributes:
       start: time the jump is triggered.
-      alpha_crouch, alpha_takeoff: the thrust stroke (crossdyn's default 190 -> 250 deg).
-      alpha_flight: leg angle held in the air (retracted).
-      alpha_land: leg angle at touchdown.
+      alpha_crouch, alpha_takeoff: the thrust stroke (default 190 -> 250 deg).
+      alpha_flight, alpha_land: leg angle held in the air (retracted), and at touchdown.
       crouch_time: time allowed to reach the crouch.
-      thrust_torque: hip torque during thrust, N m; ``None`` is the hip motors' limit
-        (:class:`~crossdyn.controllers.biped.BipedController` fills it in).
+      thrust_torque: hip torque during thrust, N m; ``None``: the motors' limit (``BipedController`` fills it).
       freefall_accel, touchdown_accel: accelerometer thresholds for lift-off and touchdown.
       retract_timeout: longest retraction before giving up on flight (the robot never left).
-      min_flight: touchdown is not believed before this long in the air: pulling the
-        legs up shakes the body enough to trip the accelerometer threshold.
+      min_flight: no touchdown believed before this long in the air (retracting shakes the accelerometer).
       landing_time: compliant landing before normal balance.
     """
 
@@ -77,13 +60,8 @@ class JumpPlan:
 
 @dataclass
 class JumpStateMachine:
-    """Steps through the jump phases from time and the robot's estimate.
-
-    Attributes:
-      plan: the :class:`JumpPlan`.
-      phase: the current phase.
-      transitions: ``[(t, phase), ...]`` every phase change, for metrics and plots.
-    """
+    """Steps through the jump phases of ``plan`` from time and the robot's estimate; ``transitions`` is
+    ``[(t, phase), ...]`` of every phase change."""
 
     plan: JumpPlan
     phase: Phase = Phase.BALANCE
@@ -96,11 +74,8 @@ class JumpStateMachine:
         self.transitions.append((float(t), phase.value))
 
     def update(self, t: float, alpha_mean: float, accel: float) -> Phase:
-        """Advance the machine; returns the phase for this control step.
-
-        Args:
-          t: time, s.  alpha_mean: mean leg angle, rad.  accel: |specific force|, m/s^2.
-        """
+        """Advance the machine at ``t`` s, mean leg angle ``alpha_mean`` rad and |specific force| ``accel`` m/s^2;
+        returns the phase for this control step."""
         p, dwell = self.plan, t - self._since
         if self.phase is Phase.BALANCE and not self._done and t >= p.start:
             self._enter(t, Phase.CROUCH)

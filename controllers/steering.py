@@ -1,13 +1,8 @@
-"""Steering by differential wheel torque (model from a thesis chapter on a wheel-legged biped).
+"""Steering of the wheel-legged biped by differential wheel torque.
 
-The yaw axis is a pure inertia: ``delta_dd = dT / J_eff`` with ``dT = T_L - T_R``
-and ``J_eff = r (m D + I D / r^2 + 2 J_yaw / D)`` (docs/derivations/biped-model.md).  A PD law on yaw
-angle and rate places the closed loop at a chosen natural frequency and damping.
-
-Sign: ``delta``, as in the thesis chapter, is positive turning right (a stronger left wheel turns
-the robot clockwise seen from above), which is *minus* the yaw about +z that the
-IMU reports.  The law here takes the IMU's yaw (about +z, counter-clockwise
-positive), so ``dT = -J_eff * (wanted yaw acceleration)``.
+The yaw axis is a pure inertia, ``delta_dd = (T_L - T_R) / J_eff`` with ``J_eff = r (m D + I D / r^2 +
+2 J_yaw / D)`` (docs/derivations/biped-model.md), and a PD on yaw places its poles.  ``delta`` is positive
+turning right, minus the IMU's yaw about +z, so ``dT = -J_eff * (wanted yaw acceleration)``.
 """
 
 from __future__ import annotations
@@ -20,11 +15,7 @@ __all__ = ["YawGains", "yaw_gains", "yaw_torque", "split_wheel_torque"]
 
 @dataclass(frozen=True)
 class YawGains:
-    """PD gains of the yaw loop: ``dT = kp (yaw_ref - yaw) + kd (rate_ref - rate)``.
-
-    Attributes:
-      kp: N m / rad.  kd: N m s / rad.
-    """
+    """PD gains of the yaw loop, ``dT = kp (yaw_ref - yaw) + kd (rate_ref - rate)``: N m/rad, N m s/rad."""
 
     kp: float
     kd: float
@@ -34,10 +25,8 @@ def yaw_gains(j_eff: float, natural_frequency: float, damping_ratio: float = 1.0
     """Pole placement on ``J_eff delta_dd = dT``: ``s^2 + 2 zeta wn s + wn^2``.
 
     Args:
-      j_eff: effective yaw inertia of the steering model expressed as torque per yaw
-        acceleration, N m s^2 / rad (``T_L - T_R = j_eff * delta_dd``).
-      natural_frequency: wn, rad/s.
-      damping_ratio: zeta.
+      j_eff: the steering model's torque per yaw acceleration, N m s^2 / rad (``T_L - T_R = j_eff delta_dd``).
+      natural_frequency, damping_ratio: wn, rad/s, and zeta.
     """
     if not (j_eff > 0 and natural_frequency > 0 and damping_ratio > 0):
         raise ValueError(f"need positive j_eff, wn, zeta; got {j_eff}, {natural_frequency}, {damping_ratio}")
@@ -55,12 +44,8 @@ def yaw_torque(gains: YawGains, yaw: float, rate: float, yaw_ref: float = 0.0, r
 
 
 def split_wheel_torque(total: float, differential: float, limit: float) -> tuple[float, float]:
-    """Wheel torques ``(T_L, T_R)`` from ``T = T_L + T_R`` and ``dT = T_L - T_R``.
-
-    Balance has priority: the total is first clipped to what two wheels can give
-    (``2 limit``), then the differential is reduced until neither wheel exceeds
-    ``limit``.  Returns N m.
-    """
+    """Wheel torques ``(T_L, T_R)``, N m, from ``T = T_L + T_R`` and ``dT = T_L - T_R``: balance first, the
+    total clipped to ``2 limit``, then the differential reduced until neither wheel exceeds ``limit``."""
     total = min(max(float(total), -2 * limit), 2 * limit)
     room = 2 * limit - abs(total)  # the largest |dT| that keeps both wheels in range
     differential = min(max(float(differential), -room), room)

@@ -1,18 +1,9 @@
-"""Virtual-model leg control: virtual force and roll torque -> hip torques (after a thesis chapter on a
-wheel-legged biped).
+"""Virtual-model leg control of the wheel-legged biped: virtual force and roll torque -> hip torques.
 
-The chain, per control step:
-
-1. a height PD gives the virtual vertical force ``F_y`` (N, the net vertical force
-   wanted on the body beyond its weight) and a roll PD the virtual roll torque
-   ``T_x`` (N m, about the forward axis, positive lifting the left side);
-2. the support statics (``analytic.biped.wheeled_pendulum.leg_forces``), turn
-   them into leg forces ``P_L, P_R`` with the body's weight fed forward;
-3. the five-bar's virtual work (as ``analytic.biped.five_bar.hip_torque``),
-   gives each hip motor's torque ``tau = (P / 2) y1(alpha)``; both motors of a leg
-   get the same command (equal and opposite in the world).
-
-Signs follow ``mjcf/wheel_legged_biped.xml``: a positive hip torque extends the leg.
+A height PD gives the virtual vertical force ``F_y`` (N, beyond the body's weight), a roll PD the roll
+torque ``T_x`` (N m, positive lifting the left side); the support statics (``leg_forces``) turn them into
+leg forces with the weight fed forward, and the five-bar's virtual work into each hip motor's torque
+``(P / 2) y1(alpha)``.  A positive hip torque extends the leg.
 """
 
 from __future__ import annotations
@@ -26,12 +17,8 @@ __all__ = ["LegGains", "virtual_forces", "hip_torques"]
 
 @dataclass(frozen=True)
 class LegGains:
-    """PD gains of the virtual-model leg controller.
-
-    Attributes:
-      kp_height: N/m; kd_height: N s/m (on body height above the axles).
-      kp_roll: N m/rad; kd_roll: N m s/rad (on body roll).
-    """
+    """PD gains of the virtual-model leg controller: on body height above the axles (N/m, N s/m) and on
+    body roll (N m/rad, N m s/rad)."""
 
     kp_height: float
     kd_height: float

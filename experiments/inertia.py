@@ -1,19 +1,10 @@
 """The appendix table of shape inertias of a robotics lecture against the inertia MuJoCo computes from geoms.
 
-Experiment ``inertia-table``: one body per shape, built with ``mujoco.MjSpec`` and
-given its mass on the geom, so MuJoCo computes the inertia from the geometry
-(``inertiafromgeom``).  Each formula of ``analytic.inertia`` is compared with
-the compiled ``body_inertia`` (always about the body's CoM, in its principal
-frame), moved with the parallel-axis theorem when the formula is about another
-point (the rod's end, the cone's apex).  The cone is a polyhedral mesh built
-here from vertices; its inscribed N-gon base makes it slightly thinner than the
-true cone, an O((2 pi / N)^2) difference.
-
-The shapes' sizes and masses below are test specimens, not parameters of a
-modelled system, so they live here rather than in an MJCF file.
-
-:func:`compare_inertias` computes (a frozen :class:`InertiaResult`, no files),
-:func:`judge_inertia` judges, :func:`plot_inertia` writes the table and the plot.
+``inertia-table`` builds one body per shape with ``mujoco.MjSpec`` (mass on the geom, ``inertiafromgeom``)
+and compares each formula of ``analytic.inertia`` with ``body_inertia`` (about the CoM), moved by the
+parallel-axis theorem when the formula is about another point.  The cone is a polyhedral mesh, thinner
+than the true cone by O((2 pi / N)^2).  The specimens are test shapes, not a modelled system, so they live
+here rather than in an MJCF file.
 """
 
 from __future__ import annotations
@@ -56,16 +47,8 @@ MESH_RTOL = 1e-3
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the table.
-
-    Attributes:
-      shape: the specimen's name.
-      about: the point the formula is about.
-      formula: the table's formula (text).
-      analytic: principal moments from the formula, ``(3,)``, kg m^2.
-      mujoco: MuJoCo's moments, moved to the same point, ``(3,)``, kg m^2.
-      rtol: the tolerance this row is held to.
-    """
+    """One line of the table: the specimen, the point and formula, the principal moments ``(3,)`` kg m^2 of
+    the formula and of MuJoCo (moved to that point), and the row's tolerance."""
 
     shape: str
     about: str
@@ -88,12 +71,8 @@ class Row:
 
 
 def cone_mesh(h: float, r: float, segments: int) -> tuple[np.ndarray, np.ndarray]:
-    """A solid cone as a closed triangle mesh: apex at the origin, axis +z, base at z = h.
-
-    Returns:
-      ``(vertices (N+2, 3), faces (2N, 3))``, outward-facing (counter-clockwise
-      seen from outside).
-    """
+    """A solid cone as a closed, outward-facing triangle mesh: apex at the origin, axis +z, base at z = h (m);
+    ``(vertices (N+2, 3), faces (2N, 3))``."""
     angles = 2 * np.pi * np.arange(segments) / segments
     rim = np.column_stack([r * np.cos(angles), r * np.sin(angles), np.full(segments, h)])
     vertices = np.vstack([[0.0, 0.0, 0.0], [0.0, 0.0, h], rim])
@@ -117,9 +96,7 @@ def build_model() -> mujoco.MjModel:
     G = mujoco.mjtGeom
 
     def body(name, **geom):
-        b = spec.worldbody.add_body(name=name)
-        g = b.add_geom(mass=MASS, contype=0, conaffinity=0, **geom)
-        return g
+        return spec.worldbody.add_body(name=name).add_geom(mass=MASS, contype=0, conaffinity=0, **geom)
 
     body("sphere", type=G.mjGEOM_SPHERE, size=[SPHERE_R, 0, 0])
     shell = body("shell", type=G.mjGEOM_SPHERE, size=[SPHERE_R, 0, 0])
@@ -188,14 +165,8 @@ def markdown_table(rows: Sequence[Row]) -> str:
 
 @dataclass(frozen=True)
 class InertiaResult:
-    """The appendix formulas against MuJoCo's inertias.
-
-    Attributes:
-      rows: one :class:`Row` per formula and point.
-      cone_centroid_from_apex_m: where MuJoCo puts the mesh cone's CoM, m from the apex.
-      cone_apex_formula_vs_mujoco_com_inertia_rel: the apex formula's transverse moment
-        against MuJoCo's CoM inertia, relative (the naive comparison, off by m (3h/4)^2).
-    """
+    """The appendix formulas against MuJoCo's inertias: the rows, where MuJoCo puts the mesh cone's CoM (m
+    from the apex), and the naive comparison of the apex formula with MuJoCo's CoM inertia (relative)."""
 
     rows: tuple[Row, ...]
     cone_centroid_from_apex_m: float
@@ -213,11 +184,7 @@ def compare_inertias(model: mujoco.MjModel | None = None) -> InertiaResult:
 
 
 def judge_inertia(result: InertiaResult) -> tuple[Verdict, dict]:
-    """Every row within its tolerance (primitives :data:`PRIMITIVE_RTOL`, the mesh cone :data:`MESH_RTOL`).
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Every row within its tolerance; returns the verdict and the metrics."""
     rows = result.rows
     worst_primitive = max(r.rel_error for r in rows if r.rtol == PRIMITIVE_RTOL)
     worst_mesh = max(r.rel_error for r in rows if r.rtol == MESH_RTOL)

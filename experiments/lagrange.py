@@ -1,13 +1,9 @@
-"""The symbolic Lagrange recipe (docs/derivations/lagrange.md) against the closed form, RNEA and MuJoCo.
+"""The symbolic Lagrange recipe of an article on robot dynamics (docs/derivations/lagrange.md) against the
+closed form, RNEA and MuJoCo.
 
-The recipe and its worked PR arm come from an article on robot dynamics.
-
-Experiment ``lagrange-symbolic``: the RR arm derived in SymPy equals docs/derivations/two-link.md's
-closed form symbolically, M is SPD and ``Mdot - 2C`` skew-symmetric, and its
-torques match ``mj_inverse``; the PR arm matches ``analytic.rnea`` on an
+``lagrange-symbolic``: the RR arm derived in SymPy equals the two-link closed form symbolically, M is SPD,
+``Mdot - 2C`` skew-symmetric and its torques match ``mj_inverse``; the PR arm matches ``analytic.rnea`` on an
 independent :class:`~crossdyn.analytic.rnea.Tree` (:func:`pr_arm_tree`).
-:func:`symbolic_lagrange` computes (no files), :func:`judge_symbolic` judges,
-:func:`plot_symbolic` draws.
 """
 
 from __future__ import annotations
@@ -36,19 +32,14 @@ DERIVATION_PAGE = "lagrange"
 __all__ = ["pr_arm_tree", "symbolic_properties", "SymbolicResult", "symbolic_lagrange", "judge_symbolic",
            "plot_symbolic"]
 
-# The lambdified symbolic torques vs mj_inverse (RR arm) and vs the numeric RNEA (PR arm):
-# |error| <= 1e-9 (1 + |tau|).  Torques are a few N m, so round-off is ~1e-15 N m; 1e-9 leaves
-# room for the symbolic forms' different order of operations.
+# The symbolic torques vs mj_inverse (RR) and RNEA (PR), |error| <= 1e-9 (1 + |tau|): torques of a few N m
+# round off at ~1e-15 N m; the rest is room for the symbolic forms' different order of operations.
 RNEA_TOL = 1e-9
 
 
 def pr_arm_tree(values: dict) -> Tree:
-    """The worked PR arm of the Lagrange-recipe article as a :class:`Tree` for ``analytic.rnea``: an independent path.
-
-    Slide along world x (CoM of link 1 at ``q1 - dc1``), then a hinge about z at the
-    slider's origin (CoM of link 2 at ``dc2`` along the link); no gravity.  Link
-    1's rotational inertia never enters (it cannot rotate), link 2's is ``I2zz``.
-    """
+    """The worked PR arm of the article as a :class:`Tree` for ``analytic.rnea``: a slide along world x (link 1's
+    CoM at ``q1 - dc1``), then a hinge about z (link 2's CoM at ``dc2``, inertia ``I2zz``); no gravity."""
     eye = np.broadcast_to(np.eye(3), (2, 3, 3)).copy()
     return Tree(
         parent=np.array([-1, 0]),
@@ -85,14 +76,13 @@ class SymbolicResult:
     """The Lagrange recipe on the RR and PR arms, checked symbolically and numerically.
 
     Attributes:
-      symbolic_equal: check -> whether the RR arm's symbolic difference simplifies to
-        zero (``"M"``, ``"c"``, ``"g"`` against the two-link closed form, ``"Mdot_minus_2C_skew"``,
-        ``"c_is_C_qd"``).
-      rr, pr: the derived models (SymPy expressions inside).
+      symbolic_equal: check (``"M"``, ``"c"``, ``"g"``, ``"Mdot_minus_2C_skew"``, ``"c_is_C_qd"``) -> whether
+        the RR arm's symbolic difference simplifies to zero.
+      rr, pr: the derived models.
       rr_report: the RR arm with ``two_link_arm``'s parameters vs ``mj_inverse`` (N m).
       rr_properties, pr_properties: :func:`symbolic_properties` at seeded states.
       pr_values: the PR arm's illustrative parameters (kg, m, kg m^2).
-      pr_vs_rnea: max |PR torque - ``analytic.rnea`` on :func:`pr_arm_tree`|, N or N m.
+      pr_vs_rnea: max |PR torque - RNEA on :func:`pr_arm_tree`|, N or N m.
     """
 
     symbolic_equal: dict[str, bool]
@@ -138,12 +128,8 @@ def symbolic_lagrange(samples: int = 2000, seed: int = 0) -> SymbolicResult:
 
 
 def judge_symbolic(result: SymbolicResult) -> tuple[Verdict, dict]:
-    """Every symbolic difference zero; RR vs MuJoCo and PR vs RNEA within ``RNEA_TOL``; both
-    M exactly symmetric and positive definite, ``Mdot - 2C`` skew to 1e-12 (round-off).
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Every symbolic difference zero; RR vs MuJoCo and PR vs RNEA within ``RNEA_TOL``; both M symmetric
+    positive definite, ``Mdot - 2C`` skew to 1e-12 (round-off).  Returns the verdict and the metrics."""
     rr, pr, report = result.rr, result.pr, result.rr_report
     symbolic_ok = all(result.symbolic_equal.values())
     numeric_ok = (report.passed and result.pr_vs_rnea <= RNEA_TOL

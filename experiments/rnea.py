@@ -1,12 +1,8 @@
 """The spatial-velocity RNEA of a robotics lecture on dynamics against ``mj_inverse`` (docs/derivations/rnea.md).
 
-Experiments ``rnea-two-link-arm``, ``rnea-spatial-arm``, ``rnea-free-tree``:
-:func:`crossdyn.analytic.rnea.rnea` on a :class:`~crossdyn.analytic.rnea.Tree`
-read from each model (:func:`~crossdyn.experiments.core.derivation.tree_from_model`)
-vs ``mj_inverse`` at seeded random states, term by term; the unit-vector mass
-matrix and bias (:mod:`crossdyn.experiments.unit_vector`) vs ``mj_fullM`` and
-``qfrc_bias``.  :func:`rnea_check` computes (no files), :func:`judge_rnea`
-judges, :func:`plot_rnea` draws.
+``rnea-<model>`` for each of :data:`RNEA_MODELS`: ``analytic.rnea`` on the tree read from the model vs
+``mj_inverse`` at seeded random states, term by term, and the unit-vector ``A``, ``b`` vs ``mj_fullM``,
+``qfrc_bias``.
 """
 
 from __future__ import annotations
@@ -30,23 +26,14 @@ DERIVATION_PAGE = "rnea"
 
 __all__ = ["RNEA_TOL", "RNEA_MODELS", "RneaCheck", "rnea_check", "judge_rnea", "plot_rnea"]
 
-# rnea vs mj_inverse: |error| <= 1e-9 (1 + |tau|).  Torques reach ~500 N m on the
-# free tree (fast random states), so round-off is ~1e-13 N m; 1e-9 leaves 4 orders.
-RNEA_TOL = 1e-9
+RNEA_TOL = 1e-9  # |error| <= 1e-9 (1 + |tau|): ~500 N m torques on the free tree round off at ~1e-13 N m
 RNEA_MODELS = ("two_link_arm", "spatial_arm", "free_tree")
 
 
 @dataclass(frozen=True)
 class RneaCheck:
-    """The spatial-velocity RNEA and the unit-vector A, b against MuJoCo on one model.
-
-    Attributes:
-      model: the MJCF's name.
-      nq, nv: its position and velocity coordinate counts.
-      report: ``rnea`` vs ``mj_inverse``, term by term (torques in N m or N).
-      matrices: :func:`~crossdyn.experiments.common.unit_vector_matrices.unit_vector_errors` at up to
-        200 of the same states: max errors of A and b and their scales.
-    """
+    """The spatial-velocity RNEA and the unit-vector A, b against MuJoCo on the model ``model`` (``nq``,
+    ``nv``): ``report`` term by term (N m or N), ``matrices`` ``unit_vector_errors`` at up to 200 states."""
 
     model: str
     nq: int
@@ -65,11 +52,8 @@ def rnea_check(name: str, samples: int = 1000, seed: int = 0) -> RneaCheck:
 
 
 def judge_rnea(result: RneaCheck) -> tuple[Verdict, dict]:
-    """tau within :data:`RNEA_TOL` (1 + |tau|); A and b within :data:`MATRIX_RTOL` x their scales.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """tau within :data:`RNEA_TOL` (1 + |tau|), A and b within :data:`MATRIX_RTOL` x their scales; the
+    verdict and the metrics."""
     report, matrices = result.report, result.matrices
     ok_matrices = (matrices["mass_matrix_max_abs_error"] <= MATRIX_RTOL * matrices["mass_matrix_scale"]
                    and matrices["bias_max_abs_error"] <= MATRIX_RTOL * matrices["bias_scale"])

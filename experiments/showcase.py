@@ -1,31 +1,14 @@
 """Every part of a hand derivation checked on one model: the ``showcase`` experiment.
 
-The two-link arm's closed forms (``analytic.two_link``: tip kinematics and
-Jacobian, Lagrange mass matrix and bias forces, energies, forward dynamics, the
-linearization about the hanging rest) go through all seven checks
-(``crossdyn check kinematics`` ... ``linearization``), each twice: as derived, which
-must agree with MuJoCo, and with one slip a derivation really makes, which must
-fail with the slip named:
-
-- kinematics: the rotation transposed (a world-to-tip rotation);
-- Jacobian: in the tip's local frame where MuJoCo's is world-aligned;
-- mass matrix: the link inertias left out (the form a robotics lecture prints: point masses at the CoMs);
-- bias: gravity with the opposite sign;
-- energy: the kinetic energy of point masses (link inertias left out);
-- forward dynamics: the Coriolis and centrifugal forces dropped;
-- linearization: gravity entered with the wrong sign in ``d qdd / d q``.
-
-The energy "as derived" measures its potential from the hanging tip, not from
-MuJoCo's zero: it passes, and the report names the constant.  The plot shows, per
-check, where the wrong derivation is off (each entry's largest error).
-
-Computation (:func:`showcase_checks`), judgement (:func:`judge_showcase`) and plot
-(:func:`plot_showcase`) are separate; the registered experiment composes them.
+The two-link arm's closed forms (``analytic.two_link``) go through all seven checks (``crossdyn check
+kinematics`` ... ``linearization``) twice: as derived, which must agree with MuJoCo, and with one slip a
+derivation really makes (:data:`DERIVATIONS`), which must fail with the slip named.  The energy as derived
+measures its potential from the hanging tip, not MuJoCo's zero: it passes, and the report names the constant.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -63,7 +46,7 @@ DERIVATIONS = {
 
 
 def _point_masses(p: TwoLinkParams) -> TwoLinkParams:
-    return TwoLinkParams(p.l1, p.l2, p.m1, p.m2, p.p1, p.p2, 0.0, 0.0, p.g)
+    return replace(p, i1=0.0, i2=0.0)
 
 
 def derivations(p: TwoLinkParams) -> dict[str, tuple]:
@@ -86,8 +69,7 @@ def derivations(p: TwoLinkParams) -> dict[str, tuple]:
         return two_link.energy(_point_masses(p), q, qd)
 
     def gravity_flipped(q, qd):
-        return two_link.lagrange(TwoLinkParams(p.l1, p.l2, p.m1, p.m2, p.p1, p.p2, p.i1, p.i2, -p.g), q, qd,
-                                 np.zeros_like(qd))
+        return two_link.lagrange(replace(p, g=-p.g), q, qd, np.zeros_like(qd))
 
     def no_coriolis(q, qd, tau):
         return two_link.forward_dynamics(p, q, np.zeros_like(qd), tau)
@@ -110,12 +92,8 @@ def derivations(p: TwoLinkParams) -> dict[str, tuple]:
 
 @dataclass(frozen=True)
 class ShowcaseResult:
-    """The fourteen reports: per check, the right and the wrong derivation's.
-
-    Attributes:
-      right, wrong: check name -> :class:`~crossdyn.experiments.core.checks.report.CheckReport`.
-      samples: random states per check (the linearization has one operating point).
-    """
+    """Per check name, the right and the wrong derivation's ``CheckReport``; ``samples`` random states per
+    check (the linearization has one operating point)."""
 
     right: dict[str, check_report.CheckReport]
     wrong: dict[str, check_report.CheckReport]
@@ -141,11 +119,7 @@ def showcase_checks(samples: int = SAMPLES, seed: int = 0, mjcf: str = "") -> Sh
 
 
 def judge_showcase(result: ShowcaseResult) -> tuple[Verdict, dict]:
-    """Every right derivation passes; every wrong one fails with its slip named in the attribution.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Every right derivation passes, every wrong one fails with its slip named; the verdict and metrics."""
     rows: dict[str, dict[str, Any]] = {}
     for name, (slip, phrase) in DERIVATIONS.items():
         good, bad = result.right[name], result.wrong[name]

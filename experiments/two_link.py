@@ -1,30 +1,10 @@
 """Two-link arm: every hand derivation of the closed form (docs/derivations/two-link.md) against MuJoCo.
 
-The derivations come from a robotics lecture on dynamics, a textbook chapter on Lagrange
-dynamics and an article that derives the arm by Newton-Euler and checks it against a
-Simscape model.
-
-Experiments:
-
-- ``two-link-<variant>`` for each of ``analytic.two_link.VARIANTS``: 10,000 seeded
-  random states (|q| up to three turns, |qd| <= 30 rad/s, |qdd| <= 100 rad/s^2) and a smooth
-  trajectory, compared with ``mj_inverse`` term by term.  ``lecture-no-link-inertia`` is
-  expected to *fail* in exactly one way: a constant mass-matrix offset equal to
-  the missing link inertias, ``-(I1 + I2, I2, I2)``; ``lecture-matrix-form``
-  in the velocity terms of joint 2 only, by the missing ``h qd1^2``.
-- ``two-link-scope``: the scope plot of the Newton-Euler article (torque along a 5 s trajectory, MuJoCo
-  and each variant, and their differences) plus a forward check: the analytic
-  torque replayed as feedforward in MuJoCo tracks the trajectory.
-- ``derivation-attribution``: four derivations of the arm (correct, the lecture as
-  printed, gravity sign flipped, Coriolis term dropped), each checked against
-  MuJoCo; the checker must blame the right term (:data:`FAULTS`).
-
-:func:`two_link_params` reads a user's arm from its MJCF (the convention of docs/derivations/two-link.md,
-"Conventions").
-
-Each experiment is a computation returning a frozen result (:func:`crosscheck_variant`,
-:func:`scope_traces`, :func:`attribute_faults`; no files), a ``judge_*`` giving the
-``Verdict`` and the metrics, and a ``plot_*`` writing PNGs into a folder.
+``two-link-<variant>`` checks each of ``analytic.two_link.VARIANTS`` against ``mj_inverse`` term by term at
+seeded random states and along a smooth trajectory (a printed erratum must fail in exactly its own term);
+``two-link-scope`` draws the torques along a 5 s trajectory and replays the analytic torque as feedforward;
+``derivation-attribution`` checks four derivations, three of them wrong, and the checker must blame the right
+term (:data:`FAULTS`).  Each is a computation returning a frozen result, a ``judge_*`` and a ``plot_*``.
 """
 
 from __future__ import annotations
@@ -53,9 +33,9 @@ from crossdyn.experiments.core.truth import inverse_dynamics
 GALLERY_HEADING = "Two-link arm"
 DERIVATION_PAGE = "two-link"
 
-__all__ = ["default_model", "check_variant", "trajectory", "feedforward_drift", "FAULTS",
-           "faulty_two_link", "VariantCheck", "crosscheck_variant", "judge_variant", "plot_variant", "ScopeResult",
-           "scope_traces", "judge_scope", "plot_scope", "AttributionResult", "attribute_faults", "judge_attribution",
+__all__ = ["default_model", "check_variant", "trajectory", "feedforward_drift", "FAULTS", "faulty_two_link",
+           "VariantCheck", "crosscheck_variant", "judge_variant", "plot_variant", "ScopeResult", "scope_traces",
+           "judge_scope", "plot_scope", "AttributionResult", "attribute_faults", "judge_attribution",
            "plot_attribution"]
 
 # Exact variants must agree with mj_inverse to round-off: torques here are at most
@@ -63,9 +43,7 @@ __all__ = ["default_model", "check_variant", "trajectory", "feedforward_drift", 
 ATOL = 1e-10
 SAMPLES, SHORT_SAMPLES = 10_000, 500
 
-# The reported mass-matrix offsets of the form the lecture prints must equal the missing inertias to this
-# (both are sums of the same few doubles).
-OFFSET_TOL = 1e-12
+OFFSET_TOL = 1e-12  # the printed form's mass-matrix offsets vs the missing inertias: sums of the same few doubles
 
 
 def default_model(variant: str) -> str:
@@ -81,11 +59,8 @@ def check_variant(
     atol: float = ATOL,
     states: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[Report, TwoLinkParams]:
-    """Cross-check one analytic variant against ``mj_inverse`` on ``model``.
-
-    Parameters are read from the compiled model (:func:`two_link_params`), so a
-    user's own two-link MJCF is checked with no code change.  ``states`` replaces
-    the random states with given ``(q, qd, qdd)`` rows.
+    """Cross-check one analytic variant against ``mj_inverse`` on ``model`` (a user's own two-link MJCF too:
+    the parameters are read from it); ``states`` replaces the random states with given ``(q, qd, qdd)`` rows.
 
     Raises:
       ParameterError: unknown variant.
@@ -108,7 +83,7 @@ _TRAJECTORY = (
 )
 DURATION = 5.0  # s, as in the scope plot of the Newton-Euler article
 ORDER_WINDOW = 1.0  # s, horizon over which the start-hold drift's order is measured
-MIDPOINT_DRIFT_MAX = 1e-2  # rad over 5 s at dt = 1 ms: measured 6.3e-4, so 16x margin
+MIDPOINT_DRIFT_MAX = 1e-2  # rad over 5 s at dt = 1 ms: an order above the second-order hold's drift
 
 
 def trajectory(t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -126,12 +101,10 @@ def trajectory(t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def feedforward_drift(model: mujoco.MjModel, tau_fn, timestep: float, midpoint: bool) -> np.ndarray:
-    """Replay analytic torques open-loop in MuJoCo; return ``q_sim - q_ref``, ``(steps+1, 2)``.
+    """Replay analytic torques open loop in MuJoCo (RK4); return ``q_sim - q_ref``, ``(steps+1, 2)``, rad.
 
-    The torque is held over each step (zero-order hold).  Evaluated at the step's
-    start the hold is a first-order approximation, so the tracking error grows
-    like O(dt); evaluated at the step's midpoint it is second order.  Open loop,
-    any error is then amplified by the arm's own (chaotic) dynamics.
+    The torque is held over each step: sampled at the step's start that is first order in dt, at its
+    midpoint second order; the chaotic arm then amplifies any error.
     """
     model = with_options(model, timestep=timestep, integrator=mujoco.mjtIntegrator.mjINT_RK4)
     data = mujoco.MjData(model)
@@ -157,14 +130,11 @@ class VariantCheck:
     """One analytic variant against ``mj_inverse``: random states and a trajectory.
 
     Attributes:
-      variant: the name in ``analytic.two_link.VARIANTS``.
-      model: the MJCF it was checked on (:func:`default_model`).
+      variant, model: the name in ``VARIANTS`` and the MJCF it was checked on.
       params: the arm's parameters, read from that model.
       report: the term-wise check at the random states (torques in N m).
-      trajectory_max_abs_error: max |variant - mj_inverse| along the 5 s
-        :func:`trajectory` (501 samples), N m.
-      attribution: for a printed erratum (:data:`EXPECTED_MISMATCH`), the numbers
-        that locate its error (N m or kg m^2); empty for the other variants.
+      trajectory_max_abs_error: max |variant - mj_inverse| along :func:`trajectory` (501 samples), N m.
+      attribution: for a printed erratum (:data:`EXPECTED_MISMATCH`), the numbers that locate its error.
     """
 
     variant: str
@@ -201,8 +171,7 @@ def _judge_mass_matrix_offsets(result: VariantCheck) -> Verdict:
 
 
 def _missing_centrifugal(params: TwoLinkParams, report: Report, model, samples: int, seed: int) -> dict:
-    """The printed matrix form: its velocity-term error per joint, and what is left of joint 2's
-    once the missing ``h qd1^2`` is put back, N m (at the states the check drew)."""
+    """The printed matrix form's velocity-term error per joint, and joint 2's with ``h qd1^2`` put back, N m."""
     q, qd, _ = sample_states(model, samples, seed)  # the states check() drew
     zero = np.zeros_like(q)
     variant = VARIANTS["lecture-matrix-form"]
@@ -226,8 +195,7 @@ def _judge_missing_centrifugal(result: VariantCheck) -> Verdict:
                    if found else f"not attributed as expected: {result.report.diagnosis}")
 
 
-# Variants that reproduce a printed erratum: the experiment passes when the
-# checker finds exactly that error (docs/derivations/errata.md), not when the variant agrees.
+# Printed errata pass when the checker finds exactly their error (docs/derivations/errata.md):
 # variant -> (expected outcome, measure(params, report, model, samples, seed) -> numbers, judge)
 EXPECTED_MISMATCH = {
     "lecture-no-link-inertia": ("mismatch, in the mass matrix only: offsets -(I1+I2, I2, I2)", _mass_matrix_offsets,
@@ -238,12 +206,8 @@ EXPECTED_MISMATCH = {
 
 
 def judge_variant(result: VariantCheck) -> tuple[Verdict, dict]:
-    """An exact variant must agree to :data:`ATOL` at the states and along the trajectory; a
-    printed erratum must fail in exactly its own term (:data:`EXPECTED_MISMATCH`).
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """An exact variant agrees to :data:`ATOL` at the states and along the trajectory; a printed erratum fails
+    in exactly its own term.  Returns the verdict and the metrics."""
     report = result.report
     metrics = {"variant": result.variant, "model": result.model, **report.to_dict(),
                "trajectory_max_abs_error": result.trajectory_max_abs_error}
@@ -301,9 +265,7 @@ class ScopeResult:
       t: sample times, ``(1001,)``, s.
       tau_mujoco: ``mj_inverse`` along the trajectory, ``(1001, 2)``, N m.
       tau: variant -> its torque along the trajectory, ``(1001, 2)``, N m.
-      drift: replay -> ``q_sim - q_ref`` of the ``lagrange`` torque replayed in
-        MuJoCo (RK4), ``(steps + 1, 2)``, rad; replays are named
-        ``"start_dt1ms"``, ``"start_dt0.5ms"``, ``"midpoint_dt1ms"``, ``"midpoint_dt0.5ms"``.
+      drift: replay (``"start_dt1ms"``, ``"midpoint_dt0.5ms"``, ...) -> :func:`feedforward_drift` of ``lagrange``.
       drift_timestep: replay -> its time step, s.
     """
 
@@ -320,8 +282,7 @@ def scope_traces(model: mujoco.MjModel | None = None) -> ScopeResult:
     params = two_link_params(model)
     t = np.linspace(0.0, DURATION, 1001)
     q, qd, qdd = trajectory(t)
-    # Forward check: replay the lagrange torque open loop.  Two time steps and two
-    # hold points measure the order of the error instead of asserting a number.
+    # Two time steps and two hold points measure the replay error's order instead of asserting a number.
     tau_fn = functools.partial(VARIANTS["lagrange"], params)
     keys = {(dt, mid): f"{'midpoint' if mid else 'start'}_dt{dt * 1e3:g}ms" for dt, mid in _REPLAYS}
     return ScopeResult(t, inverse_dynamics(model, q, qd, qdd),
@@ -331,26 +292,18 @@ def scope_traces(model: mujoco.MjModel | None = None) -> ScopeResult:
 
 
 def judge_scope(result: ScopeResult) -> tuple[Verdict, dict]:
-    """The exact variants within :data:`ATOL` along the path; the replay's drift first order
-    (start hold) and second order (midpoint hold), +-0.3; the midpoint replay within
-    :data:`MIDPOINT_DRIFT_MAX`.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
+    """The exact variants within :data:`ATOL`; the replay's drift first (start hold) and second order
+    (midpoint), +-0.3; the midpoint replay within :data:`MIDPOINT_DRIFT_MAX`.  Returns the verdict and the metrics.
     """
     diff = {name: np.abs(v - result.tau_mujoco).max() for name, v in result.tau.items()}
     drift = {key: float(np.abs(e).max()) for key, e in result.drift.items()}
-    # The start-of-step hold drifts far enough for the chaotic arm to leave the
-    # reference entirely within 5 s, so its order is measured over the first
-    # second, while the error is still small and grows linearly in dt.
+    # The start hold lets the chaotic arm leave the reference within 5 s: its order is measured in the first second.
     early = {k: float(np.abs(e[: int(round(ORDER_WINDOW / result.drift_timestep[k])) + 1]).max())
              for k, e in result.drift.items()}
     order_start = np.log2(early["start_dt1ms"] / early["start_dt0.5ms"])
     order_mid = np.log2(drift["midpoint_dt1ms"] / drift["midpoint_dt0.5ms"])
     exact_ok = diff["lagrange"] <= ATOL and diff["newton-euler"] <= ATOL
-    # A first-order hold should halve the drift when dt halves (order ~1); the
-    # midpoint hold should quarter it (order ~2).  +-0.3 allows for the chaotic
-    # amplification not being exactly the same at both step sizes.
+    # +-0.3: the chaotic amplification is not exactly the same at both step sizes.
     orders_ok = abs(order_start - 1.0) < 0.3 and abs(order_mid - 2.0) < 0.3
     tracks = drift["midpoint_dt1ms"] <= MIDPOINT_DRIFT_MAX
     verdict = Verdict(exact_ok and orders_ok and tracks,
@@ -376,10 +329,7 @@ def judge_scope(result: ScopeResult) -> tuple[Verdict, dict]:
 
 
 def plot_scope(result: ScopeResult, out_dir) -> list[Path]:
-    """The scope plot of the Newton-Euler article (``scope.png``) and the replays' drift into ``out_dir``.
-
-    The drift figure is ``feedforward_drift.png``.
-    """
+    """The scope plot (``scope.png``) and the replays' drift (``feedforward_drift.png``) into ``out_dir``."""
     return [plots.save(_plot_scope_torques(result), out_dir, "scope.png"),
             plots.save(_plot_feedforward_drift(result), out_dir, "feedforward_drift.png")]
 
@@ -400,9 +350,8 @@ def _plot_scope_torques(result: ScopeResult) -> Figure:
             axes[2, j].plot(t, tau[name][:, j] - tau_mj[:, j], label=name)
         axes[2, j].set_title("approximate variant - MuJoCo (N m)")
         axes[2, j].set_xlabel("t (s)")
-    axes[0, 0].legend(fontsize=7)
-    axes[1, 0].legend(fontsize=7)
-    axes[2, 0].legend(fontsize=7)
+    for ax in axes[:, 0]:
+        ax.legend(fontsize=7)
     return fig
 
 
@@ -463,11 +412,7 @@ def faulty_two_link(fault: str, params: two_link.TwoLinkParams) -> Callable:
 
 @dataclasses.dataclass(frozen=True)
 class AttributionResult:
-    """Each derivation of :data:`FAULTS` checked against ``mj_inverse`` on ``two_link_arm``.
-
-    Attributes:
-      reports: fault -> its term-wise report (torques in N m).
-    """
+    """Each derivation of :data:`FAULTS` checked against ``mj_inverse`` on ``two_link_arm``: fault -> report."""
 
     reports: dict[str, Report]
 
@@ -482,10 +427,7 @@ def attribute_faults(samples: int = 1000, seed: int = 0) -> AttributionResult:
 
 def judge_attribution(result: AttributionResult) -> tuple[Verdict, dict]:
     """The correct derivation passes; each faulty one fails in exactly the term :data:`FAULTS` names.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    Returns the verdict and the metrics."""
     cases: dict[str, dict] = {}
     for fault, report in result.reports.items():
         blamed = FAULTS[fault][1]

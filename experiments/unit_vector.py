@@ -1,12 +1,7 @@
 """The unit-vector method of a robotics lecture on dynamics (docs/derivations/unit-vector.md) against MuJoCo.
 
-- ``A``, ``b`` built from ``rnea`` by the unit-vector method vs ``mj_fullM`` and
-  ``qfrc_bias`` are checked by the ``rnea-*`` experiments, on each of their models
-  (:func:`~crossdyn.experiments.common.unit_vector_matrices.unit_vector_errors`).
-- ``unit-vector-simulator``: the unit-vector forward dynamics integrated by
-  semi-implicit Euler vs MuJoCo's Euler integrator, fixed and floating base:
-  :func:`simulator_comparison` computes (no files), :func:`judge_simulator`
-  judges, :func:`plot_simulator` draws.
+``unit-vector-simulator`` integrates the unit-vector forward dynamics by semi-implicit Euler against MuJoCo's
+Euler integrator, fixed and floating base (the ``rnea-*`` experiments check ``A``, ``b`` themselves).
 """
 
 from __future__ import annotations
@@ -33,9 +28,8 @@ DERIVATION_PAGE = "unit-vector"
 __all__ = ["TRAJECTORY_TOL", "initial_state", "mujoco_euler", "simulator_error",
            "SimulatorResult", "simulator_comparison", "judge_simulator", "plot_simulator"]
 
-# The unit-vector simulator vs MuJoCo's Euler at the same dt: the two integrate the
-# same equations in the same order, so only round-off (1e-16 per step) separates
-# them, amplified by the system's own sensitivity over 2 s.
+# The same equations integrated in the same order: only round-off (1e-16 per step) separates the two,
+# amplified by the system's own sensitivity over 2 s.
 TRAJECTORY_TOL = 1e-8
 
 
@@ -54,11 +48,8 @@ def initial_state(model: mujoco.MjModel, seed: int) -> tuple[np.ndarray, np.ndar
 
 
 def mujoco_euler(model: mujoco.MjModel, qpos, qvel, steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """MuJoCo's own trajectory with the Euler integrator and zero controls.
-
-    Returns:
-      ``qpos (steps + 1, nq)``, ``qvel (steps + 1, nv)``.
-    """
+    """MuJoCo's own trajectory with the Euler integrator and zero controls: ``qpos (steps + 1, nq)``,
+    ``qvel (steps + 1, nv)``."""
     model = with_options(model, integrator=mujoco.mjtIntegrator.mjINT_EULER)
     data = mujoco.MjData(model)
     data.qpos[:], data.qvel[:] = qpos, qvel
@@ -71,10 +62,7 @@ def mujoco_euler(model: mujoco.MjModel, qpos, qvel, steps: int) -> tuple[np.ndar
 
 
 def simulator_error(model: mujoco.MjModel, seconds: float, seed: int) -> np.ndarray:
-    """Unit-vector simulator vs MuJoCo's Euler from the same start; max |q error| per step.
-
-    Positions are compared coordinate-wise (a quaternion's entries included).
-    """
+    """Unit-vector simulator vs MuJoCo's Euler from the same start: max |q error| per step, coordinate-wise."""
     tree = tree_from_model(model)
     qpos, qvel = initial_state(model, seed)
     steps = int(round(seconds / model.opt.timestep))
@@ -86,15 +74,12 @@ def simulator_error(model: mujoco.MjModel, seconds: float, seed: int) -> np.ndar
 
 @dataclass(frozen=True)
 class SimulatorResult:
-    """The unit-vector simulator against MuJoCo's Euler on each model.
+    """The unit-vector simulator against MuJoCo's Euler, per model name.
 
     Attributes:
-      horizon: model name -> simulated time, s.
-      timestep: model name -> its time step, s.
-      errors: model name -> :func:`simulator_error` per step, ``(steps + 1,)``
-        (rad or m; velocities scaled by dt).
-      self_divergence: model name -> max |qpos difference| between two MuJoCo runs
-        whose start velocities differ by 1e-14: the amplification any round-off meets.
+      horizon, timestep: simulated time and time step, s.
+      errors: :func:`simulator_error` per step, ``(steps + 1,)`` (rad or m; velocities scaled by dt).
+      self_divergence: max |qpos difference| of two MuJoCo runs 1e-14 apart in start velocity.
     """
 
     horizon: dict[str, float]
@@ -106,15 +91,12 @@ class SimulatorResult:
 def simulator_comparison(seconds: float = 2.0, seed: int = 0) -> SimulatorResult:
     """Run the unit-vector simulator and MuJoCo's Euler on the two-link arm, the free tree
     (``seconds``) and the spatial arm (at most 0.5 s), from seeded starts (no files)."""
-    # The spatial arm's mass matrix reaches condition number ~3e6 (a 0.3 kg hand on a
-    # 2 kg base), so 1e-13 round-off differences in A become ~1e-9 relative in qacc,
-    # and after ~1 s its chaotic motion grows them ~1e4-fold per 0.5 s, as MuJoCo's
-    # own run does from a 1e-13 start offset.  So it is compared over 0.5 s.
+    # The spatial arm is ill-conditioned and chaotic: round-off grows past the tolerance after ~1 s, as
+    # MuJoCo's own run does from a 1e-13 start offset, so it is compared over 0.5 s.
     horizon = {"two_link_arm": seconds, "free_tree": seconds, "spatial_arm": min(seconds, 0.5)}
     models = {name: load_model(name) for name in horizon}
     errors = {name: simulator_error(models[name], t, seed) for name, t in horizon.items()}
-    # How far MuJoCo drifts from *itself* when its start moves by 1e-14 (a few ulps
-    # of a ~1 rad angle): the sensitivity that amplifies any round-off difference.
+    # How far MuJoCo drifts from itself when its start moves by a few ulps: the amplification of round-off.
     sensitivity = {}
     for name, t in horizon.items():
         qpos, qvel = initial_state(models[name], seed)
@@ -126,11 +108,7 @@ def simulator_comparison(seconds: float = 2.0, seed: int = 0) -> SimulatorResult
 
 
 def judge_simulator(result: SimulatorResult) -> tuple[Verdict, dict]:
-    """Every model's trajectory within :data:`TRAJECTORY_TOL` of MuJoCo's.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Every model's trajectory within :data:`TRAJECTORY_TOL` of MuJoCo's; the verdict and the metrics."""
     worst = {name: float(e.max()) for name, e in result.errors.items()}
     verdict = Verdict(all(v <= TRAJECTORY_TOL for v in worst.values()),
                       ", ".join(f"{k} {v:.0e}" for k, v in worst.items()))

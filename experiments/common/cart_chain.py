@@ -1,12 +1,8 @@
 """LQR balance of poles on a cart, from MuJoCo's linearization alone: what the cart-pole and the double pendulum share.
 
-Any model whose ``qpos`` is ``[x, angles...]`` (m, rad: a cart on a rail carrying a
-chain of poles) with an ``upright`` keyframe and one cart actuator: :func:`design`
-linearizes it upright and designs the LQR (python-control), :func:`balance` and
-:func:`step` run the two closed loops (a tilted start, a step of the cart's target),
-:func:`judge` checks the slowest closed-loop mode's measured decay against the
-design, and :func:`lqr_batch` runs many such runs in two batches
-(:func:`~crossdyn.experiments.core.batch.simulate_batch`), each as it runs alone.
+For any model whose ``qpos`` is ``[x, angles...]`` (m, rad) with an ``upright`` keyframe and one cart
+actuator: :func:`design` the LQR, run a tilted start (:func:`balance`) and a cart step (:func:`step`),
+:func:`judge` the slowest mode's measured decay against the design; :func:`lqr_batch` runs many in two batches.
 """
 
 from __future__ import annotations
@@ -37,12 +33,8 @@ TOLERANCES: dict[str, float | Tolerance] = {"settling_time_s": 0.02, "step_settl
 
 
 def design(weights: dict, mjcf: str | mujoco.MjModel, names: dict) -> Regulator:
-    """The LQR at the upright keyframe for ``weights`` (missing ones: the defaults ``names``).
-
-    Args:
-      weights: LQR weights by name: one per state (positions, then velocities), then ``r``.
-      mjcf: the model (a name or path, or compiled).
-      names: the weights' names and defaults in that order.
+    """The LQR at the upright keyframe for ``weights`` by name (one per state, positions then velocities,
+    then ``r``; missing ones: the defaults ``names``, in that order) on ``mjcf`` (a name, path or model).
 
     Raises:
       ParameterError: no stabilizing design for the weights.
@@ -76,10 +68,15 @@ def balance(reg: Regulator, angle: float, duration: float, mjcf: str | mujoco.Mj
 
 def step(reg: Regulator, distance: float, duration: float, mjcf: str | mujoco.MjModel, at: float = 0.5) -> Trace:
     """Upright at rest; at ``at`` s the cart's target jumps to ``distance`` m along the rail."""
+    return simulate(_compiled(mjcf), _step_switch(reg, distance, at), duration, keyframe="upright",
+                    control_dt=CONTROL_DT)
+
+
+def _step_switch(reg: Regulator, distance: float, at: float) -> Switch:
+    """The regulator switching at ``at`` s to hold the cart at ``distance`` m."""
     target = np.zeros(reg.linearization.qpos.size)
     target[0] = distance
-    return simulate(_compiled(mjcf), Switch(reg, reg.to(target), at), duration, keyframe="upright",
-                    control_dt=CONTROL_DT)
+    return Switch(reg, reg.to(target), at)
 
 
 def judge(reg: Regulator, balanced: Trace, stepped: Trace, distance: float, at: float = 0.5) -> tuple[Verdict, dict]:
@@ -118,8 +115,6 @@ def plot(reg: Regulator, balanced: Trace, stepped: Trace, title: str):
         a2.plot(trace.t, trace.qpos[:, 0], style, label=f"{label}: cart")
     a1.set(xlabel="t (s)", ylabel="angle (deg)")
     a2.set(xlabel="t (s)", ylabel="cart x (m)")
-    a1.legend(fontsize=7)
-    a2.legend(fontsize=7)
     lin = reg.linearization
     values, left = np.linalg.eig((lin.A - lin.B @ reg.design.K).T)
     w = left[:, int(np.argmin(np.abs(values - reg.slowest)))]
@@ -128,7 +123,8 @@ def plot(reg: Regulator, balanced: Trace, stepped: Trace, title: str):
     a3.semilogy(balanced.t, z[0] * np.exp(reg.slowest.real * balanced.t), "k--",
                 label=f"designed e^({reg.slowest.real:.2f} t)")
     a3.set(xlabel="t (s)", ylabel="slowest mode")
-    a3.legend(fontsize=7)
+    for ax in (a1, a2, a3):
+        ax.legend(fontsize=7)
     fig.suptitle(title)
     return fig
 
@@ -156,13 +152,8 @@ def lqr_params(model: str, weights: dict, states: list[str], initial_angle: Para
 
 
 def lqr_experiment(ctx: Context, weights: dict, title: str) -> dict:
-    """One LQR run's metrics: the design for ``ctx.params``' weights, balanced from a tilt, stepped, judged.
-
-    Args:
-      ctx: the run's context (``params``: the weights, ``initial_angle_deg``, ``step_m``, ``mjcf``).
-      weights: the weights' names and defaults, in the order :func:`design` takes them.
-      title: the figure's title, before the verdict's measurement (``states.png``).
-    """
+    """One LQR run's metrics: the design for ``ctx.params``' weights (``weights``: names and defaults, as
+    :func:`design` takes them), balanced from a tilt, stepped, judged; ``title`` heads ``states.png``."""
     mjcf = load_model(ctx.params["mjcf"])  # compiled once for the design and both runs
     reg = design({k: ctx.params[k] for k in weights}, mjcf, weights)
     duration = 6.0 if ctx.short else 8.0
@@ -177,12 +168,8 @@ def lqr_experiment(ctx: Context, weights: dict, title: str) -> dict:
 def lqr_batch(contexts: list[Context], weights: dict) -> list:
     """The metrics (or the exception) of each context's LQR run, as the experiment gives them run alone.
 
-    Runs of one model and length share two batches (:func:`~crossdyn.experiments.core.batch.simulate_batch`,
-    whose traces are ``simulate``'s bit for bit): every run's balancing, every run's cart step.
-
-    Args:
-      contexts: the runs' contexts (``params``: the weights, ``initial_angle_deg``, ``step_m``, ``mjcf``).
-      weights: the weights' names and defaults, in the order :func:`design` takes them.
+    Runs of one model and length share two batches (``simulate_batch``, bit for bit ``simulate``'s traces):
+    every balancing, every cart step.  ``weights`` as in :func:`lqr_experiment`.
     """
     results: list = [None] * len(contexts)
     groups: dict[tuple, list[int]] = {}
@@ -209,11 +196,7 @@ def lqr_batch(contexts: list[Context], weights: dict) -> list:
         starts[:, 1] = [np.radians(contexts[i].params["initial_angle_deg"]) for i in ran]
         balanced = simulate_batch(model, [regs[i] for i in ran], duration, keyframe="upright", qpos=starts,
                                   control_dt=CONTROL_DT, nthread=1)
-        switches = []
-        for i in ran:
-            target = np.zeros(regs[i].linearization.qpos.size)
-            target[0] = contexts[i].params["step_m"]
-            switches.append(Switch(regs[i], regs[i].to(target), 0.5))
+        switches = [_step_switch(regs[i], contexts[i].params["step_m"], 0.5) for i in ran]
         stepped = simulate_batch(model, switches, duration, keyframe="upright", control_dt=CONTROL_DT, nthread=1)
         for j, i in enumerate(ran):
             try:

@@ -1,8 +1,6 @@
 """A planar two-link arm read from its MJCF: the parameters of the closed form, and every way a model departs.
 
-Shared by the systems that check derivations of the arm (:mod:`crossdyn.experiments.two_link`,
-:mod:`crossdyn.experiments.lagrange`); the convention is docs/derivations/two-link.md's
-("Conventions").
+Shared by the systems that check derivations of the arm (``two_link``, ``lagrange``).
 """
 
 from __future__ import annotations
@@ -15,12 +13,8 @@ from crossdyn.experiments.core.errors import ModelError
 
 __all__ = ["two_link_params"]
 
-
-# Geometric tolerance for "planar" and "parallel" when reading a user's model:
-# MJCF numbers are typed with ~6 significant digits, far above round-off.
+# Geometric tolerance for "planar" and "parallel": far above round-off, far below a typed MJCF number's digits.
 _GEOM_TOL = 1e-9
-
-
 _CONVENTION = "see docs/derivations/two-link.md, 'Conventions'"
 _ELSEWHERE = ("for an arm drawn in another convention, check your own derivation with "
               "'crossdyn check derivation FILE.py:FUNC --mjcf MODEL' "
@@ -28,21 +22,14 @@ _ELSEWHERE = ("for an arm drawn in another convention, check your own derivation
 
 
 def two_link_params(model: mujoco.MjModel) -> TwoLinkParams:
-    """Read a planar two-link arm's parameters from a compiled model.
+    """Read a planar two-link arm's parameters from a compiled model in the closed form's convention.
 
-    The model must follow the closed form's convention (docs/derivations/two-link.md,
-    "Conventions"): two hinge joints in a chain from the world, both axes along
-    world +z, gravity along -y, link 1 hanging straight down at ``q = 0`` with
-    link 2 continuing it, each CoM on its link's line.  Lengths: ``l1`` is the
-    distance between the joint anchors; ``l2`` is the distance from joint 2 to a
-    site named ``tip`` on link 2 if there is one, else ``2 p2`` (a uniform link).
-    ``i_k`` is the inertia about the world z axis through the CoM.
+    Two hinges in a chain from the world, axes along world +z, gravity along -y, both links hanging
+    straight down at ``q = 0``, each CoM on its link.  ``l1`` is the distance between the anchors, ``l2``
+    from joint 2 to a site ``tip`` on link 2 if there is one, else ``2 p2``; ``i_k`` is about world z.
 
     Raises:
-      ModelError: naming *every* way the model departs from the convention at
-        once (joint count or type, chain, extra masses, axes, gravity direction,
-        zero pose, CoM placement) with the values found, and pointing an arm in
-        another convention to ``check derivation``.
+      ModelError: naming every way the model departs from the convention at once, with the values found.
     """
     structure = _chain_problems(model)
     problems = structure + _frame_problems(model)

@@ -1,32 +1,9 @@
-"""The rigid box against MuJoCo: free rotation, the pulled box, ground contact.
+"""The rigid box of the rigid-body section of a robotics lecture against MuJoCo (docs/derivations/rigid-box.md).
 
-The box, its first-order integrator, the two experiments and the penalty ground come from
-the rigid-body section of a robotics lecture on dynamics (docs/derivations/rigid-box.md).
-
-Experiments (the box is ``mjcf/rigid_box.xml``, the ground variant
-``mjcf/rigid_box_ground.xml``):
-
-- ``box-free-rotation`` (:mod:`.free_rotation`): omega0 = [1, 1, 1] rad/s, 10 s at
-  dt = 1 ms, zero gravity; the first-order step of the lecture, RK4 and MuJoCo's four
-  integrators against the SciPy reference: drift of |L| and of the kinetic energy,
-  the intermediate-axis flip.
-- ``box-pulled`` (:mod:`.pulled_box`): 50 N along world x at the CoM (A) and at
-  (0, 0, 0.3) m in the body (B), as a site actuator re-evaluated at every RK4 stage
-  and as a held ``xfrc_applied``.
-- ``box-ground-contact`` (:mod:`.ground_contact`): the box dropped, and dropped
-  while sliding, onto the ground: a penalty model vs MuJoCo's soft
-  contact with ``solref`` / ``solimp`` converted from the penalty's (K, D).
-
-The other modules: :mod:`.model` reads the box from the compiled model (mass,
-inertia, application points: nothing physical is typed here; only initial
-conditions and the applied force are experiment inputs), :mod:`.integrators` runs
-MuJoCo's integrators on it, :mod:`.plots` draws.
-
-Each experiment is three functions, usable from a notebook without a results
-folder: a computation returning a frozen result (:func:`free_rotation`,
-:func:`pulled_box`, :func:`ground_contact`), a judge turning the result into a
-``Verdict`` and the metrics (``judge_*``), and a plot writing PNGs into a folder
-(``plot_*``).  The experiments registered below compose the three.
+``box-free-rotation`` (:mod:`.free_rotation`), ``box-pulled`` (:mod:`.pulled_box`) and ``box-ground-contact``
+(:mod:`.ground_contact`) on ``mjcf/rigid_box.xml`` and ``mjcf/rigid_box_ground.xml``; :mod:`.model` reads the
+box from the compiled model, :mod:`.integrators` runs MuJoCo's integrators, :mod:`.plots` draws.  Each
+experiment is a computation returning a frozen result, a ``judge_*`` and a ``plot_*``, composed below.
 """
 
 from __future__ import annotations
@@ -89,56 +66,14 @@ from crossdyn.experiments.rigid_box.pulled_box import (
 GALLERY_HEADING = "Rigid box and inertia table"
 DERIVATION_PAGE = "rigid-box"
 
-__all__ = [
-    "rigid_body_params",
-    "application_point",
-    "mujoco_trajectory",
-    "rotation_angle",
-    "INTEGRATORS",
-    "FreeRotationResult",
-    "free_rotation",
-    "judge_free_rotation",
-    "plot_free_rotation",
-    "PulledRun",
-    "pulled",
-    "PulledResult",
-    "pulled_box",
-    "judge_pulled",
-    "plot_pulled",
-    "BoxContactParams",
-    "contact_params",
-    "solref_from_penalty",
-    "contact_metrics",
-    "DropRun",
-    "drop",
-    "ContactResult",
-    "ground_contact",
-    "contact_predictions",
-    "judge_contact",
-    "plot_contact",
-    # The constants: the models' names, the experiments' inputs and their tolerances.
-    "MODEL",
-    "GROUND_MODEL",
-    "BODY",
-    "DURATION",
-    "SHORT_DURATION",
-    "OMEGA0",
-    "OMEGA_TOL",
-    "DRIFT_RATIO_MIN",
-    "FORCE",
-    "POSE_TOL",
-    "TRANSLATION_RTOL",
-    "DROP_HEIGHT",
-    "SLIDE_SPEED",
-    "CONTACT_DURATION",
-    "SHORT_CONTACT_DURATION",
-    "SETTLE_BAND",
-    "FLAT",
-    "DEFAULT_SOLIMP",
-    "REST_RTOL",
-    "BOUNCE_RTOL",
-    "SLIDE_RTOL",
-]
+__all__ = ["rigid_body_params", "application_point", "mujoco_trajectory", "rotation_angle", "INTEGRATORS",
+           "FreeRotationResult", "free_rotation", "judge_free_rotation", "plot_free_rotation", "PulledRun", "pulled",
+           "PulledResult", "pulled_box", "judge_pulled", "plot_pulled", "BoxContactParams", "contact_params",
+           "solref_from_penalty", "contact_metrics", "DropRun", "drop", "ContactResult", "ground_contact",
+           "contact_predictions", "judge_contact", "plot_contact", "MODEL", "GROUND_MODEL", "BODY", "DURATION",
+           "SHORT_DURATION", "OMEGA0", "OMEGA_TOL", "DRIFT_RATIO_MIN", "FORCE", "POSE_TOL", "TRANSLATION_RTOL",
+           "DROP_HEIGHT", "SLIDE_SPEED", "CONTACT_DURATION", "SHORT_CONTACT_DURATION", "SETTLE_BAND", "FLAT",
+           "DEFAULT_SOLIMP", "REST_RTOL", "BOUNCE_RTOL", "SLIDE_RTOL"]
 
 
 @experiment(

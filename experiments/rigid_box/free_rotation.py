@@ -1,13 +1,8 @@
 """The torque-free box: every integrator against a tight reference, and the tennis-racket flip.
 
-``box-free-rotation`` spins the box at ``omega0 = [1, 1, 1]`` rad/s for 10 s at
-dt = 1 ms in zero gravity.  The first-order step of a robotics lecture (``analytic.rigid_box.lecture_euler``),
-our RK4 (``analytic.rigid_box.rk4``) and MuJoCo's RK4, Euler, implicit and
-implicitfast integrators all run against a SciPy DOP853 reference: the drift of |L|
-and of the kinetic energy, the intermediate-axis flip, and why that
-first-order step and MuJoCo's Euler give the same numbers.
-
-:func:`free_rotation` computes (no files), :func:`judge_free_rotation` judges.
+``box-free-rotation`` spins the box at ``omega0 = [1, 1, 1]`` rad/s for 10 s at dt = 1 ms: the
+first-order step of the lecture, our RK4 and MuJoCo's four integrators against a DOP853 reference (drift of |L|
+and of the kinetic energy, the intermediate-axis flip, why the first-order step and MuJoCo's Euler agree).
 """
 
 from __future__ import annotations
@@ -27,27 +22,18 @@ __all__ = ["OMEGA0", "OMEGA_TOL", "DRIFT_RATIO_MIN", "FreeRotationResult", "free
 
 OMEGA0 = np.array([1.0, 1.0, 1.0])  # rad/s, the first box experiment of the lecture (world = body at t = 0)
 
-# Reference vs MuJoCo RK4 (dt = 1 ms): RK4's global error is ~(omega dt)^4 ~ 1e-12
-# per unit time here, so 1e-9 rad/s leaves three orders for the flip's amplification.
+# Reference vs MuJoCo RK4: RK4's error ~(omega dt)^4 ~ 1e-12 per second leaves three orders for the flip.
 OMEGA_TOL = 1e-9
-# Our RK4 must drift at least this many times less than the first-order step.
-DRIFT_RATIO_MIN = 100.0
+DRIFT_RATIO_MIN = 100.0  # our RK4 drifts at least this many times less than the first-order step
 
 
 @dataclass(frozen=True)
 class FreeRotationResult:
-    """Every integrator on the torque-free box.
+    """Every integrator on the torque-free box (``omega0`` ``(3,)`` rad/s, ``duration`` s).
 
     Attributes:
-      params: the box's mass and body-frame inertia, read from the MJCF.
-      omega0: initial angular velocity, ``(3,)``, rad/s (world = body at t = 0).
-      duration: simulated time, s.
-      trajectories: integrator -> its trajectory at ``t = 0, dt, ..., duration``:
-        ``"reference"`` (SciPy DOP853), ``"lecture"``, ``"rk4"`` and every name of
-        :data:`INTEGRATORS`.
-      momentum_drift: integrator -> relative change of |L| (world angular
-        momentum) from t = 0 to the end.
-      energy_drift: integrator -> relative change of the kinetic energy.
+      trajectories: ``"reference"`` (DOP853), ``"lecture"``, ``"rk4"`` and every name of :data:`INTEGRATORS`.
+      momentum_drift, energy_drift: integrator -> relative change of |L| and of the kinetic energy.
       omega_error_end: integrator -> max |omega_body - reference| at the end, rad/s.
     """
 
@@ -67,13 +53,8 @@ class FreeRotationResult:
 
 
 def free_rotation(duration: float = DURATION, omega0=OMEGA0, model: mujoco.MjModel | None = None) -> FreeRotationResult:
-    """Run every integrator on the torque-free box and measure its drifts (no files written).
-
-    Args:
-      duration: simulated time, s (10 s by default, as in the lecture).
-      omega0: initial angular velocity, ``(3,)``, rad/s.
-      model: the box model (default ``mjcf/rigid_box.xml``); its time step is used.
-    """
+    """Run every integrator on the torque-free box for ``duration`` s from ``omega0`` ``(3,)`` rad/s at the
+    model's time step, and measure its drifts."""
     model = model or load_model(MODEL)
     params = rigid_body_params(model)
     dt = model.opt.timestep
@@ -104,12 +85,8 @@ def _flip_times(t: np.ndarray, x: np.ndarray) -> list[float]:
 
 
 def judge_free_rotation(result: FreeRotationResult) -> tuple[Verdict, dict]:
-    """MuJoCo's RK4 within :data:`OMEGA_TOL` of the reference, and our RK4 drifting at
-    least :data:`DRIFT_RATIO_MIN` times less than the first-order step (|L| and energy).
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """MuJoCo's RK4 within :data:`OMEGA_TOL` of the reference, our RK4 drifting :data:`DRIFT_RATIO_MIN` times
+    less than the first-order step (|L| and energy); the verdict and the metrics."""
     runs, drift, energy = result.trajectories, result.momentum_drift, result.energy_drift
     t = runs["reference"].t
     inertia = np.diag(result.params.inertia)

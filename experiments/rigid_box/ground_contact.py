@@ -1,13 +1,9 @@
 """The box on the ground: the penalty contact of a robotics lecture against MuJoCo's soft contact.
 
-``box-ground-contact`` drops the flat box onto the ground, and starts it sliding on
-the ground, twice each: with the penalty-corner model (``analytic.rigid_box.simulate_penalty``:
-a spring-damper (K, D) under each corner and a tangential spring capped by friction)
-and in MuJoCo, whose ``solref`` / ``solimp`` are the conversion of the penalty's
-(K, D) (:func:`solref_from_penalty`).  A third drop with MuJoCo's default impedance
-shows why the impedance must be small for the two to match.
-
-:func:`ground_contact` computes every run (no files), :func:`judge_contact` judges.
+``box-ground-contact`` drops the flat box, and slides it, with the penalty-corner model
+(``analytic.rigid_box.simulate_penalty``) and in MuJoCo with ``solref`` converted from the penalty's
+(K, D) (:func:`solref_from_penalty`); a third drop with MuJoCo's default impedance shows why the impedance
+must be small for the two to match.
 """
 
 from __future__ import annotations
@@ -38,26 +34,16 @@ SETTLE_BAND = 1e-4  # m: settled once the CoM height stays within this of its fi
 FLAT = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])
 # MuJoCo's default impedance, for the variant that shows why d must be small to match a penalty model.
 DEFAULT_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
-# Matched MuJoCo vs the penalty model.  Rest penetration to 1% and bounce height
-# to 5%: the O(d) and O(A/R) departures from the penalty limit are ~1e-4, so these
-# are loose enough for a different contact point set yet fail for MuJoCo's default
-# impedance (10x less penetration, 2x the bounce).  Sliding: the furthest slide of
-# each model within 20% of the Coulomb distance v0^2/(2 mu g); the penalty's
-# tangential springs stretch ~mu m g/(4 Kt) = 4.4 cm before the cap is reached,
-# about 13% of extra travel at v0 = 1 m/s.
+# Matched MuJoCo vs the penalty model: rest penetration to 1%, bounce to 5% (the O(d), O(A/R) departures
+# from the penalty limit are ~1e-4, yet MuJoCo's default impedance fails them); each furthest slide within
+# 20% of v0^2/(2 mu g) (the penalty's tangential springs stretch mu m g/(4 Kt) before slipping).
 REST_RTOL, BOUNCE_RTOL, SLIDE_RTOL = 1e-2, 5e-2, 0.2
 
 
 @dataclass(frozen=True)
 class BoxContactParams:
-    """Everything the penalty-contact simulation needs, read from the ground model.
-
-    Attributes:
-      body: mass properties.
-      half_sizes: the box's half sizes, ``(3,)``, m.
-      ground: the penalty parameters (and the friction coefficient).
-      gravity: ``(3,)``, m/s^2.
-      m_eff: the contact's effective mass MuJoCo uses, ``1/invweight0``, kg.
+    """Everything the penalty-contact simulation needs, read from the ground model: the body, its half
+    sizes ``(3,)`` m, the penalty ground, gravity ``(3,)`` m/s^2 and MuJoCo's contact mass ``1/invweight0``, kg.
     """
 
     body: rb.RigidBodyParams
@@ -106,13 +92,8 @@ def contact_params(model: mujoco.MjModel, name: str = BODY) -> BoxContactParams:
 
 
 def solref_from_penalty(params: BoxContactParams) -> np.ndarray:
-    """MuJoCo's direct solref matching the penalty spring: ``(-K/m_eff, -D/m_eff)``.
-
-    With a small constant impedance d, MuJoCo's contact force tends to
-    ``m_eff (-k r - b v)`` (see ``mjcf/rigid_box_ground.xml``), so the stiffness and
-    damping of the reference acceleration are the penalty's divided by the
-    effective mass.
-    """
+    """MuJoCo's direct solref matching the penalty spring, ``(-K/m_eff, -D/m_eff)``: with a small impedance
+    the contact force tends to ``m_eff (-k r - b v)`` (``mjcf/rigid_box_ground.xml``)."""
     return -np.array([params.ground.K, params.ground.D]) / params.m_eff
 
 
@@ -148,14 +129,8 @@ def contact_metrics(tr: rb.Trajectory, half_sizes: np.ndarray) -> dict:
 
 @dataclass(frozen=True)
 class DropRun:
-    """One contact run, the penalty model and MuJoCo from the same start.
-
-    Attributes:
-      params: the box, the penalty ground and gravity (:func:`contact_params`).
-      penalty: the penalty-corner simulation.
-      penalty_normal_force: the penalty's summed corner normal force per sample, ``(N,)``, N.
-      mujoco: MuJoCo's soft contact (the model's solref/solimp, or the override).
-    """
+    """One contact run, the penalty model and MuJoCo from the same start; ``penalty_normal_force`` is the
+    penalty's summed corner normal force per sample, ``(N,)``, N."""
 
     params: BoxContactParams
     penalty: rb.Trajectory
@@ -192,14 +167,10 @@ class ContactResult:
     """The box on the ground: dropped and sliding, penalty model vs MuJoCo.
 
     Attributes:
-      duration: simulated time of each run, s.
-      slide_speed: initial speed of the sliding case, m/s.
-      drop: dropped from :data:`DROP_HEIGHT`, MuJoCo with the matched solimp.
-      slide: sliding from rest penetration at ``slide_speed``.
-      drop_default_solimp: the drop with MuJoCo's default impedance (:data:`DEFAULT_SOLIMP`).
+      duration, slide_speed: simulated time of each run, s, and the slide's initial speed, m/s.
+      drop, slide, drop_default_solimp: the runs (the last with :data:`DEFAULT_SOLIMP`).
       solimp: the ground model's matched impedance of the box geom, ``(5,)``.
-      slide_lift_frictionless: MuJoCo's CoM lift in the first 0.5 s of the slide with
-        the friction rows removed (condim 1), m.
+      slide_lift_frictionless: MuJoCo's CoM lift in the slide's first 0.5 s without friction rows, m.
     """
 
     duration: float
@@ -247,13 +218,8 @@ def contact_predictions(params: BoxContactParams, slide_speed: float) -> dict:
 
 
 def judge_contact(result: ContactResult) -> tuple[Verdict, dict]:
-    """Matched MuJoCo vs the penalty model: rest penetration within :data:`REST_RTOL` (and the
-    penalty within it of m g/4K), bounce within :data:`BOUNCE_RTOL`, both slides within
-    :data:`SLIDE_RTOL` of the Coulomb distance.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Matched MuJoCo vs the penalty model within :data:`REST_RTOL` (rest, and the penalty of m g/4K),
+    :data:`BOUNCE_RTOL` (bounce) and :data:`SLIDE_RTOL` (slides vs Coulomb).  Returns the verdict and metrics."""
     params, speed = result.params, result.slide_speed
     half = params.half_sizes
     cases = {case: {"penalty": contact_metrics(r.penalty, half), "mujoco": contact_metrics(r.mujoco, half)}

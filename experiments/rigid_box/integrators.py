@@ -1,9 +1,5 @@
-"""MuJoCo's integrators stepping the free box, and how two trajectories are compared.
-
-:func:`mujoco_trajectory` runs the box from an analytic :class:`~crossdyn.analytic.rigid_box.BodyState`
-with whatever integrator and time step the model carries (:data:`INTEGRATORS` names the
-four compared), and returns an analytic :class:`~crossdyn.analytic.rigid_box.Trajectory`,
-so MuJoCo's runs and the hand-written integrators are measured by the same functions.
+"""MuJoCo's integrators stepping the free box into an analytic ``Trajectory``, so MuJoCo's runs and the
+hand-written integrators are measured by the same functions; and how two trajectories are compared.
 """
 
 from __future__ import annotations
@@ -27,18 +23,12 @@ INTEGRATORS = {
 
 def mujoco_trajectory(model: mujoco.MjModel, state: rb.BodyState, steps: int, *, ctrl=None,
                       held_wrench: rb.Wrench | None = None, name: str = BODY) -> rb.Trajectory:
-    """Step MuJoCo from ``state`` and sample the body after every step.
+    """Step MuJoCo ``steps`` times from ``state`` (with the model's integrator and time step) and sample the
+    body after every step, ``t = 0, dt, ..., steps dt``.
 
     Args:
-      model: compiled model (its integrator and time step are used).
-      state: initial state (world-frame omega, converted to MuJoCo's body frame).
-      steps: number of ``mj_step`` calls.
       ctrl: actuator controls held throughout, ``(nu,)``.
-      held_wrench: if given, ``xfrc_applied`` is set from it once per step, at
-        the step's start, and MuJoCo holds it over the step (all RK4 stages).
-
-    Returns:
-      The trajectory at ``t = 0, dt, ..., steps dt``.
+      held_wrench: if given, ``xfrc_applied`` is set from it at each step's start and held over the step.
     """
     body, jnt = free_body(model, name)
     qadr, vadr = int(model.jnt_qposadr[jnt]), int(model.jnt_dofadr[jnt])

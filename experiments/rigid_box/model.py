@@ -1,9 +1,5 @@
-"""The rigid box as MuJoCo compiles it: its free body, mass properties and force points.
-
-Everything physical is read from ``mjcf/rigid_box.xml`` (and its ground variant):
-the analytic side gets the mass and body-frame inertia from :func:`rigid_body_params`
-and the application points of the pulling force from :func:`application_point`.
-"""
+"""The rigid box as MuJoCo compiles it: its free body, mass properties and force points, all read from
+``mjcf/rigid_box.xml`` (and its ground variant)."""
 
 from __future__ import annotations
 
@@ -26,11 +22,7 @@ SHORT_DURATION = 2.0  # s, the same in short mode (the test suite)
 
 
 def free_body(model: mujoco.MjModel, name: str = BODY):
-    """The body ``name`` and its free joint's id.
-
-    Raises:
-      ModelError: no such body, or it does not have exactly one free joint.
-    """
+    """The body ``name`` and its free joint's id; a ModelError without exactly one free joint."""
     try:
         body = model.body(name)
     except KeyError:
@@ -42,11 +34,8 @@ def free_body(model: mujoco.MjModel, name: str = BODY):
 
 
 def rigid_body_params(model: mujoco.MjModel, name: str = BODY) -> rb.RigidBodyParams:
-    """Mass and body-frame inertia of one free body, read from the compiled model.
-
-    The body frame must be the CoM frame (``<inertial pos="0 0 0">``): the free
-    joint's position is then the CoM, as the analytic model assumes.  A rotated
-    principal frame (``body_iquat``) is turned into a full tensor.
+    """Mass and body-frame inertia (a full tensor) of one free body whose frame is its CoM frame, so the free
+    joint's position is the CoM, as the analytic model assumes.
 
     Raises:
       ModelError: no such body, no free joint, or the CoM off the body origin.
@@ -62,10 +51,8 @@ def rigid_body_params(model: mujoco.MjModel, name: str = BODY) -> rb.RigidBodyPa
 
 
 def application_point(model: mujoco.MjModel, site: str) -> np.ndarray:
-    """A force application point: the site's position in the body (CoM) frame, m.
-
-    Only the position matters; the force's direction comes from the actuator.
-    """
+    """A force application point: the site's position in the body (CoM) frame, m (the actuator gives the
+    direction)."""
     try:
         s = model.site(site)
     except KeyError:

@@ -1,9 +1,4 @@
-"""The rigid box's figures: one ``plot_*`` per experiment, writing PNGs into a folder.
-
-Each takes the frozen result of its computation (:mod:`.free_rotation`,
-:mod:`.pulled_box`, :mod:`.ground_contact`) and returns the paths it wrote; nothing
-here runs MuJoCo.
-"""
+"""The rigid box's figures: one ``plot_*`` per experiment, from its frozen result to the PNG paths written."""
 
 from __future__ import annotations
 
@@ -40,8 +35,8 @@ def _plot_momentum_and_velocity(result: FreeRotationResult) -> Figure:
     axes[0].set_ylabel("world L (kg m^2/s)")
     axes[1].set_ylabel("world omega (rad/s)")
     axes[1].set_xlabel("t (s)")
-    axes[0].legend(fontsize=6, ncol=2)
-    axes[1].legend(fontsize=6, ncol=2)
+    for ax in axes:
+        ax.legend(fontsize=6, ncol=2)
     axes[0].set_title("torque-free box: angular momentum and angular velocity (world frame)")
     return fig
 

@@ -1,12 +1,7 @@
-"""The pulled box: a world-fixed force at the CoM and off it, applied two ways in MuJoCo.
+"""The pulled box: a world-fixed force at the CoM (case A) and off it (case B), applied two ways in MuJoCo.
 
-``box-pulled`` pulls the box with 50 N along world x at the CoM (case A) and at
-(0, 0, 0.3) m in the body (case B) for 10 s.  In MuJoCo the force is a site actuator
-with a world-fixed ``refsite``, re-evaluated at every RK4 stage; the naive
-alternative, ``xfrc_applied`` set once per step and held over it, is run too and its
-O(dt) error measured.
-
-:func:`pulled_box` computes both cases (no files), :func:`judge_pulled` judges.
+In MuJoCo the force is a site actuator with a world-fixed ``refsite``, re-evaluated at every RK4 stage; the
+naive ``xfrc_applied``, set once per step and held over it, is run too and its O(dt) error measured.
 """
 
 from __future__ import annotations
@@ -27,10 +22,8 @@ __all__ = ["FORCE", "POSE_TOL", "TRANSLATION_RTOL", "PulledRun", "pulled", "Pull
            "judge_pulled"]
 
 FORCE = np.array([50.0, 0.0, 0.0])  # N, the second box experiment of the lecture, fixed in the world frame
-# Pulled box B: RK4 (ours, MuJoCo's) vs the reference, position (m) and angle (rad).
-POSE_TOL = 1e-6
-# Pulled box A: x(T) = 1/2 (f/m) T^2 relative error; the RK4 of a constant
-# acceleration is exact, so only round-off (~1e-16 per step, 1e4 steps) is left.
+POSE_TOL = 1e-6  # B: RK4 (ours, MuJoCo's) vs the reference, m and rad
+# A: x(T) = 1/2 (f/m) T^2, relative; RK4 of a constant acceleration is exact, leaving round-off over 1e4 steps.
 TRANSLATION_RTOL = 1e-9
 
 
@@ -39,13 +32,10 @@ class PulledRun:
     """One pulled-box case: a world-fixed force at one body point, every method.
 
     Attributes:
-      params: the box's mass properties.
-      point: the application point in the body (CoM) frame, ``(3,)``, m.
-      trajectories: ``"reference"``, ``"lecture"``, ``"rk4"``, ``"mujoco_rk4"`` (the
-        site actuator) -> trajectory at the model's time step.
-      held: time step (s) -> MuJoCo RK4 with the force as ``xfrc_applied`` held
-        over each step.
-      held_reference: time step (s) -> the reference sampled at that step.
+      params, point: the box's mass properties; the application point in the CoM frame, ``(3,)``, m.
+      trajectories: ``"reference"``, ``"lecture"``, ``"rk4"``, ``"mujoco_rk4"`` (the site actuator).
+      held, held_reference: time step (s) -> MuJoCo RK4 with the force as a held ``xfrc_applied``; the
+        reference sampled at that step.
     """
 
     params: rb.RigidBodyParams
@@ -57,13 +47,8 @@ class PulledRun:
 
 def pulled(point_site: str, duration: float = DURATION, force=FORCE, model: mujoco.MjModel | None = None,
            held_timesteps=(1e-3, 5e-4)) -> PulledRun:
-    """The pulled box: a world-fixed force at a body site, every method vs the reference.
-
-    In MuJoCo the force is the site's actuator (``pull_a`` at ``point_a``, ``pull_b``
-    at ``point_b``), re-evaluated at every RK4 stage.  For comparison, the same force
-    as ``xfrc_applied`` set once per step (held over the four stages) at each time
-    step in ``held_timesteps`` (s).  ``force`` is ``(3,)``, N, fixed in the world.
-    """
+    """A world-fixed ``force`` ``(3,)`` N at a body site, every method vs the reference: in MuJoCo the site's
+    actuator, and ``xfrc_applied`` held over each step at each of ``held_timesteps`` (s)."""
     model = model or load_model(MODEL)
     params = rigid_body_params(model)
     point = application_point(model, point_site)
@@ -128,14 +113,8 @@ def _pose_errors(tr: rb.Trajectory, ref: rb.Trajectory) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class PulledResult:
-    """The second box experiment of the lecture: the force at the CoM (case A) and off it (case B).
-
-    Attributes:
-      duration: simulated time, s.
-      force: the applied force, ``(3,)``, N, fixed in the world.
-      a: case A (``point_a``, the CoM), without the held-``xfrc`` runs.
-      b: case B (``point_b``), with held-``xfrc`` runs at 1 ms and 0.5 ms.
-    """
+    """The second box experiment of the lecture over ``duration`` s with ``force`` ``(3,)`` N: case ``a`` at the
+    CoM, case ``b`` off it (with held-``xfrc`` runs at 1 ms and 0.5 ms)."""
 
     duration: float
     force: np.ndarray
@@ -151,12 +130,8 @@ def pulled_box(duration: float = DURATION, force=FORCE, model: mujoco.MjModel | 
 
 
 def judge_pulled(result: PulledResult) -> tuple[Verdict, dict]:
-    """A: omega exactly 0 and x = f t^2/2m to :data:`TRANSLATION_RTOL` (both RK4s); B: both RK4s
-    within :data:`POSE_TOL` of the reference; the held ``xfrc_applied`` first order (1 +- 0.2).
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """A: omega exactly 0 and x = f t^2/2m to :data:`TRANSLATION_RTOL` (both RK4s); B: both RK4s within
+    :data:`POSE_TOL`; the held ``xfrc_applied`` first order (1 +- 0.2).  The verdict and the metrics."""
     a, b = result.a, result.b
     t = a.trajectories["reference"].t
     exact_x_end = (0.5 * result.force[0] / a.params.mass * t**2)[-1]
@@ -164,9 +139,7 @@ def judge_pulled(result: PulledResult) -> tuple[Verdict, dict]:
                         "x_end_rel_error": float(abs(tr.c[-1, 0] - exact_x_end) / exact_x_end),
                         "yz_max_abs_m": float(np.abs(tr.c[:, 1:]).max())}
                  for name, tr in a.trajectories.items()}
-    # Every method keeps omega exactly 0; the RK4s integrate the constant acceleration
-    # exactly.  The semi-implicit position update of the first-order step is first order even for a
-    # constant f, x_n = f/m dt^2 n(n+1)/2, a relative error of dt/t: reported, not required.
+    # The first-order step's x_n = f/m dt^2 n(n+1)/2 is off by dt/t even for a constant f: reported, not required.
     a_ok = all(m["max_abs_omega_rad_s"] == 0.0 for m in a_metrics.values()) and all(
         a_metrics[n]["x_end_rel_error"] <= TRANSLATION_RTOL for n in ("rk4", "mujoco_rk4"))
     ref = b.trajectories["reference"]
