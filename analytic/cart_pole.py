@@ -1,29 +1,9 @@
-"""Cart-pole: a pole on a hinge carried by a cart on a rail, derived by Lagrange.
+"""Cart-pole: a pole on a hinge carried by a cart on a rail, derived by Lagrange (docs/derivations/cart-pole.md).
 
-Coordinates (``mjcf/cart_pole.xml``): ``q = [x, theta]``, the cart's position on
-the rail (m, +x) and the pole's angle from the upward vertical (rad, positive
-leaning its top towards +x); ``F`` the horizontal force on the cart (N).
-
-The pole's centre of mass is ``lc`` from the hinge, at ``(x + lc sin theta, lc cos theta)``.
-With ``m_c`` the cart's mass, ``m_p`` the pole's and ``I`` its inertia about its
-centre (about the hinge axis), the kinetic and potential energies are::
-
-    T = 1/2 (m_c + m_p) xd^2 + m_p lc cos(theta) xd thetad + 1/2 (I + m_p lc^2) thetad^2
-    V = m_p g lc cos(theta)
-
-and Lagrange's equations ``M(q) qdd + c(q, qd) + g(q) = [F, 0]`` read::
-
-    M(q) = [[m_c + m_p,           m_p lc cos(theta)],
-            [m_p lc cos(theta),    I + m_p lc^2     ]]
-    c(q, qd) = [-m_p lc sin(theta) thetad^2, 0]
-    g(q)     = [0, -m_p g lc sin(theta)]
-
-Upright (``theta = 0``, at rest, ``F = 0``) is an equilibrium; linearized there,
-with the state ``[x, theta, xd, thetad]``::
-
-    M0 qdd = [[0, 0], [0, m_p g lc]] q + [1, 0]^T F,    M0 = M(0)
-
-so ``A = [[0, I2], [M0^-1 K, 0]]`` and ``B = [0; M0^-1 e1]`` (:func:`linearize_upright`).
+``q = [x, theta]``: the cart on the rail (m, +x) and the pole's angle from the upward vertical (rad, positive
+leaning its top towards +x); ``F`` the horizontal force on the cart (N).  Lagrange's equations read
+``M(q) qdd + c(q, qd) + g(q) = [F, 0]`` with ``M = [[m_c + m_p, m_p lc cos], [m_p lc cos, I + m_p lc^2]]``,
+``c = [-m_p lc sin(theta) thetad^2, 0]`` and ``g = [0, -m_p g lc sin(theta)]``.
 """
 
 from __future__ import annotations
@@ -40,11 +20,9 @@ class CartPoleParams:
     """Parameters of the cart-pole (read from the MJCF by ``crossdyn.experiments.cart_pole``).
 
     Attributes:
-      m_cart: cart mass, kg.
-      m_pole: pole mass, kg.
+      m_cart, m_pole: cart and pole masses, kg.
       lc: distance from the hinge to the pole's centre of mass, m.
-      inertia: the pole's moment of inertia about its centre of mass, about the
-        hinge axis, kg m^2.
+      inertia: the pole's inertia about its centre of mass, about the hinge axis, kg m^2.
       g: gravity, m/s^2 (positive, acting along -z).
     """
 

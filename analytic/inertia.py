@@ -1,32 +1,16 @@
-"""Inertia tensors of simple solids: the appendix table of a robotics lecture on
-dynamics (docs/derivations/inertia.md).
+"""Inertia tensors of simple solids: the appendix table of a robotics lecture on dynamics
+(docs/derivations/inertia.md).
 
-Each function returns the principal inertia tensor as a ``(3, 3)`` diagonal
-matrix, kg m^2, about the point the table's formula names (the centre, unless the
-name says otherwise), with the shape's symmetry axis along z where it has one.
-Masses in kg, lengths in m.
-
-The cone's formula in the lecture is about its apex; :func:`solid_cone_centroid`
-moves it to the centroid (3/4 of the height from the apex) with the parallel-axis
-theorem, :func:`parallel_axis`, which is what a simulator's body inertia (always
-about the CoM) has to be compared with.
+Each function returns the principal tensor, a ``(3, 3)`` diagonal, kg m^2, about the point the formula names
+(the centre unless the name says otherwise), a symmetry axis along z; masses in kg, lengths in m.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = [
-    "solid_sphere",
-    "spherical_shell",
-    "ellipsoid",
-    "box",
-    "rod_centre",
-    "rod_end",
-    "solid_cone_apex",
-    "solid_cone_centroid",
-    "parallel_axis",
-]
+__all__ = ["solid_sphere", "spherical_shell", "ellipsoid", "box", "rod_centre", "rod_end", "solid_cone_apex",
+           "solid_cone_centroid", "parallel_axis"]
 
 
 def _positive(**values) -> None:
@@ -72,35 +56,22 @@ def rod_end(m: float, length: float) -> np.ndarray:
 
 
 def solid_cone_apex(m: float, h: float, r: float) -> np.ndarray:
-    """Solid cone (height h along z, base radius r) about its apex.
-
-    3/5 m h^2 + 3/20 m r^2 transverse, 3/10 m r^2 axial.
-    """
+    """Solid cone (height h along z, base radius r) about its apex: 3/5 m h^2 + 3/20 m r^2 transverse,
+    3/10 m r^2 axial."""
     _positive(m=m, h=h, r=r)
     transverse = 3.0 / 5.0 * m * h**2 + 3.0 / 20.0 * m * r**2
     return np.diag([transverse, transverse, 3.0 / 10.0 * m * r**2])
 
 
 def solid_cone_centroid(m: float, h: float, r: float) -> np.ndarray:
-    """The same cone about its centroid, which lies 3 h / 4 from the apex.
-
-    3/80 m h^2 + 3/20 m r^2 transverse, 3/10 m r^2 axial.
-    """
+    """The same cone about its centroid, 3 h / 4 from the apex: 3/80 m h^2 + 3/20 m r^2 transverse, 3/10 m r^2
+    axial (what a simulator's body inertia, about the CoM, is compared with)."""
     # The apex is 3h/4 from the centroid; the theorem run backwards (mass -m).
     return parallel_axis(solid_cone_apex(m, h, r), -m, [0.0, 0.0, 0.75 * h])
 
 
 def parallel_axis(inertia_com, m: float, offset) -> np.ndarray:
-    """Inertia about a point ``offset`` from the CoM (parallel-axis theorem).
-
-    Args:
-      inertia_com: ``(3, 3)`` about the CoM, kg m^2.
-      m: mass, kg.  Passing ``-m`` runs the theorem backwards: from an inertia
-        about a point ``offset`` away back to the CoM.
-      offset: the point relative to the CoM, ``(3,)``, m.
-
-    Returns:
-      ``inertia_com + m (|d|^2 E - d d^T)``, ``(3, 3)``, kg m^2.
-    """
+    """Inertia about a point ``offset`` ``(3,)`` m from the CoM, ``inertia_com + m (|d|^2 E - d d^T)``, kg m^2
+    (parallel-axis theorem); ``-m`` runs it backwards, from that point to the CoM."""
     d = np.asarray(offset, dtype=float)
     return np.asarray(inertia_com, dtype=float) + m * (d @ d * np.eye(3) - np.outer(d, d))

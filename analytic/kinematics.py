@@ -1,22 +1,9 @@
 """Kinematics, Jacobians, mass matrix and energies of a kinematic tree, from RNEA's outward pass.
 
-The tree and the coordinates are those of :mod:`crossdyn.analytic.rnea` (MuJoCo's
-layout).  Every quantity here is built from :func:`~crossdyn.analytic.rnea.forward_pass`,
-which gives each body's pose and each joint's motion vectors ``s = [p x a; a]``
-(world frame, about the world origin):
-
-- the world-aligned Jacobian of a point ``x`` fixed in body ``b``: each joint on
-  the path from the world to ``b`` moves it with ``v_x = s_lin + s_ang x x``, so its
-  column is ``[s_lin + s_ang x x; s_ang]`` (linear rows, then angular);
-- the mass matrix by composite rigid bodies, ``M_ij = s_i^T I^C s_j`` with ``I^C``
-  the spatial inertia of a body and its subtree (the same as
-  ``sum_b m_b Jv_b^T Jv_b + Jw_b^T I_b Jw_b`` over the CoM Jacobians);
-- kinetic energy ``T = 1/2 qd^T M qd`` and gravitational potential
-  ``U = -sum_b m_b g . c_b`` (zero with every CoM at the world origin's height,
-  MuJoCo's zero).
-
-NumPy only; the tree's numbers come from the compiled model through
-``experiments.core.derivation.tree_from_model``.
+The tree and coordinates are :mod:`crossdyn.analytic.rnea`'s; each joint's motion vectors ``s = [p x a; a]``
+(world, about the origin) give the world-aligned Jacobian of a point ``x`` (column ``[s_lin + s_ang x x;
+s_ang]``), the mass matrix by composite rigid bodies, ``T = 1/2 qd^T M qd`` and ``U = -sum_b m_b g . c_b``
+(MuJoCo's zero).
 """
 
 from __future__ import annotations
@@ -36,15 +23,8 @@ def _positions(tree: Tree, qpos) -> tuple[tuple[int, ...], np.ndarray]:
 
 
 def poses(tree: Tree, qpos) -> tuple[np.ndarray, np.ndarray]:
-    """Every body's orientation and origin in the world.
-
-    Args:
-      tree: the kinematic tree.
-      qpos: positions, ``(..., nq)``.
-
-    Returns:
-      ``R (..., nb, 3, 3)`` (body axes as columns) and ``p (..., nb, 3)`` m.
-    """
+    """Every body's orientation ``R (..., nb, 3, 3)`` (axes as columns) and origin ``p (..., nb, 3)`` m in the
+    world, at positions ``qpos`` ``(..., nq)``."""
     batch, q = _positions(tree, qpos)
     nb = len(tree.parent)
     motion = forward_pass(tree, q, None, None)
@@ -99,13 +79,10 @@ def point_jacobian(tree: Tree, qpos, body: int, point=(0.0, 0.0, 0.0)) -> np.nda
 def mass_matrix(tree: Tree, qpos) -> np.ndarray:
     """Joint-space inertia by composite rigid bodies, ``M_ij = s_j^T I^C_b s_i``, ``(..., nv, nv)``.
 
-    ``I^C_b`` is the spatial inertia about the world origin (:func:`~crossdyn.analytic.rnea.spatial_inertia`)
-    of body ``b`` and everything it carries, ``s_i`` the motion vector of dof ``i`` of ``b``,
-    and ``j`` a dof of ``b`` or of one of its ancestors (``M_ji = M_ij``).  A spatial inertia
-    is kept as its mass ``m``, first moment ``h = m c`` and rotational inertia about the
-    origin ``I_O = I + m (|c|^2 E - c c^T)`` (sums of these are the composite's), and is
-    applied without forming it: ``I^S [v; w] = [m v + w x h; h x v + I_O w]``.  The same
-    matrix as ``sum_b m_b Jv_b^T Jv_b + Jw_b^T I_b Jw_b`` over the bodies' CoM Jacobians.
+    ``I^C_b`` is the spatial inertia about the world origin of body ``b`` and its subtree, ``s_i`` a dof of
+    ``b`` and ``j`` one of ``b`` or an ancestor.  It is kept as mass ``m``, first moment ``h = m c`` and
+    ``I_O = I + m (|c|^2 E - c c^T)`` (the composite's are sums) and applied unformed:
+    ``I^S [v; w] = [m v + w x h; h x v + I_O w]``.
     """
     batch, q = _positions(tree, qpos)
     n, nb = q.shape[0], len(tree.parent)

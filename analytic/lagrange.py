@@ -1,21 +1,9 @@
-"""The Lagrange recipe of an article on robot dynamics, in SymPy, compiled to NumPy.
+"""The Lagrange recipe of an article on robot dynamics, in SymPy, compiled to NumPy (docs/derivations/lagrange.md).
 
-From the CoM positions ``p_ci(q)`` and link angular velocities ``w_i(q, qd)``
-(docs/derivations/lagrange.md):
-
-- ``T = sum_i 1/2 m_i v_ci^T v_ci + 1/2 w_i^T I_ci w_i`` with ``v_ci = dp_ci/dq qd``
-- ``M(q) = d^2 T / dqd dqd`` (the Hessian of ``T`` in ``qd``)
-- ``C_k(q) = 1/2 (dM_k/dq + (dM_k/dq)^T - dM/dq_k)``, ``c_k = qd^T C_k qd``
-  (``M_k`` the k-th column of M; Christoffel symbols of the first kind)
-- ``g(q) = dU/dq`` with ``U = -sum_i m_i g_vec . p_ci``
-
-so ``tau = M(q) qdd + c(q, qd) + g(q)``.  The Christoffel matrix ``C(q, qd)``
-with ``C[k, j] = sum_i qd_i C_k[i, j]`` gives ``c = C qd`` and makes
-``Mdot - 2C`` skew-symmetric, which :class:`LagrangeModel` exposes for checks.
-
-Worked examples: :func:`pr_arm` (the worked example of the same article, a prismatic-revolute arm, planar, no
-gravity) and :func:`rr_arm` (the two-link arm of docs/derivations/two-link.md, whose symbols are named like
-``analytic.two_link.TwoLinkParams`` fields so numbers come from the same object).
+From the CoM positions ``p_ci(q)`` and angular velocities ``w_i(q, qd)``: ``M`` is the Hessian of ``T`` in
+``qd``, ``c`` comes from the Christoffel symbols ``C_k`` of the first kind, ``g = dU/dq``, so
+``tau = M qdd + c + g``; the Christoffel matrix ``C`` gives ``c = C qd`` and a skew-symmetric ``Mdot - 2C``.
+Worked examples: the prismatic-revolute arm of the article (:func:`pr_arm`) and the two-link arm (:func:`rr_arm`).
 """
 
 from __future__ import annotations
@@ -35,13 +23,11 @@ class LagrangeModel:
 
     Attributes:
       q, qd: coordinate and velocity symbols, length n each.
-      params: physical-parameter symbols (the numeric functions take their values
-        by name).
+      params: physical-parameter symbols (the numeric functions take their values by name).
       T, U: kinetic and potential energy, J.
-      M: mass matrix, ``n x n``.
-      christoffel: ``C_k`` for k = 1..n, each ``n x n`` (Christoffel symbols of the first kind).
-      C: Christoffel matrix ``n x n`` with ``c = C qd``.
-      c: velocity terms, ``n x 1``; g: gravity terms, ``n x 1``.
+      M, C: mass and Christoffel matrices, ``n x n`` (``c = C qd``).
+      christoffel: ``C_k`` for k = 1..n, each ``n x n``.
+      c, g: velocity and gravity terms, ``n x 1``.
     """
 
     q: tuple[sp.Symbol, ...]
@@ -89,15 +75,8 @@ class LagrangeModel:
         return evaluate
 
     def numeric(self, values: Mapping[str, float]) -> dict[str, Callable]:
-        """Compiled ``M(q)``, ``C(q, qd)``, ``c(q, qd)``, ``g(q)``, ``Mdot(q, qd)``.
-
-        Args:
-          values: parameter values by symbol name (SI units).
-
-        Returns:
-          Functions of batched arrays ``q, qd (..., n)``: ``"M"`` and ``"C"`` and
-          ``"Mdot"`` give ``(..., n, n)``; ``"c"`` and ``"g"`` give ``(..., n)``.
-        """
+        """Compiled ``M(q)``, ``C(q, qd)``, ``c(q, qd)``, ``g(q)``, ``Mdot(q, qd)`` for parameter ``values`` by
+        symbol name (SI): functions of ``q, qd (..., n)`` giving ``(..., n, n)`` or ``(..., n)``."""
         M, C, Md = (self._compile(e, values) for e in (self.M, self.C, self.Mdot))
         c, g = self._compile(self.c, values), self._compile(self.g, values)
         return {
@@ -162,12 +141,8 @@ def derive(
 
 
 def pr_arm() -> LagrangeModel:
-    """The worked PR arm of the Lagrange-recipe article: a prismatic joint along x, then a revolute joint about z.
-
-    ``p_c1 = (q1 - d_c1, 0, 0)``, ``p_c2 = (q1 + d_c2 cos q2, d_c2 sin q2, 0)``,
-    ``w_1 = 0``, ``w_2 = (0, 0, qd2)``; planar, no gravity (``g = 0``).
-    Parameters: ``m1, m2`` (kg), ``dc1, dc2`` (m), ``I2zz`` (kg m^2).
-    """
+    """The worked PR arm of the article: a slide along x, then a hinge about z; planar, no gravity.
+    Parameters ``m1, m2`` (kg), ``dc1, dc2`` (m), ``I2zz`` (kg m^2)."""
     q1, q2, qd1, qd2 = sp.symbols("q1 q2 qd1 qd2", real=True)
     m1, m2, dc1, dc2, i2zz = sp.symbols("m1 m2 dc1 dc2 I2zz", positive=True)
     zero = sp.zeros(3, 1)
@@ -184,14 +159,8 @@ def pr_arm() -> LagrangeModel:
 
 
 def rr_arm() -> LagrangeModel:
-    """The two-link RR arm of docs/derivations/two-link.md by the recipe (x-y plane, gravity -y, q = 0 hanging).
-
-    ``p_c1 = (p1 sin q1, -p1 cos q1, 0)``,
-    ``p_c2 = (l1 sin q1 + p2 sin(q1 + q2), -l1 cos q1 - p2 cos(q1 + q2), 0)``,
-    ``w_1 = (0, 0, qd1)``, ``w_2 = (0, 0, qd1 + qd2)``; in-plane inertias ``i1, i2``
-    about the CoMs.  Symbols are named like ``TwoLinkParams`` fields
-    (``l1 m1 m2 p1 p2 i1 i2 g``), so ``numeric(vars(params))`` works.
-    """
+    """The two-link RR arm by the recipe (x-y plane, gravity -y, q = 0 hanging); its symbols are named like
+    ``TwoLinkParams`` fields, so ``numeric(vars(params))`` works."""
     q1, q2, qd1, qd2 = sp.symbols("q1 q2 qd1 qd2", real=True)
     l1, m1, m2, p1, p2, i1, i2, g = sp.symbols("l1 m1 m2 p1 p2 i1 i2 g", positive=True)
     return derive(
@@ -210,12 +179,8 @@ def rr_arm() -> LagrangeModel:
 
 
 def rr_closed_form(model: LagrangeModel) -> tuple[sp.Matrix, sp.Matrix, sp.Matrix]:
-    """The closed form of docs/derivations/two-link.md ``(D, velocity terms, gravity)`` in ``model``'s symbols.
-
-    Restated from docs/derivations/two-link.md (the D-coefficients of the robotics lecture, with I1, I2 added), written
-    independently of the recipe, so ``simplify(recipe - closed form) == 0`` is a
-    real check.  ``model`` must be :func:`rr_arm` (its symbols are reused).
-    """
+    """The two-link closed form ``(D, velocity terms, gravity)`` in the symbols of ``model`` (an :func:`rr_arm`),
+    written independently of the recipe, so ``simplify(recipe - closed form) == 0`` is a real check."""
     q1, q2 = model.q
     qd1, qd2 = model.qd
     l1, m1, m2, p1, p2, i1, i2, g = model.params

@@ -1,28 +1,12 @@
 """The inertial-parameter regressor of a kinematic tree: ``tau = Y(q, qd, qdd) pi``.
 
-Inverse dynamics is linear in each body's ten inertial parameters (parameter
-identification's classic observation; Pinocchio calls ``Y``
-``computeJointTorqueRegressor``).  Per body, in its own frame:
-
-    pi_b = [m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz]
-
-with ``h = m c`` the first moment (``c`` the CoM) and ``I`` the inertia tensor about
-the body frame's *origin*, ``I = I_c + m (|c|^2 E - c c^T)`` (parallel axes).  These
-enter the Newton-Euler equations linearly.  With ``a_p`` the acceleration of the
-body origin (gravity included as the base acceleration ``-g``), ``w, dw`` the
-angular velocity and acceleration and ``h_w = R h``:
-
-    F   = m a_p + dw x h_w + w x (w x h_w)
-    n_p = h_w x a_p + R (I dw_b + w_b x I w_b)      (w_b = R^T w, dw_b = R^T dw)
-
-the force and the moment about the body origin; about the world origin
-``n = n_p + p x F``.  A joint's force is ``S_j^T`` of the wrenches of the bodies it
-carries, so column ``(b, k)`` of ``Y`` is the joint forces of a robot whose only
-mass is body ``b``'s unit parameter ``k``.
-
-The outward pass is :func:`crossdyn.analytic.rnea.forward_pass`, so ``Y pi``
-equals :func:`~crossdyn.analytic.rnea.rnea` (checked in the tests) without any
-call to a simulator.  NumPy only.
+Inverse dynamics is linear in each body's ten parameters ``pi_b = [m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz,
+Iyz]`` in its own frame: the first moment ``h = m c`` and the inertia about the body *origin*,
+``I = I_c + m (|c|^2 E - c c^T)`` (Pinocchio's ``computeJointTorqueRegressor``).  With the origin's
+acceleration ``a_p`` (gravity as ``-g``) and ``h_w = R h``, a body's force ``m a_p + dw x h_w + w x (w x h_w)``
+and moment ``h_w x a_p + R (I dw_b + w_b x I w_b)`` are linear in them, so column ``(b, k)`` of ``Y`` is the
+joint forces of a robot whose only mass is body ``b``'s unit parameter ``k``.  The outward pass is RNEA's, so
+``Y pi`` equals :func:`~crossdyn.analytic.rnea.rnea`.
 """
 
 from __future__ import annotations
@@ -59,12 +43,8 @@ def inertial_parameters(tree: Tree) -> np.ndarray:
 
 
 def body_properties(pi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mass, CoM and inertia about the CoM of parameters ``pi (..., 10)``.
-
-    Returns:
-      ``mass (...)`` kg, ``com (..., 3)`` m (body frame; NaN where the mass is zero)
-      and ``inertia (..., 3, 3)`` kg m^2 about the CoM, body axes.
-    """
+    """``mass (...)`` kg, CoM ``(..., 3)`` m (body frame; NaN where the mass is zero) and inertia about the CoM
+    ``(..., 3, 3)`` kg m^2 of parameters ``pi (..., 10)``."""
     pi = np.asarray(pi, dtype=float)
     mass = pi[..., 0]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -80,8 +60,7 @@ def regressor(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
     """``Y`` with ``tau = Y pi`` for ``pi = inertial_parameters(tree).ravel()``.
 
     Args:
-      tree: the kinematic tree (its inertial parameters are not used: only its
-        geometry, joints and gravity).
+      tree: the kinematic tree (only its geometry, joints and gravity are used).
       qpos, qvel, qacc: a state or a batch, ``(..., nq)``, ``(..., nv)``, ``(..., nv)``.
       gravity: world gravity ``(3,)`` m/s^2; default ``tree.gravity``.
 
@@ -127,18 +106,9 @@ def _unit_wrenches(R, p, xi, dxi) -> np.ndarray:
 
 
 def energy_regressor(tree: Tree, qpos, qvel, gravity=None) -> tuple[np.ndarray, np.ndarray]:
-    """``(Y_T, Y_U)`` with kinetic energy ``T = Y_T pi`` and potential ``U = Y_U pi``.
-
-    Per body, with ``v`` the velocity of its origin, ``w`` its angular velocity,
-    ``w_b = R^T w`` and ``h_w = R h``:
-
-        T = 1/2 m |v|^2 + v . (w x h_w) + 1/2 w_b^T I w_b,     U = -g . (m p + h_w)
-
-    (``I`` about the body origin; ``U``'s zero is MuJoCo's: every CoM at the world
-    origin's height).
-
-    Returns:
-      ``Y_T (..., 10 nb)`` and ``Y_U (..., 10 nb)``, columns as :func:`regressor`'s.
+    """``(Y_T, Y_U)``, each ``(..., 10 nb)`` with columns as :func:`regressor`'s, with kinetic energy
+    ``T = Y_T pi`` and potential ``U = Y_U pi`` (MuJoCo's zero): per body, with ``v`` its origin's velocity,
+    ``T = 1/2 m |v|^2 + v . (w x h_w) + 1/2 w_b^T I w_b`` and ``U = -g . (m p + h_w)``.
     """
     qvel = np.asarray(qvel, dtype=float)
     batch, (q, qd, _) = _check_state(tree, qpos, qvel, np.zeros(qvel.shape))

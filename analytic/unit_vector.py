@@ -1,20 +1,8 @@
 """Forward dynamics from any inverse dynamics: the unit-vector method of a robotics lecture.
 
-An inverse-dynamics function ``ID(q, qd, qdd) = A(q) qdd + b(q, qd)`` is linear in
-``qdd``, so (docs/derivations/unit-vector.md)
-
-- ``b = ID(q, qd, 0)`` (Coriolis, centrifugal and gravity forces),
-- column ``i`` of ``A`` is ``ID(q, qd, e_i) - b``,
-
-and ``A qdd = u - b`` gives the forward dynamics.  With a floating base ``A`` is
-``(n + 6) x (n + 6)``.  Nothing here knows the robot: ``ID`` may be
-``analytic.rnea.rnea`` bound to a tree, a closed form, or a user's derivation.
-
-:func:`integrate_dynamics` integrates the result with semi-implicit Euler exactly as
-MuJoCo's Euler integrator does with no damping (``mj_Euler``): first
-``qvel += dt qacc``, then the positions move with the *new* velocity, a free
-joint's quaternion by the exponential map of its body-frame angular velocity
-(``mj_integratePos``).
+``ID(q, qd, qdd) = A(q) qdd + b(q, qd)`` is linear in ``qdd``, so ``b = ID(q, qd, 0)`` and column ``i`` of
+``A`` is ``ID(q, qd, e_i) - b`` (docs/derivations/unit-vector.md); ``ID`` may be RNEA on a tree, a closed form
+or a user's derivation.  :func:`integrate_dynamics` steps the result as MuJoCo's undamped Euler does.
 """
 
 from __future__ import annotations
@@ -31,10 +19,8 @@ IDFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 def mass_matrix_and_bias(id_fn: IDFunction, qpos, qvel) -> tuple[np.ndarray, np.ndarray]:
-    """The unit-vector method: ``A`` and ``b`` of ``ID(q, qd, qdd) = A qdd + b`` from ``nv + 1`` calls.
-
-    All ``nv + 1`` evaluations go to ``id_fn`` as one batch, so a vectorized
-    inverse dynamics does the whole job in one call.
+    """The unit-vector method: ``A`` and ``b`` of ``ID(q, qd, qdd) = A qdd + b`` from ``nv + 1`` evaluations,
+    handed to ``id_fn`` as one batch.
 
     Args:
       id_fn: batched inverse dynamics ``(N, nq), (N, nv), (N, nv) -> (N, nv)``.
@@ -80,19 +66,9 @@ def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def integrate_pos(joint_types: Sequence[str], qpos, qvel, dt: float) -> np.ndarray:
-    """Move positions by velocity over ``dt`` (MuJoCo's ``mj_integratePos``).
-
-    Hinges and slides: ``q += dt qd``.  Free joints: position ``+= dt v`` (world
-    velocity), quaternion ``<- quat * exp(dt w / 2)`` with ``w`` the body-frame
-    angular velocity, then normalized.
-
-    Args:
-      joint_types: ``"hinge"``, ``"slide"`` or ``"free"`` per joint, in order.
-      qpos: ``(..., nq)``; qvel: ``(..., nv)``; dt: s.
-
-    Returns:
-      New positions, ``(..., nq)``.
-    """
+    """New positions ``(..., nq)`` moved by ``qvel`` ``(..., nv)`` over ``dt`` s (MuJoCo's ``mj_integratePos``:
+    a free joint's quaternion ``<- quat * exp(dt w / 2)``, ``w`` body-frame); ``joint_types`` per joint, in
+    order: ``"hinge"``, ``"slide"`` or ``"free"``."""
     qpos = np.array(qpos, dtype=float)
     qvel = np.asarray(qvel, dtype=float)
     qa = da = 0
@@ -125,22 +101,18 @@ def integrate_dynamics(
     steps: int,
     tau: Callable[[float, np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Semi-implicit Euler on the unit-vector forward dynamics.
-
-    Each step: ``qdd = A^-1 (tau - b)``; ``qd += dt qdd``; ``q = integrate(q, qd, dt)``
-    (MuJoCo's ``mj_Euler`` without damping).
+    """Semi-implicit Euler on the unit-vector forward dynamics, as MuJoCo's undamped ``mj_Euler``: ``qd += dt
+    qdd``, then the positions move with the new velocity.
 
     Args:
       id_fn: batched inverse dynamics (see :func:`mass_matrix_and_bias`).
       joint_types: the joint layout, for :func:`integrate_pos`.
       qpos, qvel: initial state, ``(nq,)`` and ``(nv,)``.
-      dt: time step, s.
-      steps: number of steps.
+      dt, steps: time step, s, and number of steps.
       tau: optional applied generalized force ``tau(t, q, qd) -> (nv,)``; zero if None.
 
     Returns:
-      ``qpos (steps + 1, nq)`` and ``qvel (steps + 1, nv)``, starting with the
-      initial state.
+      ``qpos (steps + 1, nq)`` and ``qvel (steps + 1, nv)``, from the initial state.
     """
     q, qd = np.array(qpos, dtype=float), np.array(qvel, dtype=float)
     if q.ndim != 1 or qd.ndim != 1:

@@ -1,17 +1,8 @@
 """The cart-pole balanced by an LQR designed only from MuJoCo's linearization (``mjcf/cart_pole.xml``).
 
-The balancing itself serves any chain of poles on a cart
-(:mod:`crossdyn.experiments.common.cart_chain`): the double inverted pendulum
-(:mod:`crossdyn.experiments.double_pendulum_cart`) is balanced the same way.
-
-``cart-pole-lqr`` linearizes the model at its upright keyframe
-(:func:`~crossdyn.experiments.core.linearize.linearize`), designs the regulator with
-python-control (:func:`~crossdyn.experiments.core.regulator.regulator`) and runs it
-in the generic closed loop twice: balancing from a tilted pole, and tracking a
-step of the cart along its rail.  It checks the design against its own theory:
-the slowest closed-loop mode's decay rate, measured in the balancing run
-(:func:`~crossdyn.experiments.core.regulator.measured_decay`), against the slowest
-designed pole.  The state is ``[x, theta, xd, thetad]`` (m, rad, m/s, rad/s).
+``cart-pole-lqr`` linearizes the model at its upright keyframe, designs the regulator and runs it twice in
+the generic closed loop (balancing from a tilt, a step of the cart), and checks the slowest mode's measured
+decay against the designed pole.  The balancing serves any chain of poles on a cart (:mod:`.common.cart_chain`).
 """
 
 from __future__ import annotations

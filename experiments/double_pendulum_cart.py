@@ -1,12 +1,8 @@
 """A double inverted pendulum on a cart, balanced by an LQR from MuJoCo's linearization alone.
 
-``mjcf/double_pendulum_cart.xml``: two 0.5 m poles in a chain on a cart, state
-``[x, lower, upper, xd, lowerd, upperd]`` (the upper pole's angle relative to the
-lower one).  ``double-pendulum-cart-lqr`` designs its regulator exactly as the
-cart-pole's (:mod:`crossdyn.experiments.common.cart_chain`: linearize at the upright
-keyframe, ``control.lqr``), balances it from the lower pole tilted 5 deg, tracks a
-cart step, and checks the slowest closed-loop mode's measured decay against the
-design.
+``mjcf/double_pendulum_cart.xml``: two poles in a chain on a cart, state ``[x, lower, upper, xd, lowerd, upperd]``
+(the upper angle relative to the lower).  ``double-pendulum-cart-lqr`` is balanced and judged exactly as the
+cart-pole (:mod:`.common.cart_chain`), from the lower pole tilted 5 deg.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Two-link arm: is the MJCF the robot?  Identify a robot that differs from mjcf/two_link_arm.xml from its logs.
 
-Experiment ``two-link-identify``: the "robot" is the shipped arm with link 2 15 %
-heavier, 0.003 N m s/rad of damping on q1, 0.002 N m of friction on q2 (the MJCF has
-neither), motor tau1's gear 8 % lower and its commands arriving 4 ms late.  A PD law
-on its encoders (0.5 mrad of white noise) tracks a multisine; the log (commands sent,
-encoder readings) is identified against the MJCF as shipped with ``crossdyn
-identify``'s fit.  Expected: every parameter's truth inside its 95 % interval and the
-delay within 1 ms.  The plot shows each encoder measured, as the MJCF predicts it and
-as the identified model does.
+``two-link-identify``: the robot is the shipped arm with the :data:`ROBOT` differences (commands 4 ms late);
+a PD law on its noisy encoders tracks a multisine, and the log is identified against the shipped MJCF with
+``crossdyn identify``'s fit: every truth inside its 95 % interval, the delay within 1 ms.
 """
 
 from __future__ import annotations

@@ -1,38 +1,10 @@
-"""Five-bar leg of the wheel-legged biped: height and hip torque (from a thesis chapter on the dynamics of a
-wheel-legged biped).
+"""Five-bar leg of the wheel-legged biped: height, hip torque, axle and Jacobian (docs/derivations/biped-model.md).
 
-Geometry (docs/derivations/biped-model.md): the two hip motors of a leg sit ``l1`` either side of the
-leg's centre line, thighs ``l2`` long, shanks ``l3`` long meet at the wheel axle
-on the centre line.  ``alpha`` is the thigh angle from the inward horizontal
-(towards the other motor), upward positive, in radians; both motors are at the
-same ``alpha`` (symmetric leg).  The knee sits ``a = l1 - l2 cos(alpha)`` out from
-the centre line and ``l2 sin(alpha)`` above the motor line, so the body's height
-above the axle is
-
-    y(alpha) = sqrt(l3^2 - a^2) - l2 sin(alpha)
-
-Virtual work with the two motors of a leg each giving torque ``tau`` (equal and
-opposite in the world, equal in the ``alpha`` convention) against a vertical leg
-force ``P`` (the force the leg pushes the body up with, N):
-
-    2 tau delta(alpha) = P delta(y)  ->  tau = (P / 2) y1(alpha)
-
-with ``y1 = dy/dalpha`` (``y1 = -[a l2 sin(alpha) / sqrt(l3^2 - a^2) +
-l2 cos(alpha)]``).  Over the stroke (alpha in (180 deg, 270 deg)) y1 > 0: the leg
-extends as alpha grows, and an upward P needs a positive (extending) torque.
-
-With the two motors at different angles (``alpha_f`` front, ``alpha_r`` rear) the
-knees sit at ``K_f = (l1 - l2 cos alpha_f, l2 sin alpha_f)`` and
-``K_r = (-l1 + l2 cos alpha_r, l2 sin alpha_r)`` (x forward, z up, from the
-motors' midpoint), and the axle ``A`` is the lower intersection of the circles of
-radius ``l3`` about them (:func:`axle_position`).  Differentiating
-``|A - K_f|^2 = |A - K_r|^2 = l3^2`` gives the leg's Jacobian
-(:func:`axle_jacobian`):
-
-    [(A - K_f)^T; (A - K_r)^T] dA = [(A - K_f)^T dK_f; (A - K_r)^T dK_r]
-
-At a symmetric pose its vertical row is ``-y1 / 2`` per motor, so the virtual-work
-torque ``tau = (P / 2) y1`` is ``tau = -J_z^T P``: the virtual-model controller's ``J^T F``.
+The two hip motors sit ``l1`` either side of the leg's centre line, thighs ``l2`` and shanks ``l3`` meet at the
+axle.  ``alpha`` is the thigh angle from the inward horizontal, upward positive, rad; symmetric, the body sits
+``y(alpha) = sqrt(l3^2 - a^2) - l2 sin(alpha)`` above the axle with the knee ``a = l1 - l2 cos(alpha)`` out,
+and virtual work gives each motor ``tau = (P / 2) dy/dalpha`` for a leg force ``P`` pushing the body up.
+With the motors at different angles the axle is the lower intersection of the shanks' circles about the knees.
 """
 
 from __future__ import annotations
@@ -42,23 +14,17 @@ import numpy as np
 __all__ = ["REACHABLE", "STROKE", "height", "height_derivatives", "hip_torque", "check_alpha", "axle_position",
            "axle_jacobian"]
 
-# The working range of alpha (rad): from the thigh pointing straight outward to
-# straight down.  Outside it the leg folds through itself or the knee points inward.
+# The working range of alpha (rad): thigh straight outward to straight down (beyond, the leg folds through itself).
 REACHABLE = (np.pi, 1.5 * np.pi)
-
-# The testbed's default extension stroke (docs/derivations/biped-model.md): crouched at 190 deg, extended at
-# 250 deg (y = 0.218 m and 0.430 m with the leg lengths of the thesis chapter).
-STROKE = (np.radians(190.0), np.radians(250.0))
+STROKE = (np.radians(190.0), np.radians(250.0))  # the default extension stroke: crouched, extended
 
 
 def check_alpha(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
     """Validate ``alpha`` and the link lengths; return ``alpha`` as an array.
 
     Raises:
-      ValueError: a non-positive or non-finite length; a non-finite alpha; alpha
-        outside the reachable range [180 deg, 270 deg]; or a pose where the shank
-        cannot reach the leg's centre line (``|l1 - l2 cos(alpha)| >= l3``, the
-        five-bar cannot close).  The message names the worst offending alpha.
+      ValueError: a bad length, a non-finite alpha, alpha outside :data:`REACHABLE`, or a pose where the
+        five-bar cannot close (``|l1 - l2 cos(alpha)| >= l3``); the message names the offending alpha.
     """
     for name, value in (("l1", l1), ("l2", l2), ("l3", l3)):
         if not (np.isfinite(value) and value > 0):
@@ -87,18 +53,8 @@ def check_alpha(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
 
 
 def height(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
-    """Body (hip-motor line) height above the wheel axle, ``y(alpha)`` of the module docstring.
-
-    Args:
-      alpha: thigh angle(s), any shape, rad, in [pi, 3 pi / 2].
-      l1, l2, l3: half motor spacing, thigh and shank lengths, m.
-
-    Returns:
-      y, same shape as ``alpha``, m.
-
-    Raises:
-      ValueError: see :func:`check_alpha`.
-    """
+    """Body (hip-motor line) height ``y(alpha)`` above the axle, m, shaped like ``alpha`` (rad, any shape), for
+    half motor spacing ``l1``, thigh ``l2`` and shank ``l3`` (m); a ValueError as :func:`check_alpha`."""
     return height_derivatives(alpha, l1, l2, l3)[0]
 
 
@@ -109,9 +65,8 @@ def height_derivatives(alpha, l1: float, l2: float, l3: float,
     Args:
       alpha: thigh angle(s), any shape, rad.
       l1, l2, l3: link lengths, m.
-      validate: check ``alpha`` and the lengths (:func:`check_alpha`).  A caller
-        that validated its geometry over the whole reachable range once and keeps
-        ``alpha`` inside it (a controller at 1 kHz) may skip the per-call check.
+      validate: check ``alpha`` and the lengths (:func:`check_alpha`); a caller that validated the whole
+        reachable range once and keeps ``alpha`` inside it may skip it.
 
     Returns:
       ``(y, y1, y2)``: height (m), ``dy/dalpha`` (m/rad), ``d2y/dalpha2`` (m/rad^2),
@@ -133,21 +88,8 @@ def height_derivatives(alpha, l1: float, l2: float, l3: float,
 
 
 def hip_torque(alpha, force, l1: float, l2: float, l3: float) -> np.ndarray:
-    """Torque of each hip motor holding a vertical leg force, by virtual work: ``tau = (P / 2) y1``.
-
-    Args:
-      alpha: thigh angle(s), rad.
-      force: vertical force ``P`` the leg exerts on the body, upward positive, N;
-        broadcast against ``alpha``.
-      l1, l2, l3: link lengths, m.
-
-    Returns:
-      ``tau`` per motor, N m, positive extending the leg (the joint convention of
-      ``mjcf/wheel_legged_biped.xml``, where both motors of a leg are at +alpha).
-
-    Raises:
-      ValueError: see :func:`check_alpha`.
-    """
+    """Torque of each hip motor (N m, positive extending the leg) holding the vertical leg force ``force``
+    (N, upward on the body, broadcast against ``alpha``), by virtual work: ``tau = (P / 2) y1``."""
     _, y1, _ = height_derivatives(alpha, l1, l2, l3)
     return 0.5 * np.asarray(force, dtype=float) * y1
 
@@ -162,11 +104,8 @@ def _knees(alpha_front, alpha_rear, l1: float, l2: float):
 
 
 def axle_position(alpha_front, alpha_rear, l1: float, l2: float, l3: float) -> np.ndarray:
-    """The axle in the leg's plane, from the motors' midpoint: ``(..., 2)`` = (x forward, z up), m.
-
-    Args:
-      alpha_front, alpha_rear: the two thigh angles (the module's convention), rad; broadcast.
-      l1, l2, l3: half motor spacing, thigh and shank lengths, m.
+    """The axle in the leg's plane from the motors' midpoint, ``(..., 2)`` = (x forward, z up), m, for the
+    two thigh angles (rad, broadcast).
 
     Raises:
       ValueError: the knees are more than ``2 l3`` apart (the loop cannot close).

@@ -1,17 +1,8 @@
-"""Jump, leg-extension phase of the biped (from a thesis chapter on the dynamics of a
-wheel-legged biped).
+"""Jump, leg-extension phase of the biped (docs/derivations/biped-model.md).
 
-The body (mass ``M``, a point on massless five-bar legs) is pushed up by four hip
-motors, each giving torque ``tau``, while the wheels stay on the ground.  With the
-body height ``y(alpha)`` of the five-bar leg (:mod:`analytic.biped.five_bar`), Lagrange's equation
-in ``alpha`` is
-
-    (1/4) M y1 (y2 alphad^2 + y1 alphadd + g) = tau
-
-and the body rises at ``yd = y1 alphad``.  The stroke starts from rest at
-``alpha0`` and ends (take-off) when ``alpha`` reaches ``alpha1``.  The thesis chapter asks
-whether the take-off speed beats ``g t`` for a retraction time ``t``, and plots ``yd``
-against ``alpha`` with that line.
+The body (mass ``M``, a point on massless five-bar legs) is pushed up by four hip motors of torque ``tau``
+with the wheels on the ground: ``(1/4) M y1 (y2 alphad^2 + y1 alphadd + g) = tau`` with the five-bar's
+``y(alpha)``, and the body rises at ``yd = y1 alphad``, from rest at ``alpha0`` to take-off at ``alpha1``.
 """
 
 from __future__ import annotations
@@ -27,16 +18,9 @@ __all__ = ["Stroke", "extension_stroke", "alpha_acceleration"]
 
 @dataclass(frozen=True)
 class Stroke:
-    """Solution of the extension phase.
-
-    Attributes:
-      t: time, (n,), s, from 0 to take-off.
-      alpha: hip angle, (n,), rad.
-      alpha_dot: hip angular velocity, (n,), rad/s.
-      height: body height above the axle ``y(alpha)``, (n,), m.
-      body_velocity: ``yd = y1 alphad``, (n,), m/s.
-      g: gravity used, m/s^2.
-    """
+    """Solution of the extension phase, each ``(n,)`` from rest to take-off: time ``t`` (s), hip angle
+    ``alpha`` (rad) and rate ``alpha_dot`` (rad/s), ``height`` ``y(alpha)`` (m), ``body_velocity`` (m/s);
+    ``g`` the gravity used, m/s^2."""
 
     t: np.ndarray
     alpha: np.ndarray
@@ -97,18 +81,15 @@ def extension_stroke(
       M: body mass, kg.
       tau: torque of each of the four hip motors, N m.
       l1, l2, l3: five-bar link lengths, m.
-      alpha0, alpha1: start and take-off hip angles, rad, ``alpha0 < alpha1``, both
-        in the reachable range of :func:`analytic.biped.five_bar.check_alpha`.
-      g: gravity, m/s^2.
-      max_time: give up after this long, s.
+      alpha0, alpha1: start and take-off hip angles, rad, ``alpha0 < alpha1``, both reachable.
+      g: gravity, m/s^2; max_time: give up after this long, s.
 
     Returns:
-      A :class:`Stroke`, sampled densely (solver steps plus the take-off event).
+      A :class:`Stroke` at the solver's steps and the take-off event.
 
     Raises:
-      ValueError: bad lengths or angles (see ``check_alpha``), ``alpha1 <= alpha0``,
-        ``M <= 0``, or the motors cannot lift the body at ``alpha0`` (``4 tau <=
-        M g y1``), or the stroke does not finish within ``max_time``.
+      ValueError: bad lengths, angles or mass, motors that cannot lift the body at ``alpha0``
+        (``4 tau <= M g y1``), or a stroke that does not finish within ``max_time``.
     """
     _check_stroke(M, tau, l1, l2, l3, alpha0, alpha1, g)
 
@@ -117,7 +98,7 @@ def extension_stroke(
         a = min(max(s[0], alpha0), alpha1)
         return [s[1], float(alpha_acceleration(a, s[1], M, tau, l1, l2, l3, g))]
 
-    from scipy.integrate import solve_ivp  # here: SciPy's integrate costs every import of this module ~0.5 s
+    from scipy.integrate import solve_ivp  # here: importing SciPy's integrate is slow
 
     sol = solve_ivp(rhs, (0.0, max_time), [alpha0, 0.0], events=_Reached(alpha1), rtol=1e-10, atol=1e-12,
                     max_step=1e-3)
@@ -134,10 +115,7 @@ def extension_stroke(
 
 
 class _Reached:
-    """``solve_ivp``'s terminal event: ``alpha`` (the state's first entry) rising through ``alpha1`` (rad).
-
-    A class, so the ``terminal`` and ``direction`` attributes ``solve_ivp`` reads are declared.
-    """
+    """``solve_ivp``'s terminal event, ``alpha`` rising through ``alpha1`` (a class: its attributes declared)."""
 
     terminal = True
     direction = 1.0

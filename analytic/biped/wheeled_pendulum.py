@@ -1,38 +1,11 @@
-"""Wheeled inverted pendulum, steering and support statics of the biped.
+"""Wheeled inverted pendulum, steering and support statics of the biped, after a thesis chapter on the
+dynamics of a wheel-legged biped (docs/derivations/biped-model.md).
 
-The source is a thesis chapter on the dynamics of a wheel-legged biped (docs/derivations/biped-model.md).
-
-Assumptions (as in the thesis chapter): the body is a rigid body of mass ``M`` and pitch inertia
-``J_pitch`` whose CoM is ``l`` above the wheel axle on rigid, massless legs; two
-wheels (mass ``m``, axle inertia ``I``, radius ``r``, track ``D``) roll without
-slipping.  Sign conventions (docs/derivations/biped-model.md): ``x`` forward along the axle, ``theta`` the
-pitch, positive leaning forward (MuJoCo's rotation about +y); ``T = T_L + T_R`` the
-total wheel torque, positive driving forward, which pitches the body back.
-
-Equations:
-
-- nonlinear planar model (body pitch and axle travel, contact forces eliminated)::
-
-    (J + M l^2) thdd = M g l sin(th) - M l xdd cos(th) - T
-    (M + 2m + 2I/r^2) xdd = T/r - M l thdd cos(th) + M l thd^2 sin(th)
-
-- linearized about upright (``cos th = 1``, ``sin th = th``, ``thd^2 = 0``; the thesis chapter
-  prints ``2 l / r^2`` for ``2 I / r^2``)::
-
-    r (M + 2m + 2I/r^2) xdd = T - M r l thdd
-    (J + M l^2) thdd = M g l th - M l xdd - T
-
-- steering by differential wheel torque: ``deltadd = (T_L - T_R) / (r (m D + I D / r^2 + 2 J_yaw / D))``
-  with the yaw ``delta`` of the thesis chapter, positive turning right (clockwise seen from above,
-  that is minus MuJoCo's yaw about +z): a stronger left wheel turns right;
-- support statics (virtual vertical force and roll torque from the two leg forces):
-  ``F_y = P_L + P_R - M g``, ``T_x = (P_L - P_R) D/2``,
-  so ``P_{L,R} = (F_y + M g)/2 +- T_x/D`` (printed ``(F_y - M g)/2``).  ``P`` is the
-  vertical force a leg pushes the body up with, ``T_x`` the roll torque about
-  MuJoCo's +x (forward); a positive ``T_x`` means the left leg pushes harder.
-
-Where the print differs from the corrected form (docs/derivations/errata.md) the function takes
-``printed=True`` and returns the printed form, so the errata can be shown.
+A rigid body (mass ``M``, pitch inertia ``J_pitch``, CoM ``l`` above the axle on rigid massless legs) on two
+wheels (mass ``m``, inertia ``I``, radius ``r``, track ``D``) rolling without slip; ``x`` forward, ``theta``
+the pitch (positive leaning forward), ``T = T_L + T_R`` the total wheel torque (positive driving forward).
+Where the printed chapter differs from the corrected form (docs/derivations/errata.md) a function takes
+``printed=True`` and returns the printed form.
 """
 
 from __future__ import annotations
@@ -43,18 +16,8 @@ import numpy as np
 
 from crossdyn import renamed
 
-__all__ = [
-    "PendulumParams",
-    "accelerations",
-    "dynamics",
-    "linearize_pendulum",
-    "wheel_drive_torque",
-    "axle_acceleration",
-    "yaw_acceleration",
-    "yaw_acceleration_from_wheels",
-    "leg_forces",
-    "virtual_forces",
-]
+__all__ = ["PendulumParams", "accelerations", "dynamics", "linearize_pendulum", "wheel_drive_torque",
+           "axle_acceleration", "yaw_acceleration", "yaw_acceleration_from_wheels", "leg_forces", "virtual_forces"]
 
 
 @dataclass(frozen=True)
@@ -62,13 +25,11 @@ class PendulumParams:
     """Parameters of the wheeled inverted pendulum (read from the MJCF in experiments/).
 
     Attributes:
-      M: body mass, kg.
-      m: mass of one wheel, kg.
-      r: wheel radius, m.
+      M, m: body mass and one wheel's mass, kg.
+      r, D: wheel radius and track (distance between the wheels), m.
       I: one wheel's inertia about its axle, kg m^2.
-      J_pitch: body inertia about the pitch axis through its CoM (written J_z in the thesis chapter), kg m^2.
-      J_yaw: body inertia about the vertical axis through its CoM (written J_y in the thesis chapter), kg m^2.
-      D: track, distance between the wheels, m.
+      J_pitch, J_yaw: body inertia about the pitch and the vertical axis through its CoM (written J_z,
+        J_y in the chapter), kg m^2.
       g: gravity, m/s^2.
     """
 
@@ -98,16 +59,12 @@ def _check_length(length) -> float:
 
 
 def accelerations(p: PendulumParams, length: float, theta, theta_dot, T):
-    """``(xdd, thdd)`` of the nonlinear model, both equations solved jointly.
+    """Axle (m/s^2) and pitch (rad/s^2) accelerations ``(xdd, thdd)`` of the nonlinear model.
 
     Args:
       p: parameters.
       length: l, the CoM height above the axle, m.
-      theta: pitch, rad; theta_dot: pitch rate, rad/s; T: total wheel torque, N m.
-        Broadcast together.
-
-    Returns:
-      ``(xdd, thdd)``: axle acceleration (m/s^2) and pitch acceleration (rad/s^2).
+      theta, theta_dot, T: pitch, rad; its rate, rad/s; total wheel torque, N m; broadcast together.
     """
     length = _check_length(length)
     theta, theta_dot, T = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (theta, theta_dot, T)))
@@ -134,11 +91,10 @@ def linearize_pendulum(p: PendulumParams, length: float, printed: bool = False) 
     Args:
       p: parameters.
       length: l, the CoM height above the axle, m.
-      printed: use the ``2 l / r^2`` the thesis chapter prints in place of ``2 I / r^2``.
+      printed: use the printed ``2 l / r^2`` in place of ``2 I / r^2``.
 
     Returns:
-      ``A`` (4, 4) and ``B`` (4, 1) for the state ``[x, xd, theta, thd]`` (m, m/s,
-      rad, rad/s) and the input ``T = T_L + T_R`` (N m).
+      ``A`` (4, 4) and ``B`` (4, 1) for the state ``[x, xd, theta, thd]`` and the input ``T`` (N m).
     """
     length = _check_length(length)
     wheel = 2 * (length if printed else p.I) / p.r**2
@@ -157,28 +113,14 @@ def linearize_pendulum(p: PendulumParams, length: float, printed: bool = False) 
 
 
 def wheel_drive_torque(p: PendulumParams, xdd_wheel, N, printed: bool = False):
-    """Wheel torque from one wheel's dynamics (rolling without slip), solved for ``T``.
-
-    ``(m + I/r^2) xdd = T/r - N`` (printed: ``m + 1/r^2``, dimensionally wrong).
-
-    Args:
-      xdd_wheel: that wheel's axle acceleration, m/s^2.
-      N: the horizontal force the wheel pushes the leg forward with, N.
-
-    Returns:
-      ``T``, N m.
-    """
+    """Wheel torque ``T`` (N m) from ``(m + I/r^2) xdd = T/r - N`` (printed: ``m + 1/r^2``), with the wheel's
+    axle acceleration ``xdd_wheel`` (m/s^2) and ``N`` the force it pushes the leg forward with (N)."""
     inertia = 1.0 if printed else p.I
     return p.r * ((p.m + inertia / p.r**2) * np.asarray(xdd_wheel, dtype=float) + N)
 
 
 def axle_acceleration(xdd_L, xdd_R, xd_R=None, printed: bool = False):
-    """Mean axle acceleration of the two wheels: ``(xdd_L + xdd_R)/2`` (printed: ``(xdd_L + xd_R)/2``).
-
-    Args:
-      xdd_L, xdd_R: wheel axle accelerations, m/s^2.
-      xd_R: right axle velocity, m/s (needed only for the printed form).
-    """
+    """Mean axle acceleration ``(xdd_L + xdd_R)/2``, m/s^2 (printed: ``(xdd_L + xd_R)/2``, ``xd_R`` in m/s)."""
     if printed:
         if xd_R is None:
             raise ValueError("the printed mean acceleration uses the right wheel's velocity: pass xd_R")
@@ -187,25 +129,14 @@ def axle_acceleration(xdd_L, xdd_R, xd_R=None, printed: bool = False):
 
 
 def yaw_acceleration(p: PendulumParams, T_L, T_R):
-    """Yaw acceleration for wheel torques (sign as in the thesis chapter: positive turns right).
-
-    Returns:
-      ``deltadd``, rad/s^2 (minus MuJoCo's yaw acceleration about +z).
-    """
+    """Yaw acceleration ``deltadd``, rad/s^2, for wheel torques, positive turning right (minus MuJoCo's about +z)."""
     den = p.r * (p.m * p.D + p.I * p.D / p.r**2 + 2 * p.J_yaw / p.D)
     return (np.asarray(T_L, dtype=float) - np.asarray(T_R, dtype=float)) / den
 
 
 def yaw_acceleration_from_wheels(D: float, xdd_L, xdd_R, xd_L=None, x_R=None, printed: bool = False):
-    """Yaw acceleration from the axle motions (sign as in the thesis chapter: positive turns right).
-
-    Corrected: ``(xdd_L - xdd_R)/D``; printed: ``(xd_L - x_R)/D``.
-
-    Args:
-      D: track, m.
-      xdd_L, xdd_R: axle accelerations along the heading, m/s^2.
-      xd_L: left axle velocity, m/s; x_R: right axle position, m (printed form only).
-    """
+    """Yaw acceleration from the axle motions, positive turning right: ``(xdd_L - xdd_R)/D`` (track ``D`` m,
+    accelerations m/s^2); printed ``(xd_L - x_R)/D`` (a velocity and a position)."""
     if printed:
         if xd_L is None or x_R is None:
             raise ValueError("the printed yaw-from-wheels form uses xd_L and x_R: pass both")
@@ -214,16 +145,10 @@ def yaw_acceleration_from_wheels(D: float, xdd_L, xdd_R, xd_L=None, x_R=None, pr
 
 
 def leg_forces(p: PendulumParams, F_y, T_x, printed: bool = False):
-    """Leg forces for a virtual vertical force and roll torque (the inverse of :func:`virtual_forces`).
+    """Leg forces ``(P_L, P_R) = (F_y + M g)/2 +- T_x/D``, N, each pushing the body up (printed: ``F_y - M g``).
 
-    Args:
-      F_y: virtual vertical force on the body beyond its weight (``M yddot``), N.
-      T_x: virtual roll torque about +x (forward), N m.
-      printed: the misprinted ``(F_y - M g)/2``.
-      Floats give floats (the controller calls this every step), arrays give arrays.
-
-    Returns:
-      ``(P_L, P_R)``: vertical force each leg pushes the body up with, N.
+    ``F_y`` is the virtual vertical force beyond the weight (N), ``T_x`` the roll torque about +x (N m);
+    floats give floats (the controller calls this every step), arrays give arrays.
     """
     weight = -p.M * p.g if printed else p.M * p.g
     if not (isinstance(F_y, float) and isinstance(T_x, float)):
