@@ -3,7 +3,8 @@
 One call per control step turns an ``Estimate`` and a :class:`Reference` into motor torques: the wheels get
 the scheduled LQR balance (:mod:`.balance`) plus the yaw PD's differential (:mod:`.steering`), balance first;
 the hips get virtual-model control of height and roll (:mod:`.virtual_model`) or the jump's targets
-(:mod:`.jump`).  Velocity tracking moves ``x_ref`` at the wanted speed, so the LQR holds a moving set-point.
+(:mod:`crossdyn.controllers.jump`).  Velocity tracking moves ``x_ref`` at the wanted speed, so the LQR holds a
+moving set-point.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``balance -> crouch -> thrust -> retract -> flight -> landing -> balance``: crouch to the stroke's bottom,
 thrust at full torque to ``alpha_takeoff``, retract the legs; flight begins when the accelerometer reads free
 fall (legs extend to ``alpha_land``), landing on touchdown (the virtual-model height loop absorbs the impact
-over the whole stroke).  The machine only decides phases and leg targets; :mod:`.biped` makes the torques.
+over the whole stroke).  The machine only decides phases and leg targets; ``BipedController`` makes the torques.
 """
 
 from __future__ import annotations

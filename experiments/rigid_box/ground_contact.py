@@ -167,7 +167,8 @@ class ContactResult:
     """The box on the ground: dropped and sliding, penalty model vs MuJoCo.
 
     Attributes:
-      duration, slide_speed: simulated time of each run, s, and the slide's initial speed, m/s.
+      duration: simulated time of each run, s.
+      slide_speed: the slide's initial speed, m/s.
       drop, slide, drop_default_solimp: the runs (the last with :data:`DEFAULT_SOLIMP`).
       solimp: the ground model's matched impedance of the box geom, ``(5,)``.
       slide_lift_frictionless: MuJoCo's CoM lift in the slide's first 0.5 s without friction rows, m.
