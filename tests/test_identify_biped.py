@@ -89,3 +89,22 @@ def test_a_model_without_constraints_is_left_as_read():
     qpos, qvel = np.array([0.3, -0.2]), np.array([1.0, 2.0])
     out_q, out_v = closure.project(qpos, qvel)
     assert np.array_equal(out_q, qpos) and np.array_equal(out_v, qvel)
+
+
+def test_biped_identify_judges_the_fit_against_the_robot():
+    """The experiment's verdict fails the MJCF's own values and a value just past its interval plus the bias."""
+    from crossdyn.experiments.biped.identify import BIAS, DELAY_TOLERANCE, FITS, ROBOT, judge
+
+    model = mujoco.MjModel.from_xml_path(str(mjcf.path(MODEL)))
+    keys = [k for k in ROBOT if k != "delay"] + ["delay"]
+    assert {k.split(":")[0] for k in keys} == {f.split(":")[0] for f in FITS}
+    tight = dict.fromkeys(keys, 1e-4)
+    assert judge(dict(ROBOT), tight) == []
+    shipped = {"body:left_front_shank:mass": float(model.body("left_front_shank").mass[0]), "delay": 0.0}
+    shipped |= {k: 0.0 for k in keys if k.startswith("joint:")}  # the MJCF has no wheel damping or friction
+    assert sorted(judge(shipped, tight)) == sorted(keys)  # each off by more than its interval and the bias
+    key = "joint:right_wheel:damping"
+    edge = tight[key] + BIAS * ROBOT[key]
+    assert judge(dict(ROBOT) | {key: ROBOT[key] + 0.99 * edge}, tight) == []
+    assert judge(dict(ROBOT) | {key: ROBOT[key] + 1.01 * edge}, tight) == [key]
+    assert judge(dict(ROBOT) | {"delay": ROBOT["delay"] + 1.01 * DELAY_TOLERANCE}, tight) == ["delay"]

@@ -88,7 +88,10 @@ def test_go2_base_mass_from_encoders_and_imu(tmp_path, monkeypatch):
     assert sentences(result)[0].startswith("body 'base_link': mass ") and "(+10 %)" in sentences(result)[0]
     assert max(result.residual_after[str(path)].values()) < 1.2  # every reading within its noise (RMS ~ 1)
     # The same log with the base started at the model's pose and at rest instead of from the IMU:
-    # the fit misses the truth (the base's start matters; the check above can fail).
+    # the windows disagree with each other, so the mass is not identified (its interval wider than
+    # its scale) or misses the truth; either way the checks above fail (the base's start matters).
     monkeypatch.setattr(fit, "_imus", lambda model, logs, read: [])
     blind, _ = _fit_base_mass(path, max_iters=5)  # a few steps show where it heads
-    assert abs(float(blind.value[0][0]) - truth) > 10 * float(blind.half_width[0][0]), blind.value
+    blind_value, blind_half = float(blind.value[0][0]), float(blind.half_width[0][0])
+    assert not blind.identified[0] or abs(blind_value - truth) > 10 * blind_half, (blind_value, blind_half)
+    assert not (abs(blind_value - truth) <= blind_half and blind_half < 0.02 * truth)
