@@ -8,8 +8,8 @@ intervals hold the truth in about 19 of 20 seeds (a binomial count: 17 or more o
 error (fitted - truth) / sigma over the seeds: mean 0 and standard deviation 1 when
 the intervals are honest, a standard deviation above 1 when they are too narrow.
 
-Measured (40 seeds): mass 38/40 (std 1.03), damping 40/40 (0.80), friction 35/40
-(1.18), gear 37/40 (1.07), delay 38/40 (0.80); see docs/guides/identify.md.
+Measured (40 seeds): mass 39/40 (std 0.91), damping 40/40 (0.65), friction 37/40
+(1.14), gear 40/40 (0.78), delay 39/40 (0.75); see docs/guides/identify.md.
 
     python benchmarks/identify_coverage.py [--seeds 20] [--duration 4] [--threads 1]
 """
