@@ -25,7 +25,7 @@ once) instead of one per column; it is handed to ``mujoco.sysid.optimize``
 The intervals are ``mujoco.sysid.calculate_intervals`` on the whole Jacobian, so
 the windows' starts' uncertainty widens the parameters' intervals as it should,
 widened further where the windows disagree more than the noise explains
-(:func:`_window_intervals`).
+(:func:`_intervals`).
 
 A floating base whose pose no log holds (a legged robot logs its encoders and its
 IMU, not where its base is) starts each window from its IMU: the attitude from an
@@ -62,6 +62,10 @@ __all__ = ["Problem", "FitResult", "noise_level", "WINDOW", "fit"]
 # The constraint solver's tolerance in the fit's rollouts (see Problem.build): at MuJoCo's 1e-8 the biped's
 # residual moves by a thousandth when a shank's mass moves by 1e-7 kg; at 1e-12 it moves smoothly, no slower.
 SOLVER_TOLERANCE = 1e-12
+# A window's start correction directions weaker than this (relative to its strongest) are left alone: on
+# a robot with constraints some corrections of the read joints are undone by them (_Closure.followers)
+# and move no reading (the biped: 1e-7 to 4e-7 of the strongest; the others 1e-3 and above).
+START_RCOND = 1e-5
 # Seconds per re-anchored rollout (see the module docstring for why).
 WINDOW = 0.5
 # Velocity from qpos when a log has no qvel: central difference over about this span (s);
@@ -132,6 +136,9 @@ class _Window:
     qpos: np.ndarray  # the log's state at the start, (nq,)
     qvel: np.ndarray  # (nv,)
     grid: np.ndarray = field(default_factory=lambda: np.zeros(0))  # samples' positions on the step grid
+    # How every dof follows a correction of the read ones on the constraints: (nv, d) for positions and
+    # for velocities (_Closure.followers); None for a model without constraints.
+    follow: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -208,6 +215,8 @@ class Problem:
         dofs += [np.arange(m.jnt_dofadr[j] + 3, m.jnt_dofadr[j] + 6) for j, _, _ in self.imu]
         self.dofs = np.concatenate(dofs).astype(int) if dofs else np.zeros(0, int)
         self.na = 2 * self.dofs.size
+        for win in self.windows:
+            win.follow = self.closure.followers(win.qpos, self.dofs)
         self.n = self.p + self.na * len(self.windows)
         self.threads = threads if threads is not None else min(os.cpu_count() or 1, 4)
         self.datas = [mujoco.MjData(m) for _ in range(max(self.threads, 1))]
@@ -320,7 +329,10 @@ class Problem:
         dq, dv = np.zeros(nv), np.zeros(nv)
         for w, win in enumerate(self.windows):
             qpos = win.qpos.copy()
-            dq[self.dofs], dv[self.dofs] = corrections[w, :nd], corrections[w, nd:]
+            if win.follow is None:
+                dq[self.dofs], dv[self.dofs] = corrections[w, :nd], corrections[w, nd:]
+            else:  # the joints no log reads follow, so the start stays on the constraints
+                dq, dv = win.follow[0] @ corrections[w, :nd], win.follow[1] @ corrections[w, nd:]
             mujoco.mj_integratePos(m, qpos, dq, 1.0)
             out[w, 0] = self.logs[win.log].time[win.start]
             out[w, 1 : 1 + nq] = qpos
@@ -462,7 +474,7 @@ class Problem:
             trial = x.copy()
             for w, (a, b) in enumerate(rows):
                 idx = self.p + w * self.na + np.arange(self.na)
-                step = np.linalg.lstsq(jac[a:b], -r[a:b], rcond=1e-10)[0]
+                step = np.linalg.lstsq(jac[a:b], -r[a:b], rcond=START_RCOND)[0]
                 trial[idx] = np.clip(x[idx] + shrink[w] * step, low[idx], high[idx])
             r_trial = self.predict(trial, model=model)
             for w, (a, b) in enumerate(rows):
@@ -576,6 +588,35 @@ class _Closure:
         root = np.sqrt(self.inverse_weight)
         return root * np.linalg.lstsq(jac * root, -residual, rcond=CLOSURE_RCOND)[0]
 
+    def followers(self, qpos: np.ndarray, dofs: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """How every dof moves with a correction of ``dofs`` at ``qpos`` (on the constraints), to first order.
+
+        A read hip corrected alone would open its five-bar, a wheel's speed corrected alone
+        would make it slip: each start then begins with a constraint's transient.  Instead
+        the joints no log reads (a knee, the base's height and velocity) follow by the least
+        weighted change that keeps the constraints' rows at zero.
+
+        Returns:
+          ``(positions, velocities)``, each (nv, len(dofs)): the dofs' change per unit
+          correction; None when no constraint row is active (the correction is the change).
+        """
+        if not self.active:
+            return None
+        self.data.qpos[:] = qpos
+        _, jac, velocity = self._rows()
+        if jac.shape[0] == 0 and velocity.shape[0] == 0:
+            return None
+        embed = np.zeros((self.model.nv, dofs.size))
+        embed[dofs, np.arange(dofs.size)] = 1.0
+        root = np.sqrt(self.inverse_weight)[:, None]
+
+        def follow(rows: np.ndarray) -> np.ndarray:
+            if rows.shape[0] == 0:
+                return embed
+            return embed + root * np.linalg.lstsq(rows * root.T, -(rows @ embed), rcond=CLOSURE_RCOND)[0]
+
+        return follow(jac), follow(velocity)
+
     def project(self, qpos: np.ndarray, qvel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(qpos, qvel)`` on the constraints (copies; unchanged for a model without any)."""
         if not self.active:
@@ -681,8 +722,7 @@ def fit(problem: Problem, max_iters: int = 50) -> FitResult:
     x = np.asarray(opt["x"].value, float).reshape(-1)
     r, after = problem.rms(x)
     jac = problem.jacobian(x, r)
-    _, half = sysid.calculate_intervals([r], jac)
-    half = np.maximum(half, _window_intervals(r, jac, problem._window_rows()))
+    half = _intervals(problem, r, jac)
     values = problem.theta(x)
     halves, moved, identified = [], [], []
     i = 0
@@ -698,26 +738,43 @@ def fit(problem: Problem, max_iters: int = 50) -> FitResult:
                      clock.perf_counter() - started, calls["jac"], x)
 
 
-def _window_intervals(r: np.ndarray, jac: np.ndarray, rows: list[tuple[int, int]]) -> np.ndarray:
-    """95 % half-widths from how the windows disagree: the clustered sandwich covariance, (n,).
+def _intervals(problem: Problem, r: np.ndarray, jac: np.ndarray) -> np.ndarray:
+    """The targets' 95 % half-widths, (p,): the wider of the noise's and the windows' spread.
 
-    ``mujoco.sysid.calculate_intervals`` assumes every residual independent.  When the
-    model replays the log less well than its noise (a start a window's corrections cannot
-    quite fit, anything the model leaves out) the errors run together within a window and
-    that interval is too narrow.  Taking each window as one independent draw,
-    ``H^-1 (sum_w g_w g_w^T) H^-1`` with ``g_w = J_w^T r_w`` and ``H = J^T J`` (the windows'
-    own spread around the common parameters, Student-t with W - 1 degrees of freedom) stays
-    honest then, and agrees with the first when the errors are the noise alone.
+    The windows' starts are eliminated first: each window's target columns lose their
+    part along its own start columns (what a start's correction could explain instead),
+    leaving ``J_red`` (rows, p), whose ``J_red^T J_red`` is the Schur complement of the
+    starts' block, so their uncertainty widens the targets' intervals.  Directions of
+    a window's start columns weaker than :data:`START_RCOND` of its strongest are
+    directions no reading sees (a correction the constraints undo) and are not
+    eliminated.  Then:
+
+    - ``mujoco.sysid.calculate_intervals`` on ``J_red`` (every residual independent, the
+      residual's variance counted over the rows less all unknowns);
+    - the windows' spread: each window one independent draw, the clustered sandwich
+      ``H^-1 (sum_w g_w g_w^T) H^-1`` with ``g_w = J_red,w^T r_w``, ``H = J_red^T J_red``, Student's t
+      with W - 1 degrees of freedom.  It stays honest when the model replays the log less
+      well than its noise and the errors run together within a window.
     """
     from scipy import stats
 
-    windows = len(rows)
+    p, windows = problem.p, len(problem.windows)
+    reduced = np.array(jac[:, :p], float)
+    for w, (a, b) in enumerate(problem._window_rows()):
+        block = jac[a:b, p + w * problem.na : p + (w + 1) * problem.na]
+        u, sv, _ = np.linalg.svd(block, full_matrices=False)
+        u = u[:, sv > START_RCOND * sv[0]] if sv.size and sv[0] > 0 else u[:, :0]
+        reduced[a:b] -= u @ (u.T @ reduced[a:b])
+    # calculate_intervals divides by (rows - p); the starts are unknowns too
+    scale = np.sqrt((r.size - p) / max(r.size - jac.shape[1], 1))
+    _, noise = sysid.calculate_intervals([r * scale], reduced)
     if windows < 2:
-        return np.zeros(jac.shape[1])
-    hinv = np.linalg.pinv(jac.T @ jac, rcond=1e-12)
-    scores = np.array([jac[a:b].T @ r[a:b] for a, b in rows])  # (W, n)
+        return np.asarray(noise, float)
+    hinv = np.linalg.pinv(reduced.T @ reduced, rcond=1e-12)
+    scores = np.array([reduced[a:b].T @ r[a:b] for a, b in problem._window_rows()])  # (W, p)
     cov = hinv @ (scores.T @ scores) @ hinv * windows / (windows - 1)
-    return stats.t.ppf(0.975, windows - 1) * np.sqrt(np.maximum(np.diag(cov), 0.0))
+    spread = stats.t.ppf(0.975, windows - 1) * np.sqrt(np.maximum(np.diag(cov), 0.0))
+    return np.maximum(np.asarray(noise, float), spread)
 
 
 def _roll(problem: Problem, x: np.ndarray):
