@@ -1,26 +1,11 @@
-"""Wheel-legged biped: the hand models of a thesis chapter on its dynamics against MuJoCo.
+"""Wheel-legged biped: the hand models of its derivation (docs/derivations/biped-model.md) against MuJoCo.
 
-The models and their errata are described in docs/derivations/biped-model.md and errata.md.
-
-Experiments (``crossdyn run NAME``):
-
-- ``five-bar``: MuJoCo's closed leg geometry and static hip torques vs the height
-  formula ``y(alpha)`` and the virtual-work torque ``tau = (P / 2) y1``.
-- ``linearization``: ``mjd_transitionFD`` of the balancing robot, reduced to
-  ``[x, xd, theta, thd]``, vs the linearized wheeled pendulum across the stroke; the assumption ladder
-  (massless legs, leg mass, CoM offset, wheel inertia, the printed 2l/r^2).
-- ``steering``: yaw acceleration for a differential wheel torque vs the steering model.
-- ``statics``: wheel contact forces under commanded (F_y, T_x) vs the support statics.
-- ``jump-stroke``: the extension-phase ODE's body speed against alpha, with the ``g t``
-  take-off requirement, and the same stroke in MuJoCo.
-- ``errata``: every erratum of the biped thesis chapter (docs/derivations/errata.md), printed vs corrected vs MuJoCo.
-
-Parameters all come from ``mjcf/wheel_legged_biped.xml`` through
-:func:`experiments.biped.model.biped_params`.
-
-Each experiment is a computation returning a frozen result (no files; e.g.
-:func:`five_bar_comparison`), a ``judge_*`` giving the ``Verdict`` and the
-metrics, and a ``plot_*`` writing into a folder; the registered function composes them.
+Experiments ``five-bar``, ``linearization``, ``steering``, ``statics``, ``jump-stroke`` and
+``errata`` (docs/derivations/errata.md), with parameters read from the MJCF
+(:func:`~crossdyn.experiments.biped.model.biped_params`).  Each is a computation returning
+a frozen result (no files, e.g. :func:`five_bar_comparison`), a ``judge_*`` giving the
+``Verdict`` and the experiment's metrics (the verdict's keys included), and a
+``plot_*`` writing into a folder.
 """
 
 from __future__ import annotations
@@ -54,53 +39,23 @@ from crossdyn.experiments.core.results import Context
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
 DERIVATION_PAGE = "biped-model"
 
-__all__ = [
-    "STROKE_DEG",
-    "RETRACTION_TIME",
-    "FiveBarResult",
-    "five_bar_comparison",
-    "judge_five_bar",
-    "plot_five_bar",
-    "LinearizationResult",
-    "linearization_ladder",
-    "ladder_table",
-    "judge_linearization",
-    "plot_linearization",
-    "SteeringResult",
-    "steering_comparison",
-    "judge_steering",
-    "plot_steering",
-    "StaticsResult",
-    "statics_comparison",
-    "judge_statics",
-    "plot_statics",
-    "JumpStrokeResult",
-    "jump_stroke",
-    "judge_jump_stroke",
-    "plot_jump_stroke",
-    "ErrataResult",
-    "errata_measurements",
-    "errata_rows",
-    "errata_table",
-    "judge_errata",
-    "plot_errata",
-]
+__all__ = ["STROKE_DEG", "RETRACTION_TIME", "FiveBarResult", "five_bar_comparison", "judge_five_bar", "plot_five_bar",
+           "LinearizationResult", "linearization_ladder", "ladder_table", "judge_linearization", "plot_linearization",
+           "SteeringResult", "steering_comparison", "judge_steering", "plot_steering", "StaticsResult",
+           "statics_comparison", "judge_statics", "plot_statics", "JumpStrokeResult", "jump_stroke",
+           "judge_jump_stroke", "plot_jump_stroke", "ErrataResult", "errata_measurements", "errata_rows",
+           "errata_table", "judge_errata", "plot_errata"]
 
 # crossdyn's default stroke (docs/derivations/biped-model.md), deg.
 STROKE_DEG: tuple[float, float] = (float(np.degrees(STROKE[0])), float(np.degrees(STROKE[1])))
 RETRACTION_TIME = 0.3  # s, the leg retraction time t the thesis chapter assumes
 STAND_DEG = float(np.degrees(STANCE))  # mid-stroke pose for the single-pose checks, deg
 
-# Five-bar: the height formula against MuJoCo's kinematics is exact up to the Gauss-Newton
-# tolerance (1e-14 m), so 1e-9 leaves room for round-off only.  Rigid statics of
-# MuJoCo's constrained pose is exact too (measured ~1e-14); held in MuJoCo's soft
-# forward dynamics the torques carry the closure's softness, (1 - d) with
-# d = 0.9999 the largest impedance MuJoCo allows: measured up to 3e-4 (reported).
+# Five-bar: the height formula is exact up to the closure solve's 1e-14 m (1e-9: round-off room), rigid
+# statics too; the soft forward dynamics' torques carry the closure's softness, 1 - d (reported, not judged).
 HEIGHT_RTOL = 1e-9
 TORQUE_RTOL = 1e-4
-# Linearization: ideal variant within 1 % on every non-zero entry (the issue's bar;
-# measured ~1e-4, from the 1e-4 kg leg links and the soft contacts).
-LIN_RTOL = 0.01
+LIN_RTOL = 0.01  # ideal robot, every non-zero entry: only its 1e-4 kg leg links and soft contacts differ
 # Steering / statics / wheel dynamics on the ideal robot: the hand models leave
 # out only the wheels' yaw inertia (steering, 0.7 %) and the 1e-4 kg leg links.
 STEER_RTOL = 0.02
@@ -111,6 +66,7 @@ KINEMATIC_RTOL = 1e-3  # mean and yaw acceleration from the wheels against MuJoC
 
 def _deg(values):
     return np.radians(np.asarray(values, dtype=float))
+
 
 # --------------------------------------------------------------------------- five-bar
 
@@ -167,11 +123,7 @@ def five_bar_comparison(force: float = 30.0, points: int = 61, mjcf: str = "") -
 
 
 def judge_five_bar(result: FiveBarResult) -> tuple[Verdict, dict]:
-    """Height within :data:`HEIGHT_RTOL` and rigid-statics torques within :data:`TORQUE_RTOL`, relative.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Height within :data:`HEIGHT_RTOL` and rigid-statics torques within :data:`TORQUE_RTOL`, relative."""
     y_an, tau_an = result.height_analytic, result.torque_analytic
     height_rel = float(np.abs(result.height_mujoco - y_an[:, None]).max() / np.abs(y_an).min())
     torque_rel = float((np.abs(result.torque_mujoco - tau_an[:, None]) / np.abs(tau_an[:, None])).max())
@@ -180,18 +132,11 @@ def judge_five_bar(result: FiveBarResult) -> tuple[Verdict, dict]:
                       f"height rel {height_rel:.1e}, torque rel {torque_rel:.1e} "
                       f"(soft forward dynamics {torque_rel_soft:.1e})")
     return verdict, {
-        **verdict.as_metrics(),
-        "alpha_deg": np.degrees(result.alpha),
-        "height_analytic": y_an,
-        "height_mujoco": result.height_mujoco,
-        "height_max_rel_error": height_rel,
-        "torque_analytic": tau_an,
-        "torque_mujoco": result.torque_mujoco,
-        "torque_max_rel_error": torque_rel,
-        "torque_mujoco_soft_forward": result.torque_mujoco_soft,
-        "torque_max_rel_error_soft_forward": torque_rel_soft,
-        "statics_residual_N_m": result.statics_residual,
-        "closure_residual_m": result.closure_residual,
+        **verdict.as_metrics(), "alpha_deg": np.degrees(result.alpha), "height_analytic": y_an,
+        "height_mujoco": result.height_mujoco, "height_max_rel_error": height_rel, "torque_analytic": tau_an,
+        "torque_mujoco": result.torque_mujoco, "torque_max_rel_error": torque_rel,
+        "torque_mujoco_soft_forward": result.torque_mujoco_soft, "torque_max_rel_error_soft_forward": torque_rel_soft,
+        "statics_residual_N_m": result.statics_residual, "closure_residual_m": result.closure_residual,
         "y1": result.y1,
     }
 
@@ -285,11 +230,7 @@ def ladder_table(result: LinearizationResult) -> dict:
 
 def judge_linearization(result: LinearizationResult) -> tuple[Verdict, dict]:
     """The linearized model within :data:`LIN_RTOL` on the ideal robot at every angle, the printed 2l/r^2
-    outside it everywhere, and the lumped model within it on the realistic and offset robots.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    outside it everywhere, and the lumped model within it on the realistic and offset robots."""
     rows, table = result.rows, ladder_table(result)
     worst = max(table["ideal: linearized model"])
     printed_fails = min(table["ideal: linearized model as printed (2l/r^2)"]) > LIN_RTOL
@@ -373,11 +314,7 @@ def steering_comparison(torque: float = 1.0, mjcf: str = "") -> SteeringResult:
 
 def judge_steering(result: SteeringResult) -> tuple[Verdict, dict]:
     """Ideal robot: the steering model within :data:`STEER_RTOL`, within :data:`STEER_EXPLAINED_RTOL` once the
-    wheels' yaw inertia is added; realistic legs: within the latter when lumped.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    wheels' yaw inertia is added; realistic legs: within the latter when lumped."""
     out = {}
     for legs, point in result.variants.items():
         out[legs] = {
@@ -403,8 +340,7 @@ def plot_steering(result: SteeringResult, out_dir) -> list[Path]:
     for k, legs in enumerate(("massless", "realistic")):
         p = result.variants[legs]
         heights = [p["mujoco"], p["analytic"], p["with_wheel_yaw"], p["lumped_legs_and_wheel_yaw"]]
-        ax.bar(np.arange(4) + 0.38 * k, heights,
-               width=0.36, label=legs)
+        ax.bar(np.arange(4) + 0.38 * k, heights, width=0.36, label=legs)
     ax.set_xticks(np.arange(4) + 0.19, labels)
     ax.set(ylabel="yaw acceleration (rad/s^2)", title=f"T_L = {result.torque:g}, T_R = {-result.torque:g} N m")
     ax.legend(fontsize=8)
@@ -452,17 +388,12 @@ def statics_comparison(alphas_deg=(195.0, 215.0, 235.0, 245.0),
         for F_y, T_x in commands:
             corrected = statics_point(model, params, np.radians(deg), F_y, T_x)
             printed = statics_point(model, params, np.radians(deg), F_y, T_x, printed=True)
-            rows.append({"alpha_deg": deg, "F_y": F_y, "T_x": T_x,
-                         "corrected": corrected, "printed": printed})
+            rows.append({"alpha_deg": deg, "F_y": F_y, "T_x": T_x, "corrected": corrected, "printed": printed})
     return StaticsResult(rows)
 
 
 def judge_statics(result: StaticsResult) -> tuple[Verdict, dict]:
-    """Corrected leg forces within :data:`STATICS_RTOL` everywhere; the printed form outside it everywhere.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Corrected leg forces within :data:`STATICS_RTOL` everywhere; the printed form outside it everywhere."""
     worst = max(r["corrected"]["rel_error"] for r in result.rows)
     printed_best = min(r["printed"]["rel_error"] for r in result.rows)
     verdict = Verdict(worst <= STATICS_RTOL and printed_best > STATICS_RTOL,
@@ -544,11 +475,7 @@ def jump_stroke(tau: float | None = None, duration: float = 0.9, mjcf: str = "")
 
 def judge_jump_stroke(result: JumpStrokeResult) -> tuple[Verdict, dict]:
     """The ODE's take-off speed above g t; MuJoCo's below the ODE's (the legs take a share of the
-    work); loop closure within 0.5 mm.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    work); loop closure within 0.5 mm."""
     ode, run, params, need = result.ode, result.run, result.params, result.requirement
     e = run.energy
     share = e["legs_wheels_kinetic"] / e["hip_work"]
@@ -559,24 +486,15 @@ def judge_jump_stroke(result: JumpStrokeResult) -> tuple[Verdict, dict]:
                       f"take-off ODE {ode.takeoff_velocity:.2f} m/s, MuJoCo {run.takeoff_velocity:.2f} m/s "
                       f"(legs take {share:.0%} of the work); closure max {run.closure_max * 1e3:.2f} mm")
     return verdict, {
-        **verdict.as_metrics(),
-        "requirement_m_s": need,
-        "ode_takeoff_velocity": ode.takeoff_velocity,
-        "ode_stroke_time_s": ode.duration,
-        "ode_stroke_height_m": ode.stroke_height,
-        "ode_ballistic_rise_m": ode.ballistic_rise,
-        "thesis_apex_h1_plus_h2_m": ode.apex_height(RETRACTION_TIME),
-        "mujoco_takeoff_velocity": run.takeoff_velocity,
-        "mujoco_stroke_time_s": run.t_stroke,
-        "mujoco_liftoff_com_velocity": run.liftoff_com_velocity,
-        "mujoco_body_apex_rise_m": run.body_apex_rise,
+        **verdict.as_metrics(), "requirement_m_s": need, "ode_takeoff_velocity": ode.takeoff_velocity,
+        "ode_stroke_time_s": ode.duration, "ode_stroke_height_m": ode.stroke_height,
+        "ode_ballistic_rise_m": ode.ballistic_rise, "thesis_apex_h1_plus_h2_m": ode.apex_height(RETRACTION_TIME),
+        "mujoco_takeoff_velocity": run.takeoff_velocity, "mujoco_stroke_time_s": run.t_stroke,
+        "mujoco_liftoff_com_velocity": run.liftoff_com_velocity, "mujoco_body_apex_rise_m": run.body_apex_rise,
         "mujoco_com_apex_rise_m": run.com_apex_rise,
         "mujoco_com_apex_ballistic_m": run.liftoff_com_velocity**2 / (2 * params.pendulum.g),
-        "mujoco_wheel_clearance_m": run.wheel_clearance,
-        "energy_J": e,
-        "legs_wheels_share_of_work": share,
-        "velocity_from_body_energy": explained,
-        "closure_max_m": run.closure_max,
+        "mujoco_wheel_clearance_m": run.wheel_clearance, "energy_J": e, "legs_wheels_share_of_work": share,
+        "velocity_from_body_energy": explained, "closure_max_m": run.closure_max,
     }
 
 
@@ -631,10 +549,7 @@ class ErrataResult:
 
 
 def errata_measurements(mjcf: str = "") -> ErrataResult:
-    """Measure every erratum of the biped thesis chapter in MuJoCo (no files) on the robot ``mjcf``.
-
-    The errata are listed in docs/derivations/errata.md.
-    """
+    """Measure every erratum (docs/derivations/errata.md) in MuJoCo (no files) on the robot ``mjcf``."""
     alpha = np.radians(STAND_DEG)
     ideal = build(legs="massless", rigid_alpha=alpha, mjcf=mjcf)
     params = biped_params(ideal)
@@ -709,11 +624,7 @@ def errata_table(rows: list[dict]) -> str:
 
 
 def judge_errata(result: ErrataResult) -> tuple[Verdict, dict]:
-    """Every printed form outside its tolerance and every corrected form within it.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Every printed form outside its tolerance and every corrected form within it."""
     rows = errata_rows(result)
     demonstrated = sum(r["verdict"] == _DEMONSTRATED for r in rows)
     verdict = Verdict(demonstrated == len(rows), f"{demonstrated}/{len(rows)} errata demonstrated")

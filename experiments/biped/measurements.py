@@ -30,22 +30,9 @@ from crossdyn.experiments.biped.model import (
 from crossdyn.experiments.core.errors import StateError
 from crossdyn.experiments.core.models import body_inertia
 
-__all__ = [
-    "solve_closure",
-    "five_bar_point",
-    "contact_forces",
-    "statics_point",
-    "pendulum_maps",
-    "reduced_linearization",
-    "discretize",
-    "composite_params",
-    "linearization_point",
-    "steering_instant",
-    "drive_and_turn",
-    "wheel_dynamics_instant",
-    "JumpRun",
-    "jump_run",
-]
+__all__ = ["solve_closure", "five_bar_point", "contact_forces", "statics_point", "pendulum_maps",
+           "reduced_linearization", "discretize", "composite_params", "linearization_point", "steering_instant",
+           "drive_and_turn", "wheel_dynamics_instant", "JumpRun", "jump_run"]
 
 
 # --- five-bar ----------------------------------------------------------------
@@ -55,12 +42,9 @@ def solve_closure(model: mujoco.MjModel, data: mujoco.MjData, alpha: float, knee
                   alpha_rear: float | None = None) -> float:
     """Close both loops with MuJoCo's own kinematics: hips at ``alpha``, knees by Gauss-Newton.
 
-    ``alpha_rear`` puts the rear hips at another angle (an asymmetric leg); default ``alpha``.
-
-    The residual is the distance between each rear shank tip and its axle
-    (the ``connect`` constraint's sites); the Jacobians come from ``mj_jacSite``.
-    ``knee_guess`` (rad) starts every knee with the knee outward, so the solution
-    is the leg's working branch and owes nothing to the height formula ``y(alpha)``.
+    ``alpha_rear`` puts the rear hips at another angle (an asymmetric leg).  The residual is
+    each rear shank tip's distance to its axle (``mj_jacSite`` Jacobians); ``knee_guess`` (rad)
+    starts every knee outward, so the solution is the working branch and owes nothing to ``y(alpha)``.
 
     Returns:
       The final closure residual, m.
@@ -100,26 +84,14 @@ def five_bar_point(rig: mujoco.MjModel, alpha: float, force: float, data: mujoco
                    knee_guess: float = 0.5) -> dict:
     """MuJoCo's leg height and static hip torques at ``alpha`` under a vertical leg force.
 
-    ``rig`` is the biped with its body welded to the world, no gravity and no
-    contacts (``build(fixed_body=True, gravity=False)``): link masses then play no
-    part in a static pose, which is the hand model's massless-leg assumption realised
-    exactly.  An upward force ``force`` (N) on each wheel (at the axle) stands for
-    the ground pushing the leg, so the leg pushes the body up with ``force``.
-
-    Two sets of hip torques are computed:
-
-    - ``tau``: rigid statics of MuJoCo's constrained pose.  Equilibrium of the
-      generalized forces, ``qfrc_ext + moment^T tau + J_c^T lambda = 0``, with the
-      external force as MuJoCo maps it (``qfrc_smooth`` at rest), the actuators'
-      moment arms and the loop-closure Jacobian ``J_c`` (``mj_jacSite`` of the
-      constraint's two sites), solved for the hip torques and closure forces.
-    - ``tau_soft``: the torques that hold every leg joint still in MuJoCo's
-      forward dynamics (least squares, affine in the controls).  MuJoCo's closure
-      is soft (impedance d <= 0.9999), so these differ from rigid statics by
-      ~1e-4: the softness, made visible.
-
-    ``knee_guess`` (rad) seeds the closure solve (pass the previous pose's knee
-    when sweeping the stroke, so the solve stays on the working branch).
+    ``rig`` is the biped welded to the world, without gravity or contacts
+    (``build(fixed_body=True, gravity=False)``): link masses play no part in a static pose,
+    the hand model's massless legs exactly.  An upward ``force`` (N) on each wheel stands for
+    the ground.  ``tau`` is the rigid statics of the constrained pose
+    (``qfrc_smooth + moment^T tau + J_c^T lambda = 0``, ``J_c`` the closure's Jacobian);
+    ``tau_soft`` holds every leg joint still in MuJoCo's forward dynamics, whose soft closure
+    makes it differ by ~1e-4.  ``knee_guess`` (rad) seeds the closure solve (the previous
+    pose's knee keeps a sweep on the working branch).
 
     Returns:
       dict: ``height`` (m, per side), ``tau`` and ``tau_soft`` (N m, per hip in

@@ -42,27 +42,9 @@ from crossdyn.experiments.core.errors import ModelError
 from crossdyn.experiments.core.models import body_inertia, check_size, model_path
 from crossdyn.experiments.core.registry import Param
 
-__all__ = [
-    "STANCE",
-    "MODEL",
-    "SIDES",
-    "HIPS",
-    "LEG_MASS_IDEAL",
-    "STAND_SINK",
-    "BipedParams",
-    "Ground",
-    "MJCF",
-    "robot_path",
-    "contract_problems",
-    "check_contract",
-    "build",
-    "biped_params",
-    "nominal_params",
-    "stand_pose",
-    "balance_pose",
-    "closure_error",
-    "composite_com",
-]
+__all__ = ["STANCE", "MODEL", "SIDES", "HIPS", "LEG_MASS_IDEAL", "STAND_SINK", "BipedParams", "Ground", "MJCF",
+           "robot_path", "contract_problems", "check_contract", "build", "biped_params", "nominal_params",
+           "stand_pose", "balance_pose", "closure_error", "composite_com"]
 
 MODEL = "wheel_legged_biped"
 STANCE = np.radians(215.0)  # mid-stroke pose of the single-pose checks and closed loops, rad (y = 0.313 m)
@@ -72,15 +54,12 @@ KNEES = tuple(f"{side}_{end}_knee" for side in SIDES for end in ("front", "rear"
 WHEELS = tuple(f"{side}_wheel" for side in SIDES)
 LINKS = tuple(f"{side}_{end}_{part}" for side in SIDES for end in ("front", "rear") for part in ("thigh", "shank"))
 
-# "Nearly massless" leg links: 1e-4 kg each, 8e-4 kg for all links, ~1e-4 of the
-# body.  Much lighter links make MuJoCo's soft constraints too soft (each is
-# regularized in proportion to the inverse inertia it sees): at 2e-7 kg the jointed
-# loop opened by centimetres; at 1e-4 kg static leg forces come out within 1e-4.
+# "Nearly massless" leg links, ~1e-4 of the body all told.  Much lighter links make MuJoCo's soft
+# constraints too soft (each is regularized in proportion to the inverse inertia it sees) and the loop opens.
 LEG_MASS_IDEAL = 1e-4  # kg
 
-# Standing poses sink the wheels 1 nm into the floor: a contact at exactly zero
-# distance may or may not be active (round-off decides), while 1 nm adds only
-# ~2.5e-4 m/s^2 of reference acceleration with the contacts' 2 ms solref.
+# Standing poses sink the wheels 1 nm into the floor: a contact at exactly zero distance may or may
+# not be active (round-off decides), while 1 nm adds a negligible push.
 STAND_SINK = 1e-9  # m
 
 
@@ -187,21 +166,8 @@ _AXIS_Y = np.array([0.0, 1.0, 0.0])
 
 
 def contract_problems(model: mujoco.MjModel) -> list[str]:
-    """Everything in ``model`` that breaks the biped's MJCF contract, one phrase each (empty: it complies).
-
-    The contract: a free joint ``root`` on body ``body``; per side (``left`` at +y,
-    ``right`` at -y) a five-bar of bodies ``SIDE_{front,rear}_{thigh,shank}`` with
-    hinges ``SIDE_{front,rear}_{hip,knee}`` (front about +y, rear about -y, hips
-    with ``ref`` 180 deg so the joint angle is alpha), a wheel body and hinge
-    ``SIDE_wheel`` about +y on the front shank with a sphere geom
-    ``SIDE_wheel_contact`` (its radius is the wheel's), sites ``SIDE_axle`` (front
-    shank tip) and ``SIDE_rear_foot`` (rear shank tip) tied by a ``connect``
-    equality ``SIDE_closure``; motors named as their joints on the four hips and
-    two wheels; sensors ``imu_quat`` (framequat), ``imu_gyro``, ``imu_accel`` on
-    site ``imu``, ``JOINT_pos``/``JOINT_vel`` on every hip and wheel; a plane geom
-    ``floor``.  At the reference pose every ``left_*`` body is at +y in the frame
-    of ``body``, every ``right_*`` body at -y.
-    """
+    """Everything in ``model`` that breaks the biped's MJCF contract (the table of
+    docs/guides/tuning-biped.md), one phrase each; empty: it complies."""
     problems: list[str] = []
 
     def get(kind: str, name: str):
@@ -254,11 +220,8 @@ def contract_problems(model: mujoco.MjModel) -> list[str]:
 
 
 def _side_problems(model: mujoco.MjModel) -> list[str]:
-    """Each side's bodies on its own side of the body frame at the reference pose: ``left_*`` at +y, ``right_*`` at -y.
-
-    A model with the names of the sides swapped has every other element right,
-    and would give negative track widths to the models built from it.
-    """
+    """Each side's bodies on its own side of the body frame at the reference pose (``left_*`` at +y): a model
+    with the sides' names swapped has every other element right, and negative track widths."""
     names = [name for name in (*LINKS, *WHEELS) if _has(model, mujoco.mjtObj.mjOBJ_BODY, name)]
     if not _has(model, mujoco.mjtObj.mjOBJ_BODY, "body"):
         return []
@@ -473,39 +436,18 @@ def biped_params(model: mujoco.MjModel) -> BipedParams:
             return 0.0
         return float(np.max(np.abs(act.ctrlrange)) * abs(act.gear[0]))
 
-    pendulum = PendulumParams(
-        M=float(body.mass[0]),
-        m=float(wheel.mass[0]),
-        r=float(contact.size[0]),
-        I=inertia_about(wheel.id, ey),
-        J_pitch=inertia_about(body.id, ey),
-        J_yaw=inertia_about(body.id, ez),
-        D=D,
-        g=float(-model.opt.gravity[2]),  # 0 on a gravity-free rig
-    )
-    return BipedParams(
-        pendulum=pendulum,
-        l1=l1,
-        l2=l2,
-        l3=l3,
-        thigh_mass=float(thigh),
-        shank_mass=float(shank),
-        J_roll=inertia_about(body.id, ex),
-        com_offset=(float(com[0]), float(com[2])),
-        hip_torque_limit=limit("left_front_hip"),
-        wheel_torque_limit=limit("left_wheel"),
-        timestep=float(model.opt.timestep),
-        wheel_yaw_inertia=inertia_about(wheel.id, ez),
-    )
+    pendulum = PendulumParams(M=float(body.mass[0]), m=float(wheel.mass[0]), r=float(contact.size[0]),
+                              I=inertia_about(wheel.id, ey), J_pitch=inertia_about(body.id, ey),
+                              J_yaw=inertia_about(body.id, ez), D=D, g=float(-model.opt.gravity[2]))
+    return BipedParams(pendulum=pendulum, l1=l1, l2=l2, l3=l3, thigh_mass=float(thigh), shank_mass=float(shank),
+                       J_roll=inertia_about(body.id, ex), com_offset=(float(com[0]), float(com[2])),
+                       hip_torque_limit=limit("left_front_hip"), wheel_torque_limit=limit("left_wheel"),
+                       timestep=float(model.opt.timestep), wheel_yaw_inertia=inertia_about(wheel.id, ez))
 
 
 def nominal_params(mjcf: str | os.PathLike = "") -> BipedParams:
-    """:func:`biped_params` of a robot as written (``""``: the built-in one; read once per file, then cached).
-
-    Defaults that are properties of the robot (the hip motors' peak torque, the
-    stance height) are read from here rather than typed again; the controllers'
-    gains are designed from it.
-    """
+    """:func:`biped_params` of a robot as written (``""``: the built-in one; read once per file, then cached):
+    the controllers' gains and the robot's defaults (hip torque, stance height) come from here."""
     path = robot_path(mjcf)
     return _nominal(path, path.stat().st_mtime)
 
@@ -548,11 +490,7 @@ def stand_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None =
 
 
 def _has_joint(model: mujoco.MjModel, name: str) -> bool:
-    try:
-        model.joint(name)
-    except KeyError:
-        return False
-    return True
+    return _has(model, mujoco.mjtObj.mjOBJ_JOINT, name)
 
 
 def composite_com(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
@@ -596,14 +534,8 @@ def balance_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None
 
 
 def _settle_height(model: mujoco.MjModel, data: mujoco.MjData, qpos: np.ndarray) -> float:
-    """Body height at which the soft wheel contacts hold the robot still vertically.
-
-    MuJoCo's contacts are soft: at zero penetration the contact pushes with
-    almost, not exactly, the weight, and a contact touched at exactly zero
-    distance is lost by any perturbation (finite differences included).  The
-    static penetration (nanometres with this model's solref/solimp) is found by
-    bisection on the vertical acceleration.
-    """
+    """Body height at which the soft wheel contacts hold the robot still vertically, by bisection on the
+    vertical acceleration (a contact touched at exactly zero distance is lost by any perturbation)."""
     z_touch = float(qpos[2])
     low, high = z_touch - 1e-5, z_touch  # 10 um: far beyond any static sink here
     for _ in range(60):

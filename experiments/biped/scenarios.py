@@ -6,16 +6,10 @@ Callable from a script or a notebook, without a results folder::
     trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
     metrics["settling_time_s"], trace.t, trace.true_pitch
 
-Every scenario runs ``crossdyn.controllers.biped.BipedController`` on the full
-five-bar robot in MuJoCo (:func:`~crossdyn.experiments.biped.closed_loop.simulate_scenario`)
-and measures the run; judging the metrics against an expectation and plotting the
-trace are done elsewhere (:mod:`crossdyn.experiments.biped.control`).
-
-The robot and the controller are described by a :class:`Setup`, whose fields every
-scenario takes as keyword arguments (``weights``, ``body_mass_scale``,
-``com_offset_x``, ``ground_truth``, ``mjcf``, ``imperfections``, ``seed``).  The
-gains are always designed on the nominal robot (the built-in one or the user's
-``mjcf``); the perturbations and imperfections change only the robot they drive.
+Every scenario runs ``crossdyn.controllers.biped.BipedController`` on the full five-bar
+robot in MuJoCo and measures the run (:mod:`crossdyn.experiments.biped.control` judges and
+plots).  Every scenario takes the fields of a :class:`Setup` as keyword arguments; the gains
+are designed on the nominal robot, the perturbations and imperfections change only the robot.
 """
 
 from __future__ import annotations
@@ -47,35 +41,12 @@ from crossdyn.experiments.biped.measurements import reduced_linearization
 from crossdyn.experiments.biped.model import STANCE, Ground, balance_pose, biped_params, build, nominal_params
 from crossdyn.experiments.core.errors import ParameterError
 
-__all__ = [
-    "CONTROL_PERIOD",
-    "ALPHA_NOMINAL",
-    "WEIGHTS",
-    "Setup",
-    "robot",
-    "controller_for",
-    "stance_height",
-    "settling_time",
-    "balanced",
-    "holding",
-    "push_recovered",
-    "common_metrics",
-    "estimator_error",
-    "imperfections_for",
-    "balance_scenario",
-    "push_scenario",
-    "balance_recovery",
-    "velocity_tracking",
-    "turn",
-    "height_change",
-    "roll_leveling",
-    "push_recovery",
-    "jump",
-    "robustness",
-    "lqr_cost",
-]
+__all__ = ["CONTROL_PERIOD", "ALPHA_NOMINAL", "WEIGHTS", "Setup", "robot", "controller_for", "stance_height",
+           "settling_time", "balanced", "holding", "push_recovered", "common_metrics", "estimator_error",
+           "imperfections_for", "balance_scenario", "push_scenario", "balance_recovery", "velocity_tracking", "turn",
+           "height_change", "roll_leveling", "push_recovery", "jump", "robustness", "lqr_cost"]
 
-CONTROL_PERIOD = 0.001  # s: 1 kHz; at 2 ms the leg-swing loop chatters (measured)
+CONTROL_PERIOD = 0.001  # s: 1 kHz; at 2 ms the leg-swing loop chatters
 ALPHA_NOMINAL = STANCE  # mid-stroke stance (experiments.biped.model.STANCE)
 PUSH_START = 0.5  # s: the push comes after the estimator has settled
 
@@ -361,12 +332,7 @@ def height_change(*, video: Path | None = None, **setup) -> tuple[ScenarioTrace,
     tol = 0.05 * (high - low)  # within 5 % of the stroke counts as arrived
     rise = settling_time(trace.t[trace.window(0, down)], np.abs(h[trace.window(0, down)] - high) <= tol, up)
     fall = settling_time(trace.t, np.abs(h - low) <= tol, down)
-    return trace, {
-        "extend_time_s": rise,
-        "retract_time_s": fall,
-        "stroke_m": high - low,
-        **common_metrics(trace),
-    }
+    return trace, {"extend_time_s": rise, "retract_time_s": fall, "stroke_m": high - low, **common_metrics(trace)}
 
 
 def roll_leveling(step_m: float = 0.04, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
@@ -471,10 +437,8 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
     # Ballistic body rise after take-off, measured and as the stroke ODE predicts it.
     t_off = phases.get("flight", trace.t[-1])
     body_rise = float(trace.body_z[trace.t >= t_off].max() - trace.body_z[trace.t >= t_off][0]) if takeoff else 0.0
-    # The torque the controller thrusts with: BipedController fills in the plan's None (the motors' limit).
     torque = ctrl.jump.thrust_torque if ctrl.jump is not None else None
-    if torque is None:
-        raise RuntimeError("the jump controller has no thrust torque: BipedController did not fill in its plan")
+    assert torque is not None  # BipedController fills in the plan's None (the motors' limit)
     stroke = extension_stroke(p.pendulum.M, torque, p.l1, p.l2, p.l3, plan.alpha_crouch, plan.alpha_takeoff)
     return trace, {
         "thrust_torque_N_m": torque,
@@ -594,12 +558,8 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
 
 
 def _ideal_cost(model, p, height, alpha, K, Q, R, theta0, duration):
-    """Run the rigid-leg robot under ``T = -K x`` from MuJoCo's state; return the realised cost.
-
-    The state is read from MuJoCo directly (axle travel, body pitch), the torque is
-    applied at every physics step, so the only differences from the LQR's own
-    prediction are the model's (leg links, contact softness, nonlinearity).
-    """
+    """Run the rigid-leg robot under ``T = -K x`` of MuJoCo's state at every physics step: ``(cost, states,
+    torques)``; only the model differs from the LQR's prediction (leg links, contact softness, nonlinearity)."""
     data = mujoco.MjData(model)
     qpos, _ = balance_pose(model, alpha, p)
     qpos[0:3] = [height * np.sin(theta0), 0.0, p.pendulum.r + height * np.cos(theta0)]
