@@ -69,8 +69,6 @@ def _deg(values):
 
 
 # --------------------------------------------------------------------------- five-bar
-
-
 @dataclass(frozen=True)
 class FiveBarResult:
     """The five-bar leg across the stroke: MuJoCo's closed geometry and statics vs the hand formulas.
@@ -175,8 +173,6 @@ def five_bar_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- linearization
-
-
 @dataclass(frozen=True)
 class LinearizationResult:
     """``mjd_transitionFD`` of the balancing robot vs the linearized wheeled pendulum at several leg angles.
@@ -284,8 +280,6 @@ def linearization_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- steering
-
-
 @dataclass(frozen=True)
 class SteeringResult:
     """Yaw acceleration for a differential wheel torque, MuJoCo vs the steering model, at mid-stroke.
@@ -361,8 +355,6 @@ def steering_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- statics
-
-
 @dataclass(frozen=True)
 class StaticsResult:
     """Wheel normal forces under commanded (F_y, T_x): the support statics corrected and as printed vs MuJoCo.
@@ -432,8 +424,6 @@ def statics_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- jump stroke
-
-
 @dataclass(frozen=True)
 class JumpStrokeResult:
     """The constant-torque extension stroke: the extension-phase ODE and the full five-bar robot in MuJoCo.
@@ -524,8 +514,6 @@ def jump_stroke_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- errata
-
-
 @dataclass(frozen=True)
 class ErrataResult:
     """What MuJoCo and the printed and corrected forms give for each erratum of the biped thesis chapter, at mid-stroke.

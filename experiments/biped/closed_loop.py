@@ -164,35 +164,22 @@ def simulate_scenario(model: mujoco.MjModel, sc: Scenario,
                       controller: BipedController | Callable[[float, Estimate, Reference], Command] | None = None,
                       video: Path | None = None, fps: int = 30, imperfections: Sequence[Imperfection] = (),
                       seed: int = 0, compiled: bool = True) -> ScenarioTrace:
-    """Run a scenario in closed loop and return its trace.
-
-    This is crossdyn's one closed loop (:func:`crossdyn.experiments.core.loop.simulate`)
-    with the biped's controller plugged in: every control period the robot's own
-    sensors (after the ``imperfections``) feed the state estimator, ``controller``
-    turns the estimate and the scenario's reference into wheel and hip torques,
-    and the loop ends early when the robot falls (pitch past :data:`FALL_PITCH`) or
-    the simulation diverges.
-
-    ``controller`` is a :class:`~crossdyn.controllers.biped.BipedController` (by
-    default one designed for ``model``) or any function ``(t, est, ref) -> Command``
-    (a user's own; see docs/guides/python.md, "Your own controller on the biped").  With the
-    built-in controller (a ``BipedController`` itself) the estimator and controller
-    run as one compiled step (:mod:`crossdyn.controllers.compiled`, Numba;
-    bit-identical to the classes); a user's function gets the compiled estimate.
-    ``compiled=False``, ``ground_truth`` or a missing Numba run the readable
-    classes instead.
+    """Run a scenario in crossdyn's closed loop (:func:`crossdyn.experiments.core.loop.simulate`) and return
+    its trace; the loop ends early when the robot falls (pitch past :data:`FALL_PITCH`) or diverges.
 
     Args:
       model: the robot (meeting the biped's contract).
       sc: the scenario (initial pose, reference, push, control period, jump).
-      controller: see above.
+      controller: a :class:`~crossdyn.controllers.biped.BipedController` (default: one designed for
+        ``model``) or any function ``(t, est, ref) -> Command`` (docs/guides/python.md).  The built-in
+        controller runs with the estimator as one compiled step (Numba, bit-identical to the classes);
+        a user's function gets the compiled estimate.
       video: write an MP4 from the tracking camera here.
       fps: video frames per simulated second.
       imperfections: generic imperfections on the robot's sensors and actuators
-        (:meth:`~crossdyn.experiments.biped.imperfections.Imperfections.generic` makes
-        the biped's).
+        (:meth:`~crossdyn.experiments.biped.imperfections.Imperfections.generic` makes the biped's).
       seed: seed of the imperfections' random draws.
-      compiled: allow the compiled step.
+      compiled: allow the compiled step (``ground_truth`` or a missing Numba run the classes).
 
     Raises:
       CrossdynError: the model lacks the biped's sensors or actuators, or the
@@ -226,13 +213,9 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
                   imperfections: Sequence[Imperfection] | Sequence[Sequence[Imperfection]] = (),
                   seeds: int | Sequence[int] = 0, nthread: int = 1,
                   controllers: Sequence[BipedController] | None = None) -> list[ScenarioTrace]:
-    """Scenarios run together on MuJoCo's batch, each with the built-in controller: :func:`simulate_scenario`'s
-    traces.
-
-    Each scenario gets the controller :func:`simulate_scenario` designs for it (or its own of
-    ``controllers``, e.g. other gains), run as its compiled step one per simulation
-    (:func:`~crossdyn.experiments.core.batch.simulate_batch`, whose traces are the loop's
-    bit for bit), so ``simulate_many(model, [sc])[0]`` is ``simulate_scenario(model, sc)``.
+    """Scenarios run together on MuJoCo's batch (:func:`~crossdyn.experiments.core.batch.simulate_batch`),
+    each with the built-in controller as its compiled step: ``simulate_many(model, [sc])[0]`` is
+    ``simulate_scenario(model, sc)`` bit for bit.
 
     Args:
       model: the robot (meeting the biped's contract).
@@ -306,10 +289,8 @@ _SITES = ("left_axle", "right_axle", "left_rear_foot", "right_rear_foot")
 
 def _state(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, extra: dict) -> dict[str, np.ndarray]:
     """The recorded rows as the truth's raw columns: root quaternion (N, 4), body rate (N, 3), the four
-    sites (N, 4, 3), the axles' mean linear velocity (N, 3), body and wheel heights (N, 3).
-
-    The axles' velocities are ``mj_objectVelocity``'s transform of ``cvel`` to the site,
-    ``v - (p_site - p_com) x w`` (bit for bit the same)."""
+    sites (N, 4, 3), the axles' mean velocity (N, 3, ``mj_objectVelocity``'s transform of ``cvel``), body
+    and wheel heights (N, 3)."""
     root = model.joint("root")
     q, v = int(root.qposadr[0]), int(root.dofadr[0])
     n = qpos.shape[0]
@@ -461,11 +442,8 @@ def _biped_trace(model: mujoco.MjModel, p: BipedParams, trace, plug, controller)
 
 
 def _compiled_estimator(p: BipedParams, sensors: _Sensors) -> tuple | None:
-    """The compiled estimator for a user's controller function, or None without Numba.
-
-    Returns ``(estimate, as_estimate, index, params, state, buffer)``
-    (:func:`crossdyn.controllers.compiled.estimate`'s arguments and its converter to an ``Estimate``).
-    """
+    """The compiled estimator for a user's controller function, ``(estimate, as_estimate, index, params,
+    state, buffer)``, or None without Numba."""
     try:
         from crossdyn.controllers import compiled
     except ImportError:
@@ -491,12 +469,8 @@ def _columns(rows: list[tuple], layout: tuple) -> dict[str, np.ndarray]:
 
 
 def _truth(raw: dict) -> dict:
-    """MuJoCo's state as the controller's quantities, for a whole run at once.
-
-    ``true_x`` is the axle midpoint's travel from its start, projected on the
-    current heading; ``true_xd`` its velocity along the heading; ``closure`` the
-    larger loop-closure gap of the two legs (rear shank tip to axle), m.
-    """
+    """MuJoCo's state as the controller's quantities, for a whole run: ``true_x`` the axle midpoint's travel
+    along the current heading, ``true_xd`` its velocity, ``closure`` the larger loop-closure gap, m."""
     if raw["t"].size == 0:
         empty = np.zeros(0)
         return {k: empty for k in ("true_x", "true_xd", "true_pitch", "true_pitch_rate", "true_roll", "true_yaw",
@@ -518,10 +492,8 @@ def _truth(raw: dict) -> dict:
 
 
 def _true_estimate(est: Estimate, now: dict, first: dict) -> Estimate:
-    """``est`` with its pose, rates and travel replaced by MuJoCo's (``--set ground_truth=true``).
-
-    ``now`` and ``first``: this step's and the first step's raw state (:func:`_state`'s columns, one row).
-    """
+    """``est`` with pose, rates and travel replaced by MuJoCo's, from this step's and the first step's
+    raw state (:func:`_state`'s columns, one row)."""
     quat, omega, sites, sites0 = now["quat"], now["omega"], now["sites"], first["sites"]
     axle_vel = now["axle_vel"]
     roll, pitch_, yaw = (float(a) for a in euler_zyx(quat))

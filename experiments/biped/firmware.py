@@ -1,25 +1,13 @@
 """The biped's firmware in the loop: the C balance and leg controllers against the Python ones.
 
-``controllers/firmware/biped.c`` is the biped's controller as a microcontroller
-carries it (single precision, the LQR gain table over leg length, the virtual-model
-leg forces through the five-bar's Jacobian, fixed-size arrays, static state).
-:func:`firmware` compiles it (float, or double with ``precision="double"``) as a
-:class:`~crossdyn.experiments.core.c_controller.CController` and flashes its parameter
-block from a designed :class:`~crossdyn.controllers.biped.BipedController`: geometry,
-gain table, gains, limits, sensor and motor channels, all read from the model and the
-design (no number typed twice).
-
-The ``biped-firmware`` experiment runs the biped's balance-recovery, push and turn
-scenarios three times each in the same closed loop, from the same state: the Python
-controller (the compiled estimator and controller of :mod:`crossdyn.controllers.compiled`),
-the firmware built in double and the firmware built in float.  It reports how far each
-firmware's pitch, yaw and wheel torques are from Python's, and the difference float makes
-(float against double firmware).  The firmware's gain table is interpolated linearly
-where Python evaluates a cubic fit: that is the double build's whole difference, about
-1e-3 deg of pitch.  Float's arithmetic adds about 1e-6 deg; float's clock adds more: the
-loop's time just below 0.5 s (0.49999999999997 s, summed steps) reads as 0.5 in float,
-so the float build starts the turn one control period early and its yaw runs up to about
-0.2 deg from Python's while the turn lasts, meeting it again at the end.
+``controllers/firmware/biped.c`` is the biped's controller as a microcontroller carries it
+(single precision, the LQR gain table over leg length, fixed-size arrays, static state).
+:func:`firmware` compiles it as a :class:`~crossdyn.experiments.core.c_controller.CController`
+and :func:`flash` writes its parameter block from the model and a designed
+:class:`~crossdyn.controllers.biped.BipedController` (no number typed twice).  The
+``biped-firmware`` experiment runs balance-recovery, push and turn with the Python
+controller and the firmware built in double and in float, from the same state, and reports
+how far each is from Python's (docs/guides/c-controllers.md explains the differences).
 """
 
 from __future__ import annotations
@@ -50,10 +38,8 @@ __all__ = ["SOURCE", "firmware", "flash", "run_in_loop", "compare", "turn_scenar
 SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "firmware" / "biped.c"
 FLOAT_SIGNATURE = "int biped_step(float t, const float *sensors, float *command);"
 DOUBLE_SIGNATURE = "int biped_step(double t, const double *sensors, double *command);"
-# The firmware's pitch may leave Python's by this much, deg: the linear gain table against Python's cubic fit
-# moves the pitch by ~1e-3 deg (9e-4 measured after a tilt, 2e-3 after a push), float's rounding by 1e-6 deg;
-# 0.05 leaves a factor 25, and a sign or channel slip drops the robot (tens of degrees).  The same bound holds
-# the yaw at the end of the turn (3e-3 deg apart after 2 s, 4e-6 after 4 s: the clock's step has died out).
+# The firmware's pitch (and the yaw at the end of the turn) may leave Python's by this much, deg: the linear
+# gain table against Python's cubic fit moves the pitch by ~1e-3 deg, while a sign or channel slip drops the robot.
 PITCH_TOL_DEG = 0.05
 
 

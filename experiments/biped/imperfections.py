@@ -1,30 +1,15 @@
 """The biped's imperfections: its sensors, motors and ground as a real robot has them.
 
-MuJoCo's sensors are exact (the MJCF ``noise`` attribute is only metadata), its
-motors deliver the commanded torque at once at any speed, and the floor is flat.
-:class:`Imperfections` lists the biped's departures from that ideal, one ``--set``
-parameter each, in physical units (noise densities, encoder counts, motor speeds).
-:meth:`Imperfections.generic` turns the sensing and actuation ones into crossdyn's
-generic imperfections (:mod:`crossdyn.experiments.core.imperfections`) on the
-robot's own sensors and motors, which the closed loop applies every control period:
-
-- IMU noise: white noise of density ``N`` (units/sqrt(Hz)) sampled every ``dt``
-  has standard deviation ``N / sqrt(dt)`` (the continuous-to-discrete rule of the
-  Kalibr IMU noise model) -> :class:`SensorNoise` on ``imu_gyro`` and
-  ``imu_accel``; their bias, a constant per axis drawn once per run from
-  ``N(0, sigma_b^2)`` -> ``SensorNoise(bias_std=...)``.
-- IMU orientation: with any IMU imperfection the ``imu_quat`` reading is what a
-  Mahony filter (gain :data:`ATTITUDE_GAIN`) makes of the noisy gyro and
-  accelerometer -> :class:`AttitudeFilter`.
-- Encoders: hip and wheel positions quantized to ``2 pi / counts`` rad
-  -> :class:`Quantization`; velocities (the motor driver's observer) pass unchanged.
-- Control delay -> :class:`Delay`; motor torque lag -> :class:`ActuatorLag` on
-  every motor; torque-speed limit (stall torque = the motor's limit, no-load
-  speed ``w0``) -> :class:`TorqueSpeedLimit`.
-
-The floor (friction, slope, a bump) and a payload are edits of the model instead
-(:meth:`Imperfections.ground`, :meth:`Imperfections.payload`, passed to
-:func:`~crossdyn.experiments.biped.model.build`).
+MuJoCo's sensors are exact, its motors deliver the commanded torque at once at any speed,
+and the floor is flat.  :class:`Imperfections` lists the biped's departures from that ideal,
+one ``--set`` parameter each, in physical units (docs/guides/imperfections.md).
+:meth:`Imperfections.generic` turns the sensing and actuation ones into crossdyn's generic
+imperfections on the robot's own sensors and motors: IMU noise of density ``N`` sampled
+every ``dt`` has standard deviation ``N / sqrt(dt)`` (the continuous-to-discrete rule of the
+Kalibr IMU noise model), with any IMU imperfection the orientation comes from a Mahony filter,
+encoders quantize positions (velocities, the driver's observer, pass unchanged).  The floor
+and a payload are edits of the model instead (:meth:`Imperfections.ground`,
+:meth:`Imperfections.payload`).
 """
 
 from __future__ import annotations
@@ -49,11 +34,8 @@ from crossdyn.experiments.core.registry import Param
 
 __all__ = ["Imperfections", "REALISTIC", "PARAMS", "ATTITUDE_GAIN"]
 
-# Mahony filter gain, rad/s: the accelerometer corrects the gyro's attitude with a
-# 10 s time constant.  The robot's own accelerations (2 m/s^2 when it sets off at
-# 1 m/s) read as a tilt of ~10 deg: at 0.5 rad/s that left a 3 deg pitch error and
-# a 4 % speed error at cruise (measured), at 0.1 rad/s 0.8 deg and 0.6 %.  The price
-# is a gyro bias b leaving b / k: 1 deg for the preset's 0.1 deg/s.
+# Mahony filter gain, rad/s (a 10 s time constant): slow enough that the robot's own accelerations
+# barely read as tilt; the price is a gyro bias b leaving b / k, 1 deg for the preset's 0.1 deg/s.
 ATTITUDE_GAIN = 0.1
 
 

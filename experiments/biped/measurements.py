@@ -36,8 +36,6 @@ __all__ = ["solve_closure", "five_bar_point", "contact_forces", "statics_point",
 
 
 # --- five-bar ----------------------------------------------------------------
-
-
 def solve_closure(model: mujoco.MjModel, data: mujoco.MjData, alpha: float, knee_guess: float = 0.5,
                   alpha_rear: float | None = None) -> float:
     """Close both loops with MuJoCo's own kinematics: hips at ``alpha``, knees by Gauss-Newton.
@@ -146,8 +144,6 @@ def five_bar_point(rig: mujoco.MjModel, alpha: float, force: float, data: mujoco
 
 
 # --- statics -----------------------------------------------------------------
-
-
 def contact_forces(model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, float]:
     """Normal contact force on each wheel (N), summed over its contacts."""
     out = {side: 0.0 for side in SIDES}
@@ -192,8 +188,6 @@ def statics_point(model: mujoco.MjModel, params: BipedParams, alpha: float, F_y:
 
 
 # --- linearization -----------------------------------------------------------
-
-
 def pendulum_maps(model: mujoco.MjModel, l_hip: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The wheeled pendulum's ``[x, xd, theta, thd]`` and ``T = T_L + T_R`` on the robot's full state.
 
@@ -336,8 +330,6 @@ def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0
 
 
 # --- steering and wheel dynamics ---------------------------------------------
-
-
 def steering_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, dT: float) -> dict:
     """Yaw acceleration at rest for ``T_L = dT``, ``T_R = -dT`` (N m): MuJoCo vs the steering model.
 
@@ -453,8 +445,6 @@ def wheel_dynamics_instant(model: mujoco.MjModel, params: BipedParams, alpha: fl
 
 
 # --- jump --------------------------------------------------------------------
-
-
 @dataclass
 class JumpRun:
     """A full-torque jump in MuJoCo and what it is compared with.

@@ -162,8 +162,6 @@ def _run(sc: Scenario, setup: Setup, model=None, ctrl=None, video: Path | None =
 
 
 # --------------------------------------------------------------------------- measures of a trace
-
-
 def settling_time(t: np.ndarray, ok: np.ndarray, start: float = 0.0) -> float:
     """Time from ``start`` after which ``ok`` holds to the end of the run (inf if never), s."""
     after = t >= start
@@ -225,8 +223,6 @@ def estimator_error(trace: ScenarioTrace) -> dict:
 
 
 # --------------------------------------------------------------------------- scenarios
-
-
 def balance_scenario(initial_tilt_deg: float, duration: float = 4.0, mjcf: str = "") -> Scenario:
     """The balance-recovery run: mid-stroke stance tilted forward by ``initial_tilt_deg``, height held."""
     height = stance_height(ALPHA_NOMINAL, mjcf)

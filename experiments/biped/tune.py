@@ -151,9 +151,7 @@ def _fmt(value) -> str:
     return str(value)
 
 
-# ---------------------------------------------------------------------------------
-# Parsing the command line's NAME=... arguments.
-
+# --------------------------------------------------------------------------- parsing NAME=VALUES arguments
 def _check_weight(name: str, value: float) -> float:
     if name not in WEIGHTS:
         raise ParameterError(f"unknown LQR weight {name!r}; the weights are {', '.join(WEIGHTS)}")
@@ -185,9 +183,7 @@ def parse_range(items: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
     return space.parse_bounds(items, _check_weight)
 
 
-# ---------------------------------------------------------------------------------
-# Planning.
-
+# --------------------------------------------------------------------------- planning
 def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None = None, seed: int = 0,
                ranges: dict[str, tuple[float, float]] | None = None, duration: float = 4.0,
                initial_tilt_deg: float = 10.0, push_check: float = 0.0, mjcf: str = "") -> list[Sample]:
@@ -248,9 +244,7 @@ def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], dur
             for i, cell in enumerate(space.product(axes, "the map", "cells"))]
 
 
-# ---------------------------------------------------------------------------------
-# One sample.
-
+# --------------------------------------------------------------------------- one sample
 def _score(trace, start: float) -> dict:
     """Metrics of one balance trace (see the module docstring)."""
     if trace.t.size == 0:  # diverged before the first control step
@@ -450,9 +444,7 @@ def _failed(row: dict) -> bool:
 _PRELOAD = ("crossdyn.experiments.biped.tune",)  # what a fork server imports before forking workers
 
 
-# ---------------------------------------------------------------------------------
-# Choosing and showing.
-
+# --------------------------------------------------------------------------- choosing and showing
 def best_sample(rows: list[dict]) -> dict | None:
     """The fastest-settling ``ok`` sample using no more effort than the defaults (sample 0), else the
     fastest-settling ``ok`` one; None if none is ``ok``.  Ties go to the lower effort."""
