@@ -209,8 +209,6 @@ def ladder_table(result: LinearizationResult) -> dict:
     def column(variant, candidate):
         return [r["errors"][candidate]["max_rel"] for r in result.rows[variant]]
 
-    # The candidates' keys are metrics that saved baselines compare, so they keep the source's
-    # equation number for the linearized wheeled pendulum.
     return {
         "alpha_deg": np.degrees(result.alpha),
         "l_m": [r["l"] for r in result.rows["ideal"]],

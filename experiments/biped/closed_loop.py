@@ -26,8 +26,8 @@ from crossdyn.controllers.biped import BipedController, Command, Reference, desi
 from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
 from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params
-from crossdyn.experiments.core.errors import CrossdynError
-from crossdyn.experiments.core.imperfections import Imperfection
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.imperfections import Imperfection, Push
 
 __all__ = ["Scenario", "ScenarioTrace", "simulate_scenario", "simulate_many", "make_controller", "geometry",
            "initial_state", "FALL_PITCH"]
@@ -186,20 +186,15 @@ def simulate_scenario(model: mujoco.MjModel, sc: Scenario,
         control period is not a multiple of the time step.
       ControllerError: a user's controller function raised.
     """
-    from crossdyn.experiments.core.errors import ParameterError
-    from crossdyn.experiments.core.imperfections import Push
     from crossdyn.experiments.core.loop import simulate as run_loop
 
     p = biped_params(model)
     controller = controller or make_controller(p, sc.control_period, jump=sc.jump)
-    sensors = _Sensors(model)
-    actuators = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
     n = int(round(sc.duration / sc.control_period))
-    plug = _plug(controller, p, sc, sensors, actuators, n, compiled)
-    pushes = [] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])]
+    plug = _plug(controller, p, sc, _Sensors(model), _actuators(model), n, compiled)
     try:
         trace = run_loop(model, plug, n * sc.control_period, qpos=initial_state(model, p, sc),
-                         control_dt=sc.control_period, imperfections=[*imperfections, *pushes], seed=seed,
+                         control_dt=sc.control_period, imperfections=[*imperfections, *_pushes(sc)], seed=seed,
                          stop=_Fall(model), record=_RECORD, video=video, camera="track", fps=fps)
     except ParameterError as exc:
         if "not a multiple" in str(exc):
@@ -229,28 +224,35 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
       CrossdynError: the scenarios differ in duration or control period; as :func:`simulate_scenario`.
     """
     from crossdyn.experiments.core.batch import simulate_batch
-    from crossdyn.experiments.core.imperfections import Push
 
     if len({(sc.duration, sc.control_period) for sc in scenarios}) > 1:
         raise CrossdynError("simulate_many runs scenarios of one duration and one control period together")
     p = biped_params(model)
-    sensors = _Sensors(model)
-    actuators = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
+    sensors, motors = _Sensors(model), _actuators(model)
     period = scenarios[0].control_period
     n = int(round(scenarios[0].duration / period))
     if controllers is None:
         controllers = [make_controller(p, sc.control_period, jump=sc.jump) for sc in scenarios]
-    plugs = [_plug(c, p, sc, sensors, actuators, n, True) for c, sc in zip(controllers, scenarios, strict=True)]
+    plugs = [_plug(c, p, sc, sensors, motors, n, True) for c, sc in zip(controllers, scenarios, strict=True)]
     per_run = bool(imperfections) and all(isinstance(i, Sequence) for i in imperfections)
     lists: list[list] = [list(i) for i in imperfections if isinstance(i, Sequence)] if per_run \
         else [list(imperfections)] * len(scenarios)
-    mixes = [imps + ([] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])])
-             for imps, sc in zip(lists, scenarios, strict=True)]
+    mixes = [imps + _pushes(sc) for imps, sc in zip(lists, scenarios, strict=True)]
     starts = np.array([initial_state(model, p, sc) for sc in scenarios])
     traces = simulate_batch(model, plugs, n * period, qpos=starts, control_dt=period, imperfections=mixes,
                             seeds=seeds, stop=_Fall(model), record=_RECORD, nthread=nthread)
     return [_biped_trace(model, p, trace, plug, controller)
             for trace, plug, controller in zip(traces, plugs, controllers, strict=True)]
+
+
+def _actuators(model: mujoco.MjModel) -> list[int]:
+    """The biped's motors in the controller's command order: left and right wheel, then :data:`HIPS`."""
+    return [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
+
+
+def _pushes(sc: Scenario) -> list[Push]:
+    """The scenario's push on the body, as the loop's imperfection (none: empty)."""
+    return [] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])]
 
 
 class _Fall:

@@ -20,10 +20,9 @@ from crossdyn import renamed
 from crossdyn.analytic.biped import five_bar
 from crossdyn.controllers.biped import BipedController, Reference
 from crossdyn.experiments.biped import closed_loop, scenarios
-from crossdyn.experiments.biped.model import HIPS, biped_params
+from crossdyn.experiments.biped.model import biped_params
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.c_controller import CController
-from crossdyn.experiments.core.imperfections import Push
 from crossdyn.experiments.core.loop import Trace
 from crossdyn.experiments.core.loop import simulate as run_loop
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
@@ -66,12 +65,10 @@ def flash(c: CController, model, controller: BipedController, height: float, *, 
       height: leg height held, m.
       velocity, yaw: speed (m/s) and heading (rad) asked from ``start`` to ``stop`` (s); zero outside.
     """
-    sensors = closed_loop._Sensors(model)
-    motors = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
     g, pend, geo = controller.gains, controller.params, controller.geometry
     sched = g.schedule
     c.params.update({
-        "sensor_channel": list(sensors.indices), "motor_channel": motors,
+        "sensor_channel": list(closed_loop._Sensors(model).indices), "motor_channel": closed_loop._actuators(model),
         "l1": geo.l1, "l2": geo.l2, "l3": geo.l3, "wheel_radius": geo.r,
         "alpha_low": five_bar.REACHABLE[0], "alpha_high": five_bar.REACHABLE[1],
         "table_length": sched.lengths, "table_gain": sched.gains.reshape(len(sched.lengths), -1),
@@ -89,12 +86,10 @@ def run_in_loop(model, sc: closed_loop.Scenario, controller) -> Trace:
     p = biped_params(model)
     n = int(round(sc.duration / sc.control_period))
     if isinstance(controller, BipedController):
-        sensors = closed_loop._Sensors(model)
-        motors = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
-        controller = closed_loop._plug(controller, p, sc, sensors, motors, n, True)
-    pushes = [] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])]
+        controller = closed_loop._plug(controller, p, sc, closed_loop._Sensors(model), closed_loop._actuators(model),
+                                       n, True)
     return run_loop(model, controller, n * sc.control_period, qpos=closed_loop.initial_state(model, p, sc),
-                    control_dt=sc.control_period, imperfections=pushes, stop=closed_loop._Fall(model))
+                    control_dt=sc.control_period, imperfections=closed_loop._pushes(sc), stop=closed_loop._Fall(model))
 
 
 def _pitch_deg(model, trace: Trace) -> np.ndarray:

@@ -41,23 +41,8 @@ ATTITUDE_GAIN = 0.1
 
 @dataclass(frozen=True)
 class Imperfections:
-    """Departures from the ideal robot (all zero: the ideal robot).
-
-    Attributes:
-      gyro_noise: gyro noise density, rad/s/sqrt(Hz).
-      gyro_bias: gyro bias, 1-sigma per axis, rad/s.
-      accel_noise: accelerometer noise density, m/s^2/sqrt(Hz).
-      accel_bias: accelerometer bias, 1-sigma per axis, m/s^2.
-      encoder_counts: hip and wheel encoder counts per revolution (0: exact).
-      delay: control delay, control periods.
-      wheel_no_load_speed, hip_no_load_speed: motor no-load speed at the joint,
-        rad/s (0: no torque-speed limit).
-      torque_lag: motor torque time constant, s.
-      friction: ground (and wheel) friction coefficient (0: the model's own).
-      slope_deg: ground slope, deg, rising ahead.
-      bump_m: height of a bump across the path 1 m ahead, m.
-      payload_kg: mass added at the body's centre (hip line), kg.
-    """
+    """Departures from the ideal robot (all zero: the ideal robot); each field, its unit and its range
+    are the ``--set`` parameter of the same name in :data:`PARAMS`."""
 
     gyro_noise: float = 0.0
     gyro_bias: float = 0.0

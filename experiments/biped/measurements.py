@@ -160,15 +160,12 @@ def contact_forces(model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, floa
 
 def statics_point(model: mujoco.MjModel, params: BipedParams, alpha: float, F_y: float, T_x: float,
                   printed: bool = False) -> dict:
-    """Command (F_y, T_x) through the support statics and the virtual work; read the wheel contact forces from MuJoCo.
-
-    ``model`` is the jointed biped with nearly massless legs (``legs="massless"``),
-    standing at rest at ``alpha``.  The predicted normal force on a wheel is the
-    leg force ``P`` plus the wheel's weight.
+    """Command (F_y, T_x) through the support statics and the virtual work on ``model`` (jointed, massless
+    legs) standing at ``alpha``; read the wheel contact forces from MuJoCo.
 
     Returns:
-      dict: ``predicted`` and ``measured`` (N, left and right), ``rel_error``
-      (largest |measured - predicted| / |predicted|), ``body_force`` (M zdd, N).
+      dict: ``predicted`` (leg force plus wheel weight) and ``measured`` (N, left and right),
+      ``rel_error`` (largest relative difference), ``body_force`` (M zdd, N), ``closure`` (m).
     """
     p = params.pendulum
     P_L, P_R = wp.leg_forces(p, F_y, T_x, printed=printed)
@@ -191,12 +188,9 @@ def statics_point(model: mujoco.MjModel, params: BipedParams, alpha: float, F_y:
 def pendulum_maps(model: mujoco.MjModel, l_hip: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The wheeled pendulum's ``[x, xd, theta, thd]`` and ``T = T_L + T_R`` on the robot's full state.
 
-    A reduced state is lifted to a full perturbation that respects rolling without
-    slip and the rigid legs (``x``: the robot translates and the wheels turn by
-    ``x / r``; ``theta``: the robot pitches about the axle, the body origin moves
-    ``l_hip theta`` forward and the wheels turn back by ``theta`` relative to the
-    legs); it is read back as the axle's ``x`` and the body's pitch.  Needs a
-    rigid-leg model (no hip joints) with the free joint first.
+    A reduced state lifts to a full perturbation that rolls without slip on rigid legs (``x``: the wheels
+    turn by ``x / r``; ``theta``: the robot pitches about the axle, the wheels turn back by ``theta``); it
+    is read back as the axle's ``x`` and the body's pitch.  Needs a rigid-leg model, free joint first.
 
     Returns:
       ``lift (2 nv, 4)``, ``read (4, 2 nv)`` (``read lift = I``) and ``split (nu, 1)``
@@ -224,14 +218,8 @@ def pendulum_maps(model: mujoco.MjModel, l_hip: float) -> tuple[np.ndarray, np.n
 
 def reduced_linearization(model: mujoco.MjModel, data: mujoco.MjData, l_hip: float,
                           eps: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
-    """MuJoCo's one-step linearization reduced to ``[x, xd, theta, thd]`` and ``T = T_L + T_R``.
-
-    ``mjd_transitionFD`` gives the full ``(2 nv)`` transition, reduced through
-    :func:`pendulum_maps`.  Needs a rigid-leg model (no hip joints) with the free joint first.
-
-    Returns:
-      ``(A, B)``: (4, 4) and (4, 1), discrete time over one ``model.opt.timestep``.
-    """
+    """``mjd_transitionFD`` reduced to ``[x, xd, theta, thd]`` and ``T = T_L + T_R`` (:func:`pendulum_maps`):
+    ``(A, B)``, (4, 4) and (4, 1), discrete over one ``model.opt.timestep``."""
     nv = model.nv
     A = np.zeros((2 * nv, 2 * nv))
     B = np.zeros((2 * nv, model.nu))
@@ -258,12 +246,8 @@ def discretize(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.
 
 def composite_params(model: mujoco.MjModel, data: mujoco.MjData,
                      params: BipedParams) -> tuple[wp.PendulumParams, float]:
-    """Lump the body and the (rigid) leg links into one pendulum body, read from MuJoCo.
-
-    Returns:
-      ``(pendulum, l)``: parameters with M, J_pitch, J_yaw of the lump (about its
-      own CoM), and the lump's CoM height above the axle, m.
-    """
+    """Lump the body and the rigid leg links into one pendulum body, read from MuJoCo: ``(pendulum, l)``,
+    the lump's M, J_pitch, J_yaw (about its CoM) and its CoM height above the axle, m."""
     ids = [i for i in range(1, model.nbody) if "wheel" not in model.body(i).name]
     mass = model.body_mass[ids]
     com = (mass[:, None] * data.xipos[ids]).sum(0) / mass.sum()
@@ -286,24 +270,19 @@ def _relative_entry_errors(candidate: tuple, truth: tuple) -> dict:
     scale = np.abs(t).max()
     nonzero = np.abs(t) > 1e-6 * scale  # MuJoCo's soft contact adds ~1e-7-relative entries
     rel = np.where(nonzero, np.abs(c - t) / np.where(nonzero, np.abs(t), 1.0), 0.0)
-    return {
-        "max_rel": float(rel.max()),
-        "rel": rel,
-        "max_abs_on_zero": float(np.abs(c - t)[~nonzero].max() / scale) if (~nonzero).any() else 0.0,
-    }
+    return {"max_rel": float(rel.max()), "rel": rel,
+            "max_abs_on_zero": float(np.abs(c - t)[~nonzero].max() / scale) if (~nonzero).any() else 0.0}
 
 
 def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0.0), mjcf: str = "") -> dict:
     """One leg pose: MuJoCo's reduced (A, B) vs the analytic models that could explain it.
 
-    Candidates: ``analytic`` (the linearized wheeled pendulum with the body's own M, J and
-    l = y(alpha)), ``printed`` (the same as printed, with ``2 l / r^2``), ``no_wheel_inertia`` (I = 0), ``lumped`` (the
-    body and leg links lumped into one rigid body, l its CoM height).
+    Candidates: ``analytic`` (the linearized wheeled pendulum, l = y(alpha)), ``printed`` (with
+    ``2 l / r^2``), ``no_wheel_inertia`` (I = 0), ``lumped`` (body and leg links as one rigid body).
 
     Returns:
-      dict with ``l`` (m), ``mujoco`` (A_d, B_d), per-candidate error dicts, and
-      the unstable pole (1/s) from MuJoCo and from the analytic model; ``mjcf``
-      is the robot (``""``: the built-in one).
+      dict with ``l`` (m), ``mujoco`` (A_d, B_d), per-candidate error dicts, and the unstable
+      pole (1/s) from MuJoCo, the analytic and the lumped model.
     """
     model = build(legs=legs, rigid_alpha=alpha, com_offset=com_offset, mjcf=mjcf)
     params = biped_params(model)
@@ -334,11 +313,9 @@ def steering_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, d
     """Yaw acceleration at rest for ``T_L = dT``, ``T_R = -dT`` (N m): MuJoCo vs the steering model.
 
     Returns:
-      dict: ``mujoco`` and ``analytic`` (rad/s^2, sign as in the thesis chapter: positive turns
-      right), ``with_wheel_yaw`` (the steering model with each wheel's own inertia about the
-      vertical added to J_yaw, the one thing the model leaves out on an ideal
-      robot), ``lumped_legs_and_wheel_yaw`` (J_yaw of body and leg links lumped,
-      plus the wheels' own: explains a robot with heavy legs).
+      dict: ``mujoco`` and ``analytic`` (rad/s^2, positive turns right), ``with_wheel_yaw`` (the
+      wheels' own yaw inertia added, all the model leaves out on an ideal robot) and
+      ``lumped_legs_and_wheel_yaw`` (body and leg links lumped too: a robot with heavy legs).
     """
     data = mujoco.MjData(model)
     data.qpos[:], _ = balance_pose(model, alpha, params)
@@ -373,14 +350,8 @@ def _axle_motion(model, data, heading):
 def drive_and_turn(model: mujoco.MjModel, params: BipedParams, alpha: float, T_L: float, T_R: float,
                    duration: float) -> dict:
     """Drive with constant wheel torques for ``duration`` s, then compare the mean and yaw accelerations
-    from the wheels with MuJoCo.
-
-    At the final instant the relations are evaluated on the wheel bodies' own
-    accelerations and velocities (``mj_objectAcceleration``/``mj_objectVelocity``,
-    along the horizontal heading) and compared with the body's motion: its yaw
-    acceleration (sign as in the thesis chapter) and the acceleration of the body point at the
-    axle midpoint, ``a_C + alpha x r + omega x (omega x r)`` from the body's own
-    CoM acceleration and angular velocity/acceleration.  Needs a rigid-leg model.
+    from the wheels (their bodies' own motion along the heading) with the body's: its yaw acceleration
+    and the axle midpoint's ``a_C + alpha x r + omega x (omega x r)``.  Needs a rigid-leg model.
     """
     data = mujoco.MjData(model)
     data.qpos[:], _ = balance_pose(model, alpha, params)
@@ -419,11 +390,8 @@ def drive_and_turn(model: mujoco.MjModel, params: BipedParams, alpha: float, T_L
 
 
 def wheel_dynamics_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, T: float) -> dict:
-    """One wheel's dynamics: the torque it implies from MuJoCo's ``xdd`` and ``N`` vs the applied ``T``.
-
-    ``N`` (the wheel pushing the leg forward) is minus the x force the leg
-    exerts on the wheel, MuJoCo's ``cfrc_int`` of the wheel body.
-    """
+    """One wheel's dynamics: the torque it implies from MuJoCo's ``xdd`` and ``N`` (minus the leg's x force on
+    the wheel, ``cfrc_int``) vs the applied ``T``."""
     data = mujoco.MjData(model)
     data.qpos[:], _ = balance_pose(model, alpha, params)
     for side in SIDES:
@@ -435,13 +403,8 @@ def wheel_dynamics_instant(model: mujoco.MjModel, params: BipedParams, alpha: fl
     mujoco.mj_objectAcceleration(model, data, mujoco.mjtObj.mjOBJ_BODY, bid, acc, 0)
     xdd = float(acc[3])
     N = -float(data.cfrc_int[bid][3])
-    return {
-        "applied": T,
-        "corrected": float(wp.wheel_drive_torque(params.pendulum, xdd, N)),
-        "printed": float(wp.wheel_drive_torque(params.pendulum, xdd, N, printed=True)),
-        "xdd": xdd,
-        "N": N,
-    }
+    return {"applied": T, "corrected": float(wp.wheel_drive_torque(params.pendulum, xdd, N)),
+            "printed": float(wp.wheel_drive_torque(params.pendulum, xdd, N, printed=True)), "xdd": xdd, "N": N}
 
 
 # --- jump --------------------------------------------------------------------
@@ -475,12 +438,8 @@ class JumpRun:
 
 def jump_run(model: mujoco.MjModel, params: BipedParams, tau: float, alpha0: float, alpha1: float,
              duration: float) -> JumpRun:
-    """Stand at ``alpha0``, drive all four hips at ``tau`` until ``alpha1``, then retract and fly.
-
-    After ``alpha1`` the hips retract at ``-tau`` to ``alpha0`` and then hold it
-    with a stiff PD (torque-limited) through the flight and landing, so the
-    closure error is measured over a whole jump.
-    """
+    """Stand at ``alpha0``, drive all four hips at ``tau`` until ``alpha1``, retract at ``-tau`` and hold
+    ``alpha0`` with a stiff PD through flight and landing (the closure error is measured over a whole jump)."""
     data = mujoco.MjData(model)
     data.qpos[:] = stand_pose(model, alpha0, params)
     mujoco.mj_forward(model, data)
@@ -502,16 +461,10 @@ def jump_run(model: mujoco.MjModel, params: BipedParams, tau: float, alpha0: flo
         return kinetic, potential
 
     _, pe0 = energies()
-    work = 0.0
-    phase = "stroke"
-    alphas, vels = [], []
+    phase, alphas, vels, energy = "stroke", [], [], {}
     take = lift = None
-    closure = 0.0
-    body_z_take = com_z_lift = 0.0
+    work = closure = body_z_take = com_z_lift = wheel_top = t_stroke = 0.0
     body_apex = com_apex = -np.inf
-    wheel_top = 0.0
-    energy = {}
-    t_stroke = 0.0
     for _ in range(int(round(duration / model.opt.timestep))):
         alpha = float(np.mean(data.qpos[hip_q]))
         if phase == "stroke":

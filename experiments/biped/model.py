@@ -1,29 +1,22 @@
 """The wheel-legged biped in MuJoCo: loading, variants, poses and parameters.
 
-``mjcf/wheel_legged_biped.xml`` is the only home of the robot's numbers.  This
-module reads them back from the compiled model (:func:`biped_params`) for the
-analytic side, builds the "assumption ladder" of variants from the same file with
-``mujoco.MjSpec`` (:func:`build`), and computes closed, standing and balanced
-poses (:func:`stand_pose`, :func:`balance_pose`).
+``mjcf/wheel_legged_biped.xml`` is the only home of the robot's numbers.  This module
+reads them back from the compiled model (:func:`biped_params`), builds the "assumption
+ladder" of variants from the same file with ``mujoco.MjSpec`` (:func:`build`), and computes
+closed, standing and balanced poses (:func:`stand_pose`, :func:`balance_pose`).
 
 Variants (keyword arguments of :func:`build`):
 
-- ``legs="realistic"`` the file as written (thigh 0.15 kg, shank 0.20 kg);
-  ``legs="massless"`` leg links of ``LEG_MASS_IDEAL`` (the hand models' massless legs);
-- ``rigid_alpha=a`` weld both legs at ``alpha = a``: hip and knee joints and the
-  loop closures are removed, the links fixed in the closed pose, so the legs are
-  exactly rigid with no soft constraint (the hand models' rigid legs; preferred for the
-  linearization, because MuJoCo scales a soft constraint's regularization with the
-  inverse mass it sees, which light links make large);
+- ``legs="realistic"`` the file as written; ``legs="massless"`` leg links of ``LEG_MASS_IDEAL``;
+- ``rigid_alpha=a`` weld both legs at ``alpha = a`` (joints and loop closures removed): exactly
+  rigid legs with no soft constraint, whose regularization light links would make large;
 - ``com_offset=(dx, dz)`` move the body's CoM off the hip line, m;
 - ``fixed_body=True`` weld the body to the world, contacts off (a leg test rig);
-- ``gravity=False`` switch gravity off;
-- ``ground=Ground(...)`` another floor: friction, slope, a bump to drive over;
+- ``gravity=False`` switch gravity off; ``ground=Ground(...)`` another floor;
 - ``payload=(kg, x)`` a mass fixed to the body ``x`` m ahead of the hip line.
 
-``build()`` with no arguments is the realistic robot; ``build(mjcf=PATH)`` reads
-the user's own robot instead, which must meet :func:`contract_problems`' contract
-(checked once per file, every problem named in one :class:`ModelError`).
+``build(mjcf=PATH)`` reads the user's own robot, which must meet :func:`contract_problems`'
+contract (checked once per file, every problem named in one :class:`ModelError`).
 """
 
 from __future__ import annotations
@@ -103,15 +96,11 @@ class Ground:
     """The floor the robot drives on, as a model edit (:func:`build`).
 
     Attributes:
-      friction: sliding friction coefficient of the floor and the wheels, or
-        None for the model's own (MuJoCo uses the larger of two geoms' values, so
-        both are set).
-      slope: floor inclination about the y axis, rad; positive rises ahead (+x),
-        so a robot driving forward climbs.
-      bump: height of a bump across the path, m (0: none); a box ``BUMP_LENGTH``
-        long starting ``BUMP_START`` ahead of the start, on the (sloped) floor.
-      left_step: height of a raised strip under the left wheel's track, m (0:
-        none; roll-leveling's step), 4 m long and 0.2 m wide.
+      friction: sliding friction of the floor and the wheels (MuJoCo takes the larger of two geoms'),
+        or None for the model's own.
+      slope: floor inclination about the y axis, rad; positive rises ahead (+x).
+      bump: height of a bump across the path, m (0: none), ``BUMP_LENGTH`` long, ``BUMP_START`` ahead.
+      left_step: height of a 4 m x 0.2 m strip under the left wheel's track, m (0: none).
     """
 
     friction: float | None = None
@@ -139,12 +128,8 @@ MJCF = Param("", "the robot's MJCF: a path, or a model name in crossdyn's mjcf/ 
 
 
 def robot_path(mjcf: str | os.PathLike = "") -> Path:
-    """The biped's MJCF: ``""`` the built-in robot, a bare name a model in crossdyn's
-    ``mjcf/`` folder (``wheel_legged_biped_large``), else a file path.
-
-    Raises:
-      ModelError: no such file or built-in model.
-    """
+    """The biped's MJCF: ``""`` the built-in robot, a bare name a model in crossdyn's ``mjcf/`` folder
+    (``wheel_legged_biped_large``), else a file path.  ModelError: no such file or built-in model."""
     text = os.fspath(mjcf)
     return model_path(text if text else MODEL)
 
@@ -458,12 +443,8 @@ def _nominal(path: Path, mtime: float) -> BipedParams:
 
 
 def knee_angle(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
-    """Knee joint angle that closes the loop at hip angle ``alpha`` (both chains), rad.
-
-    The shank's absolute rotation about the chain's axis is ``phi = atan2(a, s)``
-    (``a`` the knee's distance from the centre line, ``s`` its height above the
-    axle); the thigh is rotated ``alpha - pi`` from the file's pose.
-    """
+    """Knee joint angle that closes the loop at hip angle ``alpha`` (both chains), rad: the shank's rotation
+    ``atan2(a, s)`` (knee off the centre line, above the axle) less the thigh's ``alpha - pi``."""
     a = l1 - l2 * np.cos(alpha)
     s = height(alpha, l1, l2, l3) + l2 * np.sin(alpha)
     return np.arctan2(a, s) - (alpha - np.pi)
@@ -499,14 +480,8 @@ def composite_com(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
 
 
 def balance_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None = None) -> tuple[np.ndarray, float]:
-    """Standing pose pitched about the axle so the whole robot's CoM is above it.
-
-    With the CoM on the hip line and symmetric legs this is :func:`stand_pose`;
-    with a CoM offset the body leans until the CoM is over the axle.
-
-    Returns:
-      ``(qpos, theta)``: the pose and its pitch, rad.
-    """
+    """Standing pose pitched about the axle so the whole robot's CoM is above it (with a CoM offset the
+    body leans): ``(qpos, theta)``, theta the pitch, rad."""
     p = biped_params(model) if params is None else params
     qpos = stand_pose(model, alpha, p)
     data = mujoco.MjData(model)

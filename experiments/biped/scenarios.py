@@ -88,11 +88,8 @@ class Setup:
 
     @classmethod
     def from_values(cls, values: dict) -> Setup:
-        """A setup from flat parameter values (``--set`` names), ignoring other keys.
-
-        The imperfections come from their own names and ``realistic``
-        (:meth:`Imperfections.from_values`).
-        """
+        """A setup from flat ``--set`` values (the imperfections' names and ``realistic`` included),
+        ignoring other keys."""
         names = {f.name for f in dataclasses.fields(cls)} - {"weights", "imperfections"}
         return cls(weights={k: float(values[k]) for k in WEIGHTS if k in values},
                    imperfections=Imperfections.from_values(values),
@@ -190,25 +187,20 @@ def holding(trace: ScenarioTrace) -> bool:
     return bool(not trace.fell and np.abs(trace.true_xd[end]).max() < 0.05)
 
 
-def _saturation(trace: ScenarioTrace) -> dict:
-    """Fraction of control steps with a wheel or hip command at its limit."""
-    wheel = np.abs(trace.wheel_torque) >= trace.wheel_limit - 1e-9
-    hip = np.abs(trace.hip_torque) >= trace.hip_limit - 1e-9
-    return {"wheel_saturation_fraction": float(wheel.any(axis=1).mean()),
-            "hip_saturation_fraction": float(hip.any(axis=1).mean())}
-
-
 def common_metrics(trace: ScenarioTrace) -> dict:
-    """What every closed-loop run reports: fell, diverged, tilt, torques, closure, saturation."""
+    """What every closed-loop run reports: fell, diverged, tilt, torques, closure, saturation (the fraction
+    of control steps with a command at its limit) and the estimator's error."""
+    wheel_saturated = np.abs(trace.wheel_torque) >= trace.wheel_limit - 1e-9
+    hip_saturated = np.abs(trace.hip_torque) >= trace.hip_limit - 1e-9
     return {
-        "fell": bool(trace.fell),
-        "diverged": bool(trace.diverged),
+        "fell": bool(trace.fell), "diverged": bool(trace.diverged),
         "max_tilt_deg": float(np.degrees(np.abs(trace.true_pitch)).max()),
         "max_wheel_torque": float(np.abs(trace.wheel_torque).max()),
         "max_hip_torque": float(np.abs(trace.hip_torque).max()),
         "closure_error_max_mm": float(trace.closure.max() * 1e3),
         "duration_s": float(trace.t[-1]) if trace.t.size else 0.0,
-        **_saturation(trace),
+        "wheel_saturation_fraction": float(wheel_saturated.any(axis=1).mean()),
+        "hip_saturation_fraction": float(hip_saturated.any(axis=1).mean()),
         "estimator_error": estimator_error(trace),
     }
 
@@ -280,13 +272,9 @@ def velocity_tracking(speed: float = 1.0, *, video: Path | None = None, **setup)
     hold = trace.window(stop - 1.0, stop)
     ss_error = float(np.abs(v[hold] - 1.0).mean() * 100) if hold.any() else float("inf")
     stopped = trace.window(trace.t[-1] - 0.5)
-    return trace, {
-        "rise_time_95_s": rise,
-        "steady_state_error_pct": ss_error,
-        "overshoot_pct": float((v[trace.window(start, stop)].max() - 1.0) * 100),
-        "final_speed_m_s": float(np.abs(trace.true_xd[stopped]).max()),
-        **common_metrics(trace),
-    }
+    return trace, {"rise_time_95_s": rise, "steady_state_error_pct": ss_error,
+                   "overshoot_pct": float((v[trace.window(start, stop)].max() - 1.0) * 100),
+                   "final_speed_m_s": float(np.abs(trace.true_xd[stopped]).max()), **common_metrics(trace)}
 
 
 def turn(turn_deg: float = 90.0, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
@@ -303,13 +291,9 @@ def turn(turn_deg: float = 90.0, *, video: Path | None = None, **setup) -> tuple
     trace = _run(sc, cfg, video=video)
     error = np.degrees(trace.true_yaw - target)
     settle = settling_time(trace.t, np.abs(error) <= 3.0, start)
-    return trace, {
-        "settling_time_s": settle,
-        "final_yaw_error_deg": float(error[-1]),
-        "overshoot_deg": float(np.max(np.sign(target) * error)),
-        "drift_m": float(np.abs(trace.true_x).max()),
-        **common_metrics(trace),
-    }
+    return trace, {"settling_time_s": settle, "final_yaw_error_deg": float(error[-1]),
+                   "overshoot_deg": float(np.max(np.sign(target) * error)),
+                   "drift_m": float(np.abs(trace.true_x).max()), **common_metrics(trace)}
 
 
 def height_change(*, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:

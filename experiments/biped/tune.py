@@ -109,11 +109,9 @@ class Sample:
     Attributes:
       index: position in the sweep (the CSV's order).
       kind: ``default`` (the hand-picked reference), ``grid``, ``lhs`` or ``map``.
-      weights: LQR weights by name (:data:`WEIGHTS`).
-      perturbation: robot and scenario perturbation by name (:data:`PERTURBATIONS`).
+      weights, perturbation: by name (:data:`WEIGHTS`, :data:`PERTURBATIONS`).
       duration: simulated time, s.
-      push_check: if > 0, also run push-recovery's scenario at this impulse, N s,
-        and fail the sample if the push is not recovered.
+      push_check: if > 0, also require recovery from push-recovery's scenario at this impulse, N s.
       seed: seed of the imperfections' noise.
       mjcf: the robot (``""``: the built-in one).
     """
@@ -191,8 +189,7 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
 
     Args:
       samples: number of Latin-hypercube draws (log-uniform within ``ranges``).
-      grid: instead, every combination of these values; weights not named stay
-        at their defaults.
+      grid: instead, every combination of these values; weights not named stay at their defaults.
       seed: seed of the Latin hypercube.
       ranges: per-weight ``(low, high)`` overriding :data:`RANGES`.
       duration: simulated time of each run, s.
