@@ -179,10 +179,8 @@ class LinearizationResult:
 
     Attributes:
       alpha: hip angles, ``(n,)``, rad.
-      rows: robot variant (``"ideal"``: massless legs; ``"realistic"``: leg masses;
-        ``"com_offset"``: massless legs, CoM 2 cm above the hip line) -> one
-        :func:`~crossdyn.experiments.biped.measurements.linearization_point` per angle
-        (leg length ``l`` m, poles 1/s, each candidate's entry errors).
+      rows: robot variant (``ideal``: massless legs, ``realistic``, ``com_offset``: CoM 2 cm above the
+        hip line) -> one :func:`~crossdyn.experiments.biped.measurements.linearization_point` per angle.
     """
 
     alpha: np.ndarray
@@ -284,9 +282,8 @@ class SteeringResult:
 
     Attributes:
       torque: dT, N m (T_L = dT, T_R = -dT).
-      variants: ``"massless"`` / ``"realistic"`` legs -> the
-        :func:`~crossdyn.experiments.biped.measurements.steering_instant` numbers
-        (``mujoco``, ``analytic``, ``with_wheel_yaw``, ``lumped_legs_and_wheel_yaw``), rad/s^2.
+      variants: ``massless`` / ``realistic`` legs -> their
+        :func:`~crossdyn.experiments.biped.measurements.steering_instant`, rad/s^2.
     """
 
     torque: float
@@ -358,10 +355,8 @@ class StaticsResult:
     """Wheel normal forces under commanded (F_y, T_x): the support statics corrected and as printed vs MuJoCo.
 
     Attributes:
-      rows: one per (alpha, command): ``alpha_deg`` (deg), ``F_y`` (N), ``T_x`` (N m),
-        and ``corrected`` / ``printed``, each a
-        :func:`~crossdyn.experiments.biped.measurements.statics_point` (``predicted`` and
-        ``measured`` left/right forces, N, and ``rel_error``).
+      rows: one per (alpha, command): ``alpha_deg`` (deg), ``F_y`` (N), ``T_x`` (N m), and ``corrected`` /
+        ``printed``, each a :func:`~crossdyn.experiments.biped.measurements.statics_point`.
     """
 
     rows: list[dict]
@@ -446,11 +441,7 @@ class JumpStrokeResult:
 
 def jump_stroke(tau: float | None = None, duration: float = 0.9, mjcf: str = "") -> JumpStrokeResult:
     """The extension-phase ODE and a MuJoCo run of ``duration`` s at hip torque ``tau`` (N m; None: the motors'
-    limit; no files) on the robot ``mjcf``.
-
-    Raises:
-      ParameterError: ``tau`` above the robot's hip motor limit.
-    """
+    limit; no files) on the robot ``mjcf``.  ParameterError: ``tau`` above the hip motors' limit."""
     model = build(mjcf=mjcf)
     params = biped_params(model)
     tau = params.hip_torque_limit if tau is None else tau
@@ -514,17 +505,13 @@ def jump_stroke_experiment(ctx: Context) -> dict:
 # --------------------------------------------------------------------------- errata
 @dataclass(frozen=True)
 class ErrataResult:
-    """What MuJoCo and the printed and corrected forms give for each erratum of the biped thesis chapter, at mid-stroke.
+    """Each erratum at mid-stroke: MuJoCo and both forms, by :mod:`~crossdyn.experiments.biped.measurements`.
 
     Attributes:
-      wheel: :func:`~crossdyn.experiments.biped.measurements.wheel_dynamics_instant`
-        at T = 0.5 N m (one wheel's dynamics: the wheel torque each form implies, N m).
-      drive: :func:`~crossdyn.experiments.biped.measurements.drive_and_turn`, 0.1 s at
-        T_L = 0.4, T_R = 0.1 N m (mean acceleration in m/s^2, yaw acceleration in rad/s^2).
-      linearization: :func:`~crossdyn.experiments.biped.measurements.linearization_point`
-        on the ideal robot (linearized model: relative entry errors).
-      statics_corrected, statics_printed: :func:`~crossdyn.experiments.biped.measurements.statics_point`
-        at F_y = 10 N, T_x = 3 N m with each form's torques (leg forces, N).
+      wheel: ``wheel_dynamics_instant`` at T = 0.5 N m (the wheel torque each form implies, N m).
+      drive: ``drive_and_turn``, 0.1 s at T_L = 0.4, T_R = 0.1 N m (m/s^2, rad/s^2).
+      linearization: ``linearization_point`` on the ideal robot.
+      statics_corrected, statics_printed: ``statics_point`` at F_y = 10 N, T_x = 3 N m with each form.
     """
 
     wheel: dict
@@ -540,8 +527,7 @@ def errata_measurements(mjcf: str = "") -> ErrataResult:
     ideal = build(legs="massless", rigid_alpha=alpha, mjcf=mjcf)
     params = biped_params(ideal)
     w = wheel_dynamics_instant(ideal, params, alpha, T=0.5)
-    # 0.1 s of driving: long enough for real wheel speeds and positions, short enough
-    # that the body (not balanced here) has pitched only ~1e-3 rad.
+    # 0.1 s of driving: real wheel speeds and positions, while the unbalanced body pitches only ~1e-3 rad.
     drive = drive_and_turn(ideal, params, alpha, T_L=0.4, T_R=0.1, duration=0.1)
     lin = linearization_point(alpha, legs="massless", mjcf=mjcf)
     jointed = build(legs="massless", mjcf=mjcf)
@@ -589,8 +575,7 @@ def errata_rows(result: ErrataResult) -> list[dict]:
     rows[-1]["verdict"] = _DEMONSTRATED if ok else "NOT DEMONSTRATED"
     row("004 (2.21)", "deltadd = (xd_L - x_R)/D", "deltadd = (xdd_L - xdd_R)/D",
         drive["yaw_acc_mujoco"], drive["yaw_acc_printed"], drive["yaw_acc_corrected"], KINEMATIC_RTOL, "rad/s^2")
-    # Compare the leg force each form commands with what MuJoCo's wheel feels when
-    # the corrected torques are applied (and vice versa for the printed ones).
+    # The leg force each form commands against what MuJoCo's wheel feels under that form's torques.
     good, bad = result.statics_corrected, result.statics_printed
     row("004 (2.27)", "P_L = (F_y - M g)/2 + T_x/D", "P_L = (F_y + M g)/2 + T_x/D",
         good["measured"]["left"], bad["predicted"]["left"], good["predicted"]["left"], STATICS_RTOL,

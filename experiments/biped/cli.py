@@ -130,10 +130,6 @@ def _cmd_tune_robustness(args) -> int:
     return 0
 
 
-def _values(values) -> str:
-    return ",".join(f"{v:g}" for v in values)
-
-
 def _grid_help() -> str:
     """The epilog of ``tune balance``, built from the defaults it describes."""
     from crossdyn.experiments.biped import tune
@@ -198,7 +194,7 @@ def configure_robustness(p_rob: argparse.ArgumentParser) -> None:
     """map where the biped's balance holds over two perturbation axes, for given LQR weights"""
     from crossdyn.experiments.biped import tune
 
-    axes = " ".join(f"{k}={_values(v)}" for k, v in tune.DEFAULT_AXES.items())
+    axes = " ".join(f"{k}={','.join(f'{x:g}' for x in v)}" for k, v in tune.DEFAULT_AXES.items())
     p_rob.add_argument("--weight", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUE",
                        help="an LQR weight (repeatable; others default)")
     p_rob.add_argument("--weights-from", metavar="DIR", help="the chosen weights of a sweep (its folder or best.json)")

@@ -1,11 +1,8 @@
 """Closing the loop: the biped controller driving the MuJoCo robot.
 
-:func:`simulate_scenario` steps ``mjcf/wheel_legged_biped.xml`` (or a variant) with a
-:class:`~controllers.biped.BipedController` running every ``control_period``,
-fed from the robot's own sensors (read by name) or, with ``ground_truth=True``,
-from MuJoCo's state.  It records a :class:`ScenarioTrace` for metrics and plots, stops
-early when the robot falls or the simulation diverges, and can render a video
-from the tracking camera.
+:func:`simulate_scenario` steps the robot with a :class:`~controllers.biped.BipedController`
+every ``control_period``, fed from its own sensors (read by name) or, with ``ground_truth=True``,
+from MuJoCo's state, and records a :class:`ScenarioTrace`, stopping early when the robot falls.
 """
 
 from __future__ import annotations
@@ -433,14 +430,11 @@ def _biped_trace(model: mujoco.MjModel, p: BipedParams, trace, plug, controller)
     state = _state(model, trace.qpos, trace.qvel, trace.extra)
     machine = getattr(controller, "machine", None)  # a user's controller function has none
     truth = _truth({"t": trace.t, **state})
-    return ScenarioTrace(t=trace.t, **truth, est_x=logged["est_x"], est_xd=logged["est_xd"],
-                 est_pitch=logged["est_pitch"], height=logged["height"], alpha=logged["alpha"],
-                 body_z=state["z"][:, 0], wheel_z=state["z"][:, 1:] - p.pendulum.r,
-                 wheel_torque=logged["wheel_torque"], hip_torque=logged["hip_torque"],
-                 wheel_total=logged["wheel_total"], phase=np.array(phases), reference=logged["reference"],
-                 fell=trace.stopped is not None, diverged=trace.diverged, wheel_limit=p.wheel_torque_limit,
-                 hip_limit=p.hip_torque_limit,
-                 transitions=list(machine.transitions) if machine is not None else [])
+    return ScenarioTrace(t=trace.t, **truth, **logged, body_z=state["z"][:, 0],
+                         wheel_z=state["z"][:, 1:] - p.pendulum.r, phase=np.array(phases),
+                         fell=trace.stopped is not None, diverged=trace.diverged, wheel_limit=p.wheel_torque_limit,
+                         hip_limit=p.hip_torque_limit,
+                         transitions=list(machine.transitions) if machine is not None else [])
 
 
 def _compiled_estimator(p: BipedParams, sensors: _Sensors) -> tuple | None:
@@ -481,16 +475,10 @@ def _truth(raw: dict) -> dict:
     roll_rate, pitch_rate, yaw_rate = euler_rates(roll, pitch, raw["omega"])
     heading = np.stack([np.cos(yaw), np.sin(yaw)], axis=-1)
     axle = 0.5 * (raw["sites"][:, 0, :2] + raw["sites"][:, 1, :2])
-    return {
-        "true_x": np.einsum("ni,ni->n", axle - axle[0], heading),
-        "true_xd": np.einsum("ni,ni->n", raw["axle_vel"][:, :2], heading),
-        "true_pitch": pitch,
-        "true_pitch_rate": pitch_rate,
-        "true_roll": roll,
-        "true_yaw": np.unwrap(yaw),
-        "true_yaw_rate": yaw_rate,
-        "closure": np.linalg.norm(raw["sites"][:, 2:] - raw["sites"][:, :2], axis=-1).max(axis=1),
-    }
+    return {"true_x": np.einsum("ni,ni->n", axle - axle[0], heading),
+            "true_xd": np.einsum("ni,ni->n", raw["axle_vel"][:, :2], heading), "true_pitch": pitch,
+            "true_pitch_rate": pitch_rate, "true_roll": roll, "true_yaw": np.unwrap(yaw), "true_yaw_rate": yaw_rate,
+            "closure": np.linalg.norm(raw["sites"][:, 2:] - raw["sites"][:, :2], axis=-1).max(axis=1)}
 
 
 def _true_estimate(est: Estimate, now: dict, first: dict) -> Estimate:

@@ -35,10 +35,8 @@ __all__ = ["COMMON", "MJCF", "IMPERFECTIONS", "plot_states", "plot_jump_heights"
                                  "push_recovery", "jump", "robustness", "lqr_cost")]
 
 # The imperfections (one --set parameter each) and their preset.
-IMPERFECTIONS = {
-    **imperfections.PARAMS,
-    "realistic": Param(False, "the realistic preset of sensor, motor and ground imperfections"),
-}
+IMPERFECTIONS = {**imperfections.PARAMS,
+                 "realistic": Param(False, "the realistic preset of sensor, motor and ground imperfections")}
 
 # Parameters every closed-loop experiment accepts through --set (the fields of a Setup).
 COMMON = {
@@ -170,7 +168,7 @@ def plot_states(trace: ScenarioTrace, title: str) -> Figure:
     """States and torques over time, with references and the torque limits shaded."""
     fig, axes = plots.figure(4, 2, width=12.0, height=2.3, sharex=True)
     t, ref = trace.t, trace.reference
-    panels = {  # axes -> (y label, legend?, [(values, style, label)])
+    panels: dict[tuple[int, int], tuple[str, bool, list]] = {  # axes -> (y label, legend?, [(values, style, label)])
         (0, 0): ("pitch (deg)", True, [(np.degrees(trace.true_pitch), "-", "true"),
                                        (np.degrees(trace.est_pitch), "--", "estimate")]),
         (0, 1): ("speed (m/s)", True, [(trace.true_xd, "-", "true"), (trace.est_xd, "--", "estimate"),

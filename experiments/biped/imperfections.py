@@ -72,7 +72,7 @@ class Imperfections:
 
     @property
     def on_hardware(self) -> bool:
-        """Anything :class:`Hardware` does (sensing or actuation), as opposed to model edits."""
+        """Any sensing or actuation imperfection (as opposed to model edits)."""
         return self.imu or bool(self.encoder_counts or self.delay or self.wheel_no_load_speed
                                 or self.hip_no_load_speed or self.torque_lag)
 
@@ -147,8 +147,7 @@ REALISTIC = Imperfections(
     accel_noise=1.7e-3,  # BMI088: 175 ug/sqrt(Hz)
     accel_bias=0.05,  # ~5 mg residual after a six-position calibration (assumption; raw offset is +-20 mg)
     encoder_counts=16384,  # 14-bit magnetic encoder (AS5047P / MT6701 class)
-    # Latency under one 1 ms period (on-board loop; its lag is in torque_lag): one whole period
-    # already unsettles the hip loops (docs/guides/imperfections.md).
+    # Latency under one 1 ms period is in torque_lag: one whole period already unsettles the hip loops.
     delay=0,
     wheel_no_load_speed=50.0,  # DJI M3508 with its 19:1 gearbox: ~480 rpm at 24 V
     hip_no_load_speed=30.0,  # CubeMars AK70-10 class QDD actuator: ~300 rpm at 48 V

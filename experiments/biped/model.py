@@ -134,18 +134,14 @@ def robot_path(mjcf: str | os.PathLike = "") -> Path:
     return model_path(text if text else MODEL)
 
 
-# The MJCF contract (docs/guides/tuning-biped.md, "Your own wheel-legged robot"): names, element kinds,
-# five-bar conventions.
+# The MJCF contract (docs/guides/tuning-biped.md): names, element kinds, five-bar conventions.
 _JOINTS = {"root": mujoco.mjtJoint.mjJNT_FREE, **{j: mujoco.mjtJoint.mjJNT_HINGE for j in HIPS + KNEES + WHEELS}}
 _BODIES = ("body", *LINKS, *WHEELS)
 _SITES = ("imu", *(f"{side}_axle" for side in SIDES), *(f"{side}_rear_foot" for side in SIDES))
-_SENSORS = {
-    "imu_quat": mujoco.mjtSensor.mjSENS_FRAMEQUAT,
-    "imu_gyro": mujoco.mjtSensor.mjSENS_GYRO,
-    "imu_accel": mujoco.mjtSensor.mjSENS_ACCELEROMETER,
-    **{f"{j}_pos": mujoco.mjtSensor.mjSENS_JOINTPOS for j in HIPS + WHEELS},
-    **{f"{j}_vel": mujoco.mjtSensor.mjSENS_JOINTVEL for j in HIPS + WHEELS},
-}
+_SENSORS = {"imu_quat": mujoco.mjtSensor.mjSENS_FRAMEQUAT, "imu_gyro": mujoco.mjtSensor.mjSENS_GYRO,
+            "imu_accel": mujoco.mjtSensor.mjSENS_ACCELEROMETER,
+            **{f"{j}_pos": mujoco.mjtSensor.mjSENS_JOINTPOS for j in HIPS + WHEELS},
+            **{f"{j}_vel": mujoco.mjtSensor.mjSENS_JOINTVEL for j in HIPS + WHEELS}}
 _EQUALITIES = tuple(f"{side}_closure" for side in SIDES)
 _AXIS_Y = np.array([0.0, 1.0, 0.0])
 
@@ -313,8 +309,7 @@ def build(
     except ValueError as exc:
         raise ModelError(f"cannot compile biped variant: {' '.join(str(exc).split())}") from None
     if any(com_offset):
-        # Shift the body's CoM in the compiled model: mass and inertia about the
-        # CoM stay those the file's box gives.
+        # Shift the body's CoM in the compiled model: mass and inertia about the CoM stay the file's.
         bid = model.body("body").id
         model.body_ipos[bid] += [com_offset[0], 0.0, com_offset[1]]
         mujoco.mj_setConst(model, mujoco.MjData(model))
@@ -330,8 +325,7 @@ def _edit_ground(spec: mujoco.MjSpec, ground: Ground) -> None:
             geom.friction = [ground.friction, *list(geom.friction)[1:]]
     r = float(contacts[0].size[0])
     rot = np.array([np.cos(ground.slope / 2), 0.0, -np.sin(ground.slope / 2), 0.0])  # about -y: rises towards +x
-    # The tilted plane is lowered so a wheel standing at x = 0 still touches it:
-    # the axle's distance to the plane along its normal stays r.
+    # Lowered so a wheel standing at x = 0 still touches the tilted plane (the axle stays r from it).
     drop = r - r / np.cos(ground.slope)
     if ground.slope:
         floor.quat, floor.pos = rot, [0.0, 0.0, drop]
@@ -388,14 +382,9 @@ def biped_params(model: mujoco.MjModel) -> BipedParams:
         two legs differ.
     """
     try:
-        body = model.body("body")
-        wheel = model.body("left_wheel")
-        contact = model.geom("left_wheel_contact")
-        front = model.body("left_front_thigh")
-        rear = model.body("left_rear_thigh")
-        knee_body = model.body("left_front_shank")
-        axle = model.site("left_axle")
-        right = model.body("right_front_thigh")
+        body, wheel, front, rear, knee_body, right = (model.body(name) for name in (
+            "body", "left_wheel", "left_front_thigh", "left_rear_thigh", "left_front_shank", "right_front_thigh"))
+        contact, axle = model.geom("left_wheel_contact"), model.site("left_axle")
     except KeyError as exc:
         raise ModelError(f"not a wheel-legged biped model (mjcf/{MODEL}.xml): missing {exc}") from None
 
@@ -411,8 +400,6 @@ def biped_params(model: mujoco.MjModel) -> BipedParams:
     hip_line = 0.5 * (front.pos + rear.pos)
     com = body.ipos - hip_line
     ex, ey, ez = np.eye(3)
-    thigh = model.body("left_front_thigh").mass[0]
-    shank = model.body("left_front_shank").mass[0]
 
     def limit(name: str) -> float:
         try:
@@ -424,8 +411,9 @@ def biped_params(model: mujoco.MjModel) -> BipedParams:
     pendulum = PendulumParams(M=float(body.mass[0]), m=float(wheel.mass[0]), r=float(contact.size[0]),
                               I=inertia_about(wheel.id, ey), J_pitch=inertia_about(body.id, ey),
                               J_yaw=inertia_about(body.id, ez), D=D, g=float(-model.opt.gravity[2]))
-    return BipedParams(pendulum=pendulum, l1=l1, l2=l2, l3=l3, thigh_mass=float(thigh), shank_mass=float(shank),
-                       J_roll=inertia_about(body.id, ex), com_offset=(float(com[0]), float(com[2])),
+    return BipedParams(pendulum=pendulum, l1=l1, l2=l2, l3=l3, thigh_mass=float(front.mass[0]),
+                       shank_mass=float(knee_body.mass[0]), J_roll=inertia_about(body.id, ex),
+                       com_offset=(float(com[0]), float(com[2])),
                        hip_torque_limit=limit("left_front_hip"), wheel_torque_limit=limit("left_wheel"),
                        timestep=float(model.opt.timestep), wheel_yaw_inertia=inertia_about(wheel.id, ez))
 
@@ -502,8 +490,7 @@ def balance_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None
         if abs(step) < 1e-14:
             break
     if _has_joint(model, "root") and not _has_joint(model, HIPS[0]):
-        # Only a rigid-leg robot has a well-defined static sink: with hip joints the
-        # legs would fold during the search.  Jointed robots keep zero penetration.
+        # Only a rigid-leg robot has a well-defined static sink (hip joints would fold in the search).
         qpos[2] = _settle_height(model, data, qpos)
     return qpos, theta
 
@@ -528,8 +515,5 @@ def _settle_height(model: mujoco.MjModel, data: mujoco.MjData, qpos: np.ndarray)
 
 def closure_error(model: mujoco.MjModel, data: mujoco.MjData) -> float:
     """Largest distance between a rear shank tip and its axle (loop-closure error), m."""
-    return max(
-        float(np.linalg.norm(data.site_xpos[model.site(f"{side}_rear_foot").id]
-                             - data.site_xpos[model.site(f"{side}_axle").id]))
-        for side in SIDES
-    )
+    return max(float(np.linalg.norm(data.site_xpos[model.site(f"{side}_rear_foot").id]
+                                    - data.site_xpos[model.site(f"{side}_axle").id])) for side in SIDES)

@@ -60,14 +60,11 @@ class Setup:
     """The robot a scenario drives and the controller that drives it.
 
     Attributes:
-      weights: LQR weights by name (:data:`WEIGHTS`); missing ones take the
-        defaults (``q_x=20, q_xd=10, q_theta=100, q_thetad=1, r=1``).
-      body_mass_scale: body mass and inertia scale of the robot driven (the gains
-        stay nominal).
+      weights: LQR weights by name (:data:`WEIGHTS`); missing ones take the defaults.
+      body_mass_scale: body mass and inertia scale of the robot driven (the gains stay nominal).
       com_offset_x: body CoM shift forward, m (gains stay nominal).
       ground_truth: feed the controller MuJoCo's state instead of its sensors.
-      mjcf: the robot: ``""`` the built-in one, a model name in crossdyn's
-        ``mjcf/`` folder or a path (:func:`~crossdyn.experiments.biped.model.robot_path`).
+      mjcf: the robot (:func:`~crossdyn.experiments.biped.model.robot_path`; ``""``: the built-in one).
       imperfections: sensor, motor and ground imperfections
         (:class:`~crossdyn.experiments.biped.imperfections.Imperfections`).
       seed: seed of the imperfections' random draws.
@@ -239,14 +236,10 @@ def balance_recovery(tilt_deg: float = 10.0, *, duration: float = 4.0, video: Pa
     ctrl = controller_for(cfg)
     trace = _run(balance_scenario(tilt_deg, duration, cfg.mjcf), cfg, ctrl=ctrl, video=video)
     settle = settling_time(trace.t, balanced(trace)) if not trace.fell else float("inf")
-    return trace, {
-        "settling_time_s": settle,
-        "gain_schedule_fit_error": ctrl.gains.schedule.fit_error,
-        "gain_at_stance": ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, cfg.mjcf)).tolist(),
-        "final_x_m": float(trace.true_x[-1]),
-        "max_odometry_error_m": float(np.abs(trace.est_x - trace.true_x).max()),
-        **common_metrics(trace),
-    }
+    return trace, {"settling_time_s": settle, "gain_schedule_fit_error": ctrl.gains.schedule.fit_error,
+                   "gain_at_stance": ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, cfg.mjcf)).tolist(),
+                   "final_x_m": float(trace.true_x[-1]),
+                   "max_odometry_error_m": float(np.abs(trace.est_x - trace.true_x).max()), **common_metrics(trace)}
 
 
 def velocity_tracking(speed: float = 1.0, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
@@ -373,14 +366,9 @@ def push_recovery(push_duration_s: float = 0.1, max_impulse: float = 30.0, *, bi
                 high = mid
     else:
         low = high
-    return best, {
-        "max_recovered_impulse_Ns": low,
-        "first_failing_impulse_Ns": high if low < high else None,
-        "margin_Ns": high - low,
-        "trials": [{"impulse_Ns": i, "recovered": r} for i, r in trials],
-        # The figures below describe the largest recovered push.
-        **(common_metrics(best) if best is not None else {"fell": True}),
-    }
+    return best, {"max_recovered_impulse_Ns": low, "first_failing_impulse_Ns": high if low < high else None,
+                  "margin_Ns": high - low, "trials": [{"impulse_Ns": i, "recovered": r} for i, r in trials],
+                  **(common_metrics(best) if best is not None else {"fell": True})}  # of the largest recovered push
 
 
 def jump(thrust_torque: float | None = None, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
@@ -421,35 +409,23 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
     assert torque is not None  # BipedController fills in the plan's None (the motors' limit)
     stroke = extension_stroke(p.pendulum.M, torque, p.l1, p.l2, p.l3, plan.alpha_crouch, plan.alpha_takeoff)
     return trace, {
-        "thrust_torque_N_m": torque,
-        "apex_clearance_m": float(clearance.max()),
-        "airborne_time_s": float(airborne.sum() * CONTROL_PERIOD),
-        "takeoff_speed_m_s": takeoff_speed,
-        "predicted_takeoff_speed_m_s": float(stroke.takeoff_velocity),
-        "body_rise_after_liftoff_m": body_rise,
-        "predicted_body_rise_m": float(stroke.takeoff_velocity**2 / (2 * p.pendulum.g)),
-        "landed": landed,
-        "balanced_after_landing_s": balanced_at,
-        "phases": trace.transitions,
-        "explanation": (
-            "The extension-phase ODE accelerates the body alone with massless legs and "
-            "ignores the wheels and leg links the legs must also lift at take-off, so the "
-            "robot leaves the ground slower than the ODE predicts (the legs take ~12 % of "
-            "the hip work). The body then also carries the legs and wheels up, and pulls them "
-            "in, so it rises less than the ODE's ballistic v^2 / 2g."
-        ),
+        "thrust_torque_N_m": torque, "apex_clearance_m": float(clearance.max()),
+        "airborne_time_s": float(airborne.sum() * CONTROL_PERIOD), "takeoff_speed_m_s": takeoff_speed,
+        "predicted_takeoff_speed_m_s": float(stroke.takeoff_velocity), "body_rise_after_liftoff_m": body_rise,
+        "predicted_body_rise_m": float(stroke.takeoff_velocity**2 / (2 * p.pendulum.g)), "landed": landed,
+        "balanced_after_landing_s": balanced_at, "phases": trace.transitions,
+        "explanation": ("The extension-phase ODE accelerates the body alone with massless legs and "
+                        "ignores the wheels and leg links the legs must also lift at take-off, so the "
+                        "robot leaves the ground slower than the ODE predicts (the legs take ~12 % of "
+                        "the hip work). The body then also carries the legs and wheels up, and pulls them "
+                        "in, so it rises less than the ODE's ballistic v^2 / 2g."),
         **common_metrics(trace),
     }
 
 
 # The robustness experiment's robots: nominal gains on each (changes to the Setup).
-ROBUSTNESS_VARIANTS = {
-    "nominal": {},
-    "mass -30%": {"body_mass_scale": 0.7},
-    "mass +30%": {"body_mass_scale": 1.3},
-    "CoM +2 cm": {"com_offset_x": 0.02},
-    "CoM -2 cm": {"com_offset_x": -0.02},
-}
+ROBUSTNESS_VARIANTS = {"nominal": {}, "mass -30%": {"body_mass_scale": 0.7}, "mass +30%": {"body_mass_scale": 1.3},
+                       "CoM +2 cm": {"com_offset_x": 0.02}, "CoM -2 cm": {"com_offset_x": -0.02}}
 
 
 def robustness(tilt_deg: float = 10.0, *, variants: dict | None = None, video_dir: Path | None = None,
@@ -515,8 +491,7 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
     data.qpos[:], _ = balance_pose(model, alpha, p)
     mujoco.mj_forward(model, data)
     dt = model.opt.timestep
-    # The discrete cost sum (x'Qx + u'Ru) dt approximates the continuous integral, so
-    # the weights are scaled by dt for a like-for-like S.
+    # The discrete cost sums (x'Qx + u'Ru) dt, so the weights are scaled by dt for a like-for-like S.
     mujoco_design = dlqr(*reduced_linearization(model, data, height), Q * dt, R * dt)
     theta0 = np.radians(tilt_deg)
     x0 = np.array([0.0, 0.0, theta0, 0.0])
@@ -528,13 +503,10 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
         runs[name] = IdealRun(states, torques, dt)
     run = runs["analytic"]
     K_a, K_m = np.array(results["analytic"]["K"]), np.array(results["mujoco"]["K"])
-    return run, {
-        "fell": bool(np.abs(run.states[:, 2]).max() > FALL_PITCH),
-        "max_tilt_deg": float(np.degrees(np.abs(run.states[:, 2]).max())),
-        "cost_ratio": results["analytic"]["realised_cost"] / results["analytic"]["predicted_cost"],
-        "designs": results,
-        "gain_difference_rel": float(np.abs(K_a - K_m).max() / np.abs(K_m).max()),
-    }
+    return run, {"fell": bool(np.abs(run.states[:, 2]).max() > FALL_PITCH),
+                 "max_tilt_deg": float(np.degrees(np.abs(run.states[:, 2]).max())),
+                 "cost_ratio": results["analytic"]["realised_cost"] / results["analytic"]["predicted_cost"],
+                 "designs": results, "gain_difference_rel": float(np.abs(K_a - K_m).max() / np.abs(K_m).max())}
 
 
 def _ideal_cost(model, p, height, alpha, K, Q, R, theta0, duration):

@@ -252,17 +252,11 @@ def _score(trace, start: float) -> dict:
     peak = int(np.argmax(np.abs(pitch)))
     overshoot = max(0.0, float(np.max(-np.sign(pitch[peak]) * pitch[peak:])))
     total = trace.wheel_torque.sum(axis=1)
-    metrics = {
-        "settling_time_s": settle,
-        "overshoot_deg": overshoot,
-        "max_tilt_deg": common["max_tilt_deg"],
-        "excursion_m": float(np.abs(trace.true_x).max()),
-        "effort_N2m2s": float(np.sum(total**2) * CONTROL_PERIOD),
-        "max_wheel_torque": common["max_wheel_torque"],
-        "wheel_saturation_fraction": common["wheel_saturation_fraction"],
-        "hip_saturation_fraction": common["hip_saturation_fraction"],
-        "held": holding(trace),
-    }
+    metrics = {"settling_time_s": settle, "overshoot_deg": overshoot, "max_tilt_deg": common["max_tilt_deg"],
+               "excursion_m": float(np.abs(trace.true_x).max()),
+               "effort_N2m2s": float(np.sum(total**2) * CONTROL_PERIOD),
+               **{k: common[k] for k in ("max_wheel_torque", "wheel_saturation_fraction", "hip_saturation_fraction")},
+               "held": holding(trace)}
     if trace.diverged or not all(np.isfinite(v) for k, v in metrics.items() if k != "settling_time_s"):
         metrics["outcome"] = "diverged"
     elif trace.fell:
