@@ -106,18 +106,16 @@ def five_bar_comparison(force: float = 30.0, points: int = 61, mjcf: str = "") -
     alphas = _deg(np.linspace(*STROKE_DEG, points))
     y_an, y1_an, _ = five_bar.height_derivatives(alphas, p.l1, p.l2, p.l3)
     tau_an = five_bar.hip_torque(alphas, force, p.l1, p.l2, p.l3)
-
-    y_mj, tau_mj, tau_soft, closure, residual, knee = [], [], [], 0.0, 0.0, 0.5
+    measured, knee = [], 0.5
     for a in alphas:
-        point = five_bar_point(rig, a, force, knee_guess=knee)
-        knee = point["knee"]  # continuation keeps the solve on the working branch
-        y_mj.append(point["height"])
-        tau_mj.append(point["tau"])
-        tau_soft.append(point["tau_soft"])
-        closure = max(closure, point["closure"])
-        residual = max(residual, point["statics_residual"])
-    return FiveBarResult(alphas, force, y_an, y1_an, np.array(y_mj), tau_an, np.array(tau_mj), np.array(tau_soft),
-                         closure, residual)
+        measured.append(five_bar_point(rig, a, force, knee_guess=knee))
+        knee = measured[-1]["knee"]  # continuation keeps the solve on the working branch
+
+    def column(key: str) -> np.ndarray:
+        return np.array([point[key] for point in measured])
+
+    return FiveBarResult(alphas, force, y_an, y1_an, column("height"), tau_an, column("tau"), column("tau_soft"),
+                         float(column("closure").max()), float(column("statics_residual").max()))
 
 
 def judge_five_bar(result: FiveBarResult) -> tuple[Verdict, dict]:
@@ -193,12 +191,10 @@ LADDER_DEG = tuple(float(a) for a in np.linspace(*STROKE_DEG, 7))  # seven heigh
 def linearization_ladder(alpha_deg=LADDER_DEG, mjcf: str = "") -> LinearizationResult:
     """Linearize the three robot variants at each angle in ``alpha_deg`` (deg; no files) of the robot ``mjcf``."""
     alphas = _deg(alpha_deg)
-    rows: dict[str, list[dict]] = {"ideal": [], "realistic": [], "com_offset": []}
-    for a in alphas:
-        rows["ideal"].append(linearization_point(a, legs="massless", mjcf=mjcf))
-        rows["realistic"].append(linearization_point(a, legs="realistic", mjcf=mjcf))
-        rows["com_offset"].append(linearization_point(a, legs="massless", com_offset=(0.0, 0.02), mjcf=mjcf))
-    return LinearizationResult(alphas, rows)
+    variants = (("ideal", "massless", (0.0, 0.0)), ("realistic", "realistic", (0.0, 0.0)),
+                ("com_offset", "massless", (0.0, 0.02)))  # (name, legs, CoM offset m)
+    return LinearizationResult(alphas, {name: [linearization_point(a, legs, offset, mjcf) for a in alphas]
+                                        for name, legs, offset in variants})
 
 
 def ladder_table(result: LinearizationResult) -> dict:

@@ -142,14 +142,13 @@ def biped_firmware(ctx: Context) -> dict:
     metrics: dict = {}
     worst, yaw_apart, final_yaw, fell = 0.0, 0.0, 0.0, []
     fig, axes = plots.figure(1, 4, width=18.0, height=3.4)
+    pairs = (("double", "python", "-"), ("float", "python", "--"), ("float", "double", ":"))  # (a, b, gap's style)
     for (name, (sc, reference)), ax in zip(runs.items(), axes[:3], strict=True):
         traces = {"python": run_in_loop(model, sc, scenarios.controller_for())}
         for precision, c in builds.items():
             traces[precision] = run_in_loop(model, sc, flash(c, model, scenarios.controller_for(), height, **reference))
         fell += [f"{name} ({who})" for who, trace in traces.items() if trace.stopped]
-        metrics[name] = {"double_vs_python": compare(model, traces["double"], traces["python"]),
-                         "float_vs_python": compare(model, traces["float"], traces["python"]),
-                         "float_vs_double": compare(model, traces["float"], traces["double"]),
+        metrics[name] = {**{f"{a}_vs_{b}": compare(model, traces[a], traces[b]) for a, b, _ in pairs},
                          "final_pitch_deg": {who: float(_pitch_deg(model, tr)[-1]) for who, tr in traces.items()}}
         worst = max(worst, metrics[name]["float_vs_python"]["pitch_deg"])
         yaw_apart = max(yaw_apart, metrics[name]["float_vs_python"]["yaw_deg"])
@@ -159,12 +158,9 @@ def biped_firmware(ctx: Context) -> dict:
         angle, what = (_yaw_deg, "yaw") if name == "turn" else (_pitch_deg, "pitch")
         for who, trace in traces.items():
             ax.plot(trace.t, angle(model, trace), "--" if who == "float" else "-", label=who)
-        for who, style in (("double", "-"), ("float", "--")):
-            gap = np.abs(_pitch_deg(model, traces[who])[:n] - _pitch_deg(model, traces["python"])[:n])
-            axes[3].semilogy(traces["python"].t[:n], np.maximum(gap, 1e-12), style, label=f"{name}: {who} - python")
-        axes[3].semilogy(traces["python"].t[:n], np.maximum(np.abs(
-            _pitch_deg(model, traces["float"])[:n] - _pitch_deg(model, traces["double"])[:n]), 1e-12), ":",
-            label=f"{name}: float - double")
+        for a, b, style in pairs:
+            gap = np.abs(_pitch_deg(model, traces[a])[:n] - _pitch_deg(model, traces[b])[:n])
+            axes[3].semilogy(traces["python"].t[:n], np.maximum(gap, 1e-12), style, label=f"{name}: {a} - {b}")
         ax.set(xlabel="t (s)", ylabel=f"{what} (deg)", title=name)
         ax.legend(fontsize=7)
     axes[3].set(xlabel="t (s)", ylabel="|pitch difference| (deg)")

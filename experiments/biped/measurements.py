@@ -199,8 +199,7 @@ def pendulum_maps(model: mujoco.MjModel, l_hip: float) -> tuple[np.ndarray, np.n
     nv = model.nv
     r = biped_params(model).pendulum.r
     wheels = [model.joint(f"{side}_wheel").dofadr[0] for side in SIDES]
-    lift = np.zeros((2 * nv, 4))
-    read = np.zeros((4, 2 * nv))
+    lift, read = np.zeros((2 * nv, 4)), np.zeros((4, 2 * nv))
     for offset, (cx, cth) in ((0, (0, 2)), (nv, (1, 3))):  # positions, then velocities
         lift[offset + 0, cx] = 1.0
         lift[[offset + w for w in wheels], cx] = 1.0 / r
@@ -221,8 +220,7 @@ def reduced_linearization(model: mujoco.MjModel, data: mujoco.MjData, l_hip: flo
     """``mjd_transitionFD`` reduced to ``[x, xd, theta, thd]`` and ``T = T_L + T_R`` (:func:`pendulum_maps`):
     ``(A, B)``, (4, 4) and (4, 1), discrete over one ``model.opt.timestep``."""
     nv = model.nv
-    A = np.zeros((2 * nv, 2 * nv))
-    B = np.zeros((2 * nv, model.nu))
+    A, B = np.zeros((2 * nv, 2 * nv)), np.zeros((2 * nv, model.nu))
     mujoco.mjd_transitionFD(model, data, eps, True, A, B, None, None)
     lift, read, split = pendulum_maps(model, l_hip)
     return read @ A @ lift, read @ B @ split
@@ -337,8 +335,7 @@ def steering_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, d
 def _axle_motion(model, data, heading):
     """Per side: axle acceleration and velocity along the heading, and position (world)."""
     out = {}
-    acc = np.zeros(6)
-    vel = np.zeros(6)
+    acc, vel = np.zeros(6), np.zeros(6)
     for side in SIDES:
         bid = model.body(f"{side}_wheel").id
         mujoco.mj_objectAcceleration(model, data, mujoco.mjtObj.mjOBJ_BODY, bid, acc, 0)
@@ -514,8 +511,7 @@ def jump_run(model: mujoco.MjModel, params: BipedParams, tau: float, alpha0: flo
 
 def _com_velocity(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
     """Whole robot's CoM velocity (world), m/s, from every body's CoM velocity."""
-    total = np.zeros(3)
-    vel = np.zeros(6)
+    total, vel = np.zeros(3), np.zeros(6)
     for i in range(1, model.nbody):
         mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, i, vel, 0)  # at the CoM, world frame
         total += model.body_mass[i] * vel[3:]

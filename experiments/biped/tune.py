@@ -2,11 +2,13 @@
 
 A *sample* is one closed-loop balance-recovery run of the (perturbed) biped with a
 controller designed from LQR weights ``Q = diag(q_x, q_xd, q_theta, q_thetad)``, ``R = r``,
-scored on settling time (until ``|theta| < 0.5 deg`` and ``|xd| < 0.02 m/s`` hold to the
-end, s), overshoot (deg), control effort (``integral (T_left + T_right)^2 dt``, (N m)^2 s),
-torque saturation, held (up and no longer rolling at the end) and an outcome: ``ok``,
-``saturated``, ``unsettled``, ``fell``, ``diverged``, ``invalid`` (no stabilizing design),
-``push-failed`` or ``error`` (message in ``detail``).  A failing sample is a recorded
+scored on settling time (from the tilt or the push until ``|theta| < 0.5 deg`` and
+``|xd| < 0.02 m/s`` hold to the end, s), overshoot (the largest pitch past upright on the
+other side from the largest excursion, deg), control effort (``integral (T_left + T_right)^2 dt``,
+(N m)^2 s), torque saturation, held (up and no longer rolling at the end) and an outcome:
+``ok``, ``saturated`` (settled, but a wheel hit its limit), ``unsettled``, ``fell``,
+``diverged``, ``invalid`` (no stabilizing design), ``push-failed`` (the optional push check
+not recovered) or ``error`` (message in ``detail``).  A failing sample is a recorded
 outcome, never a crash.
 
 This module is what is the biped's: its samples, their scoring, the search's objectives,
