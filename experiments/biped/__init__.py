@@ -17,24 +17,13 @@ from __future__ import annotations
 
 from crossdyn import lazy_names
 
-_API = {
-    "Setup": "crossdyn.experiments.biped.scenarios",
-    "balance_recovery": "crossdyn.experiments.biped.scenarios",
-    "velocity_tracking": "crossdyn.experiments.biped.scenarios",
-    "turn": "crossdyn.experiments.biped.scenarios",
-    "height_change": "crossdyn.experiments.biped.scenarios",
-    "roll_leveling": "crossdyn.experiments.biped.scenarios",
-    "push_recovery": "crossdyn.experiments.biped.scenarios",
-    "jump": "crossdyn.experiments.biped.scenarios",
-    "robustness": "crossdyn.experiments.biped.scenarios",
-    "lqr_cost": "crossdyn.experiments.biped.scenarios",
-    "Scenario": "crossdyn.experiments.biped.closed_loop",
-    "ScenarioTrace": "crossdyn.experiments.biped.closed_loop",
-    "simulate_scenario": "crossdyn.experiments.biped.closed_loop",
-    "Imperfections": "crossdyn.experiments.biped.imperfections",
-    "REALISTIC": "crossdyn.experiments.biped.imperfections",
-    "plot_states": "crossdyn.experiments.biped.control",
-}
+_API = {name: f"crossdyn.experiments.biped.{module}" for module, names in (
+    ("scenarios", ("Setup", "balance_recovery", "velocity_tracking", "turn", "height_change", "roll_leveling",
+                   "push_recovery", "jump", "robustness", "lqr_cost")),
+    ("closed_loop", ("Scenario", "ScenarioTrace", "simulate_scenario")),
+    ("imperfections", ("Imperfections", "REALISTIC")),
+    ("control", ("plot_states",)),
+) for name in names}
 
 __all__ = sorted(_API)
 

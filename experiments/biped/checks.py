@@ -1,26 +1,11 @@
-"""Wheel-legged biped: the hand models of a thesis chapter on its dynamics against MuJoCo.
+"""Wheel-legged biped: the hand models of its derivation (docs/derivations/biped-model.md) against MuJoCo.
 
-The models and their errata are described in docs/derivations/biped-model.md and errata.md.
-
-Experiments (``crossdyn run NAME``):
-
-- ``five-bar``: MuJoCo's closed leg geometry and static hip torques vs the height
-  formula ``y(alpha)`` and the virtual-work torque ``tau = (P / 2) y1``.
-- ``linearization``: ``mjd_transitionFD`` of the balancing robot, reduced to
-  ``[x, xd, theta, thd]``, vs the linearized wheeled pendulum across the stroke; the assumption ladder
-  (massless legs, leg mass, CoM offset, wheel inertia, the printed 2l/r^2).
-- ``steering``: yaw acceleration for a differential wheel torque vs the steering model.
-- ``statics``: wheel contact forces under commanded (F_y, T_x) vs the support statics.
-- ``jump-stroke``: the extension-phase ODE's body speed against alpha, with the ``g t``
-  take-off requirement, and the same stroke in MuJoCo.
-- ``errata``: every erratum of the biped thesis chapter (docs/derivations/errata.md), printed vs corrected vs MuJoCo.
-
-Parameters all come from ``mjcf/wheel_legged_biped.xml`` through
-:func:`experiments.biped.model.biped_params`.
-
-Each experiment is a computation returning a frozen result (no files; e.g.
-:func:`five_bar_comparison`), a ``judge_*`` giving the ``Verdict`` and the
-metrics, and a ``plot_*`` writing into a folder; the registered function composes them.
+Experiments ``five-bar``, ``linearization``, ``steering``, ``statics``, ``jump-stroke`` and
+``errata`` (docs/derivations/errata.md), with parameters read from the MJCF
+(:func:`~crossdyn.experiments.biped.model.biped_params`).  Each is a computation returning
+a frozen result (no files, e.g. :func:`five_bar_comparison`), a ``judge_*`` giving the
+``Verdict`` and the experiment's metrics (the verdict's keys included), and a
+``plot_*`` writing into a folder.
 """
 
 from __future__ import annotations
@@ -54,53 +39,23 @@ from crossdyn.experiments.core.results import Context
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
 DERIVATION_PAGE = "biped-model"
 
-__all__ = [
-    "STROKE_DEG",
-    "RETRACTION_TIME",
-    "FiveBarResult",
-    "five_bar_comparison",
-    "judge_five_bar",
-    "plot_five_bar",
-    "LinearizationResult",
-    "linearization_ladder",
-    "ladder_table",
-    "judge_linearization",
-    "plot_linearization",
-    "SteeringResult",
-    "steering_comparison",
-    "judge_steering",
-    "plot_steering",
-    "StaticsResult",
-    "statics_comparison",
-    "judge_statics",
-    "plot_statics",
-    "JumpStrokeResult",
-    "jump_stroke",
-    "judge_jump_stroke",
-    "plot_jump_stroke",
-    "ErrataResult",
-    "errata_measurements",
-    "errata_rows",
-    "errata_table",
-    "judge_errata",
-    "plot_errata",
-]
+__all__ = ["STROKE_DEG", "RETRACTION_TIME", "FiveBarResult", "five_bar_comparison", "judge_five_bar", "plot_five_bar",
+           "LinearizationResult", "linearization_ladder", "ladder_table", "judge_linearization", "plot_linearization",
+           "SteeringResult", "steering_comparison", "judge_steering", "plot_steering", "StaticsResult",
+           "statics_comparison", "judge_statics", "plot_statics", "JumpStrokeResult", "jump_stroke",
+           "judge_jump_stroke", "plot_jump_stroke", "ErrataResult", "errata_measurements", "errata_rows",
+           "errata_table", "judge_errata", "plot_errata"]
 
 # crossdyn's default stroke (docs/derivations/biped-model.md), deg.
 STROKE_DEG: tuple[float, float] = (float(np.degrees(STROKE[0])), float(np.degrees(STROKE[1])))
 RETRACTION_TIME = 0.3  # s, the leg retraction time t the thesis chapter assumes
 STAND_DEG = float(np.degrees(STANCE))  # mid-stroke pose for the single-pose checks, deg
 
-# Five-bar: the height formula against MuJoCo's kinematics is exact up to the Gauss-Newton
-# tolerance (1e-14 m), so 1e-9 leaves room for round-off only.  Rigid statics of
-# MuJoCo's constrained pose is exact too (measured ~1e-14); held in MuJoCo's soft
-# forward dynamics the torques carry the closure's softness, (1 - d) with
-# d = 0.9999 the largest impedance MuJoCo allows: measured up to 3e-4 (reported).
+# Five-bar: the height formula is exact up to the closure solve's 1e-14 m (1e-9: round-off room), rigid
+# statics too; the soft forward dynamics' torques carry the closure's softness, 1 - d (reported, not judged).
 HEIGHT_RTOL = 1e-9
 TORQUE_RTOL = 1e-4
-# Linearization: ideal variant within 1 % on every non-zero entry (the issue's bar;
-# measured ~1e-4, from the 1e-4 kg leg links and the soft contacts).
-LIN_RTOL = 0.01
+LIN_RTOL = 0.01  # ideal robot, every non-zero entry: only its 1e-4 kg leg links and soft contacts differ
 # Steering / statics / wheel dynamics on the ideal robot: the hand models leave
 # out only the wheels' yaw inertia (steering, 0.7 %) and the 1e-4 kg leg links.
 STEER_RTOL = 0.02
@@ -112,9 +67,8 @@ KINEMATIC_RTOL = 1e-3  # mean and yaw acceleration from the wheels against MuJoC
 def _deg(values):
     return np.radians(np.asarray(values, dtype=float))
 
+
 # --------------------------------------------------------------------------- five-bar
-
-
 @dataclass(frozen=True)
 class FiveBarResult:
     """The five-bar leg across the stroke: MuJoCo's closed geometry and statics vs the hand formulas.
@@ -152,26 +106,20 @@ def five_bar_comparison(force: float = 30.0, points: int = 61, mjcf: str = "") -
     alphas = _deg(np.linspace(*STROKE_DEG, points))
     y_an, y1_an, _ = five_bar.height_derivatives(alphas, p.l1, p.l2, p.l3)
     tau_an = five_bar.hip_torque(alphas, force, p.l1, p.l2, p.l3)
-
-    y_mj, tau_mj, tau_soft, closure, residual, knee = [], [], [], 0.0, 0.0, 0.5
+    measured, knee = [], 0.5
     for a in alphas:
-        point = five_bar_point(rig, a, force, knee_guess=knee)
-        knee = point["knee"]  # continuation keeps the solve on the working branch
-        y_mj.append(point["height"])
-        tau_mj.append(point["tau"])
-        tau_soft.append(point["tau_soft"])
-        closure = max(closure, point["closure"])
-        residual = max(residual, point["statics_residual"])
-    return FiveBarResult(alphas, force, y_an, y1_an, np.array(y_mj), tau_an, np.array(tau_mj), np.array(tau_soft),
-                         closure, residual)
+        measured.append(five_bar_point(rig, a, force, knee_guess=knee))
+        knee = measured[-1]["knee"]  # continuation keeps the solve on the working branch
+
+    def column(key: str) -> np.ndarray:
+        return np.array([point[key] for point in measured])
+
+    return FiveBarResult(alphas, force, y_an, y1_an, column("height"), tau_an, column("tau"), column("tau_soft"),
+                         float(column("closure").max()), float(column("statics_residual").max()))
 
 
 def judge_five_bar(result: FiveBarResult) -> tuple[Verdict, dict]:
-    """Height within :data:`HEIGHT_RTOL` and rigid-statics torques within :data:`TORQUE_RTOL`, relative.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Height within :data:`HEIGHT_RTOL` and rigid-statics torques within :data:`TORQUE_RTOL`, relative."""
     y_an, tau_an = result.height_analytic, result.torque_analytic
     height_rel = float(np.abs(result.height_mujoco - y_an[:, None]).max() / np.abs(y_an).min())
     torque_rel = float((np.abs(result.torque_mujoco - tau_an[:, None]) / np.abs(tau_an[:, None])).max())
@@ -180,18 +128,11 @@ def judge_five_bar(result: FiveBarResult) -> tuple[Verdict, dict]:
                       f"height rel {height_rel:.1e}, torque rel {torque_rel:.1e} "
                       f"(soft forward dynamics {torque_rel_soft:.1e})")
     return verdict, {
-        **verdict.as_metrics(),
-        "alpha_deg": np.degrees(result.alpha),
-        "height_analytic": y_an,
-        "height_mujoco": result.height_mujoco,
-        "height_max_rel_error": height_rel,
-        "torque_analytic": tau_an,
-        "torque_mujoco": result.torque_mujoco,
-        "torque_max_rel_error": torque_rel,
-        "torque_mujoco_soft_forward": result.torque_mujoco_soft,
-        "torque_max_rel_error_soft_forward": torque_rel_soft,
-        "statics_residual_N_m": result.statics_residual,
-        "closure_residual_m": result.closure_residual,
+        **verdict.as_metrics(), "alpha_deg": np.degrees(result.alpha), "height_analytic": y_an,
+        "height_mujoco": result.height_mujoco, "height_max_rel_error": height_rel, "torque_analytic": tau_an,
+        "torque_mujoco": result.torque_mujoco, "torque_max_rel_error": torque_rel,
+        "torque_mujoco_soft_forward": result.torque_mujoco_soft, "torque_max_rel_error_soft_forward": torque_rel_soft,
+        "statics_residual_N_m": result.statics_residual, "closure_residual_m": result.closure_residual,
         "y1": result.y1,
     }
 
@@ -230,18 +171,14 @@ def five_bar_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- linearization
-
-
 @dataclass(frozen=True)
 class LinearizationResult:
     """``mjd_transitionFD`` of the balancing robot vs the linearized wheeled pendulum at several leg angles.
 
     Attributes:
       alpha: hip angles, ``(n,)``, rad.
-      rows: robot variant (``"ideal"``: massless legs; ``"realistic"``: leg masses;
-        ``"com_offset"``: massless legs, CoM 2 cm above the hip line) -> one
-        :func:`~crossdyn.experiments.biped.measurements.linearization_point` per angle
-        (leg length ``l`` m, poles 1/s, each candidate's entry errors).
+      rows: robot variant (``ideal``: massless legs, ``realistic``, ``com_offset``: CoM 2 cm above the
+        hip line) -> one :func:`~crossdyn.experiments.biped.measurements.linearization_point` per angle.
     """
 
     alpha: np.ndarray
@@ -254,12 +191,10 @@ LADDER_DEG = tuple(float(a) for a in np.linspace(*STROKE_DEG, 7))  # seven heigh
 def linearization_ladder(alpha_deg=LADDER_DEG, mjcf: str = "") -> LinearizationResult:
     """Linearize the three robot variants at each angle in ``alpha_deg`` (deg; no files) of the robot ``mjcf``."""
     alphas = _deg(alpha_deg)
-    rows: dict[str, list[dict]] = {"ideal": [], "realistic": [], "com_offset": []}
-    for a in alphas:
-        rows["ideal"].append(linearization_point(a, legs="massless", mjcf=mjcf))
-        rows["realistic"].append(linearization_point(a, legs="realistic", mjcf=mjcf))
-        rows["com_offset"].append(linearization_point(a, legs="massless", com_offset=(0.0, 0.02), mjcf=mjcf))
-    return LinearizationResult(alphas, rows)
+    variants = (("ideal", "massless", (0.0, 0.0)), ("realistic", "realistic", (0.0, 0.0)),
+                ("com_offset", "massless", (0.0, 0.02)))  # (name, legs, CoM offset m)
+    return LinearizationResult(alphas, {name: [linearization_point(a, legs, offset, mjcf) for a in alphas]
+                                        for name, legs, offset in variants})
 
 
 def ladder_table(result: LinearizationResult) -> dict:
@@ -268,8 +203,6 @@ def ladder_table(result: LinearizationResult) -> dict:
     def column(variant, candidate):
         return [r["errors"][candidate]["max_rel"] for r in result.rows[variant]]
 
-    # The candidates' keys are metrics that saved baselines compare, so they keep the source's
-    # equation number for the linearized wheeled pendulum.
     return {
         "alpha_deg": np.degrees(result.alpha),
         "l_m": [r["l"] for r in result.rows["ideal"]],
@@ -285,11 +218,7 @@ def ladder_table(result: LinearizationResult) -> dict:
 
 def judge_linearization(result: LinearizationResult) -> tuple[Verdict, dict]:
     """The linearized model within :data:`LIN_RTOL` on the ideal robot at every angle, the printed 2l/r^2
-    outside it everywhere, and the lumped model within it on the realistic and offset robots.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    outside it everywhere, and the lumped model within it on the realistic and offset robots."""
     rows, table = result.rows, ladder_table(result)
     worst = max(table["ideal: linearized model"])
     printed_fails = min(table["ideal: linearized model as printed (2l/r^2)"]) > LIN_RTOL
@@ -343,17 +272,14 @@ def linearization_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- steering
-
-
 @dataclass(frozen=True)
 class SteeringResult:
     """Yaw acceleration for a differential wheel torque, MuJoCo vs the steering model, at mid-stroke.
 
     Attributes:
       torque: dT, N m (T_L = dT, T_R = -dT).
-      variants: ``"massless"`` / ``"realistic"`` legs -> the
-        :func:`~crossdyn.experiments.biped.measurements.steering_instant` numbers
-        (``mujoco``, ``analytic``, ``with_wheel_yaw``, ``lumped_legs_and_wheel_yaw``), rad/s^2.
+      variants: ``massless`` / ``realistic`` legs -> their
+        :func:`~crossdyn.experiments.biped.measurements.steering_instant`, rad/s^2.
     """
 
     torque: float
@@ -373,11 +299,7 @@ def steering_comparison(torque: float = 1.0, mjcf: str = "") -> SteeringResult:
 
 def judge_steering(result: SteeringResult) -> tuple[Verdict, dict]:
     """Ideal robot: the steering model within :data:`STEER_RTOL`, within :data:`STEER_EXPLAINED_RTOL` once the
-    wheels' yaw inertia is added; realistic legs: within the latter when lumped.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    wheels' yaw inertia is added; realistic legs: within the latter when lumped."""
     out = {}
     for legs, point in result.variants.items():
         out[legs] = {
@@ -403,8 +325,7 @@ def plot_steering(result: SteeringResult, out_dir) -> list[Path]:
     for k, legs in enumerate(("massless", "realistic")):
         p = result.variants[legs]
         heights = [p["mujoco"], p["analytic"], p["with_wheel_yaw"], p["lumped_legs_and_wheel_yaw"]]
-        ax.bar(np.arange(4) + 0.38 * k, heights,
-               width=0.36, label=legs)
+        ax.bar(np.arange(4) + 0.38 * k, heights, width=0.36, label=legs)
     ax.set_xticks(np.arange(4) + 0.19, labels)
     ax.set(ylabel="yaw acceleration (rad/s^2)", title=f"T_L = {result.torque:g}, T_R = {-result.torque:g} N m")
     ax.legend(fontsize=8)
@@ -425,17 +346,13 @@ def steering_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- statics
-
-
 @dataclass(frozen=True)
 class StaticsResult:
     """Wheel normal forces under commanded (F_y, T_x): the support statics corrected and as printed vs MuJoCo.
 
     Attributes:
-      rows: one per (alpha, command): ``alpha_deg`` (deg), ``F_y`` (N), ``T_x`` (N m),
-        and ``corrected`` / ``printed``, each a
-        :func:`~crossdyn.experiments.biped.measurements.statics_point` (``predicted`` and
-        ``measured`` left/right forces, N, and ``rel_error``).
+      rows: one per (alpha, command): ``alpha_deg`` (deg), ``F_y`` (N), ``T_x`` (N m), and ``corrected`` /
+        ``printed``, each a :func:`~crossdyn.experiments.biped.measurements.statics_point`.
     """
 
     rows: list[dict]
@@ -452,17 +369,12 @@ def statics_comparison(alphas_deg=(195.0, 215.0, 235.0, 245.0),
         for F_y, T_x in commands:
             corrected = statics_point(model, params, np.radians(deg), F_y, T_x)
             printed = statics_point(model, params, np.radians(deg), F_y, T_x, printed=True)
-            rows.append({"alpha_deg": deg, "F_y": F_y, "T_x": T_x,
-                         "corrected": corrected, "printed": printed})
+            rows.append({"alpha_deg": deg, "F_y": F_y, "T_x": T_x, "corrected": corrected, "printed": printed})
     return StaticsResult(rows)
 
 
 def judge_statics(result: StaticsResult) -> tuple[Verdict, dict]:
-    """Corrected leg forces within :data:`STATICS_RTOL` everywhere; the printed form outside it everywhere.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Corrected leg forces within :data:`STATICS_RTOL` everywhere; the printed form outside it everywhere."""
     worst = max(r["corrected"]["rel_error"] for r in result.rows)
     printed_best = min(r["printed"]["rel_error"] for r in result.rows)
     verdict = Verdict(worst <= STATICS_RTOL and printed_best > STATICS_RTOL,
@@ -501,8 +413,6 @@ def statics_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- jump stroke
-
-
 @dataclass(frozen=True)
 class JumpStrokeResult:
     """The constant-torque extension stroke: the extension-phase ODE and the full five-bar robot in MuJoCo.
@@ -527,11 +437,7 @@ class JumpStrokeResult:
 
 def jump_stroke(tau: float | None = None, duration: float = 0.9, mjcf: str = "") -> JumpStrokeResult:
     """The extension-phase ODE and a MuJoCo run of ``duration`` s at hip torque ``tau`` (N m; None: the motors'
-    limit; no files) on the robot ``mjcf``.
-
-    Raises:
-      ParameterError: ``tau`` above the robot's hip motor limit.
-    """
+    limit; no files) on the robot ``mjcf``.  ParameterError: ``tau`` above the hip motors' limit."""
     model = build(mjcf=mjcf)
     params = biped_params(model)
     tau = params.hip_torque_limit if tau is None else tau
@@ -544,11 +450,7 @@ def jump_stroke(tau: float | None = None, duration: float = 0.9, mjcf: str = "")
 
 def judge_jump_stroke(result: JumpStrokeResult) -> tuple[Verdict, dict]:
     """The ODE's take-off speed above g t; MuJoCo's below the ODE's (the legs take a share of the
-    work); loop closure within 0.5 mm.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    work); loop closure within 0.5 mm."""
     ode, run, params, need = result.ode, result.run, result.params, result.requirement
     e = run.energy
     share = e["legs_wheels_kinetic"] / e["hip_work"]
@@ -559,24 +461,15 @@ def judge_jump_stroke(result: JumpStrokeResult) -> tuple[Verdict, dict]:
                       f"take-off ODE {ode.takeoff_velocity:.2f} m/s, MuJoCo {run.takeoff_velocity:.2f} m/s "
                       f"(legs take {share:.0%} of the work); closure max {run.closure_max * 1e3:.2f} mm")
     return verdict, {
-        **verdict.as_metrics(),
-        "requirement_m_s": need,
-        "ode_takeoff_velocity": ode.takeoff_velocity,
-        "ode_stroke_time_s": ode.duration,
-        "ode_stroke_height_m": ode.stroke_height,
-        "ode_ballistic_rise_m": ode.ballistic_rise,
-        "thesis_apex_h1_plus_h2_m": ode.apex_height(RETRACTION_TIME),
-        "mujoco_takeoff_velocity": run.takeoff_velocity,
-        "mujoco_stroke_time_s": run.t_stroke,
-        "mujoco_liftoff_com_velocity": run.liftoff_com_velocity,
-        "mujoco_body_apex_rise_m": run.body_apex_rise,
+        **verdict.as_metrics(), "requirement_m_s": need, "ode_takeoff_velocity": ode.takeoff_velocity,
+        "ode_stroke_time_s": ode.duration, "ode_stroke_height_m": ode.stroke_height,
+        "ode_ballistic_rise_m": ode.ballistic_rise, "thesis_apex_h1_plus_h2_m": ode.apex_height(RETRACTION_TIME),
+        "mujoco_takeoff_velocity": run.takeoff_velocity, "mujoco_stroke_time_s": run.t_stroke,
+        "mujoco_liftoff_com_velocity": run.liftoff_com_velocity, "mujoco_body_apex_rise_m": run.body_apex_rise,
         "mujoco_com_apex_rise_m": run.com_apex_rise,
         "mujoco_com_apex_ballistic_m": run.liftoff_com_velocity**2 / (2 * params.pendulum.g),
-        "mujoco_wheel_clearance_m": run.wheel_clearance,
-        "energy_J": e,
-        "legs_wheels_share_of_work": share,
-        "velocity_from_body_energy": explained,
-        "closure_max_m": run.closure_max,
+        "mujoco_wheel_clearance_m": run.wheel_clearance, "energy_J": e, "legs_wheels_share_of_work": share,
+        "velocity_from_body_energy": explained, "closure_max_m": run.closure_max,
     }
 
 
@@ -606,21 +499,15 @@ def jump_stroke_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- errata
-
-
 @dataclass(frozen=True)
 class ErrataResult:
-    """What MuJoCo and the printed and corrected forms give for each erratum of the biped thesis chapter, at mid-stroke.
+    """Each erratum at mid-stroke: MuJoCo and both forms, by :mod:`~crossdyn.experiments.biped.measurements`.
 
     Attributes:
-      wheel: :func:`~crossdyn.experiments.biped.measurements.wheel_dynamics_instant`
-        at T = 0.5 N m (one wheel's dynamics: the wheel torque each form implies, N m).
-      drive: :func:`~crossdyn.experiments.biped.measurements.drive_and_turn`, 0.1 s at
-        T_L = 0.4, T_R = 0.1 N m (mean acceleration in m/s^2, yaw acceleration in rad/s^2).
-      linearization: :func:`~crossdyn.experiments.biped.measurements.linearization_point`
-        on the ideal robot (linearized model: relative entry errors).
-      statics_corrected, statics_printed: :func:`~crossdyn.experiments.biped.measurements.statics_point`
-        at F_y = 10 N, T_x = 3 N m with each form's torques (leg forces, N).
+      wheel: ``wheel_dynamics_instant`` at T = 0.5 N m (the wheel torque each form implies, N m).
+      drive: ``drive_and_turn``, 0.1 s at T_L = 0.4, T_R = 0.1 N m (m/s^2, rad/s^2).
+      linearization: ``linearization_point`` on the ideal robot.
+      statics_corrected, statics_printed: ``statics_point`` at F_y = 10 N, T_x = 3 N m with each form.
     """
 
     wheel: dict
@@ -631,16 +518,12 @@ class ErrataResult:
 
 
 def errata_measurements(mjcf: str = "") -> ErrataResult:
-    """Measure every erratum of the biped thesis chapter in MuJoCo (no files) on the robot ``mjcf``.
-
-    The errata are listed in docs/derivations/errata.md.
-    """
+    """Measure every erratum (docs/derivations/errata.md) in MuJoCo (no files) on the robot ``mjcf``."""
     alpha = np.radians(STAND_DEG)
     ideal = build(legs="massless", rigid_alpha=alpha, mjcf=mjcf)
     params = biped_params(ideal)
     w = wheel_dynamics_instant(ideal, params, alpha, T=0.5)
-    # 0.1 s of driving: long enough for real wheel speeds and positions, short enough
-    # that the body (not balanced here) has pitched only ~1e-3 rad.
+    # 0.1 s of driving: real wheel speeds and positions, while the unbalanced body pitches only ~1e-3 rad.
     drive = drive_and_turn(ideal, params, alpha, T_L=0.4, T_R=0.1, duration=0.1)
     lin = linearization_point(alpha, legs="massless", mjcf=mjcf)
     jointed = build(legs="massless", mjcf=mjcf)
@@ -688,8 +571,7 @@ def errata_rows(result: ErrataResult) -> list[dict]:
     rows[-1]["verdict"] = _DEMONSTRATED if ok else "NOT DEMONSTRATED"
     row("004 (2.21)", "deltadd = (xd_L - x_R)/D", "deltadd = (xdd_L - xdd_R)/D",
         drive["yaw_acc_mujoco"], drive["yaw_acc_printed"], drive["yaw_acc_corrected"], KINEMATIC_RTOL, "rad/s^2")
-    # Compare the leg force each form commands with what MuJoCo's wheel feels when
-    # the corrected torques are applied (and vice versa for the printed ones).
+    # The leg force each form commands against what MuJoCo's wheel feels under that form's torques.
     good, bad = result.statics_corrected, result.statics_printed
     row("004 (2.27)", "P_L = (F_y - M g)/2 + T_x/D", "P_L = (F_y + M g)/2 + T_x/D",
         good["measured"]["left"], bad["predicted"]["left"], good["predicted"]["left"], STATICS_RTOL,
@@ -709,11 +591,7 @@ def errata_table(rows: list[dict]) -> str:
 
 
 def judge_errata(result: ErrataResult) -> tuple[Verdict, dict]:
-    """Every printed form outside its tolerance and every corrected form within it.
-
-    Returns:
-      The verdict and the experiment's metrics (the verdict's keys included).
-    """
+    """Every printed form outside its tolerance and every corrected form within it."""
     rows = errata_rows(result)
     demonstrated = sum(r["verdict"] == _DEMONSTRATED for r in rows)
     verdict = Verdict(demonstrated == len(rows), f"{demonstrated}/{len(rows)} errata demonstrated")

@@ -4,10 +4,6 @@
                           [--workers K] [--seed S] [--scheduler ADDR] [--mjcf PATH] [--out DIR]
     crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--seed S]
                              [--mjcf PATH] [--out DIR]
-
-Both run on crossdyn's generic sweep machinery (:mod:`crossdyn.experiments.core.sweep`);
-what is the biped's (its runs, scoring, choice rule and plots) is here and in
-:mod:`crossdyn.experiments.biped.tune`.
 """
 
 from __future__ import annotations
@@ -32,8 +28,7 @@ DURATION_MAX = 600.0  # s simulated per run
 
 def _stored_summary(result) -> dict:
     """The sweep's summary file content as stored (inf as text), from memory."""
-    if result.summary is None:  # tune.finish and tune.robustness always set it
-        raise RuntimeError("the sweep returned no summary")
+    assert result.summary is not None  # tune.finish and tune.robustness always set it
     return as_stored(result.summary)
 
 
@@ -116,8 +111,7 @@ def _cmd_tune_robustness(args) -> int:
     try:
         with sigterm_interrupts():
             result = tune.robustness(out, weights=weights, axes=axes, duration=args.duration, seed=args.seed,
-                                     timeout=args.timeout,
-                                     mjcf=args.mjcf, **engine)
+                                     timeout=args.timeout, mjcf=args.mjcf, **engine)
     except KeyboardInterrupt:
         return interrupted(out / "robustness.csv")
     summary = _stored_summary(result)  # robustness.json's content, from memory
@@ -134,10 +128,6 @@ def _cmd_tune_robustness(args) -> int:
               + ("" if row["contiguous"] else " (with gaps)"))
     print(f"  results in {out} (robustness.csv, robustness.png, robustness.json; timings.csv)")
     return 0
-
-
-def _values(values) -> str:
-    return ",".join(f"{v:g}" for v in values)
 
 
 def _grid_help() -> str:
@@ -204,7 +194,7 @@ def configure_robustness(p_rob: argparse.ArgumentParser) -> None:
     """map where the biped's balance holds over two perturbation axes, for given LQR weights"""
     from crossdyn.experiments.biped import tune
 
-    axes = " ".join(f"{k}={_values(v)}" for k, v in tune.DEFAULT_AXES.items())
+    axes = " ".join(f"{k}={','.join(f'{x:g}' for x in v)}" for k, v in tune.DEFAULT_AXES.items())
     p_rob.add_argument("--weight", type=arguments.key_value, action="append", default=[], metavar="NAME=VALUE",
                        help="an LQR weight (repeatable; others default)")
     p_rob.add_argument("--weights-from", metavar="DIR", help="the chosen weights of a sweep (its folder or best.json)")

@@ -1,11 +1,8 @@
 """Closing the loop: the biped controller driving the MuJoCo robot.
 
-:func:`simulate_scenario` steps ``mjcf/wheel_legged_biped.xml`` (or a variant) with a
-:class:`~controllers.biped.BipedController` running every ``control_period``,
-fed from the robot's own sensors (read by name) or, with ``ground_truth=True``,
-from MuJoCo's state.  It records a :class:`ScenarioTrace` for metrics and plots, stops
-early when the robot falls or the simulation diverges, and can render a video
-from the tracking camera.
+:func:`simulate_scenario` steps the robot with a :class:`~controllers.biped.BipedController`
+every ``control_period``, fed from its own sensors (read by name) or, with ``ground_truth=True``,
+from MuJoCo's state, and records a :class:`ScenarioTrace`, stopping early when the robot falls.
 """
 
 from __future__ import annotations
@@ -26,8 +23,8 @@ from crossdyn.controllers.biped import BipedController, Command, Reference, desi
 from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
 from crossdyn.controllers.jump import JumpPlan
 from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params
-from crossdyn.experiments.core.errors import CrossdynError
-from crossdyn.experiments.core.imperfections import Imperfection
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.imperfections import Imperfection, Push
 
 __all__ = ["Scenario", "ScenarioTrace", "simulate_scenario", "simulate_many", "make_controller", "geometry",
            "initial_state", "FALL_PITCH"]
@@ -164,55 +161,37 @@ def simulate_scenario(model: mujoco.MjModel, sc: Scenario,
                       controller: BipedController | Callable[[float, Estimate, Reference], Command] | None = None,
                       video: Path | None = None, fps: int = 30, imperfections: Sequence[Imperfection] = (),
                       seed: int = 0, compiled: bool = True) -> ScenarioTrace:
-    """Run a scenario in closed loop and return its trace.
-
-    This is crossdyn's one closed loop (:func:`crossdyn.experiments.core.loop.simulate`)
-    with the biped's controller plugged in: every control period the robot's own
-    sensors (after the ``imperfections``) feed the state estimator, ``controller``
-    turns the estimate and the scenario's reference into wheel and hip torques,
-    and the loop ends early when the robot falls (pitch past :data:`FALL_PITCH`) or
-    the simulation diverges.
-
-    ``controller`` is a :class:`~crossdyn.controllers.biped.BipedController` (by
-    default one designed for ``model``) or any function ``(t, est, ref) -> Command``
-    (a user's own; see docs/guides/python.md, "Your own controller on the biped").  With the
-    built-in controller (a ``BipedController`` itself) the estimator and controller
-    run as one compiled step (:mod:`crossdyn.controllers.compiled`, Numba;
-    bit-identical to the classes); a user's function gets the compiled estimate.
-    ``compiled=False``, ``ground_truth`` or a missing Numba run the readable
-    classes instead.
+    """Run a scenario in crossdyn's closed loop (:func:`crossdyn.experiments.core.loop.simulate`) and return
+    its trace; the loop ends early when the robot falls (pitch past :data:`FALL_PITCH`) or diverges.
 
     Args:
       model: the robot (meeting the biped's contract).
       sc: the scenario (initial pose, reference, push, control period, jump).
-      controller: see above.
+      controller: a :class:`~crossdyn.controllers.biped.BipedController` (default: one designed for
+        ``model``) or any function ``(t, est, ref) -> Command`` (docs/guides/python.md).  The built-in
+        controller runs with the estimator as one compiled step (Numba, bit-identical to the classes);
+        a user's function gets the compiled estimate.
       video: write an MP4 from the tracking camera here.
       fps: video frames per simulated second.
       imperfections: generic imperfections on the robot's sensors and actuators
-        (:meth:`~crossdyn.experiments.biped.imperfections.Imperfections.generic` makes
-        the biped's).
+        (:meth:`~crossdyn.experiments.biped.imperfections.Imperfections.generic` makes the biped's).
       seed: seed of the imperfections' random draws.
-      compiled: allow the compiled step.
+      compiled: allow the compiled step (``ground_truth`` or a missing Numba run the classes).
 
     Raises:
       CrossdynError: the model lacks the biped's sensors or actuators, or the
         control period is not a multiple of the time step.
       ControllerError: a user's controller function raised.
     """
-    from crossdyn.experiments.core.errors import ParameterError
-    from crossdyn.experiments.core.imperfections import Push
     from crossdyn.experiments.core.loop import simulate as run_loop
 
     p = biped_params(model)
     controller = controller or make_controller(p, sc.control_period, jump=sc.jump)
-    sensors = _Sensors(model)
-    actuators = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
     n = int(round(sc.duration / sc.control_period))
-    plug = _plug(controller, p, sc, sensors, actuators, n, compiled)
-    pushes = [] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])]
+    plug = _plug(controller, p, sc, _Sensors(model), _actuators(model), n, compiled)
     try:
         trace = run_loop(model, plug, n * sc.control_period, qpos=initial_state(model, p, sc),
-                         control_dt=sc.control_period, imperfections=[*imperfections, *pushes], seed=seed,
+                         control_dt=sc.control_period, imperfections=[*imperfections, *_pushes(sc)], seed=seed,
                          stop=_Fall(model), record=_RECORD, video=video, camera="track", fps=fps)
     except ParameterError as exc:
         if "not a multiple" in str(exc):
@@ -226,13 +205,9 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
                   imperfections: Sequence[Imperfection] | Sequence[Sequence[Imperfection]] = (),
                   seeds: int | Sequence[int] = 0, nthread: int = 1,
                   controllers: Sequence[BipedController] | None = None) -> list[ScenarioTrace]:
-    """Scenarios run together on MuJoCo's batch, each with the built-in controller: :func:`simulate_scenario`'s
-    traces.
-
-    Each scenario gets the controller :func:`simulate_scenario` designs for it (or its own of
-    ``controllers``, e.g. other gains), run as its compiled step one per simulation
-    (:func:`~crossdyn.experiments.core.batch.simulate_batch`, whose traces are the loop's
-    bit for bit), so ``simulate_many(model, [sc])[0]`` is ``simulate_scenario(model, sc)``.
+    """Scenarios run together on MuJoCo's batch (:func:`~crossdyn.experiments.core.batch.simulate_batch`),
+    each with the built-in controller as its compiled step: ``simulate_many(model, [sc])[0]`` is
+    ``simulate_scenario(model, sc)`` bit for bit.
 
     Args:
       model: the robot (meeting the biped's contract).
@@ -246,28 +221,35 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
       CrossdynError: the scenarios differ in duration or control period; as :func:`simulate_scenario`.
     """
     from crossdyn.experiments.core.batch import simulate_batch
-    from crossdyn.experiments.core.imperfections import Push
 
     if len({(sc.duration, sc.control_period) for sc in scenarios}) > 1:
         raise CrossdynError("simulate_many runs scenarios of one duration and one control period together")
     p = biped_params(model)
-    sensors = _Sensors(model)
-    actuators = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
+    sensors, motors = _Sensors(model), _actuators(model)
     period = scenarios[0].control_period
     n = int(round(scenarios[0].duration / period))
     if controllers is None:
         controllers = [make_controller(p, sc.control_period, jump=sc.jump) for sc in scenarios]
-    plugs = [_plug(c, p, sc, sensors, actuators, n, True) for c, sc in zip(controllers, scenarios, strict=True)]
+    plugs = [_plug(c, p, sc, sensors, motors, n, True) for c, sc in zip(controllers, scenarios, strict=True)]
     per_run = bool(imperfections) and all(isinstance(i, Sequence) for i in imperfections)
     lists: list[list] = [list(i) for i in imperfections if isinstance(i, Sequence)] if per_run \
         else [list(imperfections)] * len(scenarios)
-    mixes = [imps + ([] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])])
-             for imps, sc in zip(lists, scenarios, strict=True)]
+    mixes = [imps + _pushes(sc) for imps, sc in zip(lists, scenarios, strict=True)]
     starts = np.array([initial_state(model, p, sc) for sc in scenarios])
     traces = simulate_batch(model, plugs, n * period, qpos=starts, control_dt=period, imperfections=mixes,
                             seeds=seeds, stop=_Fall(model), record=_RECORD, nthread=nthread)
     return [_biped_trace(model, p, trace, plug, controller)
             for trace, plug, controller in zip(traces, plugs, controllers, strict=True)]
+
+
+def _actuators(model: mujoco.MjModel) -> list[int]:
+    """The biped's motors in the controller's command order: left and right wheel, then :data:`HIPS`."""
+    return [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
+
+
+def _pushes(sc: Scenario) -> list[Push]:
+    """The scenario's push on the body, as the loop's imperfection (none: empty)."""
+    return [] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])]
 
 
 class _Fall:
@@ -306,10 +288,8 @@ _SITES = ("left_axle", "right_axle", "left_rear_foot", "right_rear_foot")
 
 def _state(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, extra: dict) -> dict[str, np.ndarray]:
     """The recorded rows as the truth's raw columns: root quaternion (N, 4), body rate (N, 3), the four
-    sites (N, 4, 3), the axles' mean linear velocity (N, 3), body and wheel heights (N, 3).
-
-    The axles' velocities are ``mj_objectVelocity``'s transform of ``cvel`` to the site,
-    ``v - (p_site - p_com) x w`` (bit for bit the same)."""
+    sites (N, 4, 3), the axles' mean velocity (N, 3, ``mj_objectVelocity``'s transform of ``cvel``), body
+    and wheel heights (N, 3)."""
     root = model.joint("root")
     q, v = int(root.qposadr[0]), int(root.dofadr[0])
     n = qpos.shape[0]
@@ -450,22 +430,16 @@ def _biped_trace(model: mujoco.MjModel, p: BipedParams, trace, plug, controller)
     state = _state(model, trace.qpos, trace.qvel, trace.extra)
     machine = getattr(controller, "machine", None)  # a user's controller function has none
     truth = _truth({"t": trace.t, **state})
-    return ScenarioTrace(t=trace.t, **truth, est_x=logged["est_x"], est_xd=logged["est_xd"],
-                 est_pitch=logged["est_pitch"], height=logged["height"], alpha=logged["alpha"],
-                 body_z=state["z"][:, 0], wheel_z=state["z"][:, 1:] - p.pendulum.r,
-                 wheel_torque=logged["wheel_torque"], hip_torque=logged["hip_torque"],
-                 wheel_total=logged["wheel_total"], phase=np.array(phases), reference=logged["reference"],
-                 fell=trace.stopped is not None, diverged=trace.diverged, wheel_limit=p.wheel_torque_limit,
-                 hip_limit=p.hip_torque_limit,
-                 transitions=list(machine.transitions) if machine is not None else [])
+    return ScenarioTrace(t=trace.t, **truth, **logged, body_z=state["z"][:, 0],
+                         wheel_z=state["z"][:, 1:] - p.pendulum.r, phase=np.array(phases),
+                         fell=trace.stopped is not None, diverged=trace.diverged, wheel_limit=p.wheel_torque_limit,
+                         hip_limit=p.hip_torque_limit,
+                         transitions=list(machine.transitions) if machine is not None else [])
 
 
 def _compiled_estimator(p: BipedParams, sensors: _Sensors) -> tuple | None:
-    """The compiled estimator for a user's controller function, or None without Numba.
-
-    Returns ``(estimate, as_estimate, index, params, state, buffer)``
-    (:func:`crossdyn.controllers.compiled.estimate`'s arguments and its converter to an ``Estimate``).
-    """
+    """The compiled estimator for a user's controller function, ``(estimate, as_estimate, index, params,
+    state, buffer)``, or None without Numba."""
     try:
         from crossdyn.controllers import compiled
     except ImportError:
@@ -491,12 +465,8 @@ def _columns(rows: list[tuple], layout: tuple) -> dict[str, np.ndarray]:
 
 
 def _truth(raw: dict) -> dict:
-    """MuJoCo's state as the controller's quantities, for a whole run at once.
-
-    ``true_x`` is the axle midpoint's travel from its start, projected on the
-    current heading; ``true_xd`` its velocity along the heading; ``closure`` the
-    larger loop-closure gap of the two legs (rear shank tip to axle), m.
-    """
+    """MuJoCo's state as the controller's quantities, for a whole run: ``true_x`` the axle midpoint's travel
+    along the current heading, ``true_xd`` its velocity, ``closure`` the larger loop-closure gap, m."""
     if raw["t"].size == 0:
         empty = np.zeros(0)
         return {k: empty for k in ("true_x", "true_xd", "true_pitch", "true_pitch_rate", "true_roll", "true_yaw",
@@ -505,23 +475,15 @@ def _truth(raw: dict) -> dict:
     roll_rate, pitch_rate, yaw_rate = euler_rates(roll, pitch, raw["omega"])
     heading = np.stack([np.cos(yaw), np.sin(yaw)], axis=-1)
     axle = 0.5 * (raw["sites"][:, 0, :2] + raw["sites"][:, 1, :2])
-    return {
-        "true_x": np.einsum("ni,ni->n", axle - axle[0], heading),
-        "true_xd": np.einsum("ni,ni->n", raw["axle_vel"][:, :2], heading),
-        "true_pitch": pitch,
-        "true_pitch_rate": pitch_rate,
-        "true_roll": roll,
-        "true_yaw": np.unwrap(yaw),
-        "true_yaw_rate": yaw_rate,
-        "closure": np.linalg.norm(raw["sites"][:, 2:] - raw["sites"][:, :2], axis=-1).max(axis=1),
-    }
+    return {"true_x": np.einsum("ni,ni->n", axle - axle[0], heading),
+            "true_xd": np.einsum("ni,ni->n", raw["axle_vel"][:, :2], heading), "true_pitch": pitch,
+            "true_pitch_rate": pitch_rate, "true_roll": roll, "true_yaw": np.unwrap(yaw), "true_yaw_rate": yaw_rate,
+            "closure": np.linalg.norm(raw["sites"][:, 2:] - raw["sites"][:, :2], axis=-1).max(axis=1)}
 
 
 def _true_estimate(est: Estimate, now: dict, first: dict) -> Estimate:
-    """``est`` with its pose, rates and travel replaced by MuJoCo's (``--set ground_truth=true``).
-
-    ``now`` and ``first``: this step's and the first step's raw state (:func:`_state`'s columns, one row).
-    """
+    """``est`` with pose, rates and travel replaced by MuJoCo's, from this step's and the first step's
+    raw state (:func:`_state`'s columns, one row)."""
     quat, omega, sites, sites0 = now["quat"], now["omega"], now["sites"], first["sites"]
     axle_vel = now["axle_vel"]
     roll, pitch_, yaw = (float(a) for a in euler_zyx(quat))

@@ -1,31 +1,17 @@
 """Closed-loop experiments of the wheel-legged biped: judged and plotted.
 
-Each experiment runs one scenario of :mod:`crossdyn.experiments.biped.scenarios`
-(the computation, callable on its own), judges its metrics against the expected
-outcome (the ``judge_*`` functions) and plots the trace (:func:`plot_states`):
-
-``balance-recovery``  10 deg initial tilt back to upright;
-``velocity-tracking`` 0 -> 1 m/s -> 0;
-``turn``              90 deg in place;
-``height-change``     crouched <-> extended while balancing;
-``roll-leveling``     one wheel on a 4 cm step, body kept level;
-``push-recovery``     largest horizontal impulse recovered, by bisection;
-``jump``              crouch, thrust, flight, landing, balance again;
-``robustness``        body mass +-30 %, CoM 2 cm off, with nominal gains;
-``lqr-cost``          the ideal robot's realised LQR cost vs x0' S x0.
-
-Every experiment takes ``--set mjcf=PATH`` (the user's robot, or a model of
-crossdyn's ``mjcf/`` folder by name, e.g. ``wheel_legged_biped_large``).  Every
-closed loop but ``lqr-cost`` (a check of the LQR's own theory on the ideal robot)
-also takes the imperfections of
-:mod:`~crossdyn.experiments.biped.imperfections` and ``realistic=true``, and
-reports its metrics both ways: the run as set, and under the other of ideal /
-realistic in a sub-dict (``realistic`` or ``ideal``), each with the estimator's
-error.
+Each experiment runs one scenario of :mod:`crossdyn.experiments.biped.scenarios`, judges
+its metrics (the ``judge_*`` functions) and plots the trace (:func:`plot_states`).  Every
+experiment takes ``--set mjcf=PATH``; every closed loop but ``lqr-cost`` (a check of the
+LQR's own theory on the ideal robot) also takes the imperfections of
+:mod:`~crossdyn.experiments.biped.imperfections` and ``realistic=true``, and reports its
+metrics both ways: as set, and under the other of ideal / realistic in a sub-dict
+(``realistic`` or ``ideal``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -49,10 +35,8 @@ __all__ = ["COMMON", "MJCF", "IMPERFECTIONS", "plot_states", "plot_jump_heights"
                                  "push_recovery", "jump", "robustness", "lqr_cost")]
 
 # The imperfections (one --set parameter each) and their preset.
-IMPERFECTIONS = {
-    **imperfections.PARAMS,
-    "realistic": Param(False, "the realistic preset of sensor, motor and ground imperfections"),
-}
+IMPERFECTIONS = {**imperfections.PARAMS,
+                 "realistic": Param(False, "the realistic preset of sensor, motor and ground imperfections")}
 
 # Parameters every closed-loop experiment accepts through --set (the fields of a Setup).
 COMMON = {
@@ -76,15 +60,11 @@ def _params(**extra) -> dict:
 def _setup(ctx: Context) -> dict:
     """The :class:`Setup` fields from the experiment's parameters (and seed), as keyword arguments."""
     s = Setup.from_values({**ctx.params, "seed": ctx.seed})
-    return {"weights": s.weights, "body_mass_scale": s.body_mass_scale, "com_offset_x": s.com_offset_x,
-            "ground_truth": s.ground_truth, "mjcf": s.mjcf, "imperfections": s.imperfections, "seed": s.seed}
+    return {f.name: getattr(s, f.name) for f in dataclasses.fields(s)}
 
 
 def _other(ctx: Context) -> tuple[str, dict]:
-    """The run to compare with: the realistic preset if this run is ideal, else the ideal robot.
-
-    Returns its name (``realistic`` / ``ideal``) and its setup keywords.
-    """
+    """The run to compare with, ``(name, setup keywords)``: ``realistic`` if this run is ideal, else ``ideal``."""
     setup = _setup(ctx)
     if ctx.params.get("realistic"):
         return "ideal", {**setup, "imperfections": imperfections.Imperfections()}
@@ -110,24 +90,20 @@ def _scenario(ctx: Context, run, judge, title: str, also=None) -> dict:
     return {**judge(metrics).as_metrics(), **metrics, **other}
 
 
-def _video(ctx: Context, name: str | None = None):
-    """Where to write the experiment's video, or None (``--video`` not given)."""
-    if not ctx.video:
-        return None
-    video_environment()
-    return ctx.out_dir / f"{name or ctx.name}.mp4"
-
-
 def _video_dir(ctx: Context):
+    """Where to write the experiment's videos, or None (``--video`` not given)."""
     if not ctx.video:
         return None
     video_environment()
     return ctx.out_dir
 
 
+def _video(ctx: Context):
+    folder = _video_dir(ctx)
+    return None if folder is None else folder / f"{ctx.name}.mp4"
+
+
 # --------------------------------------------------------------------------- judges
-
-
 def judge_balance_recovery(m: dict) -> Verdict:
     """Upright and still (|theta| < 0.5 deg, |xd| < 0.02 m/s) within 3 s, without falling."""
     settle = m["settling_time_s"]
@@ -188,41 +164,28 @@ def judge_lqr_cost(m: dict) -> Verdict:
 
 
 # --------------------------------------------------------------------------- plots
-
-
 def plot_states(trace: ScenarioTrace, title: str) -> Figure:
     """States and torques over time, with references and the torque limits shaded."""
     fig, axes = plots.figure(4, 2, width=12.0, height=2.3, sharex=True)
-    t = trace.t
-    ax = axes[0, 0]
-    ax.plot(t, np.degrees(trace.true_pitch), label="true")
-    ax.plot(t, np.degrees(trace.est_pitch), "--", label="estimate")
-    ax.set_ylabel("pitch (deg)")
-    ax.legend(fontsize=7)
-    ax = axes[0, 1]
-    ax.plot(t, trace.true_xd, label="true")
-    ax.plot(t, trace.est_xd, "--", label="estimate")
-    ax.plot(t, trace.reference[:, 0], "k:", label="reference")
-    ax.set_ylabel("speed (m/s)")
-    ax.legend(fontsize=7)
-    ax = axes[1, 0]
-    ax.plot(t, np.degrees(trace.true_yaw), label="yaw")
-    ax.plot(t, np.degrees(trace.reference[:, 1]), "k:", label="reference")
-    ax.set_ylabel("yaw (deg)")
-    ax = axes[1, 1]
-    ax.plot(t, trace.height[:, 0], label="left")
-    ax.plot(t, trace.height[:, 1], label="right")
-    ax.plot(t, trace.reference[:, 2], "k:", label="reference")
-    ax.set_ylabel("leg height (m)")
-    ax.legend(fontsize=7)
-    ax = axes[2, 0]
-    ax.plot(t, np.degrees(trace.true_roll))
-    ax.set_ylabel("roll (deg)")
-    ax = axes[2, 1]
-    ax.plot(t, trace.true_x, label="true")
-    ax.plot(t, trace.est_x, "--", label="odometry")
-    ax.set_ylabel("x (m)")
-    ax.legend(fontsize=7)
+    t, ref = trace.t, trace.reference
+    panels: dict[tuple[int, int], tuple[str, bool, list]] = {  # axes -> (y label, legend?, [(values, style, label)])
+        (0, 0): ("pitch (deg)", True, [(np.degrees(trace.true_pitch), "-", "true"),
+                                       (np.degrees(trace.est_pitch), "--", "estimate")]),
+        (0, 1): ("speed (m/s)", True, [(trace.true_xd, "-", "true"), (trace.est_xd, "--", "estimate"),
+                                       (ref[:, 0], "k:", "reference")]),
+        (1, 0): ("yaw (deg)", False, [(np.degrees(trace.true_yaw), "-", "yaw"),
+                                      (np.degrees(ref[:, 1]), "k:", "reference")]),
+        (1, 1): ("leg height (m)", True, [(trace.height[:, 0], "-", "left"), (trace.height[:, 1], "-", "right"),
+                                          (ref[:, 2], "k:", "reference")]),
+        (2, 0): ("roll (deg)", False, [(np.degrees(trace.true_roll), "-", None)]),
+        (2, 1): ("x (m)", True, [(trace.true_x, "-", "true"), (trace.est_x, "--", "odometry")]),
+    }
+    for (i, j), (ylabel, legend, curves) in panels.items():
+        for values, style, label in curves:
+            axes[i, j].plot(t, values, style, label=label)
+        axes[i, j].set_ylabel(ylabel)
+        if legend:
+            axes[i, j].legend(fontsize=7)
     for ax, values, limit, name in ((axes[3, 0], trace.wheel_torque, trace.wheel_limit, "wheel torque (N m)"),
                                     (axes[3, 1], trace.hip_torque, trace.hip_limit, "leg torque (N m)")):
         ax.plot(t, values[:, 0], label="left")
@@ -249,8 +212,7 @@ def plot_jump_heights(trace: ScenarioTrace) -> Figure:
     ax.plot(trace.t, trace.wheel_z[:, 1], label="right wheel bottom")
     ax.plot(trace.t, trace.body_z, label="body")
     ax.axhline(0.10, color="r", ls="--", lw=0.8, label="0.10 m requirement")
-    ax.set_xlabel("t (s)")
-    ax.set_ylabel("height (m)")
+    ax.set(xlabel="t (s)", ylabel="height (m)")
     ax.legend(fontsize=7)
     return fig
 
@@ -260,18 +222,14 @@ def plot_ideal_run(run: scenarios.IdealRun) -> Figure:
     fig, axes = plots.figure(1, 2, width=10.0, height=3.0)
     t = np.arange(run.states.shape[0]) * run.dt
     axes[0].plot(t, np.degrees(run.states[:, 2]))
-    axes[0].set_ylabel("pitch (deg)")
     axes[1].plot(t, run.torques)
-    axes[1].set_ylabel("T (N m)")
-    for ax in axes:
-        ax.set_xlabel("t (s)")
+    for ax, ylabel in zip(axes, ("pitch (deg)", "T (N m)"), strict=True):
+        ax.set(xlabel="t (s)", ylabel=ylabel)
     fig.suptitle("ideal robot under the analytic LQR")
     return fig
 
 
 # --------------------------------------------------------------------------- experiments
-
-
 @experiment(
     "balance-recovery",
     summary="LQR balance from a 10 deg forward tilt (sensor-based estimate)",
@@ -372,9 +330,9 @@ def _robustness(ctx: Context) -> dict:
     setup = {k: v for k, v in _setup(ctx).items() if k in ("ground_truth", "mjcf", "imperfections", "seed")}
     traces, metrics = scenarios.robustness(ctx.params["initial_tilt_deg"], video_dir=_video_dir(ctx), **setup)
     for name, trace in traces.items():
-        filename = f"states_{name.replace(' ', '_').replace('%', 'pct')}.png"
         if ctx.plots:  # a sweep's runs draw nothing
-            ctx.savefig(plot_states(trace, f"robustness: {name}"), filename)
+            ctx.savefig(plot_states(trace, f"robustness: {name}"),
+                        f"states_{name.replace(' ', '_').replace('%', 'pct')}.png")
     name, other = _other(ctx)
     other = {k: v for k, v in other.items() if k in setup}
     _, other_metrics = scenarios.robustness(ctx.params["initial_tilt_deg"], **other)

@@ -1,24 +1,13 @@
 """The biped's own derivations as users of the part checks (``crossdyn check kinematics/jacobian/linearization``).
 
-Experiments (``crossdyn run NAME``):
-
-- ``five-bar-derivation``: the five-bar leg's kinematics and Jacobian
-  (``analytic.biped.five_bar.axle_position``/``axle_jacobian``, the Jacobian the
-  virtual-model controller's ``J^T F`` stands on) checked with
-  :func:`~crossdyn.experiments.core.checks.kinematics.check_kinematics` and
-  :func:`~crossdyn.experiments.core.checks.jacobian.check_jacobian` against the
-  MJCF's closed loop: poses closed by MuJoCo's own kinematics
-  (:func:`~crossdyn.experiments.biped.measurements.solve_closure`, symmetric and
-  asymmetric), the Jacobian per unit motion of the two hip motors with the loop's
-  ``connect`` constraint held.  A Jacobian taking the rear motor about the front's
-  axis must fail, the rear column named; the virtual-model torques of
-  ``controllers.virtual_model.hip_torques`` must equal ``-J_z^T P``.
-- ``pendulum-linearization``: the linearized wheeled pendulum's ``(A, B)``
-  (``analytic.biped.wheeled_pendulum.linearize_pendulum``) checked with
-  :func:`~crossdyn.experiments.core.checks.linearization.check_linearization`
-  against ``linearize`` of the rigid-leg robot at several leg heights, reduced to
-  ``[x, xd, theta, thd]`` and ``T`` (:func:`~crossdyn.experiments.biped.measurements.pendulum_maps`);
-  the printed ``2 l / r^2`` must fail.
+- ``five-bar-derivation``: the leg's kinematics and Jacobian (``analytic.biped.five_bar``, the
+  Jacobian the virtual-model controller's ``J^T F`` stands on) against the MJCF's closed loop
+  at symmetric and asymmetric poses closed by MuJoCo's own kinematics; a Jacobian taking the
+  rear motor about the front's axis must fail with the rear column named, and the
+  virtual-model torques must equal ``-J_z^T P``.
+- ``pendulum-linearization``: the linearized wheeled pendulum's ``(A, B)`` against
+  ``linearize`` of the rigid-leg robot at several leg heights, reduced to ``[x, xd, theta, thd]``
+  and ``T``; the printed ``2 l / r^2`` must fail.
 
 Each is a computation returning a frozen result, a ``judge_*`` and a ``plot_*``.
 """
@@ -56,10 +45,9 @@ __all__ = ["closed_poses", "leg_derivation", "FiveBarDerivation", "five_bar_deri
            "judge_pendulum_linearization", "plot_pendulum_linearization", "PENDULUM_ATOL", "PENDULUM_RTOL"]
 
 LEG = ("left_front_hip", "left_rear_hip")
-# The hand pendulum rolls rigidly on massless legs; the robot has 1e-4 kg legs and soft wheel
-# contacts (2 ms), which leak into the reduced state: measured up to 0.04 1/s^2 (2.5e-4 of the
-# largest entry, ~150 1/s^2).  Entries are held to 1 % (the linearization experiment's bar) and
-# to 0.5 absolute for the entries the rigid model has at zero.
+# The hand pendulum rolls rigidly on massless legs; the robot's 1e-4 kg legs and soft wheel contacts leak
+# into the reduced state.  Entries are held to 1 % (the linearization experiment's bar), and to 0.5 absolute
+# for the entries the rigid model has at zero.
 PENDULUM_RTOL = 0.01
 PENDULUM_ATOL = 0.5
 # Leg force of the J^T F comparison, N (the five-bar experiment's default).
@@ -198,8 +186,6 @@ def five_bar_derivation_experiment(ctx: Context) -> dict:
 
 
 # --------------------------------------------------------------------------- wheeled pendulum
-
-
 @dataclass(frozen=True)
 class PendulumLinearization:
     """The linearized wheeled pendulum through ``check linearization`` at several leg angles.

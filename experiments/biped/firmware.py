@@ -1,25 +1,13 @@
 """The biped's firmware in the loop: the C balance and leg controllers against the Python ones.
 
-``controllers/firmware/biped.c`` is the biped's controller as a microcontroller
-carries it (single precision, the LQR gain table over leg length, the virtual-model
-leg forces through the five-bar's Jacobian, fixed-size arrays, static state).
-:func:`firmware` compiles it (float, or double with ``precision="double"``) as a
-:class:`~crossdyn.experiments.core.c_controller.CController` and flashes its parameter
-block from a designed :class:`~crossdyn.controllers.biped.BipedController`: geometry,
-gain table, gains, limits, sensor and motor channels, all read from the model and the
-design (no number typed twice).
-
-The ``biped-firmware`` experiment runs the biped's balance-recovery, push and turn
-scenarios three times each in the same closed loop, from the same state: the Python
-controller (the compiled estimator and controller of :mod:`crossdyn.controllers.compiled`),
-the firmware built in double and the firmware built in float.  It reports how far each
-firmware's pitch, yaw and wheel torques are from Python's, and the difference float makes
-(float against double firmware).  The firmware's gain table is interpolated linearly
-where Python evaluates a cubic fit: that is the double build's whole difference, about
-1e-3 deg of pitch.  Float's arithmetic adds about 1e-6 deg; float's clock adds more: the
-loop's time just below 0.5 s (0.49999999999997 s, summed steps) reads as 0.5 in float,
-so the float build starts the turn one control period early and its yaw runs up to about
-0.2 deg from Python's while the turn lasts, meeting it again at the end.
+``controllers/firmware/biped.c`` is the biped's controller as a microcontroller carries it
+(single precision, the LQR gain table over leg length, fixed-size arrays, static state).
+:func:`firmware` compiles it as a :class:`~crossdyn.experiments.core.c_controller.CController`
+and :func:`flash` writes its parameter block from the model and a designed
+:class:`~crossdyn.controllers.biped.BipedController` (no number typed twice).  The
+``biped-firmware`` experiment runs balance-recovery, push and turn with the Python
+controller and the firmware built in double and in float, from the same state, and reports
+how far each is from Python's (docs/guides/c-controllers.md explains the differences).
 """
 
 from __future__ import annotations
@@ -32,10 +20,9 @@ from crossdyn import renamed
 from crossdyn.analytic.biped import five_bar
 from crossdyn.controllers.biped import BipedController, Reference
 from crossdyn.experiments.biped import closed_loop, scenarios
-from crossdyn.experiments.biped.model import HIPS, biped_params
+from crossdyn.experiments.biped.model import biped_params
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.c_controller import CController
-from crossdyn.experiments.core.imperfections import Push
 from crossdyn.experiments.core.loop import Trace
 from crossdyn.experiments.core.loop import simulate as run_loop
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
@@ -50,10 +37,8 @@ __all__ = ["SOURCE", "firmware", "flash", "run_in_loop", "compare", "turn_scenar
 SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "firmware" / "biped.c"
 FLOAT_SIGNATURE = "int biped_step(float t, const float *sensors, float *command);"
 DOUBLE_SIGNATURE = "int biped_step(double t, const double *sensors, double *command);"
-# The firmware's pitch may leave Python's by this much, deg: the linear gain table against Python's cubic fit
-# moves the pitch by ~1e-3 deg (9e-4 measured after a tilt, 2e-3 after a push), float's rounding by 1e-6 deg;
-# 0.05 leaves a factor 25, and a sign or channel slip drops the robot (tens of degrees).  The same bound holds
-# the yaw at the end of the turn (3e-3 deg apart after 2 s, 4e-6 after 4 s: the clock's step has died out).
+# The firmware's pitch (and the yaw at the end of the turn) may leave Python's by this much, deg: the linear
+# gain table against Python's cubic fit moves the pitch by ~1e-3 deg, while a sign or channel slip drops the robot.
 PITCH_TOL_DEG = 0.05
 
 
@@ -80,12 +65,10 @@ def flash(c: CController, model, controller: BipedController, height: float, *, 
       height: leg height held, m.
       velocity, yaw: speed (m/s) and heading (rad) asked from ``start`` to ``stop`` (s); zero outside.
     """
-    sensors = closed_loop._Sensors(model)
-    motors = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
     g, pend, geo = controller.gains, controller.params, controller.geometry
     sched = g.schedule
     c.params.update({
-        "sensor_channel": list(sensors.indices), "motor_channel": motors,
+        "sensor_channel": list(closed_loop._Sensors(model).indices), "motor_channel": closed_loop._actuators(model),
         "l1": geo.l1, "l2": geo.l2, "l3": geo.l3, "wheel_radius": geo.r,
         "alpha_low": five_bar.REACHABLE[0], "alpha_high": five_bar.REACHABLE[1],
         "table_length": sched.lengths, "table_gain": sched.gains.reshape(len(sched.lengths), -1),
@@ -103,12 +86,10 @@ def run_in_loop(model, sc: closed_loop.Scenario, controller) -> Trace:
     p = biped_params(model)
     n = int(round(sc.duration / sc.control_period))
     if isinstance(controller, BipedController):
-        sensors = closed_loop._Sensors(model)
-        motors = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
-        controller = closed_loop._plug(controller, p, sc, sensors, motors, n, True)
-    pushes = [] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])]
+        controller = closed_loop._plug(controller, p, sc, closed_loop._Sensors(model), closed_loop._actuators(model),
+                                       n, True)
     return run_loop(model, controller, n * sc.control_period, qpos=closed_loop.initial_state(model, p, sc),
-                    control_dt=sc.control_period, imperfections=pushes, stop=closed_loop._Fall(model))
+                    control_dt=sc.control_period, imperfections=closed_loop._pushes(sc), stop=closed_loop._Fall(model))
 
 
 def _pitch_deg(model, trace: Trace) -> np.ndarray:
@@ -161,14 +142,13 @@ def biped_firmware(ctx: Context) -> dict:
     metrics: dict = {}
     worst, yaw_apart, final_yaw, fell = 0.0, 0.0, 0.0, []
     fig, axes = plots.figure(1, 4, width=18.0, height=3.4)
+    pairs = (("double", "python", "-"), ("float", "python", "--"), ("float", "double", ":"))  # (a, b, gap's style)
     for (name, (sc, reference)), ax in zip(runs.items(), axes[:3], strict=True):
         traces = {"python": run_in_loop(model, sc, scenarios.controller_for())}
         for precision, c in builds.items():
             traces[precision] = run_in_loop(model, sc, flash(c, model, scenarios.controller_for(), height, **reference))
         fell += [f"{name} ({who})" for who, trace in traces.items() if trace.stopped]
-        metrics[name] = {"double_vs_python": compare(model, traces["double"], traces["python"]),
-                         "float_vs_python": compare(model, traces["float"], traces["python"]),
-                         "float_vs_double": compare(model, traces["float"], traces["double"]),
+        metrics[name] = {**{f"{a}_vs_{b}": compare(model, traces[a], traces[b]) for a, b, _ in pairs},
                          "final_pitch_deg": {who: float(_pitch_deg(model, tr)[-1]) for who, tr in traces.items()}}
         worst = max(worst, metrics[name]["float_vs_python"]["pitch_deg"])
         yaw_apart = max(yaw_apart, metrics[name]["float_vs_python"]["yaw_deg"])
@@ -178,12 +158,9 @@ def biped_firmware(ctx: Context) -> dict:
         angle, what = (_yaw_deg, "yaw") if name == "turn" else (_pitch_deg, "pitch")
         for who, trace in traces.items():
             ax.plot(trace.t, angle(model, trace), "--" if who == "float" else "-", label=who)
-        for who, style in (("double", "-"), ("float", "--")):
-            gap = np.abs(_pitch_deg(model, traces[who])[:n] - _pitch_deg(model, traces["python"])[:n])
-            axes[3].semilogy(traces["python"].t[:n], np.maximum(gap, 1e-12), style, label=f"{name}: {who} - python")
-        axes[3].semilogy(traces["python"].t[:n], np.maximum(np.abs(
-            _pitch_deg(model, traces["float"])[:n] - _pitch_deg(model, traces["double"])[:n]), 1e-12), ":",
-            label=f"{name}: float - double")
+        for a, b, style in pairs:
+            gap = np.abs(_pitch_deg(model, traces[a])[:n] - _pitch_deg(model, traces[b])[:n])
+            axes[3].semilogy(traces["python"].t[:n], np.maximum(gap, 1e-12), style, label=f"{name}: {a} - {b}")
         ax.set(xlabel="t (s)", ylabel=f"{what} (deg)", title=name)
         ax.legend(fontsize=7)
     axes[3].set(xlabel="t (s)", ylabel="|pitch difference| (deg)")

@@ -1,30 +1,15 @@
 """The biped's imperfections: its sensors, motors and ground as a real robot has them.
 
-MuJoCo's sensors are exact (the MJCF ``noise`` attribute is only metadata), its
-motors deliver the commanded torque at once at any speed, and the floor is flat.
-:class:`Imperfections` lists the biped's departures from that ideal, one ``--set``
-parameter each, in physical units (noise densities, encoder counts, motor speeds).
-:meth:`Imperfections.generic` turns the sensing and actuation ones into crossdyn's
-generic imperfections (:mod:`crossdyn.experiments.core.imperfections`) on the
-robot's own sensors and motors, which the closed loop applies every control period:
-
-- IMU noise: white noise of density ``N`` (units/sqrt(Hz)) sampled every ``dt``
-  has standard deviation ``N / sqrt(dt)`` (the continuous-to-discrete rule of the
-  Kalibr IMU noise model) -> :class:`SensorNoise` on ``imu_gyro`` and
-  ``imu_accel``; their bias, a constant per axis drawn once per run from
-  ``N(0, sigma_b^2)`` -> ``SensorNoise(bias_std=...)``.
-- IMU orientation: with any IMU imperfection the ``imu_quat`` reading is what a
-  Mahony filter (gain :data:`ATTITUDE_GAIN`) makes of the noisy gyro and
-  accelerometer -> :class:`AttitudeFilter`.
-- Encoders: hip and wheel positions quantized to ``2 pi / counts`` rad
-  -> :class:`Quantization`; velocities (the motor driver's observer) pass unchanged.
-- Control delay -> :class:`Delay`; motor torque lag -> :class:`ActuatorLag` on
-  every motor; torque-speed limit (stall torque = the motor's limit, no-load
-  speed ``w0``) -> :class:`TorqueSpeedLimit`.
-
-The floor (friction, slope, a bump) and a payload are edits of the model instead
-(:meth:`Imperfections.ground`, :meth:`Imperfections.payload`, passed to
-:func:`~crossdyn.experiments.biped.model.build`).
+MuJoCo's sensors are exact, its motors deliver the commanded torque at once at any speed,
+and the floor is flat.  :class:`Imperfections` lists the biped's departures from that ideal,
+one ``--set`` parameter each, in physical units (docs/guides/imperfections.md).
+:meth:`Imperfections.generic` turns the sensing and actuation ones into crossdyn's generic
+imperfections on the robot's own sensors and motors: IMU noise of density ``N`` sampled
+every ``dt`` has standard deviation ``N / sqrt(dt)`` (the continuous-to-discrete rule of the
+Kalibr IMU noise model), with any IMU imperfection the orientation comes from a Mahony filter,
+encoders quantize positions (velocities, the driver's observer, pass unchanged).  The floor
+and a payload are edits of the model instead (:meth:`Imperfections.ground`,
+:meth:`Imperfections.payload`).
 """
 
 from __future__ import annotations
@@ -49,33 +34,15 @@ from crossdyn.experiments.core.registry import Param
 
 __all__ = ["Imperfections", "REALISTIC", "PARAMS", "ATTITUDE_GAIN"]
 
-# Mahony filter gain, rad/s: the accelerometer corrects the gyro's attitude with a
-# 10 s time constant.  The robot's own accelerations (2 m/s^2 when it sets off at
-# 1 m/s) read as a tilt of ~10 deg: at 0.5 rad/s that left a 3 deg pitch error and
-# a 4 % speed error at cruise (measured), at 0.1 rad/s 0.8 deg and 0.6 %.  The price
-# is a gyro bias b leaving b / k: 1 deg for the preset's 0.1 deg/s.
+# Mahony filter gain, rad/s (a 10 s time constant): slow enough that the robot's own accelerations
+# barely read as tilt; the price is a gyro bias b leaving b / k, 1 deg for the preset's 0.1 deg/s.
 ATTITUDE_GAIN = 0.1
 
 
 @dataclass(frozen=True)
 class Imperfections:
-    """Departures from the ideal robot (all zero: the ideal robot).
-
-    Attributes:
-      gyro_noise: gyro noise density, rad/s/sqrt(Hz).
-      gyro_bias: gyro bias, 1-sigma per axis, rad/s.
-      accel_noise: accelerometer noise density, m/s^2/sqrt(Hz).
-      accel_bias: accelerometer bias, 1-sigma per axis, m/s^2.
-      encoder_counts: hip and wheel encoder counts per revolution (0: exact).
-      delay: control delay, control periods.
-      wheel_no_load_speed, hip_no_load_speed: motor no-load speed at the joint,
-        rad/s (0: no torque-speed limit).
-      torque_lag: motor torque time constant, s.
-      friction: ground (and wheel) friction coefficient (0: the model's own).
-      slope_deg: ground slope, deg, rising ahead.
-      bump_m: height of a bump across the path 1 m ahead, m.
-      payload_kg: mass added at the body's centre (hip line), kg.
-    """
+    """Departures from the ideal robot (all zero: the ideal robot); each field, its unit and its range
+    are the ``--set`` parameter of the same name in :data:`PARAMS`."""
 
     gyro_noise: float = 0.0
     gyro_bias: float = 0.0
@@ -105,7 +72,7 @@ class Imperfections:
 
     @property
     def on_hardware(self) -> bool:
-        """Anything :class:`Hardware` does (sensing or actuation), as opposed to model edits."""
+        """Any sensing or actuation imperfection (as opposed to model edits)."""
         return self.imu or bool(self.encoder_counts or self.delay or self.wheel_no_load_speed
                                 or self.hip_no_load_speed or self.torque_lag)
 
@@ -180,8 +147,7 @@ REALISTIC = Imperfections(
     accel_noise=1.7e-3,  # BMI088: 175 ug/sqrt(Hz)
     accel_bias=0.05,  # ~5 mg residual after a six-position calibration (assumption; raw offset is +-20 mg)
     encoder_counts=16384,  # 14-bit magnetic encoder (AS5047P / MT6701 class)
-    # Latency under one 1 ms period (on-board loop; its lag is in torque_lag): one whole period
-    # already unsettles the hip loops (docs/guides/imperfections.md).
+    # Latency under one 1 ms period is in torque_lag: one whole period already unsettles the hip loops.
     delay=0,
     wheel_no_load_speed=50.0,  # DJI M3508 with its 19:1 gearbox: ~480 rpm at 24 V
     hip_no_load_speed=30.0,  # CubeMars AK70-10 class QDD actuator: ~300 rpm at 48 V

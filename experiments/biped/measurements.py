@@ -30,37 +30,19 @@ from crossdyn.experiments.biped.model import (
 from crossdyn.experiments.core.errors import StateError
 from crossdyn.experiments.core.models import body_inertia
 
-__all__ = [
-    "solve_closure",
-    "five_bar_point",
-    "contact_forces",
-    "statics_point",
-    "pendulum_maps",
-    "reduced_linearization",
-    "discretize",
-    "composite_params",
-    "linearization_point",
-    "steering_instant",
-    "drive_and_turn",
-    "wheel_dynamics_instant",
-    "JumpRun",
-    "jump_run",
-]
+__all__ = ["solve_closure", "five_bar_point", "contact_forces", "statics_point", "pendulum_maps",
+           "reduced_linearization", "discretize", "composite_params", "linearization_point", "steering_instant",
+           "drive_and_turn", "wheel_dynamics_instant", "JumpRun", "jump_run"]
 
 
 # --- five-bar ----------------------------------------------------------------
-
-
 def solve_closure(model: mujoco.MjModel, data: mujoco.MjData, alpha: float, knee_guess: float = 0.5,
                   alpha_rear: float | None = None) -> float:
     """Close both loops with MuJoCo's own kinematics: hips at ``alpha``, knees by Gauss-Newton.
 
-    ``alpha_rear`` puts the rear hips at another angle (an asymmetric leg); default ``alpha``.
-
-    The residual is the distance between each rear shank tip and its axle
-    (the ``connect`` constraint's sites); the Jacobians come from ``mj_jacSite``.
-    ``knee_guess`` (rad) starts every knee with the knee outward, so the solution
-    is the leg's working branch and owes nothing to the height formula ``y(alpha)``.
+    ``alpha_rear`` puts the rear hips at another angle (an asymmetric leg).  The residual is
+    each rear shank tip's distance to its axle (``mj_jacSite`` Jacobians); ``knee_guess`` (rad)
+    starts every knee outward, so the solution is the working branch and owes nothing to ``y(alpha)``.
 
     Returns:
       The final closure residual, m.
@@ -100,26 +82,14 @@ def five_bar_point(rig: mujoco.MjModel, alpha: float, force: float, data: mujoco
                    knee_guess: float = 0.5) -> dict:
     """MuJoCo's leg height and static hip torques at ``alpha`` under a vertical leg force.
 
-    ``rig`` is the biped with its body welded to the world, no gravity and no
-    contacts (``build(fixed_body=True, gravity=False)``): link masses then play no
-    part in a static pose, which is the hand model's massless-leg assumption realised
-    exactly.  An upward force ``force`` (N) on each wheel (at the axle) stands for
-    the ground pushing the leg, so the leg pushes the body up with ``force``.
-
-    Two sets of hip torques are computed:
-
-    - ``tau``: rigid statics of MuJoCo's constrained pose.  Equilibrium of the
-      generalized forces, ``qfrc_ext + moment^T tau + J_c^T lambda = 0``, with the
-      external force as MuJoCo maps it (``qfrc_smooth`` at rest), the actuators'
-      moment arms and the loop-closure Jacobian ``J_c`` (``mj_jacSite`` of the
-      constraint's two sites), solved for the hip torques and closure forces.
-    - ``tau_soft``: the torques that hold every leg joint still in MuJoCo's
-      forward dynamics (least squares, affine in the controls).  MuJoCo's closure
-      is soft (impedance d <= 0.9999), so these differ from rigid statics by
-      ~1e-4: the softness, made visible.
-
-    ``knee_guess`` (rad) seeds the closure solve (pass the previous pose's knee
-    when sweeping the stroke, so the solve stays on the working branch).
+    ``rig`` is the biped welded to the world, without gravity or contacts
+    (``build(fixed_body=True, gravity=False)``): link masses play no part in a static pose,
+    the hand model's massless legs exactly.  An upward ``force`` (N) on each wheel stands for
+    the ground.  ``tau`` is the rigid statics of the constrained pose
+    (``qfrc_smooth + moment^T tau + J_c^T lambda = 0``, ``J_c`` the closure's Jacobian);
+    ``tau_soft`` holds every leg joint still in MuJoCo's forward dynamics, whose soft closure
+    makes it differ by ~1e-4.  ``knee_guess`` (rad) seeds the closure solve (the previous
+    pose's knee keeps a sweep on the working branch).
 
     Returns:
       dict: ``height`` (m, per side), ``tau`` and ``tau_soft`` (N m, per hip in
@@ -174,8 +144,6 @@ def five_bar_point(rig: mujoco.MjModel, alpha: float, force: float, data: mujoco
 
 
 # --- statics -----------------------------------------------------------------
-
-
 def contact_forces(model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, float]:
     """Normal contact force on each wheel (N), summed over its contacts."""
     out = {side: 0.0 for side in SIDES}
@@ -192,15 +160,12 @@ def contact_forces(model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, floa
 
 def statics_point(model: mujoco.MjModel, params: BipedParams, alpha: float, F_y: float, T_x: float,
                   printed: bool = False) -> dict:
-    """Command (F_y, T_x) through the support statics and the virtual work; read the wheel contact forces from MuJoCo.
-
-    ``model`` is the jointed biped with nearly massless legs (``legs="massless"``),
-    standing at rest at ``alpha``.  The predicted normal force on a wheel is the
-    leg force ``P`` plus the wheel's weight.
+    """Command (F_y, T_x) through the support statics and the virtual work on ``model`` (jointed, massless
+    legs) standing at ``alpha``; read the wheel contact forces from MuJoCo.
 
     Returns:
-      dict: ``predicted`` and ``measured`` (N, left and right), ``rel_error``
-      (largest |measured - predicted| / |predicted|), ``body_force`` (M zdd, N).
+      dict: ``predicted`` (leg force plus wheel weight) and ``measured`` (N, left and right),
+      ``rel_error`` (largest relative difference), ``body_force`` (M zdd, N), ``closure`` (m).
     """
     p = params.pendulum
     P_L, P_R = wp.leg_forces(p, F_y, T_x, printed=printed)
@@ -220,17 +185,12 @@ def statics_point(model: mujoco.MjModel, params: BipedParams, alpha: float, F_y:
 
 
 # --- linearization -----------------------------------------------------------
-
-
 def pendulum_maps(model: mujoco.MjModel, l_hip: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The wheeled pendulum's ``[x, xd, theta, thd]`` and ``T = T_L + T_R`` on the robot's full state.
 
-    A reduced state is lifted to a full perturbation that respects rolling without
-    slip and the rigid legs (``x``: the robot translates and the wheels turn by
-    ``x / r``; ``theta``: the robot pitches about the axle, the body origin moves
-    ``l_hip theta`` forward and the wheels turn back by ``theta`` relative to the
-    legs); it is read back as the axle's ``x`` and the body's pitch.  Needs a
-    rigid-leg model (no hip joints) with the free joint first.
+    A reduced state lifts to a full perturbation that rolls without slip on rigid legs (``x``: the wheels
+    turn by ``x / r``; ``theta``: the robot pitches about the axle, the wheels turn back by ``theta``); it
+    is read back as the axle's ``x`` and the body's pitch.  Needs a rigid-leg model, free joint first.
 
     Returns:
       ``lift (2 nv, 4)``, ``read (4, 2 nv)`` (``read lift = I``) and ``split (nu, 1)``
@@ -239,8 +199,7 @@ def pendulum_maps(model: mujoco.MjModel, l_hip: float) -> tuple[np.ndarray, np.n
     nv = model.nv
     r = biped_params(model).pendulum.r
     wheels = [model.joint(f"{side}_wheel").dofadr[0] for side in SIDES]
-    lift = np.zeros((2 * nv, 4))
-    read = np.zeros((4, 2 * nv))
+    lift, read = np.zeros((2 * nv, 4)), np.zeros((4, 2 * nv))
     for offset, (cx, cth) in ((0, (0, 2)), (nv, (1, 3))):  # positions, then velocities
         lift[offset + 0, cx] = 1.0
         lift[[offset + w for w in wheels], cx] = 1.0 / r
@@ -258,17 +217,10 @@ def pendulum_maps(model: mujoco.MjModel, l_hip: float) -> tuple[np.ndarray, np.n
 
 def reduced_linearization(model: mujoco.MjModel, data: mujoco.MjData, l_hip: float,
                           eps: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
-    """MuJoCo's one-step linearization reduced to ``[x, xd, theta, thd]`` and ``T = T_L + T_R``.
-
-    ``mjd_transitionFD`` gives the full ``(2 nv)`` transition, reduced through
-    :func:`pendulum_maps`.  Needs a rigid-leg model (no hip joints) with the free joint first.
-
-    Returns:
-      ``(A, B)``: (4, 4) and (4, 1), discrete time over one ``model.opt.timestep``.
-    """
+    """``mjd_transitionFD`` reduced to ``[x, xd, theta, thd]`` and ``T = T_L + T_R`` (:func:`pendulum_maps`):
+    ``(A, B)``, (4, 4) and (4, 1), discrete over one ``model.opt.timestep``."""
     nv = model.nv
-    A = np.zeros((2 * nv, 2 * nv))
-    B = np.zeros((2 * nv, model.nu))
+    A, B = np.zeros((2 * nv, 2 * nv)), np.zeros((2 * nv, model.nu))
     mujoco.mjd_transitionFD(model, data, eps, True, A, B, None, None)
     lift, read, split = pendulum_maps(model, l_hip)
     return read @ A @ lift, read @ B @ split
@@ -292,12 +244,8 @@ def discretize(A: np.ndarray, B: np.ndarray, dt: float) -> tuple[np.ndarray, np.
 
 def composite_params(model: mujoco.MjModel, data: mujoco.MjData,
                      params: BipedParams) -> tuple[wp.PendulumParams, float]:
-    """Lump the body and the (rigid) leg links into one pendulum body, read from MuJoCo.
-
-    Returns:
-      ``(pendulum, l)``: parameters with M, J_pitch, J_yaw of the lump (about its
-      own CoM), and the lump's CoM height above the axle, m.
-    """
+    """Lump the body and the rigid leg links into one pendulum body, read from MuJoCo: ``(pendulum, l)``,
+    the lump's M, J_pitch, J_yaw (about its CoM) and its CoM height above the axle, m."""
     ids = [i for i in range(1, model.nbody) if "wheel" not in model.body(i).name]
     mass = model.body_mass[ids]
     com = (mass[:, None] * data.xipos[ids]).sum(0) / mass.sum()
@@ -320,24 +268,19 @@ def _relative_entry_errors(candidate: tuple, truth: tuple) -> dict:
     scale = np.abs(t).max()
     nonzero = np.abs(t) > 1e-6 * scale  # MuJoCo's soft contact adds ~1e-7-relative entries
     rel = np.where(nonzero, np.abs(c - t) / np.where(nonzero, np.abs(t), 1.0), 0.0)
-    return {
-        "max_rel": float(rel.max()),
-        "rel": rel,
-        "max_abs_on_zero": float(np.abs(c - t)[~nonzero].max() / scale) if (~nonzero).any() else 0.0,
-    }
+    return {"max_rel": float(rel.max()), "rel": rel,
+            "max_abs_on_zero": float(np.abs(c - t)[~nonzero].max() / scale) if (~nonzero).any() else 0.0}
 
 
 def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0.0), mjcf: str = "") -> dict:
     """One leg pose: MuJoCo's reduced (A, B) vs the analytic models that could explain it.
 
-    Candidates: ``analytic`` (the linearized wheeled pendulum with the body's own M, J and
-    l = y(alpha)), ``printed`` (the same as printed, with ``2 l / r^2``), ``no_wheel_inertia`` (I = 0), ``lumped`` (the
-    body and leg links lumped into one rigid body, l its CoM height).
+    Candidates: ``analytic`` (the linearized wheeled pendulum, l = y(alpha)), ``printed`` (with
+    ``2 l / r^2``), ``no_wheel_inertia`` (I = 0), ``lumped`` (body and leg links as one rigid body).
 
     Returns:
-      dict with ``l`` (m), ``mujoco`` (A_d, B_d), per-candidate error dicts, and
-      the unstable pole (1/s) from MuJoCo and from the analytic model; ``mjcf``
-      is the robot (``""``: the built-in one).
+      dict with ``l`` (m), ``mujoco`` (A_d, B_d), per-candidate error dicts, and the unstable
+      pole (1/s) from MuJoCo, the analytic and the lumped model.
     """
     model = build(legs=legs, rigid_alpha=alpha, com_offset=com_offset, mjcf=mjcf)
     params = biped_params(model)
@@ -364,17 +307,13 @@ def linearization_point(alpha: float, legs: str = "massless", com_offset=(0.0, 0
 
 
 # --- steering and wheel dynamics ---------------------------------------------
-
-
 def steering_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, dT: float) -> dict:
     """Yaw acceleration at rest for ``T_L = dT``, ``T_R = -dT`` (N m): MuJoCo vs the steering model.
 
     Returns:
-      dict: ``mujoco`` and ``analytic`` (rad/s^2, sign as in the thesis chapter: positive turns
-      right), ``with_wheel_yaw`` (the steering model with each wheel's own inertia about the
-      vertical added to J_yaw, the one thing the model leaves out on an ideal
-      robot), ``lumped_legs_and_wheel_yaw`` (J_yaw of body and leg links lumped,
-      plus the wheels' own: explains a robot with heavy legs).
+      dict: ``mujoco`` and ``analytic`` (rad/s^2, positive turns right), ``with_wheel_yaw`` (the
+      wheels' own yaw inertia added, all the model leaves out on an ideal robot) and
+      ``lumped_legs_and_wheel_yaw`` (body and leg links lumped too: a robot with heavy legs).
     """
     data = mujoco.MjData(model)
     data.qpos[:], _ = balance_pose(model, alpha, params)
@@ -396,8 +335,7 @@ def steering_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, d
 def _axle_motion(model, data, heading):
     """Per side: axle acceleration and velocity along the heading, and position (world)."""
     out = {}
-    acc = np.zeros(6)
-    vel = np.zeros(6)
+    acc, vel = np.zeros(6), np.zeros(6)
     for side in SIDES:
         bid = model.body(f"{side}_wheel").id
         mujoco.mj_objectAcceleration(model, data, mujoco.mjtObj.mjOBJ_BODY, bid, acc, 0)
@@ -409,14 +347,8 @@ def _axle_motion(model, data, heading):
 def drive_and_turn(model: mujoco.MjModel, params: BipedParams, alpha: float, T_L: float, T_R: float,
                    duration: float) -> dict:
     """Drive with constant wheel torques for ``duration`` s, then compare the mean and yaw accelerations
-    from the wheels with MuJoCo.
-
-    At the final instant the relations are evaluated on the wheel bodies' own
-    accelerations and velocities (``mj_objectAcceleration``/``mj_objectVelocity``,
-    along the horizontal heading) and compared with the body's motion: its yaw
-    acceleration (sign as in the thesis chapter) and the acceleration of the body point at the
-    axle midpoint, ``a_C + alpha x r + omega x (omega x r)`` from the body's own
-    CoM acceleration and angular velocity/acceleration.  Needs a rigid-leg model.
+    from the wheels (their bodies' own motion along the heading) with the body's: its yaw acceleration
+    and the axle midpoint's ``a_C + alpha x r + omega x (omega x r)``.  Needs a rigid-leg model.
     """
     data = mujoco.MjData(model)
     data.qpos[:], _ = balance_pose(model, alpha, params)
@@ -455,11 +387,8 @@ def drive_and_turn(model: mujoco.MjModel, params: BipedParams, alpha: float, T_L
 
 
 def wheel_dynamics_instant(model: mujoco.MjModel, params: BipedParams, alpha: float, T: float) -> dict:
-    """One wheel's dynamics: the torque it implies from MuJoCo's ``xdd`` and ``N`` vs the applied ``T``.
-
-    ``N`` (the wheel pushing the leg forward) is minus the x force the leg
-    exerts on the wheel, MuJoCo's ``cfrc_int`` of the wheel body.
-    """
+    """One wheel's dynamics: the torque it implies from MuJoCo's ``xdd`` and ``N`` (minus the leg's x force on
+    the wheel, ``cfrc_int``) vs the applied ``T``."""
     data = mujoco.MjData(model)
     data.qpos[:], _ = balance_pose(model, alpha, params)
     for side in SIDES:
@@ -471,18 +400,11 @@ def wheel_dynamics_instant(model: mujoco.MjModel, params: BipedParams, alpha: fl
     mujoco.mj_objectAcceleration(model, data, mujoco.mjtObj.mjOBJ_BODY, bid, acc, 0)
     xdd = float(acc[3])
     N = -float(data.cfrc_int[bid][3])
-    return {
-        "applied": T,
-        "corrected": float(wp.wheel_drive_torque(params.pendulum, xdd, N)),
-        "printed": float(wp.wheel_drive_torque(params.pendulum, xdd, N, printed=True)),
-        "xdd": xdd,
-        "N": N,
-    }
+    return {"applied": T, "corrected": float(wp.wheel_drive_torque(params.pendulum, xdd, N)),
+            "printed": float(wp.wheel_drive_torque(params.pendulum, xdd, N, printed=True)), "xdd": xdd, "N": N}
 
 
 # --- jump --------------------------------------------------------------------
-
-
 @dataclass
 class JumpRun:
     """A full-torque jump in MuJoCo and what it is compared with.
@@ -513,12 +435,8 @@ class JumpRun:
 
 def jump_run(model: mujoco.MjModel, params: BipedParams, tau: float, alpha0: float, alpha1: float,
              duration: float) -> JumpRun:
-    """Stand at ``alpha0``, drive all four hips at ``tau`` until ``alpha1``, then retract and fly.
-
-    After ``alpha1`` the hips retract at ``-tau`` to ``alpha0`` and then hold it
-    with a stiff PD (torque-limited) through the flight and landing, so the
-    closure error is measured over a whole jump.
-    """
+    """Stand at ``alpha0``, drive all four hips at ``tau`` until ``alpha1``, retract at ``-tau`` and hold
+    ``alpha0`` with a stiff PD through flight and landing (the closure error is measured over a whole jump)."""
     data = mujoco.MjData(model)
     data.qpos[:] = stand_pose(model, alpha0, params)
     mujoco.mj_forward(model, data)
@@ -540,16 +458,10 @@ def jump_run(model: mujoco.MjModel, params: BipedParams, tau: float, alpha0: flo
         return kinetic, potential
 
     _, pe0 = energies()
-    work = 0.0
-    phase = "stroke"
-    alphas, vels = [], []
+    phase, alphas, vels, energy = "stroke", [], [], {}
     take = lift = None
-    closure = 0.0
-    body_z_take = com_z_lift = 0.0
+    work = closure = body_z_take = com_z_lift = wheel_top = t_stroke = 0.0
     body_apex = com_apex = -np.inf
-    wheel_top = 0.0
-    energy = {}
-    t_stroke = 0.0
     for _ in range(int(round(duration / model.opt.timestep))):
         alpha = float(np.mean(data.qpos[hip_q]))
         if phase == "stroke":
@@ -599,8 +511,7 @@ def jump_run(model: mujoco.MjModel, params: BipedParams, tau: float, alpha0: flo
 
 def _com_velocity(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
     """Whole robot's CoM velocity (world), m/s, from every body's CoM velocity."""
-    total = np.zeros(3)
-    vel = np.zeros(6)
+    total, vel = np.zeros(3), np.zeros(6)
     for i in range(1, model.nbody):
         mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_BODY, i, vel, 0)  # at the CoM, world frame
         total += model.body_mass[i] * vel[3:]

@@ -1,29 +1,22 @@
 """The wheel-legged biped in MuJoCo: loading, variants, poses and parameters.
 
-``mjcf/wheel_legged_biped.xml`` is the only home of the robot's numbers.  This
-module reads them back from the compiled model (:func:`biped_params`) for the
-analytic side, builds the "assumption ladder" of variants from the same file with
-``mujoco.MjSpec`` (:func:`build`), and computes closed, standing and balanced
-poses (:func:`stand_pose`, :func:`balance_pose`).
+``mjcf/wheel_legged_biped.xml`` is the only home of the robot's numbers.  This module
+reads them back from the compiled model (:func:`biped_params`), builds the "assumption
+ladder" of variants from the same file with ``mujoco.MjSpec`` (:func:`build`), and computes
+closed, standing and balanced poses (:func:`stand_pose`, :func:`balance_pose`).
 
 Variants (keyword arguments of :func:`build`):
 
-- ``legs="realistic"`` the file as written (thigh 0.15 kg, shank 0.20 kg);
-  ``legs="massless"`` leg links of ``LEG_MASS_IDEAL`` (the hand models' massless legs);
-- ``rigid_alpha=a`` weld both legs at ``alpha = a``: hip and knee joints and the
-  loop closures are removed, the links fixed in the closed pose, so the legs are
-  exactly rigid with no soft constraint (the hand models' rigid legs; preferred for the
-  linearization, because MuJoCo scales a soft constraint's regularization with the
-  inverse mass it sees, which light links make large);
+- ``legs="realistic"`` the file as written; ``legs="massless"`` leg links of ``LEG_MASS_IDEAL``;
+- ``rigid_alpha=a`` weld both legs at ``alpha = a`` (joints and loop closures removed): exactly
+  rigid legs with no soft constraint, whose regularization light links would make large;
 - ``com_offset=(dx, dz)`` move the body's CoM off the hip line, m;
 - ``fixed_body=True`` weld the body to the world, contacts off (a leg test rig);
-- ``gravity=False`` switch gravity off;
-- ``ground=Ground(...)`` another floor: friction, slope, a bump to drive over;
+- ``gravity=False`` switch gravity off; ``ground=Ground(...)`` another floor;
 - ``payload=(kg, x)`` a mass fixed to the body ``x`` m ahead of the hip line.
 
-``build()`` with no arguments is the realistic robot; ``build(mjcf=PATH)`` reads
-the user's own robot instead, which must meet :func:`contract_problems`' contract
-(checked once per file, every problem named in one :class:`ModelError`).
+``build(mjcf=PATH)`` reads the user's own robot, which must meet :func:`contract_problems`'
+contract (checked once per file, every problem named in one :class:`ModelError`).
 """
 
 from __future__ import annotations
@@ -42,27 +35,9 @@ from crossdyn.experiments.core.errors import ModelError
 from crossdyn.experiments.core.models import body_inertia, check_size, model_path
 from crossdyn.experiments.core.registry import Param
 
-__all__ = [
-    "STANCE",
-    "MODEL",
-    "SIDES",
-    "HIPS",
-    "LEG_MASS_IDEAL",
-    "STAND_SINK",
-    "BipedParams",
-    "Ground",
-    "MJCF",
-    "robot_path",
-    "contract_problems",
-    "check_contract",
-    "build",
-    "biped_params",
-    "nominal_params",
-    "stand_pose",
-    "balance_pose",
-    "closure_error",
-    "composite_com",
-]
+__all__ = ["STANCE", "MODEL", "SIDES", "HIPS", "LEG_MASS_IDEAL", "STAND_SINK", "BipedParams", "Ground", "MJCF",
+           "robot_path", "contract_problems", "check_contract", "build", "biped_params", "nominal_params",
+           "stand_pose", "balance_pose", "closure_error", "composite_com"]
 
 MODEL = "wheel_legged_biped"
 STANCE = np.radians(215.0)  # mid-stroke pose of the single-pose checks and closed loops, rad (y = 0.313 m)
@@ -72,15 +47,12 @@ KNEES = tuple(f"{side}_{end}_knee" for side in SIDES for end in ("front", "rear"
 WHEELS = tuple(f"{side}_wheel" for side in SIDES)
 LINKS = tuple(f"{side}_{end}_{part}" for side in SIDES for end in ("front", "rear") for part in ("thigh", "shank"))
 
-# "Nearly massless" leg links: 1e-4 kg each, 8e-4 kg for all links, ~1e-4 of the
-# body.  Much lighter links make MuJoCo's soft constraints too soft (each is
-# regularized in proportion to the inverse inertia it sees): at 2e-7 kg the jointed
-# loop opened by centimetres; at 1e-4 kg static leg forces come out within 1e-4.
+# "Nearly massless" leg links, ~1e-4 of the body all told.  Much lighter links make MuJoCo's soft
+# constraints too soft (each is regularized in proportion to the inverse inertia it sees) and the loop opens.
 LEG_MASS_IDEAL = 1e-4  # kg
 
-# Standing poses sink the wheels 1 nm into the floor: a contact at exactly zero
-# distance may or may not be active (round-off decides), while 1 nm adds only
-# ~2.5e-4 m/s^2 of reference acceleration with the contacts' 2 ms solref.
+# Standing poses sink the wheels 1 nm into the floor: a contact at exactly zero distance may or may
+# not be active (round-off decides), while 1 nm adds a negligible push.
 STAND_SINK = 1e-9  # m
 
 
@@ -124,15 +96,11 @@ class Ground:
     """The floor the robot drives on, as a model edit (:func:`build`).
 
     Attributes:
-      friction: sliding friction coefficient of the floor and the wheels, or
-        None for the model's own (MuJoCo uses the larger of two geoms' values, so
-        both are set).
-      slope: floor inclination about the y axis, rad; positive rises ahead (+x),
-        so a robot driving forward climbs.
-      bump: height of a bump across the path, m (0: none); a box ``BUMP_LENGTH``
-        long starting ``BUMP_START`` ahead of the start, on the (sloped) floor.
-      left_step: height of a raised strip under the left wheel's track, m (0:
-        none; roll-leveling's step), 4 m long and 0.2 m wide.
+      friction: sliding friction of the floor and the wheels (MuJoCo takes the larger of two geoms'),
+        or None for the model's own.
+      slope: floor inclination about the y axis, rad; positive rises ahead (+x).
+      bump: height of a bump across the path, m (0: none), ``BUMP_LENGTH`` long, ``BUMP_START`` ahead.
+      left_step: height of a 4 m x 0.2 m strip under the left wheel's track, m (0: none).
     """
 
     friction: float | None = None
@@ -160,48 +128,27 @@ MJCF = Param("", "the robot's MJCF: a path, or a model name in crossdyn's mjcf/ 
 
 
 def robot_path(mjcf: str | os.PathLike = "") -> Path:
-    """The biped's MJCF: ``""`` the built-in robot, a bare name a model in crossdyn's
-    ``mjcf/`` folder (``wheel_legged_biped_large``), else a file path.
-
-    Raises:
-      ModelError: no such file or built-in model.
-    """
+    """The biped's MJCF: ``""`` the built-in robot, a bare name a model in crossdyn's ``mjcf/`` folder
+    (``wheel_legged_biped_large``), else a file path.  ModelError: no such file or built-in model."""
     text = os.fspath(mjcf)
     return model_path(text if text else MODEL)
 
 
-# The MJCF contract (docs/guides/tuning-biped.md, "Your own wheel-legged robot"): names, element kinds,
-# five-bar conventions.
+# The MJCF contract (docs/guides/tuning-biped.md): names, element kinds, five-bar conventions.
 _JOINTS = {"root": mujoco.mjtJoint.mjJNT_FREE, **{j: mujoco.mjtJoint.mjJNT_HINGE for j in HIPS + KNEES + WHEELS}}
 _BODIES = ("body", *LINKS, *WHEELS)
 _SITES = ("imu", *(f"{side}_axle" for side in SIDES), *(f"{side}_rear_foot" for side in SIDES))
-_SENSORS = {
-    "imu_quat": mujoco.mjtSensor.mjSENS_FRAMEQUAT,
-    "imu_gyro": mujoco.mjtSensor.mjSENS_GYRO,
-    "imu_accel": mujoco.mjtSensor.mjSENS_ACCELEROMETER,
-    **{f"{j}_pos": mujoco.mjtSensor.mjSENS_JOINTPOS for j in HIPS + WHEELS},
-    **{f"{j}_vel": mujoco.mjtSensor.mjSENS_JOINTVEL for j in HIPS + WHEELS},
-}
+_SENSORS = {"imu_quat": mujoco.mjtSensor.mjSENS_FRAMEQUAT, "imu_gyro": mujoco.mjtSensor.mjSENS_GYRO,
+            "imu_accel": mujoco.mjtSensor.mjSENS_ACCELEROMETER,
+            **{f"{j}_pos": mujoco.mjtSensor.mjSENS_JOINTPOS for j in HIPS + WHEELS},
+            **{f"{j}_vel": mujoco.mjtSensor.mjSENS_JOINTVEL for j in HIPS + WHEELS}}
 _EQUALITIES = tuple(f"{side}_closure" for side in SIDES)
 _AXIS_Y = np.array([0.0, 1.0, 0.0])
 
 
 def contract_problems(model: mujoco.MjModel) -> list[str]:
-    """Everything in ``model`` that breaks the biped's MJCF contract, one phrase each (empty: it complies).
-
-    The contract: a free joint ``root`` on body ``body``; per side (``left`` at +y,
-    ``right`` at -y) a five-bar of bodies ``SIDE_{front,rear}_{thigh,shank}`` with
-    hinges ``SIDE_{front,rear}_{hip,knee}`` (front about +y, rear about -y, hips
-    with ``ref`` 180 deg so the joint angle is alpha), a wheel body and hinge
-    ``SIDE_wheel`` about +y on the front shank with a sphere geom
-    ``SIDE_wheel_contact`` (its radius is the wheel's), sites ``SIDE_axle`` (front
-    shank tip) and ``SIDE_rear_foot`` (rear shank tip) tied by a ``connect``
-    equality ``SIDE_closure``; motors named as their joints on the four hips and
-    two wheels; sensors ``imu_quat`` (framequat), ``imu_gyro``, ``imu_accel`` on
-    site ``imu``, ``JOINT_pos``/``JOINT_vel`` on every hip and wheel; a plane geom
-    ``floor``.  At the reference pose every ``left_*`` body is at +y in the frame
-    of ``body``, every ``right_*`` body at -y.
-    """
+    """Everything in ``model`` that breaks the biped's MJCF contract (the table of
+    docs/guides/tuning-biped.md), one phrase each; empty: it complies."""
     problems: list[str] = []
 
     def get(kind: str, name: str):
@@ -254,11 +201,8 @@ def contract_problems(model: mujoco.MjModel) -> list[str]:
 
 
 def _side_problems(model: mujoco.MjModel) -> list[str]:
-    """Each side's bodies on its own side of the body frame at the reference pose: ``left_*`` at +y, ``right_*`` at -y.
-
-    A model with the names of the sides swapped has every other element right,
-    and would give negative track widths to the models built from it.
-    """
+    """Each side's bodies on its own side of the body frame at the reference pose (``left_*`` at +y): a model
+    with the sides' names swapped has every other element right, and negative track widths."""
     names = [name for name in (*LINKS, *WHEELS) if _has(model, mujoco.mjtObj.mjOBJ_BODY, name)]
     if not _has(model, mujoco.mjtObj.mjOBJ_BODY, "body"):
         return []
@@ -365,8 +309,7 @@ def build(
     except ValueError as exc:
         raise ModelError(f"cannot compile biped variant: {' '.join(str(exc).split())}") from None
     if any(com_offset):
-        # Shift the body's CoM in the compiled model: mass and inertia about the
-        # CoM stay those the file's box gives.
+        # Shift the body's CoM in the compiled model: mass and inertia about the CoM stay the file's.
         bid = model.body("body").id
         model.body_ipos[bid] += [com_offset[0], 0.0, com_offset[1]]
         mujoco.mj_setConst(model, mujoco.MjData(model))
@@ -382,8 +325,7 @@ def _edit_ground(spec: mujoco.MjSpec, ground: Ground) -> None:
             geom.friction = [ground.friction, *list(geom.friction)[1:]]
     r = float(contacts[0].size[0])
     rot = np.array([np.cos(ground.slope / 2), 0.0, -np.sin(ground.slope / 2), 0.0])  # about -y: rises towards +x
-    # The tilted plane is lowered so a wheel standing at x = 0 still touches it:
-    # the axle's distance to the plane along its normal stays r.
+    # Lowered so a wheel standing at x = 0 still touches the tilted plane (the axle stays r from it).
     drop = r - r / np.cos(ground.slope)
     if ground.slope:
         floor.quat, floor.pos = rot, [0.0, 0.0, drop]
@@ -440,14 +382,9 @@ def biped_params(model: mujoco.MjModel) -> BipedParams:
         two legs differ.
     """
     try:
-        body = model.body("body")
-        wheel = model.body("left_wheel")
-        contact = model.geom("left_wheel_contact")
-        front = model.body("left_front_thigh")
-        rear = model.body("left_rear_thigh")
-        knee_body = model.body("left_front_shank")
-        axle = model.site("left_axle")
-        right = model.body("right_front_thigh")
+        body, wheel, front, rear, knee_body, right = (model.body(name) for name in (
+            "body", "left_wheel", "left_front_thigh", "left_rear_thigh", "left_front_shank", "right_front_thigh"))
+        contact, axle = model.geom("left_wheel_contact"), model.site("left_axle")
     except KeyError as exc:
         raise ModelError(f"not a wheel-legged biped model (mjcf/{MODEL}.xml): missing {exc}") from None
 
@@ -463,8 +400,6 @@ def biped_params(model: mujoco.MjModel) -> BipedParams:
     hip_line = 0.5 * (front.pos + rear.pos)
     com = body.ipos - hip_line
     ex, ey, ez = np.eye(3)
-    thigh = model.body("left_front_thigh").mass[0]
-    shank = model.body("left_front_shank").mass[0]
 
     def limit(name: str) -> float:
         try:
@@ -473,39 +408,19 @@ def biped_params(model: mujoco.MjModel) -> BipedParams:
             return 0.0
         return float(np.max(np.abs(act.ctrlrange)) * abs(act.gear[0]))
 
-    pendulum = PendulumParams(
-        M=float(body.mass[0]),
-        m=float(wheel.mass[0]),
-        r=float(contact.size[0]),
-        I=inertia_about(wheel.id, ey),
-        J_pitch=inertia_about(body.id, ey),
-        J_yaw=inertia_about(body.id, ez),
-        D=D,
-        g=float(-model.opt.gravity[2]),  # 0 on a gravity-free rig
-    )
-    return BipedParams(
-        pendulum=pendulum,
-        l1=l1,
-        l2=l2,
-        l3=l3,
-        thigh_mass=float(thigh),
-        shank_mass=float(shank),
-        J_roll=inertia_about(body.id, ex),
-        com_offset=(float(com[0]), float(com[2])),
-        hip_torque_limit=limit("left_front_hip"),
-        wheel_torque_limit=limit("left_wheel"),
-        timestep=float(model.opt.timestep),
-        wheel_yaw_inertia=inertia_about(wheel.id, ez),
-    )
+    pendulum = PendulumParams(M=float(body.mass[0]), m=float(wheel.mass[0]), r=float(contact.size[0]),
+                              I=inertia_about(wheel.id, ey), J_pitch=inertia_about(body.id, ey),
+                              J_yaw=inertia_about(body.id, ez), D=D, g=float(-model.opt.gravity[2]))
+    return BipedParams(pendulum=pendulum, l1=l1, l2=l2, l3=l3, thigh_mass=float(front.mass[0]),
+                       shank_mass=float(knee_body.mass[0]), J_roll=inertia_about(body.id, ex),
+                       com_offset=(float(com[0]), float(com[2])),
+                       hip_torque_limit=limit("left_front_hip"), wheel_torque_limit=limit("left_wheel"),
+                       timestep=float(model.opt.timestep), wheel_yaw_inertia=inertia_about(wheel.id, ez))
 
 
 def nominal_params(mjcf: str | os.PathLike = "") -> BipedParams:
-    """:func:`biped_params` of a robot as written (``""``: the built-in one; read once per file, then cached).
-
-    Defaults that are properties of the robot (the hip motors' peak torque, the
-    stance height) are read from here rather than typed again; the controllers'
-    gains are designed from it.
-    """
+    """:func:`biped_params` of a robot as written (``""``: the built-in one; read once per file, then cached):
+    the controllers' gains and the robot's defaults (hip torque, stance height) come from here."""
     path = robot_path(mjcf)
     return _nominal(path, path.stat().st_mtime)
 
@@ -516,12 +431,8 @@ def _nominal(path: Path, mtime: float) -> BipedParams:
 
 
 def knee_angle(alpha, l1: float, l2: float, l3: float) -> np.ndarray:
-    """Knee joint angle that closes the loop at hip angle ``alpha`` (both chains), rad.
-
-    The shank's absolute rotation about the chain's axis is ``phi = atan2(a, s)``
-    (``a`` the knee's distance from the centre line, ``s`` its height above the
-    axle); the thigh is rotated ``alpha - pi`` from the file's pose.
-    """
+    """Knee joint angle that closes the loop at hip angle ``alpha`` (both chains), rad: the shank's rotation
+    ``atan2(a, s)`` (knee off the centre line, above the axle) less the thigh's ``alpha - pi``."""
     a = l1 - l2 * np.cos(alpha)
     s = height(alpha, l1, l2, l3) + l2 * np.sin(alpha)
     return np.arctan2(a, s) - (alpha - np.pi)
@@ -548,11 +459,7 @@ def stand_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None =
 
 
 def _has_joint(model: mujoco.MjModel, name: str) -> bool:
-    try:
-        model.joint(name)
-    except KeyError:
-        return False
-    return True
+    return _has(model, mujoco.mjtObj.mjOBJ_JOINT, name)
 
 
 def composite_com(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
@@ -561,14 +468,8 @@ def composite_com(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
 
 
 def balance_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None = None) -> tuple[np.ndarray, float]:
-    """Standing pose pitched about the axle so the whole robot's CoM is above it.
-
-    With the CoM on the hip line and symmetric legs this is :func:`stand_pose`;
-    with a CoM offset the body leans until the CoM is over the axle.
-
-    Returns:
-      ``(qpos, theta)``: the pose and its pitch, rad.
-    """
+    """Standing pose pitched about the axle so the whole robot's CoM is above it (with a CoM offset the
+    body leans): ``(qpos, theta)``, theta the pitch, rad."""
     p = biped_params(model) if params is None else params
     qpos = stand_pose(model, alpha, p)
     data = mujoco.MjData(model)
@@ -589,21 +490,14 @@ def balance_pose(model: mujoco.MjModel, alpha: float, params: BipedParams | None
         if abs(step) < 1e-14:
             break
     if _has_joint(model, "root") and not _has_joint(model, HIPS[0]):
-        # Only a rigid-leg robot has a well-defined static sink: with hip joints the
-        # legs would fold during the search.  Jointed robots keep zero penetration.
+        # Only a rigid-leg robot has a well-defined static sink (hip joints would fold in the search).
         qpos[2] = _settle_height(model, data, qpos)
     return qpos, theta
 
 
 def _settle_height(model: mujoco.MjModel, data: mujoco.MjData, qpos: np.ndarray) -> float:
-    """Body height at which the soft wheel contacts hold the robot still vertically.
-
-    MuJoCo's contacts are soft: at zero penetration the contact pushes with
-    almost, not exactly, the weight, and a contact touched at exactly zero
-    distance is lost by any perturbation (finite differences included).  The
-    static penetration (nanometres with this model's solref/solimp) is found by
-    bisection on the vertical acceleration.
-    """
+    """Body height at which the soft wheel contacts hold the robot still vertically, by bisection on the
+    vertical acceleration (a contact touched at exactly zero distance is lost by any perturbation)."""
     z_touch = float(qpos[2])
     low, high = z_touch - 1e-5, z_touch  # 10 um: far beyond any static sink here
     for _ in range(60):
@@ -621,8 +515,5 @@ def _settle_height(model: mujoco.MjModel, data: mujoco.MjData, qpos: np.ndarray)
 
 def closure_error(model: mujoco.MjModel, data: mujoco.MjData) -> float:
     """Largest distance between a rear shank tip and its axle (loop-closure error), m."""
-    return max(
-        float(np.linalg.norm(data.site_xpos[model.site(f"{side}_rear_foot").id]
-                             - data.site_xpos[model.site(f"{side}_axle").id]))
-        for side in SIDES
-    )
+    return max(float(np.linalg.norm(data.site_xpos[model.site(f"{side}_rear_foot").id]
+                                    - data.site_xpos[model.site(f"{side}_axle").id])) for side in SIDES)

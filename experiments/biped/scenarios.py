@@ -6,16 +6,10 @@ Callable from a script or a notebook, without a results folder::
     trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
     metrics["settling_time_s"], trace.t, trace.true_pitch
 
-Every scenario runs ``crossdyn.controllers.biped.BipedController`` on the full
-five-bar robot in MuJoCo (:func:`~crossdyn.experiments.biped.closed_loop.simulate_scenario`)
-and measures the run; judging the metrics against an expectation and plotting the
-trace are done elsewhere (:mod:`crossdyn.experiments.biped.control`).
-
-The robot and the controller are described by a :class:`Setup`, whose fields every
-scenario takes as keyword arguments (``weights``, ``body_mass_scale``,
-``com_offset_x``, ``ground_truth``, ``mjcf``, ``imperfections``, ``seed``).  The
-gains are always designed on the nominal robot (the built-in one or the user's
-``mjcf``); the perturbations and imperfections change only the robot they drive.
+Every scenario runs ``crossdyn.controllers.biped.BipedController`` on the full five-bar
+robot in MuJoCo and measures the run (:mod:`crossdyn.experiments.biped.control` judges and
+plots).  Every scenario takes the fields of a :class:`Setup` as keyword arguments; the gains
+are designed on the nominal robot, the perturbations and imperfections change only the robot.
 """
 
 from __future__ import annotations
@@ -47,35 +41,12 @@ from crossdyn.experiments.biped.measurements import reduced_linearization
 from crossdyn.experiments.biped.model import STANCE, Ground, balance_pose, biped_params, build, nominal_params
 from crossdyn.experiments.core.errors import ParameterError
 
-__all__ = [
-    "CONTROL_PERIOD",
-    "ALPHA_NOMINAL",
-    "WEIGHTS",
-    "Setup",
-    "robot",
-    "controller_for",
-    "stance_height",
-    "settling_time",
-    "balanced",
-    "holding",
-    "push_recovered",
-    "common_metrics",
-    "estimator_error",
-    "imperfections_for",
-    "balance_scenario",
-    "push_scenario",
-    "balance_recovery",
-    "velocity_tracking",
-    "turn",
-    "height_change",
-    "roll_leveling",
-    "push_recovery",
-    "jump",
-    "robustness",
-    "lqr_cost",
-]
+__all__ = ["CONTROL_PERIOD", "ALPHA_NOMINAL", "WEIGHTS", "Setup", "robot", "controller_for", "stance_height",
+           "settling_time", "balanced", "holding", "push_recovered", "common_metrics", "estimator_error",
+           "imperfections_for", "balance_scenario", "push_scenario", "balance_recovery", "velocity_tracking", "turn",
+           "height_change", "roll_leveling", "push_recovery", "jump", "robustness", "lqr_cost"]
 
-CONTROL_PERIOD = 0.001  # s: 1 kHz; at 2 ms the leg-swing loop chatters (measured)
+CONTROL_PERIOD = 0.001  # s: 1 kHz; at 2 ms the leg-swing loop chatters
 ALPHA_NOMINAL = STANCE  # mid-stroke stance (experiments.biped.model.STANCE)
 PUSH_START = 0.5  # s: the push comes after the estimator has settled
 
@@ -89,14 +60,11 @@ class Setup:
     """The robot a scenario drives and the controller that drives it.
 
     Attributes:
-      weights: LQR weights by name (:data:`WEIGHTS`); missing ones take the
-        defaults (``q_x=20, q_xd=10, q_theta=100, q_thetad=1, r=1``).
-      body_mass_scale: body mass and inertia scale of the robot driven (the gains
-        stay nominal).
+      weights: LQR weights by name (:data:`WEIGHTS`); missing ones take the defaults.
+      body_mass_scale: body mass and inertia scale of the robot driven (the gains stay nominal).
       com_offset_x: body CoM shift forward, m (gains stay nominal).
       ground_truth: feed the controller MuJoCo's state instead of its sensors.
-      mjcf: the robot: ``""`` the built-in one, a model name in crossdyn's
-        ``mjcf/`` folder or a path (:func:`~crossdyn.experiments.biped.model.robot_path`).
+      mjcf: the robot (:func:`~crossdyn.experiments.biped.model.robot_path`; ``""``: the built-in one).
       imperfections: sensor, motor and ground imperfections
         (:class:`~crossdyn.experiments.biped.imperfections.Imperfections`).
       seed: seed of the imperfections' random draws.
@@ -117,11 +85,8 @@ class Setup:
 
     @classmethod
     def from_values(cls, values: dict) -> Setup:
-        """A setup from flat parameter values (``--set`` names), ignoring other keys.
-
-        The imperfections come from their own names and ``realistic``
-        (:meth:`Imperfections.from_values`).
-        """
+        """A setup from flat ``--set`` values (the imperfections' names and ``realistic`` included),
+        ignoring other keys."""
         names = {f.name for f in dataclasses.fields(cls)} - {"weights", "imperfections"}
         return cls(weights={k: float(values[k]) for k in WEIGHTS if k in values},
                    imperfections=Imperfections.from_values(values),
@@ -191,8 +156,6 @@ def _run(sc: Scenario, setup: Setup, model=None, ctrl=None, video: Path | None =
 
 
 # --------------------------------------------------------------------------- measures of a trace
-
-
 def settling_time(t: np.ndarray, ok: np.ndarray, start: float = 0.0) -> float:
     """Time from ``start`` after which ``ok`` holds to the end of the run (inf if never), s."""
     after = t >= start
@@ -221,25 +184,20 @@ def holding(trace: ScenarioTrace) -> bool:
     return bool(not trace.fell and np.abs(trace.true_xd[end]).max() < 0.05)
 
 
-def _saturation(trace: ScenarioTrace) -> dict:
-    """Fraction of control steps with a wheel or hip command at its limit."""
-    wheel = np.abs(trace.wheel_torque) >= trace.wheel_limit - 1e-9
-    hip = np.abs(trace.hip_torque) >= trace.hip_limit - 1e-9
-    return {"wheel_saturation_fraction": float(wheel.any(axis=1).mean()),
-            "hip_saturation_fraction": float(hip.any(axis=1).mean())}
-
-
 def common_metrics(trace: ScenarioTrace) -> dict:
-    """What every closed-loop run reports: fell, diverged, tilt, torques, closure, saturation."""
+    """What every closed-loop run reports: fell, diverged, tilt, torques, closure, saturation (the fraction
+    of control steps with a command at its limit) and the estimator's error."""
+    wheel_saturated = np.abs(trace.wheel_torque) >= trace.wheel_limit - 1e-9
+    hip_saturated = np.abs(trace.hip_torque) >= trace.hip_limit - 1e-9
     return {
-        "fell": bool(trace.fell),
-        "diverged": bool(trace.diverged),
+        "fell": bool(trace.fell), "diverged": bool(trace.diverged),
         "max_tilt_deg": float(np.degrees(np.abs(trace.true_pitch)).max()),
         "max_wheel_torque": float(np.abs(trace.wheel_torque).max()),
         "max_hip_torque": float(np.abs(trace.hip_torque).max()),
         "closure_error_max_mm": float(trace.closure.max() * 1e3),
         "duration_s": float(trace.t[-1]) if trace.t.size else 0.0,
-        **_saturation(trace),
+        "wheel_saturation_fraction": float(wheel_saturated.any(axis=1).mean()),
+        "hip_saturation_fraction": float(hip_saturated.any(axis=1).mean()),
         "estimator_error": estimator_error(trace),
     }
 
@@ -254,8 +212,6 @@ def estimator_error(trace: ScenarioTrace) -> dict:
 
 
 # --------------------------------------------------------------------------- scenarios
-
-
 def balance_scenario(initial_tilt_deg: float, duration: float = 4.0, mjcf: str = "") -> Scenario:
     """The balance-recovery run: mid-stroke stance tilted forward by ``initial_tilt_deg``, height held."""
     height = stance_height(ALPHA_NOMINAL, mjcf)
@@ -280,14 +236,10 @@ def balance_recovery(tilt_deg: float = 10.0, *, duration: float = 4.0, video: Pa
     ctrl = controller_for(cfg)
     trace = _run(balance_scenario(tilt_deg, duration, cfg.mjcf), cfg, ctrl=ctrl, video=video)
     settle = settling_time(trace.t, balanced(trace)) if not trace.fell else float("inf")
-    return trace, {
-        "settling_time_s": settle,
-        "gain_schedule_fit_error": ctrl.gains.schedule.fit_error,
-        "gain_at_stance": ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, cfg.mjcf)).tolist(),
-        "final_x_m": float(trace.true_x[-1]),
-        "max_odometry_error_m": float(np.abs(trace.est_x - trace.true_x).max()),
-        **common_metrics(trace),
-    }
+    return trace, {"settling_time_s": settle, "gain_schedule_fit_error": ctrl.gains.schedule.fit_error,
+                   "gain_at_stance": ctrl.gains.schedule(stance_height(ALPHA_NOMINAL, cfg.mjcf)).tolist(),
+                   "final_x_m": float(trace.true_x[-1]),
+                   "max_odometry_error_m": float(np.abs(trace.est_x - trace.true_x).max()), **common_metrics(trace)}
 
 
 def velocity_tracking(speed: float = 1.0, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
@@ -313,13 +265,9 @@ def velocity_tracking(speed: float = 1.0, *, video: Path | None = None, **setup)
     hold = trace.window(stop - 1.0, stop)
     ss_error = float(np.abs(v[hold] - 1.0).mean() * 100) if hold.any() else float("inf")
     stopped = trace.window(trace.t[-1] - 0.5)
-    return trace, {
-        "rise_time_95_s": rise,
-        "steady_state_error_pct": ss_error,
-        "overshoot_pct": float((v[trace.window(start, stop)].max() - 1.0) * 100),
-        "final_speed_m_s": float(np.abs(trace.true_xd[stopped]).max()),
-        **common_metrics(trace),
-    }
+    return trace, {"rise_time_95_s": rise, "steady_state_error_pct": ss_error,
+                   "overshoot_pct": float((v[trace.window(start, stop)].max() - 1.0) * 100),
+                   "final_speed_m_s": float(np.abs(trace.true_xd[stopped]).max()), **common_metrics(trace)}
 
 
 def turn(turn_deg: float = 90.0, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
@@ -336,13 +284,9 @@ def turn(turn_deg: float = 90.0, *, video: Path | None = None, **setup) -> tuple
     trace = _run(sc, cfg, video=video)
     error = np.degrees(trace.true_yaw - target)
     settle = settling_time(trace.t, np.abs(error) <= 3.0, start)
-    return trace, {
-        "settling_time_s": settle,
-        "final_yaw_error_deg": float(error[-1]),
-        "overshoot_deg": float(np.max(np.sign(target) * error)),
-        "drift_m": float(np.abs(trace.true_x).max()),
-        **common_metrics(trace),
-    }
+    return trace, {"settling_time_s": settle, "final_yaw_error_deg": float(error[-1]),
+                   "overshoot_deg": float(np.max(np.sign(target) * error)),
+                   "drift_m": float(np.abs(trace.true_x).max()), **common_metrics(trace)}
 
 
 def height_change(*, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
@@ -361,12 +305,7 @@ def height_change(*, video: Path | None = None, **setup) -> tuple[ScenarioTrace,
     tol = 0.05 * (high - low)  # within 5 % of the stroke counts as arrived
     rise = settling_time(trace.t[trace.window(0, down)], np.abs(h[trace.window(0, down)] - high) <= tol, up)
     fall = settling_time(trace.t, np.abs(h - low) <= tol, down)
-    return trace, {
-        "extend_time_s": rise,
-        "retract_time_s": fall,
-        "stroke_m": high - low,
-        **common_metrics(trace),
-    }
+    return trace, {"extend_time_s": rise, "retract_time_s": fall, "stroke_m": high - low, **common_metrics(trace)}
 
 
 def roll_leveling(step_m: float = 0.04, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
@@ -427,14 +366,9 @@ def push_recovery(push_duration_s: float = 0.1, max_impulse: float = 30.0, *, bi
                 high = mid
     else:
         low = high
-    return best, {
-        "max_recovered_impulse_Ns": low,
-        "first_failing_impulse_Ns": high if low < high else None,
-        "margin_Ns": high - low,
-        "trials": [{"impulse_Ns": i, "recovered": r} for i, r in trials],
-        # The figures below describe the largest recovered push.
-        **(common_metrics(best) if best is not None else {"fell": True}),
-    }
+    return best, {"max_recovered_impulse_Ns": low, "first_failing_impulse_Ns": high if low < high else None,
+                  "margin_Ns": high - low, "trials": [{"impulse_Ns": i, "recovered": r} for i, r in trials],
+                  **(common_metrics(best) if best is not None else {"fell": True})}  # of the largest recovered push
 
 
 def jump(thrust_torque: float | None = None, *, video: Path | None = None, **setup) -> tuple[ScenarioTrace, dict]:
@@ -471,41 +405,27 @@ def jump(thrust_torque: float | None = None, *, video: Path | None = None, **set
     # Ballistic body rise after take-off, measured and as the stroke ODE predicts it.
     t_off = phases.get("flight", trace.t[-1])
     body_rise = float(trace.body_z[trace.t >= t_off].max() - trace.body_z[trace.t >= t_off][0]) if takeoff else 0.0
-    # The torque the controller thrusts with: BipedController fills in the plan's None (the motors' limit).
     torque = ctrl.jump.thrust_torque if ctrl.jump is not None else None
-    if torque is None:
-        raise RuntimeError("the jump controller has no thrust torque: BipedController did not fill in its plan")
+    assert torque is not None  # BipedController fills in the plan's None (the motors' limit)
     stroke = extension_stroke(p.pendulum.M, torque, p.l1, p.l2, p.l3, plan.alpha_crouch, plan.alpha_takeoff)
     return trace, {
-        "thrust_torque_N_m": torque,
-        "apex_clearance_m": float(clearance.max()),
-        "airborne_time_s": float(airborne.sum() * CONTROL_PERIOD),
-        "takeoff_speed_m_s": takeoff_speed,
-        "predicted_takeoff_speed_m_s": float(stroke.takeoff_velocity),
-        "body_rise_after_liftoff_m": body_rise,
-        "predicted_body_rise_m": float(stroke.takeoff_velocity**2 / (2 * p.pendulum.g)),
-        "landed": landed,
-        "balanced_after_landing_s": balanced_at,
-        "phases": trace.transitions,
-        "explanation": (
-            "The extension-phase ODE accelerates the body alone with massless legs and "
-            "ignores the wheels and leg links the legs must also lift at take-off, so the "
-            "robot leaves the ground slower than the ODE predicts (the legs take ~12 % of "
-            "the hip work). The body then also carries the legs and wheels up, and pulls them "
-            "in, so it rises less than the ODE's ballistic v^2 / 2g."
-        ),
+        "thrust_torque_N_m": torque, "apex_clearance_m": float(clearance.max()),
+        "airborne_time_s": float(airborne.sum() * CONTROL_PERIOD), "takeoff_speed_m_s": takeoff_speed,
+        "predicted_takeoff_speed_m_s": float(stroke.takeoff_velocity), "body_rise_after_liftoff_m": body_rise,
+        "predicted_body_rise_m": float(stroke.takeoff_velocity**2 / (2 * p.pendulum.g)), "landed": landed,
+        "balanced_after_landing_s": balanced_at, "phases": trace.transitions,
+        "explanation": ("The extension-phase ODE accelerates the body alone with massless legs and "
+                        "ignores the wheels and leg links the legs must also lift at take-off, so the "
+                        "robot leaves the ground slower than the ODE predicts (the legs take ~12 % of "
+                        "the hip work). The body then also carries the legs and wheels up, and pulls them "
+                        "in, so it rises less than the ODE's ballistic v^2 / 2g."),
         **common_metrics(trace),
     }
 
 
 # The robustness experiment's robots: nominal gains on each (changes to the Setup).
-ROBUSTNESS_VARIANTS = {
-    "nominal": {},
-    "mass -30%": {"body_mass_scale": 0.7},
-    "mass +30%": {"body_mass_scale": 1.3},
-    "CoM +2 cm": {"com_offset_x": 0.02},
-    "CoM -2 cm": {"com_offset_x": -0.02},
-}
+ROBUSTNESS_VARIANTS = {"nominal": {}, "mass -30%": {"body_mass_scale": 0.7}, "mass +30%": {"body_mass_scale": 1.3},
+                       "CoM +2 cm": {"com_offset_x": 0.02}, "CoM -2 cm": {"com_offset_x": -0.02}}
 
 
 def robustness(tilt_deg: float = 10.0, *, variants: dict | None = None, video_dir: Path | None = None,
@@ -571,8 +491,7 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
     data.qpos[:], _ = balance_pose(model, alpha, p)
     mujoco.mj_forward(model, data)
     dt = model.opt.timestep
-    # The discrete cost sum (x'Qx + u'Ru) dt approximates the continuous integral, so
-    # the weights are scaled by dt for a like-for-like S.
+    # The discrete cost sums (x'Qx + u'Ru) dt, so the weights are scaled by dt for a like-for-like S.
     mujoco_design = dlqr(*reduced_linearization(model, data, height), Q * dt, R * dt)
     theta0 = np.radians(tilt_deg)
     x0 = np.array([0.0, 0.0, theta0, 0.0])
@@ -584,22 +503,15 @@ def lqr_cost(tilt_deg: float = 2.0, *, duration: float = 10.0, weights: dict | N
         runs[name] = IdealRun(states, torques, dt)
     run = runs["analytic"]
     K_a, K_m = np.array(results["analytic"]["K"]), np.array(results["mujoco"]["K"])
-    return run, {
-        "fell": bool(np.abs(run.states[:, 2]).max() > FALL_PITCH),
-        "max_tilt_deg": float(np.degrees(np.abs(run.states[:, 2]).max())),
-        "cost_ratio": results["analytic"]["realised_cost"] / results["analytic"]["predicted_cost"],
-        "designs": results,
-        "gain_difference_rel": float(np.abs(K_a - K_m).max() / np.abs(K_m).max()),
-    }
+    return run, {"fell": bool(np.abs(run.states[:, 2]).max() > FALL_PITCH),
+                 "max_tilt_deg": float(np.degrees(np.abs(run.states[:, 2]).max())),
+                 "cost_ratio": results["analytic"]["realised_cost"] / results["analytic"]["predicted_cost"],
+                 "designs": results, "gain_difference_rel": float(np.abs(K_a - K_m).max() / np.abs(K_m).max())}
 
 
 def _ideal_cost(model, p, height, alpha, K, Q, R, theta0, duration):
-    """Run the rigid-leg robot under ``T = -K x`` from MuJoCo's state; return the realised cost.
-
-    The state is read from MuJoCo directly (axle travel, body pitch), the torque is
-    applied at every physics step, so the only differences from the LQR's own
-    prediction are the model's (leg links, contact softness, nonlinearity).
-    """
+    """Run the rigid-leg robot under ``T = -K x`` of MuJoCo's state at every physics step: ``(cost, states,
+    torques)``; only the model differs from the LQR's prediction (leg links, contact softness, nonlinearity)."""
     data = mujoco.MjData(model)
     qpos, _ = balance_pose(model, alpha, p)
     qpos[0:3] = [height * np.sin(theta0), 0.0, p.pendulum.r + height * np.cos(theta0)]

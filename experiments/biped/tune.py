@@ -1,48 +1,21 @@
 """Gain tuning at scale: sweeps of the balance LQR's weights and robustness maps.
 
-A *sample* is one closed-loop run of the biped (:mod:`experiments.biped.scenarios`'s
-balance-recovery scenario on its perturbed robot, with a controller designed from
-LQR weights ``Q = diag(q_x, q_xd, q_theta, q_thetad)``, ``R = r``), scored on
+A *sample* is one closed-loop balance-recovery run of the (perturbed) biped with a
+controller designed from LQR weights ``Q = diag(q_x, q_xd, q_theta, q_thetad)``, ``R = r``,
+scored on settling time (from the tilt or the push until ``|theta| < 0.5 deg`` and
+``|xd| < 0.02 m/s`` hold to the end, s), overshoot (the largest pitch past upright on the
+other side from the largest excursion, deg), control effort (``integral (T_left + T_right)^2 dt``,
+(N m)^2 s), torque saturation, held (up and no longer rolling at the end) and an outcome:
+``ok``, ``saturated`` (settled, but a wheel hit its limit), ``unsettled``, ``fell``,
+``diverged``, ``invalid`` (no stabilizing design), ``push-failed`` (the optional push check
+not recovered) or ``error`` (message in ``detail``).  A failing sample is a recorded
+outcome, never a crash.
 
-- settling time: from the tilt (or the end of the push) until
-  ``|theta| < 0.5 deg`` and ``|xd| < 0.02 m/s`` hold to the end, s;
-- overshoot: the largest pitch past upright on the other side from the largest
-  excursion (the initial tilt, or the lean a push causes), deg;
-- control effort: ``integral (T_left + T_right)^2 dt`` of the applied wheel
-  torques, (N m)^2 s;
-- torque saturation: the fraction of control steps with a wheel at its limit;
-- held: up and no longer rolling at the end (robustness's measure, which
-  accepts the steady lean a CoM offset needs);
-- outcome: ``ok``, ``saturated`` (settled, but a wheel hit its limit),
-  ``unsettled``, ``fell``, ``diverged`` (NaN / bad accelerations), ``invalid``
-  (no stabilizing LQR design for these weights), ``push-failed`` (balance held
-  but the optional push was not recovered) or ``error`` (an unexpected exception,
-  message in ``detail``).  A failing sample is a recorded outcome, never a crash.
-
-:func:`sweep` runs a grid or a Latin hypercube over the weights (plus the
-hand-picked defaults as sample 0, the reference), :func:`search` an Optuna search
-of settling time x effort, :func:`robustness` a grid over
-two perturbation axes for fixed weights: the robot's mass and CoM, the tilt and
-push, and every imperfection of :mod:`~crossdyn.experiments.biped.imperfections`
-(gyro noise x control delay and slope x friction are the two maps of docs/guides/imperfections.md),
-each map with its holding region.  All run on the built-in robot or the user's
-(``mjcf``); the imperfections' noise is drawn from ``seed``.
-
-This module is what is the biped's: its samples, their evaluation and scoring, the
-search's objectives, the choice rule and the plots of the weights.  Planning,
-searching and running them is crossdyn's generic sweep machinery
-(:mod:`crossdyn.experiments.core.sweep`: value lists, grids and a log hypercube,
-the Optuna loop and its samplers, local processes or a Dask cluster, a table
-appended row by row and rewritten in sample order, resume, batches), the same
-that ``crossdyn tune EXPERIMENT`` runs any experiment with: the weight sweeps and
+This module is what is the biped's: its samples, their scoring, the search's objectives,
+the choice rule and the plots.  Planning, searching and running them is crossdyn's
+generic sweep machinery (:mod:`crossdyn.experiments.core.sweep`): the weight sweeps and
 searches are experiment ``biped-balance-tune``, the maps ``biped-robustness-map``, each
-declaring its table, summary and options (:class:`~crossdyn.experiments.core.sweep.tuning.Tuning`)
-and run by :func:`crossdyn.experiments.core.sweep.experiment.tune` on the plans made here.  A run costs little
-beyond its physics: each worker process compiles a robot once per perturbation and
-designs the gains once per set of weights (per-process caches), compiles the
-nominal robot when it starts, and steps a batch's runs of one robot together on
-MuJoCo's batch (:func:`evaluate_batch`).  At most :data:`SAMPLES_MAX`
-samples per sweep.
+declaring its :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`.
 """
 
 from __future__ import annotations
@@ -131,7 +104,6 @@ COLUMNS = (*KEYS, *GAINS, *METRICS)
 FAILED = ("unsettled", "fell", "diverged", "invalid", "push-failed", "error", "crashed", "timed out")
 
 
-
 @dataclass(frozen=True)
 class Sample:
     """One closed-loop run to do.
@@ -139,11 +111,9 @@ class Sample:
     Attributes:
       index: position in the sweep (the CSV's order).
       kind: ``default`` (the hand-picked reference), ``grid``, ``lhs`` or ``map``.
-      weights: LQR weights by name (:data:`WEIGHTS`).
-      perturbation: robot and scenario perturbation by name (:data:`PERTURBATIONS`).
+      weights, perturbation: by name (:data:`WEIGHTS`, :data:`PERTURBATIONS`).
       duration: simulated time, s.
-      push_check: if > 0, also run push-recovery's scenario at this impulse, N s,
-        and fail the sample if the push is not recovered.
+      push_check: if > 0, also require recovery from push-recovery's scenario at this impulse, N s.
       seed: seed of the imperfections' noise.
       mjcf: the robot (``""``: the built-in one).
     """
@@ -164,8 +134,7 @@ class Sample:
                 "push_check_Ns": _fmt(self.push_check), "seed": str(self.seed), "mjcf": self.mjcf}
 
     def imperfections(self) -> Imperfections:
-        """The imperfections among the perturbations (whole numbers where the field is one)."""
-        # Each value converted to its field's own type (float, or int for counts and delays).
+        """The imperfections among the perturbations, each of its field's type (int for counts and delays)."""
         values: dict[str, Any] = {k: type(IMPERFECTION_PARAMS[k].default)(self.perturbation[k])
                                   for k in IMPERFECTION_PARAMS}
         return Imperfections(**values)
@@ -182,9 +151,7 @@ def _fmt(value) -> str:
     return str(value)
 
 
-# ---------------------------------------------------------------------------------
-# Parsing the command line's NAME=... arguments.
-
+# --------------------------------------------------------------------------- parsing NAME=VALUES arguments
 def _check_weight(name: str, value: float) -> float:
     if name not in WEIGHTS:
         raise ParameterError(f"unknown LQR weight {name!r}; the weights are {', '.join(WEIGHTS)}")
@@ -201,11 +168,9 @@ def _check_perturbation(name: str, value: float) -> float:
 
 
 def parse_values(items: list[tuple[str, str]], kind: str = "weight") -> dict[str, list[float]]:
-    """``[("q_theta", "10,100,1000"), ...]`` -> ``{"q_theta": [10.0, 100.0, 1000.0]}``, validated
-    (:func:`~crossdyn.experiments.core.sweep.space.parse_values`).
+    """``[("q_theta", "10,100,1000"), ...]`` -> ``{"q_theta": [10.0, 100.0, 1000.0]}``, validated.
 
-    ``kind`` is ``weight`` (LQR weights, non-negative, ``r`` positive) or
-    ``perturbation`` (the robustness axes).
+    ``kind`` is ``weight`` (LQR weights) or ``perturbation`` (the robustness axes).
 
     Raises:
       ParameterError: unknown name, repeated name, empty list, a value out of range.
@@ -218,9 +183,7 @@ def parse_range(items: list[tuple[str, str]]) -> dict[str, tuple[float, float]]:
     return space.parse_bounds(items, _check_weight)
 
 
-# ---------------------------------------------------------------------------------
-# Planning.
-
+# --------------------------------------------------------------------------- planning
 def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None = None, seed: int = 0,
                ranges: dict[str, tuple[float, float]] | None = None, duration: float = 4.0,
                initial_tilt_deg: float = 10.0, push_check: float = 0.0, mjcf: str = "") -> list[Sample]:
@@ -228,8 +191,7 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
 
     Args:
       samples: number of Latin-hypercube draws (log-uniform within ``ranges``).
-      grid: instead, every combination of these values; weights not named stay
-        at their defaults.
+      grid: instead, every combination of these values; weights not named stay at their defaults.
       seed: seed of the Latin hypercube.
       ranges: per-weight ``(low, high)`` overriding :data:`RANGES`.
       duration: simulated time of each run, s.
@@ -254,8 +216,7 @@ def plan_sweep(samples: int | None = None, grid: dict[str, list[float]] | None =
     plan = [sample(0, "default", {})]
     if grid is not None:
         return plan + [sample(i + 1, "grid", cell) for i, cell in enumerate(space.product(grid))]
-    if samples is None:  # not reached: exactly one of samples and grid was required above
-        raise ParameterError("give either --samples N (Latin hypercube) or --grid NAME=VALUES, not both")
+    assert samples is not None  # exactly one of samples and grid, checked above
     bounds = {**RANGES, **(ranges or {})}
     draws = space.log_hypercube({w: bounds[w] for w in WEIGHTS}, samples, seed)
     return plan + [sample(i + 1, "lhs", weights) for i, weights in enumerate(draws)]
@@ -265,9 +226,8 @@ def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], dur
                     mjcf: str = "") -> list[Sample]:
     """Every combination of two perturbation axes, for one set of LQR weights.
 
-    Perturbations not on an axis stay nominal (10 deg tilt, no push, no
-    imperfection); a map with a push axis but no tilt axis starts upright, as
-    push-recovery does.  Every sample draws its noise from ``seed``.
+    Perturbations not on an axis stay nominal; a map with a push axis but no tilt axis
+    starts upright, as push-recovery does.  Every sample draws its noise from ``seed``.
 
     Raises:
       ParameterError: not exactly two axes; an unknown weight.
@@ -283,12 +243,10 @@ def plan_robustness(weights: dict[str, float], axes: dict[str, list[float]], dur
             for i, cell in enumerate(space.product(axes, "the map", "cells"))]
 
 
-# ---------------------------------------------------------------------------------
-# One sample.
-
+# --------------------------------------------------------------------------- one sample
 def _score(trace, start: float) -> dict:
     """Metrics of one balance trace (see the module docstring)."""
-    if trace.t.size == 0:  # diverged before the first control step completed
+    if trace.t.size == 0:  # diverged before the first control step
         return {"outcome": "diverged"}
     common = common_metrics(trace)
     settle = settling_time(trace.t, balanced(trace), start) if not trace.fell else math.inf
@@ -296,17 +254,11 @@ def _score(trace, start: float) -> dict:
     peak = int(np.argmax(np.abs(pitch)))
     overshoot = max(0.0, float(np.max(-np.sign(pitch[peak]) * pitch[peak:])))
     total = trace.wheel_torque.sum(axis=1)
-    metrics = {
-        "settling_time_s": settle,
-        "overshoot_deg": overshoot,
-        "max_tilt_deg": common["max_tilt_deg"],
-        "excursion_m": float(np.abs(trace.true_x).max()),
-        "effort_N2m2s": float(np.sum(total**2) * CONTROL_PERIOD),
-        "max_wheel_torque": common["max_wheel_torque"],
-        "wheel_saturation_fraction": common["wheel_saturation_fraction"],
-        "hip_saturation_fraction": common["hip_saturation_fraction"],
-        "held": holding(trace),
-    }
+    metrics = {"settling_time_s": settle, "overshoot_deg": overshoot, "max_tilt_deg": common["max_tilt_deg"],
+               "excursion_m": float(np.abs(trace.true_x).max()),
+               "effort_N2m2s": float(np.sum(total**2) * CONTROL_PERIOD),
+               **{k: common[k] for k in ("max_wheel_torque", "wheel_saturation_fraction", "hip_saturation_fraction")},
+               "held": holding(trace)}
     if trace.diverged or not all(np.isfinite(v) for k, v in metrics.items() if k != "settling_time_s"):
         metrics["outcome"] = "diverged"
     elif trace.fell:
@@ -322,23 +274,15 @@ def _score(trace, start: float) -> dict:
 
 @functools.lru_cache(maxsize=8)
 def _robot(body_mass_scale: float, com_offset_x: float, mjcf: str = "", imperfections: Imperfections | None = None):
-    """The perturbed robot (with the imperfections' floor and payload), compiled once
-    per process (a model is read-only while it runs)."""
-    imperfections = imperfections if imperfections is not None else Imperfections()
+    """The perturbed robot with the imperfections' floor and payload, compiled once per process."""
     return robot(Setup(body_mass_scale=body_mass_scale, com_offset_x=com_offset_x, mjcf=mjcf,
-                       imperfections=imperfections))
+                       imperfections=imperfections or Imperfections()))
 
 
 @functools.lru_cache(maxsize=64)
 def _gains(weights: tuple, mjcf: str = ""):
-    """The controller's gains for ``weights`` (sorted ``(name, value)`` pairs), designed once per process.
-
-    A controller carries state (its set-points, the jump machine), so each run
-    gets a fresh one built from these gains.
-
-    Raises:
-      ParameterError: the weights admit no stabilizing design.
-    """
+    """The gains for ``weights`` (sorted ``(name, value)`` pairs), designed once per process; each run gets a
+    fresh controller built from them (a controller keeps state).  ParameterError: no stabilizing design."""
     return controller_for(Setup(weights=dict(weights), mjcf=mjcf)).gains
 
 
@@ -349,7 +293,7 @@ def _controller(weights: dict, mjcf: str = ""):
 
 @dataclass(frozen=True)
 class _Ready:
-    """A sample's run, built and ready to simulate: its robot, scenario, controller and imperfections."""
+    """A sample's run, ready to simulate."""
 
     model: Any
     scenario: Any
@@ -416,10 +360,8 @@ def _pushed(metrics: dict, trace) -> dict:
 def evaluate(sample: Sample | sweep_run.Batch) -> dict[str, str]:
     """Run one sample and return its CSV row (text, deterministic; no timings).
 
-    The model and the gains come from per-process caches, so a sweep pays for each
-    compile and design once per worker, not once per run.  A
-    :class:`~crossdyn.experiments.core.sweep.run.Batch` of samples is run by
-    :func:`evaluate_batch` (a list of rows).
+    Model and gains come from per-process caches.  A :class:`~crossdyn.experiments.core.sweep.run.Batch`
+    of samples is run by :func:`evaluate_batch` (a list of rows).
     """
     if isinstance(sample, sweep_run.Batch):
         return evaluate_batch(sample)  # type: ignore[return-value]
@@ -446,14 +388,13 @@ def evaluate_batch(batch: sweep_run.Batch) -> list[dict[str, str]]:
     """Rows of a batch of samples, each the row :func:`evaluate` gives that sample alone.
 
     The runs of one robot and duration are stepped together on MuJoCo's batch
-    (:func:`~crossdyn.experiments.biped.closed_loop.simulate_many`, the same traces bit
-    for bit), push checks after them; if that fails, each sample is run alone instead
-    (the same rows, only slower).
+    (:func:`~crossdyn.experiments.biped.closed_loop.simulate_many`), push checks after them;
+    if that fails, each sample runs alone instead.
     """
     samples: list[Sample] = list(batch.jobs)
     built = [_ready(s) for s in samples]
-    ready = [i for i, (_, run) in enumerate(built) if run is not None]
     runs: dict[int, _Ready] = {i: run for i, (_, run) in enumerate(built) if run is not None}
+    ready = list(runs)
     try:
         traces = _many({i: (runs[i], runs[i].scenario, runs[i].controller) for i in ready})
         metrics = {i: _score(traces[i], runs[i].start) for i in ready}
@@ -484,9 +425,6 @@ def _many(todo: dict[int, tuple[_Ready, Any, Any]]) -> dict[int, Any]:
     return out
 
 
-# ---------------------------------------------------------------------------------
-# Running many, with resume.
-
 def _warm() -> None:
     """A sweep worker's warm-up: compile the nominal robot once."""
     _robot(NOMINAL["body_mass_scale"], NOMINAL["com_offset_x"])
@@ -499,16 +437,10 @@ def _failed(row: dict) -> bool:
 _PRELOAD = ("crossdyn.experiments.biped.tune",)  # what a fork server imports before forking workers
 
 
-# ---------------------------------------------------------------------------------
-# Choosing and showing.
-
+# --------------------------------------------------------------------------- choosing and showing
 def best_sample(rows: list[dict]) -> dict | None:
-    """The fastest-settling ``ok`` sample that uses no more effort than the defaults (sample 0).
-
-    If none uses no more effort, the fastest-settling ``ok`` sample; None if no
-    sample is ``ok``.  Ties on settling time go to the lower effort
-    (:func:`~crossdyn.experiments.core.sweep.choice.best_within_reference`).
-    """
+    """The fastest-settling ``ok`` sample using no more effort than the defaults (sample 0), else the
+    fastest-settling ``ok`` one; None if none is ``ok``.  Ties go to the lower effort."""
     return choice.best_within_reference(rows, "settling_time_s", "effort_N2m2s")
 
 
@@ -537,8 +469,7 @@ def _plot_pareto(rows: list[dict], best: dict | None, path: Path) -> None:
                        facecolors="none", edgecolors="k", linewidths=1.5, label=label)
     other = len(rows) - len(finite)
     ax.set_xscale("log")
-    # Labels at 1, 2, 5 x 10^k in plain numbers: the default labels every minor tick
-    # in a span under a decade, and they overlap.
+    # Labels at 1, 2, 5 x 10^k: the default labels every minor tick of a span under a decade, overlapping.
     ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
@@ -566,12 +497,10 @@ def _plot_weights(rows: list[dict], path: Path) -> None:
 
 
 def _plot_heatmap(rows: list[dict], grid: dict[str, list[float]] | None, path: Path) -> bool:
-    """Settling time and effort over two weights.
+    """Settling time and effort over two weights (False if there are not two varying weights).
 
-    A grid uses its first two swept weights (the best over the others per cell);
-    a Latin hypercube bins the two weights that settling time depends on most
-    (rank correlation) into 6 x 6 log-spaced cells.  Returns False if there are
-    not two varying weights.
+    A grid uses its first two swept weights (the best over the others per cell); a Latin
+    hypercube bins the two weights settling time depends on most (rank correlation) into 6 x 6 cells.
     """
     ok = [r for r in rows if r["kind"] != "default"]
     xs: list[float] | np.ndarray  # a grid's values, or a hypercube's bin centres
@@ -624,13 +553,11 @@ def sweep(out: Path, *, samples: int | None = None, grid: dict[str, list[float]]
           initial_tilt_deg: float = 10.0, push_check: float = 0.0, workers: int = 1,
           scheduler: str | None = None, progress: bool = False, plots_: bool = True, mjcf: str = "",
           timeout: float | None = None, batch: bool = True) -> SweepResult:
-    """Sweep the balance LQR weights (see :func:`plan_sweep`) into ``out``: experiment
-    ``biped-balance-tune`` run by :func:`crossdyn.experiments.core.sweep.experiment.tune` on this plan.
+    """Sweep the balance LQR weights (see :func:`plan_sweep`) into ``out``: experiment ``biped-balance-tune``.
 
-    Writes ``out/samples.csv``, ``out/timings.csv``, ``out/best.json`` (the
-    chosen sample next to the defaults) and, with ``plots_``, ``pareto.png``,
-    ``weights.png`` and ``heatmap.png``.  ``batch``: the samples go to the workers a
-    batch at a time (:func:`evaluate_batch`; not with ``timeout``).
+    Writes ``out/samples.csv``, ``out/timings.csv``, ``out/best.json`` (the chosen sample
+    next to the defaults) and, with ``plots_``, ``pareto.png``, ``weights.png`` and
+    ``heatmap.png``.  ``batch``: samples go to the workers a batch at a time (not with ``timeout``).
     """
     plan = plan_sweep(samples, grid, seed, ranges, duration, initial_tilt_deg, push_check, mjcf)
     return _tune(BALANCE, out, plan, workers=workers, scheduler=scheduler, progress=progress, timeout=timeout,
@@ -669,13 +596,10 @@ def _summary(row: dict) -> dict:
 
 
 # --search optuna: the sampler draws the four ratios q / r (scaling Q and R together leaves
-# the gain unchanged) and is told two objectives, both minimized: settling time (a run that
-# never settles, falls or diverges scores twice the run's duration) and effort (a failed run
-# scores FAILED_EFFORT), with one constraint, the choice rule's: ok, and no more effort than
-# the defaults.  The gp sampler steps along effort levels, fractions of the defaults' effort
-# cycled over by trial: the front from the choice rule's end (1) down to where a Latin
-# hypercube's bests lie (0.16-0.22 against the defaults' 0.235 (N m)^2 s, seeds 0-9;
-# benchmarks/search_vs_lhs.py compares the two).
+# the gain unchanged) and minimizes settling time (a run that never settles scores twice the
+# duration) and effort (a failed run scores FAILED_EFFORT) under the choice rule's constraint:
+# ok, and no more effort than the defaults.  The gp sampler cycles over effort levels, fractions
+# of the defaults' effort, from the choice rule's end (1) down to where a hypercube's bests lie.
 SEARCHES = ("lhs", "optuna")  # crossdyn tune balance --search
 SAMPLERS = searches.SAMPLERS
 EFFORT_LEVELS = (1.0, 0.8, 0.6)
@@ -689,10 +613,8 @@ def search(out: Path, *, trials: int, seed: int = 0, ranges: dict[str, tuple[flo
            sampler: str = "gp", timeout: float | None = None) -> SweepResult:
     """Search the balance LQR weights with Optuna into ``out`` (the same files as :func:`sweep`).
 
-    Trial 0 is the defaults; the weights stay within :data:`RANGES` (or ``ranges``).
-    Trials run a batch of ``workers`` at a time and a rerun resumes
-    (:func:`crossdyn.experiments.core.sweep.search.run_trials`).  The arguments not listed
-    below are :func:`sweep`'s.
+    Trial 0 is the defaults; the weights stay within :data:`RANGES` (or ``ranges``).  Trials
+    run a batch of ``workers`` at a time and a rerun resumes.  Other arguments are :func:`sweep`'s.
 
     Args:
       trials: trials after the defaults (``trials + 1`` runs in all), at most :data:`TRIALS_MAX`.
@@ -758,17 +680,14 @@ def robustness(out: Path, *, weights: dict[str, float] | None = None, axes: dict
                duration: float = 6.0, workers: int = 1, scheduler: str | None = None,
                progress: bool = False, seed: int = 0, mjcf: str = "", timeout: float | None = None,
                batch: bool = True) -> SweepResult:
-    """Success map over two perturbation axes for fixed LQR weights, into ``out``.
+    """Success map over two perturbation axes for fixed LQR weights, into ``out``: experiment
+    ``biped-robustness-map``.
 
-    Success (the controller *holds*): up and no longer rolling at the end
-    (:func:`experiments.biped.scenarios.holding`), settled or not.  Writes ``out/robustness.csv``, ``out/timings.csv``,
-    ``out/robustness.json`` (with the holding region, :func:`holding_region`) and
-    ``out/robustness.png`` (the region outlined).  Default axes: CoM offset
-    -4..4 cm x push 5..30 N s (body mass x tilt holds everywhere in range with
-    the default gains: 0.3-3x, up to 30 deg).  The default 6 s leaves a pushed
-    robot time to roll back to its spot and stop.  ``seed`` seeds the
-    imperfections' noise; ``mjcf`` is the robot; ``batch``: as :func:`sweep`'s.  It is experiment
-    ``biped-robustness-map`` run by :func:`crossdyn.experiments.core.sweep.experiment.tune` on this plan.
+    Success (the controller *holds*): up and no longer rolling at the end, settled or not.
+    Writes ``out/robustness.csv``, ``out/timings.csv``, ``out/robustness.json`` (with the
+    holding region) and ``out/robustness.png``.  Default axes: :data:`DEFAULT_AXES`; the
+    default 6 s leaves a pushed robot time to roll back and stop.  ``seed`` seeds the
+    imperfections' noise; ``mjcf`` is the robot; ``batch``: as :func:`sweep`'s.
     """
     axes = axes or DEFAULT_AXES
     plan = plan_robustness(weights or {}, axes, duration, seed, mjcf)
@@ -808,9 +727,7 @@ def weights_from(path: str) -> dict[str, float]:
         raise ParameterError(f"cannot read chosen weights from {file}: {exc}") from None
 
 
-# ---------------------------------------------------------------------------------
-# The two tunings, registered experiments that ``crossdyn tune balance`` and ``crossdyn tune
-# robustness`` run (the generic tune on their own plans, table and summary).
+# The two tunings, registered experiments that ``crossdyn tune balance`` / ``robustness`` run.
 
 BALANCE, ROBUSTNESS = "biped-balance-tune", "biped-robustness-map"
 _ONE_PARAMS = {**{w: COMMON[w] for w in WEIGHTS}, **PERTURBATIONS,
@@ -820,8 +737,7 @@ _ONE_PARAMS = {**{w: COMMON[w] for w in WEIGHTS}, **PERTURBATIONS,
 
 
 def _one(ctx) -> dict:
-    """One sample of the tunings alone: the balance-recovery run of ``ctx``'s weights and perturbations,
-    scored as a sweep scores it (passes when ``ok``)."""
+    """One sample of the tunings alone, scored as a sweep scores it (passes when ``ok``)."""
     p = ctx.params
     row = evaluate(Sample(0, "default", {w: p[w] for w in WEIGHTS}, {k: p[k] for k in PERTURBATIONS},
                           float(p["duration_s"]), float(p["push_check_Ns"]), seed=ctx.seed, mjcf=str(p["mjcf"])))
