@@ -1,32 +1,15 @@
 """Linearize any MuJoCo model about an operating point, and find the control that holds a pose.
 
-:func:`linearize` returns the continuous-time linearization
-
-    d/dt [dq, dqd] = A [dq, dqd] + B du,     A (2nv, 2nv), B (2nv, nu)
-
-of MuJoCo's forward dynamics about ``(qpos, qvel, ctrl)``.  The state is the
-deviation from the operating point in MuJoCo's tangent space: ``dq`` is what
-``mj_differentiatePos`` gives (a free joint contributes 3 translations and 3
-rotations in its body frame, a ball joint 3 rotations), ``dqd = qvel - qvel_op``;
-for a model of hinges and slides only, ``dq = qpos - qpos_op``.  The input is
-``du = ctrl - ctrl_op``.
-
-The velocity rows are central finite differences of ``qacc`` from ``mj_forward``
-(step :data:`EPS`, position perturbations applied with ``mj_integratePos`` as
-``mjd_transitionFD`` does, the constraint solver warm-started from the operating
-point each time so contacts and equality constraints differentiate smoothly).  The
-position rows are ``d(dq)/dt = dqd`` (exact at an operating point at rest; a
-rotating ball or free joint adds a term of order ``|qvel|`` that is left out).
-
-:meth:`Linearization.discrete` turns ``(A, B)`` into one step of the model's own
-integrator (semi-implicit Euler with MuJoCo's implicit joint damping, RK4, or the
-implicit integrators), which is what ``mjd_transitionFD`` measures at an
-equilibrium.  :func:`holding_control` solves ``mj_inverse`` and the actuators'
-moment arms for the control that keeps a pose at rest.
-
-This is MuJoCo's LQR recipe (its tutorial linearizes with ``mjd_transitionFD`` and
-holds the pose with ``mj_inverse``) packaged for python-control: ``lin.ss()`` is a
-``control.StateSpace`` and ``control.lqr(lin.ss(), Q, R)`` designs a regulator.
+:func:`linearize` returns ``d/dt [dq, dqd] = A [dq, dqd] + B du`` (``A (2nv, 2nv)``,
+``B (2nv, nu)``) of MuJoCo's forward dynamics about ``(qpos, qvel, ctrl)``, with
+``dq`` the tangent-space deviation ``mj_differentiatePos`` gives and ``du = ctrl -
+ctrl_op``.  The velocity rows are central differences of ``qacc`` from
+``mj_forward`` (positions perturbed with ``mj_integratePos`` as
+``mjd_transitionFD`` does, the solver warm-started from the operating point so
+contacts differentiate smoothly); the position rows are ``d(dq)/dt = dqd``, exact
+at rest.  :func:`holding_control` solves ``mj_inverse`` for the control that
+keeps a pose at rest.  ``lin.ss()`` is a ``control.StateSpace``, so
+``control.lqr(lin.ss(), Q, R)`` designs a regulator, as MuJoCo's LQR tutorial does.
 """
 
 from __future__ import annotations
@@ -216,10 +199,9 @@ def check_quaternions(model: mujoco.MjModel, qpos: np.ndarray, name: str = "qpos
 
 def operating_point(model: mujoco.MjModel, keyframe: str | int | None = None, qpos=None, qvel=None,
                     ctrl=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(qpos (nq,), qvel (nv,), ctrl (nu,))``: a keyframe's, overridden by what is given.
+    """``(qpos (nq,), qvel (nv,), ctrl (nu,))``: a keyframe's (else ``qpos0``, rest, zero), overridden by what is given.
 
-    Without a keyframe the defaults are the model's reference pose ``qpos0``, rest
-    and zero control.  ``ctrl="hold"`` is :func:`holding_control` at that pose.
+    ``ctrl="hold"`` is :func:`holding_control` at that pose.
 
     Raises:
       ParameterError: unknown keyframe; StateError: wrong size or non-finite entries;
@@ -352,12 +334,7 @@ def holding_control(model: mujoco.MjModel | str | os.PathLike, keyframe: str | i
                     qpos=None) -> np.ndarray:
     """The control that keeps a pose at rest: ``qfrc_actuator(ctrl) = mj_inverse(qpos, 0, 0)``.
 
-    ``mj_inverse`` at zero velocity and acceleration gives the generalized force the
-    pose needs (gravity, springs, and the forces of constraints active there, e.g.
-    a floor); each actuator's contribution ``qfrc_actuator`` is affine in its
-    control, and the controls are its least-squares solution.
-
-    Args:
+    ``qfrc_actuator`` is affine in the controls; they are its least-squares solution.
       model: a compiled model, or a built-in name or MJCF/URDF path.
       keyframe: a keyframe's name or index (its ``qpos``).
       qpos: ``(nq,)`` the pose (overrides the keyframe's; default ``qpos0``).
