@@ -24,11 +24,8 @@ __all__ = ["model_path", "load_model", "compile_warnings", "with_options", "body
 
 _log = logging.getLogger("crossdyn")
 
-# The most bodies crossdyn compiles.  MuJoCo's parse and compile time grows with
-# the square of the body count or faster (measured: 1,000 bodies 0.01 s, 10,000
-# 1.2 s, 50,000 55 s; 200,000 would be ~15 min with no progress shown), so a model
-# far beyond any robot is refused at once instead.  Robots have tens to hundreds
-# of bodies.
+# The most bodies crossdyn compiles: MuJoCo's compile time grows with the square of the
+# body count or faster, so a model far beyond any robot (tens to hundreds) is refused at once.
 MAX_BODIES = 10_000
 
 
@@ -137,16 +134,10 @@ def mujoco_warnings():
 
 @contextlib.contextmanager
 def compile_warnings(path: str | os.PathLike):
-    """Collect MuJoCo's warnings while a model compiles, instead of letting it print them.
-
-    MuJoCo's default handler prints ``WARNING: ...`` to the terminal (and appends
-    to ``MUJOCO_LOG.TXT`` in the working folder), beside crossdyn's own one-line
-    message.  Inside this context the warnings are collected into the yielded
-    list; a NaN in the file, which MuJoCo only warns about (and then ignores the
-    value), is raised as an error.
+    """Collect MuJoCo's warnings while a model compiles (into the yielded list) instead of printing them.
 
     Raises:
-      ModelError: MuJoCo found a NaN in the file.
+      ModelError: MuJoCo found a NaN in the file (which it only warns about).
     """
     with mujoco_warnings() as collected:
         yield collected
