@@ -138,28 +138,22 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
 
     Args:
       model: a compiled model, or a built-in name or MJCF/URDF path.
-      controller: a ``Regulator``, a sequence of one controller per simulation
-        (regulators, ``(t, obs)`` functions, ``write_command`` objects), or a
-        function ``(t (n,), BatchObservation) -> (n, nu)`` over the batch.
+      controller: a ``Regulator``, one controller per simulation, or a function
+        ``(t (n,), BatchObservation) -> (n, nu)`` over the batch.
       duration: simulated time, s.
       n: the number of simulations (default: the length of what is given per simulation).
-      keyframe: start every simulation from this keyframe; ``qpos``/``qvel`` override it.
+      keyframe, control_dt, stop: as ``simulate`` takes them, for every simulation.
       qpos, qvel: ``(nq,)``/``(nv,)`` for all, or ``(n, nq)``/``(n, nv)`` one per simulation.
-      control_dt: the control period, s (a multiple of the time step; default the time step).
       imperfections: one list for every simulation, or a list per simulation.
       seeds: every simulation's seed, or one per simulation.
-      stop: ``stop(obs)`` per simulation, as ``simulate`` takes it.
-      record: more per-step records, as ``simulate`` takes them: ``view(model, data)``
-        is called once per simulation with a view of that simulation's row of the
-        batch's arrays (``data.site_xpos`` is its ``(nsite, 3)``).
+      record: as ``simulate`` takes it; ``view(model, data)`` sees that simulation's row.
       nthread: MuJoCo's threads (0: every CPU); the traces do not depend on it.
 
     Returns:
       One :class:`~crossdyn.experiments.core.loop.Trace` per simulation.
 
     Raises:
-      ControllerError: a controller raised or returned a wrong or non-finite control
-        (the message names the simulation, the step and the time).
+      ControllerError: as ``simulate``'s, naming the simulation too.
       ParameterError: bad counts, duration, control period, keyframe or imperfections.
       StateError: a wrong-sized or non-finite initial state.
     """

@@ -322,18 +322,16 @@ def check(
     (``dynamics="rigid-body"``: without armature, damping, stiffness, gravity
     compensation).  The report says what that left out and, on a mismatch that
     equals some of the model's passive effects, which ones.
+
     Args:
-      tau_fn: the user's inverse dynamics, for one state or a batch (both work;
-        see :func:`batched`); MuJoCo's coordinate layout.
+      tau_fn: the user's inverse dynamics, one state or a batch (:func:`batched`), MuJoCo's layout.
       model: the MuJoCo model it claims to describe, as it comes.
       samples, seed: how many seeded random states (:func:`state_chunks`).
-      atol, rtol: tolerance, ``|error| <= atol + rtol |reference|``; defaults
-        :data:`ATOL`, :data:`RTOL` (round-off with room to spare).
+      atol, rtol: tolerance, ``|error| <= atol + rtol |reference|`` (default :data:`ATOL`, :data:`RTOL`).
       states: explicit ``(qpos, qvel, qacc)`` instead of random ones.
       label: how the function is named in error messages.
       dynamics: ``"rigid-body"`` or ``"as-modeled"``.
-      ranges: where random states are drawn (default
-        :class:`~crossdyn.experiments.core.ranges.Ranges`), said in the report.
+      ranges: where random states are drawn (default :class:`~crossdyn.experiments.core.ranges.Ranges`).
 
     Raises:
       ParameterError: unknown ``dynamics``; a tolerance, seed or sample count

@@ -108,21 +108,16 @@ class Linearization:
     def discrete(self, dt: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """One step of the model's integrator applied to the linear system: ``(Ad, Bd)``.
 
-        The velocity update is ``dv+ = dv + h G (A_v x + B_v u)`` with ``A_v, B_v``
-        the velocity rows of ``A, B`` and ``G = (I - h K)^-1`` the integrator's
-        implicit part (identity for plain Euler and RK4); the position update is
-        ``dq+ = dq + h dv+`` (Euler and the implicit integrators are semi-implicit),
-        and RK4 is its four-stage Taylor polynomial
-        ``Ad = sum_k (hA)^k / k!``, ``Bd = h sum_k (hA)^k / (k+1)! B`` (k <= 4, 3).
-        At an equilibrium this is MuJoCo's one-step transition, which
-        ``mjd_transitionFD`` measures.
+        Velocities: ``dv+ = dv + h G (A_v x + B_v u)``, ``G = (I - h K)^-1`` the
+        integrator's implicit part; positions: ``dq+ = dq + h dv+``; RK4: its
+        four-stage Taylor polynomial.  At an equilibrium this is MuJoCo's one-step
+        transition, which ``mjd_transitionFD`` measures.
 
         Args:
           dt: the step, s (default: the model's time step).
 
         Raises:
-          ParameterError: ``dt`` is not positive, or the integrator is not one of
-            Euler, RK4, implicit, implicitfast.
+          ParameterError: ``dt`` is not positive, or the integrator is not Euler, RK4 or implicit(fast).
         """
         h = self.timestep if dt is None else float(dt)
         if not h > 0 or not np.isfinite(h):
@@ -269,20 +264,16 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
     Args:
       model: a compiled model, or a built-in name or MJCF/URDF path.
       keyframe: a keyframe's name or index giving ``qpos``, ``qvel`` and ``ctrl``.
-      qpos: ``(nq,)`` pose (overrides the keyframe's; default the model's ``qpos0``).
-      qvel: ``(nv,)`` velocity (default: the keyframe's, or rest).
-      ctrl: ``(nu,)`` control (default: the keyframe's, or zero); ``"hold"`` for
-        :func:`holding_control`, the control that keeps the pose at rest.
-      eps: finite-difference step on positions (rad or m), velocities and controls,
-        in ``(0, EPS_MAX]``.
+      qpos, qvel: ``(nq,)``, ``(nv,)`` (override the keyframe's; default ``qpos0`` at rest).
+      ctrl: ``(nu,)`` (default: the keyframe's, or zero); ``"hold"`` for :func:`holding_control`.
+      eps: finite-difference step on positions (rad or m), velocities and controls, in ``(0, EPS_MAX]``.
 
     Returns:
-      The :class:`Linearization`: ``A (2nv, 2nv)``, ``B (2nv, nu)`` on the state
-      ``[dq, dqd]`` and input ``ctrl - ctrl_op``.
+      The :class:`Linearization`: ``A (2nv, 2nv)``, ``B (2nv, nu)``.
 
     Raises:
       ModelError: the model has activation states (``na > 0``), or cannot be loaded;
-      ParameterError: unknown keyframe, or ``eps`` not a step in ``(0, EPS_MAX]``;
+      ParameterError: unknown keyframe, or a bad ``eps``;
       StateError: a wrong-sized or non-finite operating point, or an all-zero quaternion.
     """
     from crossdyn.experiments.core.models import load_model

@@ -279,30 +279,20 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
       duration: simulated time, s.
       keyframe: start from this keyframe (name or index); ``qpos``/``qvel`` override it.
       qpos, qvel: the initial state (default: the keyframe's, or ``qpos0`` at rest).
-      control_dt: the control period, s (a multiple of the model's time step;
-        default the time step).
+      control_dt: the control period, s (a multiple of the time step; default the time step).
       imperfections: :mod:`~crossdyn.experiments.core.imperfections` to apply.
       seed: seed of every random draw of the imperfections.
-      stop: ``stop(obs)`` checked at each control step after its row is recorded;
-        a truthy return ends the run (a string is kept as the reason).
-      record: more per-step records, ``name -> fn(model, data)``, logged into
-        ``trace.extra[name]``: a contiguous view of ``data`` (e.g. ``lambda m, d:
-        d.site_xpos``) is bound once and read each step; anything else (a value
-        computed from ``data``, e.g. ``lambda m, d: d.site_xpos[0, 2] - 0.5``) is
-        called each step and copied (it must keep its first call's shape).
+      stop: ``stop(obs)`` checked after each row; a truthy return ends the run (a string is the reason).
+      record: more per-step records, ``name -> fn(model, data)``, into ``trace.extra[name]``: a
+        contiguous view of ``data`` (``lambda m, d: d.site_xpos``) is bound once; anything else
+        is called each step and copied (it must keep its first call's shape).
       video: write an MP4 here (needs ``imageio``; headless with ``MUJOCO_GL=egl``).
       camera: the camera to render (name or index; default the free camera).
       fps: video frames per simulated second.
 
-    Returns:
-      The :class:`Trace`.
-
     Raises:
-      ControllerError: the controller raised, called ``sys.exit``, or returned the
-        wrong shape, None, a complex or a non-finite control (the message names the
-        step and time).
-      ParameterError: a bad duration, control period, keyframe, seed or imperfection
-        (a :class:`~.imperfections.Delay` as long as the run).
+      ControllerError: the controller raised, exited, or returned a bad control (naming the step and time).
+      ParameterError: a bad duration, control period, keyframe, seed or imperfection.
       StateError: a wrong-sized or non-finite initial state, or an all-zero quaternion.
     """
     from crossdyn.experiments.core.models import load_model

@@ -612,14 +612,9 @@ def run(
     Args:
       names: one experiment name, a list of them, or None for all.
       out: output folder (each experiment writes ``out/NAME/``).
-      short: the reduced versions the test suite runs.
-      seed: seed of every random draw.
-      params: experiment parameters by name, as ``--set`` takes them (values
-        may be numbers or strings; each is validated against its ``Param``).
-      video: render MP4s where an experiment supports it.
-      workers: processes to run them in, as ``--workers``.
-      sources: users' experiment files or modules, as ``--from``.
-      timeout: seconds each experiment may run, as ``--timeout`` (None: no limit).
+      short, seed, video, workers, sources, timeout: as ``--short``, ``--seed``,
+        ``--video``, ``--workers``, ``--from``, ``--timeout``.
+      params: experiment parameters by name, as ``--set`` takes them (numbers or strings).
 
     Returns:
       One :class:`Outcome` per experiment, in run order.
