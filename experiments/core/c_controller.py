@@ -606,8 +606,6 @@ class CController:
     def __repr__(self) -> str:
         return f"CController({self.label!r}, {self.function!r}, inputs={self.inputs!r})"
 
-    # -- experiment parameters
-
     def as_params(self, ranges: Mapping[str, tuple[float | None, float | None]] | None = None) -> dict[str, Param]:
         """The scalar globals as an experiment's ``--set`` / ``crossdyn tune`` parameters.
 
@@ -636,8 +634,6 @@ class CController:
             if name in self._globals and self._globals[name].refused is None:
                 self.params[name] = value
         return self
-
-    # -- the loop's protocol
 
     def start(self, model, data) -> None:
         """A run starts: a fresh copy of the library, ``params`` written, ``reset`` called, the inputs bound."""

@@ -134,8 +134,6 @@ def how_it_ended(exitcode: int | None) -> str:
     return f"exit status {exitcode}"
 
 
-# ---------------------------------------------------------------- worker side
-
 _WORKER_PID: int | None = None  # set in a worker: a forked child of a task sees another pid
 
 
@@ -260,9 +258,6 @@ def _worker_main(conn, parent: int, environ: dict, initializer, initargs) -> Non
     _leave(0)
 
 
-# ---------------------------------------------------------------- parent side
-
-
 @dataclass
 class _Task:
     id: int
@@ -364,8 +359,6 @@ class Pool:
         self._finished: list[Done] = []  # tasks that finished while start() waited
         _POOLS.add(self)
 
-    # -- public API
-
     def start(self, count: int = 1, *, wait: bool = True) -> None:
         """Start ``count`` workers now and, with ``wait``, wait until they are ready.
 
@@ -442,8 +435,6 @@ class Pool:
             self.close()
         else:
             self.terminate()
-
-    # -- the loop
 
     def _spawn(self) -> _Worker:
         worker = _Worker(_start_method(), self._initializer, self._initargs, self._start_timeout)

@@ -142,6 +142,7 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
     pole's left eigenvector), and the least-squares slope of ``log |z|`` over the
     rows at or after ``start`` whose ``|z|`` is above ``floor`` times its largest
     (below, round-off and the other modes' remains take over).
+
     With noisy sensors ``|z|`` stops falling where the noise holds it, so by default
     (``noise_floor``) the fit ends where ``|z|`` first comes within a decade of the
     level of the run's last quarter, when that quarter no longer falls; a
