@@ -325,12 +325,11 @@ def compare(name: str, metrics: dict, baseline: dict | None, tolerances: dict[st
       name: the experiment.
       metrics: the run's metrics (metrics.json content).
       baseline: the stored record (:func:`save`'s format), or None when there is none.
-      tolerances: the experiment's declared per-metric tolerances (numbers only:
-        booleans and text are compared exactly).
+      tolerances: the experiment's declared per-metric tolerances (booleans and text compare exactly).
       allow_new: accept a missing or empty baseline (the comparison then passes).
 
     Raises:
-      ParameterError: two of the run's metrics flatten to one name (:func:`flat_metrics`).
+      ParameterError: two of the run's metrics flatten to one name.
     """
     now = flat_metrics(metrics)
     if baseline is None:

@@ -81,12 +81,7 @@ class Param:
 
 @dataclass(frozen=True)
 class Verdict:
-    """An experiment's judgement: did the outcome meet the expectation, and the headline figure.
-
-    Attributes:
-      passed: the expected outcome was met.
-      measured: the headline figure, one short line (the summary table's column).
-    """
+    """An experiment's judgement: ``passed`` (the expected outcome was met) and ``measured`` (one short line)."""
 
     passed: bool
     measured: str
@@ -365,21 +360,13 @@ def _import_module(name: str) -> None:
 
 
 def loadable(exp: Experiment) -> bool:
-    """Whether a fresh process can load ``exp`` by name (to run it in a worker).
-
-    Not when it was made on the fly, or is defined in the running script
-    (``__main__``: a worker would run the script again).
-    """
+    """Whether a fresh process can load ``exp`` by name: not one made on the fly or in ``__main__``."""
     module = getattr(getattr(exp.run, "__wrapped__", exp.run), "__module__", None)
     return _REGISTRY.get(exp.name) is exp and module not in (None, "__main__", "__mp_main__")
 
 
 def get(name: str) -> Experiment:
-    """One experiment by name.
-
-    Raises:
-      ParameterError: no such experiment (the message lists the known ones).
-    """
+    """One experiment by name; ParameterError (listing the known ones) if there is none."""
     registry = experiments()
     if name not in registry:
         own = tunings()
