@@ -310,8 +310,7 @@ def experiment_pool(workers: int, sources: tuple[str, ...] | list[str] = (),
                           start_timeout=start_timeout)
 
 
-# With a time limit, a worker may take this long to start on top of it: a fresh interpreter importing
-# MuJoCo and crossdyn takes 1-2 s, far more on a loaded CI machine; the users' files take the rest.
+# A worker may take this long to start on top of a time limit: importing MuJoCo is slow on a loaded CI machine.
 START_ALLOWANCE = 60.0
 
 
