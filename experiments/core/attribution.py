@@ -1,23 +1,14 @@
 """Name the passive effect a mismatch equals, and the mode that would agree.
 
-A derivation checked with ``--dynamics rigid-body`` that models the robot's
-damping is off in its velocity terms by exactly ``b qd`` on the damped joints; one
-checked ``as-modeled`` that leaves out the rotor inertia is off on M's diagonal by
-exactly the armature.  :class:`Attribution` tests, state by state and entry by
-entry, whether the term-wise error equals the sum of some of the model's effects
-(:data:`crossdyn.experiments.core.truth.EFFECTS`), each effect's contribution being
-MuJoCo's own (the terms with only that effect kept, minus the rigid-body terms):
-
-- rigid-body: ``error = + sum of the effects the derivation includes``;
-- as-modeled: ``error = - sum of the effects it leaves out``.
-
-The smallest such set is reported in words, with the elements carrying it.
-
-One more pattern is named as-modeled: a spring written about ``qpos0`` where the
-model's ``springref`` (``qpos_spring``) puts its rest elsewhere.  The error is then
-the constant ``k (qpos_spring - qpos0)`` in the gravity term, which is the pseudo
-effect ``"springref"`` (its contribution: the terms of a copy whose springs rest at
-``qpos0``, :func:`springref_model`, minus the model's own).
+A derivation checked ``rigid-body`` that models the robot's damping is off in its
+velocity terms by exactly ``b qd``; one checked ``as-modeled`` that leaves out the
+rotor inertia is off on M's diagonal by the armature.  :class:`Attribution` tests
+whether the term-wise error equals the sum of some of the model's effects (each
+MuJoCo's own: the terms with only that effect kept, minus the rigid-body terms):
+``+`` those the derivation includes (rigid-body), ``-`` those it leaves out
+(as-modeled), and reports the smallest such set in words.  The pseudo effect
+``"springref"`` names a spring written about ``qpos0`` where the model's
+``qpos_spring`` puts its rest elsewhere (:func:`springref_model`).
 """
 
 from __future__ import annotations

@@ -1,34 +1,15 @@
 """Baselines: every experiment's numeric metrics from a good run, and drift from them.
 
 ``crossdyn run --save-baseline DIR`` stores ``DIR/NAME.json`` per experiment: the
-run's conditions (short, seed, parameters) and its metrics (numbers, booleans and
-text), flattened to dotted names (``terms.velocity.max_abs_error``,
-``per_joint[q1].max_abs_error``).  ``crossdyn run --baseline DIR`` compares each
-numeric metric of the new run with the stored value:
-
-    |now - baseline| <= abs + rel * |baseline|
-
-with :data:`DEFAULT_TOLERANCE` unless the experiment declares its own for that
-metric (``@experiment(..., tolerances={"settling_time_s": 0.02})``: +-2 %).  The
-default is tight enough that any real change shows (a 0.1 % slower settling
-time drifts) and leaves room only for the last digits of round-off; a
-deterministic run on the same machine reproduces its baseline exactly.
-
-and each boolean or text metric (``fell``, ``outcome``) exactly: ``fell`` going
-from false to true is a drift, whatever the tolerance.
-
-A metric outside its tolerance has *drifted*; one in the run but not in the
-baseline is *new* (reported, not a failure); one in the baseline but not in the
-run is *missing* (a failure: something stopped being measured).  A baseline
-taken under other conditions (``--short``, ``--seed``, ``--set``) is a failure
-too, named as such, since its numbers are not comparable.  So is an experiment
-with no baseline file, or with an empty one while the run measures something:
-a gate that compares nothing must not pass, unless the run says new experiments
-are expected (``--allow-new``, ``compare(..., allow_new=True)``).
-
-A nested metric whose flattened name is also given flat (``{"a": {"b": 1},
-"a.b": 2}``) is refused (:class:`~.errors.ParameterError`): the two would share
-one baseline entry.
+run's conditions and its metrics flattened to dotted names
+(``terms.velocity.max_abs_error``, ``per_joint[q1].max_abs_error``).
+``crossdyn run --baseline DIR`` compares each numeric metric of a new run with the
+stored value, ``|now - baseline| <= abs + rel * |baseline|`` with
+:data:`DEFAULT_TOLERANCE` unless the experiment declares its own, and booleans
+and text exactly.  A metric outside its tolerance has *drifted*; one only in the
+run is *new* (not a failure); one only in the baseline is *missing* (a failure).
+A baseline taken under other conditions, a missing baseline or an empty one fail
+too, since a gate that compares nothing must not pass (unless ``--allow-new``).
 """
 
 from __future__ import annotations
@@ -110,10 +91,8 @@ NON_FINITE_TEXTS = ("nan", "inf", "-inf")
 def refuse_numeric_text(metrics, where: str = "") -> None:
     """Refuse a text metric that reads as a number: ``"nan"``, ``"inf"``, ``"-inf"``.
 
-    Stored, such a text and the number it spells are one value (JSON keeps a
-    non-finite number as that text), so a metric that went from the text ``"inf"``
-    to the number inf, or back, would compare equal.  List items' ``"name"`` labels
-    are not metrics and may be any text.
+    Stored, such a text and the number it spells are one value, so a change between
+    them would compare equal.  List items' ``"name"`` labels are not metrics.
 
     Raises:
       ParameterError: naming the metric (``where`` is put in front of the message).
@@ -134,15 +113,12 @@ def refuse_numeric_text(metrics, where: str = "") -> None:
 def flat_metrics(metrics: dict) -> dict[str, float | bool | str]:
     """The metrics of a metrics.json that a baseline stores, flattened to dotted names.
 
-    Nested dicts give ``a.b``; list items give ``a[i]``, or ``a[NAME]`` when the
-    item is a dict with a ``"name"`` (which is then the label, not a metric).
-    Numbers (NaN and inf, which JSON stores as ``"nan"``/``"inf"``, count as
-    numbers), booleans and text are kept; ``None`` and the run's own description
-    (:data:`NOT_MEASURED`) are left out.
+    Nested dicts give ``a.b``; list items give ``a[i]``, or ``a[NAME]`` for a dict
+    with a ``"name"``.  Numbers, booleans and text are kept; ``None`` and
+    :data:`NOT_MEASURED` are left out.
 
     Raises:
-      ParameterError: two metrics flatten to the same name (a nested key and a
-        dotted one, or two list items of one name).
+      ParameterError: two metrics flatten to the same name.
     """
     flat: dict[str, float | bool | str] = {}
     # Iterative walk: metrics come from user code and may nest deeper than Python's recursion limit.
@@ -186,15 +162,7 @@ def _read_json(path: Path) -> dict:
 
 
 def save(folder: Path, metrics_by_name: dict[str, dict]) -> list[Path]:
-    """Write ``folder/NAME.json`` (conditions and numeric metrics) for each experiment.
-
-    Args:
-      folder: the baseline folder (created).
-      metrics_by_name: each experiment's metrics (metrics.json content), by name.
-
-    Returns:
-      The files written.
-    """
+    """Write ``folder/NAME.json`` (conditions and metrics) for each experiment's metrics; returns the files."""
     from crossdyn.experiments.core.results import make_out_dir, write_json
 
     folder = make_out_dir(folder)
@@ -309,10 +277,7 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
-        """No drift, nothing missing, same conditions, and a baseline to compare with (or ``allow_new``).
-
-        New metrics beside stored ones are fine.
-        """
+        """No drift, nothing missing, same conditions, and a baseline to compare with (or ``allow_new``)."""
         if (not self.found or self.empty) and not self.allow_new:
             return False
         return not (self.drifted or self.missing or self.conditions)
@@ -360,12 +325,11 @@ def compare(name: str, metrics: dict, baseline: dict | None, tolerances: dict[st
       name: the experiment.
       metrics: the run's metrics (metrics.json content).
       baseline: the stored record (:func:`save`'s format), or None when there is none.
-      tolerances: the experiment's declared per-metric tolerances (numbers only:
-        booleans and text are compared exactly).
+      tolerances: the experiment's declared per-metric tolerances (booleans and text compare exactly).
       allow_new: accept a missing or empty baseline (the comparison then passes).
 
     Raises:
-      ParameterError: two of the run's metrics flatten to one name (:func:`flat_metrics`).
+      ParameterError: two of the run's metrics flatten to one name.
     """
     now = flat_metrics(metrics)
     if baseline is None:

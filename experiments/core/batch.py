@@ -4,35 +4,17 @@
                             imperfections=[[], [Delay(1)], [MassScale("pole", 1.2)]], seeds=[0, 1, 2])
 
 Each simulation is :func:`~crossdyn.experiments.core.loop.simulate`'s loop with its
-own controller, imperfections and seed: the same steps in the same order (sense,
-control, actuate, record, stop, step), so its :class:`~crossdyn.experiments.core.loop.Trace`
-is the one ``simulate`` returns for the same arguments, bit for bit.  What is
-shared is the stepping: ``mujoco.batch.Batch`` advances every simulation still
-running with one call, on ``nthread`` threads, and its results do not depend on
-the thread count.
-
-The controller is one of
-
-- a :class:`~crossdyn.experiments.core.regulator.Regulator`, or one per
-  simulation (their own gains, operating points and targets): computed for all
-  simulations at once, ``u = u_op - K x`` with ``K (n, nu, 2 nv)``;
-- one controller per simulation, each as ``simulate`` takes it
-  (``controller(t, obs)``, or an object with ``write_command`` such as a compiled
-  or C controller, whose ``start(model, data)`` is called once): called one
-  simulation after the other, each seeing only its own simulation;
-- a function over the whole batch, ``controller(t (n,), obs) -> (n, nu)``, where
-  ``obs`` is a :class:`BatchObservation` (``qpos (n, nq)``, ``qvel (n, nv)``,
-  ``sensordata (n, nsensordata)`` after the imperfections).
-
-Imperfections are per simulation (a list for all, or a list of lists, one per
-simulation), drawn from each simulation's own ``seed``.  Model edits (mass,
-inertia and friction scales) give that simulation its own edited model
-(``Batch.set_models``), as ``simulate`` edits a copy; sensing, actuation and pushes
-run per simulation between the batch's calls.  A simulation that diverges, or
-whose ``stop`` fires, leaves the batch there; the others go on.
-
-``Trace.warnings`` lists, per simulation, the MuJoCo warnings it raised as counts
-(``simulate`` keeps MuJoCo's own text, which a thread pool does not attribute).
+own controller, imperfections and seed, so its
+:class:`~crossdyn.experiments.core.loop.Trace` is the one ``simulate`` returns,
+bit for bit; ``mujoco.batch.Batch`` advances every simulation still running in
+one call, whatever the thread count.  The controller is a
+:class:`~crossdyn.experiments.core.regulator.Regulator` or one per simulation
+(computed for all at once), one controller per simulation as ``simulate`` takes
+it, or a function ``controller(t (n,), obs: BatchObservation) -> (n, nu)`` over
+the batch.  Model edits give a simulation its own model (``Batch.set_models``).
+A simulation that diverges or stops leaves the batch; the others go on.
+``Trace.warnings`` counts MuJoCo's warnings per simulation (a thread pool does
+not attribute MuJoCo's text).
 """
 
 from __future__ import annotations
@@ -97,11 +79,7 @@ class BatchObservation:
 
 
 class _SimData:
-    """One simulation of the batch seen as an ``MjData``: ``data.qvel`` is its row of the batch's live ``qvel``.
-
-    What per-simulation code reads (imperfections, a controller's ``start``, ``obs.data``);
-    each field is bound in the batch on first use.  Scalars (``time``) are read fresh.
-    """
+    """One simulation of the batch seen as an ``MjData``: each field its row of the batch's, bound on first use."""
 
     def __init__(self, batch: mujoco.batch.Batch, index: int):
         self._batch, self._index = batch, index
@@ -160,28 +138,22 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
 
     Args:
       model: a compiled model, or a built-in name or MJCF/URDF path.
-      controller: a ``Regulator``, a sequence of one controller per simulation
-        (regulators, ``(t, obs)`` functions, ``write_command`` objects), or a
-        function ``(t (n,), BatchObservation) -> (n, nu)`` over the batch.
+      controller: a ``Regulator``, one controller per simulation, or a function
+        ``(t (n,), BatchObservation) -> (n, nu)`` over the batch.
       duration: simulated time, s.
       n: the number of simulations (default: the length of what is given per simulation).
-      keyframe: start every simulation from this keyframe; ``qpos``/``qvel`` override it.
+      keyframe, control_dt, stop: as ``simulate`` takes them, for every simulation.
       qpos, qvel: ``(nq,)``/``(nv,)`` for all, or ``(n, nq)``/``(n, nv)`` one per simulation.
-      control_dt: the control period, s (a multiple of the time step; default the time step).
       imperfections: one list for every simulation, or a list per simulation.
       seeds: every simulation's seed, or one per simulation.
-      stop: ``stop(obs)`` per simulation, as ``simulate`` takes it.
-      record: more per-step records, as ``simulate`` takes them: ``view(model, data)``
-        is called once per simulation with a view of that simulation's row of the
-        batch's arrays (``data.site_xpos`` is its ``(nsite, 3)``).
+      record: as ``simulate`` takes it; ``view(model, data)`` sees that simulation's row.
       nthread: MuJoCo's threads (0: every CPU); the traces do not depend on it.
 
     Returns:
       One :class:`~crossdyn.experiments.core.loop.Trace` per simulation.
 
     Raises:
-      ControllerError: a controller raised or returned a wrong or non-finite control
-        (the message names the simulation, the step and the time).
+      ControllerError: as ``simulate``'s, naming the simulation too.
       ParameterError: bad counts, duration, control period, keyframe or imperfections.
       StateError: a wrong-sized or non-finite initial state.
     """
@@ -374,9 +346,7 @@ class _BatchRun:
 class _StackedRegulator:
     """Regulators, one per simulation, as one computation: ``u = u_op - K x`` with ``K (n, nu, 2 nv)``.
 
-    The operations are :meth:`Regulator.write_command`'s, row by row (a stacked
-    ``matmul`` multiplies each row as the single one does), so the controls are the
-    ones ``simulate`` computes.
+    A stacked ``matmul`` multiplies each row as the single one does, so the controls are ``simulate``'s.
     """
 
     def __init__(self, regulators: list[Regulator], run: _BatchRun):

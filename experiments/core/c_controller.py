@@ -7,36 +7,13 @@ Used exactly like a Python controller::
     c.params["k_theta"] = 12.0            # a global of lqr.c, set and read by name
     trace = simulate(model, c, 4.0, keyframe="upright")
 
-The sources (one file or several, with include directories, ``-D`` defines and
-extra flags) are compiled by the machine's C compiler (``$CC``, else ``cc``, else
-``gcc``) into a shared library, once per content: the library is cached under
-``$XDG_CACHE_HOME/crossdyn/c`` (default ``~/.cache/crossdyn/c``; ``$CROSSDYN_C_CACHE``
-names another folder), keyed by the
-sources, the headers beside them and in the include directories, the flags and
-the compiler's own version, so a sweep of ten thousand runs compiles once.
-
-Each control period the loop calls the controller's step function through a small
-C shim compiled with it: the shim copies the named inputs (``qpos``, ``qvel``,
-``sensordata`` or ``sensor:<name>``, as the loop's imperfections leave them) into
-buffers of the declared types, calls the user's function, converts its ``ctrl``
-(``nu``, actuator order) back to double and checks it is finite.  A signature
-declared in ``float`` therefore runs in float, with the controller's own rounding
-as on a microcontroller's single-precision unit.  The default signature is
-``void step(double t, const double *<input>..., double *ctrl)``; a declared one may
-return ``int``, nonzero meaning the controller reports a fault.
-
-No state leaks between runs: every run (``start``) loads a fresh copy of the
-library, so its globals and statics (an integrator, a filter, a counter) start
-from their initial values; then the ``params`` set from Python are written into
-its globals and the optional ``reset`` function is called.
-
-A C controller runs in the process that calls :func:`~crossdyn.experiments.core.loop.simulate`.
-A segfault, an ``abort()`` or an endless loop in it ends or hangs that process:
-under ``crossdyn run``, ``crossdyn tune`` and the pytest plugin each experiment runs
-in a worker process (:mod:`~crossdyn.experiments.core.isolation`), where such a
-fault becomes that experiment's ``crashed`` or ``timed out`` result and the others
-go on.  A non-finite command (or a nonzero return) is a :class:`ControllerError`
-naming the time.
+The sources are compiled once per content into a shared library kept in
+:func:`cache_dir`.  A small generated C shim copies the named inputs into buffers
+of the declared types (a ``float`` signature runs in float, as on a
+microcontroller), calls the user's step function and checks its ``ctrl`` is
+finite.  Every run loads a fresh copy of the library, so its globals and statics
+start from their initial values.  A crash or hang in C ends the calling process:
+``crossdyn run`` and ``tune`` run experiments in worker processes for that.
 """
 
 from __future__ import annotations
@@ -77,9 +54,6 @@ class CompileError(CrossdynError):
     """The C sources do not compile or link, or no C compiler is installed."""
 
 
-# ---------------------------------------------------------------------------------------------- the compiler
-
-
 def compiler() -> str:
     """The C compiler's path: ``$CC``, else ``cc``, else ``gcc``.
 
@@ -108,15 +82,12 @@ def _compiler_identity(path: str) -> str:
 
 
 def cache_dir() -> Path:
-    """Where compiled controllers are kept: ``$CROSSDYN_C_CACHE`` if set, else ``$XDG_CACHE_HOME/crossdyn/c``
-    (default ``~/.cache/crossdyn/c``)."""
+    """Where compiled controllers are kept: ``$CROSSDYN_C_CACHE``, else ``$XDG_CACHE_HOME/crossdyn/c``."""
     if os.environ.get("CROSSDYN_C_CACHE"):
         return Path(os.environ["CROSSDYN_C_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "crossdyn" / "c"
 
-
-# ---------------------------------------------------------------------------------------------- the signature
 
 _SCALARS = ("float", "double")
 
@@ -208,8 +179,6 @@ def _shim(sig: _Signature, reset: str | None) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------------------------- building
-
 _DIAGNOSTIC = re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+):(?:\d+:)?\s*(?:fatal\s+)?error:\s*(?P<message>.*)$", re.M)
 
 
@@ -217,13 +186,13 @@ def _build(sources: list[Path], shim: str, declarations: str, include_dirs: list
            flags: list[str], names: Mapping[str, str]) -> Path:
     """The shared library for these sources and flags: from the cache, or compiled into it.
 
-    ``declarations`` are the functions the shim calls, as the caller declared them; each
-    source is compiled once more with them appended, so a definition of other types (a
-    step in double declared as float) is a compile error, not a call with garbage.
+    Each source is compiled once more with the shim's ``declarations`` appended, so a
+    definition of other types (a step in double declared as float) is a compile error,
+    not a call with garbage.
 
     Raises:
-      CompileError: no compiler, the sources do not compile or link (the compiler's
-        ``file:line: message``), or they define the step or reset function with other types.
+      CompileError: no compiler, the sources do not compile or link, or they define the
+        step or reset function with other types.
     """
     cc = compiler()
     headers = sorted({h for d in {*include_dirs, *(s.parent for s in sources)} for h in d.glob("*.h") if h.is_file()})
@@ -260,8 +229,7 @@ def _build(sources: list[Path], shim: str, declarations: str, include_dirs: list
 
 
 def store(built: Path, library: Path) -> None:
-    """Put a library just built into the cache at ``library``, atomically: a concurrent worker sees the
-    whole library or none, and the cache holds only builds that succeeded.
+    """Put a library just built into the cache atomically (a concurrent worker sees all of it or none).
 
     Raises:
       CompileError: the cache folder cannot be written.
@@ -309,8 +277,6 @@ def _first_error(text: str, names: Mapping[str, str]) -> str:
         shown = shown.replace(path, name)
     return f"C compile failed: {shown}"
 
-
-# ---------------------------------------------------------------------------------------------- globals
 
 # C types a parameter may have -> ctypes type.
 _CTYPES: dict[str, Any] = {
@@ -439,15 +405,9 @@ def _globals(sources: Sequence[Path], names: Mapping[str, str], defines: Sequenc
     return found
 
 
-# ---------------------------------------------------------------------------------------------- loading
-
-
 def _load_fresh(library: Path) -> ctypes.CDLL:
-    """A fresh copy of ``library`` in this process: its own globals and statics, at their initial values.
-
-    The dynamic loader shares a library opened twice under one file, so each copy
-    gets a file of its own (removed once mapped).
-    """
+    """A fresh copy of ``library`` (its own globals at their initial values): a file of its own, as the
+    dynamic loader shares a library opened twice under one file."""
     # Beside the cached library: a folder the user's libraries load from (a /tmp mounted noexec would not do).
     fd, copy = tempfile.mkstemp(prefix="run-", suffix=".so", dir=library.parent)
     try:
@@ -475,16 +435,13 @@ def _close_all(libs: list[ctypes.CDLL | None]) -> None:
     libs[:] = [None] * len(libs)
 
 
-# ---------------------------------------------------------------------------------------------- parameters
-
-
 class CParams(MutableMapping):
     """A C controller's global variables, set and read by name (``c.params["k_theta"] = 12.0``).
 
-    Values are kept here and written into the library's globals at each run's start
-    (after the fresh load, before ``reset``).  Reading gives the value set, or the
-    global's initial value in the source.  Scalars are numbers; arrays are NumPy
-    arrays of the global's shape.  Deleting a name returns it to its initial value.
+    Values set here are written into the library's globals at each run's start
+    (before ``reset``); reading gives the value set, or the initial value in the
+    source.  Arrays are NumPy arrays of the global's shape.  Deleting a name
+    returns it to its initial value.
     """
 
     def __init__(self, globals_: dict[str, _Global], label: str, library: Path, open_: list[ctypes.CDLL | None]):
@@ -573,11 +530,8 @@ def _checked(g: _Global, value):
     return float(value)
 
 
-# ---------------------------------------------------------------------------------------------- the controller
-
-
 class CController:
-    """A controller written in C, run in the closed loop like a Python one (see the module docstring).
+    """A controller written in C, run in the closed loop like a Python one.
 
     Args:
       sources: the C file, or several (paths).
@@ -652,8 +606,6 @@ class CController:
     def __repr__(self) -> str:
         return f"CController({self.label!r}, {self.function!r}, inputs={self.inputs!r})"
 
-    # -- experiment parameters
-
     def as_params(self, ranges: Mapping[str, tuple[float | None, float | None]] | None = None) -> dict[str, Param]:
         """The scalar globals as an experiment's ``--set`` / ``crossdyn tune`` parameters.
 
@@ -662,8 +614,7 @@ class CController:
             only, or every scalar global when None (unbounded).
 
         Returns:
-          ``{name: Param(initial value, help)}``; an experiment passes them on with
-          :meth:`set_params`.
+          ``{name: Param}``; an experiment passes the values on with :meth:`set_params`.
         """
         wanted = list(ranges) if ranges is not None else [n for n in self.params if not self._globals[n].shape]
         out = {}
@@ -683,8 +634,6 @@ class CController:
             if name in self._globals and self._globals[name].refused is None:
                 self.params[name] = value
         return self
-
-    # -- the loop's protocol
 
     def start(self, model, data) -> None:
         """A run starts: a fresh copy of the library, ``params`` written, ``reset`` called, the inputs bound."""
@@ -749,21 +698,13 @@ class CController:
         return False  # not reached: failed() raises
 
     def step_address(self, sensed: np.ndarray, command: np.ndarray) -> int:
-        """The address of this run's ``int crossdyn_step(double t)`` (1: fine), inputs and output bound.
-
-        The compiled loop (:mod:`~crossdyn.experiments.core.c_loop`) calls it directly;
-        a result other than 1 goes to :meth:`failed`.
-        """
+        """The address of this run's ``int crossdyn_step(double t)``, inputs and output bound (the compiled loop's)."""
         if sensed is not self._sensed or command is not self._command:
             self._bind(sensed, command)
         return int(ctypes.cast(self._step, ctypes.c_void_p).value or 0)
 
     def failed(self, result: int, t: float, command: np.ndarray) -> None:
-        """Raise the error of a step result other than 1 at time ``t`` (s).
-
-        Raises:
-          ControllerError: always (a non-finite control, or the function returned nonzero).
-        """
+        """Raise the error of a step result other than 1 (fine) at time ``t`` (s): always a ControllerError."""
         if result == 2:
             raise ControllerError(f"C controller {self.function}() in {self.label} returned a non-finite control at "
                                   f"t = {t:.6g} s: {command.tolist()}")

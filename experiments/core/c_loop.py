@@ -1,23 +1,12 @@
 """The closed loop in C, for a compiled controller run as it is: the step loop without Python in it.
 
-:func:`~crossdyn.experiments.core.loop.simulate` runs a controller that offers a C
-step function (:class:`~crossdyn.experiments.core.c_controller.CController`) in this
-loop when nothing else of the run needs Python between steps: no imperfections,
-no ``stop``, no computed ``record`` values, no video.  Each control step does what
-the Python loop does, in the same order and arithmetic: read ``d->time``, call the
-controller's ``int step(double t)`` (1: fine), copy the row's arrays into the
-preallocated table, step the physics ``per`` times with ``mj_step``, and stop on
-MuJoCo's bad-control warning (a refused control), its bad qpos/qvel/qacc warnings
-or a non-finite sum of ``qacc`` (diverged).  The trace is therefore the Python
-loop's bit for bit (``tests/test_c_controller.py`` compares them); what is left
-out is the interpreter's cost per step, about 2 us on the cart-pole, which is a
-third of MuJoCo's own step (``benchmarks/c_controller_speed.py``).
-
-The loop is compiled once per MuJoCo version and compiler into the C controllers'
-cache, against the headers the ``mujoco`` package ships; it calls ``mj_step``
-through the address of the library the bindings loaded, so MuJoCo's warning
-handler (crossdyn's collector) is the same one.  It is loaded with ctypes'
-``PyDLL``: the interpreter lock stays held, as MuJoCo's Python warning callback needs.
+:func:`~crossdyn.experiments.core.loop.simulate` uses it for a controller with a C
+step function when nothing else of the run needs Python between steps.  Each
+control step does what the Python loop does, in the same order and arithmetic, so
+the trace is the Python loop's bit for bit.  The loop is compiled once per MuJoCo
+version and compiler against the ``mujoco`` package's headers and calls the
+bindings' own ``mj_step`` (the same warning handler); ctypes' ``PyDLL`` keeps the
+interpreter lock held, as MuJoCo's Python warning callback needs.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """Compare two inverse-dynamics functions and say *which term* disagrees.
 
-The comparison evaluates both functions at seeded random states and, besides the
-torque error, splits each function into its terms by evaluating it at unit
-accelerations and zero velocities (the unit-vector method):
-
-- gravity            g(q)     = ID(q, 0, 0)
-- velocity terms     c(q, qd) = ID(q, qd, 0) - g(q)
-- mass-matrix column M e_i    = ID(q, 0, e_i) - g(q)
-
-Each term is compared separately, so a report reads "mass matrix off by up to X on
-entry (i, j); velocity and gravity agree to 1e-15" rather than "torques differ".
-Errors are always ``candidate - reference``.
-
-States stream through in chunks of :data:`CHUNK` (random ones are drawn chunk by
-chunk), and the report keeps running per-entry statistics, so memory does not
-grow with the number of states: ``--samples 100000000`` runs in the memory of one
-chunk, with a progress bar on a terminal.
-
-An inverse-dynamics function here takes batched MuJoCo-layout states
-``(qpos (N, nq), qvel (N, nv), qacc (N, nv))`` and returns ``(N, nv)``.
+Both functions are evaluated at seeded random states and split into their terms
+by the unit-vector method: gravity ``g(q) = ID(q, 0, 0)``, velocity terms
+``c(q, qd) = ID(q, qd, 0) - g(q)`` and mass-matrix columns ``M e_i = ID(q, 0, e_i)
+- g(q)``.  Each term is compared separately, so a report reads "mass matrix off on
+entry (i, j)" rather than "torques differ".  Errors are ``candidate - reference``.
+States stream through in chunks of :data:`CHUNK` with running per-entry
+statistics, so memory does not grow with the number of states.  An
+inverse-dynamics function takes ``(qpos (N, nq), qvel (N, nv), qacc (N, nv))``
+and returns ``(N, nv)``.
 """
 
 from __future__ import annotations
@@ -104,10 +94,7 @@ def state_chunks(model: mujoco.MjModel, samples: int, seed: int,
     """Seeded random states in MuJoCo's layout, ``CHUNK`` at a time (the last chunk shorter).
 
     Each chunk is :meth:`Ranges.draw <crossdyn.experiments.core.ranges.Ranges.draw>`
-    (default :class:`~crossdyn.experiments.core.ranges.Ranges`: joints in the
-    model's ranges, hinges without one over three turns each way, stated
-    velocity and acceleration ranges).  One generator draws the chunks in turn,
-    so the states depend on ``seed``, ``ranges`` (and :data:`CHUNK`) only.
+    from one generator, so the states depend on ``seed``, ``ranges`` and :data:`CHUNK` only.
 
     Yields:
       ``qpos (n, nq)``, ``qvel (n, nv)``, ``qacc (n, nv)`` with ``n <= CHUNK``.
@@ -137,18 +124,14 @@ def sample_states(model: mujoco.MjModel, samples: int, seed: int,
 def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
     """Wrap a user's ``tau = fn(q, qd, qdd)`` so it takes and returns batches.
 
-    The function may be written for one state (1-D arrays) or for a batch along
-    the leading axis.  A probe on two different states decides which: the batch
-    call is used only if it returns ``(2, nv)`` equal to the two single calls.
-    Every call goes through :func:`crossdyn.experiments.core.user_code.call`.
-
-    The wrapper's ``note()`` says, once, when the function had to be called state
-    by state (None when it took batches).
+    The function may be written for one state or for a batch along the leading
+    axis: the batch call is used only if, on two states, it returns ``(2, nv)``
+    equal to the two single calls.  The wrapper's ``note()`` says, once, when the
+    function had to be called state by state (None otherwise).
 
     Raises:
-      DerivationError: the function raises, calls ``sys.exit``, raises
-        ``KeyboardInterrupt`` itself, or returns anything but real numbers of the
-        right shape (or NaN).
+      DerivationError: the function raises, exits, or returns anything but real
+        numbers of the right shape.
     """
 
     def call(q, qd, qdd, copied=False):
@@ -235,9 +218,8 @@ _SUM_SCALE = 2.0**-32
 class EntryStats:
     """Running per-entry statistics of ``error = candidate - reference``, chunk by chunk.
 
-    Keeps, per entry: the sum (for the mean), min, max, largest ``|error|``,
-    largest ``|reference|`` and whether every state was within tolerance; the
-    worst ``|error|`` with its state index; and per-state maxima for the first
+    Per entry: sum, min, max, largest ``|error|`` and ``|reference|``, all within
+    tolerance; the worst ``|error|`` with its state; per-state maxima for the first
     :data:`PLOT_SAMPLES` states.  Memory is one term's shape, not ``N`` of them.
     """
 
@@ -336,26 +318,20 @@ def check(
 ) -> Report:
     """Check a hand derivation ``tau_fn(q, qd, qdd)`` against ``mj_inverse``, term by term.
 
-    The truth is ``mj_inverse`` on :func:`~crossdyn.experiments.core.truth.truth_model`,
-    a copy of ``model`` with contacts, limits, equality constraints, frictionloss
-    and fluid forces off, and (``dynamics="rigid-body"``) armature, damping,
-    stiffness and gravity compensation removed.  The report says what that left
-    out, which constraint rows the model as it comes had active, and, on a
-    mismatch that equals some of the model's passive effects, which ones and
-    which mode agrees (a second pass over the same states).
+    The truth is ``mj_inverse`` on :func:`~crossdyn.experiments.core.truth.truth_model`
+    (``dynamics="rigid-body"``: without armature, damping, stiffness, gravity
+    compensation).  The report says what that left out and, on a mismatch that
+    equals some of the model's passive effects, which ones.
 
     Args:
-      tau_fn: the user's inverse dynamics, for one state or a batch (both work;
-        see :func:`batched`); MuJoCo's coordinate layout.
+      tau_fn: the user's inverse dynamics, one state or a batch (:func:`batched`), MuJoCo's layout.
       model: the MuJoCo model it claims to describe, as it comes.
       samples, seed: how many seeded random states (:func:`state_chunks`).
-      atol, rtol: tolerance, ``|error| <= atol + rtol |reference|``; defaults
-        :data:`ATOL`, :data:`RTOL` (round-off with room to spare).
+      atol, rtol: tolerance, ``|error| <= atol + rtol |reference|`` (default :data:`ATOL`, :data:`RTOL`).
       states: explicit ``(qpos, qvel, qacc)`` instead of random ones.
       label: how the function is named in error messages.
       dynamics: ``"rigid-body"`` or ``"as-modeled"``.
-      ranges: where random states are drawn (default
-        :class:`~crossdyn.experiments.core.ranges.Ranges`), said in the report.
+      ranges: where random states are drawn (default :class:`~crossdyn.experiments.core.ranges.Ranges`).
 
     Raises:
       ParameterError: unknown ``dynamics``; a tolerance, seed or sample count

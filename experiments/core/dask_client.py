@@ -1,24 +1,11 @@
 """A Dask distributed client for sweeps, bounded: every way the cluster can fail is one line, never a hang.
 
-``crossdyn tune ... --scheduler tcp://HOST:PORT`` runs its samples on a Dask
-cluster.  Left to Dask's defaults, a wrong address hangs or ends in a traceback:
-a TCP service that is not Dask (Dask reads its bytes as a frame length and asks
-for exabytes, or waits for ever), a scheduler with no workers (tasks wait for
-ever), a ``tls://`` address (a ``TypeError`` about an SSL context), a scheduler
-killed mid-run (``FutureCancelledError``), and a ``Client.__del__`` traceback at
-exit.  Here:
-
-- :func:`connect` checks the address (``tcp://HOST:PORT`` only), asks whatever
-  answers there who it is within :data:`CONNECT_TIMEOUT_S` (a Dask scheduler
-  says ``Scheduler``), connects, and waits at most :data:`WORKERS_TIMEOUT_S` for
-  a worker;
-- :func:`results` maps a function over items and yields the results as they
-  finish; a lost scheduler or worker is a :class:`DaskError` (the caller keeps
-  the rows it has: a sweep's CSV, which the same command resumes);
-- :func:`close` closes a client without waiting long for a scheduler that is gone.
-
-Each failure is a :class:`DaskError` (a :class:`~.errors.CrossdynError`: one line,
-exit 2).
+Left to Dask's defaults, a wrong ``--scheduler`` address hangs or ends in a
+traceback (a TCP service that is not Dask, a scheduler with no workers, a
+``tls://`` address, a scheduler killed mid-run).  :func:`connect` checks the
+address, asks what answers who it is and waits a bounded time for a worker;
+:func:`results` yields results as they finish; :func:`close` does not wait long
+for a scheduler that is gone.  Each failure is a :class:`DaskError` (one line, exit 2).
 """
 
 from __future__ import annotations
@@ -122,13 +109,10 @@ def identify(address: str, timeout: float) -> dict:
 def connect(address: str, *, timeout: float | None = None, workers_timeout: float | None = None):
     """A ``distributed.Client`` of the scheduler at ``address``, with at least one worker.
 
-    ``timeout`` and ``workers_timeout`` default to :data:`CONNECT_TIMEOUT_S` and
-    :data:`WORKERS_TIMEOUT_S` (read when called).
-
     Raises:
       DaskError: Dask is not installed; the address is not ``tcp://HOST:PORT``;
-        nothing answers within ``timeout`` or what answers is not a Dask
-        scheduler; no worker joins within ``workers_timeout``.
+        nothing answers within ``timeout`` (default :data:`CONNECT_TIMEOUT_S`) or
+        it is not a Dask scheduler; no worker joins within ``workers_timeout``.
     """
     distributed = _distributed()
     timeout = CONNECT_TIMEOUT_S if timeout is None else timeout
@@ -180,14 +164,11 @@ def _quiet() -> None:
 
 
 def results(client, fn: Callable, items: Iterable, *, address: str | None = None) -> Iterator:
-    """``fn(item)`` for each item on the cluster, yielded as each finishes (not in order).
-
-    Every item is its own task (``pure=False``: equal items still run).  When the
-    generator is closed early, the tasks still queued are cancelled.
+    """``fn(item)`` for each item on the cluster, yielded as each finishes; queued tasks cancelled when closed early.
 
     Raises:
-      DaskError: the scheduler was lost mid-run, or a worker died running a task
-        (Dask's ``KilledWorker``); the results yielded so far stand.
+      DaskError: the scheduler was lost mid-run, or a worker died running a task;
+        the results yielded so far stand.
       Exception: what ``fn`` itself raised, as it raised it.
     """
     distributed = _distributed()

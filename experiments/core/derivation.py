@@ -1,15 +1,10 @@
 """A user's own derivation against MuJoCo: ``crossdyn check derivation`` and its API.
 
-- :func:`tree_from_model` reads the rigid-body :class:`~crossdyn.analytic.rnea.Tree`
-  of a compiled model (hinge, slide, ball and free joints).
-- :func:`load_derivation` imports ``FILE.py:FUNC``; :func:`check_derivation`
-  checks a derivation (a function or ``FILE.py:FUNC``) against ``mj_inverse`` term
-  by term (:func:`crossdyn.experiments.core.crosscheck.check`), on the model as it
-  comes: ``dynamics`` picks rigid-body or as-modeled truth.
-- :func:`check_isolated` does the same for ``FILE.py:FUNC`` in a worker process
-  (:mod:`.isolation`), as ``crossdyn check derivation`` does: a derivation that
-  ends its process (``os._exit``, a segfault, ``abort()``, an ``atexit`` handler)
-  is a one-line :class:`DerivationError`, never a verdict.
+:func:`check_derivation` checks a function or ``FILE.py:FUNC`` against
+``mj_inverse`` term by term; :func:`check_isolated` does it in a worker process,
+where a derivation that ends its process is a one-line :class:`DerivationError`,
+never a verdict; :func:`tree_from_model` reads the rigid-body
+:class:`~crossdyn.analytic.rnea.Tree` of a compiled model.
 """
 
 from __future__ import annotations
@@ -40,22 +35,13 @@ _TYPES = {
 
 
 def tree_from_model(model: mujoco.MjModel) -> Tree:
-    """Describe a compiled model as a :class:`~analytic.rnea.Tree`.
+    """Describe a compiled model as a :class:`~analytic.rnea.Tree`: its rigid-body part only.
 
-    Reads body placements (``body_pos``, ``body_quat``), inertial frames
-    (``body_ipos``, ``body_iquat``, ``body_inertia``: the principal inertia is
-    rotated back to a full tensor in the body frame), joint axes and anchors
-    (``jnt_axis``, ``jnt_pos``), reference positions (``qpos0``) and gravity
-    (zero if the gravity flag is disabled).
-
-    The tree is the rigid-body part only: what MuJoCo adds on top (armature,
-    damping, stiffness, gravity compensation, frictionloss, fluid forces,
-    contacts, limits, equality constraints) is not in it, so its RNEA equals the
-    truth of ``check derivation --dynamics rigid-body``.
+    What MuJoCo adds on top (armature, damping, contacts, ...) is not in it, so its
+    RNEA equals the truth of ``check derivation --dynamics rigid-body``.
 
     Raises:
-      ModelError: the model's joints cannot be described as a tree for
-        :mod:`crossdyn.analytic.rnea` (a free joint below the world, say).
+      ModelError: the model's joints cannot be described as a tree (a free joint below the world, say).
     """
     nb = model.nbody - 1  # MuJoCo's body 0 is the world
     gravity = np.array(model.opt.gravity, dtype=float)
@@ -90,16 +76,11 @@ def tree_from_model(model: mujoco.MjModel) -> Tree:
 
 
 def load_derivation(spec: str) -> Callable:
-    """Import ``FILE.py:FUNC`` or ``module:FUNC`` and return the function.
-
-    A file is imported as ``python FILE.py`` would see its neighbours (its
-    folder first on ``sys.path``; :func:`crossdyn.experiments.core.user_code.import_file`);
-    a dotted name without ``.py`` that is not a file is imported as a module.
+    """Import ``FILE.py:FUNC`` (as ``python FILE.py`` would see its neighbours) or ``module:FUNC``.
 
     Raises:
       DerivationError: malformed spec, missing file or module, the file fails to
-        import (named with its line, or calls ``sys.exit``), no such function, or
-        it is not callable.
+        import, no such function, or it is not callable.
     """
     path_text, sep, name = spec.rpartition(":")
     if not sep or not path_text or not name:
@@ -154,9 +135,7 @@ def check_derivation(derivation: Callable | str, model: mujoco.MjModel | str | o
         ``slide_range``, ``atol`` and ``rtol`` (N m, N).
 
     Returns:
-      The term-wise :class:`~crossdyn.experiments.core.checks.report.CheckReport`, with
-      what the mode left out, what was switched off and, on a mismatch that is
-      one of the model's passive effects, which one.
+      The term-wise :class:`~crossdyn.experiments.core.checks.report.CheckReport`.
 
     Raises:
       DerivationError: the function cannot be loaded, raises, exits, or returns
@@ -185,9 +164,6 @@ def _check_in_worker(check: str, first: tuple, spec: str, model: str, options: d
 def check_isolated(spec: str, model: str | os.PathLike, *, check: str = "crossdyn.experiments.core.derivation:"
                    "check_derivation", first: tuple = (), timeout: float | None = None, **options):
     """A check of ``"FILE.py:FUNC"`` in a worker process, where the user's function's death is seen.
-
-    The file is imported and called only in the worker, so nothing it does at
-    import (``atexit``, threads, signal handlers) reaches this process.
 
     Args:
       spec: ``"FILE.py:FUNC"``.

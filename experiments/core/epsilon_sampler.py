@@ -25,18 +25,14 @@ parameter plus white noise, fit by maximum marginal likelihood, on the unit cube
 of the float parameters (log-scaled ones in log).
 
 ``a`` is maximized over candidates drawn from the trial's own generator:
-``n_candidates`` uniform points, half of them replaced, once a trial is feasible,
-by Gaussian steps (0.05 of each range) from the three best feasible trials.
-Trials asked before the batch's earlier trials are told (a batch of workers)
-see those as observed at their posterior mean (the "kriging believer" of
-Ginsbourger et al. 2010), so a batch spreads instead of repeating one point.
-
-Why not TPE: the balance search's fast-settling designs within the defaults'
-effort fill about 1 % of the weight space and sit against the effort limit;
-TPE, which models each parameter apart and ranks infeasible trials below every
-feasible one, found them in 7 of 10 seeds at 64 runs, this sampler in 10 of 10
-(``benchmarks/search_vs_lhs.py``).  Optuna's own Gaussian-process sampler needs
-PyTorch.
+``a`` is maximized over ``n_candidates`` points from the trial's own generator:
+uniform, half replaced, once a trial is feasible, by Gaussian steps (0.05 of each
+range) from the three best feasible trials.  Trials asked before earlier ones are
+told see those at their posterior mean (the "kriging believer" of Ginsbourger et
+al. 2010), so a batch spreads.  TPE models each parameter apart, which misses
+designs that fill a thin corner of the space against a constraint
+(``benchmarks/search_vs_lhs.py`` compares them); Optuna's own Gaussian-process
+sampler needs PyTorch.
 
 The sampler is deterministic: the same trials told in the same order give the
 same suggestions (the generator is seeded by ``(seed, trial number)``, the

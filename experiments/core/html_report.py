@@ -1,13 +1,9 @@
 """``OUT/index.html``: a run's report, for a person to open in a browser.
 
-What it shows: the summary table (expected, measured, pass/fail, change from the
-baseline), then each experiment's headline metrics, baseline drift, plots and
-videos; and the command line, seed, versions and date of the run.
-
-It opens from ``file://`` with no network: the styles are inline, there are no
-scripts or fonts, and plots and videos are relative links to the files beside it
-in the output folder (so the folder is the artifact to keep).  Every text that
-comes from an experiment or the command line is escaped.
+The summary table, then each experiment's headline metrics, baseline drift, plots
+and videos, and the run's command line, seed, versions and date.  It opens from
+``file://`` with no network (inline styles, no scripts or fonts, plots linked
+beside it), and every text from an experiment or the command line is escaped.
 """
 
 from __future__ import annotations

@@ -1,39 +1,19 @@
 """What a real robot has and a simulation does not, for any MJCF: noise, quantization, delay, motor limits, pushes.
 
-MuJoCo's sensors are exact (an MJCF sensor's ``noise`` attribute is only
-metadata), its actuators deliver the commanded control at once at any speed, and
-nothing pushes the robot.  Each class here is one departure from that ideal,
-named by the model element it acts on; :func:`~crossdyn.experiments.core.loop.simulate`
-takes a list of them (``imperfections=[...]``) and a ``seed`` for every random draw.
+MuJoCo's sensors are exact, its actuators deliver the commanded control at once
+at any speed, and nothing pushes the robot.  Each class here is one departure
+from that ideal, named by the model element it acts on;
+:func:`~crossdyn.experiments.core.loop.simulate` takes a list of them and a
+``seed`` for every random draw.  They act at four places, always in this order
+(and in list order within a kind):
 
-They act at four places, always in this order (and in list order within a kind):
-
-1. the model, before the run: :class:`MassScale`, :class:`InertiaScale`,
-   :class:`FrictionScale` (a copy is edited; the model passed in is not);
-2. the sensors, every control period, on what the controller reads:
-   :class:`SensorNoise` (bias, then white noise), :class:`AttitudeFilter` (an
-   IMU's orientation from its noisy gyro and accelerometer), :class:`Quantization`;
+1. the model, before the run (on a copy): :class:`MassScale`, :class:`InertiaScale`,
+   :class:`FrictionScale`;
+2. the sensors, every control period: :class:`SensorNoise`, :class:`AttitudeFilter`,
+   :class:`Quantization`;
 3. the actuators, every control period, between the controller's command and
    MuJoCo's ``ctrl``: :class:`Delay`, :class:`ActuatorLag`, :class:`TorqueSpeedLimit`;
 4. the bodies, every physics step: :class:`Push` (``xfrc_applied`` for a while).
-
-Models:
-
-- white noise of standard deviation ``std`` per reading (a noise density ``N``
-  per sqrt(Hz) read every ``dt`` s has ``std = N / sqrt(dt)``); a bias is a
-  constant ``bias`` plus, per run, a draw from ``N(0, bias_std^2)`` per component;
-- an attitude filter of gain ``k`` (Mahony's complementary filter): the quaternion
-  integrates the gyro, pulled towards the accelerometer's "up" at ``k`` rad/s;
-- quantization to multiples of ``step`` (an encoder of ``n`` counts per turn:
-  ``step = 2 pi / n``);
-- a delay of whole control periods (zero control until the first command arrives);
-- a first-order lag of time constant ``tau``, discretized exactly over a period:
-  ``u += (1 - exp(-dt / tau)) (u_cmd - u)``;
-- a DC motor's torque-speed line: at actuator speed ``w`` it delivers at most
-  ``tau_s (1 - w / w0)`` in the direction of motion and ``tau_s`` braking, within
-  ``+-tau_s`` (stall ``tau_s``, by default the actuator's ``ctrlrange``; no-load
-  speed ``w0``).  The speed is the joint's velocity times the gear for a joint
-  transmission, ``actuator_velocity`` (one physics step old) otherwise.
 """
 
 from __future__ import annotations
@@ -153,11 +133,9 @@ class AttitudeFilter(Imperfection):
 
     Mahony's complementary filter: the quaternion integrates the gyro's rate plus
     ``gain`` times the error between the accelerometer's direction and the "up"
-    the filter believes (no correction in free fall).  It starts at the true
-    orientation (the robot stood still before), and reads the gyro and
-    accelerometer after their :class:`SensorNoise`, so noise and bias reach the
-    orientation as on a real robot.  Yaw, which gravity does not observe, drifts
-    with a gyro bias.
+    the filter believes (none in free fall).  It starts at the true orientation and
+    reads the gyro and accelerometer after their :class:`SensorNoise`; yaw, which
+    gravity does not observe, drifts with a gyro bias.
 
     Attributes:
       quat, gyro, accel: the sensors' names (a ``framequat``, a ``gyro`` and an
@@ -298,12 +276,17 @@ class ActuatorLag(Imperfection):
 
 @dataclass(frozen=True)
 class TorqueSpeedLimit(Imperfection):
-    """A DC motor's torque-speed line on one actuator (see the module docstring).
+    """A DC motor's torque-speed line on one actuator.
+
+    At actuator speed ``w`` it delivers at most ``tau_s (1 - w / w0)`` in the
+    direction of motion and ``tau_s`` braking, within ``+-tau_s``.  The speed is
+    the joint's velocity times the gear for a joint transmission,
+    ``actuator_velocity`` (one physics step old) otherwise.
 
     Attributes:
       actuator: the actuator's name.
-      no_load_speed: ``w0``, the actuator's speed at which its driving torque
-        falls to zero (rad/s for a hinge with gear 1; the actuator's velocity unit).
+      no_load_speed: ``w0``, the speed at which the driving torque falls to zero
+        (the actuator's velocity unit).
       stall: the stall control ``tau_s`` (default: the larger magnitude of the
         actuator's ``ctrlrange``, which must then be limited).
     """

@@ -1,13 +1,11 @@
 """Run code where its death is seen: a pool of long-lived worker processes.
 
 Code crossdyn did not write (a user's experiment, a derivation being checked, one
-run of a sweep) can end the process it runs in: ``os._exit(0)``, a segfault in a
-C extension, ``abort()``, a hang.  In crossdyn's own process that would be read as
-a pass (exit 0, nothing written) or lose every other result.  Here such code runs
-in a worker process, and a worker that ends without a result is reported as
-``crashed`` with how it ended (``exit status 0``, ``signal SIGSEGV``); a task over
-its time limit is killed and reported as ``timed out``.  Either way the pool
-starts a new worker for the tasks still queued, so the others go on.
+run of a sweep) can end its process (``os._exit(0)``, a segfault, ``abort()``) or
+hang; in crossdyn's own process that would read as a pass or lose every other
+result.  In a worker, a death without a result is reported as ``crashed`` with how
+it ended (``signal SIGSEGV``), a task over its time limit is killed and reported
+as ``timed out``, and a new worker takes the tasks still queued.
 
 Usage::
 
@@ -17,33 +15,20 @@ Usage::
         for done in pool.as_completed():
             done.key, done.status, done.value, done.how   # status: ok / raised / crashed / timed out
 
-Workers are reused (a pool, not a process per call) and started lazily, as tasks
-need them, up to ``workers`` (or at once, :meth:`Pool.start`).  Each worker:
+Each worker is started as tasks need it and:
 
-- is a copy of a process that has crossdyn imported, so that it starts at once
-  instead of importing MuJoCo and the systems again (``benchmarks/isolation_cost.py``
-  measures the start): forked from this process while it has one thread, else
-  from a fork server that imported this process's crossdyn modules (forking a
-  process whose other threads may hold a lock can deadlock the child).  It takes
-  this process's environment variables and working folder, and runs
-  ``initializer(*initargs)`` once.  Only a forked worker sees what this process
-  changed in its modules after importing them (a test's monkeypatch): code must
-  not rely on it;
-- leads its own process group, so that whatever it forks is killed with it: a
-  crashed, timed-out or finished worker leaves no process behind;
-- ignores Ctrl-C (the parent stops the pool; SIGTERM ends it, whatever handler
-  the parent had), and kills itself and its group when the parent dies (it polls
-  every :data:`PARENT_POLL_S`); writes no core file when a task aborts;
-- gives no result from a forked child: a task's function that forks and whose
-  child returns ends that child at once, so only the worker itself answers;
-- goes back to its working folder after each task (a task's ``os.chdir`` does
-  not move the next one), and leaves with ``os._exit``, so a non-daemon thread a
-  task left running cannot keep it alive.
+- is a copy of a process that has crossdyn imported, so it starts at once:
+  forked from this process while it has one thread, else from a fork server
+  (forking a process whose other threads may hold a lock can deadlock the
+  child); only a forked worker sees later changes to this process's modules;
+- leads its own process group, so whatever it forks dies with it;
+- ignores Ctrl-C, and kills itself and its group when the parent dies (polled
+  every :data:`PARENT_POLL_S`); writes no core file;
+- gives no result from a task's forked child, goes back to its working folder
+  after each task, and leaves with ``os._exit`` (a task's thread cannot keep it).
 
-A task's exception (any ``BaseException``: ``SystemExit`` and a raised
-``KeyboardInterrupt`` included) comes back as status ``raised`` with the
-exception and its traceback text; an exception that cannot be pickled comes
-back as a :class:`RemoteError` naming its type and message.
+A task's exception (``SystemExit`` included) comes back as status ``raised``;
+one that cannot be pickled as a :class:`RemoteError`.
 """
 
 from __future__ import annotations
@@ -117,11 +102,10 @@ class Done:
       key: what :meth:`Pool.submit` was given as ``key`` (default: a counter).
       status: :data:`OK`, :data:`RAISED`, :data:`CRASHED` or :data:`TIMED_OUT`.
       value: the function's return value (status ok).
-      error: the exception it raised (status raised; a :class:`RemoteError` if it
-        could not be sent back).
+      error: the exception it raised (status raised), or a :class:`RemoteError`.
       traceback: that exception's traceback, as text.
-      how: how a crashed worker ended (``"exit status 0"``, ``"signal SIGSEGV"``),
-        or the limit a timed-out task exceeded (``"after 5 s"``).
+      how: how a crashed worker ended (``"signal SIGSEGV"``) or the limit a
+        timed-out task exceeded (``"after 5 s"``).
       seconds: wall time from the task's start in a worker to its end, s.
     """
 
@@ -149,8 +133,6 @@ def how_it_ended(exitcode: int | None) -> str:
             return f"signal {-exitcode}"
     return f"exit status {exitcode}"
 
-
-# ---------------------------------------------------------------- worker side
 
 _WORKER_PID: int | None = None  # set in a worker: a forked child of a task sees another pid
 
@@ -200,15 +182,8 @@ def _leave(code: int = 0) -> None:
 
 
 def _no_tqdm_semaphore() -> None:
-    """Keep tqdm from making a multiprocessing lock in this worker.
-
-    tqdm guards its bars with a ``multiprocessing.RLock`` made on the first bar,
-    and that lock's semaphore is registered with the resource tracker the whole
-    process tree shares.  A worker ends with ``os._exit``, which skips the
-    finalizer that would unregister it, so the tracker printed "There appear to
-    be 1 leaked semaphore objects" at the end of a normal ``crossdyn check``.  A
-    worker draws its bars alone, so tqdm's thread lock is all it needs.
-    """
+    """Keep tqdm from making a multiprocessing lock here: a worker's ``os._exit`` skips the finalizer that
+    unregisters its semaphore, and the resource tracker then warns of a leaked semaphore."""
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is a dependency
@@ -217,10 +192,7 @@ def _no_tqdm_semaphore() -> None:
 
 
 def _forget_parents_pools() -> None:
-    """In a worker forked from the parent: close its copies of the parent's pipes to other workers.
-
-    Held open here, they would hide a sibling's death from the parent's reads.
-    """
+    """In a forked worker: close the parent's pipes to other workers (held open, they hide a sibling's death)."""
     for pool in list(_POOLS):
         for w in pool._live:
             with contextlib.suppress(OSError):
@@ -286,9 +258,6 @@ def _worker_main(conn, parent: int, environ: dict, initializer, initargs) -> Non
     _leave(0)
 
 
-# ---------------------------------------------------------------- parent side
-
-
 @dataclass
 class _Task:
     id: int
@@ -307,14 +276,11 @@ _MISSING = object()
 def _main_script_hidden() -> Iterator[None]:
     """Start a process (not a fork of this one) without running the parent's main script again in it.
 
-    ``spawn`` and the fork server import the parent's ``__main__`` in the child (as ``__mp_main__``) so
-    that functions defined there can be unpickled.  A user's script that calls
-    crossdyn at its top level, with no ``if __name__ == "__main__":`` guard, would
-    then run again in every worker, and fail there.  A worker only runs functions
-    of importable modules (crossdyn's, and the registry's files, loaded by path),
-    never the main script's, so the script is hidden from what the child is told
-    to import while the process starts (``__file__`` and ``__spec__`` of
-    ``__main__``, put back at once).
+    ``spawn`` and the fork server import the parent's ``__main__`` in the child; a
+    user's script that calls crossdyn at its top level without a ``__main__`` guard
+    would run again in every worker.  A worker only runs functions of importable
+    modules, so ``__main__``'s ``__file__`` and ``__spec__`` are hidden while the
+    process starts.
     """
     main = sys.modules.get("__main__")
     if main is None:
@@ -373,12 +339,10 @@ class Pool:
     Args:
       workers: the most processes at once (started as tasks need them).
       initializer, initargs: ``initializer(*initargs)`` runs once in each new
-        worker (both picklable: a module-level function and plain data).
-      start_timeout: seconds a worker may take to start (import and initializer);
-        None for no limit.
+        worker (a module-level function and plain data).
+      start_timeout: seconds a worker may take to start; None for no limit.
 
-    A task's function and arguments are pickled: the function must be a
-    module-level one a fresh interpreter can import.
+    A task's function must be a module-level one a fresh interpreter can import.
     """
 
     def __init__(self, workers: int, *, initializer: Callable | None = None, initargs: tuple = (),
@@ -395,18 +359,14 @@ class Pool:
         self._finished: list[Done] = []  # tasks that finished while start() waited
         _POOLS.add(self)
 
-    # -- public API
-
     def start(self, count: int = 1, *, wait: bool = True) -> None:
         """Start ``count`` workers now and, with ``wait``, wait until they are ready.
 
-        Without ``wait`` the workers start in the background (their interpreter
-        start overlaps the caller's work); a failure then shows in :meth:`as_completed`.
+        Without ``wait`` they start in the background; a failure then shows in :meth:`as_completed`.
 
         Raises:
-          WorkerStartError: a worker's initializer raised (its own
-            :class:`CrossdynError` is raised as itself), or the worker ended or
-            hung while starting.
+          WorkerStartError: a worker's initializer raised (a :class:`CrossdynError`
+            as itself), or the worker ended or hung while starting.
         """
         count = min(count, self.workers)
         while len(self._live) < count:
@@ -475,8 +435,6 @@ class Pool:
             self.close()
         else:
             self.terminate()
-
-    # -- the loop
 
     def _spawn(self) -> _Worker:
         worker = _Worker(_start_method(), self._initializer, self._initargs, self._start_timeout)
@@ -607,11 +565,8 @@ def call(fn: Callable, *args, timeout: float | None = None, initializer: Callabl
 def forked(fn: Callable, *args, **kwargs) -> Done:
     """``fn(*args, **kwargs)`` in a child forked from this process, once; its :class:`Done`.
 
-    For a function a worker cannot be sent (a lambda, a closure: the child is a
-    copy of this process, so nothing is pickled but the outcome).  Status ok,
-    raised (a result that cannot be sent back is a :class:`RemoteError` saying
-    so) or crashed (``how`` the child ended).  Where there is no ``fork``
-    (Windows) ``fn`` runs here.
+    For what a worker cannot be sent (a lambda, a closure): nothing is pickled but
+    the outcome.  Where there is no ``fork`` (Windows) ``fn`` runs here.
     """
     import warnings
 

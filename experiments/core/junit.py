@@ -1,16 +1,9 @@
 """JUnit XML of a run (``crossdyn run --junit FILE``), the format CI systems read.
 
-One ``<testcase>`` per experiment, in one ``<testsuite name="crossdyn">``:
-
-- a missed expectation is a ``<failure type="expectation">``;
-- drift from the baseline is a ``<failure type="baseline">`` (with a missed
-  expectation, one failure carries both messages: readers show one per case);
-- a crash, a timeout, or an experiment refusing its input, is an ``<error>`` with
-  the one-line message and, in the body, the full text (the traceback) the
-  outcome carries.
-
-The measured figure goes to ``<system-out>``.  Written with the standard
-library's ``xml.etree`` (the format is a handful of elements).
+One ``<testcase>`` per experiment: a missed expectation or baseline drift is a
+``<failure>`` (one carrying both messages: readers show one per case), a crash,
+timeout or refused input an ``<error>`` with the traceback in its body; the
+measured figure goes to ``<system-out>``.
 """
 
 from __future__ import annotations

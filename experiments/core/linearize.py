@@ -1,32 +1,15 @@
 """Linearize any MuJoCo model about an operating point, and find the control that holds a pose.
 
-:func:`linearize` returns the continuous-time linearization
-
-    d/dt [dq, dqd] = A [dq, dqd] + B du,     A (2nv, 2nv), B (2nv, nu)
-
-of MuJoCo's forward dynamics about ``(qpos, qvel, ctrl)``.  The state is the
-deviation from the operating point in MuJoCo's tangent space: ``dq`` is what
-``mj_differentiatePos`` gives (a free joint contributes 3 translations and 3
-rotations in its body frame, a ball joint 3 rotations), ``dqd = qvel - qvel_op``;
-for a model of hinges and slides only, ``dq = qpos - qpos_op``.  The input is
-``du = ctrl - ctrl_op``.
-
-The velocity rows are central finite differences of ``qacc`` from ``mj_forward``
-(step :data:`EPS`, position perturbations applied with ``mj_integratePos`` as
-``mjd_transitionFD`` does, the constraint solver warm-started from the operating
-point each time so contacts and equality constraints differentiate smoothly).  The
-position rows are ``d(dq)/dt = dqd`` (exact at an operating point at rest; a
-rotating ball or free joint adds a term of order ``|qvel|`` that is left out).
-
-:meth:`Linearization.discrete` turns ``(A, B)`` into one step of the model's own
-integrator (semi-implicit Euler with MuJoCo's implicit joint damping, RK4, or the
-implicit integrators), which is what ``mjd_transitionFD`` measures at an
-equilibrium.  :func:`holding_control` solves ``mj_inverse`` and the actuators'
-moment arms for the control that keeps a pose at rest.
-
-This is MuJoCo's LQR recipe (its tutorial linearizes with ``mjd_transitionFD`` and
-holds the pose with ``mj_inverse``) packaged for python-control: ``lin.ss()`` is a
-``control.StateSpace`` and ``control.lqr(lin.ss(), Q, R)`` designs a regulator.
+:func:`linearize` returns ``d/dt [dq, dqd] = A [dq, dqd] + B du`` (``A (2nv, 2nv)``,
+``B (2nv, nu)``) of MuJoCo's forward dynamics about ``(qpos, qvel, ctrl)``, with
+``dq`` the tangent-space deviation ``mj_differentiatePos`` gives and ``du = ctrl -
+ctrl_op``.  The velocity rows are central differences of ``qacc`` from
+``mj_forward`` (positions perturbed with ``mj_integratePos`` as
+``mjd_transitionFD`` does, the solver warm-started from the operating point so
+contacts differentiate smoothly); the position rows are ``d(dq)/dt = dqd``, exact
+at rest.  :func:`holding_control` solves ``mj_inverse`` for the control that
+keeps a pose at rest.  ``lin.ss()`` is a ``control.StateSpace``, so
+``control.lqr(lin.ss(), Q, R)`` designs a regulator, as MuJoCo's LQR tutorial does.
 """
 
 from __future__ import annotations
@@ -125,21 +108,16 @@ class Linearization:
     def discrete(self, dt: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """One step of the model's integrator applied to the linear system: ``(Ad, Bd)``.
 
-        The velocity update is ``dv+ = dv + h G (A_v x + B_v u)`` with ``A_v, B_v``
-        the velocity rows of ``A, B`` and ``G = (I - h K)^-1`` the integrator's
-        implicit part (identity for plain Euler and RK4); the position update is
-        ``dq+ = dq + h dv+`` (Euler and the implicit integrators are semi-implicit),
-        and RK4 is its four-stage Taylor polynomial
-        ``Ad = sum_k (hA)^k / k!``, ``Bd = h sum_k (hA)^k / (k+1)! B`` (k <= 4, 3).
-        At an equilibrium this is MuJoCo's one-step transition, which
-        ``mjd_transitionFD`` measures.
+        Velocities: ``dv+ = dv + h G (A_v x + B_v u)``, ``G = (I - h K)^-1`` the
+        integrator's implicit part; positions: ``dq+ = dq + h dv+``; RK4: its
+        four-stage Taylor polynomial.  At an equilibrium this is MuJoCo's one-step
+        transition, which ``mjd_transitionFD`` measures.
 
         Args:
           dt: the step, s (default: the model's time step).
 
         Raises:
-          ParameterError: ``dt`` is not positive, or the integrator is not one of
-            Euler, RK4, implicit, implicitfast.
+          ParameterError: ``dt`` is not positive, or the integrator is not Euler, RK4 or implicit(fast).
         """
         h = self.timestep if dt is None else float(dt)
         if not h > 0 or not np.isfinite(h):
@@ -216,10 +194,9 @@ def check_quaternions(model: mujoco.MjModel, qpos: np.ndarray, name: str = "qpos
 
 def operating_point(model: mujoco.MjModel, keyframe: str | int | None = None, qpos=None, qvel=None,
                     ctrl=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(qpos (nq,), qvel (nv,), ctrl (nu,))``: a keyframe's, overridden by what is given.
+    """``(qpos (nq,), qvel (nv,), ctrl (nu,))``: a keyframe's (else ``qpos0``, rest, zero), overridden by what is given.
 
-    Without a keyframe the defaults are the model's reference pose ``qpos0``, rest
-    and zero control.  ``ctrl="hold"`` is :func:`holding_control` at that pose.
+    ``ctrl="hold"`` is :func:`holding_control` at that pose.
 
     Raises:
       ParameterError: unknown keyframe; StateError: wrong size or non-finite entries;
@@ -287,20 +264,16 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
     Args:
       model: a compiled model, or a built-in name or MJCF/URDF path.
       keyframe: a keyframe's name or index giving ``qpos``, ``qvel`` and ``ctrl``.
-      qpos: ``(nq,)`` pose (overrides the keyframe's; default the model's ``qpos0``).
-      qvel: ``(nv,)`` velocity (default: the keyframe's, or rest).
-      ctrl: ``(nu,)`` control (default: the keyframe's, or zero); ``"hold"`` for
-        :func:`holding_control`, the control that keeps the pose at rest.
-      eps: finite-difference step on positions (rad or m), velocities and controls,
-        in ``(0, EPS_MAX]``.
+      qpos, qvel: ``(nq,)``, ``(nv,)`` (override the keyframe's; default ``qpos0`` at rest).
+      ctrl: ``(nu,)`` (default: the keyframe's, or zero); ``"hold"`` for :func:`holding_control`.
+      eps: finite-difference step on positions (rad or m), velocities and controls, in ``(0, EPS_MAX]``.
 
     Returns:
-      The :class:`Linearization`: ``A (2nv, 2nv)``, ``B (2nv, nu)`` on the state
-      ``[dq, dqd]`` and input ``ctrl - ctrl_op``.
+      The :class:`Linearization`: ``A (2nv, 2nv)``, ``B (2nv, nu)``.
 
     Raises:
       ModelError: the model has activation states (``na > 0``), or cannot be loaded;
-      ParameterError: unknown keyframe, or ``eps`` not a step in ``(0, EPS_MAX]``;
+      ParameterError: unknown keyframe, or a bad ``eps``;
       StateError: a wrong-sized or non-finite operating point, or an all-zero quaternion.
     """
     from crossdyn.experiments.core.models import load_model
@@ -352,12 +325,7 @@ def holding_control(model: mujoco.MjModel | str | os.PathLike, keyframe: str | i
                     qpos=None) -> np.ndarray:
     """The control that keeps a pose at rest: ``qfrc_actuator(ctrl) = mj_inverse(qpos, 0, 0)``.
 
-    ``mj_inverse`` at zero velocity and acceleration gives the generalized force the
-    pose needs (gravity, springs, and the forces of constraints active there, e.g.
-    a floor); each actuator's contribution ``qfrc_actuator`` is affine in its
-    control, and the controls are its least-squares solution.
-
-    Args:
+    ``qfrc_actuator`` is affine in the controls; they are its least-squares solution.
       model: a compiled model, or a built-in name or MJCF/URDF path.
       keyframe: a keyframe's name or index (its ``qpos``).
       qpos: ``(nq,)`` the pose (overrides the keyframe's; default ``qpos0``).

@@ -3,48 +3,30 @@
     trace = simulate(model, controller, duration, keyframe="upright", control_dt=0.01,
                      imperfections=[SensorNoise("pole_angle", std=1e-3), Delay(1)], seed=0)
 
-Every control period ``control_dt`` (a multiple of the model's time step; by
-default the time step itself) the loop
+Every control period ``control_dt`` (a multiple of the model's time step) the loop
+passes the sensors through the sensing imperfections, calls ``controller(t, obs)``
+for the actuators' controls (``(nu,)`` or a dict by actuator name, missing ones
+0), passes them through the actuation imperfections into ``data.ctrl``, records
+one :class:`Trace` row, and steps the physics ``control_dt / timestep`` times.
 
-1. reads the sensors (``data.sensordata``) and passes them through the sensing
-   imperfections into what the controller sees;
-2. calls ``controller(t, obs)``, which returns the actuators' controls: an array of
-   ``nu`` (actuator order) or a dict by actuator name (missing ones get 0);
-3. passes the command through the actuation imperfections into ``data.ctrl``;
-4. records one row of the :class:`Trace` (time, ``qpos``, ``qvel``, what the
-   controller saw, what it commanded, and what MuJoCo applies: ``ctrl`` clamped
-   to the actuators' ``ctrlrange`` as MuJoCo clamps it), then
-5. steps the physics ``control_dt / timestep`` times (pushes applied per step).
+``obs.qpos`` and ``obs.qvel`` are the true state (read-only views, valid for this
+call); ``obs.sensordata`` is what the sensors read after the imperfections.
+Sensor values, like everything MuJoCo derives from the state, are as ``mj_step``
+leaves them: computed during the last physics step (Euler and implicit: at its
+start; RK4: at its last stage).  ``obs.data`` is MuJoCo's ``MjData``, for
+ground-truth experiments.
 
-``obs.qpos`` and ``obs.qvel`` are the true state (read-only views of MuJoCo's
-arrays, valid for this call: copy them to keep them); ``obs.sensordata`` and
-``obs.sensor("name")`` what the sensors read after the imperfections.  Sensor
-values, like everything MuJoCo derives from the state (site positions, body
-velocities; what ``record=`` logs), are as ``mj_step`` leaves them: computed
-during the last physics step (Euler and the implicit integrators: at its start,
-``timestep`` before ``qpos``; RK4: at its last stage).  ``obs.data`` is MuJoCo's ``MjData`` itself, for ground-truth
-experiments (a real controller has no such thing).
-
-The run ends early when the simulation diverges (a non-finite acceleration, or
-MuJoCo's bad-acceleration warning) or when ``stop(obs)`` returns a reason; the
-trace keeps every step up to then and says why (``trace.stopped``).  A controller
-that raises, exits, or returns the wrong shape or a non-finite control ends the
+The run ends early when the simulation diverges or ``stop(obs)`` returns a reason
+(``trace.stopped``).  A controller that raises or returns a bad control ends the
 run with a :class:`ControllerError` naming the step and the time.
 
 A controller may instead define ``write_command(t, sensed, command) -> bool``,
-writing its ``nu`` controls into ``command`` itself (returning False to stop the
-run as diverged): the loop then calls that, unchecked, which is how compiled
-controllers (the biped's Numba step) run at the physics' speed.  One that also
-offers ``step_address(sensed, command)`` and ``failed(result, t, command)`` (a C
-function's address: :class:`~.c_controller.CController`) runs in the compiled loop
-(:mod:`~crossdyn.experiments.core.c_loop`, the same rows bit for bit) when nothing of
-the run needs Python between steps: no imperfections, ``stop``, computed records or video.  A controller
-object with a ``start(model, data)`` method has it called once before the first step.
-
-The per-step cost beyond the physics is kept small: MuJoCo's arrays are bound once,
-the row is one ``np.concatenate`` into a preallocated table, the control's finite
-check is MuJoCo's own ``BADCTRL`` warning counter, and Python's cyclic garbage
-collector waits until the run ends (``benchmarks/loop_speed.py`` prints the cost).
+writing its controls itself (False: stop as diverged), called unchecked so that
+compiled controllers run at the physics' speed; one that also offers
+``step_address`` and ``failed`` (:class:`~.c_controller.CController`) runs in the
+compiled loop (:mod:`~crossdyn.experiments.core.c_loop`, the same rows bit for bit)
+when nothing of the run needs Python between steps.  A controller's
+``start(model, data)``, if any, is called before the first step.
 """
 
 from __future__ import annotations
@@ -203,10 +185,7 @@ def ctrl_clamp(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def applied(reached: np.ndarray, clamp: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
-    """What MuJoCo applied, ``(N, nu)``, from what reached ``data.ctrl``, and the clamped steps per actuator, ``(nu,)``.
-
-    Done on a whole trace once the run ends, so the clamp costs nothing per step.
-    """
+    """What MuJoCo applied, ``(N, nu)``, from what reached ``data.ctrl``; the clamped steps per actuator, ``(nu,)``."""
     if clamp is None:
         return reached, np.zeros(reached.shape[1], dtype=int)
     ctrl = np.clip(reached, *clamp)
@@ -300,30 +279,20 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
       duration: simulated time, s.
       keyframe: start from this keyframe (name or index); ``qpos``/``qvel`` override it.
       qpos, qvel: the initial state (default: the keyframe's, or ``qpos0`` at rest).
-      control_dt: the control period, s (a multiple of the model's time step;
-        default the time step).
+      control_dt: the control period, s (a multiple of the time step; default the time step).
       imperfections: :mod:`~crossdyn.experiments.core.imperfections` to apply.
       seed: seed of every random draw of the imperfections.
-      stop: ``stop(obs)`` checked at each control step after its row is recorded;
-        a truthy return ends the run (a string is kept as the reason).
-      record: more per-step records, ``name -> fn(model, data)``, logged into
-        ``trace.extra[name]``: a contiguous view of ``data`` (e.g. ``lambda m, d:
-        d.site_xpos``) is bound once and read each step; anything else (a value
-        computed from ``data``, e.g. ``lambda m, d: d.site_xpos[0, 2] - 0.5``) is
-        called each step and copied (it must keep its first call's shape).
+      stop: ``stop(obs)`` checked after each row; a truthy return ends the run (a string is the reason).
+      record: more per-step records, ``name -> fn(model, data)``, into ``trace.extra[name]``: a
+        contiguous view of ``data`` (``lambda m, d: d.site_xpos``) is bound once; anything else
+        is called each step and copied (it must keep its first call's shape).
       video: write an MP4 here (needs ``imageio``; headless with ``MUJOCO_GL=egl``).
       camera: the camera to render (name or index; default the free camera).
       fps: video frames per simulated second.
 
-    Returns:
-      The :class:`Trace`.
-
     Raises:
-      ControllerError: the controller raised, called ``sys.exit``, or returned the
-        wrong shape, None, a complex or a non-finite control (the message names the
-        step and time).
-      ParameterError: a bad duration, control period, keyframe, seed or imperfection
-        (a :class:`~.imperfections.Delay` as long as the run).
+      ControllerError: the controller raised, exited, or returned a bad control (naming the step and time).
+      ParameterError: a bad duration, control period, keyframe, seed or imperfection.
       StateError: a wrong-sized or non-finite initial state, or an all-zero quaternion.
     """
     from crossdyn.experiments.core.models import load_model
@@ -390,12 +359,7 @@ class _Run:
         return self.trace(rows, stopped, warnings)
 
     def _steps(self, controller, bound, per: int, stop, film) -> tuple[int, str | None]:
-        """The control steps: ``(rows recorded, why the run stopped early or None)``.
-
-        Everything the loop touches is bound to a local first: in the loop a local is a
-        fast lookup, an attribute a slow one, and this loop runs a thousand times per
-        simulated second.
-        """
+        """The control steps: ``(rows recorded, why the run stopped early or None)``; all bound to locals first."""
         model, data = self.model, self.data
         compiled = getattr(controller, "step_address", None)
         if compiled is not None and not (bound.sense or bound.act or bound.push or self.computed) \
@@ -526,11 +490,8 @@ _WATCHED = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, 
 
 @contextlib.contextmanager
 def _quiet(warnings: list[str]):
-    """MuJoCo's warnings collected into ``warnings`` (not printed), Python's cyclic collector paused.
-
-    The loop keeps nothing in reference cycles; the collector's passes over the growing
-    trace would cost more than the step itself.
-    """
+    """MuJoCo's warnings collected into ``warnings`` (not printed), Python's cyclic collector paused (the loop keeps
+    no cycles, and the collector's passes over the growing trace would cost more than the step)."""
     from crossdyn.experiments.core.models import mujoco_warnings
 
     collecting = gc.isenabled()

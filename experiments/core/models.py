@@ -24,11 +24,8 @@ __all__ = ["model_path", "load_model", "compile_warnings", "with_options", "body
 
 _log = logging.getLogger("crossdyn")
 
-# The most bodies crossdyn compiles.  MuJoCo's parse and compile time grows with
-# the square of the body count or faster (measured: 1,000 bodies 0.01 s, 10,000
-# 1.2 s, 50,000 55 s; 200,000 would be ~15 min with no progress shown), so a model
-# far beyond any robot is refused at once instead.  Robots have tens to hundreds
-# of bodies.
+# The most bodies crossdyn compiles: MuJoCo's compile time grows with the square of the
+# body count or faster, so a model far beyond any robot (tens to hundreds) is refused at once.
 MAX_BODIES = 10_000
 
 
@@ -50,16 +47,11 @@ def model_path(name_or_path: str | os.PathLike) -> Path:
 
 
 def load_model(name_or_path: str | os.PathLike) -> mujoco.MjModel:
-    """Compile an MJCF model from a built-in name or a path.
-
-    Args:
-      name_or_path: ``"two_link_arm"`` for ``mjcf/two_link_arm.xml``, or a path to
-        any MJCF (or URDF) file MuJoCo reads.
+    """Compile an MJCF (or URDF) model from a built-in name (``"two_link_arm"``: ``mjcf/two_link_arm.xml``) or a path.
 
     Raises:
       ModelError: the file is missing, describes more than :data:`MAX_BODIES`
-        bodies (:func:`check_size`), or MuJoCo cannot compile it; the message
-        carries the path and MuJoCo's first error line.
+        bodies, or MuJoCo cannot compile it (the path and MuJoCo's first error line).
     """
     path = model_path(name_or_path)
     check_size(path)
@@ -137,16 +129,10 @@ def mujoco_warnings():
 
 @contextlib.contextmanager
 def compile_warnings(path: str | os.PathLike):
-    """Collect MuJoCo's warnings while a model compiles, instead of letting it print them.
-
-    MuJoCo's default handler prints ``WARNING: ...`` to the terminal (and appends
-    to ``MUJOCO_LOG.TXT`` in the working folder), beside crossdyn's own one-line
-    message.  Inside this context the warnings are collected into the yielded
-    list; a NaN in the file, which MuJoCo only warns about (and then ignores the
-    value), is raised as an error.
+    """Collect MuJoCo's warnings while a model compiles (into the yielded list) instead of printing them.
 
     Raises:
-      ModelError: MuJoCo found a NaN in the file.
+      ModelError: MuJoCo found a NaN in the file (which it only warns about).
     """
     with mujoco_warnings() as collected:
         yield collected
@@ -160,12 +146,10 @@ def with_options(model: mujoco.MjModel, *, fields: dict[str, float] | None = Non
     """A copy of ``model`` with some of its ``opt`` fields (and model arrays) changed.
 
     Args:
-      model: compiled model (left unchanged; ``copy.copy`` of an ``MjModel`` copies
-        its arrays).
+      model: compiled model (left unchanged).
       fields: model arrays to fill with one value, e.g. ``{"dof_armature": 0.0}``;
-        names this MuJoCo version lacks are skipped (``dof_dampingpoly`` is new in 4.0).
-      **options: ``MjOption`` fields, e.g. ``integrator=mujoco.mjtIntegrator.mjINT_EULER``,
-        ``timestep=5e-4``, ``disableflags=...``; ``None`` values are skipped.
+        names this MuJoCo version lacks are skipped.
+      **options: ``MjOption`` fields, e.g. ``timestep=5e-4``; ``None`` values are skipped.
 
     Raises:
       AttributeError: no such option field.
@@ -185,17 +169,13 @@ def with_options(model: mujoco.MjModel, *, fields: dict[str, float] | None = Non
 
 
 def body_inertia(model: mujoco.MjModel, body: int | str, data: mujoco.MjData | None = None) -> np.ndarray:
-    """Inertia tensor of one body about its CoM, ``(3, 3)``, kg m^2.
-
-    MuJoCo stores the principal moments (``body_inertia``) in the principal frame
-    ``body_iquat``; this rotates them back: ``R diag(I) R^T``.
+    """Inertia tensor of one body about its CoM, ``(3, 3)``, kg m^2: ``R diag(body_inertia) R^T``.
 
     Args:
       model: compiled model.
       body: body id or name.
-      data: if given, the tensor is expressed in the world frame at ``data``'s
-        pose (``R = ximat``, which ``mj_kinematics`` fills); otherwise in the body
-        frame.
+      data: if given, the tensor is in the world frame at ``data``'s pose (``R = ximat``);
+        otherwise in the body frame (``R`` from ``body_iquat``).
     """
     bid = model.body(body).id
     R = data.ximat[bid].reshape(3, 3) if data is not None else quat_to_matrix(model.body_iquat[bid])

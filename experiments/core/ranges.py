@@ -1,17 +1,11 @@
 """Where a check's random states are drawn: from the model where it says, stated defaults elsewhere.
 
-A check passes "over 10,000 states" only over the states it tried, so the ranges
-are part of every report.  A joint with a range in the model (``limited``) is
-drawn in that range.  A hinge without one is drawn over several turns (a wheel
-turns many times: a derivation wrong only beyond one turn must not pass), a slide
-without one over a stated length; velocities and accelerations, which MJCF has no
-limits for, over stated defaults fast enough for wheels and swinging legs.  Each
-is settable: ``--q-range``, ``--qd-range``, ``--qdd-range``, ``--slide-range`` on
-the command line, ``q_range=``, ``qd_range=``, ``qdd_range=``, ``slide_range=`` in
-Python (``R`` for ``-R..R`` or a pair ``(LOW, HIGH)``).
-
-- :class:`Ranges`: the four ranges, validated (:func:`~crossdyn.experiments.core.validate.interval`).
-- :meth:`Ranges.describe`: the sentences a report prints.
+A check passes only over the states it tried, so the ranges are part of every
+report.  A joint with a range in the model is drawn in it; a hinge without one
+over several turns (a wheel turns many times), a slide without one over a stated
+length; velocities and accelerations, which MJCF does not limit, over stated
+defaults.  Each is settable (``--q-range``, ``q_range=``, ...: ``R`` for ``-R..R``
+or ``(LOW, HIGH)``).
 """
 
 from __future__ import annotations
@@ -87,11 +81,9 @@ class Ranges:
              n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``n`` random states: ``qpos (n, nq)``, ``qvel (n, nv)``, ``qacc (n, nv)``.
 
-        Hinges and slides with a range in the model are uniform in it, those without
-        in :attr:`q` / :attr:`slide`; free joints get a position in a
-        :data:`FREE_POSITION` cube and a uniformly random unit quaternion, ball
-        joints a random unit quaternion; velocities and accelerations are uniform
-        in :attr:`qd` and :attr:`qdd` on every dof.
+        Joints uniform in their model range, else :attr:`q` / :attr:`slide`; free
+        joints in a :data:`FREE_POSITION` cube, free and ball joints a uniformly
+        random unit quaternion; velocities and accelerations uniform in :attr:`qd`, :attr:`qdd`.
         """
         qpos = np.zeros((n, model.nq))
         for j in range(model.njnt):

@@ -7,18 +7,11 @@ An experiment module registers a function with :func:`experiment`::
         ...
         return {"passed": ..., "measured": "max |error| 1.3e-15 N m", ...}
 
-The function receives a :class:`~experiments.core.results.Context` (output folder,
-short mode, seed, parameters) and returns its metrics; ``"passed"`` (the expected
-outcome was met) and ``"measured"`` (the headline figure, one short line) are
-required.  Experiment modules are imported lazily by :func:`experiments`, so the
-CLI starts fast and a broken module names itself.
-
-Users register their own experiments the same way, in a file or module given to
-``crossdyn run --from`` (loaded by :func:`load_sources`) or in an installed
-package that declares the entry-point group :data:`ENTRY_POINT_GROUP`.  An
-``expected`` text may name parameters, ``"turn {turn_deg:g} deg"``: it is
-formatted with the values the run uses (``--set`` included).  ``tolerances``
-declares per-metric baseline tolerances (see :mod:`.baseline`).
+The function receives a :class:`~experiments.core.results.Context` and returns its
+metrics, ``"passed"`` and ``"measured"`` (one short line) required.  Modules are
+imported lazily by :func:`experiments`, so the CLI starts fast and a broken module
+names itself.  Users register theirs the same way, in a file or module given to
+``--from`` or in a package declaring the entry-point group :data:`ENTRY_POINT_GROUP`.
 """
 
 from __future__ import annotations
@@ -88,12 +81,7 @@ class Param:
 
 @dataclass(frozen=True)
 class Verdict:
-    """An experiment's judgement: did the outcome meet the expectation, and the headline figure.
-
-    Attributes:
-      passed: the expected outcome was met.
-      measured: the headline figure, one short line (the summary table's column).
-    """
+    """An experiment's judgement: ``passed`` (the expected outcome was met) and ``measured`` (one short line)."""
 
     passed: bool
     measured: str
@@ -110,18 +98,15 @@ class Experiment:
     Attributes:
       name: the CLI name, e.g. ``"two-link-lagrange"``.
       summary: what it does, one line.
-      expected: the expected outcome, one line (shown in the summary table); may
-        name parameters as ``{key}`` or ``{key:g}`` (see :meth:`expected_for`).
+      expected: the expected outcome, one line; may name parameters as ``{key}``
+        or ``{key:g}`` (see :meth:`expected_for`).
       run: ``run(ctx) -> metrics``.
       params: parameters settable with ``--set``.
       tolerances: baseline tolerance per metric name (dotted for nested metrics).
-      batch: ``batch(contexts) -> [metrics or exception, ...]``: many runs at once,
-        each result what ``run`` returns (or raises) for that context alone; sweeps
-        use it (:func:`batched`).
-      tuning: the experiment's own tune (a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`:
-        ``crossdyn tune COMMAND`` with its options, table, plans and summary), or None.  An
-        experiment with one is a tuning, listed by :func:`tunings`, not by :func:`experiments`
-        (``crossdyn run`` leaves it out).
+      batch: ``batch(contexts) -> [metrics or exception, ...]``, each what ``run``
+        returns (or raises) for that context alone (:func:`batched`).
+      tuning: the experiment's own tune (a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`),
+        or None; such an experiment is listed by :func:`tunings`, not :func:`experiments`.
     """
 
     name: str
@@ -208,17 +193,14 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
       expected: the expected outcome, one line; ``{key}`` fields are formatted
         with the parameter values of the run.
       params: parameters settable with ``--set``.
-      tolerances: baseline tolerances by metric name: a number is a relative
-        tolerance (``{"settle_s": 0.02}``: +-2 %), or a :class:`Tolerance` with
-        ``rel`` and ``abs``.  Other metrics use the default
-        (:data:`~crossdyn.experiments.core.baseline.DEFAULT_TOLERANCE`).
-      tuning: the experiment's own tune (see :class:`Experiment`); it is then listed by
-        :func:`tunings` only.
+      tolerances: baseline tolerances by metric name: a number is relative
+        (``{"settle_s": 0.02}``: +-2 %), or a :class:`Tolerance`; others use
+        :data:`~crossdyn.experiments.core.baseline.DEFAULT_TOLERANCE`.
+      tuning: the experiment's own tune (see :class:`Experiment`).
 
     Raises:
-      ParameterError: ``name`` is not a safe folder name (:data:`NAME_PATTERN`),
-        is already registered by another function, the expected text names an
-        unknown parameter, or a tolerance is not a non-negative number.
+      ParameterError: a name that is not a safe folder name or is taken, an
+        expected text naming an unknown parameter, or a negative tolerance.
     """
     _check_name(name)
     params = dict(params or {})
@@ -240,10 +222,8 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
 def batched(name: str):
     """Decorator registering ``batch(contexts) -> results`` as the batched form of experiment ``name``.
 
-    ``crossdyn tune`` then runs the experiment's sweeps a batch of contexts at a time
-    (e.g. their closed loops in :func:`~crossdyn.experiments.core.batch.simulate_batch`).
-    The contract: ``results[i]`` is exactly what ``run(contexts[i])`` returns, or the
-    exception it raises, so a sweep's rows are the same numbers whichever way it ran.
+    ``results[i]`` must be exactly what ``run(contexts[i])`` returns, or the
+    exception it raises, so a sweep's rows are the same whichever way it ran.
 
     Raises:
       ParameterError: no experiment ``name`` is registered (register it first).
@@ -275,12 +255,7 @@ def _load_entry_points() -> None:
 
 
 def experiments(sources: tuple[str, ...] | list[str] = ()) -> dict[str, Experiment]:
-    """All registered experiments, by name, in run order.
-
-    crossdyn's own systems register theirs through the same entry-point group as
-    any installed package (:data:`ENTRY_POINT_GROUP`; crossdyn's come first), then
-    those of ``sources`` (see :func:`load_sources`) follow.
-    """
+    """All registered experiments, by name, in run order (crossdyn's, installed packages', then ``sources``')."""
     _load_entry_points()
     load_sources(sources)
     return {name: exp for name, exp in _REGISTRY.items() if exp.tuning is None}
@@ -385,24 +360,13 @@ def _import_module(name: str) -> None:
 
 
 def loadable(exp: Experiment) -> bool:
-    """Whether a fresh process can load ``exp`` by name (to run it in a worker).
-
-    It can when ``exp`` is the registered experiment of its name and its function
-    lives in an importable module (crossdyn's, an installed package's, a ``--from``
-    file's, which workers load again); not when it was made on the fly, or is
-    defined in the running script (``__main__``: a worker would run the script
-    again, or cannot, for ``python -c``).
-    """
+    """Whether a fresh process can load ``exp`` by name: not one made on the fly or in ``__main__``."""
     module = getattr(getattr(exp.run, "__wrapped__", exp.run), "__module__", None)
     return _REGISTRY.get(exp.name) is exp and module not in (None, "__main__", "__mp_main__")
 
 
 def get(name: str) -> Experiment:
-    """One experiment by name.
-
-    Raises:
-      ParameterError: no such experiment (the message lists the known ones).
-    """
+    """One experiment by name; ParameterError (listing the known ones) if there is none."""
     registry = experiments()
     if name not in registry:
         own = tunings()

@@ -1,15 +1,10 @@
 """LQR for any MJCF: designed from MuJoCo's linearization with python-control, run in the generic loop.
 
-:func:`regulator` linearizes a model about an operating point (a keyframe held
-still: :func:`~crossdyn.experiments.core.linearize.linearize`), designs
-``u = u_op - K [dq, dqd]`` minimizing ``integral x'Qx + u'Ru dt``
-(:func:`crossdyn.controllers.balance.lqr`, which calls ``control.lqr``), and is
-itself the controller ``simulate`` calls.  :func:`measured_decay` checks the
-design against its own theory in the simulation: along the slowest closed-loop
-mode ``lambda`` (left eigenvector ``w`` of ``A - B K``) the state's projection
-``z = w^H x`` of the *linear* loop is ``z(0) e^(lambda t)``, so ``log |z|``
-falls with slope ``Re(lambda)`` whether the mode oscillates or not; the
-nonlinear, sampled loop MuJoCo runs agrees once the state is small.
+:func:`regulator` linearizes a model about a pose held still, designs ``u = u_op -
+K [dq, dqd]`` (:func:`crossdyn.controllers.balance.lqr`) and is itself the
+controller ``simulate`` calls.  :func:`measured_decay` checks the design against
+its own theory: along the slowest closed-loop mode ``lambda`` (left eigenvector
+``w``) the linear loop's ``log |w^H x|`` falls with slope ``Re(lambda)``.
 """
 
 from __future__ import annotations
@@ -148,17 +143,11 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
     rows at or after ``start`` whose ``|z|`` is above ``floor`` times its largest
     (below, round-off and the other modes' remains take over).
 
-    With noisy sensors (or pushes) ``|z|`` stops falling where the noise holds it:
-    a slope fitted across that floor measures the noise, not the design.  With
-    ``noise_floor`` (the default) the floor is found in the run itself, as the
-    level of its last quarter when that quarter no longer falls (its change is
-    within its own scatter), and the fit ends where ``|z|`` first comes within a
-    decade of it.  When that leaves fewer than ten rows after ``start`` (the
-    window sits on the floor), a ``RuntimeWarning`` says so and the slope of the
-    whole window is returned.
-
-    Raises:
-      ParameterError: fewer than ten rows to fit.
+    With noisy sensors ``|z|`` stops falling where the noise holds it, so by default
+    (``noise_floor``) the fit ends where ``|z|`` first comes within a decade of the
+    level of the run's last quarter, when that quarter no longer falls; a
+    ``RuntimeWarning`` says when that leaves fewer than ten rows (the whole window
+    is then fitted).
     """
     lin, K = reg.linearization, reg.design.K
     closed = lin.A - lin.B @ K

@@ -1,14 +1,5 @@
-"""What a check's truth leaves out, in words: what the mode left out, what was switched off.
-
-- :func:`carriers`: which joints, tendons, actuators or bodies carry an effect
-  (armature, damping, stiffness, gravcomp) and with what value.
-- :func:`elements`: per element, what ``--dynamics`` put in or left out of the truth.
-- :func:`switched_off`: sentences on the constraints the truth switches off and how
-  many rows the model as it comes had active ("contacts off: 36 rows were active
-  at state 0").
-
-The report itself, its off entries and its text are
-:mod:`crossdyn.experiments.core.checks.report`'s, the one report of every check.
+"""What a check's truth leaves out, in words: which elements carry each effect, what the mode put in or
+left out, and what the truth switched off (the report itself is :mod:`crossdyn.experiments.core.checks.report`'s).
 """
 
 from __future__ import annotations

@@ -10,25 +10,13 @@ Layout under the output folder (default ``results/``)::
     DIR/summary.md          the same as a table
     DIR/index.html          the report to open in a browser (:mod:`.html_report`)
 
-Experiments run in worker processes (:mod:`.isolation`; one for a serial run,
-``workers`` for a parallel one), so an experiment that calls ``sys.exit``,
-``os._exit``, segfaults or hangs past its ``timeout`` is recorded as ``crashed``
-(with how its process ended) or ``timed out``, and the others go on.  What an
-experiment returns is judged in one place, :func:`check_metrics`: only a real
-boolean ``passed`` is a verdict.
-
-Results flow one way: a worker sends the experiment's metrics back; this process
-writes them and keeps them in the :class:`Outcome`, from which the summary, the
-baseline comparison, JUnit and the report are made; nothing reads back a file
-the run wrote.  An experiment's folder is emptied of files when it starts, so
-its files afterwards are this run's (no modification times compared).
-
-Each experiment's metrics are written as soon as it finishes, atomically, so a run
-that fails halfway keeps everything finished before it.  A run first removes the
-previous run's summary.md and index.html and writes them again only when every
-experiment has finished, so an interrupted run never leaves an old summary beside
-new metrics.  Metrics, summary and report are the same whatever the number of
-workers (rows in run order).
+Experiments run in worker processes (:mod:`.isolation`), so one that exits,
+segfaults or hangs past its ``timeout`` is recorded as ``crashed`` or ``timed
+out`` and the others go on.  Results flow one way: nothing reads back a file the
+run wrote.  Each experiment's folder is emptied when it starts and its metrics
+are written atomically when it ends; summary.md and index.html are removed first
+and written only when every experiment has finished, so an interrupted run never
+leaves an old summary beside new metrics.
 """
 
 from __future__ import annotations
@@ -109,17 +97,13 @@ def make_out_dir(path: str | os.PathLike) -> Path:
 def write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` atomically: a reader sees the old file or the new one, never a part.
 
-    The text goes to a temporary file of a name unique to this write (process id
-    and a random part) in the same folder, then replaces ``path`` in one
-    ``os.replace``; so any number of processes may write the same file at once.
-    The file is created with ``open(..., "x")``, so it gets the usual permissions
-    (``tempfile``'s are private to the owner).  It is UTF-8; what UTF-8 cannot
-    hold (a lone surrogate from user code) is written as its ``\\udXXX`` escape,
-    so nothing is lost and the file stays valid.
+    The temporary file's name is unique to this write, so any number of processes
+    may write the same file at once; ``open(..., "x")`` gives it the usual
+    permissions.  What UTF-8 cannot hold (a lone surrogate from user code) is
+    written as its ``\\udXXX`` escape.
 
     Raises:
-      OSError: naming ``path`` (a full disk included, which the OS reports
-        without a file name); ``path`` is then as it was.
+      OSError: naming ``path`` (a full disk included); ``path`` is then as it was.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,8 +135,7 @@ class Context:
       seed: the seed for every random draw.
       params: parameter values (defaults updated with ``--set``).
       video: render an MP4 where the experiment supports it.
-      plots: draw plots (``crossdyn tune`` runs an experiment many times and
-        draws none: :meth:`savefig` then writes nothing).
+      plots: draw plots (``crossdyn tune`` draws none: :meth:`savefig` then writes nothing).
     """
 
     name: str
@@ -176,17 +159,12 @@ class Context:
 class Outcome:
     """One experiment's result: the summary row, and what the baselines, JUnit and the report need.
 
-    Everything a run reports flows from here, in memory: nothing reads back the
-    files the run wrote.
-
     Attributes:
       name, expected, measured, passed: the summary row (``expected`` with the
         run's parameter values filled in).
       seconds: wall-clock time.
-      error: the one-line error of an experiment that crashed, timed out,
-        refused its input or returned something that is not a result.
-      files: what the experiment wrote in this run (plots, videos, tables),
-        relative to the output folder.
+      error: the one-line error of an experiment that did not return a result.
+      files: what the experiment wrote in this run, relative to the output folder.
       baseline: the comparison with a stored baseline, when one was given.
       metrics: the metrics.json content (the run's conditions included).
       detail: the full text behind ``error`` (a traceback), as error.txt holds it.
@@ -220,15 +198,11 @@ class Outcome:
 def check_metrics(name: str, returned) -> dict:
     """What an experiment returned, checked, as the JSON-ready metrics to store: the one place that judges it.
 
-    Only a real boolean ``passed`` is a verdict (``True``, ``False``, or NumPy's
-    booleans): the text ``"False"``, a NaN, a number or None is refused, so no
-    junk can count as a pass.
+    Only a real boolean ``passed`` is a verdict: the text ``"False"``, a NaN, a
+    number or None is refused, so no junk can count as a pass.
 
     Raises:
-      ParameterError: naming the experiment: not a dict; no ``passed`` or
-        ``measured``; ``passed`` not a boolean; ``measured`` not text; a value
-        JSON cannot store; nesting too deep; two metrics that flatten to one
-        baseline name.
+      ParameterError: naming the experiment and what is wrong with its metrics.
     """
     where = f"experiment {name!r}"
     if not isinstance(returned, Mapping):
@@ -269,13 +243,11 @@ def _describe(exc: BaseException) -> str:
 
 
 def _execute(exp: Experiment, ctx: Context, real_interrupt=lambda exc: False) -> dict:
-    """Run one experiment and judge what it returned (:func:`check_metrics`), catching everything it raises.
+    """Run one experiment and judge what it returned, catching everything it raises.
 
-    Returns ``{"status": "ok" | "error" | "crashed", "metrics", "error", "detail",
-    "seconds"}``: plain data, so that a worker process can send it back.  A
-    forked child of the experiment that returns here ends at once: only the
-    process that ran it gives a result.  ``real_interrupt(exc)`` tells a real
-    Ctrl-C, which propagates, from a ``KeyboardInterrupt`` the experiment raised.
+    Returns plain data a worker can send back: ``{"status", "metrics", "error",
+    "detail", "seconds"}``.  ``real_interrupt(exc)`` tells a real Ctrl-C, which
+    propagates, from a ``KeyboardInterrupt`` the experiment raised.
     """
     me = os.getpid()
     start = time.perf_counter()
@@ -333,19 +305,12 @@ def _init_worker(sources: tuple[str, ...]) -> None:
 
 def experiment_pool(workers: int, sources: tuple[str, ...] | list[str] = (),
                     start_timeout: float | None = None) -> isolation.Pool:
-    """The pool of worker processes a run's experiments go to (:mod:`.isolation`).
-
-    Each worker loads the registry with ``sources``.  Start one worker with
-    ``pool.start()`` before importing users' files in this process, and a file
-    that ends the process while being imported ends a worker instead
-    (:class:`~.isolation.WorkerStartError`, one line).
-    """
+    """The pool of worker processes a run's experiments go to; each loads the registry with ``sources``."""
     return isolation.Pool(workers, initializer=_init_worker, initargs=(tuple(sources),),
                           start_timeout=start_timeout)
 
 
-# With a time limit, a worker may take this long to start on top of it: a fresh interpreter importing
-# MuJoCo and crossdyn takes 1-2 s, far more on a loaded CI machine; the users' files take the rest.
+# A worker may take this long to start on top of a time limit: importing MuJoCo is slow on a loaded CI machine.
 START_ALLOWANCE = 60.0
 
 
@@ -353,11 +318,10 @@ def pool_with_sources_imported(sources: tuple[str, ...] | list[str], workers: in
                                timeout: float | None = None, option: str = "--from") -> isolation.Pool:
     """An :func:`experiment_pool` whose first worker has imported users' ``sources``.
 
-    Call it before importing the files in this process.  A file that ends the
-    worker while being imported (``os._exit``, a segfault, ``abort()``) or, with
-    ``timeout``, is still importing after ``timeout`` + :data:`START_ALLOWANCE`
-    seconds (the worker is then killed) is a one-line error here, instead of
-    ending or holding this process.  The caller runs on the pool or terminates it.
+    Call it before importing the files in this process: a file that ends the
+    worker while being imported, or is still importing after ``timeout`` +
+    :data:`START_ALLOWANCE` seconds, is a one-line error here instead of ending or
+    holding this process.  The caller runs on the pool or terminates it.
 
     Args:
       sources: ``.py`` paths or module names.
@@ -366,8 +330,7 @@ def pool_with_sources_imported(sources: tuple[str, ...] | list[str], workers: in
       option: how the user gave the sources, for the message (``--from``).
 
     Raises:
-      ParameterError: as above, or the file's own import error (a syntax error,
-        an exception, a taken name), said by the worker.
+      ParameterError: as above, or the file's own import error, said by the worker.
     """
     start_timeout = None if timeout is None else timeout + START_ALLOWANCE
     pool = experiment_pool(workers, sources, start_timeout=start_timeout)
@@ -416,8 +379,7 @@ def _outcome(job: _Job, expected: str, payload: dict, out: Path) -> Outcome:
     """Write one experiment's metrics.json, timing.json (and error.txt) and return its Outcome.
 
     Raises:
-      OSError: the experiment found the disk full (the run stops: exit 2), or
-        writing its files failed.
+      OSError: the disk is full (the run stops: exit 2), or writing its files failed.
     """
     out_dir = Path(job.out_dir)
     status, error = payload["status"], payload["error"]
@@ -467,14 +429,9 @@ def run_experiments(
 ) -> list[Outcome]:
     """Run experiments, writing each one's results as it finishes, then the summary and report.
 
-    ``overrides`` (``--set``) are validated against every selected experiment
-    before anything runs, so a typo fails at once rather than after an hour.
-
-    Experiments run in worker processes (:mod:`.isolation`), ``workers`` at a
-    time, one worker for a serial run: an experiment that exits, crashes or
-    hangs past ``timeout`` is recorded as ``crashed`` (with how its process
-    ended) or ``timed out``, and the others go on.  A real Ctrl-C stops the run
-    (``KeyboardInterrupt``) and its workers.
+    ``overrides`` are validated against every selected experiment before
+    anything runs, so a typo fails at once.  A real Ctrl-C stops the run and its
+    workers (``KeyboardInterrupt``).
 
     Args:
       selected: the experiments, in run order (the summary's order).
@@ -482,17 +439,13 @@ def run_experiments(
       short, seed, overrides, video: what every experiment's :class:`Context` gets.
       progress: show a progress bar on stderr.
       workers: worker processes at once.
-      sources: users' files and modules the experiments come from (``--from``),
-        loaded again by each worker process.
-      baseline: stored baselines by experiment name (:func:`.baseline.load`);
-        each outcome then carries its :class:`~.baseline.Comparison`.
+      sources: users' files and modules the experiments come from (``--from``).
+      baseline: stored baselines by experiment name (:func:`.baseline.load`).
       allow_new: a missing or empty baseline passes (``--allow-new``).
       command: the command line shown in index.html (default: this process's).
       timeout: seconds each experiment may run (None: no limit).
       isolate: run in worker processes.  None (default): when every experiment
-        is registered (a fresh process can find it by name); an
-        :class:`Experiment` made on the fly in Python then runs in this process
-        (one worker only, no ``timeout``).
+        is registered; one made on the fly in Python then runs in this process.
       pool: a started :func:`experiment_pool` to use (and close) instead of a new one.
 
     Raises:
@@ -566,8 +519,7 @@ def _compare(outcome: Outcome, stored: dict | None, tolerances, allow_new: bool)
 
 
 def _in_workers(jobs: dict[str, _Job], out: Path, workers: int, sources, timeout, pool):
-    """``(name, payload)`` of each job as it finishes, from worker processes started now (before a
-    progress bar's thread: forks of this process, see :mod:`.isolation`)."""
+    """``(name, payload)`` of each job as it finishes, from worker processes started now."""
     names = list(jobs)
     if workers > 1 and len(names) > 1:
         names = longest_first(names, out)  # read before the folders are emptied
@@ -586,11 +538,7 @@ def _from_pool(pool: isolation.Pool, jobs: dict[str, _Job], names: list[str], ti
 
 
 def longest_first(names: list[str], out: Path) -> list[str]:
-    """``names`` by the wall time each took in the previous run in ``out`` (``NAME/timing.json``), longest first.
-
-    So that one long experiment does not start last and leave the other workers
-    idle; experiments never timed keep their order, first.
-    """
+    """``names`` by the wall time each took in the previous run in ``out``, longest first (never timed: first)."""
 
     def last_time(name: str) -> float:
         try:
@@ -624,11 +572,9 @@ def _cell(text: str) -> str:
 
 
 def summary_table(outcomes: list[Outcome], markdown: bool = False) -> str:
-    """The summary table: experiment, expected outcome, measured figure, pass/fail.
+    """The summary table: experiment, expected, measured, pass/fail (and baseline drift, when compared).
 
-    With a baseline comparison a fifth column says whether each drifted.  The
-    terminal table's cells are one line each, escaped and shortened
-    (:func:`~.safe_text.one_line`); the Markdown one keeps the full text.
+    The terminal table's cells are one line each, shortened; the Markdown one keeps the full text.
     """
     header: tuple[str, ...] = ("experiment", "expected", "measured", "result")
     rows: list[tuple[str, ...]] = [(o.name, o.expected, o.measured, "pass" if o.passed else "FAIL") for o in outcomes]
@@ -665,14 +611,9 @@ def run(
     Args:
       names: one experiment name, a list of them, or None for all.
       out: output folder (each experiment writes ``out/NAME/``).
-      short: the reduced versions the test suite runs.
-      seed: seed of every random draw.
-      params: experiment parameters by name, as ``--set`` takes them (values
-        may be numbers or strings; each is validated against its ``Param``).
-      video: render MP4s where an experiment supports it.
-      workers: processes to run them in, as ``--workers``.
-      sources: users' experiment files or modules, as ``--from``.
-      timeout: seconds each experiment may run, as ``--timeout`` (None: no limit).
+      short, seed, video, workers, sources, timeout: as ``--short``, ``--seed``,
+        ``--video``, ``--workers``, ``--from``, ``--timeout``.
+      params: experiment parameters by name, as ``--set`` takes them (numbers or strings).
 
     Returns:
       One :class:`Outcome` per experiment, in run order.

@@ -1,11 +1,8 @@
-"""MuJoCo as ground truth: batched inverse dynamics, mass matrix and bias forces.
+"""MuJoCo as ground truth: batched ``mj_inverse``, ``mj_fullM`` and ``qfrc_bias``, and the truth's model.
 
-``mj_inverse`` returns ``qfrc_inverse = M qacc + bias - qfrc_passive -
-qfrc_constraint``; the functions here evaluate it (and ``mj_fullM``,
-``qfrc_bias``) over batches of states in MuJoCo's coordinate layout, and
 :func:`truth_model` makes the copy of a model as it comes whose ``mj_inverse`` a
-check compares with (``--dynamics rigid-body`` or ``as-modeled``, constraints off);
-:class:`ConstraintTally` counts what switching the constraints off left out.
+check compares with (constraints off); :class:`ConstraintTally` counts what
+switching the constraints off left out.
 """
 
 from __future__ import annotations
@@ -49,13 +46,10 @@ def as_rows(name: str, value, size: int) -> np.ndarray:
 
 
 def as_state_batch(model: mujoco.MjModel, qpos, qvel, qacc) -> tuple[np.ndarray, ...]:
-    """Validate a state and broadcast it to a batch: ``(N, nq), (N, nv), (N, nv)``.
-
-    A single state (1-D arrays) becomes a batch of one.
+    """Validate a state and broadcast it to a batch: ``(N, nq), (N, nv), (N, nv)`` (a single state: a batch of one).
 
     Raises:
-      StateError: wrong trailing sizes, or NaN/inf entries (the message names
-        which array and which row).
+      StateError: wrong trailing sizes, or NaN/inf entries (naming the array and the row).
     """
     arrays = [as_rows(name, value, size)
               for name, value, size in (("q", qpos, model.nq), ("qd", qvel, model.nv), ("qdd", qacc, model.nv))]
@@ -128,11 +122,9 @@ _KIND = {
 
 
 class ConstraintTally:
-    """Count, state by state, the constraint rows the model *as it comes* has active.
+    """Count, state by state, the constraint rows the model *as it comes* has active (the truth switches them off).
 
-    The truth switches them off; the report says what that left out, e.g.
-    "contacts off: 36 rows were active at state 0".  Kinds: ``contacts``,
-    ``limits``, ``equality``, ``frictionloss``.
+    Kinds: ``contacts``, ``limits``, ``equality``, ``frictionloss``.
 
     Attributes:
       first: per kind, ``(state index, rows)`` of the first state with rows active.
@@ -165,21 +157,16 @@ def inverse_dynamics(model: mujoco.MjModel, qpos, qvel, qacc, data: mujoco.MjDat
 
     Args:
       model: compiled model.
-      qpos: positions, ``(N, nq)`` or ``(nq,)``.
-      qvel: velocities, ``(N, nv)`` or ``(nv,)``.
-      qacc: accelerations, ``(N, nv)`` or ``(nv,)``.
+      qpos, qvel, qacc: ``(N, nq)``, ``(N, nv)``, ``(N, nv)``, or one state.
       data: optional scratch ``MjData`` to reuse.
-      unconstrained: refuse any state at which a constraint is active (a contact,
-        a reached joint limit): its force would be in ``qfrc_inverse``.
+      unconstrained: refuse any state at which a constraint is active.
 
     Returns:
-      Generalized forces, ``(N, nv)`` (N m for hinges, N for slides).  Includes
-      whatever passive and constraint forces the model has; use
-      :func:`truth_model` first for a check.
+      Generalized forces, ``(N, nv)`` (N m for hinges, N for slides), with whatever
+      passive and constraint forces the model has (see :func:`truth_model`).
 
     Raises:
-      ModelError: with ``unconstrained``, a state with active constraints (the
-        message names the state and the constraint kinds).
+      ModelError: with ``unconstrained``, a state with active constraints (named).
     """
     qpos, qvel, qacc = as_state_batch(model, qpos, qvel, qacc)
     data = mujoco.MjData(model) if data is None else data

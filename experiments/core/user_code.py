@@ -1,23 +1,13 @@
 """A user's Python file and function, imported and called so they cannot fake a verdict.
 
-``crossdyn check derivation FILE.py:FUNC`` runs code crossdyn did not write.  Left
-alone, that code could end the process with ``sys.exit(0)`` (which CI reads as a
-pass, with no report), raise ``KeyboardInterrupt`` (reported as if the user had
-pressed Ctrl-C) or return something that is not torques (a string, a generator,
-complex numbers whose imaginary part NumPy drops).  Here each of those becomes a
-:class:`~crossdyn.experiments.core.errors.DerivationError` naming the cause, which
-the CLI prints as one line with exit 2.
-
-- :func:`import_file` imports a file the way ``python FILE.py`` would see its
-  neighbours: its folder goes first on ``sys.path``, so helper modules beside it
-  import.
-- :func:`call` calls a user function and checks that it returned real numbers.
-- :func:`given_copies` and :func:`refuse_writes`: the user's function gets copies of
-  the states, so crossdyn never compares at a state the function changed, and a
-  function that writes into its input is told so.
-- :func:`quiet_arithmetic` and :func:`users_errstate`: NumPy's overflow warnings
-  from crossdyn's own arithmetic on a user's huge values stay off stderr, while
-  the user's function runs under the caller's settings.
+``crossdyn check derivation FILE.py:FUNC`` runs code crossdyn did not write, which
+could ``sys.exit(0)`` (a pass to CI, with no report), raise ``KeyboardInterrupt``
+(as if Ctrl-C were pressed) or return something that is not torques (complex
+numbers whose imaginary part NumPy drops).  Here each becomes a
+:class:`~crossdyn.experiments.core.errors.DerivationError` naming the cause (one
+line, exit 2).  The user's function gets copies of the states
+(:func:`given_copies`), and NumPy's overflow warnings from crossdyn's own
+arithmetic on its huge values stay off stderr (:func:`quiet_arithmetic`).
 """
 
 from __future__ import annotations
@@ -49,13 +39,9 @@ class UserExit(DerivationError):
 
 
 class _CtrlC:
-    """Tells a real Ctrl-C from a ``KeyboardInterrupt`` raised by user code.
+    """Tells a real Ctrl-C (recorded by a SIGINT handler) from a ``KeyboardInterrupt`` raised by user code.
 
-    While :func:`_watch_ctrl_c` is active, SIGINT goes through a handler that
-    records it before raising ``KeyboardInterrupt``; an interrupt without that
-    record came from a ``raise`` in the user's code.  Signal handlers can only be
-    set from the main thread; elsewhere every ``KeyboardInterrupt`` is taken as
-    real.
+    Handlers can only be set from the main thread; elsewhere every interrupt is taken as real.
     """
 
     pressed = False
@@ -135,12 +121,10 @@ def where(exc: BaseException) -> str:
 
 
 def import_file(path: str | Path) -> ModuleType:
-    """Import a Python file as ``python FILE.py`` would see it: its folder first on ``sys.path``.
+    """Import a Python file as ``python FILE.py`` would see it: its folder first on ``sys.path`` (kept there).
 
-    The module is registered under its file's stem (so helper modules that
-    ``import`` it get the same module) unless that name is taken by another
-    module, in which case it gets a private name.  The folder stays on
-    ``sys.path``: functions that import lazily still find their helpers.
+    The module is registered under its file's stem unless that name is taken, so
+    helper modules that ``import`` it get the same module.
 
     Raises:
       DerivationError: the file is missing or not Python, or importing it raises
@@ -179,12 +163,9 @@ def import_file(path: str | Path) -> ModuleType:
 def as_numbers(value, label: str) -> np.ndarray:
     """A user's return value as a float array, refusing anything that is not real numbers.
 
-    Refused, each with its own message: ``None``, strings, bytes, dicts,
-    generators and other iterators, arrays of objects or strings, booleans, and
-    complex numbers (NumPy would silently drop the imaginary part).
-
     Raises:
-      DerivationError: naming the type found and what is expected.
+      DerivationError: ``None``, text, dicts, iterators, object arrays, booleans or
+        complex numbers (NumPy would drop the imaginary part), naming the type found.
     """
     if isinstance(value, (str, bytes, bytearray, dict)) or value is None:
         raise DerivationError(f"{label} returned a {type(value).__name__}; expected an array of torques")
@@ -225,12 +206,7 @@ def call(fn: Callable, *args, label: str = "derivation") -> np.ndarray:
 
 
 def given_copies(args: tuple) -> tuple:
-    """Fresh copies of the arrays handed to a user's function (other arguments as they are).
-
-    The function may write into them (``q[:] = 0``, ``np.abs(q, out=q)``); crossdyn
-    keeps its own arrays, compares at the states it drew, and :func:`refuse_writes`
-    tells the function's author.
-    """
+    """Fresh copies of the arrays handed to a user's function; see :func:`refuse_writes`."""
     return tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args)
 
 
@@ -271,10 +247,9 @@ _USERS_ERRSTATE: list[dict] = []
 def quiet_arithmetic(check: Callable) -> Callable:
     """Decorate a check: NumPy's overflow, invalid-value and divide warnings off inside it.
 
-    A user's function returning ``1e308`` makes crossdyn's own ``error = yours -
-    MuJoCo's`` overflow; the report says the value is off (an infinite error
-    fails), and stderr stays clean.  The user's function, called through
-    :func:`users_errstate`, still runs under the caller's settings.
+    A user's ``1e308`` makes crossdyn's ``yours - MuJoCo's`` overflow: the report says
+    so and stderr stays clean; the user's function (:func:`users_errstate`) runs
+    under the caller's settings.
     """
 
     @functools.wraps(check)

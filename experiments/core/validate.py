@@ -1,16 +1,9 @@
 """One validation of the numbers a check takes, shared by the command line and the Python API.
 
-``crossdyn check ... --atol nan`` and ``check_mass_matrix(..., atol=float("nan"))``
-are refused by the same function with the same sentence: the command line turns
-the :class:`~crossdyn.experiments.core.errors.ParameterError` into argparse's
-one-line error (exit 2), Python raises it.  A tolerance of ``inf`` would pass any
-function, NaN would fail every one (``|error| <= nan`` is never true) and a
-negative one no exact function: each is refused, never reported as a verdict.
-
-- :func:`seed`: a whole number from 0 to :data:`SEED_MAX`.
-- :func:`count`: a whole number in a range (``samples``).
-- :func:`tolerance`, :func:`tolerances`: finite, from 0 to :data:`ATOL_MAX` / :data:`RTOL_MAX`.
-- :func:`interval`: a finite ``(low, high)`` range of sampled states, or ``R`` for ``(-R, R)``.
+``--atol nan`` and ``atol=float("nan")`` are refused by the same function with the
+same sentence (argparse's one-line error, or a ParameterError).  A tolerance of
+``inf`` would pass any function, NaN would fail every one and a negative one
+every exact one: each is refused, never reported as a verdict.
 """
 
 from __future__ import annotations
@@ -31,9 +24,7 @@ SEED_MAX = 2**32 - 1
 ATOL_MAX = 1e6
 # Relative tolerance ceiling: 1 already accepts an answer off by 100 %.
 RTOL_MAX = 1.0
-# Random states per check.  States stream through in chunks (bounded memory), so
-# the cap only bounds the time: each state costs ~4 + nv mj_inverse calls, 1e9
-# states are days of work.
+# Random states per check: states stream through in chunks (bounded memory), so the cap only bounds the time.
 SAMPLES_MAX = 1_000_000_000
 # Largest bound of a sampled range (rad, m, rad/s, rad/s^2): squares of velocities
 # stay far from overflow (1e6^2 = 1e12) and MuJoCo's "huge value" warning (1e10).
