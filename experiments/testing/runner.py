@@ -1,10 +1,5 @@
-"""The plugin's only contact with crossdyn's experiment runner (:mod:`crossdyn.experiments.core.results`).
-
-Everything the pytest items need from a run goes through :func:`run_short` (and the
-summary of a whole session through :func:`write_summary`), so that a change to
-how experiments are run (isolation, time limits, metrics held in memory) is
-taken up here and nowhere else in :mod:`crossdyn.testing`.
-"""
+"""The plugin's only contact with crossdyn's experiment runner (:mod:`crossdyn.experiments.core.results`),
+so a change to how experiments run is taken up here and nowhere else in :mod:`crossdyn.testing`."""
 
 from __future__ import annotations
 
@@ -27,8 +22,7 @@ class Ran:
     """One experiment's run, as a pytest item judges it.
 
     Attributes:
-      name: the experiment.
-      out_dir: its folder (metrics.json, timing.json, plots).
+      name: the experiment; out_dir: its folder (metrics.json, timing.json, plots).
       expected, measured: the expected outcome (parameters filled in) and the headline figure.
       metrics: its metrics.json content (``{}`` if none could be read).
       error: the one-line error of a crash or a refused input, else None.
@@ -55,7 +49,7 @@ def run_short(experiments: list, out: Path, *, seed: int, workers: int, sources:
       workers: processes to run them in (1: this process).
       sources: the users' files and modules they come from (loaded again by worker processes).
       command: the command line index.html shows.
-      timeout: each experiment's time limit, s (one over it is stopped: ``timed out``).
+      timeout: each experiment's time limit, s.
 
     Returns:
       One :class:`Ran` per experiment, by name.
@@ -71,14 +65,8 @@ def run_short(experiments: list, out: Path, *, seed: int, workers: int, sources:
 
 
 def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, started: float | None = None) -> None:
-    """Write ``out/summary.json``, ``summary.md`` and ``index.html`` for the experiments a session ran.
-
-    Args:
-      out: the output folder (``--crossdyn-out``), holding ``NAME/metrics.json`` per row.
-      rows: the :attr:`Ran.row` of each experiment, in the order to show them.
-      seed, command: shown in index.html.
-      started: when the session started (time.time()), shown in index.html.
-    """
+    """Write ``out/summary.json``, ``summary.md`` and ``index.html`` for the experiments a session ran,
+    ``rows`` being each one's :attr:`Ran.row`; ``seed``, ``command`` and ``started`` (time.time()) are shown."""
     from crossdyn.experiments.core.html_report import write_report
     from crossdyn.experiments.core.results import Outcome, summary_table, write_json, write_text
 

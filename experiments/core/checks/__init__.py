@@ -8,14 +8,8 @@
 - :mod:`.forward_dynamics`: ``fn(q, qd, tau) -> qdd``;
 - :mod:`.linearization`: ``fn(q, qd, u) -> (A, B)`` against ``linearize``.
 
-Each takes the options of one definition, :class:`.options.CheckOptions`, and
-returns the one report type, :class:`.report.CheckReport`, as ``check derivation``
-(inverse dynamics, :mod:`crossdyn.experiments.core.derivation`) does; the
-machinery they share is in :mod:`.options` (the options, a check's first and last
-steps), :mod:`.common` (the user's function, states, MuJoCo's warnings,
-hypotheses), :mod:`.names` (joints by their bodies, coordinate conventions),
-:mod:`.passive` (the model's passive effects) and :mod:`.inertial` (the
-inertial-parameter fit).
+Each takes the options of :class:`.options.CheckOptions` and returns the one report
+type, :class:`.report.CheckReport`, as ``check derivation`` (inverse dynamics) does.
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
 """``crossdyn check forward-dynamics``: a hand-derived ``qdd = fn(q, qd, tau)`` against ``mj_forward``.
 
-The truth is ``qacc`` of ``mj_forward`` with ``qfrc_applied = tau`` on the truth's
-copy of the model (constraints off; ``--dynamics rigid-body`` or ``as-modeled``).
-Random states draw ``(q, qd)`` and an acceleration ``qdd``, and take
-``tau = mj_inverse(q, qd, qdd)`` of the truth, so the torques are of the size the
-robot's own motions need (given states are rows ``q, qd, tau``).
-
-A forward dynamics that is wrong is the exact inverse of *some* inverse dynamics
-``tau = M_yours qdd + c_yours + g_yours``.  On a mismatch a second pass recovers
-what it implies:
-
-- the force residual ``r = mj_inverse(q, qd, qdd_yours) - tau``: minus the error a
-  ``check derivation`` of that inverse dynamics would find, so the model's
-  passive effects and the inertial-parameter fit (``-r = Y(q, qd, qdd_yours) dpi``)
-  name it the same way;
-- at a few states, the implied terms by the unit-vector method on the forward
-  dynamics: ``M_yours^-1 = [f(q, 0, e_i) - f(q, 0, 0)]``,
-  ``g_yours = -M_yours f(q, 0, 0)``, ``c_yours = -M_yours f(q, qd, 0) - g_yours``,
-  each compared with MuJoCo's: which term is off, and where.
+The truth is ``qacc`` with ``qfrc_applied = tau``.  Random states draw ``(q, qd, qdd)``
+and take ``tau = mj_inverse(q, qd, qdd)``, so torques are of the size the robot's
+own motions need.  A wrong forward dynamics is the exact inverse of *some* inverse
+dynamics, so on a mismatch the force residual ``mj_inverse(q, qd, qdd_yours) - tau``
+is explained as ``check derivation`` would (passive effects, inertial parameters),
+and at a few states the implied ``M``, ``c`` and ``g`` (the unit-vector method on
+``fn``) are compared with MuJoCo's.
 """
 
 from __future__ import annotations
@@ -71,12 +60,11 @@ def check_forward_dynamics(fn, model: mujoco.MjModel | str | os.PathLike, **opti
 
     Args:
       fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``;
-        returns ``(nv,)`` accelerations (rad/s^2, m/s^2) for generalized forces ``tau``.
+        returns ``(nv,)`` accelerations (rad/s^2, m/s^2).
       model: the compiled model, or a built-in name or MJCF/URDF path.
       options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``,
         ``samples``, ``seed``, ``states`` (``(qpos, qvel, tau)``), ``q_range``, ``qd_range``,
-        ``qdd_range`` (random torques are those of random accelerations), ``slide_range``,
-        ``atol`` and ``rtol`` (against ``|MuJoCo's qacc|``).
+        ``qdd_range``, ``slide_range``, ``atol``, ``rtol``.
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``qdd``.

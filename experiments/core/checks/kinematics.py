@@ -1,21 +1,10 @@
 """``crossdyn check kinematics``: a hand-derived forward kinematics against MuJoCo's.
 
-The user's ``fn(q)`` returns the world position of a site (or of a body's frame
-origin), ``(3,)``, or the position and the rotation ``(3, 3)`` (columns: the
-frame's axes in world coordinates).  The truth is ``mj_kinematics``:
-``site_xpos``/``site_xmat`` (``xpos``/``xmat`` for a body).
-
-Position and rotation are compared as separate parts, and when one is off the
-report says what it *is*, each hypothesis tested on every state:
-
-- the position of another point of the same body (its origin, its centre of mass,
-  another of its sites);
-- a position off by one constant vector in the body's frame (a site offset typed
-  wrong) or in the world (another base placement);
-- the transpose of the rotation (a world-to-site rotation where MuJoCo's maps
-  site axes to world axes);
-- the body's frame instead of the site's, or a rotation off by one constant
-  rotation (angle and axis named).
+The truth is ``mj_kinematics``: ``site_xpos``/``site_xmat`` (``xpos``/``xmat`` for a
+body).  On a mismatch each hypothesis is tested on every state: another point of
+the same body, a position off by a constant vector in the body's frame or the world,
+the transposed rotation, the body's frame instead of the site's, or a rotation off
+by one constant rotation.
 """
 
 from __future__ import annotations
@@ -86,24 +75,19 @@ def check_kinematics(fn, model: mujoco.MjModel | str | os.PathLike, *, site: str
     """Check ``fn(q) -> position`` or ``(position, rotation)`` against MuJoCo's kinematics.
 
     Args:
-      fn: the function (one state ``q (nq,)`` or a batch ``(N, nq)``), or
-        ``"FILE.py:FUNC"`` / ``"module:FUNC"``.  Returns the world position
-        ``(3,)`` m, or ``(position (3,), rotation (3, 3))``, the rotation's columns
-        being the frame's axes in the world (MuJoCo's ``site_xmat``).
+      fn: the function (one state ``q (nq,)`` or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``;
+        returns the world position ``(3,)`` m, or ``(position, rotation (3, 3))``, the rotation's
+        columns being the frame's axes in the world (MuJoCo's ``site_xmat``).
       model: the compiled model, or a built-in name or MJCF/URDF path.
       site, body: the point: a site, or a body's frame origin (exactly one).
       options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``samples``,
-        ``seed``, ``states`` (``qpos``), ``q_range``, ``slide_range``, ``atol`` and ``rtol``
-        (m; rotation entries are unitless).
+        ``seed``, ``states`` (``qpos``), ``q_range``, ``slide_range``, ``atol``, ``rtol`` (m).
 
     Returns:
-      The :class:`~crossdyn.experiments.core.checks.report.CheckReport` with parts
-      ``position`` (and ``rotation``) and what a mismatch is.
+      The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``position`` (and ``rotation``).
 
     Raises:
-      DerivationError: the function cannot be loaded, raises, exits or returns
-        the wrong shape; ParameterError: no such site or body; StateError: bad
-        ``states``; ModelError: the model cannot be loaded.
+      DerivationError, StateError, ModelError, ParameterError (no such site or body).
     """
     check = begin("check_kinematics", fn, model, options, SAMPLED)
     model, label, atol, rtol = check.model, check.label, check.options.atol, check.options.rtol

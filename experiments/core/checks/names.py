@@ -1,10 +1,7 @@
 """Names a report can use for a model's joints, dofs, equalities and coordinate conventions.
 
-A model as it comes often leaves joints and equality constraints unnamed (the
-humanoid of dm_control, most URDF imports of fixed joints); MuJoCo then has no
-name for them and a report would read ``joint0.z`` or ``equality '#0'``.  Here an
-unnamed joint is named by its body (``torso``, or ``torso#2`` for the second
-joint of a body with several), and an unnamed equality by what it ties together.
+An unnamed joint is named by its body (``torso``, ``torso#2`` for a body's second
+joint), an unnamed equality by what it ties together, not ``joint0.z`` or ``equality '#0'``.
 """
 
 from __future__ import annotations

@@ -17,12 +17,9 @@ TIMEOUT_MAX = 7 * 24 * 3600.0
 def _load(sources, workers: int = 1, timeout: float | None = None):
     """The registry with users' ``sources``, and the run's pool of up to ``workers`` worker processes.
 
-    A user's file is imported in a worker process first
-    (:func:`~crossdyn.experiments.core.results.pool_with_sources_imported`): one
-    that ends the process or, with ``timeout``, hangs while being imported is one
-    line, not crossdyn's exit status or a run that never ends.  Only then is it
-    imported here, where the run needs its experiments' names, parameters and
-    tolerances.  Without users' files the first worker starts in the background.
+    A user's file is imported in a worker first, so one that ends the process or hangs
+    while being imported is one line; only then is it imported here, where the run
+    needs its experiments' names, parameters and tolerances.
     """
     from crossdyn.experiments.core.registry import experiments
     from crossdyn.experiments.core.results import experiment_pool, pool_with_sources_imported

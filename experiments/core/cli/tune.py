@@ -1,11 +1,6 @@
-"""``crossdyn tune EXPERIMENT`` for any registered experiment, and ``crossdyn tune COMMAND`` for an experiment
-tuned with options of its own.
-
-An experiment that declares a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`
-is run as ``crossdyn tune COMMAND`` with the options it configures.  The helpers every tune shares
-(:func:`add_engine_options`, :func:`tune_engine`, :func:`sigterm_interrupts`,
-:func:`interrupted`) are here.
-"""
+"""``crossdyn tune EXPERIMENT`` for any registered experiment, and ``crossdyn tune COMMAND`` for an
+experiment that declares a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning` with options of its own;
+with the helpers every tune shares."""
 
 from __future__ import annotations
 
@@ -34,11 +29,7 @@ def tune_engine(args) -> dict:
 
 @contextlib.contextmanager
 def sigterm_interrupts():
-    """SIGTERM ends a sweep as Ctrl-C does: local workers are shut down, finished samples kept.
-
-    (A SIGKILL cannot be caught; the workers then die with the parent on their own,
-    see ``crossdyn.experiments.core.sweep.engine``.)
-    """
+    """SIGTERM ends a sweep as Ctrl-C does: local workers are shut down, finished samples kept."""
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
@@ -88,12 +79,8 @@ def add_parser(sub) -> None:
 
 
 def inner_parsers(prog: str = "crossdyn tune") -> list[tuple[str, str, argparse.ArgumentParser]]:
-    """``(name, help, parser)`` of what ``tune`` parses after its first word, for the CLI reference.
-
-    ``tune`` builds these parsers only once it knows that word (an experiment's
-    name or a tuning's command), so its ``--help`` cannot list their options;
-    the documentation builds them all here.
-    """
+    """``(name, help, parser)`` of what ``tune`` parses after its first word, for the CLI reference
+    (``tune`` builds these parsers only once it knows that word, so its ``--help`` cannot list them)."""
     parsers = [("EXPERIMENT", "tune any registered experiment over its parameters", _experiment_parser(prog))]
     for name, exp in _tunings().items():
         parser = _subparser(f"{prog} {name}", description=exp.summary)

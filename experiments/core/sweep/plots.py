@@ -103,7 +103,7 @@ def held_map(path: Path, axes: dict[str, list[float]], held: np.ndarray, text: l
 
     Args:
       axes: the map's two axes ``{a: values (n,), b: values (m,)}``.
-      held: ``(n, m)``, true (or 1) where the run at ``(a[i], b[j])`` holds.
+      held: ``(n, m)``, true where the run at ``(a[i], b[j])`` holds.
       text: ``text[i][j]``, the cell's label.
 
     Returns:
@@ -151,16 +151,11 @@ def outline(ax, held: np.ndarray) -> None:
 def holding_region(axes: dict[str, list[float]], held: np.ndarray) -> dict:
     """Where a map holds: per value of the first axis, the second axis's holding values and their span.
 
-    Args:
-      axes: the map's two axes ``{a: values (n,), b: values (m,)}``.
-      held: ``(n, m)`` booleans.
-
     Returns:
-      A dict: ``held_cells``, the ``[a, b]`` pairs that hold; ``by``, the first
-      axis's name; ``rows``, per value of the first axis a dict of that value,
-      the second axis's holding values, their ``span`` ``[lo, hi]`` (None if
-      none hold) and ``contiguous`` (False where a failing cell lies between
-      holding ones: a region with a hole).
+      ``held_cells``, the ``[a, b]`` pairs that hold; ``by``, the first axis's name;
+      ``rows``, per value of the first axis: that value, the second axis's holding
+      values, their ``span`` ``[lo, hi]`` (None if none) and ``contiguous`` (False
+      where a failing cell lies between holding ones).
     """
     (a, va), (b, vb) = axes.items()
     rows = []

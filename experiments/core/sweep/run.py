@@ -1,10 +1,5 @@
-"""Run a planned sweep with resume: the table, the engine and the progress bar together.
-
-A sweep whose runs can be evaluated many at once (closed loops stepped together on
-``mujoco.batch``) runs them a :class:`Batch` at a time on an engine wrapped by
-:func:`in_batches`: its evaluation takes a batch and returns one row per run, each
-the row that run gives alone.
-"""
+"""Run a planned sweep with resume: the table, the engine and the progress bar together; a sweep whose
+runs can be evaluated many at once (on ``mujoco.batch``) runs them a :class:`Batch` at a time."""
 
 from __future__ import annotations
 
@@ -60,8 +55,7 @@ class SweepResult:
 
     Attributes:
       rows: every run's table row, in sample order.
-      computed: runs made by this call (the rest were read back from the table).
-      resumed: runs found already done.
+      computed: runs made by this call; resumed: runs found already done.
       seconds: wall time of this call, s.
       csv: path of the table.
       best: the chosen run's row, or None.
@@ -97,18 +91,14 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
       plan: the jobs (each with an ``index``).
       keys: per index, the columns that identify its run (compared on resume).
       csv_path: the table.
-      columns: its header (``exact``), or its leading key columns (the table
-        grows a column per metric).
-      workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine` (a run
-        that ends its worker process stops the sweep: give an ``engine`` opened with an ``isolation`` to
-        make it a row).
+      columns: its header (``exact``), or its leading key columns (it grows a column per metric).
+      workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine`.
       progress, desc: a progress bar on stderr, counting ``failed`` rows.
-      engine: an open engine to run on (then ``workers``, ``scheduler``, ``warm`` and ``preload`` are its own).
-      texts: the table's text columns and their values, to validate every resumed row
-        (:func:`~crossdyn.experiments.core.sweep.table.read`).
+      engine: an open engine to run on (then the four above are its own).
+      texts: the table's text columns and their values, to validate resumed rows.
 
     Raises:
-      ParameterError: ``csv_path`` was made by a sweep with other arguments, or holds a damaged row.
+      ParameterError: ``csv_path`` was made with other arguments, or holds a damaged row.
       CrossdynError: the Dask scheduler cannot be reached.
     """
     start = time.perf_counter()
@@ -152,9 +142,8 @@ def _record(results, plan: list, done: dict, csv_path: Path, columns: Sequence[s
 
 
 def ended(done) -> tuple[str, str]:
-    """``(outcome, detail)`` of a run that ended without a row in an isolated worker (``done``, its
-    :class:`~crossdyn.experiments.core.isolation.Done`): ``timed out``, ``crashed``, or ``error`` (it raised
-    out of the evaluation: ``SystemExit``, a ``KeyboardInterrupt`` of its own)."""
+    """``(outcome, detail)`` of a run that ended without a row in an isolated worker: ``timed out``,
+    ``crashed``, or ``error`` (it raised out of the evaluation)."""
     from crossdyn.experiments.core import isolation
 
     if done.status == isolation.TIMED_OUT:

@@ -1,29 +1,14 @@
 """Optuna searches of an experiment's parameters: one loop for one metric or a front of two.
 
-Each trial is a run; the search asks a sampler for a batch of trials (as many as
-there are workers), runs them, and tells the sampler each trial's objectives and
-constraints in trial order, so a search is deterministic for a seed, a sampler and
-a worker count.  Every trial is a row of ``samples.csv``; rerun with the same
-arguments, a search replays the rows it finds (same seed, same suggestions) and
-runs only the missing trials (:func:`run`).
-
-``crossdyn tune EXPERIMENT --search optuna`` (:func:`search`) minimizes
-``--minimize`` over the ``--vary`` ranges; a trial is feasible when it passes (the
-experiment's own verdict) and meets every ``--constraint``.  A run that errors or
-whose metric is not finite (never settled, say) is told a value worse than any
-seen so far (``max + |max| + 1``), so the sampler's model learns the region is bad.
-
-Samplers (:func:`sampler`):
-
-- ``gp`` (default): :class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler`:
-  after 10 random trials, expected improvement on Gaussian processes, of one
-  metric among feasible trials, or (two objectives) of the first within levels of
-  the second (epsilon-constraint steps);
-- ``tpe``: Optuna's TPE with the constraints (multi-objective with two).
-
-A search of LQR weights can draw the weight *ratios* ``q / r`` instead of the
-weights (:func:`suggest_ratios`): scaling Q and R together leaves the gain
-unchanged, so the weights have one direction that changes nothing.
+The search asks a sampler for a batch of trials (one per worker), runs them, and
+tells it each trial's objectives and constraints in trial order, so a search is
+deterministic for a seed, a sampler and a worker count; a rerun replays the rows it
+finds and runs only the missing trials.  A run that errors or whose metric is not
+finite is told a value worse than any seen (``max + |max| + 1``), so the sampler
+learns the region is bad.  Samplers: ``gp`` (expected improvement on Gaussian
+processes, epsilon-constraint steps for two objectives) and ``tpe``.  LQR weights
+can be drawn as ratios ``q / r`` (:func:`suggest_ratios`): scaling Q and R together
+leaves the gain unchanged.
 """
 
 from __future__ import annotations
@@ -43,8 +28,7 @@ SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}  # --sampler: name -> what i
 
 
 def sampler(name: str, seed: int, **gp):
-    """The Optuna sampler ``name`` (:data:`SAMPLERS`); ``gp`` is the
-    :class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler` with the options ``gp``.
+    """The Optuna sampler ``name`` (:data:`SAMPLERS`), ``gp`` with the options ``gp``.
 
     Raises:
       CrossdynError: Optuna is not installed.
@@ -77,11 +61,9 @@ def suggest_ratios(trial, bounds: dict[str, tuple[float, float]], denominator: s
                    prefix: str = "ratio_") -> dict[str, float]:
     """LQR weights from the ratios ``q / r`` the sampler draws, mapped back into ``bounds``.
 
-    Each ratio is drawn log-uniformly over what the bounds allow (``q_low / r_high``
-    to ``q_high / r_low``) as the parameter ``prefix + q``.  ``r`` is the geometric
-    middle of the interval where every ``q = ratio r`` lies in its range; if there is
-    no such ``r``, the middle of the two ends is clipped into r's range and each ``q``
-    into its own.
+    Each ratio is drawn log-uniformly over what the bounds allow as the parameter
+    ``prefix + q``; ``r`` is the geometric middle of the interval where every ``q = ratio r``
+    lies in its range (without one, the ends' middle is clipped and each ``q`` too).
 
     Args:
       trial: an Optuna trial.
@@ -102,10 +84,10 @@ def suggest_ratios(trial, bounds: dict[str, tuple[float, float]], denominator: s
 
 def read_trials(csv_path: Path, columns: Sequence[str], *, exact: bool = False,
                 texts: Mapping[str, Collection[str] | None] | None = None) -> dict[int, dict]:
-    """Finished rows of an earlier run of this search, by trial (:func:`~crossdyn.experiments.core.sweep.table.read`).
+    """Finished rows of an earlier run of this search, by trial.
 
     Raises:
-      ParameterError: the file is not a table of this version, holds a damaged row or a bad trial number.
+      ParameterError: not a table of this version, a damaged row or a bad trial number.
     """
     out: dict[int, dict] = {}
     for row in table.read(csv_path, columns, exact=exact, texts=texts):
@@ -130,8 +112,8 @@ def run_trials(the_study, make_job: Callable, score: Score, csv_path: Path, colu
       the_study: the Optuna study (:func:`study`).
       make_job: ``make_job(index, trial) -> job``: the run of trial ``index``, its values suggested on ``trial``.
       score: ``score(row, done) -> (objectives, {constraint: excess})`` of a finished trial (``done``: every
-        finished row by trial, the defaults' among them); excess ``<= 0`` is feasible.
-      csv_path, columns: the table and its header (``exact``) or its leading columns (it grows a column per metric).
+        finished row by trial); excess ``<= 0`` is feasible.
+      csv_path, columns: the table and its header (``exact``) or its leading columns.
       trials: the trials after trial 0.
       found: the rows already in the table (:func:`read_trials`); ``done``: rows done before trial ``first``.
       failed: counts a row as failed on the progress bar.
@@ -189,8 +171,7 @@ def _suggest(trial, space) -> dict:
 
 def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | None, limits: list, trials: int,
            seed: int, sampler_name: str, engine, progress: bool) -> tuple[list, int]:
-    """``crossdyn tune EXPERIMENT --search optuna`` on an open ``engine``; returns ``(rows in trial order, runs
-    made now)``.
+    """``crossdyn tune EXPERIMENT --search optuna`` on an open ``engine``: ``(rows in trial order, runs made now)``.
 
     Raises:
       ParameterError: no ``--minimize`` metric; a table made with other arguments.
@@ -233,11 +214,8 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
 
 
 def refuse_extra_trials(csv_path: Path, found, done, trials: int) -> None:
-    """A resumed table with a trial past this search's (``found`` rows that ``done`` has not) was made otherwise.
-
-    Raises:
-      ParameterError: naming the first such trial.
-    """
+    """A resumed table with a trial past this search's (``found`` rows that ``done`` has not) was made otherwise:
+    a ParameterError naming the first such trial."""
     extra = sorted(set(found) - set(done))
     if extra:
         raise ParameterError(f"{csv_path} holds trial {extra[0]}, beyond this search's {trials} trials: it was made "

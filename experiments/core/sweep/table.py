@@ -1,16 +1,10 @@
 """A sweep's table: one CSV row per run, appended as each finishes, read back to resume.
 
-A sweep writes ``samples.csv`` (or a map's ``robustness.csv``) and ``timings.csv``
-beside it.  Each finished row is appended and flushed at once, so an interrupted
-sweep keeps what it finished (a torn last line is dropped when the table is read
-back); at the end the file is rewritten in sample order, so it depends on the
-sweep's arguments and seed only, not on the worker count or the engine.  Wall
-times go to ``timings.csv`` (they differ run to run).
-
-A table's first columns identify a run (its :class:`Key` columns, compared on
-resume: a table made with other arguments is refused); the rest are what the run
-measured.  A table may grow columns: a row with a metric no earlier row had
-rewrites the file with the wider header.
+Each row is appended and flushed at once, so an interrupted sweep keeps what it
+finished; at the end the file is rewritten in sample order, so it depends on the
+sweep's arguments and seed only.  Wall times go to ``timings.csv``.  A table's first
+columns identify a run (its :class:`Key`, compared on resume); the rest are what it
+measured, and a row with a new metric widens the header.
 """
 
 from __future__ import annotations
@@ -29,14 +23,10 @@ __all__ = ["exists", "read", "read_done", "write", "appending", "locked"]
 
 @contextlib.contextmanager
 def locked(folder: Path):
-    """``folder`` (created) held for one sweep: a second one into it meanwhile is refused.
+    """``folder`` (created) held for one sweep: a second one into it meanwhile is refused (a ParameterError).
 
-    The lock is the operating system's on the folder itself (``flock``), so it leaves no
-    file behind, and a process that dies, even by ``kill -9``, lets go of it.  A
-    folder made here and still empty when the sweep raises is removed again.
-
-    Raises:
-      ParameterError: another process holds ``folder``.
+    The lock is ``flock`` on the folder itself: no file left behind, and let go when the
+    process dies.  A folder made here and still empty when the sweep raises is removed.
     """
     import fcntl
     import os
@@ -63,12 +53,7 @@ def locked(folder: Path):
 
 
 def exists(path: Path) -> bool:
-    """Whether an earlier run left the table ``path`` to resume from.
-
-    Raises:
-      ParameterError: ``path`` exists but is not a file (a folder, say), so the
-        sweep could neither resume from it nor write it.
-    """
+    """Whether an earlier run left the table ``path`` to resume from (a ParameterError if it is no file)."""
     if path.exists() and not path.is_file():
         raise ParameterError(f"{path} is not a file (a folder?): the sweep writes its table there; "
                              "use another --out or move it")
@@ -77,22 +62,19 @@ def exists(path: Path) -> bool:
 
 def read(path: Path, columns: Sequence[str], *, exact: bool = True,
          texts: Mapping[str, Collection[str] | None] | None = None) -> list[dict[str, str]]:
-    """The rows an earlier sweep or search left in ``path`` (none if it is missing or empty); a torn
-    last line is dropped.
+    """The rows an earlier sweep or search left in ``path`` (none if it is missing or empty).
 
-    Every row is written whole with its newline, so a last line without one was cut
-    (a full disk, a power loss mid-append), even when what is left of it looks like a
-    row: a number cut short still parses.
+    A last line without its newline was cut mid-append and is dropped, even when it
+    looks like a row (a number cut short still parses).
 
     Args:
       columns: the header this sweep writes (``exact``), or the key columns it must start with.
       texts: when given, the columns that hold text, each with the values it may take
-        (None: any); every other column of every row must be empty or a number.
+        (None: any); every other column must be empty or a number.
 
     Raises:
       ParameterError: ``path`` is not a file, not a table of this kind and version,
-        or a row is damaged: text where a number belongs, a value its column
-        never takes (the file and line named).
+        or a row is damaged (the file and line named).
     """
     if not exists(path):
         return []
@@ -142,12 +124,10 @@ def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str
               texts: Mapping[str, Collection[str] | None] | None = None) -> dict[int, dict]:
     """Finished rows of ``path`` that belong to the planned runs ``keys`` (index -> key columns), by index.
 
-    With ``only``, rows of other indices are skipped (checking part of a plan) instead of refused;
-    ``texts`` as :func:`read`'s.
+    With ``only``, rows of other indices are skipped instead of refused; ``texts`` as :func:`read`'s.
 
     Raises:
-      ParameterError: the file was written by a sweep with other arguments, is not a sweep
-        table, or holds a damaged row.
+      ParameterError: a table written with other arguments, not a sweep table, or a damaged row.
     """
     rows = read(path, columns, exact=exact, texts=texts)
     found: dict[int, dict] = {}
@@ -194,11 +174,9 @@ def columns_of(rows: list[dict], first: Sequence[str]) -> list[str]:
 def appending(path: Path, rows: list[dict], columns: Sequence[str], *, grow: bool = False):
     """A sweep's tables open for appending: yields ``record(row, seconds, where)``.
 
-    ``path`` is first rewritten with the finished ``rows`` (which drops a torn last
-    line) and ``timings.csv`` beside it gets its header if new; ``record`` appends
-    one row to each and flushes both, so an interrupted run keeps it.  With
-    ``grow``, a row with keys beyond ``columns`` widens the header (the file is
-    rewritten); otherwise such keys are an error of the caller.
+    ``path`` is first rewritten with the finished ``rows``; ``record`` appends one row
+    to it and to ``timings.csv`` and flushes both.  With ``grow``, a row with keys
+    beyond ``columns`` widens the header.
     """
     make_out_dir(path.parent)
     columns = columns_of(rows, columns) if grow else list(columns)
