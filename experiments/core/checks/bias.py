@@ -44,20 +44,15 @@ def check_bias(fn, model: mujoco.MjModel | str | os.PathLike, *, gravity_only: b
                **options) -> CheckReport:
     """Check ``fn(q, qd) -> c + g`` (or ``fn(q) -> g`` with ``gravity_only``) against MuJoCo.
 
+    ``fn``, ``model``, the ``options`` (``dynamics`` and the sampling ones, with ``qd_range``)
+    and the errors are every check's (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
+
     Args:
-      fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``;
-        returns ``(nv,)`` generalized forces (N m, N).
-      model: the compiled model, or a built-in name or MJCF/URDF path.
+      fn: returns ``(nv,)`` generalized forces (N m, N).
       gravity_only: ``fn(q)`` is the gravity force alone, compared at zero velocity.
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``,
-        ``samples``, ``seed``, ``states`` (``(qpos, qvel)``; ``qpos`` with ``gravity_only``),
-        ``q_range``, ``qd_range``, ``slide_range``, ``atol``, ``rtol``.
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``bias`` (``gravity``).
-
-    Raises:
-      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
     check = begin("check_bias", fn, model, options, (*SAMPLED, "dynamics", "qd_range"))
     model, label, o = check.model, check.label, check.options

@@ -51,22 +51,14 @@ def energies(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.n
 
 @user_code.quiet_arithmetic
 def check_energy(fn, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
-    """Check ``fn(q, qd) -> (kinetic, potential)`` against MuJoCo's energy, the potential up to a constant.
+    """Check ``fn(q, qd) -> (kinetic, potential)`` (J) against MuJoCo's energy, the potential up to a constant.
 
-    Args:
-      fn: the function (one state, returning two numbers (J), or a batch, returning two
-        ``(N,)`` arrays), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``.
-      model: the compiled model, or a built-in name or MJCF/URDF path.
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``,
-        ``samples``, ``seed``, ``states`` (``(qpos, qvel)``), ``q_range``, ``qd_range``,
-        ``slide_range``, ``atol``, ``rtol``.
+    ``fn``, ``model``, the ``options`` (``dynamics`` and the sampling ones, with ``qd_range``)
+    and the errors are every check's (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``kinetic`` and
       ``potential`` (up to the constant in ``extra["potential_constant"]``).
-
-    Raises:
-      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
     check = begin("check_energy", fn, model, options, (*SAMPLED, "dynamics", "qd_range"))
     model, label, o = check.model, check.label, check.options

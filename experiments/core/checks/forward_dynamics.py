@@ -56,21 +56,14 @@ def forward(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
 
 @user_code.quiet_arithmetic
 def check_forward_dynamics(fn, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
-    """Check ``fn(q, qd, tau) -> qdd`` against MuJoCo's forward dynamics.
+    """Check ``fn(q, qd, tau) -> qdd (nv,)`` (rad/s^2, m/s^2) against MuJoCo's forward dynamics.
 
-    Args:
-      fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``;
-        returns ``(nv,)`` accelerations (rad/s^2, m/s^2).
-      model: the compiled model, or a built-in name or MJCF/URDF path.
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``,
-        ``samples``, ``seed``, ``states`` (``(qpos, qvel, tau)``), ``q_range``, ``qd_range``,
-        ``qdd_range``, ``slide_range``, ``atol``, ``rtol``.
+    ``fn``, ``model``, the ``options`` (``dynamics`` and the sampling ones, with ``qd_range``
+    and ``qdd_range``) and the errors are every check's
+    (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``qdd``.
-
-    Raises:
-      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
     check = begin("check_forward_dynamics", fn, model, options, (*SAMPLED, "dynamics", "qd_range", "qdd_range"))
     model, label, o = check.model, check.label, check.options

@@ -149,25 +149,19 @@ def check_jacobian(fn, model: mujoco.MjModel | str | os.PathLike, *, site: str |
                    **options) -> CheckReport:
     """Check ``fn(q) -> J`` against MuJoCo's Jacobian of a site or a body's frame origin.
 
+    ``fn``, ``model``, the sampling ``options`` and the errors are every check's
+    (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`); a closed loop needs
+    closed poses as ``states``.
+
     Args:
-      fn: the function (one state ``q (nq,)`` or a batch), or ``"FILE.py:FUNC"`` /
-        ``"module:FUNC"``; returns ``(6, nv)`` (linear rows, then angular) or
-        ``(3, nv)`` (linear only), per unit ``qvel``.
-      model: the compiled model, or a built-in name or MJCF/URDF path.
+      fn: returns ``(6, nv)`` (linear rows, then angular) or ``(3, nv)`` (linear only), per unit ``qvel``.
       site, body: the point (exactly one).
       frame: ``"world-aligned"`` (MuJoCo's) or ``"local"`` (the point's own axes).
       coordinates: joint names of a closed loop's independent coordinates; ``J`` is then
         ``(6, k)`` or ``(3, k)``, per unit velocity of those.
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``samples``,
-        ``seed``, ``states`` (``qpos``; a closed loop needs closed poses), ``q_range``,
-        ``slide_range``, ``atol``, ``rtol``.
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``jacobian``.
-
-    Raises:
-      DerivationError, StateError, ModelError (also: the coordinates do not close the loops),
-      ParameterError (unknown site, body, frame or coordinate).
     """
     check = begin("check_jacobian", fn, model, options, SAMPLED)
     model, label, atol, rtol = check.model, check.label, check.options.atol, check.options.rtol

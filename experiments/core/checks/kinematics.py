@@ -74,20 +74,16 @@ def check_kinematics(fn, model: mujoco.MjModel | str | os.PathLike, *, site: str
                      body: str | None = None, **options) -> CheckReport:
     """Check ``fn(q) -> position`` or ``(position, rotation)`` against MuJoCo's kinematics.
 
+    ``fn``, ``model``, the sampling ``options`` and the errors are every check's
+    (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
+
     Args:
-      fn: the function (one state ``q (nq,)`` or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``;
-        returns the world position ``(3,)`` m, or ``(position, rotation (3, 3))``, the rotation's
-        columns being the frame's axes in the world (MuJoCo's ``site_xmat``).
-      model: the compiled model, or a built-in name or MJCF/URDF path.
+      fn: returns the world position ``(3,)`` m, or ``(position, rotation (3, 3))``, the
+        rotation's columns being the frame's axes in the world (MuJoCo's ``site_xmat``).
       site, body: the point: a site, or a body's frame origin (exactly one).
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``samples``,
-        ``seed``, ``states`` (``qpos``), ``q_range``, ``slide_range``, ``atol``, ``rtol`` (m).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``position`` (and ``rotation``).
-
-    Raises:
-      DerivationError, StateError, ModelError, ParameterError (no such site or body).
     """
     check = begin("check_kinematics", fn, model, options, SAMPLED)
     model, label, atol, rtol = check.model, check.label, check.options.atol, check.options.rtol

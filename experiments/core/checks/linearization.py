@@ -87,22 +87,19 @@ def check_linearization(
 ) -> CheckReport:
     """Check ``fn(q, qd, u) -> (A, B)`` against :func:`~crossdyn.experiments.core.linearize.linearize`.
 
+    ``fn``, ``model`` and the errors are every check's
+    (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`); the ``options`` are
+    ``atol`` and ``rtol`` (defaults :data:`ATOL` and :data:`RTOL`).
+
     Args:
-      fn: the function, or ``"FILE.py:FUNC"`` / ``"module:FUNC"``, called once with the
-        operating point ``q (nq,)``, ``qd (nv,)``, ``u (nu,)``; returns ``A (2nv, 2nv)`` and
-        ``B (2nv, nu)`` (``(k, k)`` and ``(k, m)`` with a reduction).
-      model: the compiled model, or a built-in name or MJCF/URDF path.
+      fn: called once with the operating point ``q (nq,)``, ``qd (nv,)``, ``u (nu,)``; returns
+        ``A (2nv, 2nv)`` and ``B (2nv, nu)`` (``(k, k)`` and ``(k, m)`` with a reduction).
       keyframe: a keyframe's name or index; qpos, qvel, ctrl: the point (override
         the keyframe's; ``ctrl="hold"``: the control that holds the pose).
       reduction: the hand model's reduced state and input (:class:`Reduction`).
-      options: ``atol`` and ``rtol`` (defaults :data:`ATOL` and :data:`RTOL`).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``A`` and ``B``.
-
-    Raises:
-      DerivationError, StateError, ModelError, ParameterError (no operating point, unknown
-      keyframe, a bad reduction).
     """
     from crossdyn.experiments.core.linearize import linearize
 

@@ -81,17 +81,11 @@ def pinocchio_velocity_map(model: mujoco.MjModel, q: np.ndarray, free) -> np.nda
 def check_mass_matrix(fn, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
     """Check ``fn(q) -> M (nv, nv)`` against MuJoCo's joint-space inertia.
 
-    Args:
-      fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``.
-      model: the compiled model, or a built-in name or MJCF/URDF path.
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``,
-        ``samples``, ``seed``, ``states`` (``qpos``), ``q_range``, ``slide_range``, ``atol``, ``rtol``.
+    ``fn``, ``model``, the ``options`` (``dynamics`` and the sampling ones) and the errors are
+    every check's (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``mass matrix``.
-
-    Raises:
-      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
     check = begin("check_mass_matrix", fn, model, options, (*SAMPLED, "dynamics"))
     model, label, o = check.model, check.label, check.options

@@ -27,11 +27,16 @@ SAMPLED = ("samples", "seed", "states", "atol", "rtol", "q_range", "slide_range"
 class CheckOptions:
     """The options the checks share: how the states are drawn, which truth, when an entry passes.
 
-    Every ``check_*`` takes those that apply to it as keyword arguments: the ones
-    that draw states take ``samples``, ``seed``, ``states``, ``atol``, ``rtol``,
-    ``q_range``, ``slide_range`` and the ranges of their function's other
-    arguments; those comparing with dynamics take ``dynamics``; a linearization
-    (one operating point) takes ``atol`` and ``rtol``.
+    Every ``check_*`` takes the user's function ``fn`` (for one state or a batch along
+    the first axis, or ``"FILE.py:FUNC"`` / ``"module:FUNC"``), the ``model`` (compiled,
+    a built-in name or an MJCF/URDF path) and, as keyword arguments, those of these
+    options that apply to it: the ones that draw states take ``samples``, ``seed``,
+    ``states``, ``atol``, ``rtol``, ``q_range``, ``slide_range`` and the ranges of their
+    function's other arguments; those comparing with dynamics take ``dynamics``; a
+    linearization (one operating point) takes ``atol`` and ``rtol``.  Each raises
+    DerivationError (the function cannot be loaded, raises, exits or returns the wrong
+    shape or a non-finite value), StateError (bad ``states``), ModelError (the model
+    cannot be loaded) or ParameterError (an option out of range, an unknown name).
 
     Attributes:
       samples: how many seeded random states (default 1000), streamed in chunks.

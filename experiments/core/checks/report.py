@@ -120,7 +120,7 @@ def group_entries(part: Part, symmetric: bool = False) -> list[str]:
     if not off.any():
         return []
     if np.ndim(part.entry_passed) <= 1:
-        return _vector_lines(part, np.flatnonzero(off) if off.ndim else [()])
+        return _vector_lines(part, [int(i) for i in np.flatnonzero(off)] if off.ndim else [()])
     if symmetric:
         off = off & np.triu(np.ones_like(off, dtype=bool))
     lines = []
