@@ -1,25 +1,10 @@
-"""The ``crossdyn`` command line.
-
-    crossdyn list [--from FILE.py|MODULE ...]
-    crossdyn check two-link [--variant V] [--mjcf PATH] [--samples N] [--seed S] [--states FILE] [--out DIR]
-    crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--dynamics rigid-body|as-modeled] [--samples N] [--seed S]
-                              [--states FILE] [--atol A] [--rtol R] [--out DIR]
-    crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...] [--from FILE.py|MODULE ...]
-                 [--baseline DIR [--allow-new]] [--save-baseline DIR] [--junit FILE] [--workers K]
-                 [--timeout SECONDS]
-    crossdyn tune balance [--samples N | --grid NAME=VALUES ... | --search optuna --trials N [--sampler gp|tpe]]
-                          [--workers K] [--seed S] [--scheduler ADDR] [--mjcf PATH] [--out DIR]
-    crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--seed S]
-                             [--mjcf PATH] [--out DIR]
-    crossdyn identify --mjcf M --log L [--log L2 ...] --fit QUANTITY [--fit ...] [--validate V ...] [--out DIR]
-    crossdyn check model --mjcf M --log L [--log L2 ...] [--out DIR]
+"""The ``crossdyn`` command line: ``list``, ``run``, ``check``, ``tune``, ``identify`` and the systems' own.
 
 Exit status: 0 when everything is as expected, 1 when a check or an experiment's
 expected outcome fails, 2 for bad input (missing file, malformed model, bad
-state, unknown name), always with a one-line message and no traceback.
-
-Each command lives in its own module (:mod:`.check`, :mod:`.run`, :mod:`.tune`)
-and takes its options' types from :mod:`.arguments`, the one validation layer.
+state, unknown name), always with a one-line message and no traceback.  Each
+command lives in its own module and takes its options' types from
+:mod:`.arguments`, the one validation layer.
 """
 
 from __future__ import annotations

@@ -178,7 +178,6 @@ def _cmd_tune_experiment(args) -> int:
         from crossdyn.experiments.core import cli
 
         cli.USER_CODE_LOADED = True  # its atexit handlers and threads must not decide crossdyn's exit
-    fixed = dict(args.set)
     out = Path(args.out) if args.out is not None else DEFAULT_OUT / f"tune-{args.what}"
     arguments.out_dir(str(out))
     engine = tune_engine(args)
@@ -186,7 +185,7 @@ def _cmd_tune_experiment(args) -> int:
         with sigterm_interrupts():
             result = tune(args.what, out, vary=args.vary, minimize=args.minimize, constraints=args.constraint,
                           search=args.search, sampler=args.sampler or "gp", samples=args.samples, seed=args.seed,
-                          fixed=fixed, short=args.short, sources=tuple(args.sources), timeout=args.timeout,
+                          fixed=dict(args.set), short=args.short, sources=tuple(args.sources), timeout=args.timeout,
                           vary_from=args.vary_from, **engine)
     except KeyboardInterrupt:
         return interrupted(out / "samples.csv")
@@ -200,22 +199,17 @@ def _cmd_tune_experiment(args) -> int:
               f"intervals of {args.vary_from} (the defaults run: the identified values)")
         for note in result.notes:
             print(f"  skipped {note}")
-    metric = result.minimize
-    defaults = result.rows[0]
-    limits = result.constraints
-    if metric is not None:
+    metric, defaults, limits, best = result.minimize, result.rows[0], result.constraints, result.best
+    if metric is not None or limits:
         print(f"  defaults  {_params(defaults, result.space)}: {_metrics(defaults, metric, limits)} "
               f"[{_mark(defaults, limits)}]")
-        if result.best is None:
-            print("  no run passed and met every constraint: nothing to recommend")
-            return 1
-        best = result.best
+    if metric is not None and best is None:
+        print("  no run passed and met every constraint: nothing to recommend")
+        return 1
+    if metric is not None and best is not None:
         better = "the defaults stay" if best["sample"] == "0" else f"sample {best['sample']}"
         print(f"  best      {_params(best, result.space)}: {_metrics(best, metric, limits)} "
               f"[{_mark(best, limits)}] ({better})")
-    elif limits:
-        print(f"  defaults  {_params(defaults, result.space)}: {_metrics(defaults, None, limits)} "
-              f"[{_mark(defaults, limits)}]")
     print(f"  results in {out} (samples.csv, best.json{''.join(', ' + f for f in result.files)}; timings.csv)")
     return 0
 

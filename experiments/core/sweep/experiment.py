@@ -33,6 +33,7 @@ from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import table
 from crossdyn.experiments.core.sweep.search import SAMPLERS
 from crossdyn.experiments.core.sweep.space import Vary, parse_constraint, parse_vary, plan
+from crossdyn.experiments.core.sweep.table import cell
 from crossdyn.experiments.core.validate import seed as validate_seed
 
 __all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult", "best_row", "SAMPLERS"]
@@ -48,9 +49,7 @@ def _text(value: Any) -> str:
     """CSV text of a value: round-trip floats (repr), lower-case booleans."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(float(value)) if isinstance(value, float) else str(value)
-    return str(value)
+    return repr(float(value)) if isinstance(value, float) else str(value)
 
 
 @dataclass(frozen=True)
@@ -164,16 +163,9 @@ def _row(job: Job, result) -> dict[str, str]:
     return row
 
 
-def _value(row: dict, key: str) -> float:
-    try:
-        return float(row.get(key, ""))
-    except ValueError:
-        return math.nan
-
-
 def _meets(row: dict, constraints: list[tuple[str, str, float]]) -> bool:
     for metric, op, limit in constraints:
-        v = _value(row, metric)
+        v = cell(row, metric)
         if not (v <= limit if op == "<=" else v >= limit):  # NaN meets nothing
             return False
     return True
@@ -181,8 +173,8 @@ def _meets(row: dict, constraints: list[tuple[str, str, float]]) -> bool:
 
 def best_row(rows: list[dict], minimize: str, constraints: list[tuple[str, str, float]]) -> dict | None:
     """The passing row with the lowest finite ``minimize`` meeting every constraint (ties: lower sample)."""
-    ok = [r for r in rows if r["outcome"] == "pass" and math.isfinite(_value(r, minimize)) and _meets(r, constraints)]
-    return min(ok, key=lambda r: (_value(r, minimize), int(r["sample"]))) if ok else None
+    ok = [r for r in rows if r["outcome"] == "pass" and math.isfinite(cell(r, minimize)) and _meets(r, constraints)]
+    return min(ok, key=lambda r: (cell(r, minimize), int(r["sample"]))) if ok else None
 
 
 @dataclass
@@ -459,8 +451,6 @@ def _check_defaults(row: dict, name: str, minimize: str | None, limits: list, va
         if metric is not None and metric not in row:
             listed = ", ".join(metrics[:20]) + (", ..." if len(metrics) > 20 else "")
             raise ParameterError(f"experiment {name!r} has no numeric metric {metric!r} (its metrics: {listed})")
-        if metric is not None and metric in ("sample", "kind", "seed", "short"):
-            raise ParameterError(f"{metric!r} is a column of the table, not a metric")
 
 
 def _metric_names(row: dict, varied: list[str]) -> list[str]:
@@ -476,11 +466,11 @@ def _summary(row: dict | None, space: list[Vary], minimize: str | None, limits: 
         return None
     named = [minimize, *(m for m, _, _ in limits)]
     varied = [v.name for v in space]
-    model = {"model": {c: _value(row, c) for c in model_columns}} if model_columns else {}
-    return {"sample": int(row["sample"]), "params": {name: _value(row, name) for name in varied}, **model,
+    model = {"model": {c: cell(row, c) for c in model_columns}} if model_columns else {}
+    return {"sample": int(row["sample"]), "params": {name: cell(row, name) for name in varied}, **model,
             "passed": row["passed"] == "true", "outcome": row["outcome"], "measured": row["measured"],
-            **{m: _value(row, m) for m in named if m is not None},
-            "metrics": {m: _value(row, m) for m in _metric_names(row, [*varied, *model_columns])
+            **{m: cell(row, m) for m in named if m is not None},
+            "metrics": {m: cell(row, m) for m in _metric_names(row, [*varied, *model_columns])
                         if row.get(m, "") != ""}}
 
 

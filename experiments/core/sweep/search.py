@@ -191,10 +191,10 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
         the_study.enqueue_trial({v.name: defaults[v.name] for v in space})
     elif 0 not in found:
         raise ParameterError(f"{csv_path}: the defaults run is missing")  # tune() runs it first
-    worst = [_number(found[0], minimize)] if 0 in found else []  # finite objectives told, for the penalty
+    worst = [table.cell(found[0], minimize)] if 0 in found else []  # finite objectives told, for the penalty
 
     def score(row: dict, done: dict) -> tuple[float, dict[str, float]]:
-        value = _number(row, minimize)
+        value = table.cell(row, minimize)
         if math.isfinite(value):
             worst.append(value)
         else:  # an error or a run that never got there: worse than any seen, so the model learns it
@@ -202,7 +202,7 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
             value = max(known) + abs(max(known)) + 1.0 if known else 1.0
         constraints = {"verdict": 0.0 if row["outcome"] == "pass" else 1.0}
         for metric, op, limit in limits:
-            v = _number(row, metric)
+            v = table.cell(row, metric)
             constraints[metric] = (v - limit if op == "<=" else limit - v) if math.isfinite(v) else 1e300
         return value, constraints
 
@@ -220,13 +220,6 @@ def refuse_extra_trials(csv_path: Path, found, done, trials: int) -> None:
     if extra:
         raise ParameterError(f"{csv_path} holds trial {extra[0]}, beyond this search's {trials} trials: it was made "
                              "with other arguments; use another --out or delete it")
-
-
-def _number(row: dict, key: str) -> float:
-    try:
-        return float(row.get(key, ""))
-    except ValueError:
-        return math.nan
 
 
 def _check_same(path: Path, row: dict, job) -> None:

@@ -12,13 +12,22 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import math
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.results import make_out_dir, write_text
 
-__all__ = ["exists", "read", "read_done", "write", "appending", "locked"]
+__all__ = ["exists", "read", "read_done", "write", "appending", "locked", "cell"]
+
+
+def cell(row: dict, key: str) -> float:
+    """A table cell as a number: NaN when it is empty, missing or text."""
+    try:
+        return float(row.get(key, ""))
+    except ValueError:
+        return math.nan
 
 
 @contextlib.contextmanager
