@@ -138,20 +138,14 @@ class ExperimentTests:
 def experiment_tests(*sources: str, seed: int | None = None, check: Callable | None = None) -> ExperimentTests:
     """Collect every experiment ``sources`` register as a test item of this test module.
 
-    Assign the result to any name in a test module::
-
-        experiments = experiment_tests("ci/experiments.py")
-
-    and pytest collects ``tests/test_mine.py::experiments::pendulum-pd``, run in short
-    mode.  A relative file path starts from pytest's rootdir.
+    Assign the result to any name in a test module, ``experiments = experiment_tests("ci/experiments.py")``,
+    and pytest collects ``tests/test_mine.py::experiments::pendulum-pd``, run in short mode.
 
     Args:
-      sources: ``.py`` files or importable module names, as ``crossdyn run --from`` takes them.
-      seed: the seed of every experiment's random draws, 0 to 2**32 - 1 (default:
-        ``--crossdyn-seed``, else 0).
-      check: optional ``check(name, metrics, out_dir)`` run after an experiment
-        met its expected outcome (``metrics``: its metrics.json content,
-        ``out_dir``: its folder of plots); raise ``AssertionError`` to fail it.
+      sources: ``.py`` files (relative to pytest's rootdir) or module names, as ``crossdyn run --from`` takes them.
+      seed: the experiments' seed, 0 to 2**32 - 1 (default: ``--crossdyn-seed``, else 0).
+      check: optional ``check(name, metrics, out_dir)`` run after an experiment met its
+        expected outcome (its metrics.json content, its folder); raise ``AssertionError`` to fail it.
 
     Raises:
       TypeError: no sources, or one that is not a non-empty string.

@@ -211,17 +211,15 @@ class Baseline:
         """Compare ``metrics`` with this test's baseline file (or write it under ``--crossdyn-regen``).
 
         Args:
-          metrics: metric name -> number, bool, string or None; nested dicts and
-            lists (and NumPy arrays and scalars) are flattened to dotted names.
-          tolerances: per flattened metric name, a relative tolerance (``0.02``:
-            +-2 %) or a :class:`~crossdyn.experiments.core.baseline.Tolerance`;
-            other numbers get ``DEFAULT_TOLERANCE`` (last digits of round-off).
+          metrics: metric name -> number, bool, string or None; nested dicts, lists and NumPy
+            values are flattened to dotted names.
+          tolerances: per flattened name, a relative tolerance (``0.02``: +-2 %) or a
+            :class:`~crossdyn.experiments.core.baseline.Tolerance` (default ``DEFAULT_TOLERANCE``).
 
         Raises:
-          AssertionError: no baseline file; or a number moved beyond its tolerance, a
-            boolean/string changed, a metric is new or missing (each named).
-          TypeError, CrossdynError: ``metrics`` or ``tolerances`` is malformed, or a
-            text metric reads as a number (``"inf"``, ``"nan"``).
+          AssertionError: no baseline file; or a metric moved, is new or is missing (each named).
+          TypeError, CrossdynError: malformed ``metrics`` or ``tolerances``, or a text metric that
+            reads as a number (``"inf"``).
         """
         __tracebackhide__ = True
         if self._checked:

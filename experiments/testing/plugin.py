@@ -1,12 +1,9 @@
 """crossdyn's pytest plugin, registered on install (entry point ``pytest11``, name ``crossdyn``).
 
-It adds the fixture ``crossdyn_baseline`` (:mod:`crossdyn.testing.baseline_fixture`;
-``--crossdyn-regen`` writes the files) and collects registered experiments as test
-items (``--crossdyn-from FILE_OR_MODULE``, or :func:`crossdyn.testing.experiment_tests`;
-:mod:`crossdyn.testing.items`), with ``--crossdyn-out DIR``, ``--crossdyn-workers K``
-and ``--crossdyn-seed S``.  A suite that uses none of this sees no difference: the
-plugin imports neither MuJoCo nor NumPy until a test asks for them and adds no
-collection hook without ``--crossdyn-from``.  ``-p no:crossdyn`` disables it.
+It adds the ``crossdyn_baseline`` fixture and collects registered experiments as test
+items (``--crossdyn-from``, or :func:`crossdyn.testing.experiment_tests`).  A suite that
+uses none of this sees no difference: nothing is imported and no collection hook added
+until asked for.  ``-p no:crossdyn`` disables it.
 """
 
 from __future__ import annotations

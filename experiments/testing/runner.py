@@ -40,20 +40,9 @@ class Ran:
 
 def run_short(experiments: list, out: Path, *, seed: int, workers: int, sources: tuple[str, ...], command: str,
               timeout: float | None = None) -> dict[str, Ran]:
-    """Run registered experiments in short mode, as ``crossdyn run --short --out OUT`` would.
-
-    Args:
-      experiments: :class:`~crossdyn.experiments.core.registry.Experiment` objects from the registry.
-      out: the output folder; each experiment writes ``out/NAME/``.
-      seed: the seed of every random draw.
-      workers: processes to run them in (1: this process).
-      sources: the users' files and modules they come from (loaded again by worker processes).
-      command: the command line index.html shows.
-      timeout: each experiment's time limit, s.
-
-    Returns:
-      One :class:`Ran` per experiment, by name.
-    """
+    """Run registered experiments (``Experiment`` objects) in short mode, as ``crossdyn run --short --out OUT``
+    would, in ``workers`` processes, each into ``out/NAME/``; ``sources`` are the users' files and modules they
+    come from, ``command`` what index.html shows, ``timeout`` each one's limit, s.  One :class:`Ran` per name."""
     from crossdyn.experiments.core.results import run_experiments
 
     outcomes = run_experiments(list(experiments), Path(out), short=True, seed=seed, workers=workers,
@@ -78,18 +67,11 @@ def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, start
 
 
 def experiments_from(sources: tuple[str, ...], timeout: float | None = None) -> list:
-    """The experiments ``sources`` register, in registry order.
+    """The experiments ``sources`` (absolute ``.py`` paths or module names) register, in registry order.
 
-    An experiment belongs to a source when loading the source registered it, or
-    when its function is defined there (a source loaded before, e.g. by a test
-    module that imports it, registers nothing new).  A source not imported yet
-    is imported in a worker process first, so one that ends its process (or
-    hangs past ``timeout`` and a worker's start-up) fails its collector instead
-    of ending pytest with that process's exit status.
-
-    Args:
-      sources: absolute ``.py`` paths or module names.
-      timeout: ``--crossdyn-timeout``, s, or None.
+    An experiment belongs to a source when loading it registered the experiment or when its
+    function is defined there.  A source not imported yet is imported in a worker process
+    first, so one that ends its process (or hangs past ``timeout``) fails its collector.
 
     Raises:
       CrossdynError: a source is missing, fails to import, or registers a taken name.

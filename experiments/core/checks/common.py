@@ -41,17 +41,10 @@ def _shape_text(shape: tuple) -> str:
 class UserFunction:
     """A user's function called on batches of states, written for one state or for a batch.
 
-    Args:
-      fn: the function.
-      label: how it is named in messages.
-      forms: the return values it may give for one state, each a tuple of shapes:
-        ``[((3,),), ((3,), (3, 3))]`` is "a position, or a position and a rotation".
-        A form of several shapes is returned as a tuple (or list) of arrays.
-      what: what the function returns, in words, for messages (``"(position, rotation)"``).
-      inputs: the arguments' names, for messages (``("q", "qd")``).
-
-    The function is given copies of the states; one that writes into an argument is
-    refused with a one-line :class:`DerivationError` saying which and where.
+    ``forms`` are the return values it may give for one state, each a tuple of shapes
+    (``[((3,),), ((3,), (3, 3))]``: a position, or a position and a rotation); ``what`` and
+    ``inputs`` name what it returns and takes, for messages.  It is given copies of the
+    states; one that writes into an argument is refused with a :class:`DerivationError`.
 
     Attributes:
       form: the index of the form the function returned (after the first call).
@@ -163,16 +156,8 @@ class UserFunction:
 
 @dataclass(frozen=True)
 class StateSource:
-    """A re-startable source of state chunks.
-
-    Attributes:
-      chunks: ``chunks()`` yields tuples of arrays ``(n, ...)``, one per part asked for.
-      total: how many states.
-      seed: the seed of random states, None for given ones.
-      sampling: where the states come from, in words (the report's ``states`` lines).
-      ranges: random states' ranges (:meth:`~crossdyn.experiments.core.ranges.Ranges.to_dict`), empty for
-        given ones.
-    """
+    """A re-startable source of state chunks: ``chunks()`` yields tuples of arrays ``(n, ...)``, one per
+    part; ``total`` states; ``seed`` (None for given ones); ``sampling`` in words; random ones' ``ranges``."""
 
     chunks: Callable[[], Iterator[tuple[np.ndarray, ...]]]
     total: int

@@ -1,11 +1,8 @@
 """``crossdyn check energy``: hand-derived kinetic and potential energy against MuJoCo's.
 
-The truth is MuJoCo's energy (``mjENBL_ENERGY``; ``rigid-body``: no armature, no
-springs; ``as-modeled``: both).  A potential is defined up to a constant (MuJoCo's
-zero is every centre of mass at the origin's height), so it is compared up to one
-constant over all states, which the report names.  On a mismatch the report tests: a
-kinetic energy a factor off, the armature in or out, the potential's sign, and a
-change of some bodies' inertial parameters.
+A potential is defined up to a constant, so it is compared up to one constant over
+all states, which the report names.  On a mismatch the report tests: a kinetic energy
+a factor off, the armature in or out, the potential's sign, inertial parameters.
 """
 
 from __future__ import annotations

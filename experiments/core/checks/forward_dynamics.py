@@ -1,12 +1,9 @@
 """``crossdyn check forward-dynamics``: a hand-derived ``qdd = fn(q, qd, tau)`` against ``mj_forward``.
 
-The truth is ``qacc`` with ``qfrc_applied = tau``.  Random states draw ``(q, qd, qdd)``
-and take ``tau = mj_inverse(q, qd, qdd)``, so torques are of the size the robot's
+Random states take ``tau = mj_inverse(q, qd, qdd)``, torques of the size the robot's
 own motions need.  A wrong forward dynamics is the exact inverse of *some* inverse
-dynamics, so on a mismatch the force residual ``mj_inverse(q, qd, qdd_yours) - tau``
-is explained as ``check derivation`` would (passive effects, inertial parameters),
-and at a few states the implied ``M``, ``c`` and ``g`` (the unit-vector method on
-``fn``) are compared with MuJoCo's.
+dynamics, so a mismatch is explained as ``check derivation`` would, and the implied
+``M``, ``c`` and ``g`` (the unit-vector method on ``fn``) are compared with MuJoCo's.
 """
 
 from __future__ import annotations

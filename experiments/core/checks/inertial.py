@@ -1,15 +1,10 @@
 """Is an error a change of some bodies' inertial parameters?  Say which, in the user's terms.
 
-Inverse dynamics is linear in each body's ten inertial parameters, ``tau = Y(q, qd,
-qdd) pi`` (crossdyn's own regressor, never MuJoCo's inverse dynamics), so a wrong
-mass, centre of mass or inertia is off by exactly ``Y (pi_yours - pi_model)``.
-:func:`explain` fits that change by least squares: all bodies at once first (a
-residual above tolerance means the error is *not* inertial), then every set of one,
-two or three bodies at each level of the user's terms (mass alone, inertia alone,
-both, centre of mass, all ten), keeping the fit that changes the fewest parameters
-the states can tell apart.  Parameters the motion cannot tell apart make the fit
-non-unique; the report then says the values shown are the least change that
-explains the error.
+Inverse dynamics is linear in each body's ten inertial parameters, ``tau = Y pi``
+(crossdyn's own regressor), so :func:`explain` fits the change by least squares: all
+bodies at once (a residual above tolerance: not inertial), then sets of up to three
+bodies at each level of the user's terms, keeping the fit that changes the fewest
+parameters the states can tell apart.
 """
 
 from __future__ import annotations
@@ -91,15 +86,10 @@ def explain(tree: Tree, Y: np.ndarray, error: np.ndarray, reference: np.ndarray,
     Args:
       tree: the model's rigid-body tree (its parameters are the model's).
       Y: the regressor at the states, rows stacked: ``(K, 10 nb)``.
-      error: ``yours - MuJoCo's`` at those rows, ``(K,)`` (N m, N).
-      reference: MuJoCo's value there, ``(K,)``; a fit explains the error when its
-        residual is within ``atol + rtol |reference|`` on every row.
-      atol, rtol: the check's tolerance.
+      error, reference: ``yours - MuJoCo's`` and MuJoCo's value at those rows, ``(K,)``; a fit
+        explains the error when its residual is within ``atol + rtol |reference|`` on every row.
       max_bodies: the largest set of bodies tried together.
       unit: the error's unit, for the sentence saying what the best fit leaves.
-
-    Returns:
-      Sentences (empty when there is no error to explain).
     """
     from threadpoolctl import threadpool_limits
 

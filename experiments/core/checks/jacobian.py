@@ -1,14 +1,11 @@
 """``crossdyn check jacobian``: a hand-derived point Jacobian against ``mj_jacSite``/``mj_jacBody``.
 
-``[v; w] = J qd`` with MuJoCo's ``qvel`` as ``qd``.  The truth is *world-aligned*
-(Pinocchio's ``LOCAL_WORLD_ALIGNED``); ``frame="local"`` compares in the point's own
-frame (both rows rotated by ``R^T``: Pinocchio's ``LOCAL``).  For a closed loop,
-``coordinates`` names the independent joints; the rest move as the equality
-constraints require (``J_c qd = 0``) and the truth is ``J T``, ``T = dq/dq_independent``.
-
-On a mismatch the report names the columns and rows off and tests what the error is:
-a column off by its sign, the other frame, another point of the body, Drake's
-``[angular; linear]`` row order, or a free joint in another convention.
+The truth is world-aligned (Pinocchio's ``LOCAL_WORLD_ALIGNED``) or, with
+``frame="local"``, in the point's own axes; for a closed loop, per unit velocity of
+the independent ``coordinates``, the other dofs keeping the equality constraints.
+On a mismatch the report names the columns and rows off and tests: a column off by
+its sign, the other frame, another point of the body, Drake's ``[angular; linear]``
+row order, or a free joint in another convention.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""``crossdyn check linearization``: a hand-derived ``(A, B)`` against ``linearize``.
+"""``crossdyn check linearization``: a hand-derived ``(A, B)`` against ``linearize``, at one operating point.
 
-Continuous time, state ``x = [dq, dqd]`` in MuJoCo's tangent space, input
-``du = ctrl - ctrl_op``, at one operating point.  A hand model with fewer states
-than the MJCF is mapped by a :class:`Reduction`.  The truth is a central
-difference, so the default tolerance is :data:`ATOL`/:data:`RTOL`, far above its
-error and far below any modelling error.  On a mismatch the report names the block
-and entries by their state and input names, and tests: a block of the opposite
-sign, a discrete-time ``(A, B)`` given for a continuous one, an input column off
-by its actuator's gear.
+Continuous time, state ``x = [dq, dqd]`` in MuJoCo's tangent space, input ``du = ctrl - ctrl_op``;
+a hand model with fewer states is mapped by a :class:`Reduction`.  On a mismatch the report names
+the block and entries and tests: a block of the opposite sign, a discrete-time ``(A, B)``, an input
+column off by its actuator's gear, a passive effect left out.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Is an error one slip in the model's geometry?  Fit it, and name the element and its value.
 
-Each slip a hand derivation makes most (a joint measured the other way, a joint's
-``ref`` or a body's ``quat`` left out, a body's ``pos``, orientation or a joint's
-axis written wrong) is a change of one element of the compiled model, so each is
-tested the same way: MuJoCo's own quantity is recomputed on a copy of the model
-with that element changed, at the states the check kept, and compared with the
-user's values under the check's tolerance.  Discrete slips are tried as they are;
-continuous ones are fitted by Gauss-Newton on finite differences, directions the
-states cannot see keeping the model's value (so an element that cannot change the
-quantity is never offered).  The first slip that explains every state, simplest
-first, is reported alone; two that explain it equally are both named.
+Each slip (a joint measured the other way, a ``ref`` or ``quat`` left out, a body's
+``pos`` or orientation or a joint's axis written wrong) is a change of one element of
+the model: MuJoCo's own quantity is recomputed on a copy with that element changed or
+fitted (Gauss-Newton on finite differences) and compared under the check's tolerance.
+The simplest slip that explains every state is reported; two equal ones are both named.
 """
 
 from __future__ import annotations

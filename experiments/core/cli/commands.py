@@ -1,14 +1,11 @@
 """Subcommands that systems and users' packages register, the way they register experiments.
 
-An installed package adds ``crossdyn GROUP NAME`` (the group is ``check``) with an
-entry point in the group :data:`GROUP`, named ``"GROUP NAME"``, whose value is a
-function ``configure(parser)``: it adds the command's options and sets ``func``
-(``handler(args) -> exit status``); its docstring's first line is the command's help.
+An entry point in the group :data:`GROUP`, named ``"GROUP NAME"`` (the group is ``check``),
+is a function ``configure(parser)`` that adds the command's options and sets ``func``
+(``handler(args) -> exit status``); its docstring's first line is the command's help::
 
-```toml
-[project.entry-points."crossdyn.commands"]
-"check my-arm" = "my_robot.cli:configure_check"
-```
+    [project.entry-points."crossdyn.commands"]
+    "check my-arm" = "my_robot.cli:configure_check"
 """
 
 from __future__ import annotations

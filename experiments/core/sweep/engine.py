@@ -1,13 +1,9 @@
-"""Where a sweep's runs execute: local worker processes, or a Dask cluster.
+"""Where a sweep's runs execute: the isolated worker pool, or a Dask cluster.
 
-An *evaluation* is a module-level function ``evaluate(job) -> row`` (a dict of
-text; a failing run is a row, never a raise); a *job* is anything picklable with
-an ``index``.  :func:`engine` opens an :class:`Engine` whose ``run(jobs)`` yields
-``(row, seconds, where)`` as runs finish: locally on the isolated worker pool
-(:mod:`crossdyn.experiments.core.isolation`), where a run that crashes, exits or
-hangs becomes a row of its own; or on Dask (``--scheduler tcp://HOST:PORT``).
-An evaluation a worker cannot load (an experiment defined in the running script)
-runs in this process instead (:func:`in_this_process`).  Evaluations run with
+An *evaluation* ``evaluate(job) -> row`` (text; a failing run is a row) is a module-level
+function; a *job* anything picklable with an ``index``.  :func:`engine` opens an
+:class:`Engine` whose ``run(jobs)`` yields ``(row, seconds, where)`` as runs finish; a
+local run that crashes, exits or hangs becomes a row of its own.  Evaluations run with
 BLAS single-threaded: a sweep's parallelism is its processes.
 """
 
@@ -70,14 +66,9 @@ def engine(evaluate: Evaluate, workers: int = 1, scheduler: str | None = None, *
            warm: Callable[[], None] | None = None, preload: Sequence[str] = (), isolation: Isolation | None = None):
     """An open :class:`Engine` for several batches of jobs (the pool or client starts once), closed on exit.
 
-    Args:
-      evaluate: the module-level evaluation function.
-      workers: local worker processes.
-      scheduler: a Dask scheduler's address instead.
-      warm: run once in each local worker before its first job.
-      preload: modules each local worker imports before its first job.
-      isolation: what a local run that crashes, hangs or exits becomes; None: such a
-        run stops the sweep with a one-line error.
+    ``evaluate`` runs on ``workers`` local processes (each first imports ``preload`` and runs
+    ``warm()``), or on the Dask ``scheduler``; ``isolation`` says what a local run that crashes,
+    hangs or exits becomes (None: a one-line error that stops the sweep).
 
     Raises:
       CrossdynError: the Dask scheduler cannot be reached; a worker cannot start; with

@@ -1,13 +1,9 @@
 """``crossdyn tune EXPERIMENT``: any registered experiment swept, searched or mapped over its parameters.
 
-A *run* is the experiment's own function called with one set of parameter values
-(no plots); its row of ``samples.csv`` holds the parameters, the verdict, the
-``outcome`` (``pass``, ``fail``, ``error``, ``crashed`` or ``timed out``) and every
-numeric metric, nested ones by dotted name.  Sample 0 is always the defaults, run
-first and alone; then a Latin hypercube, a grid (with two parameters, a map) or
-an Optuna search.  The best run is the passing run lowest in ``--minimize`` that
-meets every ``--constraint``.  A rerun resumes from the table.  The docs' tuning
-guide describes each of these.
+A *run* is the experiment's own function with one set of parameter values (no plots),
+one row of ``samples.csv``: parameters, verdict, ``outcome`` and every numeric metric.
+Sample 0 is the defaults, run first and alone; then a Latin hypercube, a grid (with two
+parameters, a map) or an Optuna search.  A rerun resumes from the table.
 """
 
 from __future__ import annotations

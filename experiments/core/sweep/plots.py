@@ -95,13 +95,8 @@ def _map(result, out: Path) -> list[str]:
 def held_map(path: Path, axes: dict[str, list[float]], held: np.ndarray, text: list[list[str]], title: str) -> dict:
     """Draw a two-axis map of where runs hold (green) into ``path``, the holding region outlined.
 
-    Args:
-      axes: the map's two axes ``{a: values (n,), b: values (m,)}``.
-      held: ``(n, m)``, true where the run at ``(a[i], b[j])`` holds.
-      text: ``text[i][j]``, the cell's label.
-
-    Returns:
-      The holding region (:func:`holding_region`).
+    ``axes`` is ``{a: values (n,), b: values (m,)}``, ``held`` ``(n, m)`` true where the run at
+    ``(a[i], b[j])`` holds, ``text[i][j]`` a cell's label.  Returns :func:`holding_region`'s.
     """
     (a, xs), (b, ys) = axes.items()
     fig, ax = plots.figure(1, 1, width=7.0, height=4.5)

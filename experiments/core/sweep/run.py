@@ -88,12 +88,10 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
 
     Args:
       evaluate: the module-level evaluation, ``evaluate(job) -> row``.
-      plan: the jobs (each with an ``index``).
-      keys: per index, the columns that identify its run (compared on resume).
-      csv_path: the table.
-      columns: its header (``exact``), or its leading key columns (it grows a column per metric).
+      plan: the jobs (each with an ``index``); keys: per index, the columns compared on resume.
+      csv_path, columns: the table and its header (``exact``) or its leading key columns.
       workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine`.
-      progress, desc: a progress bar on stderr, counting ``failed`` rows.
+      progress, desc, failed: a progress bar on stderr, counting ``failed`` rows.
       engine: an open engine to run on (then the four above are its own).
       texts: the table's text columns and their values, to validate resumed rows.
 

@@ -1,14 +1,10 @@
 """Optuna searches of an experiment's parameters: one loop for one metric or a front of two.
 
-The search asks a sampler for a batch of trials (one per worker), runs them, and
-tells it each trial's objectives and constraints in trial order, so a search is
-deterministic for a seed, a sampler and a worker count; a rerun replays the rows it
-finds and runs only the missing trials.  A run that errors or whose metric is not
-finite is told a value worse than any seen (``max + |max| + 1``), so the sampler
-learns the region is bad.  Samplers: ``gp`` (expected improvement on Gaussian
-processes, epsilon-constraint steps for two objectives) and ``tpe``.  LQR weights
-can be drawn as ratios ``q / r`` (:func:`suggest_ratios`): scaling Q and R together
-leaves the gain unchanged.
+Trials are asked a batch of workers at a time and told in trial order, so a search is
+deterministic for a seed, a sampler and a worker count, and a rerun replays the rows it
+finds.  A run that errors or never reaches a finite metric is told a value worse than any
+seen (``max + |max| + 1``).  LQR weights can be drawn as ratios (:func:`suggest_ratios`):
+scaling Q and R together leaves the gain unchanged.
 """
 
 from __future__ import annotations
@@ -106,17 +102,12 @@ Score = Callable[[dict, dict], tuple[Any, dict[str, float]]]
 def run_trials(the_study, make_job: Callable, score: Score, csv_path: Path, columns: Sequence[str], trials: int,
                engine, progress: bool, *, found: dict[int, dict], done: dict[int, dict] | None = None, first: int = 0,
                exact: bool = False, failed: Callable[[dict], bool] | None = None) -> tuple[list, int]:
-    """Run a search's trials ``first..trials`` on an open ``engine``; returns ``(rows in trial order, runs made now)``.
+    """Run a search's trials ``first..trials`` on an open ``engine``: ``(rows in trial order, runs made now)``.
 
-    Args:
-      the_study: the Optuna study (:func:`study`).
-      make_job: ``make_job(index, trial) -> job``: the run of trial ``index``, its values suggested on ``trial``.
-      score: ``score(row, done) -> (objectives, {constraint: excess})`` of a finished trial (``done``: every
-        finished row by trial); excess ``<= 0`` is feasible.
-      csv_path, columns: the table and its header (``exact``) or its leading columns.
-      trials: the trials after trial 0.
-      found: the rows already in the table (:func:`read_trials`); ``done``: rows done before trial ``first``.
-      failed: counts a row as failed on the progress bar.
+    ``make_job(index, trial)`` is the run of trial ``index``, its values suggested on ``trial``;
+    ``score(row, done) -> (objectives, {constraint: excess})`` scores a finished trial (excess
+    ``<= 0`` is feasible); ``found`` are the table's rows (:func:`read_trials`), ``done`` those
+    done before ``first``; ``failed`` counts a row as failed on the progress bar.
 
     Raises:
       ParameterError: a found row is not the trial this search suggests now (other arguments).

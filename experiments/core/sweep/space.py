@@ -140,11 +140,7 @@ def plan(space: list[Vary], search: str, samples: int, seed: int) -> list[tuple[
         if k < 2:
             raise ParameterError(f"a grid over {len(space)} parameters needs --samples >= {2 ** len(space)} "
                                  f"(two values each), got {samples}")
-        import itertools
-
-        axes = [v.grid(k) for v in space]
-        names = [v.name for v in space]
-        return [("grid", dict(zip(names, values, strict=True))) for values in itertools.product(*axes)]
+        return [("grid", values) for values in product({v.name: v.grid(k) for v in space})]
     raise ParameterError(f"unknown search {search!r}; choose from {', '.join(SEARCHES)}")
 
 

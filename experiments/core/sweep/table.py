@@ -73,17 +73,13 @@ def read(path: Path, columns: Sequence[str], *, exact: bool = True,
          texts: Mapping[str, Collection[str] | None] | None = None) -> list[dict[str, str]]:
     """The rows an earlier sweep or search left in ``path`` (none if it is missing or empty).
 
-    A last line without its newline was cut mid-append and is dropped, even when it
-    looks like a row (a number cut short still parses).
-
-    Args:
-      columns: the header this sweep writes (``exact``), or the key columns it must start with.
-      texts: when given, the columns that hold text, each with the values it may take
-        (None: any); every other column must be empty or a number.
+    A last line without its newline was cut mid-append and is dropped, even when it looks
+    like a row.  ``columns`` is the header (``exact``) or the key columns it starts with;
+    ``texts``, when given, the text columns and the values each may take (None: any).
 
     Raises:
-      ParameterError: ``path`` is not a file, not a table of this kind and version,
-        or a row is damaged (the file and line named).
+      ParameterError: ``path`` is not a file or not a table of this version, or a row is
+        damaged (the file and line named).
     """
     if not exists(path):
         return []
@@ -169,14 +165,7 @@ def write(path: Path, rows: list[dict], columns: Sequence[str]) -> None:
 
 def columns_of(rows: list[dict], first: Sequence[str]) -> list[str]:
     """``first``, then every other key of ``rows`` in order of first appearance."""
-    out = list(first)
-    seen = set(out)
-    for row in rows:
-        for key in row:
-            if key not in seen:
-                seen.add(key)
-                out.append(key)
-    return out
+    return list(dict.fromkeys([*first, *(key for row in rows for key in row)]))
 
 
 @contextlib.contextmanager
