@@ -16,18 +16,13 @@ The front door, as ``import control as ct`` is python-control's::
     cd.run("my-robot-balance", out="results")
     cd.tune("my-robot-balance", "results/tune", vary=["q_angle=1:1000:log"], minimize="settling_time_s")
 
-Everything here is generic: models, every check of a derivation, linearization,
-the LQR regulator, the closed loop and its imperfections, experiments, their
-registry, running and tuning them.  Nothing of one robot is here: the wheel-legged
-biped's scenarios, controllers and plots live in :mod:`crossdyn.experiments.biped`,
-the two-link arm's in :mod:`crossdyn.experiments.two_link`, and so on.
-
-The package's layers are its subpackages: :mod:`crossdyn.analytic` (hand-derived
-models, NumPy/SciPy/SymPy only), :mod:`crossdyn.controllers` (control design and
-laws), :mod:`crossdyn.experiments` (everything that runs MuJoCo), :mod:`crossdyn.mjcf`
-(the models) and :mod:`crossdyn.testing` (the pytest plugin and its helpers).
-
-Names are imported on first use: ``import crossdyn`` loads neither MuJoCo nor NumPy.
+Everything here is generic; nothing of one robot is (the biped's API lives in
+:mod:`crossdyn.experiments.biped`, the two-link arm's in :mod:`crossdyn.experiments.two_link`).
+The layers are the subpackages: :mod:`crossdyn.analytic` (hand-derived models),
+:mod:`crossdyn.controllers` (control design and laws), :mod:`crossdyn.experiments`
+(everything that runs MuJoCo), :mod:`crossdyn.mjcf` (the models) and
+:mod:`crossdyn.testing` (the pytest plugin).  Names are imported on first use:
+``import crossdyn`` loads neither MuJoCo nor NumPy.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """crossdyn inside your own test suite: assertion helpers and experiments as tests.
 
-One assertion helper per check (:data:`HELPERS`), raising ``AssertionError`` with
-the check's diagnosis when it fails and returning the report when it passes, under
-any test runner::
-
-    from crossdyn.testing import assert_derivation
-
-    def test_my_arm_dynamics():
-        assert_derivation(my_inverse_dynamics, "my_arm.xml", samples=200)
-
-With pytest, crossdyn's plugin (:mod:`crossdyn.testing.plugin`) adds the
-``crossdyn_baseline`` fixture and runs registered experiments as test items
-(``pytest --crossdyn-from FILE_OR_MODULE``, or :func:`experiment_tests`).
-Importing this package loads neither MuJoCo nor NumPy.
+One assertion helper per check (:data:`HELPERS`): ``assert_derivation(fn, "my_arm.xml",
+samples=200)`` raises ``AssertionError`` with the check's diagnosis when it fails and
+returns the report when it passes, under any test runner.  With pytest, crossdyn's plugin
+(:mod:`crossdyn.testing.plugin`) adds the ``crossdyn_baseline`` fixture and runs registered
+experiments as test items.  Importing this package loads neither MuJoCo nor NumPy.
 """
 
 from __future__ import annotations
@@ -62,14 +54,8 @@ def _passed(report, check: str) -> bool:
 
 
 def _in_child(check: str, run: Callable, args: tuple, options: dict):
-    """``run(*args, **options)`` in a forked child process: its report, or its exception, comes back.
-
-    A user's function that ends its process ends the child, never the test run (with
-    pytest, a suite whose process ended with exit status 0 would read as passed).
-
-    Raises:
-      DerivationError: the child ended without a report (how it ended is named).
-    """
+    """``run(*args, **options)`` in a forked child: its report, or its exception, comes back; a function that
+    ends its process ends the child (a DerivationError), never the test run, which could read as passed."""
     from crossdyn.experiments.core import isolation
 
     done = isolation.forked(run, *args, **options)

@@ -1,11 +1,8 @@
 """The ``crossdyn_baseline`` fixture: a test's metrics against a JSON file stored beside the test.
 
-``crossdyn_baseline.check(metrics)`` in ``tests/test_arm.py::test_settling``
-compares ``metrics``, flattened to sorted dotted names as ``crossdyn run
---save-baseline`` names them, with ``tests/test_arm/test_settling.json``, to the
-tolerance of ``crossdyn run --baseline`` unless ``tolerances`` names the metric;
-a metric new or missing fails too.  ``pytest --crossdyn-regen`` writes the files
-instead (a file whose content would not change is left alone).
+``crossdyn_baseline.check(metrics)`` in ``tests/test_arm.py::test_settling`` compares the
+metrics, flattened to dotted names, with ``tests/test_arm/test_settling.json`` as ``crossdyn
+run --baseline`` compares; ``pytest --crossdyn-regen`` writes the files instead.
 """
 
 from __future__ import annotations

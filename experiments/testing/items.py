@@ -1,10 +1,8 @@
 """Registered experiments as pytest items: one collector per source, one item per experiment.
 
-An item runs its experiment (short mode, the session's seed) while it is set up, so
-a crash, a refused input or a malformed return is an *error* of the test, never a
-pass; the test then passes or fails by the experiment's verdict.  Metrics and plots
-land under pytest's temporary folder, or ``--crossdyn-out DIR``; with
-``--crossdyn-workers K`` the first item runs every selected experiment in K processes.
+An item runs its experiment (short mode) while it is set up, so a crash, a refused input
+or a malformed return is an *error* of the test, never a pass; the test then passes or
+fails by the experiment's verdict.
 """
 
 from __future__ import annotations

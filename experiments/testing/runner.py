@@ -19,15 +19,9 @@ def is_file(source: str) -> bool:
 
 @dataclass
 class Ran:
-    """One experiment's run, as a pytest item judges it.
-
-    Attributes:
-      name: the experiment; out_dir: its folder (metrics.json, timing.json, plots).
-      expected, measured: the expected outcome (parameters filled in) and the headline figure.
-      metrics: its metrics.json content (``{}`` if none could be read).
-      error: the one-line error of a crash or a refused input, else None.
-      row: its summary row (for :func:`write_summary`; plain JSON types).
-    """
+    """One experiment's run, as a pytest item judges it: its ``name`` and ``out_dir``, the ``expected`` outcome
+    and ``measured`` figure, its ``metrics`` (``{}`` if none), the one-line ``error`` of a crash or a refused
+    input (else None) and its summary ``row``."""
 
     name: str
     out_dir: Path
@@ -67,15 +61,10 @@ def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, start
 
 
 def experiments_from(sources: tuple[str, ...], timeout: float | None = None) -> list:
-    """The experiments ``sources`` (absolute ``.py`` paths or module names) register, in registry order.
-
-    An experiment belongs to a source when loading it registered the experiment or when its
-    function is defined there.  A source not imported yet is imported in a worker process
-    first, so one that ends its process (or hangs past ``timeout``) fails its collector.
-
-    Raises:
-      CrossdynError: a source is missing, fails to import, or registers a taken name.
-    """
+    """The experiments ``sources`` (absolute ``.py`` paths or module names) register, in registry order:
+    those loading it registered or whose function is defined there.  A source not imported yet is
+    imported in a worker first, so one that ends its process (or hangs past ``timeout``) is a
+    CrossdynError, as is a missing source, one that fails to import or registers a taken name."""
     from crossdyn.experiments.core.registry import experiments, unloaded
     from crossdyn.experiments.core.results import pool_with_sources_imported
 

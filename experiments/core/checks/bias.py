@@ -1,10 +1,8 @@
-"""``crossdyn check bias``: hand-derived bias forces ``c(q, qd) + g(q)`` against MuJoCo's.
+"""``crossdyn check bias``: hand-derived bias forces ``c(q, qd) + g(q)`` against ``mj_inverse`` at ``qacc = 0``.
 
-The truth is ``mj_inverse`` at ``qacc = 0``: ``qfrc_bias`` (``rigid-body``), minus
-``qfrc_passive`` for ``as-modeled``.  On a mismatch both sides are split into gravity
-``b(q, 0)`` and velocity ``b(q, qd) - b(q, 0)`` parts, and the report tests: gravity's
-sign, velocity terms missing or scaled, one of the model's passive effects, or a
-change of some bodies' inertial parameters (``b = Y(q, qd, 0) pi``).
+On a mismatch both sides are split into gravity ``b(q, 0)`` and velocity parts, and the
+report tests: gravity's sign, velocity terms missing or scaled, one of the model's
+passive effects, or a change of some bodies' inertial parameters (``b = Y(q, qd, 0) pi``).
 """
 
 from __future__ import annotations

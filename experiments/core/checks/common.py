@@ -185,17 +185,10 @@ def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np
 
 def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: tuple[str, ...],
                  ranges: Ranges | None = None) -> StateSource:
-    """Seeded random states, or the given ones, as chunks of the ``parts`` asked for.
-
-    Random states are :func:`~crossdyn.experiments.core.crosscheck.state_chunks`'s
-    ``(q, qd, qdd)`` drawn in ``ranges`` (``"tau"`` is given ``qdd``: the
-    forward-dynamics check turns it into torques); given ones are one array per
-    part, ``(N, nq)`` or ``(N, nv)``.
-
-    Raises:
-      StateError: wrong shapes, non-finite entries or no rows.
-      ParameterError: ``samples`` or ``seed`` out of range.
-    """
+    """Seeded random states drawn in ``ranges``, or the given ones (one array per part, ``(N, nq)`` or
+    ``(N, nv)``), as chunks of the ``parts`` asked for (``"tau"`` is given ``qdd``: the forward-dynamics
+    check turns it into torques).  Bad states are a StateError; ``samples`` or ``seed`` out of range a
+    ParameterError."""
     samples = validate.count(samples, 1, validate.SAMPLES_MAX, "samples")
     seed = validate.seed(seed)
     ranges = Ranges() if ranges is None else ranges

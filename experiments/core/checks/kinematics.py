@@ -1,10 +1,8 @@
-"""``crossdyn check kinematics``: a hand-derived forward kinematics against MuJoCo's.
+"""``crossdyn check kinematics``: a hand-derived forward kinematics against ``mj_kinematics``.
 
-The truth is ``mj_kinematics``: ``site_xpos``/``site_xmat`` (``xpos``/``xmat`` for a
-body).  On a mismatch each hypothesis is tested on every state: another point of
-the same body, a position off by a constant vector in the body's frame or the world,
-the transposed rotation, the body's frame instead of the site's, or a rotation off
-by one constant rotation.
+On a mismatch each hypothesis is tested on every state: another point of the same body,
+a position off by a constant vector in the body's frame or the world, the transposed
+rotation, the body's frame instead of the site's, or one constant rotation.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rotation import matrix_to_quat
+from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
@@ -177,7 +175,7 @@ def _attribute(model, tgt, parts, hyp, alternatives, in_body, in_world, right, l
         elif tgt.kind == "site" and hyp.all("body frame"):
             offset = np.asarray(model.site_quat[tgt.index], dtype=float)
             out.append(f"the rotation is body {body!r}'s frame, not the site's: the site is turned against its "
-                       f"body by {_angle_axis(_quat_matrix(offset))}")
+                       f"body by {_angle_axis(quat_to_matrix(offset))}")
         elif right.constant(atol + rtol):
             out.append(f"the rotation is MuJoCo's turned by a constant {_angle_axis(_orthonormal(right.middle))} "
                        f"in the frame's own axes (R_yours = R_mujoco D)")
@@ -187,12 +185,6 @@ def _attribute(model, tgt, parts, hyp, alternatives, in_body, in_world, right, l
         else:
             out.append("the rotation error changes with the state: a joint axis or a joint's sign differs")
     return out
-
-
-def _quat_matrix(quat: np.ndarray) -> np.ndarray:
-    from crossdyn.analytic.rotation import quat_to_matrix
-
-    return quat_to_matrix(quat)
 
 
 def _orthonormal(D: np.ndarray) -> np.ndarray:

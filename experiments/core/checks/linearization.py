@@ -35,14 +35,9 @@ TOLERANCE_REASON = "linearize's central differences err by ~1e-10 of the scale; 
 
 @dataclass(frozen=True)
 class Reduction:
-    """A hand model's reduced state and input, mapped onto the model's: ``A_r = read A lift``, ``B_r = read B inputs``.
-
-    Attributes:
-      lift: ``(2nv, k)``, a unit change of each reduced state as a full one.
-      read: ``(k, 2nv)``, the reduced state of a full one (``read lift = I``).
-      inputs: ``(nu, m)``, the reduced input as controls.
-      state_names: ``k`` names; input_names: ``m`` names.
-    """
+    """A hand model's reduced state and input, mapped onto the model's: ``A_r = read A lift``, ``B_r = read B inputs``,
+    with ``lift (2nv, k)``, ``read (k, 2nv)`` (``read lift = I``), ``inputs (nu, m)``, and ``k`` ``state_names``
+    and ``m`` ``input_names``."""
 
     lift: np.ndarray
     read: np.ndarray

@@ -1,10 +1,8 @@
 """``crossdyn check mass-matrix``: a hand-derived joint-space inertia ``M(q)`` against ``mj_fullM``.
 
-The truth is on the truth's copy of the model (``rigid-body``: armature removed;
-``as-modeled``: the armature on the diagonal).  On a mismatch the report tests, at
-every state: exactly the armature on the diagonal, a free joint in Pinocchio's
-convention (``M_yours = T^T M T``), a change of some bodies' inertial parameters
-(:mod:`.inertial`), or a geometric slip (:mod:`.slips`).
+On a mismatch the report tests, at every state: exactly the armature on the diagonal, a
+free joint in Pinocchio's convention (``M_yours = T^T M T``), a change of some bodies'
+inertial parameters (:mod:`.inertial`), or a geometric slip (:mod:`.slips`).
 """
 
 from __future__ import annotations

@@ -96,13 +96,9 @@ def equality_label(model: mujoco.MjModel, e: int) -> str:
 
 
 def conventions(model: mujoco.MjModel) -> list[str]:
-    """One sentence per free or ball joint on MuJoCo's coordinates for it (empty when there is none).
-
-    MuJoCo's free joint mixes frames: ``qvel[0:3]`` is the world-frame velocity of
-    the body origin but ``qvel[3:6]`` the body-frame angular velocity (Pinocchio's
-    free flyer has both in the body frame; Drake orders angular first).  Ball
-    joints take a quaternion and a body-frame angular velocity.
-    """
+    """One sentence per free or ball joint on MuJoCo's coordinates for it (empty when there is none): its
+    free joint's ``qvel[0:3]`` is in the world frame but ``qvel[3:6]`` in the body's, unlike Pinocchio's
+    and Drake's."""
     out = []
     for j in range(model.njnt):
         kind = int(model.jnt_type[j])

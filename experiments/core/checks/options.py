@@ -69,14 +69,9 @@ class CheckOptions:
 
     @classmethod
     def of(cls, check: str, given: dict, takes: Iterable[str], **defaults) -> CheckOptions:
-        """The options ``check`` (its name, for errors) was called with, ``given``, out of those it ``takes``.
-
-        ``defaults`` are the check's own where they differ (a linearization's tolerance).
-
-        Raises:
-          TypeError: an option the check does not take, as Python says it of any function.
-          ParameterError: a tolerance or range out of bounds (:mod:`crossdyn.experiments.core.validate`).
-        """
+        """The options ``check`` (its name, for errors) was called with, ``given``, out of those it ``takes``;
+        ``defaults`` are the check's own where they differ.  An option it does not take is a TypeError, as
+        Python says it of any function; a tolerance or range out of bounds a ParameterError."""
         takes = set(takes)
         for name in given:
             if name not in takes:
@@ -141,14 +136,8 @@ class Check:
 
 def begin(check: str, fn, model: mujoco.MjModel | str | os.PathLike, given: dict, takes: Iterable[str],
           **defaults) -> Check:
-    """A check's first steps: its options (:meth:`CheckOptions.of`), the user's function and the model loaded.
-
-    ``fn`` is a function or ``"FILE.py:FUNC"`` / ``"module:FUNC"``, ``model`` a compiled model, a
-    built-in name or an MJCF/URDF path; the rest as :meth:`CheckOptions.of`.
-
-    Raises:
-      DerivationError: the function cannot be loaded; ModelError: nor can the model.
-    """
+    """A check's first steps: its options (:meth:`CheckOptions.of`), the user's function and the model
+    loaded (``fn`` and ``model`` as :class:`CheckOptions` says; a DerivationError or ModelError if not)."""
     from crossdyn.experiments.core.checks.common import load_function
     from crossdyn.experiments.core.models import load_model
 

@@ -33,18 +33,15 @@ class Part:
     """One compared part of a quantity: per-entry statistics of ``yours - MuJoCo's``.
 
     Attributes:
-      name: ``"jacobian"``, ``"position"``, ``"kinetic"``, ...; the terms of an inverse
-        dynamics are ``"mass_matrix"``, ``"velocity"`` and ``"gravity"`` (:data:`TERMS`).
+      name: ``"jacobian"``, ``"position"``, ...; an inverse dynamics' :data:`TERMS`.
       symbol: how an entry is written, ``J`` in ``J[linear z, elbow]``.
       labels: per axis of the part, a name per index (``()`` for a scalar part).
       passed: every entry within ``atol + rtol |MuJoCo's|`` at every state.
-      max_abs_error: largest ``|error|`` over states and entries.
-      scale: largest ``|MuJoCo's|`` of the part.
-      worst_entry: index of the worst entry; worst_sample: the state it is at.
-      mean_error, entry_max_abs, entry_range, entry_passed: per entry, the mean
-        error (a constant offset, like a missing inertia, shows here exactly), the
-        largest ``|error|``, ``max - min`` of the error over the states and "within
-        tolerance at every state"; arrays of the part's shape.
+      max_abs_error, scale: largest ``|error|``, and largest ``|MuJoCo's|``, over states and entries.
+      worst_entry, worst_sample: index of the worst entry, and the state it is at.
+      mean_error, entry_max_abs, entry_range, entry_passed: per entry (arrays of the part's
+        shape), the mean error (a constant offset shows here exactly), the largest ``|error|``,
+        ``max - min`` over the states and "within tolerance at every state".
       per_sample: the largest ``|error|`` at each of the first states (plots).
       states: how many states the statistics are over.
     """
@@ -189,18 +186,16 @@ class CheckReport:
       notes: other sentences (a function called state by state, a constant allowed ...).
       warnings: MuJoCo's own warnings about the model while computing the truth.
       atol, rtol: the tolerance, ``|error| <= atol + rtol |MuJoCo's|``.
-      samples, seed: how the states were drawn (``seed`` None for given states).
+      samples, seed, sampling, ranges: how many states, their seed (None for given states), where
+        they came from in words, and random ones' ranges (``{"q_range": [low, high], ...}``).
       dynamics: the truth's mode where it applies (``rigid-body``/``as-modeled``), else None.
       extra: quantity-specific numbers for ``metrics.json`` (the energy's constant, ...).
       symmetric: the parts of which only the upper triangle is named (a mass matrix).
-      sampling: where the states came from, in words.
-      ranges: the random states' ranges, ``{"q_range": [low, high], ...}``; empty for given states.
       torque: inverse dynamics only, as are the rest: the torque ``tau`` compared as a whole.
       per_joint: per dof ``{"name", "max_abs_error", "max_rel_error"}`` of the torque.
       worst_state: ``{"index", "q", "qd", "qdd"}`` of the worst torque error.
       parameters: sentences naming the bodies' inertial parameters the mismatch is a change of.
-      left_out: per model element carrying something the mode left out or put in,
-        ``{"element", "in", "out"}``.
+      left_out: per model element, ``{"element", "in", "out"}``: what the mode left out or put in.
       switched_off: what the truth switched off (``"contacts off: 36 rows were active at state 0"``).
     """
 

@@ -1,10 +1,8 @@
 """The ``crossdyn`` command line: ``list``, ``run``, ``check``, ``tune``, ``identify`` and the systems' own.
 
-Exit status: 0 when everything is as expected, 1 when a check or an experiment's
-expected outcome fails, 2 for bad input (missing file, malformed model, bad
-state, unknown name), always with a one-line message and no traceback.  Each
-command lives in its own module and takes its options' types from
-:mod:`.arguments`, the one validation layer.
+Exit status: 0 when everything is as expected, 1 when a check or an experiment's expected
+outcome fails, 2 for bad input, always with a one-line message and no traceback.  Each
+command lives in its own module, its options' types from :mod:`.arguments`.
 """
 
 from __future__ import annotations

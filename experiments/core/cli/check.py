@@ -29,26 +29,16 @@ SAMPLES_MAX = validate.SAMPLES_MAX
 def load_states(path: str, nq: int, nv: int):
     """Read states from a ``.npy`` or ``.csv`` file, one row ``[q (nq), qd (nv), qdd (nv)]``.
 
-    A CSV may carry ``#`` comments and a header row naming the coordinates; a ``.npy``
-    must hold a 2-D array of numbers (memory-mapped, so a large file is not read at once).
-
-    Raises:
-      StateError: unreadable file, no rows, not a table of real numbers, wrong
-        column count, or non-finite entries; the message says what is expected.
+    A CSV may carry ``#`` comments and a header row naming the coordinates; a ``.npy`` holds a
+    2-D array (memory-mapped).  A file that cannot be read as such is a StateError saying what
+    is expected.
     """
     return load_state_file(path, (("q", nq), ("qd", nv), ("qdd", nv)))
 
 
 def load_state_file(path: str, parts: tuple[tuple[str, int], ...]):
-    """Read rows ``[part_1, part_2, ...]`` from a ``.npy`` or ``.csv`` file, as :func:`load_states`.
-
-    Args:
-      path: the file.
-      parts: ``(name, size)`` of each part of a row, e.g. ``(("q", 7), ("qd", 6))``.
-
-    Returns:
-      One ``(N, size)`` array per part.
-    """
+    """Read rows ``[part_1, part_2, ...]`` from a ``.npy`` or ``.csv`` file, as :func:`load_states`: one
+    ``(N, size)`` array per ``(name, size)`` of ``parts`` (e.g. ``(("q", 7), ("qd", 6))``)."""
     import warnings
 
     import numpy as np
@@ -304,9 +294,7 @@ def _cmd_check_quantity(args) -> int:
     states = load_state_file(args.states, tuple((p, sizes[p]) for p in parts)) if args.states else None
     options = {"samples": args.samples, "seed": args.seed, "states": states, "atol": args.atol, "rtol": args.rtol,
                **_ranges(args)}
-    specific = {}
-    if quantity in ("kinematics", "jacobian"):
-        specific = {"site": args.site, "body": args.body}
+    specific = {"site": args.site, "body": args.body} if quantity in ("kinematics", "jacobian") else {}
     if quantity == "jacobian":
         specific |= {"frame": args.frame, "coordinates": args.coordinates}
     if quantity == "bias":

@@ -46,14 +46,8 @@ class Engine(NamedTuple):
 
 @dataclass(frozen=True)
 class Isolation:
-    """What becomes of a local run whose worker process died, and how the workers start.
-
-    Attributes:
-      failed: ``failed(job, done) -> row``: the row of a run that crashed, timed out or
-        raised out of the evaluation; None: such a run is an error.
-      timeout: each run's time limit, s (None: none).
-      initializer, initargs: run once in each worker (e.g. load users' experiments).
-    """
+    """What becomes of a local run whose worker process died (``failed(job, done) -> row``, or None: an
+    error), each run's ``timeout`` (s, or None), and what each worker runs first (``initializer(*initargs)``)."""
 
     failed: Callable[[Any, Any], dict] | None = None
     timeout: float | None = None

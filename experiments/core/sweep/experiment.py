@@ -50,18 +50,10 @@ def _text(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Job:
-    """One run of a tune.
-
-    Attributes:
-      index: its sample number (0: the defaults).
-      kind: ``default``, ``lhs``, ``grid`` or ``optuna``.
-      experiment: the registered experiment's name; sources: the files and modules that register it.
-      values: the parameters set for this run (``--set`` and varied), by name.
-      varied: the names of the varied parameters (the table's columns).
-      seed, short: the experiment's seed and reduced run.
-      model: the model's values drawn for this run by column (``--vary-from``), or empty.
-      uncertain: the identified parameters those columns belong to.
-    """
+    """One run of a tune: its sample ``index`` (0: the defaults) and ``kind``; the ``experiment`` and the
+    ``sources`` that register it; the parameter ``values`` set (``--set`` and varied) and the ``varied``
+    names; its ``seed`` and ``short``; with ``--vary-from``, the ``model``'s values drawn by column and the
+    ``uncertain`` parameters they belong to."""
 
     index: int
     kind: str
@@ -175,14 +167,8 @@ def best_row(rows: list[dict], minimize: str, constraints: list[tuple[str, str, 
 
 @dataclass
 class TuneResult(sweep_run.SweepResult):
-    """A :class:`~crossdyn.experiments.core.sweep.run.SweepResult` with what was tuned.
-
-    Attributes:
-      experiment, minimize, constraints, space: the tune's arguments.
-      files: the files written besides the table.
-      model_columns: the model's values drawn per run (``--vary-from``), by column.
-      notes: the ``--vary-from`` parameters skipped, a sentence each.
-    """
+    """A :class:`~crossdyn.experiments.core.sweep.run.SweepResult` with what was tuned: the tune's arguments,
+    the ``files`` written besides the table, and with ``--vary-from`` the ``model_columns`` and ``notes``."""
 
     experiment: str = ""
     minimize: str | None = None
@@ -209,16 +195,14 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
       name: a registered experiment (crossdyn's, an installed package's, or one of ``sources``).
       out: the output folder (``samples.csv``, ``timings.csv``, ``best.json``, plots).
       vary: ``NAME=LO:HI[:log]`` per parameter (or ``(name, text)`` pairs).
-      minimize: the metric to minimize (a dotted name of the experiment's metrics).
-      constraints: ``METRIC<=VALUE`` or ``METRIC>=VALUE`` each.
-      search: ``lhs``, ``grid`` or ``optuna``.
-      sampler: ``gp`` or ``tpe`` (``optuna`` only).
+      minimize, constraints: the metric to minimize (dotted for nested metrics), and
+        ``METRIC<=VALUE`` or ``METRIC>=VALUE`` each.
+      search, sampler: ``lhs``, ``grid`` or ``optuna``; its sampler ``gp`` or ``tpe``.
       samples: runs after the defaults (the grid's budget, the search's trials).
       seed: seed of the plan or the sampler, and the experiment's seed.
       fixed: other parameters as ``--set`` takes them (name -> text).
-      short: the experiments' reduced runs.
+      short, plots: the experiments' reduced runs; draw the plots.
       sources, workers, scheduler, progress: as ``crossdyn run``'s and the sweep engine's.
-      plots: draw the plots.
       timeout: each run's time limit, s: a run over it is recorded ``timed out``.
       vary_from: an ``identified.json``: every run's model gets the identified parameters drawn
         within their intervals; the experiment must take an ``mjcf`` parameter.

@@ -138,14 +138,9 @@ def outline(ax, held: np.ndarray) -> None:
 
 
 def holding_region(axes: dict[str, list[float]], held: np.ndarray) -> dict:
-    """Where a map holds: per value of the first axis, the second axis's holding values and their span.
-
-    Returns:
-      ``held_cells``, the ``[a, b]`` pairs that hold; ``by``, the first axis's name;
-      ``rows``, per value of the first axis: that value, the second axis's holding
-      values, their ``span`` ``[lo, hi]`` (None if none) and ``contiguous`` (False
-      where a failing cell lies between holding ones).
-    """
+    """Where a map holds: ``held_cells``, the ``[a, b]`` pairs that hold; ``by``, the first axis's name; and
+    ``rows``, per value of the first axis: the second axis's holding values, their ``span`` ``[lo, hi]``
+    (None if none) and ``contiguous`` (False where a failing cell lies between holding ones)."""
     (a, va), (b, vb) = axes.items()
     rows = []
     for i, x in enumerate(va):

@@ -51,16 +51,9 @@ def in_batches(engine: engines.Engine) -> engines.Engine:
 
 @dataclass
 class SweepResult:
-    """What a sweep produced.
-
-    Attributes:
-      rows: every run's table row, in sample order.
-      computed: runs made by this call; resumed: runs found already done.
-      seconds: wall time of this call, s.
-      csv: path of the table.
-      best: the chosen run's row, or None.
-      summary: what the sweep wrote as its summary file (``best.json``, a map's JSON), or None.
-    """
+    """What a sweep produced: every run's ``rows`` in sample order, the runs ``computed`` by this call and
+    ``resumed`` from the table, its wall time ``seconds``, the table's path ``csv``, the ``best`` row (or
+    None) and its ``summary`` (``best.json``, a map's JSON, or None)."""
 
     rows: list[dict]
     computed: int

@@ -55,18 +55,11 @@ def study(directions: int, how, first: dict | None = None):
 
 def suggest_ratios(trial, bounds: dict[str, tuple[float, float]], denominator: str = "r",
                    prefix: str = "ratio_") -> dict[str, float]:
-    """LQR weights from the ratios ``q / r`` the sampler draws, mapped back into ``bounds``.
+    """LQR weights (by name, in ``bounds``' order) from the ratios ``q / r`` an Optuna ``trial`` draws.
 
-    Each ratio is drawn log-uniformly over what the bounds allow as the parameter
-    ``prefix + q``; ``r`` is the geometric middle of the interval where every ``q = ratio r``
-    lies in its range (without one, the ends' middle is clipped and each ``q`` too).
-
-    Args:
-      trial: an Optuna trial.
-      bounds: every weight's ``(low, high)``, the ``denominator`` (the input weight) among them.
-
-    Returns:
-      The weights by name, in ``bounds``' order.
+    Each ratio is drawn log-uniformly over what ``bounds`` (every weight's ``(low, high)``, the
+    ``denominator`` among them) allow, as the parameter ``prefix + q``; ``r`` is the geometric
+    middle of the interval where every ``q = ratio r`` lies in its range (or, without one, clipped).
     """
     r_low, r_high = bounds[denominator]
     qs = [w for w in bounds if w != denominator]

@@ -1,10 +1,5 @@
-"""What a sweep varies and how it draws: ``--vary NAME=LO:HI[:log]`` against an experiment's parameters.
-
-:func:`plan` lays out a blind sweep's runs after the defaults: a Latin hypercube or
-a grid.  A sweep that names its own values has :func:`parse_values`, :func:`product`
-(every combination: a grid or a map) and :func:`log_hypercube` (log-uniform within
-:func:`parse_bounds`).
-"""
+"""What a sweep varies and how it draws: ``--vary NAME=LO:HI[:log]``, a blind plan (:func:`plan`: a Latin
+hypercube or a grid), and named values (:func:`parse_values`, :func:`product`, :func:`log_hypercube`)."""
 
 from __future__ import annotations
 

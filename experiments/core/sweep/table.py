@@ -1,11 +1,6 @@
-"""A sweep's table: one CSV row per run, appended as each finishes, read back to resume.
-
-Each row is appended and flushed at once, so an interrupted sweep keeps what it
-finished; at the end the file is rewritten in sample order, so it depends on the
-sweep's arguments and seed only.  Wall times go to ``timings.csv``.  A table's first
-columns identify a run (its :class:`Key`, compared on resume); the rest are what it
-measured, and a row with a new metric widens the header.
-"""
+"""A sweep's table: one CSV row per run, appended and flushed as each finishes (an interrupted sweep
+keeps them), read back to resume, and rewritten in sample order at the end (so it depends on the
+sweep's arguments and seed only).  Wall times go to ``timings.csv``."""
 
 from __future__ import annotations
 
@@ -127,13 +122,8 @@ def _numbers_only(path: Path, line: int, row: dict[str, str], texts: Mapping[str
 def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str], *, exact: bool = True,
               done: str = "outcome", only: bool = False,
               texts: Mapping[str, Collection[str] | None] | None = None) -> dict[int, dict]:
-    """Finished rows of ``path`` that belong to the planned runs ``keys`` (index -> key columns), by index.
-
-    With ``only``, rows of other indices are skipped instead of refused; ``texts`` as :func:`read`'s.
-
-    Raises:
-      ParameterError: a table written with other arguments, not a sweep table, or a damaged row.
-    """
+    """Finished rows of ``path`` that belong to the planned runs ``keys`` (index -> key columns), by index;
+    with ``only``, rows of other indices are skipped instead of refused (a ParameterError)."""
     rows = read(path, columns, exact=exact, texts=texts)
     found: dict[int, dict] = {}
     for row in rows:

@@ -1,10 +1,8 @@
 """Experiments tuned with a table, plans and a summary of their own (``crossdyn tune COMMAND``).
 
-An experiment may declare a :class:`Tuning` (``@experiment(..., tuning=Tuning(...))``):
-``crossdyn tune COMMAND`` parses its options, the experiment plans its runs (jobs, or
-a search that asks for runs as it goes), and they run here on the same engines as
-any tune, into the experiment's table, then its summary.  ``crossdyn run`` leaves
-such an experiment out.
+An experiment may declare a :class:`Tuning` (``@experiment(..., tuning=Tuning(...))``): it parses
+its own options and plans its runs, which run here on the same engines as any tune, into its
+table, then its summary.  ``crossdyn run`` leaves such an experiment out.
 """
 
 from __future__ import annotations
@@ -29,15 +27,12 @@ class Tuning:
     Attributes:
       command: the word after ``crossdyn tune``.
       configure: ``configure(parser)`` adds the command's options and sets ``func(args) -> exit code``.
-      table: the table's file name in the output folder.
-      columns: the table's columns, in order; a job's ``key()`` names the first ones, and
-        ``outcome`` and ``detail`` are among them.
+      table, columns: the table's file name and columns (a job's ``key()`` names the first ones;
+        ``outcome`` and ``detail`` are among them).
       evaluate: ``evaluate(job) -> row`` (text by column; a :class:`~.run.Batch` of jobs -> their rows).
       failed: ``failed(row)``: the run did not succeed.
-      summary: ``summary(out, result, **options)`` writes a finished tune's summary files and plots
-        into ``out`` and sets ``result.summary``.
-      warm: a worker's warm-up, or None.
-      preload: the modules a fork server imports before forking workers.
+      summary: ``summary(out, result, **options)`` writes a finished tune's summary files and plots.
+      warm, preload: a worker's warm-up (or None); the modules a worker imports first.
     """
 
     command: str
