@@ -84,8 +84,7 @@ def explain(tree: Tree, Y: np.ndarray, error: np.ndarray, reference: np.ndarray,
     """Sentences naming the bodies and parameters the error is, or saying it is not inertial.
 
     Args:
-      tree: the model's rigid-body tree (its parameters are the model's).
-      Y: the regressor at the states, rows stacked: ``(K, 10 nb)``.
+      tree: the model's rigid-body tree; Y: the regressor at the states, rows stacked, ``(K, 10 nb)``.
       error, reference: ``yours - MuJoCo's`` and MuJoCo's value at those rows, ``(K,)``; a fit
         explains the error when its residual is within ``atol + rtol |reference|`` on every row.
       max_bodies: the largest set of bodies tried together.

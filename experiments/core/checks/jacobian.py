@@ -146,16 +146,15 @@ def check_jacobian(fn, model: mujoco.MjModel | str | os.PathLike, *, site: str |
                    **options) -> CheckReport:
     """Check ``fn(q) -> J`` against MuJoCo's Jacobian of a site or a body's frame origin.
 
-    ``fn``, ``model``, the sampling ``options`` and the errors are every check's
-    (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`); a closed loop needs
-    closed poses as ``states``.
+    ``fn``, ``model``, the sampling ``options`` (a closed loop's ``states`` closed poses) and the
+    errors are every check's (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
 
     Args:
       fn: returns ``(6, nv)`` (linear rows, then angular) or ``(3, nv)`` (linear only), per unit ``qvel``.
       site, body: the point (exactly one).
       frame: ``"world-aligned"`` (MuJoCo's) or ``"local"`` (the point's own axes).
-      coordinates: joint names of a closed loop's independent coordinates; ``J`` is then
-        ``(6, k)`` or ``(3, k)``, per unit velocity of those.
+      coordinates: a closed loop's independent joints; ``J`` is then ``(6, k)`` or ``(3, k)``, per unit
+        velocity of those.
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``jacobian``.

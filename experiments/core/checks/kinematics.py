@@ -73,12 +73,9 @@ def check_kinematics(fn, model: mujoco.MjModel | str | os.PathLike, *, site: str
     """Check ``fn(q) -> position`` or ``(position, rotation)`` against MuJoCo's kinematics.
 
     ``fn``, ``model``, the sampling ``options`` and the errors are every check's
-    (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
-
-    Args:
-      fn: returns the world position ``(3,)`` m, or ``(position, rotation (3, 3))``, the
-        rotation's columns being the frame's axes in the world (MuJoCo's ``site_xmat``).
-      site, body: the point: a site, or a body's frame origin (exactly one).
+    (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).  ``fn`` returns the world
+    position ``(3,)`` m, or with it the rotation ``(3, 3)`` whose columns are the frame's axes in
+    the world (MuJoCo's ``site_xmat``), of a ``site`` or a ``body``'s frame origin (exactly one).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``position`` (and ``rotation``).

@@ -1,13 +1,9 @@
 """``crossdyn check``: derivation, one command per part of a hand derivation, and the systems' own.
 
-``check derivation`` compares an inverse dynamics with ``mj_inverse``; ``check
-kinematics``, ``jacobian``, ``mass-matrix``, ``bias``, ``energy``,
-``forward-dynamics`` and ``linearization`` compare the other parts
-(:mod:`crossdyn.experiments.core.checks`).  Each writes ``metrics.json`` and a plot
-under ``--out``, prints a report and exits 0 when the function agrees, 1 when it
-does not (or drifted from the baseline), 2 on bad input.  Systems add their own
-(``check two-link``) through the ``crossdyn.commands`` entry points
-(:mod:`crossdyn.experiments.core.cli.commands`), with the helpers shared from here.
+Each writes ``metrics.json`` and a plot under ``--out``, prints a report and exits 0 when
+the function agrees, 1 when it does not (or drifted from the baseline), 2 on bad input.
+Systems add their own (``check two-link``) through :mod:`crossdyn.experiments.core.cli.commands`,
+with the helpers shared from here.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Where a sweep's runs execute: the isolated worker pool, or a Dask cluster.
 
 An *evaluation* ``evaluate(job) -> row`` (text; a failing run is a row) is a module-level
-function; a *job* anything picklable with an ``index``.  :func:`engine` opens an
-:class:`Engine` whose ``run(jobs)`` yields ``(row, seconds, where)`` as runs finish; a
-local run that crashes, exits or hangs becomes a row of its own.  Evaluations run with
-BLAS single-threaded: a sweep's parallelism is its processes.
+function, a *job* anything picklable with an ``index``; a local run that crashes, exits or
+hangs becomes a row of its own.  Evaluations run with BLAS single-threaded: a sweep's
+parallelism is its processes.
 """
 
 from __future__ import annotations
