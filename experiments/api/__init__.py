@@ -16,84 +16,57 @@ The front door, as ``import control as ct`` is python-control's::
     cd.run("my-robot-balance", out="results")
     cd.tune("my-robot-balance", "results/tune", vary=["q_angle=1:1000:log"], minimize="settling_time_s")
 
-Everything here is generic: models, every check of a derivation, linearization,
-the LQR regulator, the closed loop and its imperfections, experiments, their
-registry, running and tuning them.  Nothing of one robot is here: the wheel-legged
-biped's scenarios, controllers and plots live in :mod:`crossdyn.experiments.biped`,
-the two-link arm's in :mod:`crossdyn.experiments.two_link`, and so on.
-
-The package's layers are its subpackages: :mod:`crossdyn.analytic` (hand-derived
-models, NumPy/SciPy/SymPy only), :mod:`crossdyn.controllers` (control design and
-laws), :mod:`crossdyn.experiments` (everything that runs MuJoCo), :mod:`crossdyn.mjcf`
-(the models) and :mod:`crossdyn.testing` (the pytest plugin and its helpers).
-
-Names are imported on first use: ``import crossdyn`` loads neither MuJoCo nor NumPy.
+Everything here is generic; nothing of one robot is (the biped's API lives in
+:mod:`crossdyn.experiments.biped`, the two-link arm's in :mod:`crossdyn.experiments.two_link`).
+The layers are the subpackages: :mod:`crossdyn.analytic` (hand-derived models),
+:mod:`crossdyn.controllers` (control design and laws), :mod:`crossdyn.experiments`
+(everything that runs MuJoCo), :mod:`crossdyn.mjcf` (the models) and
+:mod:`crossdyn.testing` (the pytest plugin).  Names are imported on first use:
+``import crossdyn`` loads neither MuJoCo nor NumPy.
 """
 
 from __future__ import annotations
 
 import importlib
 
-# public name -> module that defines it; one meaning per name.
-API = {
+# public name -> module that defines it; one meaning per name.  In the API page's order, by module.
+API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     # models
-    "load_model": "crossdyn.experiments.core.models",
-    "with_options": "crossdyn.experiments.core.models",
-    # checks of a derivation, one report type
-    "check_derivation": "crossdyn.experiments.core.derivation",
-    "tree_from_model": "crossdyn.experiments.core.derivation",
-    "check_kinematics": "crossdyn.experiments.core.checks.kinematics",
-    "check_jacobian": "crossdyn.experiments.core.checks.jacobian",
-    "check_mass_matrix": "crossdyn.experiments.core.checks.mass_matrix",
-    "check_bias": "crossdyn.experiments.core.checks.bias",
-    "check_energy": "crossdyn.experiments.core.checks.energy",
-    "check_forward_dynamics": "crossdyn.experiments.core.checks.forward_dynamics",
-    "check_linearization": "crossdyn.experiments.core.checks.linearization",
-    "CheckReport": "crossdyn.experiments.core.checks.report",
-    "Report": "crossdyn.experiments.core.crosscheck",  # the same class, by its older name
-    "CheckOptions": "crossdyn.experiments.core.checks.options",
+    ("models", ("load_model", "with_options")),
+    # checks of a derivation, one report type (Report: CheckReport by its older name)
+    ("derivation", ("check_derivation", "tree_from_model")),
+    ("checks.kinematics", ("check_kinematics",)),
+    ("checks.jacobian", ("check_jacobian",)),
+    ("checks.mass_matrix", ("check_mass_matrix",)),
+    ("checks.bias", ("check_bias",)),
+    ("checks.energy", ("check_energy",)),
+    ("checks.forward_dynamics", ("check_forward_dynamics",)),
+    ("checks.linearization", ("check_linearization",)),
+    ("checks.report", ("CheckReport",)),
+    ("crosscheck", ("Report",)),
+    ("checks.options", ("CheckOptions",)),
     # linearization and the regulator
-    "linearize": "crossdyn.experiments.core.linearize",
-    "Linearization": "crossdyn.experiments.core.linearize",
-    "holding_control": "crossdyn.experiments.core.linearize",
-    "regulator": "crossdyn.experiments.core.regulator",
+    ("linearize", ("linearize", "Linearization", "holding_control")),
+    ("regulator", ("regulator",)),
     # the closed loop
-    "simulate": "crossdyn.experiments.core.loop",
-    "Trace": "crossdyn.experiments.core.loop",
-    "Observation": "crossdyn.experiments.core.loop",
-    "ControllerError": "crossdyn.experiments.core.loop",
-    "simulate_batch": "crossdyn.experiments.core.batch",
+    ("loop", ("simulate", "Trace", "Observation", "ControllerError")),
+    ("batch", ("simulate_batch",)),
     # is the MJCF the robot: a model against a robot's log
-    "check_model": "crossdyn.experiments.core.identify.check_model",
-    "model_matches_log": "crossdyn.experiments.core.identify.check_model",
+    ("identify.check_model", ("check_model", "model_matches_log")),
     # users' C controllers in the loop
-    "CController": "crossdyn.experiments.core.c_controller",
-    "CompileError": "crossdyn.experiments.core.c_controller",
+    ("c_controller", ("CController", "CompileError")),
     # imperfections of the loop
-    "SensorNoise": "crossdyn.experiments.core.imperfections",
-    "AttitudeFilter": "crossdyn.experiments.core.imperfections",
-    "Quantization": "crossdyn.experiments.core.imperfections",
-    "Delay": "crossdyn.experiments.core.imperfections",
-    "ActuatorLag": "crossdyn.experiments.core.imperfections",
-    "TorqueSpeedLimit": "crossdyn.experiments.core.imperfections",
-    "Push": "crossdyn.experiments.core.imperfections",
-    "MassScale": "crossdyn.experiments.core.imperfections",
-    "InertiaScale": "crossdyn.experiments.core.imperfections",
-    "FrictionScale": "crossdyn.experiments.core.imperfections",
+    ("imperfections", ("SensorNoise", "AttitudeFilter", "Quantization", "Delay", "ActuatorLag", "TorqueSpeedLimit",
+                       "Push", "MassScale", "InertiaScale", "FrictionScale")),
     # experiments: declare, run, judge, tune
-    "experiment": "crossdyn.experiments.core.registry",
-    "registered": "crossdyn.experiments.core.registry",
-    "Param": "crossdyn.experiments.core.registry",
-    "Verdict": "crossdyn.experiments.core.registry",
-    "run": "crossdyn.experiments.core.results",
-    "Context": "crossdyn.experiments.core.results",
-    "Outcome": "crossdyn.experiments.core.results",
-    "Tolerance": "crossdyn.experiments.core.baseline",
-    "tune": "crossdyn.experiments.core.sweep.experiment",
-    "Tuning": "crossdyn.experiments.core.sweep.tuning",
+    ("registry", ("experiment", "registered", "Param", "Verdict")),
+    ("results", ("run", "Context", "Outcome")),
+    ("baseline", ("Tolerance",)),
+    ("sweep.experiment", ("tune",)),
+    ("sweep.tuning", ("Tuning",)),
     # errors
-    "CrossdynError": "crossdyn.experiments.core.errors",
-}
+    ("errors", ("CrossdynError",)),
+) for name in names}
 
 __all__ = sorted(API)
 

@@ -1,32 +1,10 @@
 """crossdyn inside your own test suite: assertion helpers and experiments as tests.
 
-Assertion helpers, one per check of the short API, each raising
-``AssertionError`` with the check's diagnosis when it fails and returning the
-report when it passes; they work under any test runner, or none::
-
-    from crossdyn.testing import assert_derivation
-
-    def test_my_arm_dynamics():
-        assert_derivation(my_inverse_dynamics, "my_arm.xml", samples=200)
-
-``assert_derivation(fn, model, **options)`` runs
-:func:`crossdyn.experiments.check_derivation` with the same arguments; a
-mismatch reads like the report's diagnosis and explanation::
-
-    AssertionError: mass matrix off by up to 1.131e-03 on entry M[0,0] (q1, q1) (a constant offset); ...
-
-A helper exists for every check this crossdyn has (``assert_jacobian`` when
-``crossdyn.experiments.check_jacobian`` exists, and so on: see
-:data:`HELPERS`); asking for one whose check is missing raises
-``AttributeError`` naming the check.
-
-With pytest, crossdyn's plugin (:mod:`crossdyn.testing.plugin`, registered on
-install) adds the ``crossdyn_baseline`` fixture and runs registered
-experiments as test items (``pytest --crossdyn-from FILE_OR_MODULE``, or
-:func:`experiment_tests` in a test module).
-
-Importing this package loads neither MuJoCo nor NumPy: the checks are imported
-when a helper is first called.
+One assertion helper per check (:data:`HELPERS`): ``assert_derivation(fn, "my_arm.xml",
+samples=200)`` raises ``AssertionError`` with the check's diagnosis when it fails and
+returns the report when it passes, under any test runner.  With pytest, crossdyn's plugin
+(:mod:`crossdyn.testing.plugin`) adds the ``crossdyn_baseline`` fixture and runs registered
+experiments as test items.  Importing this package loads neither MuJoCo nor NumPy.
 """
 
 from __future__ import annotations
@@ -58,14 +36,8 @@ __all__ = ["HELPERS", "ExperimentTests", "experiment_tests", "failure_message", 
 
 
 def failure_message(report) -> str:
-    """What an assertion helper says when ``report`` did not pass: its diagnosis, then what the error is.
-
-    Args:
-      report: a check's report: ``.diagnosis`` (one line: the term, joint or
-        entry and by how much), ``.explanation`` (sentences, a list or one
-        string; may be empty) and, for ``check_derivation``'s report,
-        ``.parameters`` (the bodies' inertial parameters the error is a change of).
-    """
+    """What an assertion helper says when ``report`` did not pass: its ``diagnosis``, then its
+    ``explanation`` (sentences, a list or one string) and, for ``check_derivation``'s, its ``parameters``."""
     lines = [str(report.diagnosis)]
     for name in ("explanation", "parameters"):
         sentences = getattr(report, name, None) or []
@@ -82,18 +54,8 @@ def _passed(report, check: str) -> bool:
 
 
 def _in_child(check: str, run: Callable, args: tuple, options: dict):
-    """``run(*args, **options)`` in a forked child process: its report, or its exception, comes back.
-
-    The user's function runs there, so one that ends its process (``os._exit(0)``, a
-    crash) ends the child, never the test run: with pytest, a suite whose process
-    ended with exit status 0 would read as passed, hiding every earlier failure.
-    Forking copies the function as it is (a lambda, a closure), nothing is pickled
-    but the report (:func:`crossdyn.experiments.core.isolation.forked`).
-
-    Raises:
-      DerivationError: the child ended without a report (how it ended is named).
-      Whatever the check raised in the child.
-    """
+    """``run(*args, **options)`` in a forked child: its report, or its exception, comes back; a function that
+    ends its process ends the child (a DerivationError), never the test run, which could read as passed."""
     from crossdyn.experiments.core import isolation
 
     done = isolation.forked(run, *args, **options)
@@ -147,17 +109,8 @@ def __dir__() -> list[str]:
 
 
 class ExperimentTests:
-    """Registered experiments to collect as test items of the test module that holds this object.
-
-    Made by :func:`experiment_tests`; crossdyn's pytest plugin turns it into one
-    item per experiment.
-
-    Attributes:
-      sources: files (``.py``) or module names whose experiments to collect.
-      seed: the seed every experiment gets (None: the session's ``--crossdyn-seed``, default 0).
-      check: ``check(name, metrics, out_dir)``, called after an experiment met
-        its expected outcome; it raises ``AssertionError`` to fail the item.
-    """
+    """Registered experiments to collect as test items of the test module that holds this object
+    (:func:`experiment_tests`); ``sources``, ``seed`` and ``check`` as that function's."""
 
     def __init__(self, sources: tuple[str, ...], seed: int | None = None, check: Callable | None = None):
         self.sources = sources
@@ -171,26 +124,18 @@ class ExperimentTests:
 def experiment_tests(*sources: str, seed: int | None = None, check: Callable | None = None) -> ExperimentTests:
     """Collect every experiment ``sources`` register as a test item of this test module.
 
-    Assign the result to any name in a test module::
-
-        experiments = experiment_tests("ci/experiments.py")
-
-    and pytest collects ``tests/test_mine.py::experiments::pendulum-pd`` (``-k
-    pendulum`` selects it), run in short mode (``ctx.short`` is True) as
-    ``pytest --crossdyn-from ci/experiments.py`` would.  A relative file path
-    starts from pytest's rootdir (the folder of pytest.ini or pyproject.toml).
+    Assign the result to any name in a test module, ``experiments = experiment_tests("ci/experiments.py")``,
+    and pytest collects ``tests/test_mine.py::experiments::pendulum-pd``, run in short mode.
 
     Args:
-      sources: ``.py`` files or importable module names, as ``crossdyn run --from`` takes them.
-      seed: the seed of every experiment's random draws, 0 to 2**32 - 1 (default:
-        ``--crossdyn-seed``, else 0).
+      sources: ``.py`` files (relative to pytest's rootdir) or module names, as ``crossdyn run --from`` takes them.
+      seed: the experiments' seed, 0 to 2**32 - 1 (default: ``--crossdyn-seed``, else 0).
+      check: optional ``check(name, metrics, out_dir)`` run after an experiment met its
+        expected outcome (its metrics.json content, its folder); raise ``AssertionError`` to fail it.
 
     Raises:
       TypeError: no sources, or one that is not a non-empty string.
       ParameterError: a seed out of range, or not a whole number.
-      check: optional ``check(name, metrics, out_dir)`` run after an experiment
-        met its expected outcome (``metrics``: its metrics.json content,
-        ``out_dir``: its folder of plots); raise ``AssertionError`` to fail it.
     """
     if not sources or not all(isinstance(s, str) and s for s in sources):
         raise TypeError(f"experiment_tests() takes one or more file paths or module names, got {sources!r}")

@@ -1,20 +1,8 @@
 """The ``crossdyn_baseline`` fixture: a test's metrics against a JSON file stored beside the test.
 
-``crossdyn_baseline.check(metrics)`` in ``tests/test_arm.py::test_settling``
-compares ``metrics`` with ``tests/test_arm/test_settling.json``.  The file holds
-the metrics flattened to dotted names, one per line, sorted (readable in a
-diff), by the rules of ``crossdyn run --save-baseline``
-(:func:`crossdyn.experiments.core.baseline.numeric_metrics`): nested dicts give
-``a.b``, list items ``a[i]`` or ``a[NAME]`` for dicts with a ``"name"``.
-
-Numbers are held to the same tolerance as ``crossdyn run --baseline``,
-``|now - baseline| <= abs + rel |baseline|`` with
-:data:`~crossdyn.experiments.core.baseline.DEFAULT_TOLERANCE` unless
-``tolerances`` names the metric; booleans, strings and None must be equal.
-A metric in the check but not in the file, or in the file but not in the
-check, fails too: the file must cover what the test measures.
-``pytest --crossdyn-regen`` writes the files instead of comparing (a file
-whose content would not change is left alone).
+``crossdyn_baseline.check(metrics)`` in ``tests/test_arm.py::test_settling`` compares the
+metrics, flattened to dotted names, with ``tests/test_arm/test_settling.json`` as ``crossdyn
+run --baseline`` compares; ``pytest --crossdyn-regen`` writes the files instead.
 """
 
 from __future__ import annotations
@@ -46,12 +34,8 @@ _MAX_STEM = 120
 
 
 def baseline_path(node) -> Path:
-    """Where the baseline of test ``node`` lives: ``DIR/test_file/[Class.]test_name[params].json``.
-
-    Raises:
-      pytest.fail: ``node`` is not a test function in a Python file (a doctest, a
-        non-Python item), so there is no test file to keep the baseline beside.
-    """
+    """Where the baseline of test ``node`` lives: ``DIR/test_file/[Class.]test_name[params].json``
+    (``pytest.fail`` for a node that is not a test function in a Python file)."""
     __tracebackhide__ = True
     path = getattr(node, "path", None)
     if not isinstance(node, pytest.Function) or path is None or Path(path).suffix != ".py":
@@ -68,11 +52,8 @@ def _escaped(match: re.Match) -> str:
 def baseline_file(test_file: Path, name: str, cls: str | None = None) -> Path:
     """``test_file``'s folder / its stem / ``[cls.]name.json``, the name made safe for any file system.
 
-    ``cls`` is the test's classes, outermost first, joined by dots
-    (``TestArm.Inner``).  Path separators, quotes, spaces, ``%`` and other
-    characters outside ``A-Za-z0-9_.,=+-[]`` become ``%XX`` (so a parameter id
-    cannot lead the file out of the folder, and two names never share a file); a
-    stem over 120 characters is cut and ends in a hash of the full name.
+    ``cls`` is the test's classes, outermost first, joined by dots; unsafe characters
+    become ``%XX`` (:data:`_UNSAFE`), a stem over :data:`_MAX_STEM` characters is cut.
     """
     full = (f"{cls}." if cls else "") + name
     stem = _UNSAFE.sub(_escaped, full)
@@ -113,10 +94,6 @@ def _numbers(flat: dict) -> dict[str, float]:
 def flatten(metrics: dict) -> dict:
     """Every metric by dotted name, numbers as floats, booleans/strings/None as they are, sorted by name.
 
-    Names follow :func:`~crossdyn.experiments.core.baseline.numeric_metrics`; the
-    top level is wrapped so that no name is set aside as a description of a run.
-    NumPy arrays and scalars become lists and Python numbers first.
-
     Raises:
       TypeError: a value is none of numbers, booleans, strings, None, dicts and lists of them.
     """
@@ -154,12 +131,7 @@ def _same(then, now) -> bool:
 
 
 class Baseline:
-    """The fixture's value: ``check(metrics, tolerances=None)`` against this test's baseline file.
-
-    Attributes:
-      path: the baseline file, ``tests/test_x/test_name.json``.
-      regen: ``--crossdyn-regen`` was given: write the file instead of comparing.
-    """
+    """The fixture's value: ``path``, this test's baseline file; ``regen``: write it instead of comparing."""
 
     def __init__(self, node, regen: bool, root: Path, written: list | None = None):
         self.node = node
@@ -236,19 +208,15 @@ class Baseline:
         """Compare ``metrics`` with this test's baseline file (or write it under ``--crossdyn-regen``).
 
         Args:
-          metrics: metric name -> number, bool, string or None; nested dicts and
-            lists (and NumPy arrays and scalars) are flattened to dotted names.
-          tolerances: per flattened metric name, a relative tolerance (``0.02``:
-            +-2 %) or a :class:`~crossdyn.experiments.core.baseline.Tolerance`;
-            other numbers get ``DEFAULT_TOLERANCE`` (last digits of round-off).
+          metrics: metric name -> number, bool, string or None; nested dicts, lists and NumPy
+            values are flattened to dotted names.
+          tolerances: per flattened name, a relative tolerance (``0.02``: +-2 %) or a
+            :class:`~crossdyn.experiments.core.baseline.Tolerance` (default ``DEFAULT_TOLERANCE``).
 
         Raises:
-          AssertionError: no baseline file; or a number moved beyond its
-            tolerance, a boolean/string changed, a metric is new or missing
-            (each named with the stored and the new value and the tolerance).
-          TypeError, CrossdynError: ``metrics`` or ``tolerances`` is malformed, or a
-            text metric reads as a number (``"inf"``, ``"nan"``: the file could not tell
-            it from the number).
+          AssertionError: no baseline file; or a metric moved, is new or is missing (each named).
+          TypeError, CrossdynError: malformed ``metrics`` or ``tolerances``, or a text metric that
+            reads as a number (``"inf"``).
         """
         __tracebackhide__ = True
         if self._checked:

@@ -1,13 +1,8 @@
 """Registered experiments as pytest items: one collector per source, one item per experiment.
 
-An item runs its experiment (short mode, the session's seed) while it is set
-up, so a crash, a refused input or a malformed return (no ``passed`` or
-``measured``, a ``passed`` that is not a bool) is reported as an *error* of
-the test, and never as a pass; the test itself then passes or fails by the
-experiment's verdict, its message the expected outcome and the measured figure.
-Metrics and plots land under pytest's temporary folder, or ``--crossdyn-out
-DIR`` (``DIR/NAME/``).  With ``--crossdyn-workers K`` the first item runs every
-selected experiment in K processes and the others take their results.
+An item runs its experiment (short mode) while it is set up, so a crash, a refused input
+or a malformed return is an *error* of the test, never a pass; the test then passes or
+fails by the experiment's verdict.
 """
 
 from __future__ import annotations
@@ -36,11 +31,8 @@ else:
 
 
 class ExperimentError(_Failed):
-    """The experiment crashed, refused its input or returned something that is not metrics.
-
-    Raised while the item is set up (so pytest reports an error, not a failure),
-    without a traceback into crossdyn (``pytrace=False``).
-    """
+    """The experiment crashed, refused its input or returned something that is not metrics (raised at set-up,
+    so pytest reports an error, without a traceback into crossdyn)."""
 
 
 # As pytest does for its own outcome exceptions: summaries read "ExperimentError: ...", not the module path.
@@ -58,11 +50,8 @@ def crossdyn_experiment(tmp_path_factory):
 class ExperimentSource(pytest.Collector):
     """The experiments one file or module registers (``--crossdyn-from``) or a test module declares.
 
-    Args (keywords, besides pytest's):
-      sources: ``.py`` paths or module names, as given.
-      base: the folder relative paths start from.
-      seed: the seed of every experiment (None: ``--crossdyn-seed``).
-      check: ``check(name, metrics, out_dir)`` after a met expectation, or None.
+    ``sources``, ``seed`` and ``check`` as :func:`crossdyn.testing.experiment_tests`'s; ``base``:
+    the folder relative paths start from.
     """
 
     def __init__(self, *, sources: tuple[str, ...], base: Path, seed: int | None = None,
@@ -92,12 +81,8 @@ class ExperimentSource(pytest.Collector):
 
 
 class ExperimentItem(pytest.Function):
-    """One registered experiment as a test; see the module docstring for how it is judged.
-
-    Attributes:
-      experiment: the registry's :class:`~crossdyn.experiments.core.registry.Experiment`.
-      ran: its :class:`~crossdyn.testing.runner.Ran`, once set up.
-    """
+    """One registered experiment as a test: its registry ``experiment``, and once set up ``ran``
+    (:class:`~crossdyn.testing.runner.Ran`)."""
 
     def __init__(self, *, experiment, **kw):
         super().__init__(**kw)
@@ -164,11 +149,8 @@ def _malformed(metrics: dict) -> str | None:
 
 
 def resolve(source: str, base: Path) -> str:
-    """A source as the registry gets it: a file as an absolute path (from ``base``), a module name as is.
-
-    A file some module already imported (a test that imports its helpers) is
-    given by that module's name, so its experiments are not registered twice.
-    """
+    """A source as the registry gets it: a file as an absolute path (from ``base``), a module name as is;
+    a file some module already imported by that module's name, so its experiments register once."""
     if not runner.is_file(source):
         return source
     path = Path(source).expanduser()

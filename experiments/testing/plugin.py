@@ -1,20 +1,9 @@
 """crossdyn's pytest plugin, registered on install (entry point ``pytest11``, name ``crossdyn``).
 
-- The fixture ``crossdyn_baseline``: ``crossdyn_baseline.check(metrics,
-  tolerances=None)`` compares a test's metrics with ``tests/test_x/test_name.json``
-  (:mod:`crossdyn.testing.baseline_fixture`); ``--crossdyn-regen`` writes them.
-- ``--crossdyn-from FILE_OR_MODULE`` (repeatable) collects every experiment the
-  file or module registers as a test item named after it; so does
-  :func:`crossdyn.testing.experiment_tests` assigned in a test module
-  (:mod:`crossdyn.testing.items`).  ``--crossdyn-out DIR``, ``--crossdyn-workers
-  K`` and ``--crossdyn-seed S`` say where their metrics and plots go, in how
-  many processes they run and with which seed.
-
-A suite that uses none of this sees no difference: the plugin imports neither
-MuJoCo nor NumPy (nor crossdyn's runner) until a test asks for them, prints
-nothing, and adds no hook to collection unless ``--crossdyn-from`` is given
-(``benchmarks/pytest_plugin_overhead.py`` measures its start-up cost).
-``-p no:crossdyn`` disables it.
+It adds the ``crossdyn_baseline`` fixture and collects registered experiments as test
+items (``--crossdyn-from``, or :func:`crossdyn.testing.experiment_tests`).  A suite that
+uses none of this sees no difference: nothing is imported and no collection hook added
+until asked for.  ``-p no:crossdyn`` disables it.
 """
 
 from __future__ import annotations
@@ -217,11 +206,9 @@ def pytest_pycollect_makeitem(collector, name, obj):
 def crossdyn_baseline(request: pytest.FixtureRequest):
     """Compare this test's metrics with ``tests/test_x/test_name.json``: ``crossdyn_baseline.check(metrics)``.
 
-    A missing file fails the test and says how to write it (``pytest
-    --crossdyn-regen``); a number beyond its tolerance (``tolerances={"name":
-    0.02}`` for +-2 %, else the default of ``crossdyn run --baseline``), a changed
-    boolean or string, a new or a missing metric fails it, naming the metric,
-    the stored and the new value and the tolerance.
+    A missing file fails the test and says how to write it (``pytest --crossdyn-regen``);
+    so does a number beyond its tolerance, a changed boolean or string, a new or a
+    missing metric, each named with the stored and new value.
     """
     from crossdyn.testing.baseline_fixture import Baseline
 

@@ -1,10 +1,5 @@
-"""The plugin's only contact with crossdyn's experiment runner (:mod:`crossdyn.experiments.core.results`).
-
-Everything the pytest items need from a run goes through :func:`run_short` (and the
-summary of a whole session through :func:`write_summary`), so that a change to
-how experiments are run (isolation, time limits, metrics held in memory) is
-taken up here and nowhere else in :mod:`crossdyn.testing`.
-"""
+"""The plugin's only contact with crossdyn's experiment runner (:mod:`crossdyn.experiments.core.results`),
+so a change to how experiments run is taken up here and nowhere else in :mod:`crossdyn.testing`."""
 
 from __future__ import annotations
 
@@ -24,16 +19,9 @@ def is_file(source: str) -> bool:
 
 @dataclass
 class Ran:
-    """One experiment's run, as a pytest item judges it.
-
-    Attributes:
-      name: the experiment.
-      out_dir: its folder (metrics.json, timing.json, plots).
-      expected, measured: the expected outcome (parameters filled in) and the headline figure.
-      metrics: its metrics.json content (``{}`` if none could be read).
-      error: the one-line error of a crash or a refused input, else None.
-      row: its summary row (for :func:`write_summary`; plain JSON types).
-    """
+    """One experiment's run, as a pytest item judges it: its ``name`` and ``out_dir``, the ``expected`` outcome
+    and ``measured`` figure, its ``metrics`` (``{}`` if none), the one-line ``error`` of a crash or a refused
+    input (else None) and its summary ``row``."""
 
     name: str
     out_dir: Path
@@ -46,20 +34,9 @@ class Ran:
 
 def run_short(experiments: list, out: Path, *, seed: int, workers: int, sources: tuple[str, ...], command: str,
               timeout: float | None = None) -> dict[str, Ran]:
-    """Run registered experiments in short mode, as ``crossdyn run --short --out OUT`` would.
-
-    Args:
-      experiments: :class:`~crossdyn.experiments.core.registry.Experiment` objects from the registry.
-      out: the output folder; each experiment writes ``out/NAME/``.
-      seed: the seed of every random draw.
-      workers: processes to run them in (1: this process).
-      sources: the users' files and modules they come from (loaded again by worker processes).
-      command: the command line index.html shows.
-      timeout: each experiment's time limit, s (one over it is stopped: ``timed out``).
-
-    Returns:
-      One :class:`Ran` per experiment, by name.
-    """
+    """Run registered experiments (``Experiment`` objects) in short mode, as ``crossdyn run --short --out OUT``
+    would, in ``workers`` processes, each into ``out/NAME/``; ``sources`` are the users' files and modules they
+    come from, ``command`` what index.html shows, ``timeout`` each one's limit, s.  One :class:`Ran` per name."""
     from crossdyn.experiments.core.results import run_experiments
 
     outcomes = run_experiments(list(experiments), Path(out), short=True, seed=seed, workers=workers,
@@ -71,14 +48,8 @@ def run_short(experiments: list, out: Path, *, seed: int, workers: int, sources:
 
 
 def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, started: float | None = None) -> None:
-    """Write ``out/summary.json``, ``summary.md`` and ``index.html`` for the experiments a session ran.
-
-    Args:
-      out: the output folder (``--crossdyn-out``), holding ``NAME/metrics.json`` per row.
-      rows: the :attr:`Ran.row` of each experiment, in the order to show them.
-      seed, command: shown in index.html.
-      started: when the session started (time.time()), shown in index.html.
-    """
+    """Write ``out/summary.json``, ``summary.md`` and ``index.html`` for the experiments a session ran,
+    ``rows`` being each one's :attr:`Ran.row`; ``seed``, ``command`` and ``started`` (time.time()) are shown."""
     from crossdyn.experiments.core.html_report import write_report
     from crossdyn.experiments.core.results import Outcome, summary_table, write_json, write_text
 
@@ -90,22 +61,10 @@ def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, start
 
 
 def experiments_from(sources: tuple[str, ...], timeout: float | None = None) -> list:
-    """The experiments ``sources`` register, in registry order.
-
-    An experiment belongs to a source when loading the source registered it, or
-    when its function is defined there (a source loaded before, e.g. by a test
-    module that imports it, registers nothing new).  A source not imported yet
-    is imported in a worker process first, so one that ends its process (or
-    hangs past ``timeout`` and a worker's start-up) fails its collector instead
-    of ending pytest with that process's exit status.
-
-    Args:
-      sources: absolute ``.py`` paths or module names.
-      timeout: ``--crossdyn-timeout``, s, or None.
-
-    Raises:
-      CrossdynError: a source is missing, fails to import, or registers a taken name.
-    """
+    """The experiments ``sources`` (absolute ``.py`` paths or module names) register, in registry order:
+    those loading it registered or whose function is defined there.  A source not imported yet is
+    imported in a worker first, so one that ends its process (or hangs past ``timeout``) is a
+    CrossdynError, as is a missing source, one that fails to import or registers a taken name."""
     from crossdyn.experiments.core.registry import experiments, unloaded
     from crossdyn.experiments.core.results import pool_with_sources_imported
 

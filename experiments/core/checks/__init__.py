@@ -1,22 +1,7 @@
-"""Checks of every part of a hand derivation against MuJoCo, one module per quantity.
-
-- :mod:`.kinematics`: ``fn(q) -> position`` or ``(position, rotation)`` of a site or body;
-- :mod:`.jacobian`: ``fn(q) -> (6, nv)`` or ``(3, nv)``, world-aligned or local, open or closed loops;
-- :mod:`.mass_matrix`: ``fn(q) -> M (nv, nv)``;
-- :mod:`.bias`: ``fn(q, qd) -> c + g`` (or ``fn(q) -> g``);
-- :mod:`.energy`: ``fn(q, qd) -> (kinetic, potential)``, the potential up to a constant;
-- :mod:`.forward_dynamics`: ``fn(q, qd, tau) -> qdd``;
-- :mod:`.linearization`: ``fn(q, qd, u) -> (A, B)`` against ``linearize``.
-
-Each takes the options of one definition, :class:`.options.CheckOptions`, and
-returns the one report type, :class:`.report.CheckReport`, as ``check derivation``
-(inverse dynamics, :mod:`crossdyn.experiments.core.derivation`) does; the
-machinery they share is in :mod:`.options` (the options, a check's first and last
-steps), :mod:`.common` (the user's function, states, MuJoCo's warnings,
-hypotheses), :mod:`.names` (joints by their bodies, coordinate conventions),
-:mod:`.passive` (the model's passive effects) and :mod:`.inertial` (the
-inertial-parameter fit).
-"""
+"""Checks of every part of a hand derivation against MuJoCo, one module per quantity (:data:`QUANTITIES`):
+kinematics, Jacobian, mass matrix, bias forces, energy, forward dynamics and linearization.  Each takes
+the options of :class:`.options.CheckOptions` and returns the one report type, :class:`.report.CheckReport`,
+as ``check derivation`` (inverse dynamics) does."""
 
 from __future__ import annotations
 

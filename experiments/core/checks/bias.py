@@ -1,18 +1,8 @@
-"""``crossdyn check bias``: hand-derived bias forces ``c(q, qd) + g(q)`` against MuJoCo's.
+"""``crossdyn check bias``: hand-derived bias forces ``c(q, qd) + g(q)`` against ``mj_inverse`` at ``qacc = 0``.
 
-The user's ``fn(q, qd)`` returns ``(nv,)``: the generalized force the robot needs
-at zero acceleration, Coriolis and centrifugal terms plus gravity.  With
-``gravity_only`` it is ``fn(q)`` and the truth is taken at zero velocity.
-
-The truth is ``mj_inverse`` at ``qacc = 0`` on the truth's copy of the model:
-``qfrc_bias`` for ``--dynamics rigid-body``; ``qfrc_bias - qfrc_passive`` (damping,
-springs, gravity compensation as the model has them) for ``as-modeled``.
-
-On a mismatch a second pass splits both sides into their gravity part
-``b(q, 0)`` and velocity part ``b(q, qd) - b(q, 0)`` and tests what the error is:
-gravity of the opposite sign, velocity terms missing or off by a factor, one of
-the model's passive effects (a spring about ``qpos0`` instead of its ``springref``
-included), or a change of some bodies' inertial parameters (``b = Y(q, qd, 0) pi``).
+On a mismatch both sides are split into gravity ``b(q, 0)`` and velocity parts, and the
+report tests: gravity's sign, velocity terms missing or scaled, one of the model's
+passive effects, or a change of some bodies' inertial parameters (``b = Y(q, qd, 0) pi``).
 """
 
 from __future__ import annotations
@@ -52,21 +42,15 @@ def check_bias(fn, model: mujoco.MjModel | str | os.PathLike, *, gravity_only: b
                **options) -> CheckReport:
     """Check ``fn(q, qd) -> c + g`` (or ``fn(q) -> g`` with ``gravity_only``) against MuJoCo.
 
+    ``fn``, ``model``, the ``options`` (``dynamics`` and the sampling ones, with ``qd_range``)
+    and the errors are every check's (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
+
     Args:
-      fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``;
-        returns ``(nv,)`` generalized forces (N m, N).
-      model: the compiled model, or a built-in name or MJCF/URDF path.
+      fn: returns ``(nv,)`` generalized forces (N m, N).
       gravity_only: ``fn(q)`` is the gravity force alone, compared at zero velocity.
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``
-        (``qfrc_bias``, or minus the passive forces as modeled), ``samples``, ``seed``,
-        ``states`` (``(qpos, qvel)``, ``qpos`` alone with ``gravity_only``), ``q_range``,
-        ``qd_range``, ``slide_range``, ``atol`` and ``rtol``.
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``bias`` (``gravity``).
-
-    Raises:
-      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
     check = begin("check_bias", fn, model, options, (*SAMPLED, "dynamics", "qd_range"))
     model, label, o = check.model, check.label, check.options

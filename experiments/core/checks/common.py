@@ -1,19 +1,6 @@
-"""What every quantity check shares: the user's function, the states, MuJoCo's warnings, hypotheses.
-
-- :func:`load_function`: a function, ``FILE.py:FUNC`` or ``module:FUNC``.
-- :class:`UserFunction`: calls the user's function on batches of states, whether
-  it was written for one state or for a batch (a probe on two states decides, as
-  ``check derivation`` does), through :func:`crossdyn.experiments.core.user_code.call`
-  (so ``sys.exit``, a raised ``KeyboardInterrupt`` or a non-number return is a
-  one-line error), checks the shape of what it returns against the forms the
-  quantity allows, and says once when it had to go state by state.
-- :func:`state_source`: seeded random states chunk by chunk
-  (:func:`~crossdyn.experiments.core.crosscheck.state_chunks`), or the user's own.
-- :func:`model_warnings`: MuJoCo's warnings while the truth is computed, captured
-  (not printed over the report) and put in the report as the model's.
-- :class:`Hypotheses`: running tests of "the error is exactly this" over chunks,
-  the attribution's building block.
-"""
+"""What every quantity check shares: the user's function (:class:`UserFunction`, which calls it on
+batches whether it was written for one state or a batch), the states (:func:`state_source`), MuJoCo's
+warnings about the model, and running tests of "the error is exactly this" (:class:`Hypotheses`)."""
 
 from __future__ import annotations
 
@@ -37,11 +24,7 @@ _PART_SIZE = {"q": "nq", "qd": "nv", "qdd": "nv", "tau": "nv"}
 
 
 def load_function(fn: Callable | str) -> tuple[Callable, str]:
-    """The user's function and how to name it: a callable, ``FILE.py:FUNC`` or ``module:FUNC``.
-
-    Raises:
-      DerivationError: see :func:`crossdyn.experiments.core.derivation.load_derivation`.
-    """
+    """The user's function and how to name it: a callable, ``FILE.py:FUNC`` or ``module:FUNC``."""
     from crossdyn.experiments.core.derivation import load_derivation
 
     if isinstance(fn, str):
@@ -58,18 +41,10 @@ def _shape_text(shape: tuple) -> str:
 class UserFunction:
     """A user's function called on batches of states, written for one state or for a batch.
 
-    Args:
-      fn: the function.
-      label: how it is named in messages.
-      forms: the return values it may give for one state, each a tuple of shapes:
-        ``[((3,),), ((3,), (3, 3))]`` is "a position, or a position and a rotation".
-        A form of several shapes is returned as a tuple (or list) of arrays.
-      what: what the function returns, in words, for messages (``"(position, rotation)"``).
-      inputs: the arguments' names, for messages (``("q", "qd")``).
-
-    The function is given copies of the states (crossdyn compares at its own
-    arrays); one that writes into an argument is refused with a one-line
-    :class:`DerivationError` saying which and where.
+    ``forms`` are the return values it may give for one state, each a tuple of shapes
+    (``[((3,),), ((3,), (3, 3))]``: a position, or a position and a rotation); ``what`` and
+    ``inputs`` name what it returns and takes, for messages.  It is given copies of the
+    states; one that writes into an argument is refused with a :class:`DerivationError`.
 
     Attributes:
       form: the index of the form the function returned (after the first call).
@@ -88,7 +63,6 @@ class UserFunction:
         """The function on ``args``, given copies of them (``copied``: ``args`` are copies already)."""
         self.calls += 1
         given = args if copied else user_code.given_copies(args)  # its writes never reach the states compared
-        # sys.exit / a raised KeyboardInterrupt -> UserExit; NumPy's warnings as the caller has them
         with user_code._guard(self.label), user_code.users_errstate():
             try:
                 out = self.fn(*given)
@@ -153,7 +127,7 @@ class UserFunction:
         self._decided = True
 
     def __call__(self, *args: np.ndarray) -> list[np.ndarray]:
-        """The outputs for a batch: each ``(N, *shape)``; arguments are batches ``(N, ...)``.
+        """The outputs for batches ``(N, ...)`` of arguments: each ``(N, *shape)``.
 
         Raises:
           DerivationError: it raises, exits, returns the wrong shape or a non-finite number.
@@ -182,16 +156,8 @@ class UserFunction:
 
 @dataclass(frozen=True)
 class StateSource:
-    """A re-startable source of state chunks.
-
-    Attributes:
-      chunks: ``chunks()`` yields tuples of arrays ``(n, ...)``, one per part asked for.
-      total: how many states.
-      seed: the seed of random states, None for given ones.
-      sampling: where the states come from, in words (the report's ``states`` lines).
-      ranges: random states' ranges (:meth:`~crossdyn.experiments.core.ranges.Ranges.to_dict`), empty for
-        given ones.
-    """
+    """A re-startable source of state chunks: ``chunks()`` yields tuples of arrays ``(n, ...)``, one per
+    part; ``total`` states; ``seed`` (None for given ones); ``sampling`` in words; random ones' ``ranges``."""
 
     chunks: Callable[[], Iterator[tuple[np.ndarray, ...]]]
     total: int
@@ -219,18 +185,10 @@ def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np
 
 def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: tuple[str, ...],
                  ranges: Ranges | None = None) -> StateSource:
-    """Seeded random states, or the given ones, as chunks of the ``parts`` asked for.
-
-    Random states are :func:`~crossdyn.experiments.core.crosscheck.state_chunks`'s
-    ``(q, qd, qdd)`` drawn in ``ranges`` (``"tau"`` is given ``qdd``: the
-    forward-dynamics check turns it into torques); given ones are one array per
-    part, ``(N, nq)`` or ``(N, nv)``.  Either way the arrays are crossdyn's: the
-    user's function is given copies (:class:`UserFunction`).
-
-    Raises:
-      StateError: wrong shapes, non-finite entries or no rows.
-      ParameterError: ``samples`` or ``seed`` out of range (:mod:`crossdyn.experiments.core.validate`).
-    """
+    """Seeded random states drawn in ``ranges``, or the given ones (one array per part, ``(N, nq)`` or
+    ``(N, nv)``), as chunks of the ``parts`` asked for (``"tau"`` is given ``qdd``: the forward-dynamics
+    check turns it into torques).  Bad states are a StateError; ``samples`` or ``seed`` out of range a
+    ParameterError."""
     samples = validate.count(samples, 1, validate.SAMPLES_MAX, "samples")
     seed = validate.seed(seed)
     ranges = Ranges() if ranges is None else ranges
@@ -250,8 +208,7 @@ def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: 
 
 
 def model_warnings():
-    """Collect MuJoCo's warnings (``Insufficient arena memory`` ...) instead of letting it print them
-    (:func:`crossdyn.experiments.core.models.mujoco_warnings`): yields the list, one line each."""
+    """Collect MuJoCo's warnings instead of letting it print them: yields the list, one line each."""
     from crossdyn.experiments.core.models import mujoco_warnings
 
     return mujoco_warnings()
@@ -272,11 +229,8 @@ def within(error: np.ndarray, reference: np.ndarray, atol: float, rtol: float) -
 
 
 class Hypotheses:
-    """Running tests, chunk by chunk, of "the user's value is exactly this other thing".
-
-    Each hypothesis keeps a boolean array (one flag per entry, or per column ...)
-    that stays True while every state agrees; :meth:`test` folds one chunk in.
-    """
+    """Running tests, chunk by chunk, of "the user's value is exactly this other thing": each keeps a
+    boolean array (one flag per entry, or per column ...) that stays True while every state agrees."""
 
     def __init__(self):
         self.holds: dict[str, np.ndarray] = {}

@@ -1,22 +1,8 @@
 """``crossdyn check energy``: hand-derived kinetic and potential energy against MuJoCo's.
 
-The user's ``fn(q, qd)`` returns ``(kinetic, potential)``, two numbers (J) per
-state.  The truth is MuJoCo's energy (``mjENBL_ENERGY``, ``mj_forward``): kinetic
-``1/2 qd^T M qd`` and potential ``-sum_b m_b g . c_b`` plus the springs' energy,
-on the truth's copy of the model (``--dynamics rigid-body``: no armature, no
-springs; ``as-modeled``: both).
-
-A potential energy is defined up to a constant: MuJoCo's zero is every centre of
-mass at the world origin's height, a derivation's is often the base or the
-ground.  So the potential is compared *up to one constant over all states*: the
-difference at the first state is taken out, the rest must agree, and the report
-names the constant ("yours = MuJoCo's + 4.2 J").  The kinetic energy has no such
-freedom.
-
-On a mismatch a second pass tests: the kinetic energy a factor off (a missing 1/2),
-the armature's ``1/2 a qd^2`` included or left out, the potential's sign, and a
-change of some bodies' mass, centre of mass or inertia (both energies are linear
-in them: :func:`crossdyn.analytic.regressor.energy_regressor`).
+A potential is defined up to a constant, so it is compared up to one constant over
+all states, which the report names.  On a mismatch the report tests: a kinetic energy
+a factor off, the armature in or out, the potential's sign, inertial parameters.
 """
 
 from __future__ import annotations
@@ -62,24 +48,14 @@ def energies(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.n
 
 @user_code.quiet_arithmetic
 def check_energy(fn, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
-    """Check ``fn(q, qd) -> (kinetic, potential)`` against MuJoCo's energy, the potential up to a constant.
+    """Check ``fn(q, qd) -> (kinetic, potential)`` (J) against MuJoCo's energy, the potential up to a constant.
 
-    Args:
-      fn: the function (one state, returning two numbers, or a batch, returning
-        two ``(N,)`` arrays), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``.
-      model: the compiled model, or a built-in name or MJCF/URDF path.
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``
-        (``"as-modeled"``: armature and springs in the energy), ``samples``, ``seed``,
-        ``states`` (``(qpos, qvel)``), ``q_range``, ``qd_range``, ``slide_range``, ``atol``
-        and ``rtol`` (J).
+    ``fn``, ``model``, the ``options`` (``dynamics`` and the sampling ones, with ``qd_range``)
+    and the errors are every check's (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
 
     Returns:
-      The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts
-      ``kinetic`` and ``potential`` (the latter up to the constant in
-      ``extra["potential_constant"]``).
-
-    Raises:
-      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
+      The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``kinetic`` and
+      ``potential`` (up to the constant in ``extra["potential_constant"]``).
     """
     check = begin("check_energy", fn, model, options, (*SAMPLED, "dynamics", "qd_range"))
     model, label, o = check.model, check.label, check.options
@@ -157,11 +133,7 @@ def _kinetic(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> dict[str, 
 
 
 def _inertial(tree, q, qd, err_T, T, err_U, U, atol, rtol) -> list[str]:
-    """The energies are linear in the inertial parameters too: ``T = Y_T pi``, ``U = Y_U pi``.
-
-    The potential is compared up to a constant, so its rows are taken relative to
-    the first state (the constant drops out).
-    """
+    """Both energies are linear in the inertial parameters; the potential's rows are relative to the first state."""
     from crossdyn.analytic.regressor import energy_regressor
 
     Y_T, Y_U = energy_regressor(tree, q, qd)

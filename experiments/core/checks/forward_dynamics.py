@@ -1,23 +1,9 @@
 """``crossdyn check forward-dynamics``: a hand-derived ``qdd = fn(q, qd, tau)`` against ``mj_forward``.
 
-The truth is ``qacc`` of ``mj_forward`` with ``qfrc_applied = tau`` on the truth's
-copy of the model (constraints off; ``--dynamics rigid-body`` or ``as-modeled``).
-Random states draw ``(q, qd)`` and an acceleration ``qdd``, and take
-``tau = mj_inverse(q, qd, qdd)`` of the truth, so the torques are of the size the
-robot's own motions need (given states are rows ``q, qd, tau``).
-
-A forward dynamics that is wrong is the exact inverse of *some* inverse dynamics
-``tau = M_yours qdd + c_yours + g_yours``.  On a mismatch a second pass recovers
-what it implies:
-
-- the force residual ``r = mj_inverse(q, qd, qdd_yours) - tau``: minus the error a
-  ``check derivation`` of that inverse dynamics would find, so the model's
-  passive effects and the inertial-parameter fit (``-r = Y(q, qd, qdd_yours) dpi``)
-  name it the same way;
-- at a few states, the implied terms by the unit-vector method on the forward
-  dynamics: ``M_yours^-1 = [f(q, 0, e_i) - f(q, 0, 0)]``,
-  ``g_yours = -M_yours f(q, 0, 0)``, ``c_yours = -M_yours f(q, qd, 0) - g_yours``,
-  each compared with MuJoCo's: which term is off, and where.
+Random states take ``tau = mj_inverse(q, qd, qdd)``, torques of the size the robot's
+own motions need.  A wrong forward dynamics is the exact inverse of *some* inverse
+dynamics, so a mismatch is explained as ``check derivation`` would, and the implied
+``M``, ``c`` and ``g`` (the unit-vector method on ``fn``) are compared with MuJoCo's.
 """
 
 from __future__ import annotations
@@ -67,22 +53,14 @@ def forward(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
 
 @user_code.quiet_arithmetic
 def check_forward_dynamics(fn, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
-    """Check ``fn(q, qd, tau) -> qdd`` against MuJoCo's forward dynamics.
+    """Check ``fn(q, qd, tau) -> qdd (nv,)`` (rad/s^2, m/s^2) against MuJoCo's forward dynamics.
 
-    Args:
-      fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``;
-        returns ``(nv,)`` accelerations (rad/s^2, m/s^2) for generalized forces ``tau``.
-      model: the compiled model, or a built-in name or MJCF/URDF path.
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``,
-        ``samples``, ``seed``, ``states`` (``(qpos, qvel, tau)``), ``q_range``, ``qd_range``,
-        ``qdd_range`` (random torques are those of random accelerations), ``slide_range``,
-        ``atol`` and ``rtol`` (against ``|MuJoCo's qacc|``).
+    ``fn``, ``model``, the ``options`` (``dynamics`` and the sampling ones, with ``qd_range``
+    and ``qdd_range``) and the errors are every check's
+    (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``qdd``.
-
-    Raises:
-      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
     check = begin("check_forward_dynamics", fn, model, options, (*SAMPLED, "dynamics", "qd_range", "qdd_range"))
     model, label, o = check.model, check.label, check.options

@@ -1,31 +1,10 @@
 """Is an error a change of some bodies' inertial parameters?  Say which, in the user's terms.
 
-Inverse dynamics is linear in each body's ten inertial parameters
-(:mod:`crossdyn.analytic.regressor`): ``tau = Y(q, qd, qdd) pi``.  A derivation
-that uses a wrong mass, centre of mass or inertia is off by exactly
-``Y (pi_yours - pi_model)``.  Given the error at some states and the regressor
-there (computed by crossdyn's own RNEA, never by MuJoCo's inverse dynamics),
-:func:`explain` fits ``delta_pi`` by least squares:
-
-1. all bodies at once: if even that leaves a residual above the check's
-   tolerance, the error is *not* inertial (a link length, a joint offset or axis
-   is not linear in ``pi``) and the report says so;
-2. then every set of one, two or three bodies, at each level of the user's terms:
-   the mass alone (centre of mass and inertia about it unchanged: one unknown per
-   body), the inertia about the centre of mass alone, both, the centre of mass (and
-   inertia) at the model's mass, then all ten; a candidate explains the error if
-   its residual is within tolerance at every state, and the explanation is the one
-   that changes the fewest parameters the states can tell apart (the rank of its
-   columns);
-3. the fitted parameters are turned back into mass, centre of mass and inertia
-   about the centre of mass (:func:`~crossdyn.analytic.regressor.body_properties`)
-   and compared with the model's: "body 'trunk': mass 7.5 where the model has
-   6.921 (+0.579 kg); everything else agrees".
-
-Parameters the motion cannot tell apart (columns of ``Y`` that are combinations of
-others, like a link's mass at its joint axis and its parent's) make the fit
-non-unique; the report then says the values shown are the least change that
-explains the error.
+Inverse dynamics is linear in each body's ten inertial parameters, ``tau = Y pi``
+(crossdyn's own regressor), so :func:`explain` fits the change by least squares: all
+bodies at once (a residual above tolerance: not inertial), then sets of up to three
+bodies at each level of the user's terms, keeping the fit that changes the fewest
+parameters the states can tell apart.
 """
 
 from __future__ import annotations
@@ -105,17 +84,11 @@ def explain(tree: Tree, Y: np.ndarray, error: np.ndarray, reference: np.ndarray,
     """Sentences naming the bodies and parameters the error is, or saying it is not inertial.
 
     Args:
-      tree: the model's rigid-body tree (its parameters are the model's).
-      Y: the regressor at the states, rows stacked: ``(K, 10 nb)``.
-      error: ``yours - MuJoCo's`` at those rows, ``(K,)`` (N m, N).
-      reference: MuJoCo's value there, ``(K,)``, for the tolerance.
-      atol, rtol: the check's tolerance; a fit explains the error when its
-        residual is within ``atol + rtol |reference|`` on every row.
+      tree: the model's rigid-body tree; Y: the regressor at the states, rows stacked, ``(K, 10 nb)``.
+      error, reference: ``yours - MuJoCo's`` and MuJoCo's value at those rows, ``(K,)``; a fit
+        explains the error when its residual is within ``atol + rtol |reference|`` on every row.
       max_bodies: the largest set of bodies tried together.
       unit: the error's unit, for the sentence saying what the best fit leaves.
-
-    Returns:
-      Sentences (empty when there is no error to explain).
     """
     from threadpoolctl import threadpool_limits
 

@@ -1,28 +1,11 @@
 """``crossdyn check jacobian``: a hand-derived point Jacobian against ``mj_jacSite``/``mj_jacBody``.
 
-The user's ``fn(q)`` returns ``(6, nv)`` (linear rows x, y, z, then angular) or
-``(3, nv)`` (linear only): ``[v; w] = J qd`` with MuJoCo's ``qvel`` as ``qd``.
-The truth is ``mj_jacSite`` (``mj_jacBody`` for a body's frame origin), which is
-*world-aligned*: the point's velocity and the body's angular velocity in world
-axes (Pinocchio's ``LOCAL_WORLD_ALIGNED``).  ``frame="local"`` compares in the
-point's own frame instead (both rows rotated by ``R^T``: Pinocchio's ``LOCAL``).
-
-For a closed-loop mechanism, ``coordinates`` names the independent joints (the
-actuated ones, say); the rest move as the model's equality constraints require,
-``J_c qd = 0``, and the truth is ``J T`` with ``T = dq/dq_independent`` from the
-constraint Jacobian (least squares, checked to close the loop).  ``fn`` then
-returns ``(6, k)`` or ``(3, k)`` for ``k`` coordinates.
-
-When the check fails, the report names the columns (joints) and rows that are
-off, and tests, at every state, what the error is: a column off by exactly its
-sign, the other frame, another point of the body (its origin, its centre of mass,
-another site), the rows in Drake's ``[angular; linear]`` order, and a free joint
-taken in another convention (angular velocity in world axes; linear velocity in
-the body frame as Pinocchio's free flyer).
-
-The truth runs ``mj_kinematics``, ``mj_comPos`` and ``mj_jacSite`` per state, and
-the user's function is called on whole chunks when it takes a batch, so the check
-costs about what MuJoCo alone costs (``benchmarks/check_speed.py``).
+The truth is world-aligned (Pinocchio's ``LOCAL_WORLD_ALIGNED``) or, with
+``frame="local"``, in the point's own axes; for a closed loop, per unit velocity of
+the independent ``coordinates``, the other dofs keeping the equality constraints.
+On a mismatch the report names the columns and rows off and tests: a column off by
+its sign, the other frame, another point of the body, Drake's ``[angular; linear]``
+row order, or a free joint in another convention.
 """
 
 from __future__ import annotations
@@ -163,27 +146,18 @@ def check_jacobian(fn, model: mujoco.MjModel | str | os.PathLike, *, site: str |
                    **options) -> CheckReport:
     """Check ``fn(q) -> J`` against MuJoCo's Jacobian of a site or a body's frame origin.
 
+    ``fn``, ``model``, the sampling ``options`` (a closed loop's ``states`` closed poses) and the
+    errors are every check's (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
+
     Args:
-      fn: the function (one state ``q (nq,)`` or a batch), or ``"FILE.py:FUNC"`` /
-        ``"module:FUNC"``; returns ``(6, nv)`` (linear rows, then angular) or
-        ``(3, nv)`` (linear only), per unit ``qvel``.
-      model: the compiled model, or a built-in name or MJCF/URDF path.
+      fn: returns ``(6, nv)`` (linear rows, then angular) or ``(3, nv)`` (linear only), per unit ``qvel``.
       site, body: the point (exactly one).
       frame: ``"world-aligned"`` (MuJoCo's) or ``"local"`` (the point's own axes).
-      coordinates: joint names of a closed loop's independent coordinates; the
-        Jacobian is then per unit velocity of those, the other dofs following the
-        model's equality constraints (``(6, k)`` or ``(3, k)``).
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``samples``,
-        ``seed``, ``states`` (``qpos``; a closed loop needs closed poses: give them),
-        ``q_range``, ``slide_range``, ``atol`` and ``rtol`` (m/rad, unitless).
+      coordinates: a closed loop's independent joints; ``J`` is then ``(6, k)`` or ``(3, k)``, per unit
+        velocity of those.
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``jacobian``.
-
-    Raises:
-      DerivationError: the function misbehaves; ParameterError: unknown site, body,
-      frame or coordinate; StateError: bad ``states``; ModelError: the model
-      cannot be loaded, or the coordinates do not close its loops.
     """
     check = begin("check_jacobian", fn, model, options, SAMPLED)
     model, label, atol, rtol = check.model, check.label, check.options.atol, check.options.rtol

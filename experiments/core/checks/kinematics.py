@@ -1,21 +1,8 @@
-"""``crossdyn check kinematics``: a hand-derived forward kinematics against MuJoCo's.
+"""``crossdyn check kinematics``: a hand-derived forward kinematics against ``mj_kinematics``.
 
-The user's ``fn(q)`` returns the world position of a site (or of a body's frame
-origin), ``(3,)``, or the position and the rotation ``(3, 3)`` (columns: the
-frame's axes in world coordinates).  The truth is ``mj_kinematics``:
-``site_xpos``/``site_xmat`` (``xpos``/``xmat`` for a body).
-
-Position and rotation are compared as separate parts, and when one is off the
-report says what it *is*, each hypothesis tested on every state:
-
-- the position of another point of the same body (its origin, its centre of mass,
-  another of its sites);
-- a position off by one constant vector in the body's frame (a site offset typed
-  wrong) or in the world (another base placement);
-- the transpose of the rotation (a world-to-site rotation where MuJoCo's maps
-  site axes to world axes);
-- the body's frame instead of the site's, or a rotation off by one constant
-  rotation (angle and axis named).
+On a mismatch each hypothesis is tested on every state: another point of the same body,
+a position off by a constant vector in the body's frame or the world, the transposed
+rotation, the body's frame instead of the site's, or one constant rotation.
 """
 
 from __future__ import annotations
@@ -25,7 +12,7 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rotation import matrix_to_quat
+from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
@@ -85,25 +72,13 @@ def check_kinematics(fn, model: mujoco.MjModel | str | os.PathLike, *, site: str
                      body: str | None = None, **options) -> CheckReport:
     """Check ``fn(q) -> position`` or ``(position, rotation)`` against MuJoCo's kinematics.
 
-    Args:
-      fn: the function (one state ``q (nq,)`` or a batch ``(N, nq)``), or
-        ``"FILE.py:FUNC"`` / ``"module:FUNC"``.  Returns the world position
-        ``(3,)`` m, or ``(position (3,), rotation (3, 3))``, the rotation's columns
-        being the frame's axes in the world (MuJoCo's ``site_xmat``).
-      model: the compiled model, or a built-in name or MJCF/URDF path.
-      site, body: the point: a site, or a body's frame origin (exactly one).
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``samples``,
-        ``seed``, ``states`` (``qpos``), ``q_range``, ``slide_range``, ``atol`` and ``rtol``
-        (m; rotation entries are unitless).
+    ``fn``, ``model``, the sampling ``options`` and the errors are every check's
+    (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).  ``fn`` returns the world
+    position ``(3,)`` m, or with it the rotation ``(3, 3)`` whose columns are the frame's axes in
+    the world (MuJoCo's ``site_xmat``), of a ``site`` or a ``body``'s frame origin (exactly one).
 
     Returns:
-      The :class:`~crossdyn.experiments.core.checks.report.CheckReport` with parts
-      ``position`` (and ``rotation``) and what a mismatch is.
-
-    Raises:
-      DerivationError: the function cannot be loaded, raises, exits or returns
-        the wrong shape; ParameterError: no such site or body; StateError: bad
-        ``states``; ModelError: the model cannot be loaded.
+      The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``position`` (and ``rotation``).
     """
     check = begin("check_kinematics", fn, model, options, SAMPLED)
     model, label, atol, rtol = check.model, check.label, check.options.atol, check.options.rtol
@@ -197,7 +172,7 @@ def _attribute(model, tgt, parts, hyp, alternatives, in_body, in_world, right, l
         elif tgt.kind == "site" and hyp.all("body frame"):
             offset = np.asarray(model.site_quat[tgt.index], dtype=float)
             out.append(f"the rotation is body {body!r}'s frame, not the site's: the site is turned against its "
-                       f"body by {_angle_axis(_quat_matrix(offset))}")
+                       f"body by {_angle_axis(quat_to_matrix(offset))}")
         elif right.constant(atol + rtol):
             out.append(f"the rotation is MuJoCo's turned by a constant {_angle_axis(_orthonormal(right.middle))} "
                        f"in the frame's own axes (R_yours = R_mujoco D)")
@@ -207,12 +182,6 @@ def _attribute(model, tgt, parts, hyp, alternatives, in_body, in_world, right, l
         else:
             out.append("the rotation error changes with the state: a joint axis or a joint's sign differs")
     return out
-
-
-def _quat_matrix(quat: np.ndarray) -> np.ndarray:
-    from crossdyn.analytic.rotation import quat_to_matrix
-
-    return quat_to_matrix(quat)
 
 
 def _orthonormal(D: np.ndarray) -> np.ndarray:

@@ -1,25 +1,9 @@
-"""``crossdyn check linearization``: a hand-derived ``(A, B)`` against ``linearize``.
+"""``crossdyn check linearization``: a hand-derived ``(A, B)`` against ``linearize``, at one operating point.
 
-The user's ``fn(q, qd, u) -> (A, B)`` linearizes the dynamics at the operating
-point ``(q, qd, u)`` it is given: continuous time, state ``x = [dq, dqd]`` in
-MuJoCo's tangent space (``mj_differentiatePos``: a free joint has 6 dofs, a ball
-joint 3), input ``du = ctrl - ctrl_op``.  The truth is
-:func:`crossdyn.experiments.core.linearize.linearize` of the model as it comes at
-the same point (a keyframe, or ``qpos``/``qvel``/``ctrl``).
-
-A hand model often describes fewer states than the MJCF (the biped's wheeled
-pendulum is ``[x, xd, theta, thd]`` of a 16-state robot).  :class:`Reduction`
-maps it: ``A_r = read A lift``, ``B_r = read B inputs``, with the reduced states'
-and inputs' names.
-
-The truth is a central difference (step ``EPS``), so the default tolerance is
-:data:`ATOL`/:data:`RTOL`, far above its error and far below any modelling error.
-On a mismatch the report names the block (``dq/dq``: the gravity stiffness;
-``dq/dqd``: damping and Coriolis; ``B``: the input map; the position rows that
-must be ``[0, I]``), the entries by their state and input names, and tests what
-the error is: a block of the opposite sign (a gravity-sign slip), a discrete-time
-``(A, B)`` (one step of the integrator) given for a continuous one, an input
-column off by its actuator's gear.
+Continuous time, state ``x = [dq, dqd]`` in MuJoCo's tangent space, input ``du = ctrl - ctrl_op``;
+a hand model with fewer states is mapped by a :class:`Reduction`.  On a mismatch the report names
+the block and entries and tests: a block of the opposite sign, a discrete-time ``(A, B)``, an input
+column off by its actuator's gear, a passive effect left out.
 """
 
 from __future__ import annotations
@@ -51,17 +35,9 @@ TOLERANCE_REASON = "linearize's central differences err by ~1e-10 of the scale; 
 
 @dataclass(frozen=True)
 class Reduction:
-    """A hand model's reduced state and input, mapped onto the model's.
-
-    ``A_r = read A lift`` and ``B_r = read B inputs``: ``lift (2nv, k)`` turns a
-    reduced state into the full one (columns: a unit change of each reduced
-    state), ``read (k, 2nv)`` reads the reduced state off a full one
-    (``read lift = I``), ``inputs (nu, m)`` turns the reduced input into controls.
-
-    Attributes:
-      lift, read, inputs: the maps.
-      state_names: ``k`` names; input_names: ``m`` names.
-    """
+    """A hand model's reduced state and input, mapped onto the model's: ``A_r = read A lift``, ``B_r = read B inputs``,
+    with ``lift (2nv, k)``, ``read (k, 2nv)`` (``read lift = I``), ``inputs (nu, m)``, and ``k`` ``state_names``
+    and ``m`` ``input_names``."""
 
     lift: np.ndarray
     read: np.ndarray
@@ -102,25 +78,19 @@ def check_linearization(
 ) -> CheckReport:
     """Check ``fn(q, qd, u) -> (A, B)`` against :func:`~crossdyn.experiments.core.linearize.linearize`.
 
+    ``fn``, ``model`` and the errors are every check's
+    (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`); the ``options`` are
+    ``atol`` and ``rtol`` (defaults :data:`ATOL` and :data:`RTOL`).
+
     Args:
-      fn: the function, or ``"FILE.py:FUNC"`` / ``"module:FUNC"``; called once with
-        the operating point ``q (nq,)``, ``qd (nv,)``, ``u (nu,)``; returns
+      fn: called once with the operating point ``q (nq,)``, ``qd (nv,)``, ``u (nu,)``; returns
         ``A (2nv, 2nv)`` and ``B (2nv, nu)`` (``(k, k)`` and ``(k, m)`` with a reduction).
-      model: the compiled model, or a built-in name or MJCF/URDF path.
       keyframe: a keyframe's name or index; qpos, qvel, ctrl: the point (override
         the keyframe's; ``ctrl="hold"``: the control that holds the pose).
       reduction: the hand model's reduced state and input (:class:`Reduction`).
-      options: ``atol`` and ``rtol`` of :class:`~crossdyn.experiments.core.checks.options.CheckOptions`,
-        defaults :data:`ATOL` and :data:`RTOL` (central differences).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, parts ``A`` and ``B``.
-
-    Raises:
-      DerivationError: the function misbehaves or returns the wrong shapes;
-      ParameterError: no operating point, unknown keyframe, a bad reduction;
-      StateError: a wrong-sized or non-finite point; ModelError: the model cannot
-      be loaded or linearized.
     """
     from crossdyn.experiments.core.linearize import linearize
 

@@ -1,16 +1,8 @@
 """``crossdyn check mass-matrix``: a hand-derived joint-space inertia ``M(q)`` against ``mj_fullM``.
 
-The user's ``fn(q)`` returns ``(nv, nv)``.  The truth is MuJoCo's ``M`` from
-``mj_kinematics``, ``mj_comPos``, ``mj_crb`` and ``mj_fullM`` on the truth's copy
-of the model (``--dynamics rigid-body``: armature removed; ``as-modeled``: the
-armature on the diagonal, as MuJoCo's dynamics has it).
-
-On a mismatch the report names the off entries by their joints and tests what the
-error is, at every state: exactly the armature on the diagonal (and the mode that
-agrees); a free joint in Pinocchio's convention (linear velocity in the body
-frame: ``M_yours = T^T M T``); a change of some bodies' mass, centre of mass or
-inertia (:mod:`.inertial`, with ``M e_i = Y(q, 0, e_i) pi`` from crossdyn's own
-regressor); or none of these.
+On a mismatch the report tests, at every state: exactly the armature on the diagonal, a
+free joint in Pinocchio's convention (``M_yours = T^T M T``), a change of some bodies'
+inertial parameters (:mod:`.inertial`), or a geometric slip (:mod:`.slips`).
 """
 
 from __future__ import annotations
@@ -87,18 +79,11 @@ def pinocchio_velocity_map(model: mujoco.MjModel, q: np.ndarray, free) -> np.nda
 def check_mass_matrix(fn, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
     """Check ``fn(q) -> M (nv, nv)`` against MuJoCo's joint-space inertia.
 
-    Args:
-      fn: the function (one state or a batch), or ``"FILE.py:FUNC"`` / ``"module:FUNC"``.
-      model: the compiled model, or a built-in name or MJCF/URDF path.
-      options: :class:`~crossdyn.experiments.core.checks.options.CheckOptions`: ``dynamics``
-        (the armature removed or on the diagonal), ``samples``, ``seed``, ``states``
-        (``qpos``), ``q_range``, ``slide_range``, ``atol`` and ``rtol`` (kg m^2, kg).
+    ``fn``, ``model``, the ``options`` (``dynamics`` and the sampling ones) and the errors are
+    every check's (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
 
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``mass matrix``.
-
-    Raises:
-      DerivationError, StateError, ModelError, ParameterError (unknown ``dynamics``).
     """
     check = begin("check_mass_matrix", fn, model, options, (*SAMPLED, "dynamics"))
     model, label, o = check.model, check.label, check.options

@@ -1,10 +1,7 @@
 """Names a report can use for a model's joints, dofs, equalities and coordinate conventions.
 
-A model as it comes often leaves joints and equality constraints unnamed (the
-humanoid of dm_control, most URDF imports of fixed joints); MuJoCo then has no
-name for them and a report would read ``joint0.z`` or ``equality '#0'``.  Here an
-unnamed joint is named by its body (``torso``, or ``torso#2`` for the second
-joint of a body with several), and an unnamed equality by what it ties together.
+An unnamed joint is named by its body (``torso``, ``torso#2`` for a body's second
+joint), an unnamed equality by what it ties together, not ``joint0.z`` or ``equality '#0'``.
 """
 
 from __future__ import annotations
@@ -99,13 +96,9 @@ def equality_label(model: mujoco.MjModel, e: int) -> str:
 
 
 def conventions(model: mujoco.MjModel) -> list[str]:
-    """One sentence per free or ball joint on MuJoCo's coordinates for it (empty when there is none).
-
-    MuJoCo's free joint mixes frames: ``qvel[0:3]`` is the world-frame velocity of
-    the body origin but ``qvel[3:6]`` the body-frame angular velocity (Pinocchio's
-    free flyer has both in the body frame; Drake orders angular first).  Ball
-    joints take a quaternion and a body-frame angular velocity.
-    """
+    """One sentence per free or ball joint on MuJoCo's coordinates for it (empty when there is none): its
+    free joint's ``qvel[0:3]`` is in the world frame but ``qvel[3:6]`` in the body's, unlike Pinocchio's
+    and Drake's."""
     out = []
     for j in range(model.njnt):
         kind = int(model.jnt_type[j])

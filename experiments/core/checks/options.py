@@ -1,6 +1,5 @@
-"""The options every check shares, defined once (:class:`CheckOptions`), and the steps every check
-begins (:func:`begin`) and ends with (:meth:`Check.report`: the tolerance, the states, the model's
-conventions, MuJoCo's warnings and the note on a function called state by state, filled the same way)."""
+"""The options every check shares (:class:`CheckOptions`), a check's first steps (:func:`begin`) and the
+report fields every check fills the same way (:meth:`Check.report`)."""
 
 from __future__ import annotations
 
@@ -28,16 +27,20 @@ SAMPLED = ("samples", "seed", "states", "atol", "rtol", "q_range", "slide_range"
 class CheckOptions:
     """The options the checks share: how the states are drawn, which truth, when an entry passes.
 
-    Every ``check_*`` takes those that apply to it as keyword arguments: the ones
-    that draw states take ``samples``, ``seed``, ``states``, ``atol``, ``rtol``,
-    ``q_range``, ``slide_range`` and the ranges of their function's other
-    arguments; those comparing with dynamics take ``dynamics``; a linearization
-    (one operating point) takes ``atol`` and ``rtol``.
+    Every ``check_*`` takes the user's function ``fn`` (for one state or a batch along
+    the first axis, or ``"FILE.py:FUNC"`` / ``"module:FUNC"``), the ``model`` (compiled,
+    a built-in name or an MJCF/URDF path) and, as keyword arguments, those of these
+    options that apply to it: the ones that draw states take ``samples``, ``seed``,
+    ``states``, ``atol``, ``rtol``, ``q_range``, ``slide_range`` and the ranges of their
+    function's other arguments; those comparing with dynamics take ``dynamics``; a
+    linearization (one operating point) takes ``atol`` and ``rtol``.  Each raises
+    DerivationError (the function cannot be loaded, raises, exits or returns the wrong
+    shape or a non-finite value), StateError (bad ``states``), ModelError (the model
+    cannot be loaded) or ParameterError (an option out of range, an unknown name).
 
     Attributes:
-      samples: how many seeded random states (default 1000); they are streamed in
-        chunks, so memory stays the same whatever the count.
-      seed: the random states' seed (default 0): the same seed gives the same states.
+      samples: how many seeded random states (default 1000), streamed in chunks.
+      seed: the random states' seed (default 0).
       states: explicit states instead of random ones, one array per argument of
         the function, rows being states: ``qpos (N, nq)``, ``qvel (N, nv)``,
         ``qacc`` or ``tau (N, nv)``; a tuple of them, or one array for ``qpos`` alone.
@@ -66,18 +69,9 @@ class CheckOptions:
 
     @classmethod
     def of(cls, check: str, given: dict, takes: Iterable[str], **defaults) -> CheckOptions:
-        """The options ``check`` was called with (``given``), the tolerance validated.
-
-        Args:
-          check: the check's name, for the error.
-          given: the keyword arguments it was called with.
-          takes: the options it takes.
-          defaults: the check's own defaults where they differ (a linearization's tolerance).
-
-        Raises:
-          TypeError: an option the check does not take, as Python says it of any function.
-          ParameterError: a tolerance or range out of bounds (:mod:`crossdyn.experiments.core.validate`).
-        """
+        """The options ``check`` (its name, for errors) was called with, ``given``, out of those it ``takes``;
+        ``defaults`` are the check's own where they differ.  An option it does not take is a TypeError, as
+        Python says it of any function; a tolerance or range out of bounds a ParameterError."""
         takes = set(takes)
         for name in given:
             if name not in takes:
@@ -96,14 +90,7 @@ class CheckOptions:
 
 @dataclass(frozen=True)
 class Check:
-    """A check begun: the user's function, the model and the options (:func:`begin`).
-
-    Attributes:
-      fn: the user's function; label: how messages name it.
-      model: the compiled model, as it comes.
-      options: the :class:`CheckOptions`, validated.
-      dynamic: the check compares with dynamics (its report says the mode).
-    """
+    """A check begun (:func:`begin`); ``dynamic``: it compares with dynamics, so its report says the mode."""
 
     fn: Callable
     label: str
@@ -112,22 +99,13 @@ class Check:
     dynamic: bool
 
     def truth(self) -> mujoco.MjModel:
-        """The model MuJoCo's side is computed on (:func:`~crossdyn.experiments.core.truth.truth_model`).
-
-        Raises:
-          ParameterError: an unknown ``dynamics``.
-        """
+        """The model MuJoCo's side is computed on (:func:`~crossdyn.experiments.core.truth.truth_model`)."""
         from crossdyn.experiments.core.truth import truth_model
 
         return truth_model(self.model, self.options.dynamics)
 
     def source(self, parts: tuple[str, ...]):
-        """The states, the function's arguments ``parts`` of them
-        (:func:`~crossdyn.experiments.core.checks.common.state_source`).
-
-        Raises:
-          StateError: bad given ``states``; ParameterError: ``samples`` or ``seed`` out of range.
-        """
+        """The states, the ``parts`` the function takes (:func:`~.common.state_source`)."""
         from crossdyn.experiments.core.checks.common import state_source
 
         o = self.options
@@ -135,17 +113,11 @@ class Check:
 
     def report(self, quantity: str, parts: dict[str, Part], truth: str, attribution: list[str], *, source=None,
                user=None, warned: Iterable[str] = (), **fields) -> CheckReport:
-        """The check's report: ``parts`` and what is said of them, with what every check fills the same way.
+        """The report of ``parts`` (:class:`CheckReport`'s fields), with what every check fills the same way.
 
-        Args:
-          quantity: the report's ``quantity``.
-          parts: the compared parts; the check passed if every one did.
-          truth: what the function was compared with, one line.
-          attribution: what the error is, in sentences.
-          source: the states compared (:meth:`source`); None for one operating point.
-          user: the :class:`~crossdyn.experiments.core.checks.common.UserFunction`, for its note.
-          warned: MuJoCo's warnings while the truth was computed.
-          fields: any other field of the report, given in place of the usual one.
+        ``source`` is the states compared (None for one operating point), ``user`` the
+        :class:`~.common.UserFunction` (for its note), ``warned`` MuJoCo's warnings while the
+        truth was computed; ``fields`` replace the usual values.
         """
         from crossdyn.experiments.core.checks.common import warning_lines
         from crossdyn.experiments.core.checks.names import conventions
@@ -164,19 +136,8 @@ class Check:
 
 def begin(check: str, fn, model: mujoco.MjModel | str | os.PathLike, given: dict, takes: Iterable[str],
           **defaults) -> Check:
-    """A check's first steps: its options (:meth:`CheckOptions.of`), the user's function and the model loaded.
-
-    Args:
-      check: the check's name (``"check_mass_matrix"``), for errors.
-      fn: the function, or ``"FILE.py:FUNC"`` / ``"module:FUNC"``
-        (:func:`~crossdyn.experiments.core.checks.common.load_function`).
-      model: the compiled model, or a built-in name or MJCF/URDF path.
-      given, takes, defaults: as :meth:`CheckOptions.of`.
-
-    Raises:
-      TypeError, ParameterError: see :meth:`CheckOptions.of`; DerivationError: the
-      function cannot be loaded; ModelError: nor can the model.
-    """
+    """A check's first steps: its options (:meth:`CheckOptions.of`), the user's function and the model
+    loaded (``fn`` and ``model`` as :class:`CheckOptions` says; a DerivationError or ModelError if not)."""
     from crossdyn.experiments.core.checks.common import load_function
     from crossdyn.experiments.core.models import load_model
 

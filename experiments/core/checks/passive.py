@@ -1,11 +1,7 @@
-"""Is an error one of the model's passive effects?  The quantity checks' use of :mod:`..attribution`.
+"""Is an error one of the model's passive effects (armature, damping, a spring's reference)?
 
-A mass matrix off by exactly the armature on its diagonal, bias forces off by the
-damping force ``b qd`` or by a spring about ``qpos0`` instead of its ``springref``:
 :class:`PassiveEffects` computes each effect's contribution to the quantity with
-MuJoCo itself (the quantity on a copy of the model that keeps only that effect,
-minus the rigid-body one) and tests, state by state, whether the error is a sum
-of them (:class:`~crossdyn.experiments.core.attribution.Attribution`).
+MuJoCo itself and tests, state by state, whether the error is a sum of them.
 """
 
 from __future__ import annotations
@@ -24,12 +20,9 @@ __all__ = ["PassiveEffects"]
 class PassiveEffects:
     """The effects of ``relevant`` the model carries, their contributions, and the running test.
 
-    Args:
-      model: the model as it comes.
-      dynamics: the mode the error was measured against.
-      relevant: the effects that can show in this quantity (armature in a mass
-        matrix; damping, stiffness, gravcomp in bias forces).
-      atol, rtol: the check's tolerance.
+    ``relevant`` are the effects that can show in the quantity (armature in a mass
+    matrix; damping, stiffness, gravcomp in bias forces); ``dynamics`` the mode the
+    error was measured against.
     """
 
     def __init__(self, model: mujoco.MjModel, dynamics: str, relevant: tuple[str, ...], atol: float, rtol: float):

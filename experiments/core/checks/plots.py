@@ -1,11 +1,7 @@
 """Where a check's function is off: per-entry errors of each part, drawn (headless figures).
 
-:func:`entry_errors` draws one panel per part of a
-:class:`~crossdyn.experiments.core.checks.report.CheckReport`: a matrix part (a
-Jacobian, a mass matrix, a linearization's blocks) as a map of ``log10`` of each
-entry's largest error over the states, a vector or scalar part as bars on a log
-axis with the tolerance; entries off are marked.  A derivation that is right is
-round-off everywhere (1e-16 .. 1e-12); a wrong one lights up where it is wrong.
+:func:`entry_errors` draws one panel per part: a matrix part as a map of ``log10``
+of each entry's largest error, a vector or scalar part as bars with the tolerance.
 """
 
 from __future__ import annotations

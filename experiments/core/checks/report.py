@@ -1,17 +1,10 @@
 """The one report type of every check, inverse dynamics included, and its one text renderer.
 
-A :class:`CheckReport` holds, per compared *part* of the quantity (a Jacobian, a
-position and a rotation, kinetic and potential energy, the blocks of a
-linearization; the mass-matrix, velocity and gravity terms of an inverse
-dynamics), the running per-entry statistics of ``error = yours - MuJoCo's``
-(:class:`Part`), and in words: a one-line diagnosis, the off entries grouped
-(:func:`group_entries`; an inverse dynamics' by term, :func:`off_entries`), the
-attribution (what the error *is*: a sign, a frame, a point, the armature, a
-body's mass ...), the coordinate conventions of the joints the model has, notes
-and MuJoCo's own warnings about the model.  An inverse dynamics adds its torque,
-per joint, and what its truth left out and switched off.  ``to_dict()`` is what
-``metrics.json`` stores (an inverse dynamics keeps the layout its metrics have
-always had); :func:`text` is what the CLI prints (the full lists under ``--verbose``)."""
+A :class:`CheckReport` holds, per compared *part* of the quantity (a Jacobian; the
+mass-matrix, velocity and gravity terms of an inverse dynamics ...), the per-entry
+statistics of ``error = yours - MuJoCo's`` (:class:`Part`), and in words what is off,
+where, and what the error is.  ``to_dict()`` is what ``metrics.json`` stores;
+:func:`text` is what the CLI prints."""
 
 from __future__ import annotations
 
@@ -40,18 +33,15 @@ class Part:
     """One compared part of a quantity: per-entry statistics of ``yours - MuJoCo's``.
 
     Attributes:
-      name: ``"jacobian"``, ``"position"``, ``"kinetic"``, ...; the terms of an inverse
-        dynamics are ``"mass_matrix"``, ``"velocity"`` and ``"gravity"`` (:data:`TERMS`).
+      name: ``"jacobian"``, ``"position"``, ...; an inverse dynamics' :data:`TERMS`.
       symbol: how an entry is written, ``J`` in ``J[linear z, elbow]``.
       labels: per axis of the part, a name per index (``()`` for a scalar part).
       passed: every entry within ``atol + rtol |MuJoCo's|`` at every state.
-      max_abs_error: largest ``|error|`` over states and entries.
-      scale: largest ``|MuJoCo's|`` of the part.
-      worst_entry: index of the worst entry; worst_sample: the state it is at.
-      mean_error, entry_max_abs, entry_range, entry_passed: per entry, the mean
-        error (a constant offset, like a missing inertia, shows here exactly), the
-        largest ``|error|``, ``max - min`` of the error over the states and "within
-        tolerance at every state"; arrays of the part's shape.
+      max_abs_error, scale: largest ``|error|``, and largest ``|MuJoCo's|``, over states and entries.
+      worst_entry, worst_sample: index of the worst entry, and the state it is at.
+      mean_error, entry_max_abs, entry_range, entry_passed: per entry (arrays of the part's
+        shape), the mean error (a constant offset shows here exactly), the largest ``|error|``,
+        ``max - min`` over the states and "within tolerance at every state".
       per_sample: the largest ``|error|`` at each of the first states (plots).
       states: how many states the statistics are over.
     """
@@ -117,23 +107,17 @@ class Part:
 
 
 def group_entries(part: Part, symmetric: bool = False) -> list[str]:
-    """The part's off entries in words, grouped so a big robot's report stays short.
+    """The part's off entries in words, one line per group, so a big robot's report stays short.
 
     A vector part groups its entries by their offset (``b[knee], b[hip] each off by
-    0.25, constant``; ``b[ankle] off by up to 3.1, state-dependent``); a matrix part
-    by column (``column 'elbow': rows linear x, linear z off by up to 0.3``).
-    ``symmetric`` counts only the upper triangle (a mass matrix).
-
-    Returns:
-      One line per group, every group (callers cap what they print).
+    0.25, constant``); a matrix part by column (``column 'elbow': rows linear x, linear
+    z off by up to 0.3``).  ``symmetric`` counts only the upper triangle (a mass matrix).
     """
     off = ~np.asarray(part.entry_passed, dtype=bool)
     if not off.any():
         return []
-    if np.ndim(part.entry_passed) == 0:
-        return [_scalar_line(part, ())]
-    if np.ndim(part.entry_passed) == 1:
-        return _vector_lines(part, np.flatnonzero(off))
+    if np.ndim(part.entry_passed) <= 1:
+        return _vector_lines(part, [int(i) for i in np.flatnonzero(off)] if off.ndim else [()])
     if symmetric:
         off = off & np.triu(np.ones_like(off, dtype=bool))
     lines = []
@@ -152,12 +136,12 @@ def group_entries(part: Part, symmetric: bool = False) -> list[str]:
     return lines
 
 
-def _scalar_line(part: Part, index) -> str:
-    if part.states <= 1:  # one state: nothing is constant or state-dependent
-        return f"{part.entry(index)} off by {float(np.asarray(part.mean_error)[index]):.4g}"
-    if part.constant(index):
-        return f"{part.entry(index)} off by {float(np.asarray(part.mean_error)[index]):.4g}, constant"
-    return f"{part.entry(index)} off by up to {float(np.asarray(part.entry_max_abs)[index]):.4g}, state-dependent"
+def _key(part: Part, index) -> str:
+    """How an entry is off: by its mean, constant or not; one state has no "constant" to say."""
+    mean = f"off by {float(np.asarray(part.mean_error)[index]):.4g}"
+    if part.states <= 1:
+        return mean
+    return f"{mean}, constant" if part.constant(index) else "state-dependent"
 
 
 def _names(names: list[str]) -> str:
@@ -169,11 +153,7 @@ def _names(names: list[str]) -> str:
 def _vector_lines(part: Part, indices) -> list[str]:
     groups: dict[str, list[int]] = {}
     for i in indices:
-        if part.states <= 1:  # one state: nothing is constant or state-dependent
-            groups.setdefault(f"off by {part.mean_error[i]:.4g}", []).append(int(i))
-            continue
-        key = f"off by {part.mean_error[i]:.4g}, constant" if part.constant(i) else "state-dependent"
-        groups.setdefault(key, []).append(int(i))
+        groups.setdefault(_key(part, i), []).append(i)
     constant = [k for k in groups if k != "state-dependent"]
     if len(constant) > 3:  # many different offsets: one line for all of them
         merged = sorted(i for k in constant for i in groups.pop(k))
@@ -198,35 +178,25 @@ class CheckReport:
         ``"energy"``, ``"forward-dynamics"``, ``"linearization"`` or
         ``"inverse-dynamics"`` (:data:`INVERSE_DYNAMICS`, ``check derivation``).
       label: the user's function, as named in messages.
-      passed: every part agrees (or, for energy, agrees up to the named constant;
-        for inverse dynamics, the torque too).
+      passed: every part agrees (energy: up to the named constant; inverse dynamics: the torque too).
       parts: the compared parts, by name (:attr:`terms` for inverse dynamics).
       truth: what the function was compared with, one line.
-      attribution: sentences saying what the error is, in the quantity's terms;
-        empty when nothing fits exactly.  For inverse dynamics, the passive effect
-        the mismatch equals and the mode that agrees.
+      attribution: sentences saying what the error is; empty when nothing fits exactly.
       conventions: MuJoCo's coordinate conventions for the model's free and ball joints.
-      notes: other sentences (a function called state by state, a constant that was
-        allowed, the states used).
-      warnings: MuJoCo's own warnings while computing the truth (about the model).
+      notes: other sentences (a function called state by state, a constant allowed ...).
+      warnings: MuJoCo's own warnings about the model while computing the truth.
       atol, rtol: the tolerance, ``|error| <= atol + rtol |MuJoCo's|``.
-      samples, seed: how the states were drawn (``seed`` None for given states).
+      samples, seed, sampling, ranges: how many states, their seed (None for given states), where
+        they came from in words, and random ones' ranges (``{"q_range": [low, high], ...}``).
       dynamics: the truth's mode where it applies (``rigid-body``/``as-modeled``), else None.
       extra: quantity-specific numbers for ``metrics.json`` (the energy's constant, ...).
       symmetric: the parts of which only the upper triangle is named (a mass matrix).
-      sampling: where the states came from, in words: random ones' ranges
-        (:meth:`crossdyn.experiments.core.ranges.Ranges.describe`) or how many were given.
-      ranges: the random states' ranges, ``{"q_range": [low, high], ...}``; empty for given states.
-      torque: inverse dynamics only: the torque ``tau`` compared as a whole (None otherwise).
-      per_joint: inverse dynamics: per dof ``{"name", "max_abs_error", "max_rel_error"}`` of the torque.
-      worst_state: inverse dynamics: ``{"index", "q", "qd", "qdd"}`` of the worst torque error.
-      parameters: inverse dynamics: sentences naming the bodies' inertial parameters
-        the mismatch is a change of ("body 'base': mass 7.5 where the model has 6.921"),
-        or saying it is not one; empty if it passed or a passive effect explained it.
-      left_out: inverse dynamics: per model element carrying something the mode left
-        out or put in, ``{"element", "in", "out"}`` (``experiments.core.report.elements``).
-      switched_off: inverse dynamics: what the truth switched off, e.g.
-        ``"contacts off: 36 rows were active at state 0"``.
+      torque: inverse dynamics only, as are the rest: the torque ``tau`` compared as a whole.
+      per_joint: per dof ``{"name", "max_abs_error", "max_rel_error"}`` of the torque.
+      worst_state: ``{"index", "q", "qd", "qdd"}`` of the worst torque error.
+      parameters: sentences naming the bodies' inertial parameters the mismatch is a change of.
+      left_out: per model element, ``{"element", "in", "out"}``: what the mode left out or put in.
+      switched_off: what the truth switched off (``"contacts off: 36 rows were active at state 0"``).
     """
 
     quantity: str
@@ -339,13 +309,7 @@ class CheckReport:
 
 
 def text(report: CheckReport, title: str, verbose: bool = False) -> str:
-    """The report as the CLI prints it: verdict, truth, diagnosis, off entries, what the error is, tables.
-
-    The off entries are cut to :data:`GROUP_LINES` lines and the element tables
-    of an inverse dynamics likewise, unless ``verbose``; the worst errors (by
-    part, or an inverse dynamics' by joint) are printed on a mismatch or with
-    ``verbose``.
-    """
+    """The report as the CLI prints it; lists cut to :data:`GROUP_LINES` lines unless ``verbose``."""
     lines = [f"{'PASS' if report.passed else 'MISMATCH'}: {title}", f"  truth: {report.truth}",
              f"  {report.diagnosis}"]
     entries = report.entries()
@@ -389,8 +353,7 @@ def _by_part(report: CheckReport, verbose: bool) -> list[str]:
 
 
 def _by_joint(report: CheckReport, verbose: bool) -> list[str]:
-    """The torque per joint: every joint with ``verbose``; on a mismatch only the joints whose torque is off
-    (an 85-dof robot's table would bury the report), the rest in metrics.json."""
+    """The torque per joint: every joint with ``verbose``; on a mismatch only those whose torque is off."""
     rows = report.per_joint if verbose else [] if report.passed else \
         [row for row in report.per_joint if row["max_abs_error"] > report.atol]
     shown = rows if verbose else rows[:2 * GROUP_LINES]
@@ -461,11 +424,8 @@ def _summary(members: list, names: list[str]) -> str:
 def off_entries(report: CheckReport) -> list[str]:
     """An inverse dynamics' off entries, one line per failing term, grouped by mean offset and constant-or-not.
 
-    Example: ``"mass matrix: M[0,0], M[1,1] each off by 0.25, constant"``.  An
-    entry is constant when its error's half-range is under :data:`CONSTANT` of its
-    largest size.  A group of more than :data:`NAMES_PER_LINE` entries names its
-    first ones, then the joints whose rows hold the rest (a wrong base mass
-    touches 27 entries of M, c and g on a quadruped; all of them are in metrics.json).
+    Example: ``"mass matrix: M[0,0], M[1,1] each off by 0.25, constant"``.  A group of
+    more than :data:`NAMES_PER_LINE` entries names its first ones, then the joints whose rows hold the rest.
     """
     lines = []
     for term in report.failing_terms:

@@ -1,30 +1,10 @@
 """Is an error one slip in the model's geometry?  Fit it, and name the element and its value.
 
-A hand derivation of kinematics, a Jacobian or a mass matrix most often differs
-from the model in one geometric number typed or read wrong: a joint measured the
-other way, a joint's ``ref`` (MuJoCo measures a hinge's angle from it) left out,
-a body's ``quat`` left out, a body's ``pos`` (a link length) written wrong, a
-joint's axis.  Each such slip is a change of one element of the compiled model
-(``jnt_qposadr``'s ``qpos0``, ``body_pos``, ``body_quat``, ``jnt_axis``), so
-each is tested the same way: MuJoCo's own quantity is recomputed on a copy of the
-model with that element changed, at the states the check kept, and compared with
-the user's values under the check's tolerance.
-
-- the discrete slips are tried as they are: joint ``j`` measured the other way
-  (MuJoCo's value at ``2 ref - q_j``, its column negated), ``ref`` left out
-  (``qpos0 = 0``), a body's ``quat`` left out (the identity);
-- the continuous ones are fitted by Gauss-Newton on finite differences, the way
-  :mod:`.inertial` fits masses: a body's ``pos`` (3 numbers), its orientation (a
-  rotation vector), a joint's ``ref``, a joint's axis (two directions normal to
-  it).  Directions the states cannot see (a column of the fit's Jacobian at
-  round-off) keep the model's value, so an element that cannot change the
-  quantity (a body fixed to the world, a length along a hinge's own axis) is
-  never offered as the cause.
-
-The first slip that explains every kept state, the simplest first (discrete,
-then one number, then three), is reported alone: "body 'calf': pos 0 0 -0.3 where
-the model has 0 0 -0.33".  When two slips of the same size explain it equally,
-both are named: the states checked cannot tell them apart.
+Each slip (a joint measured the other way, a ``ref`` or ``quat`` left out, a body's
+``pos`` or orientation or a joint's axis written wrong) is a change of one element of
+the model: MuJoCo's own quantity is recomputed on a copy with that element changed or
+fitted (Gauss-Newton on finite differences) and compared under the check's tolerance.
+The simplest slip that explains every state is reported; two equal ones are both named.
 """
 
 from __future__ import annotations
@@ -87,15 +67,10 @@ def vector(v, sep: str = " ") -> str:
 
 def explain(model: mujoco.MjModel, truth: Truth, q: np.ndarray, user: np.ndarray, atol: float, rtol: float,
             sign: bool = True) -> list[str]:
-    """Sentences naming the one geometric slip that explains ``user`` at the states ``q``, or [].
+    """Sentences naming the one geometric slip that explains ``user (n, ...)`` at the states ``q (n, nq)``, or [].
 
-    Args:
-      model: the model MuJoCo's quantity is computed on (the check's truth model).
-      truth: MuJoCo's quantity on a (changed) copy of the model, see :data:`Truth`.
-      q: ``(n, nq)`` the states kept.
-      user: ``(n, ...)`` the user's values there.
-      atol, rtol: the check's tolerance on each entry.
-      sign: try joints measured the other way (a quantity that has dof columns or none).
+    ``truth`` computes MuJoCo's quantity on a (changed) copy of ``model`` (:data:`Truth`);
+    ``sign``: try joints measured the other way (a quantity that has dof columns or none).
     """
     work = copy.copy(model)
     nv = model.nv
@@ -228,10 +203,7 @@ def _continuous(model: mujoco.MjModel) -> list[Callable]:
 
 def _gauss_newton(evaluate: Callable[[np.ndarray], np.ndarray], k: int, user: np.ndarray,
                   tol: np.ndarray) -> tuple[np.ndarray, int] | None:
-    """Fit ``k`` numbers ``x`` (from 0) with ``evaluate(x) ~ user`` within ``tol``: ``(x, seen)`` or None.
-
-    ``seen`` is how many of the directions the states can see; unseen ones stay 0.
-    """
+    """Fit ``k`` numbers ``x`` (from 0) with ``evaluate(x) ~ user``: ``(x, seen directions)`` or None."""
     x = np.zeros(k)
     target = user.ravel()
     seen = k
@@ -445,9 +417,8 @@ def linearization_effects(model: mujoco.MjModel, lin, reduction, A_user: np.ndar
                           atol: float, rtol: float) -> list[str]:
     """The joints whose damping, stiffness or armature the user's ``(A, B)`` leaves out, or [].
 
-    Each hypothesis is MuJoCo's own linearization at the same point of a copy of the
-    model without that effect on those joints: one joint at a time, then every joint
-    carrying it.
+    Each hypothesis is MuJoCo's own linearization of a copy of the model without that
+    effect: on one joint at a time, then on every joint carrying it.
     """
     from crossdyn.experiments.core.linearize import linearize
 

@@ -1,10 +1,5 @@
-"""The point a kinematics or Jacobian check is about: a site or a body of the model.
-
-:class:`Target` names it, reads its pose from ``MjData`` after ``mj_kinematics``
-(``site_xpos``/``site_xmat`` or ``xpos``/``xmat``), and lists the other points of
-the same body a derivation may have used by mistake (the body's origin, its
-centre of mass, its other sites), for the attribution.
-"""
+"""The point a kinematics or Jacobian check is about: a site or a body of the model, its pose,
+and the other points of the same body a derivation may have used by mistake."""
 
 from __future__ import annotations
 
@@ -21,13 +16,7 @@ __all__ = ["Target", "target"]
 
 @dataclass(frozen=True)
 class Target:
-    """A site or a body.
-
-    Attributes:
-      kind: ``"site"`` or ``"body"``.
-      name: its name; index: its id.
-      body: the body it moves with.
-    """
+    """A site or a body: ``kind`` (``"site"`` or ``"body"``), ``name``, id ``index``, the ``body`` it moves with."""
 
     kind: str
     name: str

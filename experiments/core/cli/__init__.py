@@ -1,25 +1,8 @@
-"""The ``crossdyn`` command line.
+"""The ``crossdyn`` command line: ``list``, ``run``, ``check``, ``tune``, ``identify`` and the systems' own.
 
-    crossdyn list [--from FILE.py|MODULE ...]
-    crossdyn check two-link [--variant V] [--mjcf PATH] [--samples N] [--seed S] [--states FILE] [--out DIR]
-    crossdyn check derivation FILE.py:FUNC --mjcf MODEL [--dynamics rigid-body|as-modeled] [--samples N] [--seed S]
-                              [--states FILE] [--atol A] [--rtol R] [--out DIR]
-    crossdyn run [NAME ...] [--out DIR] [--short] [--seed S] [--set KEY=VALUE ...] [--from FILE.py|MODULE ...]
-                 [--baseline DIR [--allow-new]] [--save-baseline DIR] [--junit FILE] [--workers K]
-                 [--timeout SECONDS]
-    crossdyn tune balance [--samples N | --grid NAME=VALUES ... | --search optuna --trials N [--sampler gp|tpe]]
-                          [--workers K] [--seed S] [--scheduler ADDR] [--mjcf PATH] [--out DIR]
-    crossdyn tune robustness [--weight NAME=VALUE ... | --weights-from DIR] [--axis NAME=VALUES ...] [--seed S]
-                             [--mjcf PATH] [--out DIR]
-    crossdyn identify --mjcf M --log L [--log L2 ...] --fit QUANTITY [--fit ...] [--validate V ...] [--out DIR]
-    crossdyn check model --mjcf M --log L [--log L2 ...] [--out DIR]
-
-Exit status: 0 when everything is as expected, 1 when a check or an experiment's
-expected outcome fails, 2 for bad input (missing file, malformed model, bad
-state, unknown name), always with a one-line message and no traceback.
-
-Each command lives in its own module (:mod:`.check`, :mod:`.run`, :mod:`.tune`)
-and takes its options' types from :mod:`.arguments`, the one validation layer.
+Exit status: 0 when everything is as expected, 1 when a check or an experiment's expected
+outcome fails, 2 for bad input, always with a one-line message and no traceback.  Each
+command lives in its own module, its options' types from :mod:`.arguments`.
 """
 
 from __future__ import annotations
@@ -34,18 +17,12 @@ __all__ = ["main", "console", "build_parser"]
 # Characters of a one-line error on the terminal (user text in it can be any length).
 ERROR_LIMIT = 1000
 
-# Set once a user's code (``--from``) was imported into this process: then its
-# atexit handlers and non-daemon threads must not decide, or delay, crossdyn's exit
-# status (:func:`console`).
+# Set once a user's code (``--from``) was imported into this process (:func:`console`).
 USER_CODE_LOADED = False
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``PROG: error: MESSAGE (see PROG --help)``, exit 2.
-
-    argparse's own errors print the usage block first; crossdyn's rule is one
-    line on stderr for any bad input.  Subcommand parsers inherit this class.
-    """
+    """argparse with one-line errors (``PROG: error: MESSAGE (see PROG --help)``, exit 2), not the usage block."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
@@ -90,8 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         print("crossdyn: interrupted; finished experiments' results are kept", file=sys.stderr)
         return 130
     except OSError as exc:
-        # A path the machine refuses (permissions, a full disk, a folder where a file
-        # belongs) that no validator foresaw: still the user's input, still one line.
+        # A path the machine refuses that no validator foresaw: still the user's input, still one line.
         path = exc.filename2 or exc.filename  # a rename names its destination second
         where = f"{path}: " if path is not None else ""
         print(f"crossdyn: error: {one_line(f'{where}{exc.strerror or exc}', ERROR_LIMIT)}", file=sys.stderr)
@@ -101,10 +77,8 @@ def main(argv: list[str] | None = None) -> int:
 def console() -> None:
     """The ``crossdyn`` console script: :func:`main`, then exit with its status.
 
-    When a user's file was imported into this process (``--from``), the exit is
-    ``os._exit`` after flushing the output: an ``atexit`` handler of theirs
-    (``atexit.register(os._exit, 0)``) cannot turn a failed run into exit 0, and a
-    non-daemon thread they started cannot keep the process alive.
+    After a user's file was imported (``--from``), the exit is ``os._exit`` after
+    flushing: their ``atexit`` handlers and non-daemon threads cannot change or delay it.
     """
     code = main()
     if USER_CODE_LOADED:

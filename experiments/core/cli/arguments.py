@@ -1,8 +1,7 @@
 """One validation layer for what the command line takes: seeds, counts, times, impulses, paths.
 
-Every command builds its options from these types, so a bad value is refused the
-same way everywhere: argparse prints one ``crossdyn ...: error: ...`` line and
-exits 2, before anything runs.  The limits are documented here and in ``--help``.
+A bad value is refused the same way everywhere: one ``crossdyn ...: error: ...``
+line and exit 2, before anything runs.
 """
 
 from __future__ import annotations
@@ -40,12 +39,8 @@ def validated(what: str, convert: Callable[[str], Any], check: Callable[[Any], A
               doc: str | None = None):
     """An argparse type refusing a value as the Python API does: ``check(convert(text))``.
 
-    Args:
-      what: the option, as argparse names the type in its messages.
-      convert: text -> value; a ValueError is refused with ``refused(text)``.
-      check: value -> the value taken; its ParameterError's sentence is the refusal.
-      refused: the sentence for text ``convert`` cannot read.
-      doc: the type's docstring.
+    ``convert``'s ValueError is refused with ``refused(text)``, ``check``'s ParameterError
+    with its own sentence; ``what`` names the type in argparse's messages.
     """
 
     def parse(text: str):

@@ -1,18 +1,9 @@
 """``crossdyn check``: derivation, one command per part of a hand derivation, and the systems' own.
 
-``check derivation`` compares an inverse dynamics with ``mj_inverse``; ``check
-kinematics``, ``jacobian``, ``mass-matrix``, ``bias``, ``energy``,
-``forward-dynamics`` and ``linearization`` compare the other parts a derivation is
-made of (:mod:`crossdyn.experiments.core.checks`).  Every one takes the function as
-``FILE.py:FUNC`` or ``module:FUNC`` and the model with ``--mjcf``, writes
-``metrics.json`` and a plot into its folder under ``--out``, prints a report
-(every off entry with ``--verbose``), can write a JUnit file (``--junit``) and
-save or compare a baseline (``--save-baseline``/``--baseline``), and exits 0 when
-the function agrees, 1 when it does not (or drifted from the baseline), 2 on bad
-input.  Systems add their own (``check two-link``) through the ``crossdyn.commands``
-entry points (:mod:`crossdyn.experiments.core.cli.commands`), with
-:func:`prepare`, :func:`report_check`, :func:`add_sampling`, :func:`add_outputs` and
-:func:`load_states` shared from here.
+Each writes ``metrics.json`` and a plot under ``--out``, prints a report and exits 0 when
+the function agrees, 1 when it does not (or drifted from the baseline), 2 on bad input.
+Systems add their own (``check two-link``) through :mod:`crossdyn.experiments.core.cli.commands`,
+with the helpers shared from here.
 """
 
 from __future__ import annotations
@@ -34,32 +25,16 @@ SAMPLES_MAX = validate.SAMPLES_MAX
 def load_states(path: str, nq: int, nv: int):
     """Read states from a ``.npy`` or ``.csv`` file, one row ``[q (nq), qd (nv), qdd (nv)]``.
 
-    A CSV may carry ``#`` comments and a header row naming the coordinates (its
-    first row, one name per column: ``q0,q1,qd0,...``, or the joints' names); a
-    ``.npy`` must hold a 2-D array of numbers (it is memory-mapped, so a large
-    file is not read at once).
-
-    Raises:
-      StateError: unreadable file, no rows, not a table of real numbers, wrong
-        column count, or non-finite entries; each message says what was found
-        and what is expected.
+    A CSV may carry ``#`` comments and a header row naming the coordinates; a ``.npy`` holds a
+    2-D array (memory-mapped).  A file that cannot be read as such is a StateError saying what
+    is expected.
     """
     return load_state_file(path, (("q", nq), ("qd", nv), ("qdd", nv)))
 
 
 def load_state_file(path: str, parts: tuple[tuple[str, int], ...]):
-    """Read rows ``[part_1, part_2, ...]`` of the given sizes from a ``.npy`` or ``.csv`` file.
-
-    Args:
-      path: the file.
-      parts: ``(name, size)`` of each part of a row, e.g. ``(("q", 7), ("qd", 6))``.
-
-    Returns:
-      One ``(N, size)`` array per part.
-
-    Raises:
-      StateError: as :func:`load_states`.
-    """
+    """Read rows ``[part_1, part_2, ...]`` from a ``.npy`` or ``.csv`` file, as :func:`load_states`: one
+    ``(N, size)`` array per ``(name, size)`` of ``parts`` (e.g. ``(("q", 7), ("qd", 6))``)."""
     import warnings
 
     import numpy as np
@@ -184,11 +159,7 @@ class _Stopped(Exception):
 
 
 def _run_check(args, command) -> int:
-    """Run ``command(args)`` with SIGTERM (and Ctrl-C) ending it with one line: no report, nothing written.
-
-    The worker checking the user's function is stopped with it (the isolation
-    pool kills its process group on the way out).
-    """
+    """Run ``command(args)`` with SIGTERM (and Ctrl-C) ending it, and its worker, with one line and nothing written."""
     import signal
     import sys
 
@@ -221,8 +192,7 @@ def prepare(args, name: str):
     """Refuse what can be refused before anything runs: the stored baseline, the JUnit and baseline folders."""
     from crossdyn.experiments.core import baseline
 
-    stored = baseline.load(args.baseline, [name]) if getattr(args, "baseline", None) else None
-    return stored
+    return baseline.load(args.baseline, [name]) if getattr(args, "baseline", None) else None
 
 
 def _finish(args, name: str, metrics: dict, passed: bool, text: str, figure, figure_name: str, stored,
@@ -320,9 +290,7 @@ def _cmd_check_quantity(args) -> int:
     states = load_state_file(args.states, tuple((p, sizes[p]) for p in parts)) if args.states else None
     options = {"samples": args.samples, "seed": args.seed, "states": states, "atol": args.atol, "rtol": args.rtol,
                **_ranges(args)}
-    specific = {}
-    if quantity in ("kinematics", "jacobian"):
-        specific = {"site": args.site, "body": args.body}
+    specific = {"site": args.site, "body": args.body} if quantity in ("kinematics", "jacobian") else {}
     if quantity == "jacobian":
         specific |= {"frame": args.frame, "coordinates": args.coordinates}
     if quantity == "bias":

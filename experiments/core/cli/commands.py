@@ -1,19 +1,11 @@
 """Subcommands that systems and users' packages register, the way they register experiments.
 
-An installed package adds ``crossdyn GROUP NAME`` (the group is ``check``; a tune with
-options of its own is an experiment's :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`)
-with an entry point in the group :data:`GROUP`, named ``"GROUP NAME"``, whose value
-is a function ``configure(parser)``: it adds the command's options to ``parser`` (an
-``argparse.ArgumentParser`` crossdyn made, named ``crossdyn GROUP NAME``) and sets
-``func`` (``parser.set_defaults(func=handler)``, ``handler(args) -> exit status``).
-The function's docstring's first line is the command's one-line help.  crossdyn's
-own systems register theirs so (its ``pyproject.toml``): the machinery never names a
-system.
+An entry point in the group :data:`GROUP`, named ``"GROUP NAME"`` (the group is ``check``),
+is a function ``configure(parser)`` that adds the command's options and sets ``func``
+(``handler(args) -> exit status``); its docstring's first line is the command's help::
 
-```toml
-[project.entry-points."crossdyn.commands"]
-"check my-arm" = "my_robot.cli:configure_check"
-```
+    [project.entry-points."crossdyn.commands"]
+    "check my-arm" = "my_robot.cli:configure_check"
 """
 
 from __future__ import annotations

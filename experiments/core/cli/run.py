@@ -17,12 +17,9 @@ TIMEOUT_MAX = 7 * 24 * 3600.0
 def _load(sources, workers: int = 1, timeout: float | None = None):
     """The registry with users' ``sources``, and the run's pool of up to ``workers`` worker processes.
 
-    A user's file is imported in a worker process first
-    (:func:`~crossdyn.experiments.core.results.pool_with_sources_imported`): one
-    that ends the process or, with ``timeout``, hangs while being imported is one
-    line, not crossdyn's exit status or a run that never ends.  Only then is it
-    imported here, where the run needs its experiments' names, parameters and
-    tolerances.  Without users' files the first worker starts in the background.
+    A user's file is imported in a worker first, so one that ends the process or hangs
+    while being imported is one line; only then is it imported here, where the run
+    needs its experiments' names, parameters and tolerances.
     """
     from crossdyn.experiments.core.registry import experiments
     from crossdyn.experiments.core.results import experiment_pool, pool_with_sources_imported
@@ -80,21 +77,10 @@ def _cmd_run(args) -> int:
             if folder is not None:
                 arguments.make_out_dir(folder)
         outcomes = run_experiments(
-            selected,
-            out,
-            short=args.short,
-            seed=args.seed,
-            overrides=dict(args.set),
-            video=args.video,
-            progress=sys.stderr.isatty(),
-            workers=args.workers,
-            sources=args.sources,
-            baseline=stored,
-            allow_new=args.allow_new,
-            command=shlex.join(["crossdyn", *getattr(args, "argv", sys.argv[1:])]),
-            timeout=args.timeout,
-            pool=pool,
-        )
+            selected, out, short=args.short, seed=args.seed, overrides=dict(args.set), video=args.video,
+            progress=sys.stderr.isatty(), workers=args.workers, sources=args.sources, baseline=stored,
+            allow_new=args.allow_new, command=shlex.join(["crossdyn", *getattr(args, "argv", sys.argv[1:])]),
+            timeout=args.timeout, pool=pool)
     finally:
         pool.terminate()  # nothing left to do if the run closed it
     print(summary_table(outcomes), end="")

@@ -1,11 +1,6 @@
-"""``crossdyn tune EXPERIMENT`` for any registered experiment, and ``crossdyn tune COMMAND`` for an experiment
-tuned with options of its own.
-
-An experiment that declares a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`
-is run as ``crossdyn tune COMMAND`` with the options it configures.  The helpers every tune shares
-(:func:`add_engine_options`, :func:`tune_engine`, :func:`sigterm_interrupts`,
-:func:`interrupted`) are here.
-"""
+"""``crossdyn tune EXPERIMENT`` for any registered experiment, and ``crossdyn tune COMMAND`` for an
+experiment that declares a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning` with options of its own;
+with the helpers every tune shares."""
 
 from __future__ import annotations
 
@@ -34,11 +29,7 @@ def tune_engine(args) -> dict:
 
 @contextlib.contextmanager
 def sigterm_interrupts():
-    """SIGTERM ends a sweep as Ctrl-C does: local workers are shut down, finished samples kept.
-
-    (A SIGKILL cannot be caught; the workers then die with the parent on their own,
-    see ``crossdyn.experiments.core.sweep.engine``.)
-    """
+    """SIGTERM ends a sweep as Ctrl-C does: local workers are shut down, finished samples kept."""
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
@@ -88,12 +79,8 @@ def add_parser(sub) -> None:
 
 
 def inner_parsers(prog: str = "crossdyn tune") -> list[tuple[str, str, argparse.ArgumentParser]]:
-    """``(name, help, parser)`` of what ``tune`` parses after its first word, for the CLI reference.
-
-    ``tune`` builds these parsers only once it knows that word (an experiment's
-    name or a tuning's command), so its ``--help`` cannot list their options;
-    the documentation builds them all here.
-    """
+    """``(name, help, parser)`` of what ``tune`` parses after its first word, for the CLI reference
+    (``tune`` builds these parsers only once it knows that word, so its ``--help`` cannot list them)."""
     parsers = [("EXPERIMENT", "tune any registered experiment over its parameters", _experiment_parser(prog))]
     for name, exp in _tunings().items():
         parser = _subparser(f"{prog} {name}", description=exp.summary)
@@ -191,7 +178,6 @@ def _cmd_tune_experiment(args) -> int:
         from crossdyn.experiments.core import cli
 
         cli.USER_CODE_LOADED = True  # its atexit handlers and threads must not decide crossdyn's exit
-    fixed = dict(args.set)
     out = Path(args.out) if args.out is not None else DEFAULT_OUT / f"tune-{args.what}"
     arguments.out_dir(str(out))
     engine = tune_engine(args)
@@ -199,7 +185,7 @@ def _cmd_tune_experiment(args) -> int:
         with sigterm_interrupts():
             result = tune(args.what, out, vary=args.vary, minimize=args.minimize, constraints=args.constraint,
                           search=args.search, sampler=args.sampler or "gp", samples=args.samples, seed=args.seed,
-                          fixed=fixed, short=args.short, sources=tuple(args.sources), timeout=args.timeout,
+                          fixed=dict(args.set), short=args.short, sources=tuple(args.sources), timeout=args.timeout,
                           vary_from=args.vary_from, **engine)
     except KeyboardInterrupt:
         return interrupted(out / "samples.csv")
@@ -213,22 +199,17 @@ def _cmd_tune_experiment(args) -> int:
               f"intervals of {args.vary_from} (the defaults run: the identified values)")
         for note in result.notes:
             print(f"  skipped {note}")
-    metric = result.minimize
-    defaults = result.rows[0]
-    limits = result.constraints
-    if metric is not None:
+    metric, defaults, limits, best = result.minimize, result.rows[0], result.constraints, result.best
+    if metric is not None or limits:
         print(f"  defaults  {_params(defaults, result.space)}: {_metrics(defaults, metric, limits)} "
               f"[{_mark(defaults, limits)}]")
-        if result.best is None:
-            print("  no run passed and met every constraint: nothing to recommend")
-            return 1
-        best = result.best
+    if metric is not None and best is None:
+        print("  no run passed and met every constraint: nothing to recommend")
+        return 1
+    if metric is not None and best is not None:
         better = "the defaults stay" if best["sample"] == "0" else f"sample {best['sample']}"
         print(f"  best      {_params(best, result.space)}: {_metrics(best, metric, limits)} "
               f"[{_mark(best, limits)}] ({better})")
-    elif limits:
-        print(f"  defaults  {_params(defaults, result.space)}: {_metrics(defaults, None, limits)} "
-              f"[{_mark(defaults, limits)}]")
     print(f"  results in {out} (samples.csv, best.json{''.join(', ' + f for f in result.files)}; timings.csv)")
     return 0
 

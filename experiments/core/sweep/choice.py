@@ -1,11 +1,5 @@
-"""Choosing among a sweep's runs by two metrics: the Pareto front, and the best run within a reference's budget.
-
-A sweep that trades one cost against another (settling time against control
-effort, say) keeps both in its table; :func:`pareto_front` lists the runs no other
-run beats on both, and :func:`best_within_reference` picks the run that minimizes
-the first among those spending no more of the second than the reference run
-(sample 0, the defaults).
-"""
+"""Choosing among a sweep's runs by two metrics: the Pareto front (:func:`pareto_front`), and the best
+run within the reference run's budget of the second (:func:`best_within_reference`)."""
 
 from __future__ import annotations
 
@@ -34,11 +28,10 @@ def pareto_front(rows: list[dict], first: str, second: str) -> list[dict]:
 
 def best_within_reference(rows: list[dict], minimize: str, budget: str, ok: Collection[str] = ("ok",),
                           reference: str = "default") -> dict | None:
-    """The ``ok`` row lowest in ``minimize`` that spends no more ``budget`` than the reference row.
+    """The ``ok`` row lowest in ``minimize`` that spends no more ``budget`` than the row of ``kind`` ``reference``.
 
-    The reference is the row whose ``kind`` is ``reference``.  If no ``ok`` row is
-    within its budget (or it is not ``ok`` itself), the ``ok`` row lowest in
-    ``minimize``; None if no row is ``ok``.  Ties on ``minimize`` go to the lower ``budget``.
+    Without such a row, the ``ok`` row lowest in ``minimize``; None if no row is ``ok``.
+    Ties on ``minimize`` go to the lower ``budget``.
     """
     good = [r for r in rows if r["outcome"] in ok]
     if not good:

@@ -1,25 +1,9 @@
-"""Where a sweep's runs execute: local worker processes, or a Dask cluster.
+"""Where a sweep's runs execute: the isolated worker pool, or a Dask cluster.
 
-An *evaluation* is a module-level function ``evaluate(job) -> row`` (a dict of
-text, one table row; it must record a failing run as a row, never raise); a
-*job* is anything picklable with an ``index``.  :func:`engine` opens an
-:class:`Engine` whose ``run(jobs)`` yields ``(row, seconds, where)`` as runs finish:
-
-- locally, on crossdyn's pool of worker processes
-  (:mod:`crossdyn.experiments.core.isolation`, one worker too), fed at most
-  :data:`IN_FLIGHT` jobs each ahead: workers are copies of this process, started
-  at once, so a sweep pays no interpreter start; a run that crashes, exits or
-  hangs past its limit (:class:`Isolation`) becomes a row of its own and the
-  others go on; each worker dies with its parent and may warm up once (``warm()``,
-  e.g. compile a model) before its first job;
-- Dask: ``--scheduler tcp://HOST:PORT``, every job its own task.
-
-An evaluation a worker cannot load (an experiment defined in the running script)
-runs in this process instead (:func:`in_this_process`).
-
-Each evaluation runs with BLAS single-threaded: a sweep's parallelism is its
-processes, and OpenBLAS's own threads on small solves cost several times more on
-a loaded machine.
+An *evaluation* ``evaluate(job) -> row`` (text; a failing run is a row) is a module-level
+function, a *job* anything picklable with an ``index``; a local run that crashes, exits or
+hangs becomes a row of its own.  Evaluations run with BLAS single-threaded: a sweep's
+parallelism is its processes.
 """
 
 from __future__ import annotations
@@ -61,16 +45,8 @@ class Engine(NamedTuple):
 
 @dataclass(frozen=True)
 class Isolation:
-    """What becomes of a local run whose worker process died, and how the workers start
-    (:mod:`crossdyn.experiments.core.isolation`).
-
-    Attributes:
-      failed: ``failed(job, done) -> row``: the table row of a run that crashed,
-        timed out or raised out of the evaluation (``done`` its
-        :class:`~crossdyn.experiments.core.isolation.Done`); None: such a run is an error.
-      timeout: each run's time limit, s (None: none).
-      initializer, initargs: run once in each worker (e.g. load users' experiments).
-    """
+    """What becomes of a local run whose worker process died (``failed(job, done) -> row``, or None: an
+    error), each run's ``timeout`` (s, or None), and what each worker runs first (``initializer(*initargs)``)."""
 
     failed: Callable[[Any, Any], dict] | None = None
     timeout: float | None = None
@@ -81,25 +57,15 @@ class Isolation:
 @contextlib.contextmanager
 def engine(evaluate: Evaluate, workers: int = 1, scheduler: str | None = None, *,
            warm: Callable[[], None] | None = None, preload: Sequence[str] = (), isolation: Isolation | None = None):
-    """An open :class:`Engine` for several batches of jobs, closed on exit.
+    """An open :class:`Engine` for several batches of jobs (the pool or client starts once), closed on exit.
 
-    The local pool or the Dask client starts once and serves every batch (a
-    search asks for its trials a batch at a time).
-
-    Args:
-      evaluate: the module-level evaluation function.
-      workers: local worker processes.
-      scheduler: a Dask scheduler's address instead.
-      warm: run once in each local worker before its first job.
-      preload: modules each local worker imports before its first job.
-      isolation: what a local run that crashes, hangs past the time limit or
-        exits becomes (a row), and the workers' start; None: such a run stops
-        the sweep with a one-line error.
+    ``evaluate`` runs on ``workers`` local processes (each first imports ``preload`` and runs
+    ``warm()``), or on the Dask ``scheduler``; ``isolation`` says what a local run that crashes,
+    hangs or exits becomes (None: a one-line error that stops the sweep).
 
     Raises:
-      CrossdynError: the Dask scheduler cannot be reached; a worker cannot start
-        (a user's file that ends the process while being imported); with no
-        ``isolation``, a run that ended without its row.
+      CrossdynError: the Dask scheduler cannot be reached; a worker cannot start; with
+        no ``isolation``, a run that ended without its row.
     """
     run_one = functools.partial(timed, evaluate)
     if scheduler:
@@ -164,12 +130,11 @@ def _isolated(pool, run_one, jobs: list, workers: int, isolation: Isolation):
 
 
 def connect(scheduler: str):
-    """A Dask client of the scheduler at ``scheduler`` (``tcp://HOST:PORT``), with a worker
-    (:func:`crossdyn.experiments.core.dask_client.connect`: bounded waits, one-line failures).
+    """A Dask client of the scheduler at ``scheduler`` (``tcp://HOST:PORT``), with a worker.
 
     Raises:
-      CrossdynError: Dask is not installed, the address is malformed or not tcp://,
-        nothing answers as a Dask scheduler within :data:`CONNECT_TIMEOUT`, or no worker joins.
+      CrossdynError: Dask is not installed, the address is malformed, nothing answers
+        within :data:`CONNECT_TIMEOUT`, or no worker joins.
     """
     from crossdyn.experiments.core import dask_client
 
@@ -177,8 +142,7 @@ def connect(scheduler: str):
 
 
 def _dask(client, run_one, jobs: list):
-    """Yield ``run_one`` results as they finish on a Dask distributed cluster; a scheduler or worker lost
-    mid-run is one line (:class:`crossdyn.experiments.core.dask_client.DaskError`), the rows so far kept."""
+    """``run_one`` results as they finish on Dask; a scheduler or worker lost mid-run is one line."""
     from crossdyn.experiments.core import dask_client
 
     yield from dask_client.results(client, run_one, jobs)

@@ -1,32 +1,9 @@
 """``crossdyn tune EXPERIMENT``: any registered experiment swept, searched or mapped over its parameters.
 
-A *run* is the experiment's own function called with one set of parameter values
-(a ``Context`` whose ``params`` are its defaults, the ``--set`` values and the
-run's varied ones; no plots are drawn), and its row of ``samples.csv`` holds the
-run's parameters, its verdict (``passed``: the experiment's own expectation met,
-a real ``True`` only), ``outcome`` (``pass``, ``fail``, ``error``, ``crashed`` or
-``timed out``: each run goes to a worker process where its death is seen) and every
-numeric metric it returned, nested ones by dotted name as baselines name them.
-
-Sample 0 is always the defaults (the reference, run first, alone: its metrics
-name what ``--minimize`` and ``--constraint`` may refer to).  Then:
-
-- ``--search lhs``: a Latin hypercube of ``--samples`` runs over the ``--vary`` ranges;
-- ``--search grid``: ``k`` values per parameter, ``k^d <= --samples``; with two
-  parameters it is also a *map*: ``map.png`` shows where the experiment passes
-  (the holding region outlined) and ``map.json`` lists it;
-- ``--search optuna``: ``--samples`` trials chosen by a sampler from the runs made
-  (``gp``: Gaussian-process expected improvement of the objective among runs
-  meeting the constraints; ``tpe``: Optuna's TPE with the constraints), a batch
-  of ``--workers`` at a time, deterministic for a seed and a worker count.
-
-The best run (``best.json``) is the passing run with the lowest ``--minimize``
-metric that meets every ``--constraint``.  ``objective.png`` plots the metric
-against each varied parameter.  Rerun with the same arguments, a tune reads its
-table back and runs only what is missing (a finished search runs nothing new); a
-row it cannot trust (a number that is not one, an unknown outcome) is refused, and
-a last line cut mid-append is run again.  A tune holds its folder while it runs: a
-second tune into the same folder meanwhile is refused (its rows would mix).
+A *run* is the experiment's own function with one set of parameter values (no plots),
+one row of ``samples.csv``: parameters, verdict, ``outcome`` and every numeric metric.
+Sample 0 is the defaults, run first and alone; then a Latin hypercube, a grid (with two
+parameters, a map) or an Optuna search.  A rerun resumes from the table.
 """
 
 from __future__ import annotations
@@ -52,6 +29,7 @@ from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import table
 from crossdyn.experiments.core.sweep.search import SAMPLERS
 from crossdyn.experiments.core.sweep.space import Vary, parse_constraint, parse_vary, plan
+from crossdyn.experiments.core.sweep.table import cell
 from crossdyn.experiments.core.validate import seed as validate_seed
 
 __all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult", "best_row", "SAMPLERS"]
@@ -67,27 +45,15 @@ def _text(value: Any) -> str:
     """CSV text of a value: round-trip floats (repr), lower-case booleans."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(float(value)) if isinstance(value, float) else str(value)
-    return str(value)
+    return repr(float(value)) if isinstance(value, float) else str(value)
 
 
 @dataclass(frozen=True)
 class Job:
-    """One run of a tune.
-
-    Attributes:
-      index: its sample number (0: the defaults).
-      kind: ``default``, ``lhs``, ``grid`` or ``optuna``.
-      experiment: the registered experiment's name.
-      sources: the ``--from`` files and modules that register it.
-      values: the parameters set for this run (``--set`` and varied), by name.
-      varied: the names of the varied parameters (the table's columns).
-      seed: the experiment's seed.
-      short: the experiment's reduced run.
-      model: the model's values drawn for this run by column (``--vary-from``), or empty.
-      uncertain: the identified parameters those columns belong to.
-    """
+    """One run of a tune: its sample ``index`` (0: the defaults) and ``kind``; the ``experiment`` and the
+    ``sources`` that register it; the parameter ``values`` set (``--set`` and varied) and the ``varied``
+    names; its ``seed`` and ``short``; with ``--vary-from``, the ``model``'s values drawn by column and the
+    ``uncertain`` parameters they belong to."""
 
     index: int
     kind: str
@@ -126,10 +92,7 @@ def _scratch() -> Path:
 
 
 def evaluate(job: Job) -> dict[str, str]:
-    """Run one job and return its table row (text, deterministic; a failing run is a row, never a raise).
-
-    A :class:`JobBatch` is run by :func:`evaluate_batch` (a list of rows).
-    """
+    """Run one job (or a :class:`JobBatch`) and return its table row (text; a failing run is a row)."""
     if isinstance(job, JobBatch):
         return evaluate_batch(job)  # type: ignore[return-value]
     try:
@@ -144,11 +107,7 @@ JobBatch = sweep_run.Batch  # runs of a tune evaluated together, by the experime
 
 
 def evaluate_batch(batch: JobBatch) -> list[dict[str, str]]:
-    """Rows of a batch of runs, each the row :func:`evaluate` gives that run alone.
-
-    The experiment's batched form runs them together; if it fails as a whole, each run
-    is run alone instead (the same rows, only slower).
-    """
+    """Rows of a batch of runs, each the row :func:`evaluate` gives that run alone (run alone if the batch fails)."""
     try:
         exp = _experiment(batch.jobs[0].experiment, batch.jobs[0].sources)
         results = exp.batch([_context(exp, job) for job in batch.jobs])
@@ -192,16 +151,9 @@ def _row(job: Job, result) -> dict[str, str]:
     return row
 
 
-def _value(row: dict, key: str) -> float:
-    try:
-        return float(row.get(key, ""))
-    except ValueError:
-        return math.nan
-
-
 def _meets(row: dict, constraints: list[tuple[str, str, float]]) -> bool:
     for metric, op, limit in constraints:
-        v = _value(row, metric)
+        v = cell(row, metric)
         if not (v <= limit if op == "<=" else v >= limit):  # NaN meets nothing
             return False
     return True
@@ -209,20 +161,14 @@ def _meets(row: dict, constraints: list[tuple[str, str, float]]) -> bool:
 
 def best_row(rows: list[dict], minimize: str, constraints: list[tuple[str, str, float]]) -> dict | None:
     """The passing row with the lowest finite ``minimize`` meeting every constraint (ties: lower sample)."""
-    ok = [r for r in rows if r["outcome"] == "pass" and math.isfinite(_value(r, minimize)) and _meets(r, constraints)]
-    return min(ok, key=lambda r: (_value(r, minimize), int(r["sample"]))) if ok else None
+    ok = [r for r in rows if r["outcome"] == "pass" and math.isfinite(cell(r, minimize)) and _meets(r, constraints)]
+    return min(ok, key=lambda r: (cell(r, minimize), int(r["sample"]))) if ok else None
 
 
 @dataclass
 class TuneResult(sweep_run.SweepResult):
-    """A :class:`~crossdyn.experiments.core.sweep.run.SweepResult` with what was tuned.
-
-    Attributes:
-      experiment, minimize, constraints, space: the tune's arguments.
-      files: the files written besides the table.
-      model_columns: the model's values drawn per run (``--vary-from``), by column.
-      notes: the ``--vary-from`` parameters skipped, a sentence each.
-    """
+    """A :class:`~crossdyn.experiments.core.sweep.run.SweepResult` with what was tuned: the tune's arguments,
+    the ``files`` written besides the table, and with ``--vary-from`` the ``model_columns`` and ``notes``."""
 
     experiment: str = ""
     minimize: str | None = None
@@ -239,41 +185,34 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
          scheduler: str | None = None, progress: bool = False, plots: bool = True,
          timeout: float | None = None, vary_from: str | Path | None = None, plan: list | Callable | None = None,
          options: dict | None = None, batch: bool = True) -> TuneResult:
-    """Sweep, search or map experiment ``name`` into ``out`` (see the module docstring).
+    """Sweep, search or map experiment ``name`` into ``out``.
 
-    An experiment that declares its own tune (a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`)
-    is given its ``plan`` instead, planned by the experiment itself, and ``options`` for its summary;
-    it takes no other tune argument besides ``sources`` and the engine's
-    (:func:`crossdyn.experiments.core.sweep.tuning.run_plan`).
+    An experiment that declares its own :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`
+    is given its ``plan`` and ``options`` instead, and takes no other tune argument besides
+    ``sources`` and the engine's.
 
     Args:
       name: a registered experiment (crossdyn's, an installed package's, or one of ``sources``).
       out: the output folder (``samples.csv``, ``timings.csv``, ``best.json``, plots).
       vary: ``NAME=LO:HI[:log]`` per parameter (or ``(name, text)`` pairs).
-      minimize: the metric to minimize (a dotted name of the experiment's metrics).
-      constraints: ``METRIC<=VALUE`` or ``METRIC>=VALUE`` each.
-      search: ``lhs``, ``grid`` or ``optuna``.
-      sampler: ``gp`` or ``tpe`` (``optuna`` only).
+      minimize, constraints: the metric to minimize (dotted for nested metrics), and
+        ``METRIC<=VALUE`` or ``METRIC>=VALUE`` each.
+      search, sampler: ``lhs``, ``grid`` or ``optuna``; its sampler ``gp`` or ``tpe``.
       samples: runs after the defaults (the grid's budget, the search's trials).
       seed: seed of the plan or the sampler, and the experiment's seed.
       fixed: other parameters as ``--set`` takes them (name -> text).
-      short: the experiments' reduced runs.
+      short, plots: the experiments' reduced runs; draw the plots.
       sources, workers, scheduler, progress: as ``crossdyn run``'s and the sweep engine's.
-      plots: draw the plots.
-      timeout: each run's time limit, s: a run over it is stopped and recorded ``timed out``.
+      timeout: each run's time limit, s: a run over it is recorded ``timed out``.
       vary_from: an ``identified.json``: every run's model gets the identified parameters drawn
-        within their intervals (:mod:`crossdyn.experiments.core.identify.vary`); the experiment
-        must take an ``mjcf`` parameter.
+        within their intervals; the experiment must take an ``mjcf`` parameter.
       plan, options: an experiment with a tuning of its own: its jobs or search, and its summary's options.
       batch: a tuning's plan goes to the workers a batch at a time (never with ``timeout``).
 
     Raises:
-      ParameterError: an unknown experiment, parameter or metric (or one that is no
-        measurement: ``passed``, ``measured``), a range outside a parameter's bounds,
-        a bad constraint, count or seed, a table made with other arguments or damaged,
-        ``out`` in use by another tune, a defaults run that fails on its input, or a ``vary_from``
-        that is not an ``identified.json``, leaves nothing identified, names what the model lacks,
-        or is given for an experiment without an ``mjcf`` parameter.
+      ParameterError: an unknown experiment, parameter or metric, a bad range, constraint,
+        count or seed, a table made with other arguments or damaged, ``out`` in use by
+        another tune, a defaults run that fails on its input, or a bad ``vary_from``.
       CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
     """
     from crossdyn.experiments.core.registry import loadable, tunings, unloaded
@@ -436,12 +375,7 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
 
 
 def _uncertain(vary_from, exp, params: dict) -> tuple[list, list[str]]:
-    """``--vary-from``'s identified parameters (checked against the model the runs start from) and
-    the sentences of those skipped; nothing without ``vary_from``.
-
-    Raises:
-      ParameterError: see :func:`tune`.
-    """
+    """``--vary-from``'s identified parameters and the sentences of those skipped; nothing without ``vary_from``."""
     if vary_from is None:
         return [], []
     from crossdyn.experiments.core.identify import vary
@@ -456,13 +390,8 @@ def _uncertain(vary_from, exp, params: dict) -> tuple[list, list[str]]:
 
 
 def _defaults_run(job: Job, csv_path: Path, columns: list[str], check, engine) -> tuple[dict, bool]:
-    """Sample 0's row and whether it ran now: read back from the table, or run now on ``engine``,
-    ``check``-ed, then appended (the table's other rows kept, whatever they are: the full plan checks
-    them next).  A defaults run that ``check`` refuses writes nothing.
-
-    Raises:
-      ParameterError: the table's sample 0 was made with other arguments; ``check``'s refusal.
-    """
+    """Sample 0's row and whether it ran now: read back from the table, or run on ``engine``, ``check``-ed,
+    then appended (a defaults run that ``check`` refuses writes nothing)."""
     rows = table.read(csv_path, columns, exact=False, texts=TEXTS)
     for row in rows:
         if row["sample"] == "0" and row.get("outcome"):
@@ -494,13 +423,7 @@ def failed_row(job: Job, done) -> dict[str, str]:
 
 
 def _check_defaults(row: dict, name: str, minimize: str | None, limits: list, varied: list[str]) -> None:
-    """The defaults run must run, and carry the metrics the tune names.
-
-    Raises:
-      ParameterError: it failed on its input (a missing file, a bad parameter, a
-        controller that returns the wrong shape, ...), or a named metric is not
-        among its metrics.
-    """
+    """The defaults run must run, and carry the metrics the tune names (else a ParameterError)."""
     if row["outcome"] in ("error", "crashed", "timed out"):
         raise ParameterError(f"the defaults run of {name!r} failed: {row['detail']}")
     metrics = _metric_names(row, varied)
@@ -508,8 +431,6 @@ def _check_defaults(row: dict, name: str, minimize: str | None, limits: list, va
         if metric is not None and metric not in row:
             listed = ", ".join(metrics[:20]) + (", ..." if len(metrics) > 20 else "")
             raise ParameterError(f"experiment {name!r} has no numeric metric {metric!r} (its metrics: {listed})")
-        if metric is not None and metric in ("sample", "kind", "seed", "short"):
-            raise ParameterError(f"{metric!r} is a column of the table, not a metric")
 
 
 def _metric_names(row: dict, varied: list[str]) -> list[str]:
@@ -520,17 +441,16 @@ def _metric_names(row: dict, varied: list[str]) -> list[str]:
 
 def _summary(row: dict | None, space: list[Vary], minimize: str | None, limits: list,
              model_columns: Sequence[str] = ()) -> dict | None:
-    """A run in ``best.json``: its parameters, verdict, the metrics the tune names, and every metric it returned
-    (with ``--vary-from``, the model's values it ran with too)."""
+    """A run in ``best.json``: its parameters, verdict, the metrics the tune names and every metric it returned."""
     if row is None:
         return None
     named = [minimize, *(m for m, _, _ in limits)]
     varied = [v.name for v in space]
-    model = {"model": {c: _value(row, c) for c in model_columns}} if model_columns else {}
-    return {"sample": int(row["sample"]), "params": {name: _value(row, name) for name in varied}, **model,
+    model = {"model": {c: cell(row, c) for c in model_columns}} if model_columns else {}
+    return {"sample": int(row["sample"]), "params": {name: cell(row, name) for name in varied}, **model,
             "passed": row["passed"] == "true", "outcome": row["outcome"], "measured": row["measured"],
-            **{m: _value(row, m) for m in named if m is not None},
-            "metrics": {m: _value(row, m) for m in _metric_names(row, [*varied, *model_columns])
+            **{m: cell(row, m) for m in named if m is not None},
+            "metrics": {m: cell(row, m) for m in _metric_names(row, [*varied, *model_columns])
                         if row.get(m, "") != ""}}
 
 

@@ -10,17 +10,11 @@ import numpy as np
 
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.results import write_json
+from crossdyn.experiments.core.sweep.table import cell
 
 __all__ = ["draw", "heat", "outline", "holding_region", "held_map"]
 
 _COLORS = {"pass": "tab:green", "fail": "tab:orange", "error": "black"}
-
-
-def _value(row: dict, key: str) -> float:
-    try:
-        return float(row.get(key, ""))
-    except ValueError:
-        return math.nan
 
 
 def draw(out: Path, result, search: str) -> list[str]:
@@ -44,12 +38,12 @@ def _objective(result, path: Path) -> None:
     axes = np.atleast_1d(axes)
     for ax, v in zip(axes, space, strict=False):
         for outcome, color in _COLORS.items():
-            pts = [r for r in rows if r["outcome"] == outcome and math.isfinite(_value(r, metric))]
-            ax.scatter([_value(r, v.name) for r in pts], [_value(r, metric) for r in pts], s=14, color=color,
+            pts = [r for r in rows if r["outcome"] == outcome and math.isfinite(cell(r, metric))]
+            ax.scatter([cell(r, v.name) for r in pts], [cell(r, metric) for r in pts], s=14, color=color,
                        alpha=0.8, label=f"{outcome} ({len(pts)})")
         for row, marker, label in ((rows[0], "*", "defaults"), (result.best, "o", "best")):
-            if row is not None and math.isfinite(_value(row, metric)):
-                ax.scatter([_value(row, v.name)], [_value(row, metric)], s=150, marker=marker, facecolors="none",
+            if row is not None and math.isfinite(cell(row, metric)):
+                ax.scatter([cell(row, v.name)], [cell(row, metric)], s=150, marker=marker, facecolors="none",
                            edgecolors="k", linewidths=1.4, label=label)
         if v.log:
             ax.set_xscale("log")
@@ -64,10 +58,10 @@ def _objective(result, path: Path) -> None:
 def _progress(result, path: Path) -> None:
     """The search's best feasible value so far, trial by trial, over every trial's value."""
     rows, metric = result.rows, result.minimize
-    values = np.array([_value(r, metric) for r in rows])
+    values = np.array([cell(r, metric) for r in rows])
     from crossdyn.experiments.core.sweep.experiment import best_row
 
-    best = [_value(b, metric) if (b := best_row(rows[: i + 1], metric, result.constraints)) else math.nan
+    best = [cell(b, metric) if (b := best_row(rows[: i + 1], metric, result.constraints)) else math.nan
             for i in range(len(rows))]
     fig, ax = plots.figure(1, 1, width=7.0, height=3.5)
     ax.scatter(np.arange(len(rows)), values, s=10, color="tab:gray", label="trial")
@@ -81,14 +75,14 @@ def _progress(result, path: Path) -> None:
 def _map(result, out: Path) -> list[str]:
     """The grid of two parameters as a map of the experiment's verdict, its holding region outlined."""
     a, b = result.space
-    xs = sorted({_value(r, a.name) for r in result.rows[1:]})
-    ys = sorted({_value(r, b.name) for r in result.rows[1:]})
+    xs = sorted({cell(r, a.name) for r in result.rows[1:]})
+    ys = sorted({cell(r, b.name) for r in result.rows[1:]})
     held = np.zeros((len(xs), len(ys)), dtype=bool)
     text = [["" for _ in ys] for _ in xs]
     for row in result.rows[1:]:
-        i, j = xs.index(_value(row, a.name)), ys.index(_value(row, b.name))
+        i, j = xs.index(cell(row, a.name)), ys.index(cell(row, b.name))
         held[i, j] = row["outcome"] == "pass"
-        value = _value(row, result.minimize) if result.minimize else math.nan
+        value = cell(row, result.minimize) if result.minimize else math.nan
         text[i][j] = f"{value:.3g}" if math.isfinite(value) else row["outcome"]
     axes = {a.name: xs, b.name: ys}
     region = held_map(out / "map.png", axes, held, text, f"{result.experiment}: green where it passes "
@@ -101,13 +95,8 @@ def _map(result, out: Path) -> list[str]:
 def held_map(path: Path, axes: dict[str, list[float]], held: np.ndarray, text: list[list[str]], title: str) -> dict:
     """Draw a two-axis map of where runs hold (green) into ``path``, the holding region outlined.
 
-    Args:
-      axes: the map's two axes ``{a: values (n,), b: values (m,)}``.
-      held: ``(n, m)``, true (or 1) where the run at ``(a[i], b[j])`` holds.
-      text: ``text[i][j]``, the cell's label.
-
-    Returns:
-      The holding region (:func:`holding_region`).
+    ``axes`` is ``{a: values (n,), b: values (m,)}``, ``held`` ``(n, m)`` true where the run at
+    ``(a[i], b[j])`` holds, ``text[i][j]`` a cell's label.  Returns :func:`holding_region`'s.
     """
     (a, xs), (b, ys) = axes.items()
     fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
@@ -149,19 +138,9 @@ def outline(ax, held: np.ndarray) -> None:
 
 
 def holding_region(axes: dict[str, list[float]], held: np.ndarray) -> dict:
-    """Where a map holds: per value of the first axis, the second axis's holding values and their span.
-
-    Args:
-      axes: the map's two axes ``{a: values (n,), b: values (m,)}``.
-      held: ``(n, m)`` booleans.
-
-    Returns:
-      A dict: ``held_cells``, the ``[a, b]`` pairs that hold; ``by``, the first
-      axis's name; ``rows``, per value of the first axis a dict of that value,
-      the second axis's holding values, their ``span`` ``[lo, hi]`` (None if
-      none hold) and ``contiguous`` (False where a failing cell lies between
-      holding ones: a region with a hole).
-    """
+    """Where a map holds: ``held_cells``, the ``[a, b]`` pairs that hold; ``by``, the first axis's name; and
+    ``rows``, per value of the first axis: the second axis's holding values, their ``span`` ``[lo, hi]``
+    (None if none) and ``contiguous`` (False where a failing cell lies between holding ones)."""
     (a, va), (b, vb) = axes.items()
     rows = []
     for i, x in enumerate(va):

@@ -1,10 +1,5 @@
-"""Run a planned sweep with resume: the table, the engine and the progress bar together.
-
-A sweep whose runs can be evaluated many at once (closed loops stepped together on
-``mujoco.batch``) runs them a :class:`Batch` at a time on an engine wrapped by
-:func:`in_batches`: its evaluation takes a batch and returns one row per run, each
-the row that run gives alone.
-"""
+"""Run a planned sweep with resume: the table, the engine and the progress bar together; a sweep whose
+runs can be evaluated many at once (on ``mujoco.batch``) runs them a :class:`Batch` at a time."""
 
 from __future__ import annotations
 
@@ -56,17 +51,9 @@ def in_batches(engine: engines.Engine) -> engines.Engine:
 
 @dataclass
 class SweepResult:
-    """What a sweep produced.
-
-    Attributes:
-      rows: every run's table row, in sample order.
-      computed: runs made by this call (the rest were read back from the table).
-      resumed: runs found already done.
-      seconds: wall time of this call, s.
-      csv: path of the table.
-      best: the chosen run's row, or None.
-      summary: what the sweep wrote as its summary file (``best.json``, a map's JSON), or None.
-    """
+    """What a sweep produced: every run's ``rows`` in sample order, the runs ``computed`` by this call and
+    ``resumed`` from the table, its wall time ``seconds``, the table's path ``csv``, the ``best`` row (or
+    None) and its ``summary`` (``best.json``, a map's JSON, or None)."""
 
     rows: list[dict]
     computed: int
@@ -94,21 +81,15 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
 
     Args:
       evaluate: the module-level evaluation, ``evaluate(job) -> row``.
-      plan: the jobs (each with an ``index``).
-      keys: per index, the columns that identify its run (compared on resume).
-      csv_path: the table.
-      columns: its header (``exact``), or its leading key columns (the table
-        grows a column per metric).
-      workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine` (a run
-        that ends its worker process stops the sweep: give an ``engine`` opened with an ``isolation`` to
-        make it a row).
-      progress, desc: a progress bar on stderr, counting ``failed`` rows.
-      engine: an open engine to run on (then ``workers``, ``scheduler``, ``warm`` and ``preload`` are its own).
-      texts: the table's text columns and their values, to validate every resumed row
-        (:func:`~crossdyn.experiments.core.sweep.table.read`).
+      plan: the jobs (each with an ``index``); keys: per index, the columns compared on resume.
+      csv_path, columns: the table and its header (``exact``) or its leading key columns.
+      workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine`.
+      progress, desc, failed: a progress bar on stderr, counting ``failed`` rows.
+      engine: an open engine to run on (then the four above are its own).
+      texts: the table's text columns and their values, to validate resumed rows.
 
     Raises:
-      ParameterError: ``csv_path`` was made by a sweep with other arguments, or holds a damaged row.
+      ParameterError: ``csv_path`` was made with other arguments, or holds a damaged row.
       CrossdynError: the Dask scheduler cannot be reached.
     """
     start = time.perf_counter()
@@ -152,9 +133,8 @@ def _record(results, plan: list, done: dict, csv_path: Path, columns: Sequence[s
 
 
 def ended(done) -> tuple[str, str]:
-    """``(outcome, detail)`` of a run that ended without a row in an isolated worker (``done``, its
-    :class:`~crossdyn.experiments.core.isolation.Done`): ``timed out``, ``crashed``, or ``error`` (it raised
-    out of the evaluation: ``SystemExit``, a ``KeyboardInterrupt`` of its own)."""
+    """``(outcome, detail)`` of a run that ended without a row in an isolated worker: ``timed out``,
+    ``crashed``, or ``error`` (it raised out of the evaluation)."""
     from crossdyn.experiments.core import isolation
 
     if done.status == isolation.TIMED_OUT:

@@ -1,29 +1,10 @@
 """Optuna searches of an experiment's parameters: one loop for one metric or a front of two.
 
-Each trial is a run; the search asks a sampler for a batch of trials (as many as
-there are workers), runs them, and tells the sampler each trial's objectives and
-constraints in trial order, so a search is deterministic for a seed, a sampler and
-a worker count.  Every trial is a row of ``samples.csv``; rerun with the same
-arguments, a search replays the rows it finds (same seed, same suggestions) and
-runs only the missing trials (:func:`run`).
-
-``crossdyn tune EXPERIMENT --search optuna`` (:func:`search`) minimizes
-``--minimize`` over the ``--vary`` ranges; a trial is feasible when it passes (the
-experiment's own verdict) and meets every ``--constraint``.  A run that errors or
-whose metric is not finite (never settled, say) is told a value worse than any
-seen so far (``max + |max| + 1``), so the sampler's model learns the region is bad.
-
-Samplers (:func:`sampler`):
-
-- ``gp`` (default): :class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler`:
-  after 10 random trials, expected improvement on Gaussian processes, of one
-  metric among feasible trials, or (two objectives) of the first within levels of
-  the second (epsilon-constraint steps);
-- ``tpe``: Optuna's TPE with the constraints (multi-objective with two).
-
-A search of LQR weights can draw the weight *ratios* ``q / r`` instead of the
-weights (:func:`suggest_ratios`): scaling Q and R together leaves the gain
-unchanged, so the weights have one direction that changes nothing.
+Trials are asked a batch of workers at a time and told in trial order, so a search is
+deterministic for a seed, a sampler and a worker count, and a rerun replays the rows it
+finds.  A run that errors or never reaches a finite metric is told a value worse than any
+seen (``max + |max| + 1``).  LQR weights can be drawn as ratios (:func:`suggest_ratios`):
+scaling Q and R together leaves the gain unchanged.
 """
 
 from __future__ import annotations
@@ -43,8 +24,7 @@ SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}  # --sampler: name -> what i
 
 
 def sampler(name: str, seed: int, **gp):
-    """The Optuna sampler ``name`` (:data:`SAMPLERS`); ``gp`` is the
-    :class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler` with the options ``gp``.
+    """The Optuna sampler ``name`` (:data:`SAMPLERS`), ``gp`` with the options ``gp``.
 
     Raises:
       CrossdynError: Optuna is not installed.
@@ -75,20 +55,11 @@ def study(directions: int, how, first: dict | None = None):
 
 def suggest_ratios(trial, bounds: dict[str, tuple[float, float]], denominator: str = "r",
                    prefix: str = "ratio_") -> dict[str, float]:
-    """LQR weights from the ratios ``q / r`` the sampler draws, mapped back into ``bounds``.
+    """LQR weights (by name, in ``bounds``' order) from the ratios ``q / r`` an Optuna ``trial`` draws.
 
-    Each ratio is drawn log-uniformly over what the bounds allow (``q_low / r_high``
-    to ``q_high / r_low``) as the parameter ``prefix + q``.  ``r`` is the geometric
-    middle of the interval where every ``q = ratio r`` lies in its range; if there is
-    no such ``r``, the middle of the two ends is clipped into r's range and each ``q``
-    into its own.
-
-    Args:
-      trial: an Optuna trial.
-      bounds: every weight's ``(low, high)``, the ``denominator`` (the input weight) among them.
-
-    Returns:
-      The weights by name, in ``bounds``' order.
+    Each ratio is drawn log-uniformly over what ``bounds`` (every weight's ``(low, high)``, the
+    ``denominator`` among them) allow, as the parameter ``prefix + q``; ``r`` is the geometric
+    middle of the interval where every ``q = ratio r`` lies in its range (or, without one, clipped).
     """
     r_low, r_high = bounds[denominator]
     qs = [w for w in bounds if w != denominator]
@@ -102,10 +73,10 @@ def suggest_ratios(trial, bounds: dict[str, tuple[float, float]], denominator: s
 
 def read_trials(csv_path: Path, columns: Sequence[str], *, exact: bool = False,
                 texts: Mapping[str, Collection[str] | None] | None = None) -> dict[int, dict]:
-    """Finished rows of an earlier run of this search, by trial (:func:`~crossdyn.experiments.core.sweep.table.read`).
+    """Finished rows of an earlier run of this search, by trial.
 
     Raises:
-      ParameterError: the file is not a table of this version, holds a damaged row or a bad trial number.
+      ParameterError: not a table of this version, a damaged row or a bad trial number.
     """
     out: dict[int, dict] = {}
     for row in table.read(csv_path, columns, exact=exact, texts=texts):
@@ -124,17 +95,12 @@ Score = Callable[[dict, dict], tuple[Any, dict[str, float]]]
 def run_trials(the_study, make_job: Callable, score: Score, csv_path: Path, columns: Sequence[str], trials: int,
                engine, progress: bool, *, found: dict[int, dict], done: dict[int, dict] | None = None, first: int = 0,
                exact: bool = False, failed: Callable[[dict], bool] | None = None) -> tuple[list, int]:
-    """Run a search's trials ``first..trials`` on an open ``engine``; returns ``(rows in trial order, runs made now)``.
+    """Run a search's trials ``first..trials`` on an open ``engine``: ``(rows in trial order, runs made now)``.
 
-    Args:
-      the_study: the Optuna study (:func:`study`).
-      make_job: ``make_job(index, trial) -> job``: the run of trial ``index``, its values suggested on ``trial``.
-      score: ``score(row, done) -> (objectives, {constraint: excess})`` of a finished trial (``done``: every
-        finished row by trial, the defaults' among them); excess ``<= 0`` is feasible.
-      csv_path, columns: the table and its header (``exact``) or its leading columns (it grows a column per metric).
-      trials: the trials after trial 0.
-      found: the rows already in the table (:func:`read_trials`); ``done``: rows done before trial ``first``.
-      failed: counts a row as failed on the progress bar.
+    ``make_job(index, trial)`` is the run of trial ``index``, its values suggested on ``trial``;
+    ``score(row, done) -> (objectives, {constraint: excess})`` scores a finished trial (excess
+    ``<= 0`` is feasible); ``found`` are the table's rows (:func:`read_trials`), ``done`` those
+    done before ``first``; ``failed`` counts a row as failed on the progress bar.
 
     Raises:
       ParameterError: a found row is not the trial this search suggests now (other arguments).
@@ -189,8 +155,7 @@ def _suggest(trial, space) -> dict:
 
 def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | None, limits: list, trials: int,
            seed: int, sampler_name: str, engine, progress: bool) -> tuple[list, int]:
-    """``crossdyn tune EXPERIMENT --search optuna`` on an open ``engine``; returns ``(rows in trial order, runs
-    made now)``.
+    """``crossdyn tune EXPERIMENT --search optuna`` on an open ``engine``: ``(rows in trial order, runs made now)``.
 
     Raises:
       ParameterError: no ``--minimize`` metric; a table made with other arguments.
@@ -210,10 +175,10 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
         the_study.enqueue_trial({v.name: defaults[v.name] for v in space})
     elif 0 not in found:
         raise ParameterError(f"{csv_path}: the defaults run is missing")  # tune() runs it first
-    worst = [_number(found[0], minimize)] if 0 in found else []  # finite objectives told, for the penalty
+    worst = [table.cell(found[0], minimize)] if 0 in found else []  # finite objectives told, for the penalty
 
     def score(row: dict, done: dict) -> tuple[float, dict[str, float]]:
-        value = _number(row, minimize)
+        value = table.cell(row, minimize)
         if math.isfinite(value):
             worst.append(value)
         else:  # an error or a run that never got there: worse than any seen, so the model learns it
@@ -221,7 +186,7 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
             value = max(known) + abs(max(known)) + 1.0 if known else 1.0
         constraints = {"verdict": 0.0 if row["outcome"] == "pass" else 1.0}
         for metric, op, limit in limits:
-            v = _number(row, metric)
+            v = table.cell(row, metric)
             constraints[metric] = (v - limit if op == "<=" else limit - v) if math.isfinite(v) else 1e300
         return value, constraints
 
@@ -233,22 +198,12 @@ def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | N
 
 
 def refuse_extra_trials(csv_path: Path, found, done, trials: int) -> None:
-    """A resumed table with a trial past this search's (``found`` rows that ``done`` has not) was made otherwise.
-
-    Raises:
-      ParameterError: naming the first such trial.
-    """
+    """A resumed table with a trial past this search's (``found`` rows that ``done`` has not) was made otherwise:
+    a ParameterError naming the first such trial."""
     extra = sorted(set(found) - set(done))
     if extra:
         raise ParameterError(f"{csv_path} holds trial {extra[0]}, beyond this search's {trials} trials: it was made "
                              "with other arguments; use another --out or delete it")
-
-
-def _number(row: dict, key: str) -> float:
-    try:
-        return float(row.get(key, ""))
-    except ValueError:
-        return math.nan
 
 
 def _check_same(path: Path, row: dict, job) -> None:

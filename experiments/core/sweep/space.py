@@ -1,17 +1,5 @@
-"""What a sweep varies and how it draws: ``--vary NAME=LO:HI[:log]`` against an experiment's parameters.
-
-A :class:`Vary` is one numeric parameter of an experiment swept over a closed
-range, uniformly or (``:log``) log-uniformly; whole-number parameters draw whole
-numbers.  :func:`plan` lays out the runs of a blind sweep: a Latin hypercube
-(``lhs``: ``samples`` draws, each range cut into ``samples`` strata) or a grid
-(``grid``: ``k`` evenly spaced values per parameter, ``k^d <= samples``).  The
-experiment's defaults are always run too, first, as the reference (sample 0).
-
-A sweep that names its own values instead has :func:`parse_values` (``a,b,c`` or
-``lo:hi:n`` per name), :func:`product` (every combination of them, a grid or a
-two-axis map) and :func:`log_hypercube` (a Latin hypercube log-uniform within
-per-name bounds, :func:`parse_bounds`).
-"""
+"""What a sweep varies and how it draws: ``--vary NAME=LO:HI[:log]``, a blind plan (:func:`plan`: a Latin
+hypercube or a grid), and named values (:func:`parse_values`, :func:`product`, :func:`log_hypercube`)."""
 
 from __future__ import annotations
 
@@ -34,14 +22,8 @@ SAMPLES_MAX = 100_000
 
 @dataclass(frozen=True)
 class Vary:
-    """One parameter swept over ``[low, high]``.
-
-    Attributes:
-      name: the experiment's parameter.
-      low, high: the range (within the parameter's own bounds).
-      log: draw log-uniformly (``low > 0``).
-      integer: the parameter takes whole numbers.
-    """
+    """One parameter swept over ``[low, high]`` (within its own bounds); ``log``: log-uniformly (``low > 0``);
+    ``integer``: it takes whole numbers."""
 
     name: str
     low: float
@@ -68,9 +50,8 @@ def parse_vary(items: list[str] | list[tuple[str, str]], params: dict[str, Param
     """``["kp=1:100:log", ...]`` (or ``(name, text)`` pairs) -> :class:`Vary` list, validated.
 
     Raises:
-      ParameterError: unknown or repeated parameter, one that is not a number,
-        a malformed range, ``low > high``, a range outside the parameter's bounds,
-        or ``:log`` with ``low <= 0``.
+      ParameterError: unknown, repeated or non-numeric parameter, a malformed range or one
+        outside the parameter's bounds, or ``:log`` with ``low <= 0``.
     """
     out: dict[str, Vary] = {}
     for item in items:
@@ -137,8 +118,8 @@ def plan(space: list[Vary], search: str, samples: int, seed: int) -> list[tuple[
     """The blind runs of a sweep after the defaults: ``(kind, {name: value})`` each.
 
     Raises:
-      ParameterError: an unknown search, no parameter to vary, too many runs, or
-        a grid whose ``samples`` do not give two values per parameter.
+      ParameterError: an unknown search, no parameter to vary, too many runs, or a grid
+        with fewer than two values per parameter.
     """
     if not space:
         raise ParameterError("give at least one --vary NAME=LO:HI[:log]")
@@ -154,11 +135,7 @@ def plan(space: list[Vary], search: str, samples: int, seed: int) -> list[tuple[
         if k < 2:
             raise ParameterError(f"a grid over {len(space)} parameters needs --samples >= {2 ** len(space)} "
                                  f"(two values each), got {samples}")
-        import itertools
-
-        axes = [v.grid(k) for v in space]
-        names = [v.name for v in space]
-        return [("grid", dict(zip(names, values, strict=True))) for values in itertools.product(*axes)]
+        return [("grid", values) for values in product({v.name: v.grid(k) for v in space})]
     raise ParameterError(f"unknown search {search!r}; choose from {', '.join(SEARCHES)}")
 
 
@@ -187,9 +164,6 @@ def parse_values(items: list[tuple[str, str]], check) -> dict[str, list[float]]:
     Args:
       items: ``(name, text)`` pairs, text ``a,b,c`` or ``lo:hi:n`` (n evenly spaced values).
       check: ``check(name, value) -> value``: refuses an unknown name or a value out of range.
-
-    Raises:
-      ParameterError: repeated name, empty list, malformed numbers, or ``check``'s refusal.
     """
     out: dict[str, list[float]] = {}
     for name, text in items:
@@ -224,10 +198,8 @@ def parse_bounds(items: list[tuple[str, str]], check) -> dict[str, tuple[float, 
 def product(axes: dict[str, list[float]], what: str = "the grid", unit: str = "combinations") -> list[dict[str, float]]:
     """Every combination of the axes' values, the first axis slowest: ``[{name: value}, ...]``.
 
-    ``what`` and ``unit`` name the plan and its runs in the refusal (``the map``, ``cells``).
-
     Raises:
-      ParameterError: more than :data:`SAMPLES_MAX` combinations.
+      ParameterError: more than :data:`SAMPLES_MAX` combinations (``what`` and ``unit`` name them).
     """
     import itertools
 

@@ -1,42 +1,36 @@
-"""A sweep's table: one CSV row per run, appended as each finishes, read back to resume.
-
-A sweep writes ``samples.csv`` (or a map's ``robustness.csv``) and ``timings.csv``
-beside it.  Each finished row is appended and flushed at once, so an interrupted
-sweep keeps what it finished (a torn last line is dropped when the table is read
-back); at the end the file is rewritten in sample order, so it depends on the
-sweep's arguments and seed only, not on the worker count or the engine.  Wall
-times go to ``timings.csv`` (they differ run to run).
-
-A table's first columns identify a run (its :class:`Key` columns, compared on
-resume: a table made with other arguments is refused); the rest are what the run
-measured.  A table may grow columns: a row with a metric no earlier row had
-rewrites the file with the wider header.
-"""
+"""A sweep's table: one CSV row per run, appended and flushed as each finishes (an interrupted sweep
+keeps them), read back to resume, and rewritten in sample order at the end (so it depends on the
+sweep's arguments and seed only).  Wall times go to ``timings.csv``."""
 
 from __future__ import annotations
 
 import contextlib
 import csv
 import io
+import math
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.results import make_out_dir, write_text
 
-__all__ = ["exists", "read", "read_done", "write", "appending", "locked"]
+__all__ = ["exists", "read", "read_done", "write", "appending", "locked", "cell"]
+
+
+def cell(row: dict, key: str) -> float:
+    """A table cell as a number: NaN when it is empty, missing or text."""
+    try:
+        return float(row.get(key, ""))
+    except ValueError:
+        return math.nan
 
 
 @contextlib.contextmanager
 def locked(folder: Path):
-    """``folder`` (created) held for one sweep: a second one into it meanwhile is refused.
+    """``folder`` (created) held for one sweep: a second one into it meanwhile is refused (a ParameterError).
 
-    The lock is the operating system's on the folder itself (``flock``), so it leaves no
-    file behind, and a process that dies, even by ``kill -9``, lets go of it.  A
-    folder made here and still empty when the sweep raises is removed again.
-
-    Raises:
-      ParameterError: another process holds ``folder``.
+    The lock is ``flock`` on the folder itself: no file left behind, and let go when the
+    process dies.  A folder made here and still empty when the sweep raises is removed.
     """
     import fcntl
     import os
@@ -63,12 +57,7 @@ def locked(folder: Path):
 
 
 def exists(path: Path) -> bool:
-    """Whether an earlier run left the table ``path`` to resume from.
-
-    Raises:
-      ParameterError: ``path`` exists but is not a file (a folder, say), so the
-        sweep could neither resume from it nor write it.
-    """
+    """Whether an earlier run left the table ``path`` to resume from (a ParameterError if it is no file)."""
     if path.exists() and not path.is_file():
         raise ParameterError(f"{path} is not a file (a folder?): the sweep writes its table there; "
                              "use another --out or move it")
@@ -77,22 +66,15 @@ def exists(path: Path) -> bool:
 
 def read(path: Path, columns: Sequence[str], *, exact: bool = True,
          texts: Mapping[str, Collection[str] | None] | None = None) -> list[dict[str, str]]:
-    """The rows an earlier sweep or search left in ``path`` (none if it is missing or empty); a torn
-    last line is dropped.
+    """The rows an earlier sweep or search left in ``path`` (none if it is missing or empty).
 
-    Every row is written whole with its newline, so a last line without one was cut
-    (a full disk, a power loss mid-append), even when what is left of it looks like a
-    row: a number cut short still parses.
-
-    Args:
-      columns: the header this sweep writes (``exact``), or the key columns it must start with.
-      texts: when given, the columns that hold text, each with the values it may take
-        (None: any); every other column of every row must be empty or a number.
+    A last line without its newline was cut mid-append and is dropped, even when it looks
+    like a row.  ``columns`` is the header (``exact``) or the key columns it starts with;
+    ``texts``, when given, the text columns and the values each may take (None: any).
 
     Raises:
-      ParameterError: ``path`` is not a file, not a table of this kind and version,
-        or a row is damaged: text where a number belongs, a value its column
-        never takes (the file and line named).
+      ParameterError: ``path`` is not a file or not a table of this version, or a row is
+        damaged (the file and line named).
     """
     if not exists(path):
         return []
@@ -140,15 +122,8 @@ def _numbers_only(path: Path, line: int, row: dict[str, str], texts: Mapping[str
 def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str], *, exact: bool = True,
               done: str = "outcome", only: bool = False,
               texts: Mapping[str, Collection[str] | None] | None = None) -> dict[int, dict]:
-    """Finished rows of ``path`` that belong to the planned runs ``keys`` (index -> key columns), by index.
-
-    With ``only``, rows of other indices are skipped (checking part of a plan) instead of refused;
-    ``texts`` as :func:`read`'s.
-
-    Raises:
-      ParameterError: the file was written by a sweep with other arguments, is not a sweep
-        table, or holds a damaged row.
-    """
+    """Finished rows of ``path`` that belong to the planned runs ``keys`` (index -> key columns), by index;
+    with ``only``, rows of other indices are skipped instead of refused (a ParameterError)."""
     rows = read(path, columns, exact=exact, texts=texts)
     found: dict[int, dict] = {}
     for row in rows:
@@ -180,25 +155,16 @@ def write(path: Path, rows: list[dict], columns: Sequence[str]) -> None:
 
 def columns_of(rows: list[dict], first: Sequence[str]) -> list[str]:
     """``first``, then every other key of ``rows`` in order of first appearance."""
-    out = list(first)
-    seen = set(out)
-    for row in rows:
-        for key in row:
-            if key not in seen:
-                seen.add(key)
-                out.append(key)
-    return out
+    return list(dict.fromkeys([*first, *(key for row in rows for key in row)]))
 
 
 @contextlib.contextmanager
 def appending(path: Path, rows: list[dict], columns: Sequence[str], *, grow: bool = False):
     """A sweep's tables open for appending: yields ``record(row, seconds, where)``.
 
-    ``path`` is first rewritten with the finished ``rows`` (which drops a torn last
-    line) and ``timings.csv`` beside it gets its header if new; ``record`` appends
-    one row to each and flushes both, so an interrupted run keeps it.  With
-    ``grow``, a row with keys beyond ``columns`` widens the header (the file is
-    rewritten); otherwise such keys are an error of the caller.
+    ``path`` is first rewritten with the finished ``rows``; ``record`` appends one row
+    to it and to ``timings.csv`` and flushes both.  With ``grow``, a row with keys
+    beyond ``columns`` widens the header.
     """
     make_out_dir(path.parent)
     columns = columns_of(rows, columns) if grow else list(columns)

@@ -1,13 +1,8 @@
 """Experiments tuned with a table, plans and a summary of their own (``crossdyn tune COMMAND``).
 
-An experiment may declare a :class:`Tuning` (``@experiment(..., tuning=Tuning(...))``).
-``crossdyn tune COMMAND`` then parses the experiment's own options (``configure``);
-the experiment plans its runs from them, a list of jobs or a search that asks for
-runs as it goes, and :func:`~crossdyn.experiments.core.sweep.experiment.tune` runs
-them here: into the experiment's table (its columns, its rows, resumed on a rerun)
-on the same engines as any tune, then hands the rows to the experiment's summary
-(its files and plots).  Such an experiment is a tuning of the others, not a check
-of its own: ``crossdyn run`` leaves it out.
+An experiment may declare a :class:`Tuning` (``@experiment(..., tuning=Tuning(...))``): it parses
+its own options and plans its runs, which run here on the same engines as any tune, into its
+table, then its summary.  ``crossdyn run`` leaves such an experiment out.
 """
 
 from __future__ import annotations
@@ -30,18 +25,14 @@ class Tuning:
     """An experiment's own tune.
 
     Attributes:
-      command: the word after ``crossdyn tune`` (``crossdyn tune COMMAND``).
-      configure: ``configure(parser)`` adds the command's options and sets ``func(args) -> exit code``,
-        which plans the runs and calls :func:`~crossdyn.experiments.core.sweep.experiment.tune`.
-      table: the table's file name in the output folder.
-      columns: the table's columns, in order; a job's ``key()`` names the first ones, and
-        ``outcome`` and ``detail`` are among them.
+      command: the word after ``crossdyn tune``.
+      configure: ``configure(parser)`` adds the command's options and sets ``func(args) -> exit code``.
+      table, columns: the table's file name and columns (a job's ``key()`` names the first ones;
+        ``outcome`` and ``detail`` are among them).
       evaluate: ``evaluate(job) -> row`` (text by column; a :class:`~.run.Batch` of jobs -> their rows).
-      failed: ``failed(row)``: the run did not succeed (counted as such while it runs).
-      summary: ``summary(out, result, **options)`` writes the summary files and plots of a finished
-        tune into ``out`` and sets ``result.summary``; ``options`` are the caller's.
-      warm: a worker's warm-up, or None.
-      preload: the modules a fork server imports before forking workers.
+      failed: ``failed(row)``: the run did not succeed.
+      summary: ``summary(out, result, **options)`` writes a finished tune's summary files and plots.
+      warm, preload: a worker's warm-up (or None); the modules a worker imports first.
     """
 
     command: str
@@ -56,9 +47,7 @@ class Tuning:
 
     def engine(self, workers: int = 1, scheduler: str | None = None, timeout: float | None = None,
                sources: tuple[str, ...] = ()):
-        """An open engine of :attr:`evaluate` runs, each in an isolated worker process (which loads the
-        users' ``sources`` of experiments first): a run that crashes, or with a ``timeout`` runs past it,
-        is a row (``crashed``, ``timed out``) and the others go on."""
+        """An open engine of :attr:`evaluate` runs in isolated workers: a run that crashes or times out is a row."""
         return engines.engine(self.evaluate, workers, scheduler, warm=self.warm, preload=self.preload,
                               isolation=engines.Isolation(self.ended, timeout, _load_experiments, (sources,)))
 
@@ -81,19 +70,16 @@ def _load_experiments(sources: tuple[str, ...]) -> None:
 def run_plan(tuning: Tuning, out: Path, plan: list | Callable, *, workers: int = 1, scheduler: str | None = None,
              progress: bool = False, timeout: float | None = None, batch: bool = True, desc: str = "tune",
              options: dict[str, Any] | None = None, sources: tuple[str, ...] = ()) -> sweep_run.SweepResult:
-    """Run ``plan`` into ``out``'s table, then write the tuning's summary.
+    """Run ``plan`` into ``out``'s table (``out`` held meanwhile), then write the tuning's summary.
 
     Args:
       tuning: the experiment's :class:`Tuning`.
-      out: the output folder; held while the tune runs (a second tune into it is refused).
       plan: the jobs (each with ``index`` and ``key()``), run where the table lacks them; or a
-        search, ``plan(engine, csv_path, progress) -> (rows, computed)``, that runs what it asks
-        for on the open engine.
-      workers, scheduler, progress, timeout: the engine's (a timeout is each run's limit, s).
-      batch: jobs go to the workers a batch at a time (not with ``timeout``: a limit is per run).
-      desc: the progress bar's label.
-      options: passed on to :attr:`Tuning.summary`.
-      sources: the users' files or modules of experiments the tuning's experiment came from.
+        search, ``plan(engine, csv_path, progress) -> (rows, computed)``.
+      workers, scheduler, progress, timeout, batch: the engine's (a timeout is each run's limit, s;
+        ``batch``: jobs go a batch at a time, never with ``timeout``).
+      desc: the progress bar's label; options: passed on to :attr:`Tuning.summary`.
+      sources: the users' files or modules the tuning's experiment came from.
 
     Raises:
       ParameterError: the table was made with other arguments; ``out`` is in use by another tune.
