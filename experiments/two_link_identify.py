@@ -11,7 +11,7 @@ import mujoco
 import numpy as np
 
 from crossdyn import mjcf
-from crossdyn.experiments.core.identify.fit import Problem, fit
+from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
 from crossdyn.experiments.core.identify.logs import load_log, write_log
 from crossdyn.experiments.core.identify.record import multisine, record
 from crossdyn.experiments.core.identify.report import figure_signals, sentences
@@ -65,10 +65,7 @@ def identify_arm(ctx) -> dict:
     problem = Problem(spec, parse_fit(list(ROBOT), shipped, spec, "two_link_arm.xml"), [load_log(path, shipped)],
                       threads=1)
     try:
-        result = fit(problem)
-        x_nominal = problem.refine_starts(problem.x0())
-        measured = {s.key: s.measured for s in problem.signals[0]}
-        nominal, identified = problem.predictions(x_nominal)[0], problem.predictions(result.x)[0]
+        result, (measured,), (nominal,), (identified,) = fit_and_replay(problem)
     finally:
         problem.close()
     ctx.savefig(figure_signals(time, measured, nominal, identified, "two-link arm: the robot's log"),

@@ -37,7 +37,7 @@ from crossdyn.controllers.biped import Reference
 from crossdyn.experiments.biped.closed_loop import Scenario, _plug, _Sensors
 from crossdyn.experiments.biped.model import HIPS, STANCE, biped_params
 from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, controller_for, stance_height
-from crossdyn.experiments.core.identify.fit import Problem, fit
+from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
 from crossdyn.experiments.core.identify.logs import load_log, write_log
 from crossdyn.experiments.core.identify.report import figure_signals, sentences
 from crossdyn.experiments.core.identify.spec import parse_fit
@@ -199,10 +199,7 @@ def identify_biped(ctx) -> dict:
     problem = Problem(spec, parse_fit(FITS, shipped, spec, f"{MODEL}.xml"), [load_log(path, shipped)],
                       window=WINDOW, threads=1)
     try:
-        result = fit(problem)
-        x_nominal = problem.refine_starts(problem.x0())
-        measured = {s.key: s.measured for s in problem.signals[0]}
-        nominal, identified = problem.predictions(x_nominal)[0], problem.predictions(result.x)[0]
+        result, (measured,), (nominal,), (identified,) = fit_and_replay(problem)
     finally:
         problem.close()
     shown = ["qvel:left_wheel", "qvel:right_wheel", "qpos:left_front_hip", "sensor:imu_gyro"]

@@ -107,7 +107,7 @@ def _load(mjcf: str, logs: list[str]):
 
 def _cmd_identify(args) -> int:
     from crossdyn.experiments.core.identify import report
-    from crossdyn.experiments.core.identify.fit import Problem, fit
+    from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
     from crossdyn.experiments.core.identify.spec import parse_fit
     from crossdyn.experiments.core.results import write_json
 
@@ -116,17 +116,14 @@ def _cmd_identify(args) -> int:
     targets = parse_fit(args.fit, model, spec, path.name)
     out = arguments.make_out_dir(args.out)
     problem = Problem(spec, targets, logs, window=args.window)
-    result = fit(problem)
+    result, measured, nominal, identified = fit_and_replay(problem)
     lines = report.sentences(result)
     for line in lines:
         print(line)
-    x_nominal = problem.refine_starts(problem.x0())
     plots = []
-    nominal, identified = problem.predictions(x_nominal), problem.predictions(result.x)
     for li, log in enumerate(logs):
-        measured = {s.key: s.measured for s in problem.signals[li]}
         name = f"identify-{li + 1}-{Path(log.path).stem}.png"
-        report.plot_signals(out / name, log.time, measured, nominal[li], identified[li], Path(log.path).name)
+        report.plot_signals(out / name, log.time, measured[li], nominal[li], identified[li], Path(log.path).name)
         plots.append(name)
     validation: dict = {}
     if validation_logs:

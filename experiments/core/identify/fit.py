@@ -57,7 +57,7 @@ from crossdyn.experiments.core.identify import sysid
 from crossdyn.experiments.core.identify.logs import Log, LogError
 from crossdyn.experiments.core.identify.spec import Quantity, native_delay
 
-__all__ = ["Problem", "FitResult", "noise_level", "WINDOW", "fit"]
+__all__ = ["Problem", "FitResult", "noise_level", "WINDOW", "fit", "fit_and_replay"]
 
 # The constraint solver's tolerance in the fit's rollouts (see Problem.build): at MuJoCo's 1e-8 the biped's
 # residual moves by a thousandth when a shank's mass moves by 1e-7 kg; at 1e-12 it moves smoothly, no slower.
@@ -736,6 +736,19 @@ def fit(problem: Problem, max_iters: int = 50) -> FitResult:
         i += target.size
     return FitResult(problem.targets, values, halves, moved, identified, before, after,
                      clock.perf_counter() - started, calls["jac"], x)
+
+
+def fit_and_replay(problem: Problem, max_iters: int = 50):
+    """:func:`fit`, and every log's readings as logged, as the model predicts them and as the fit does.
+
+    Returns:
+      ``(result, measured, nominal, identified)``: the :class:`FitResult`, then per log
+      ``{signal: (N, w)}`` each (the model's and the fit's with each window's start refined).
+    """
+    result = fit(problem, max_iters)
+    nominal = problem.predictions(problem.refine_starts(problem.x0()))
+    measured = [{s.key: s.measured for s in signals} for signals in problem.signals]
+    return result, measured, nominal, problem.predictions(result.x)
 
 
 def _intervals(problem: Problem, r: np.ndarray, jac: np.ndarray) -> np.ndarray:
