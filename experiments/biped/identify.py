@@ -44,7 +44,7 @@ from crossdyn.experiments.core.identify.spec import parse_fit
 from crossdyn.experiments.core.registry import experiment
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
-GALLERY_HEADING = "Wheel-legged biped: is the MJCF the robot?"
+GALLERY_HEADING = "Identification: is the MJCF the robot?"
 DERIVATION_PAGE = "identification"
 
 __all__ = ["MODEL", "ROBOT", "WINDOW", "NOISE", "FITS", "robot_spec", "record_closed_loop", "initial_pose", "judge"]
