@@ -459,9 +459,11 @@ class Problem:
         """``x`` with each window's start corrected to fit its window (the targets held), by Gauss-Newton.
 
         The corrections act on their own window only, so each iteration is 2 d + 1 batched
-        rollouts and one small least squares per window.  A window keeps a step only where it
-        lowers that window's misfit (an unstable robot's window is far from linear in its start)
-        and halves its next step where it did not.
+        rollouts and one small least squares per window.  Directions of a window's start no
+        reading sees (:data:`START_RCOND`) are left alone.  A start on constraints (a closed
+        loop, wheels on the floor) keeps a step only where it lowers that window's misfit,
+        halving its next one where it did not: the stiff constraints make such a window far
+        from linear in its start.
         """
         x = np.array(x, float)
         rows = self._window_rows()
@@ -479,7 +481,7 @@ class Problem:
             r_trial = self.predict(trial, model=model)
             for w, (a, b) in enumerate(rows):
                 idx = self.p + w * self.na + np.arange(self.na)
-                if r_trial[a:b] @ r_trial[a:b] < r[a:b] @ r[a:b]:
+                if self.windows[w].follow is None or r_trial[a:b] @ r_trial[a:b] < r[a:b] @ r[a:b]:
                     x[idx], r[a:b] = trial[idx], r_trial[a:b]
                 else:
                     shrink[w] /= 2
