@@ -290,6 +290,9 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
       camera: the camera to render (name or index; default the free camera).
       fps: video frames per simulated second.
 
+    Returns:
+      The :class:`Trace`: one row per control step, up to where the run ended.
+
     Raises:
       ControllerError: the controller raised, exited, or returned a bad control (naming the step and time).
       ParameterError: a bad duration, control period, keyframe, seed or imperfection.
