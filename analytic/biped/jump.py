@@ -50,11 +50,11 @@ class Stroke:
         return self.takeoff_velocity**2 / (2 * self.g)
 
     def requirement(self, retraction_time: float) -> float:
-        """Take-off speed requirement (from the thesis chapter) ``g t`` for a leg retraction time ``t`` (s), m/s."""
+        """Take-off speed the hand model requires, ``g t``, for a leg retraction time ``t`` (s), m/s."""
         return self.g * retraction_time
 
     def apex_height(self, retraction_time: float) -> float:
-        """Apex as the thesis chapter estimates it, ``h_max = h1 + h2`` with ``h2 = g t^2 / 2``, m."""
+        """Apex as the hand model estimates it, ``h_max = h1 + h2`` with ``h2 = g t^2 / 2``, m."""
         return self.stroke_height + 0.5 * self.g * retraction_time**2
 
 

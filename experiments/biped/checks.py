@@ -48,7 +48,7 @@ __all__ = ["STROKE_DEG", "RETRACTION_TIME", "FiveBarResult", "five_bar_compariso
 
 # crossdyn's default stroke (docs/derivations/biped-model.md), deg.
 STROKE_DEG: tuple[float, float] = (float(np.degrees(STROKE[0])), float(np.degrees(STROKE[1])))
-RETRACTION_TIME = 0.3  # s, the leg retraction time t the thesis chapter assumes
+RETRACTION_TIME = 0.3  # s, the leg retraction time t the hand model of the jump assumes
 STAND_DEG = float(np.degrees(STANCE))  # mid-stroke pose for the single-pose checks, deg
 
 # Five-bar: the height formula is exact up to the closure solve's 1e-14 m (1e-9: round-off room), rigid

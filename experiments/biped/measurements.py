@@ -1,4 +1,4 @@
-"""The biped's cross-checks: each hand model of a thesis chapter on it against MuJoCo, as functions.
+"""The biped's cross-checks: each hand model of its derivation (docs/derivations/biped-model.md) against MuJoCo.
 
 The registered experiments (``experiments/biped/checks.py``) and the tests call these;
 each returns plain numbers so a check can be shown to fail on a wrong model
