@@ -64,7 +64,7 @@ __all__ = ["Problem", "FitResult", "noise_level", "WINDOW", "fit", "fit_and_repl
 SOLVER_TOLERANCE = 1e-12
 # A window's start correction directions weaker than this (relative to its strongest) are left alone: on
 # a robot with constraints some corrections of the read joints are undone by them (_Closure.followers)
-# and move no reading (the biped: 1e-7 to 4e-7 of the strongest; the others 1e-3 and above).
+# and move no reading (the biped: 3e-8 to 4e-7 of the strongest; the others 2e-3 and above).
 START_RCOND = 1e-5
 # Seconds per re-anchored rollout (see the module docstring for why).
 WINDOW = 0.5
