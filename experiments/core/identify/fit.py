@@ -773,9 +773,9 @@ def _intervals(problem: Problem, r: np.ndarray, jac: np.ndarray) -> np.ndarray:
     """
     from scipy import stats
 
-    p, windows = problem.p, len(problem.windows)
+    p, windows, rows = problem.p, len(problem.windows), problem._window_rows()
     reduced = np.array(jac[:, :p], float)
-    for w, (a, b) in enumerate(problem._window_rows()):
+    for w, (a, b) in enumerate(rows):
         block = jac[a:b, p + w * problem.na : p + (w + 1) * problem.na]
         u, sv, _ = np.linalg.svd(block, full_matrices=False)
         u = u[:, sv > START_RCOND * sv[0]] if sv.size and sv[0] > 0 else u[:, :0]
@@ -786,7 +786,7 @@ def _intervals(problem: Problem, r: np.ndarray, jac: np.ndarray) -> np.ndarray:
     if windows < 2:
         return np.asarray(noise, float)
     hinv = np.linalg.pinv(reduced.T @ reduced, rcond=1e-12)
-    scores = np.array([reduced[a:b].T @ r[a:b] for a, b in problem._window_rows()])  # (W, p)
+    scores = np.array([reduced[a:b].T @ r[a:b] for a, b in rows])  # (W, p)
     cov = hinv @ (scores.T @ scores) @ hinv * windows / (windows - 1)
     spread = stats.t.ppf(0.975, windows - 1) * np.sqrt(np.maximum(np.diag(cov), 0.0))
     return np.maximum(np.asarray(noise, float), spread)
