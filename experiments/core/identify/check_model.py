@@ -33,7 +33,7 @@ import numpy as np
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.identify.fit import START, WINDOW, Problem
 from crossdyn.experiments.core.identify.logs import Log, load_log, refuse_repeats
-from crossdyn.experiments.core.identify.power import RELEVANT, Sensitivity, own_quantities, sensitivities
+from crossdyn.experiments.core.identify.power import RELEVANT, Sensitivity, explain, own_quantities, sensitivities
 from crossdyn.experiments.core.identify.spec import Quantity, parse_fit
 from crossdyn.experiments.core.models import load_model, model_path
 from crossdyn.experiments.core.registry import experiment
@@ -50,6 +50,8 @@ VERDICTS = ("pass", "fail", "inconclusive")
 STILL = 10.0
 # How many of the most sensitive parameters the text names (check-model.json has them all).
 SHOWN = 6
+# An explanation is named when the one parameter's change removes at least this share of the misfit.
+EXPLAINS = 0.5
 # How the text names a noise figure's source (check-model.json: "source" and "detail").
 _SOURCE = {"option": "--noise", "mjcf": "the MJCF's sensor noise", "estimated": "estimated from the log",
            "quantization": "the readings' grid"}
@@ -325,7 +327,8 @@ def _size(s: Sensitivity) -> str:
 
 def _share(fraction: float) -> str:
     """A share as a percentage with two significant digits (``3.1 %``, ``0.012 %``, ``140 %``)."""
-    return f"{100 * fraction:.2g} %" if fraction < 1 else f"{100 * fraction:.0f} %"
+    percent = 100 * fraction
+    return f"{percent:.2g} %" if percent < 10 else f"{percent:.0f} %"
 
 
 def _caught(s: Sensitivity) -> str:
@@ -345,7 +348,7 @@ def _still_joints(problem: Problem) -> list[str]:
 
 
 def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLERANCE, detect=None,
-          what: str = "the model") -> ModelVerdict:
+          what: str = "the model", free: list[int] | None = None) -> ModelVerdict:
     """The verdict on ``problem``'s model at ``x`` (starts refined), testing the targets ``tested``.
 
     Args:
@@ -355,6 +358,8 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
       tolerance: :func:`parse_tolerance`'s argument.
       detect: :func:`parse_detect`'s argument.
       what: how the text names the model ("the model", "the fitted model").
+      free: targets refitted with a candidate when the verdict looks for what explains a failure (the
+        parameters fitted already).
 
     Returns:
       The :class:`ModelVerdict`.
@@ -409,11 +414,15 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
     else:
         verdict = "pass"
     if verdict == "fail":
-        best = max(sens, key=lambda s: s.explained, default=None)
-        if best is not None and best.explained > 0.1 and math.isfinite(best.se):
-            lines.append(f"  {_change(best)} would explain {_share(best.explained)} of the misfit")
-        for s in rejected[1:4]:
-            lines.append(f"  also rejected: {_change(s)}")
+        found = explain(problem, x, tested, free)
+        if found is not None and found.share >= EXPLAINS:
+            q = found.quantity
+            scale, unit = (1e3, " ms") if q.kind == "delay" else (1.0, f" {q.unit}" if q.unit else "")
+            lines.append(f"  {_who(q)} {found.value * scale:.4g}{unit} where the model has "
+                         f"{float(q.nominal[0]) * scale:.4g}{unit} would explain {_share(found.share)} of it")
+            reasons.append(lines[-1].strip())
+        for s in rejected[:3]:
+            lines.append(f"  the log rejects {_change(s)} ({abs(s.z):.1f} standard errors)")
     # Power: what this log could have caught.
     relevant = [s for s in sens if s.relative is not None]
     caught = [s for s in relevant if s.relative <= RELEVANT]
@@ -516,6 +525,6 @@ def judge_fitted(mjcf: Path, result, logs: list[Log], *, noise=None, start_only=
     try:
         x = problem.refine_starts(problem.x0())
         return judge(problem, x, list(range(len(fitted), len(fitted) + len(own))), tolerance=tolerance,
-                     what="the fitted model")
+                     what="the fitted model", free=[k for k, ok in enumerate(result.identified) if ok])
     finally:
         problem.close()

@@ -55,8 +55,10 @@ REPEATS = 0.5
 ON_GRID = 1e-6
 # Fewest distinct grid levels that make a grid: fewer is a reading that barely moves (a noise-free 0/1 is no grid).
 MIN_LEVELS = 3
-# Noise below this share of a reading's size is round-off: the log holds no noise to estimate.
-ROUND_OFF = 1e-12
+# A reading whose smallest difference-estimate is below this share of its size shows no noise at all (a
+# nanoradian on a radian: far below any sensor's resolution, a smooth motion's 4th differences at 1 kHz):
+# a log written without noise.
+NO_NOISE = 1e-9
 _SENSOR_OF = {"qpos": mujoco.mjtSensor.mjSENS_JOINTPOS, "qvel": mujoco.mjtSensor.mjSENS_JOINTVEL}
 
 
@@ -211,9 +213,10 @@ def estimate(key: str, values: np.ndarray) -> Noise:
                              f"noisy, and on no grid), so its noise cannot be estimated; state it: "
                              f"--noise {key}=VALUE (the signal's units)")
         size = max(float(np.max(np.abs(x))), 1.0)
-        if np.max(sigma) <= ROUND_OFF * size:
-            raise NoiseError(f"{label}: the readings show no noise at all (differences at round-off), so the "
-                             f"check has nothing to judge against; state the sensor's resolution: "
+        if np.min(sigma) <= NO_NOISE * size:
+            raise NoiseError(f"{label}: the readings show no noise at all (their 4th differences are "
+                             f"{np.min(sigma):.2g}: a log written without noise), so the check has nothing to "
+                             f"judge against; state the sensor's resolution: "
                              f"--noise {key}=VALUE (the signal's units)")
         if np.max(sigma) > AGREEMENT * np.min(sigma):
             raise NoiseError(f"{label}: its differences are its motion, not noise (noise estimated from the 2nd, "

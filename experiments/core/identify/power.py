@@ -34,10 +34,11 @@ import mujoco
 import numpy as np
 from scipy import stats
 
-from crossdyn.experiments.core.identify.fit import Problem, residual_checks
+from crossdyn.experiments.core.identify.fit import START_RCOND, Problem, residual_checks
 from crossdyn.experiments.core.identify.spec import Quantity, parse_fit
 
-__all__ = ["Sensitivity", "own_quantities", "sensitivities", "critical", "ALPHA", "RELEVANT"]
+__all__ = ["Sensitivity", "Explanation", "own_quantities", "sensitivities", "explain", "refit", "critical", "ALPHA",
+           "RELEVANT"]
 
 # Family-wise false-alarm rate of the parameter tests: one check in a thousand of a right model fails.
 ALPHA = 1e-3
@@ -206,3 +207,116 @@ def _signal_rows(problem: Problem) -> dict[str, np.ndarray]:
             out.setdefault(sig.key, []).append(np.arange(a, a + size))
             a += size
     return {k: np.concatenate(v) for k, v in out.items()}
+
+
+@dataclass
+class Explanation:
+    """The one parameter whose change explains most of a replay's misfit.
+
+    Attributes:
+      quantity: the parameter.
+      value: the value that explains it, its unit (the others refitted with it).
+      share: the share of the misfit beyond the noise that it removes (0..1).
+    """
+
+    quantity: Quantity
+    value: float
+    share: float
+
+
+# Gauss-Newton steps of the refit that sizes the best candidates, and how many candidates get one.
+REFIT_STEPS = 10
+REFIT_CANDIDATES = 2
+# A second candidate is refitted only when its first-order share is at least this share of the first's.
+RIVAL = 0.5
+
+
+def explain(problem: Problem, x: np.ndarray, candidates: list[int], free: list[int] | None = None
+            ) -> Explanation | None:
+    """Which one of ``candidates`` (target indices), changed alone, explains most of the replay's misfit at ``x``?
+
+    The candidates are ranked by how much of the misfit each removes to first order with the
+    ``free`` targets (the parameters fitted already) and the windows' starts refitted with it
+    (its column's part that neither explains), then the best :data:`REFIT_CANDIDATES` are refitted
+    with them by damped Gauss-Newton (:func:`refit`), for the changes a first-order step cannot
+    reach (a gear of 0.7 where the model has 1): the one that leaves the least misfit wins.
+
+    Returns:
+      The :class:`Explanation`, or None when no candidate removes any of the misfit.
+    """
+    free = list(free or [])
+    offsets = np.cumsum([0] + [t.size for t in problem.targets])
+    r0 = problem.predict(x)
+    cost0 = float(r0 @ r0)
+    dof = max(r0.size - problem.na * len(problem.windows) - len(free), 1)
+    excess = cost0 - dof
+    if excess <= 0 or not candidates:
+        return None
+    h = problem.steps_of(x)
+    index = [int(offsets[k]) for k in free + candidates]
+    columns = np.column_stack([(problem.predict(_moved(x, i, h[i])) - r0) / h[i] for i in index])
+    starts = problem.start_columns(x, r0)
+    reduced = problem.without_starts(columns, starts)
+    rest = problem.without_starts(r0[:, None], starts)[:, 0]
+    held, tried = reduced[:, : len(free)], reduced[:, len(free) :]
+    if free:  # each candidate's part that the fitted parameters could not take up
+        basis = np.linalg.qr(held)[0]
+        tried = tried - basis @ (basis.T @ tried)
+        rest = rest - basis @ (basis.T @ rest)
+    norms = np.einsum("ij,ij->j", tried, tried)
+    gains = np.where(norms > 0, (tried.T @ rest) ** 2 / np.where(norms > 0, norms, 1.0), 0.0)
+    outcome = None
+    for c in np.argsort(-gains)[:REFIT_CANDIDATES]:
+        if gains[c] <= 0 or gains[c] < RIVAL * gains.max():
+            continue
+        k = candidates[int(c)]
+        xi, cost = refit(problem, x, free + [k])
+        share = min(max((cost0 - cost) / excess, 0.0), 1.0)
+        if outcome is None or share > outcome.share:
+            outcome = Explanation(problem.targets[k], float(xi[int(offsets[k])]), share)
+    return outcome
+
+
+def refit(problem: Problem, x: np.ndarray, free: list[int], steps: int = REFIT_STEPS) -> tuple[np.ndarray, float]:
+    """``x`` with the ``free`` targets (scalar) and every window's start refitted by damped Gauss-Newton.
+
+    Each step solves for the targets with the starts eliminated (:meth:`.fit.Problem.without_starts`),
+    then for each window's start given the targets' step: ``len(free) + 2 d + 1`` batched rollouts.
+
+    Returns:
+      ``(x, cost)``: the refitted unknowns and their misfit (the squared norm of the residual).
+    """
+    offsets = np.cumsum([0] + [t.size for t in problem.targets])
+    index = [int(offsets[k]) for k in free]
+    low, high = problem.bounds()
+    rows = problem.window_rows()
+    r = problem.predict(x)
+    cost, damping = float(r @ r), 1e-6
+    for _ in range(steps):
+        h = problem.steps_of(x)
+        columns = np.column_stack([(problem.predict(_moved(x, i, h[i])) - r) / h[i] for i in index])
+        starts = problem.start_columns(x, r)
+        reduced = problem.without_starts(columns, starts)
+        rest = problem.without_starts(r[:, None], starts)[:, 0]
+        normal = reduced.T @ reduced
+        step = -np.linalg.solve(normal + damping * np.diag(np.diag(normal) + 1e-300), reduced.T @ rest)
+        trial = x.copy()
+        trial[index] = np.clip(x[index] + step, low[index], high[index])
+        moved = r + columns @ (trial[index] - x[index])
+        for w, (a, b) in enumerate(rows):  # each window's start, given the targets' step
+            idx = problem.p + w * problem.na + np.arange(problem.na)
+            shift = np.linalg.lstsq(starts[a:b], -moved[a:b], rcond=START_RCOND)[0]
+            trial[idx] = np.clip(x[idx] + shift, low[idx], high[idx])
+        r_trial = problem.predict(trial)
+        cost_trial = float(r_trial @ r_trial) if np.all(np.isfinite(r_trial)) else np.inf
+        if cost_trial < cost:
+            x, r, cost, damping = trial, r_trial, cost_trial, damping / 10
+        else:
+            damping *= 100
+    return x, cost
+
+
+def _moved(x: np.ndarray, i: int, h: float) -> np.ndarray:
+    out = x.copy()
+    out[i] += h
+    return out

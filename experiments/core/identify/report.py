@@ -32,6 +32,8 @@ __all__ = ["sentence", "sentences", "as_json", "write_xml", "write_values", "plo
 
 def _digits(value: float, half: float) -> str:
     """``value`` with enough digits that its interval's half-width shows (two significant digits of it)."""
+    if value == 0:
+        return "0"
     if not math.isfinite(half) or half <= 0:
         return f"{value:.4g}"
     decimals = max(0, 1 - int(math.floor(math.log10(half))))

@@ -39,12 +39,12 @@ import numpy as np
 from crossdyn.experiments.core.errors import CrossdynError
 from crossdyn.experiments.core.identify import sysid
 
-__all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR"]
+__all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR", "ATTRIBUTES"]
 
 GRAMMAR = ("body:<name>:mass|com|inertia|com[k]|inertia[k], joint:<name>:damping|armature|frictionloss|stiffness, "
            "actuator:<name>:gear|bias, delay, sensor:<name>:bias")
-_ATTRS = {"body": ("mass", "com", "inertia"), "joint": ("damping", "armature", "frictionloss", "stiffness"),
-          "actuator": ("gear", "bias"), "sensor": ("bias",)}
+ATTRIBUTES = {"body": ("mass", "com", "inertia"), "joint": ("damping", "armature", "frictionloss", "stiffness"),
+              "actuator": ("gear", "bias"), "sensor": ("bias",)}
 _OBJ = {"body": mujoco.mjtObj.mjOBJ_BODY, "joint": mujoco.mjtObj.mjOBJ_JOINT,
         "actuator": mujoco.mjtObj.mjOBJ_ACTUATOR, "sensor": mujoco.mjtObj.mjOBJ_SENSOR}
 # Commands arrive at most this late (s): far beyond any robot's bus, a bound the optimizer needs.
@@ -260,7 +260,7 @@ def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, mode
             found.append(("delay", "", "delay", None))
             continue
         pieces = text.split(":")
-        if len(pieces) != 3 or pieces[0] not in _ATTRS or not pieces[1]:
+        if len(pieces) != 3 or pieces[0] not in ATTRIBUTES or not pieces[1]:
             raise SpecError(f"--fit {text!r}: expected one of {GRAMMAR}")
         kind, pattern, attr = pieces
         component: int | None = None
@@ -269,8 +269,8 @@ def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, mode
             attr, component = found_index.group(1), int(found_index.group(2))
             if component > 2:
                 raise SpecError(f"--fit {text!r}: a body's {attr} has components 0, 1 and 2")
-        if attr not in _ATTRS[kind]:
-            raise SpecError(f"--fit {text!r}: a {kind} has {', '.join(_ATTRS[kind])}, not {attr!r}")
+        if attr not in ATTRIBUTES[kind]:
+            raise SpecError(f"--fit {text!r}: a {kind} has {', '.join(ATTRIBUTES[kind])}, not {attr!r}")
         names = _names(model, kind)
         matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
         if kind == "body":
