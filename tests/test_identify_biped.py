@@ -41,9 +41,11 @@ def test_the_log_holds_what_a_biped_logs(biped_log):
 
 def test_check_model_passes_the_robots_own_model_and_fails_the_mjcf(biped_log):
     itself = replay(robot_spec(), [biped_log], window=WINDOW, threads=1, noise=STATED)
-    # measured over seeds 0-2: 1.06-1.2 x the noise (0.3 s logs), 1.2-1.3 x (1 s); at most TOLERANCE (2)
+    # with the noise stated (the recorder's): the hips' speeds 1.3-1.9 x (the soft five-bar's transients from
+    # starts whose knees no log reads), the rest about 1; at most TOLERANCE (2)
     assert itself.passed, itself.text
-    shipped = replay(mujoco.MjSpec.from_file(str(mjcf.path(MODEL))), [biped_log], window=WINDOW, threads=1, noise=STATED)
+    shipped = replay(mujoco.MjSpec.from_file(str(mjcf.path(MODEL))), [biped_log], window=WINDOW, threads=1,
+                     noise=STATED)
     # the MJCF lacks the wheels' damping and friction: its wheels run away, 20-40 x the noise (measured)
     assert not shipped.passed
     assert shipped.worst["rms"] > 5 * TOLERANCE, shipped.text

@@ -33,7 +33,8 @@ import numpy as np
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.identify.fit import START, WINDOW, Problem
 from crossdyn.experiments.core.identify.logs import Log, load_log, refuse_repeats
-from crossdyn.experiments.core.identify.power import RELEVANT, Sensitivity, explain, own_quantities, sensitivities
+from crossdyn.experiments.core.identify.power import RELEVANT, Sensitivity, own_quantities, sensitivities
+from crossdyn.experiments.core.identify.power import explain as explained
 from crossdyn.experiments.core.identify.spec import Quantity, parse_fit
 from crossdyn.experiments.core.models import load_model, model_path
 from crossdyn.experiments.core.registry import experiment
@@ -203,7 +204,7 @@ def parse_detect(detect, quantities: list[Quantity]) -> list[tuple[Quantity, flo
 
 
 def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, threads: int | None = None,
-                noise=None, detect=None, start_only=()) -> ModelVerdict:
+                noise=None, detect=None, start_only=(), explain: bool = True) -> ModelVerdict:
     """Does the model ``mjcf`` reproduce the robot's ``logs``?  (``crossdyn check model``.)
 
     Args:
@@ -216,6 +217,8 @@ def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, thre
       noise: each reading's noise, ``{signal pattern: value}`` in its units (:mod:`.noise`).
       detect: changes the check must be able to catch, ``{parameter pattern: "10%" or size}``.
       start_only: readings (globs) used for the windows' starts, not compared.
+      explain: on a failure, look for the one parameter whose change explains most of it (refits of the best
+        candidates: the slow part of a failing check; False skips it).
 
     Returns:
       The :class:`ModelVerdict` (``.verdict``, ``.passed``, ``.text``).
@@ -229,7 +232,7 @@ def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, thre
     files = [logs] if isinstance(logs, (str, Path)) else list(logs)
     loaded = refuse_repeats([load_log(f, model, path.name) for f in files])
     return replay(mujoco.MjSpec.from_file(str(path)), loaded, tolerance=tolerance, window=window, threads=threads,
-                  noise=noise, detect=detect, start_only=start_only)
+                  noise=noise, detect=detect, start_only=start_only, explain=explain)
 
 
 def model_matches_log(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, noise=None,
@@ -261,7 +264,7 @@ def model_matches_log(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: flo
 
 
 def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance=TOLERANCE, window: float = WINDOW,
-           threads: int | None = None, noise=None, detect=None, start_only=()) -> ModelVerdict:
+           threads: int | None = None, noise=None, detect=None, start_only=(), explain: bool = True) -> ModelVerdict:
     """Replay ``logs`` with the model of ``spec`` and judge it (:func:`check_model`'s arguments).
 
     Returns:
@@ -273,7 +276,7 @@ def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance=TOLERANCE, window: fl
     try:
         problem.check_finite(problem.x0())
         x = problem.refine_starts(problem.x0())
-        return judge(problem, x, list(range(len(quantities))), tolerance=tolerance, detect=detect)
+        return judge(problem, x, list(range(len(quantities))), tolerance=tolerance, detect=detect, explain=explain)
     finally:
         problem.close()
 
@@ -348,7 +351,7 @@ def _still_joints(problem: Problem) -> list[str]:
 
 
 def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLERANCE, detect=None,
-          what: str = "the model", free: list[int] | None = None) -> ModelVerdict:
+          what: str = "the model", free: list[int] | None = None, explain: bool = True) -> ModelVerdict:
     """The verdict on ``problem``'s model at ``x`` (starts refined), testing the targets ``tested``.
 
     Args:
@@ -360,6 +363,7 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
       what: how the text names the model ("the model", "the fitted model").
       free: targets refitted with a candidate when the verdict looks for what explains a failure (the
         parameters fitted already).
+      explain: look for what explains a failure (:func:`.power.explain`).
 
     Returns:
       The :class:`ModelVerdict`.
@@ -384,7 +388,7 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
     requested = parse_detect(detect, [problem.targets[k] for k in tested])
     r, rms = problem.rms(x)
     sens = sensitivities(problem, x, tested, limits, r)
-    noise = _noise_table(problem)
+    noise_table = _noise_table(problem)
     model = problem.model
 
     # The readings against their limits.
@@ -414,7 +418,7 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
     else:
         verdict = "pass"
     if verdict == "fail":
-        found = explain(problem, x, tested, free)
+        found = explained(problem, x, tested, free) if explain else None
         if found is not None and found.share >= EXPLAINS:
             q = found.quantity
             scale, unit = (1e3, " ms") if q.kind == "delay" else (1.0, f" {q.unit}" if q.unit else "")
@@ -425,7 +429,7 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
             lines.append(f"  the log rejects {_change(s)} ({abs(s.z):.1f} standard errors)")
     # Power: what this log could have caught.
     relevant = [s for s in sens if s.relative is not None]
-    caught = [s for s in relevant if s.relative <= RELEVANT]
+    caught = [s for s in relevant if (s.relative or 0.0) <= RELEVANT]
     if verdict == "pass":
         for q, size, relative in requested:
             s = next(s for s in sens if s.quantity is q)
@@ -446,7 +450,7 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
             lines.insert(0, f"{what} reproduces {names}: every reading within {within:.2g} x its noise (RMS; at most "
                             f"{multiple:g}) and no parameter off by more than the noise explains")
     lines.append("  noise: " + "; ".join(f"{k} {_figure(model, k, v['value'])} ({_SOURCE[v['source']]})"
-                                          for k, v in noise.items()))
+                                          for k, v in noise_table.items()))
     ranked = sorted((s for s in sens if math.isfinite(s.detectable)),
                     key=lambda s: (s.relative if s.relative is not None else math.inf))
     if ranked:
@@ -454,7 +458,7 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
                      + (f" (and {len(ranked) - SHOWN} more in check-model.json)" if len(ranked) > SHOWN else ""))
     traces = list(zip(({s.key: s.measured for s in sigs} for sigs in problem.signals), problem.predictions(x),
                       strict=True))
-    return ModelVerdict(verdict, "\n".join(lines), rms, worst, multiple, noise, sens, reasons, limits, traces)
+    return ModelVerdict(verdict, "\n".join(lines), rms, worst, multiple, noise_table, sens, reasons, limits, traces)
 
 
 def _figure(model: mujoco.MjModel, key: str, value) -> str:

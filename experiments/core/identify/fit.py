@@ -58,7 +58,7 @@ from absl import logging as absl_logging
 from crossdyn.experiments.core.identify import sysid
 from crossdyn.experiments.core.identify.logs import Log, LogError
 from crossdyn.experiments.core.identify.noise import Noise, resolve
-from crossdyn.experiments.core.identify.spec import Quantity, native_delay
+from crossdyn.experiments.core.identify.spec import Quantity, SpecError, native_delay
 
 __all__ = ["Problem", "FitResult", "WINDOW", "START", "fit", "fit_and_replay", "residual_checks"]
 
@@ -71,6 +71,10 @@ SOLVER_TOLERANCE = 1e-12
 START_RCOND = 1e-5
 # Seconds per re-anchored rollout (see the module docstring for why).
 WINDOW = 0.5
+# The windows' starts are refined until an iteration lowers the misfit by less than this share of it, at most
+# REFINE_ITERATIONS times: a free arm converges in 2 or 3, a quadruped standing on its feet (contacts) in 8 to 10.
+REFINE_TOL = 1e-3
+REFINE_ITERATIONS = 12
 # Fewest samples a window may hold: its start has two corrections per read dof, and a window of few more
 # samples than that lets them follow the log whatever the model (a 30 % heavier link passes at 5 samples).
 MIN_WINDOW_SAMPLES = 20
@@ -109,8 +113,8 @@ BASE_SNAP = 0.05
 # How much more a read dof costs to move than an unread one, putting a start on the constraints:
 # the unread joints (a passive knee) take up a closure, the read ones move by their noise at most.
 UNREAD_WEIGHT = 1e3
-# A touching contact is put on the ground only when the joints no log reads make at least this share of
-# its normal's Jacobian (a floating base's height under a wheel: about 1; an arm's links, all read: 0).
+# A touching contact is put on the ground only when the joints no log reads make at least this share of its
+# normal's Jacobian (an unread base's height under a wheel: about 1; an arm's links, all read: 0).
 UNREAD_SHARE = 1e-3
 # Gauss-Newton steps onto the constraints: a closure read 1 mm open is closed to round-off in 3.
 CLOSURE_STEPS = 5
@@ -182,7 +186,8 @@ class FitResult:
     def bounds(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Target ``k``'s interval ``(low, high)``: value -+ half-width, a bound itself where the value sits on it."""
         t, v, h, b = self.targets[k], self.value[k], self.half_width[k], self.at_bound[k] if self.at_bound else 0
-        return np.where(b < 0, t.low, v - h), np.where(b > 0, t.high, v + h)
+        low = np.where(b < 0, t.low, np.maximum(v - h, t.low))  # never past what the quantity can be (a friction < 0)
+        return low, np.where(b > 0, t.high, np.minimum(v + h, t.high))
 
 
 class Problem:
@@ -303,7 +308,14 @@ class Problem:
             elif qpos_key in log.signals:
                 lo, hi = window.span
                 s = float(np.median(noises[qpos_key].value))
-                mask[nd + i], sigma[nd + i] = True, s * np.sqrt(2.0) / max(log.time[hi] - log.time[lo], 1e-12)
+                # The difference's own error: the noise over its span, and its truncation: a sampled motion's
+                # difference is the velocity of some instant within a step of the sample (how a simulator or a
+                # driver stamps it), off by up to the acceleration times a step.
+                reading = log.signals[qpos_key][2][:, 0]
+                step = float(np.median(np.diff(log.time)))
+                mask[nd + i] = True
+                sigma[nd + i] = math.hypot(s * np.sqrt(2.0) / max(log.time[hi] - log.time[lo], 1e-12),
+                                           _acceleration(reading, step, s) * step)
         return mask, sigma
 
     # -- the log's windows ---------------------------------------------------------------------------------
@@ -368,7 +380,12 @@ class Problem:
         """The model with the targets at their values in ``x``."""
         for target, value in zip(self.targets, self.theta(x), strict=True):
             target.parameter.update_from_vector(value)
-        model = sysid.apply_param_modifiers(self.params, self.spec)
+        try:
+            model = sysid.apply_param_modifiers(self.params, self.spec)
+        except ValueError as exc:  # MuJoCo's compiler refuses the values (an inertia that breaks A + B >= C)
+            values = ", ".join(f"{t.spec} = {v[0]:.6g}" if v.size == 1 else f"{t.spec} = {v}"
+                               for t, v in zip(self.targets, self.theta(x), strict=True))
+            raise SpecError(f"the model with {values} does not compile ({' '.join(str(exc).split())})") from None
         # The constraint solver run to convergence: stopped at MuJoCo's default (1e-8) a contact's or a
         # joint friction's force jumps with a parameter's smallest change, and a finite-difference
         # Jacobian of the residual is noise.  The model written out keeps its own tolerance.
@@ -575,7 +592,7 @@ class Problem:
         pred = self.predictions(x)
         return [{s.key: (s.measured - pred[li][s.key]) / s.sigma for s in sigs} for li, sigs in enumerate(self.signals)]
 
-    def refine_starts(self, x: np.ndarray, iterations: int = 3) -> np.ndarray:
+    def refine_starts(self, x: np.ndarray, iterations: int = REFINE_ITERATIONS) -> np.ndarray:
         """``x`` with each window's start corrected to fit its window (the targets held), by Gauss-Newton.
 
         The corrections act on their own window only, so each iteration is 2 d + 1 batched
@@ -583,7 +600,9 @@ class Problem:
         reading sees (:data:`START_RCOND`) are left alone.  A start on constraints (a closed
         loop, wheels on the floor) keeps a step only where it lowers that window's misfit,
         halving its next one where it did not: the stiff constraints make such a window far
-        from linear in its start.
+        from linear in its start.  The iterations stop once one lowers the whole misfit by less
+        than :data:`REFINE_TOL` of it (an arm in free space: 2 or 3; a robot standing on its
+        feet: up to :data:`REFINE_ITERATIONS`).
         """
         x = np.array(x, float)
         rows = self.window_rows()
@@ -592,6 +611,7 @@ class Problem:
         r = self.predict(x, model=model)
         shrink = np.ones(len(rows))
         for _ in range(iterations):
+            before = float(r @ r)
             jac = self.start_columns(x, r)
             trial = x.copy()
             for w, (a, b) in enumerate(rows):
@@ -605,6 +625,8 @@ class Problem:
                     x[idx], r[a:b] = trial[idx], r_trial[a:b]
                 else:
                     shrink[w] /= 2
+            if before - float(r @ r) < REFINE_TOL * before:
+                break
         return x
 
     def start_columns(self, x: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -678,6 +700,7 @@ class _Closure:
         for j, _, _ in imu:
             weight[m.jnt_dofadr[j] + 3 : m.jnt_dofadr[j] + 6] = 1.0
         self.inverse_weight = 1.0 / weight
+        self.snappable = weight < 1.0  # the dofs no log reads
         # A base no log places starts at the model's height, a guess: its contacts are looked for farther.
         self.snap = BASE_SNAP if imu else CONTACT_SNAP
 
@@ -692,25 +715,32 @@ class _Closure:
             m.geom_margin[:] = saved
         jac = d.efc_J.reshape(d.nefc, m.nv) if d.nefc else np.zeros((0, m.nv))
         equality = np.flatnonzero(d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY)
-        # A contact is put on the ground only where a joint no log reads can take it there (a wheel on the
-        # floor under an unread base height): between bodies the readings place (an arm's links a millimetre
-        # apart), the gap is what the log says, not a reading error.
-        unread = self.inverse_weight > 1.0
-        kept = [c for c in d.contact[: d.ncon] if c.efc_address >= 0 and np.linalg.norm(jac[c.efc_address, unread])
-                > UNREAD_SHARE * np.linalg.norm(jac[c.efc_address])]
-        normals = [int(c.efc_address) for c in kept]
-        residual = np.concatenate([d.efc_pos[equality], [c.dist for c in kept]])
-        # The velocity rows: each kept contact's normal and, for an elliptic cone, its friction directions (a
-        # wheel's point at rest: rolling); a pyramidal cone's rows are not velocities and are left out.
-        elliptic, frictionless = (int(mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC),
-                                  int(mujoco.mjtConstraint.mjCNSTR_CONTACT_FRICTIONLESS))
-        contact: list[int] = []
-        for c in kept:
-            kind = int(d.efc_type[c.efc_address])
-            if kind in (elliptic, frictionless):
-                contact += range(int(c.efc_address), int(c.efc_address) + (int(c.dim) if kind == elliptic else 1))
-        return residual, jac[np.concatenate([equality, normals]).astype(int)], \
-            jac[np.concatenate([equality, contact]).astype(int)]
+        # A contact is put on the ground only where a joint no log reads can take it there (a wheel under a base
+        # whose height no log holds): between bodies the readings place (an arm's links a millimetre apart, a foot
+        # under a base placed by motion capture), the gap is what the log says, not a guess to correct.
+        frames = [(c, self._contact_frame(c)) for c in d.contact[: d.ncon] if c.efc_address >= 0]
+        kept = [(c, rows) for c, rows in frames
+                if np.linalg.norm(rows[0, self.snappable]) > UNREAD_SHARE * np.linalg.norm(rows[0])]
+        residual = np.concatenate([d.efc_pos[equality], [c.dist for c, _ in kept]])
+        zero = np.zeros((0, m.nv))
+        normals = np.vstack([jac[equality]] + [rows[:1] for _, rows in kept]) if kept else jac[equality]
+        # The velocity rows: each kept contact's point at rest relative to what it touches (a wheel rolling, a
+        # foot standing), along its normal and, with friction, along the ground.
+        velocity = np.vstack([jac[equality]] + [rows[: 1 if c.dim == 1 else 3] for c, rows in kept] + [zero])
+        return residual, normals, velocity
+
+    def _contact_frame(self, c) -> np.ndarray:
+        """A contact's relative point velocity per unit qvel in its frame, (3, nv): normal, then two tangents."""
+        m, d = self.model, self.data
+        out = np.zeros((3, m.nv))
+        for geom, sign in ((c.geom2, 1.0), (c.geom1, -1.0)):
+            body = int(m.geom_bodyid[geom])
+            if body == 0:
+                continue
+            jacp = np.zeros((3, m.nv))
+            mujoco.mj_jac(m, d, jacp, None, c.pos, body)
+            out += sign * jacp
+        return c.frame.reshape(3, 3) @ out
 
     def _least(self, jac: np.ndarray, residual: np.ndarray) -> np.ndarray:
         """The least weighted change ``dx`` with ``jac dx = -residual``, in the directions the rows see.
@@ -999,3 +1029,11 @@ def _start_only(logs: list[Log], patterns) -> set[str]:
             raise LogError(f"--start-only {pattern}: matches no reading of the logs ({', '.join(sorted(keys)[:8])})")
         out |= hits
     return out
+
+
+def _acceleration(reading: np.ndarray, step: float, noise: float) -> float:
+    """A reading's RMS acceleration over the log, its noise's share of the second differences taken out, (units)/s^2."""
+    if reading.size < 3:
+        return 0.0
+    d2 = np.diff(reading, n=2)
+    return math.sqrt(max(float(np.mean(d2 * d2)) - 6.0 * noise**2, 0.0)) / step**2

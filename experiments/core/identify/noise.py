@@ -93,23 +93,23 @@ def parse_noise(items) -> list[tuple[str, float]]:
     """
     pairs: list[tuple[str, object]] = []
     if isinstance(items, Mapping):
-        pairs = list(items.items())
+        pairs = [(str(k), v) for k, v in items.items()]
     else:
         for text in items or []:
             pattern, sep, value = str(text).rpartition("=")
             if not sep or not pattern.strip():
                 raise NoiseError(f"--noise {text!r}: expected SIGNAL=VALUE (qpos:elbow=5e-4, 'qpos:*=5e-4')")
             pairs.append((pattern.strip(), value.strip()))
-    out = []
-    for pattern, value in pairs:
+    out: list[tuple[str, float]] = []
+    for name, given in pairs:
         try:
-            number = float(value)  # type: ignore[arg-type]
+            number = float(given)  # type: ignore[arg-type]  # a number or its text; anything else is refused
         except (TypeError, ValueError):
-            raise NoiseError(f"--noise {pattern}={value}: {value!r} is not a number") from None
+            raise NoiseError(f"--noise {name}={given}: {given!r} is not a number") from None
         if not (math.isfinite(number) and number > 0):
-            raise NoiseError(f"--noise {pattern}={value}: a noise is a positive standard deviation in the "
+            raise NoiseError(f"--noise {name}={given}: a noise is a positive standard deviation in the "
                              "signal's units (an error of 0 noise would be infinitely many of it)")
-        out.append((str(pattern), number))
+        out.append((str(name), number))
     return out
 
 

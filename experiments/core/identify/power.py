@@ -226,6 +226,8 @@ class Explanation:
 
 # Gauss-Newton steps of the refit that sizes the best candidates, and how many candidates get one.
 REFIT_STEPS = 10
+# The refit stops once a step lowers the misfit by less than this share of it.
+REFIT_TOL = 1e-3
 REFIT_CANDIDATES = 2
 # A second candidate is refitted only when its first-order share is at least this share of the first's.
 RIVAL = 0.5
@@ -310,7 +312,10 @@ def refit(problem: Problem, x: np.ndarray, free: list[int], steps: int = REFIT_S
         r_trial = problem.predict(trial)
         cost_trial = float(r_trial @ r_trial) if np.all(np.isfinite(r_trial)) else np.inf
         if cost_trial < cost:
+            converged = cost - cost_trial < REFIT_TOL * cost
             x, r, cost, damping = trial, r_trial, cost_trial, damping / 10
+            if converged:
+                break
         else:
             damping *= 100
     return x, cost

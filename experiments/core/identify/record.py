@@ -231,7 +231,7 @@ def record(model: mujoco.MjModel, controller: Callable | None = None, duration: 
             array[index[kinds == k]] += noisy[kinds == k]
         if law is not None:
             sent[i] = law(data.time)
-        else:
+        elif controller is not None:
             sent[i] = _call(controller, data.time, Reading(model, qpos_r, qvel_r, sens_r), model.nu)
         if delay > 0:
             when = data.time - delay

@@ -84,7 +84,7 @@ def sentence(target: Quantity, value: np.ndarray, half: np.ndarray, identified: 
 
 def sentences(result: FitResult) -> list[str]:
     """One :func:`sentence` per fitted quantity."""
-    bounds = result.at_bound or [None] * len(result.targets)
+    bounds: list[np.ndarray | None] = list(result.at_bound) if result.at_bound else [None] * len(result.targets)
     return [sentence(t, v, h, ok, m, b) for t, v, h, ok, m, b in
             zip(result.targets, result.value, result.half_width, result.identified, result.moved, bounds,
                 strict=True)]

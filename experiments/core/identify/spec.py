@@ -222,6 +222,10 @@ def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr
         nominal, unit = np.array([native_delay(model)]), "s"
         low, high, scale = np.zeros(1), np.array([DELAY_MAX]), np.array([0.01])  # 10 ms: a slow bus
     if component is not None:  # one component of a vector: the others stay as the spec has them
+        if attr == "inertia":  # a moment alone stays within the others' sum and difference (A + B >= C)
+            others = np.delete(nominal, component)
+            low[component] = max(low[component], abs(others[0] - others[1]))
+            high[component] = min(high[component], others.sum())
         nominal, low, high, scale = (np.array([a[component]]) for a in (nominal, low, high, scale))
 
         def modifier(s, p, name=name, attr=attr, k=component):
