@@ -30,6 +30,11 @@ class Batch:
     def index(self) -> int:
         return self.jobs[0].index
 
+    def halves(self) -> tuple[Batch, ...]:
+        """The batch's two halves, or ``()`` for a batch of one run (an :class:`~.engine.Divisible` job)."""
+        middle = len(self.jobs) // 2
+        return (Batch(self.jobs[:middle]), Batch(self.jobs[middle:])) if middle else ()
+
 
 def in_batches(engine: engines.Engine) -> engines.Engine:
     """``engine`` running jobs a :class:`Batch` at a time, yielding one ``(row, seconds, where)`` per run.
