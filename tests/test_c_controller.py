@@ -364,3 +364,27 @@ def test_where_the_compiled_loop_cannot_be_built_the_python_loop_runs_the_same(s
     finally:
         c_loop.available.cache_clear()
     assert np.array_equal(compiled.qpos, fallback.qpos) and np.array_equal(compiled.ctrl, fallback.ctrl)
+
+
+COUNTER = """\
+/* A call counter in static storage: each run's commands are 1, 2, 3 ... */
+static int calls;
+
+void step(double t, const double *qpos, const double *qvel, double *ctrl)
+{
+    (void)t; (void)qpos; (void)qvel;
+    ctrl[0] = 1e-3 * ++calls;
+}
+"""
+
+
+def test_one_c_controller_for_several_runs_of_a_batch_gives_each_its_own_copy(tmp_path):
+    from crossdyn.experiments import simulate_batch
+
+    (tmp_path / "counter.c").write_text(COUNTER)
+    c = CController(tmp_path / "counter.c", "step")
+    traces = simulate_batch(load_model("cart_pole"), [c, c, c], 0.006, keyframe="upright")
+    expected = 1e-3 * np.arange(1, traces[0].command.shape[0] + 1)
+    for trace in traces:  # each run counts 1, 2, 3 (they once shared one copy: 1, 4, 7 in the first)
+        assert np.array_equal(trace.command[:, 0], expected), trace.command[:, 0]
+    assert np.array_equal(simulate(load_model("cart_pole"), c, 0.006, keyframe="upright").command[:, 0], expected)

@@ -606,6 +606,21 @@ class CController:
     def __repr__(self) -> str:
         return f"CController({self.label!r}, {self.function!r}, inputs={self.inputs!r})"
 
+    def __copy__(self) -> CController:
+        """Another controller of the same compiled library and parameter values, with copies of the library of
+        its own (its globals and statics apart from this one's): what each of several runs at once needs."""
+        other = object.__new__(CController)
+        other.inputs, other.signature, other.function, other.reset = self.inputs, self.signature, self.function, \
+            self.reset
+        other.label, other.library, other._globals = self.label, self.library, self._globals
+        other._open = [None, None]
+        weakref.finalize(other, _close_all, other._open)
+        other.params = CParams(self._globals, self.label, self.library, other._open)
+        other.params._set = {name: value.copy() if isinstance(value, np.ndarray) else value
+                             for name, value in self.params._set.items()}
+        other._lib, other._step, other._sensed, other._command = None, None, None, None
+        return other
+
     def as_params(self, ranges: Mapping[str, tuple[float | None, float | None]] | None = None) -> dict[str, Param]:
         """The scalar globals as an experiment's ``--set`` / ``crossdyn tune`` parameters.
 
