@@ -113,7 +113,7 @@ def _experiment_parser(prog: str) -> argparse.ArgumentParser:
                    epilog="""\
 Example:
   crossdyn tune cart-pole-lqr --vary q_angle=1:1000:log --vary r=0.01:10:log \\
-      --minimize settling_time_s --constraint max_force_N<=20 --search optuna --samples 48
+      --minimize settling_time_s --constraint 'max_force_N<=20' --search optuna --samples 48
   crossdyn tune pendulum-pd --from ci/experiments.py --vary kp=10:200 --vary target_deg=-60:60 \\
       --search grid --samples 36          # a 6 x 6 map of where it passes
 Writes DIR/samples.csv (one row per run: its parameters, verdict and every numeric metric),
