@@ -24,7 +24,7 @@ def tune_engine(args) -> dict:
 
         raise ParameterError("--workers is for local runs; a Dask cluster's size is set by its workers")
     return {"workers": args.workers or os.cpu_count() or 1, "scheduler": args.scheduler,
-            "progress": sys.stderr.isatty() and not args.no_progress}
+            "progress": arguments.progress(args.no_progress)}
 
 
 @contextlib.contextmanager
@@ -163,7 +163,8 @@ def add_engine_options(p: argparse.ArgumentParser, out: Path | None, name: str) 
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
     p.add_argument("--out", type=arguments.out_dir, default=out, metavar="DIR",
                    help=f"output folder; rerun to resume (default results/{name})")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (on a terminal) nor a line per finished batch of runs (elsewhere)")
 
 
 def _cmd_tune_experiment(args) -> int:

@@ -182,7 +182,7 @@ class TuneResult(sweep_run.SweepResult):
 def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = None, constraints: Sequence[str] = (),
          search: str = "lhs", sampler: str = "gp", samples: int = 32, seed: int = 0, fixed: dict | None = None,
          short: bool = False, sources: tuple[str, ...] | list[str] = (), workers: int = 1,
-         scheduler: str | None = None, progress: bool = False, plots: bool = True,
+         scheduler: str | None = None, progress: sweep_run.Progress = False, plots: bool = True,
          timeout: float | None = None, vary_from: str | Path | None = None, plan: list | Callable | None = None,
          options: dict | None = None, batch: bool = True) -> TuneResult:
     """Sweep, search or map experiment ``name`` into ``out``.
@@ -202,7 +202,8 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
       seed: seed of the plan or the sampler, and the experiment's seed.
       fixed: other parameters as ``--set`` takes them (name -> text).
       short, plots: the experiments' reduced runs; draw the plots.
-      sources, workers, scheduler, progress: as ``crossdyn run``'s and the sweep engine's.
+      sources, workers, scheduler: as ``crossdyn run``'s and the sweep engine's.
+      progress: a progress bar (True), or a function given a line per finished batch of runs.
       timeout: each run's time limit, s: a run over it is recorded ``timed out``.
       vary_from: an ``identified.json``: every run's model gets the identified parameters drawn
         within their intervals; the experiment must take an ``mjcf`` parameter.
@@ -249,7 +250,7 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
 
 
 def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search: str, sampler: str, samples: int,
-          seed: int, minimize: str | None, workers: int, scheduler: str | None, progress: bool,
+          seed: int, minimize: str | None, workers: int, scheduler: str | None, progress: sweep_run.Progress,
           plots: bool, timeout: float | None) -> TuneResult:
     """:func:`tune` once its arguments are checked and ``out`` is its own."""
     csv_path = out / "samples.csv"
