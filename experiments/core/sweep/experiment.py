@@ -168,7 +168,8 @@ def best_row(rows: list[dict], minimize: str, constraints: list[tuple[str, str, 
 @dataclass
 class TuneResult(sweep_run.SweepResult):
     """A :class:`~crossdyn.experiments.core.sweep.run.SweepResult` with what was tuned: the tune's arguments,
-    the ``files`` written besides the table, and with ``--vary-from`` the ``model_columns`` and ``notes``."""
+    the ``files`` written besides the table, the experiment's declared metric ``tolerances`` (what variation
+    is round-off), and with ``--vary-from`` the ``model_columns`` and ``notes``."""
 
     experiment: str = ""
     minimize: str | None = None
@@ -177,6 +178,7 @@ class TuneResult(sweep_run.SweepResult):
     files: list[str] = field(default_factory=list)
     model_columns: list[str] = field(default_factory=list)
     notes: tuple[str, ...] = ()
+    tolerances: dict = field(default_factory=dict)
 
 
 def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = None, constraints: Sequence[str] = (),
@@ -282,7 +284,8 @@ def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search
     computed += ran_defaults  # the table already held the defaults' row when the plan ran
     result = TuneResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path,
                         experiment=name, minimize=minimize, constraints=plan_.limits, space=plan_.space,
-                        model_columns=plan_.model_columns, notes=plan_.notes)
+                        model_columns=plan_.model_columns, notes=plan_.notes,
+                        tolerances=dict(plan_.experiment.tolerances))
     result.best = best_row(rows, minimize, plan_.limits) if minimize else None
     _write_best(out, result, plan_.fixed, search, sampler, seed)
     if plots:
