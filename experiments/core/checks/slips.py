@@ -194,15 +194,21 @@ def _half_turn_axes(model: mujoco.MjModel, b: int) -> list[np.ndarray]:
     return axes
 
 
+def _explained(model, work, truth, q, user, tol, field: str, index: int, value) -> bool:
+    """Whether the model with ``field[index]`` written ``value`` (on the working copy, restored after) gives
+    the user's values."""
+    getattr(work, field)[index] = value
+    try:
+        return _matches(truth(work, q, np.ones(model.nv)), user, tol)
+    finally:
+        _restore(work, model)
+
+
 def _half_turn(model, work, truth, q, user, tol, b: int, axis: np.ndarray) -> Slip | None:
     R0 = quat_to_matrix(np.asarray(model.body_quat[b], dtype=float))
     quat = matrix_to_quat(R0 @ _rotvec(np.pi * axis))
-    work.body_quat[b] = quat
-    try:
-        if not _matches(truth(work, q, np.ones(model.nv)), user, tol):
-            return None
-    finally:
-        _restore(work, model)
+    if not _explained(model, work, truth, q, user, tol, "body_quat", b, quat):
+        return None
     return Slip(f"body {body_name(model, b)!r}: quat {vector(quat)} where the model has {vector(model.body_quat[b])} "
                 f"(turned by a further 180 deg about [{vector(axis)}] in its own frame)", 0)
 
@@ -229,12 +235,8 @@ def _other_way(model, work, truth, q, user, tol, joints: list[int]) -> Slip | No
 
 def _ref_left_out(model, work, truth, q, user, tol, j: int) -> Slip | None:
     adr = int(model.jnt_qposadr[j])
-    work.qpos0[adr] = 0.0
-    try:
-        if not _matches(truth(work, q, np.ones(model.nv)), user, tol):
-            return None
-    finally:
-        _restore(work, model)
+    if not _explained(model, work, truth, q, user, tol, "qpos0", adr, 0.0):
+        return None
     ref = float(model.qpos0[adr])
     unit = f" ({np.degrees(ref):.4g} deg)" if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE) else " m"
     return Slip(f"joint {joint_name(model, j)!r}: ref {ref:.6g}{unit} left out (MuJoCo measures the joint's "
@@ -242,12 +244,8 @@ def _ref_left_out(model, work, truth, q, user, tol, j: int) -> Slip | None:
 
 
 def _quat_left_out(model, work, truth, q, user, tol, b: int) -> Slip | None:
-    work.body_quat[b] = [1.0, 0.0, 0.0, 0.0]
-    try:
-        if not _matches(truth(work, q, np.ones(model.nv)), user, tol):
-            return None
-    finally:
-        _restore(work, model)
+    if not _explained(model, work, truth, q, user, tol, "body_quat", b, [1.0, 0.0, 0.0, 0.0]):
+        return None
     return Slip(f"body {body_name(model, b)!r}: its quat left out (the model turns it by "
                 f"{_angle_axis(model.body_quat[b])} against its parent, quat {vector(model.body_quat[b])})", 0)
 
