@@ -498,9 +498,10 @@ def _probe(unit: int, variables: list[tuple[str, str, int, str | None]]) -> str:
         element = name + "[0]" * dims
         values.append(f"__extension__ _Generic(({element}), {codes}, default: 0)")
         values += [f"(long long)sizeof({name}{'[0]' * level})" for level in range(dims + 1)]
-    return (f"/* crossdyn: what the compiler makes of the file-scope variables above (generated). */\n"
-            f"__extension__ __attribute__((visibility(\"default\"))) const long long crossdyn_probe{unit}[] = "
-            f"{{{', '.join(values)}}};")
+    name = f"__attribute__((visibility(\"default\"))) const long long crossdyn_probe{unit}[]"
+    return (f"/* crossdyn: what the compiler makes of the file-scope variables above (generated; declared first,\n"
+            f"   for a user's -Wmissing-variable-declarations -Werror). */\n"
+            f"__extension__ extern {name};\n__extension__ {name} = {{{', '.join(values)}}};")
 
 
 def _answers(library: Path, found: list[tuple[str, list]]) -> dict[str, _Global]:
