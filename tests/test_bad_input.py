@@ -16,6 +16,7 @@ with the reason on one line, never an internal error.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -134,6 +135,29 @@ BAD_ARCHIVES = {
     "log_2d.npz": {"time": np.arange(30) * 0.001, "qpos:shoulder": np.zeros((30, 2))},
 }
 
+
+
+def _npz_bytes(**arrays) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def _npy_bytes(array) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+_GOOD_NPZ = _npz_bytes(time=np.arange(30) * 0.001, **{"qpos:shoulder": np.zeros(30)})
+# .npz logs damaged as files get damaged: a .npy renamed, a copy cut short, a member's bytes changed.
+DAMAGED_ARCHIVES = {
+    "log_npy_renamed.npz": _npy_bytes(np.zeros((30, 2))),
+    "log_truncated.npz": _GOOD_NPZ[: len(_GOOD_NPZ) // 2],
+    "log_bad_member.npz": _GOOD_NPZ.replace(np.zeros(30).tobytes()[:64], b"\x01" * 64, 1),
+    "log_not_zip.npz": b"time,qpos:shoulder\n0,0\n",
+}
+
 # Folders where a command writes a file (issue 15 #3: a samples.csv that is a directory).
 BAD_FOLDERS = ("sweep/samples.csv", "map/robustness.csv", "runs/two-link-lagrange/metrics.json")
 
@@ -175,6 +199,11 @@ BAD_FILES.update({
     "log_bad_kind.csv": _arm_log(header="time,ctrl:shoulder_motor,torque:shoulder,qpos:elbow"),
     "log_commands_only.csv": "time,ctrl:shoulder_motor\n" + "".join(f"{i * 0.001:.3f},0.1\n" for i in range(30)),
     "log_unknown_motor.csv": _arm_log(header="time,ctrl:shoulder,qpos:shoulder,qpos:elbow"),
+    # a 30 ms log stamped in milliseconds and one stamped in microseconds: refused at once, by their time step
+    "log_ms.csv": _arm_log(edit=lambda lines: lines.__setitem__(
+        slice(1, None), [f"{i}{line[line.index(','):]}" for i, line in enumerate(lines[1:])])),
+    "log_us.csv": _arm_log(edit=lambda lines: lines.__setitem__(
+        slice(1, None), [f"{1000 * i}{line[line.index(','):]}" for i, line in enumerate(lines[1:])])),
     # commands of 1e30 N m: no arm's log; the rollout from its state diverges
     "log_diverges.csv": _arm_log(edit=lambda lines: lines.__setitem__(
         slice(1, None), [line.replace(",0.1,", ",1e30,") for line in lines[1:]])),
@@ -540,6 +569,14 @@ CASES = [
     (identify_log("log_lengths.npz"), "the arrays have different lengths"),
     (identify_log("log_nan.npz"), "sample 10, column 'qpos:shoulder' is nan"),
     (identify_log("log_2d.npz"), "each column is a 1-D array"),
+    (identify_log("log_npy_renamed.npz"), "not a readable .npz log (it holds one array, not an archive"),
+    (identify_log("log_truncated.npz"), "not a readable .npz log"),
+    (identify_log("log_bad_member.npz"), "not a readable .npz log"),
+    (identify_log("log_not_zip.npz"), "not a readable .npz log"),
+    (identify_log("log_ms.csv"), "its time column steps by 1 per sample: that is milliseconds (0.001 s a sample), "
+                                 "not seconds; give time in seconds (divide the column by 1000)"),
+    (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_us.csv"],
+     "steps by 1000 per sample: that is microseconds (0.001 s a sample)"),
     (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--validate", "{tmp}/log_nan.csv",
       "--fit", "delay"], "is nan"),
     (["identify", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--fit", "joint:elbw:damping"],
@@ -611,6 +648,8 @@ def bad_files(tmp_path_factory) -> Path:
         np.save(folder / name, array)
     for name, arrays in BAD_ARCHIVES.items():
         np.savez(folder / name, **arrays)
+    for name, data in DAMAGED_ARCHIVES.items():
+        (folder / name).write_bytes(data)
     for name in BAD_FOLDERS:
         (folder / name).mkdir(parents=True)
     return folder

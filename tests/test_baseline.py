@@ -11,6 +11,7 @@ import json
 import math
 import re
 
+import numpy as np
 import pytest
 
 from crossdyn.experiments.core import baseline
@@ -141,7 +142,8 @@ def test_booleans_and_text_are_compared_exactly():
 
 
 @pytest.mark.parametrize("returned, metric", [({"x": "inf"}, "x"), ({"a": [{"name": "q1", "b": "-inf"}]}, "a[0].b"),
-                                              ({"a": {"b": "nan"}}, "a.b")])
+                                              ({"a": {"b": "nan"}}, "a.b"),
+                                              ({"a": np.array(["1", "inf"])}, "a[1]")])  # texts in an array
 def test_a_text_metric_that_reads_as_a_number_is_refused(returned, metric):
     """Stored, the text "inf" is the number inf: a metric going from one to the other would pass (issue 36)."""
     from crossdyn.experiments.core.results import check_metrics

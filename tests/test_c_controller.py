@@ -9,6 +9,7 @@ Compiled libraries go to a scratch cache (XDG_CACHE_HOME), never the user's.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -364,3 +365,95 @@ def test_where_the_compiled_loop_cannot_be_built_the_python_loop_runs_the_same(s
     finally:
         c_loop.available.cache_clear()
     assert np.array_equal(compiled.qpos, fallback.qpos) and np.array_equal(compiled.ctrl, fallback.ctrl)
+
+
+COUNTER = """\
+/* A call counter in static storage: each run's commands are 1, 2, 3 ... */
+static int calls;
+
+void step(double t, const double *qpos, const double *qvel, double *ctrl)
+{
+    (void)t; (void)qpos; (void)qvel;
+    ctrl[0] = 1e-3 * ++calls;
+}
+"""
+
+
+def test_one_c_controller_for_several_runs_of_a_batch_gives_each_its_own_copy(tmp_path):
+    from crossdyn.experiments import simulate_batch
+
+    (tmp_path / "counter.c").write_text(COUNTER)
+    c = CController(tmp_path / "counter.c", "step")
+    traces = simulate_batch(load_model("cart_pole"), [c, c, c], 0.006, keyframe="upright")
+    expected = 1e-3 * np.arange(1, traces[0].command.shape[0] + 1)
+    for trace in traces:  # each run counts 1, 2, 3 (they once shared one copy: 1, 4, 7 in the first)
+        assert np.array_equal(trace.command[:, 0], expected), trace.command[:, 0]
+    assert np.array_equal(simulate(load_model("cart_pole"), c, 0.006, keyframe="upright").command[:, 0], expected)
+
+
+TYPES = """\
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#define NJ 3
+
+char c = 7; signed char sc = -7; unsigned char uc = 250;
+short s = -300; unsigned short us = 60000; short int si = 1; unsigned short int usi = 2;
+int i = -70000; unsigned u = 4000000000u; signed sg = -3;
+long l = -5; unsigned long ul = 5; long long ll = -6; unsigned long long ull = 18446744073709551615ull;
+bool b = true; float f = 0.1f; double d = 0.1; long double ld = 0.25L;
+size_t n = 4; ptrdiff_t pd = -4; intmax_t im = -8; uintptr_t up = 8;
+int8_t i8 = -100; uint8_t u8 = 200; int16_t i16 = -1; uint16_t u16 = 1; int32_t i32 = -1; uint32_t u32 = 1;
+int64_t i64 = -1; uint64_t u64 = 1; int_least8_t il8 = 1; uint_fast16_t uf16 = 1;
+float K[NJ][2 * NJ] = {{1, 2, 3, 4, 5, 6}};
+double w[sizeof(int) * 2];
+int z[] = {1, 2, 3};
+#if 0
+double not_compiled = 1.0;
+#endif
+
+void step(double t, const double *qpos, const double *qvel, double *ctrl)
+{
+    (void)t; (void)qpos; (void)qvel;
+    ctrl[0] = (double)us + (double)i8 + (double)K[2][5] + (double)ld;
+}
+"""
+
+
+def test_every_c_type_is_a_parameter_held_as_the_chip_holds_it(tmp_path):
+    """Every integer and floating type of C and <stdint.h>, arrays sized by any constant expression, their
+    ranges enforced with one line naming the global, its type and its range."""
+    source = tmp_path / "types.c"
+    source.write_text(TYPES)
+    c = CController(source, "step")
+    names = {"c", "sc", "uc", "s", "us", "si", "usi", "i", "u", "sg", "l", "ul", "ll", "ull", "b", "f", "d", "ld",
+             "n", "pd", "im", "up", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "il8", "uf16", "K", "w",
+             "z"}
+    assert set(c.params) == names  # what the compiler compiles: not the global under #if 0
+    assert (c.params["uc"], c.params["us"], c.params["u"], c.params["ull"]) == (250, 60000, 4000000000, 2**64 - 1)
+    assert (c.params["c"], c.params["b"], c.params["ld"], c.params["n"], c.params["i8"]) == (7, True, 0.25, 4, -100)
+    assert c.params["f"] == float(np.float32(0.1)) and c.params["d"] == 0.1  # each as its type holds 0.1
+    assert (c.params["K"].shape, c.params["w"].shape, c.params["z"].tolist()) == ((3, 6), (2 * 4, ), [1, 2, 3])
+    for name, value, words in (("us", 70000, "an unsigned short, 0 to 65,535; got 70,000, outside its range"),
+                               ("i8", 200, "an int8_t, -128 to 127; got 200"),
+                               ("u8", -1, "a uint8_t, 0 to 255; got -1"),
+                               ("sc", 128, "a signed char, -128 to 127; got 128"), ("b", 2, "a _Bool, 0 to 1; got 2"),
+                               ("f", 1e39, "a float, finite, within +-3.40282e+38; got 1e+39"),
+                               ("K", np.full((3, 6), 1e39), "a float, finite, within +-3.40282e+38; got 1e+39")):
+        with pytest.raises(ParameterError, match=re.escape(f"global {name} of {source} is {words}")):
+            c.params[name] = value
+    c.params["us"], c.params["i8"], c.params["ld"] = 65535, -128, 0.5  # the ends of their ranges reach the chip
+    K = c.params["K"]
+    K[2, 5] = 0.25
+    c.params["K"] = K
+    trace = simulate(load_model("cart_pole"), c, 0.004)
+    assert trace.command[0, 0] == 65535 - 128 + 0.25 + 0.5
+
+
+def test_a_source_path_may_hold_any_character(tmp_path):
+    """A quote, a backslash, a dollar sign or a space in a folder's name is the user's business: it compiles."""
+    folder = tmp_path / 'a "quoted" \\ $HOME folder'
+    folder.mkdir()
+    (folder / "counter.c").write_text(COUNTER)
+    c = CController(folder / "counter.c", "step")
+    assert simulate(load_model("cart_pole"), c, 0.004).command[0, 0] == 1e-3

@@ -237,6 +237,20 @@ def test_baseline_nan_matches_only_nan(baseline):
         baseline().check({"x": np.nan, "y": -np.inf})
 
 
+def test_a_baselines_type_is_part_of_the_comparison(baseline):
+    """The number inf is stored as a number (JSON's Infinity); a file holding the text "inf" where the test
+    now measures the number inf fails (once they were one stored value, and it passed)."""
+    b = baseline(regen=True)
+    b.check({"y": float("inf"), "z": float("nan"), "w": "fell"})
+    text = b.path.read_text()
+    assert '"y": Infinity' in text and '"z": NaN' in text and '"w": "fell"' in text
+    baseline().check({"y": np.inf, "z": np.nan, "w": "fell"})
+    b.path.write_text(json.dumps({"test": b.node.nodeid, "metrics": {"y": "inf", "z": "nan", "w": "fell"}}))
+    with pytest.raises(AssertionError, match=r"changed y: baseline 'inf', now inf \(compared exactly\) \(a number "
+                                             r"stored as text"):
+        baseline().check({"y": np.inf, "z": np.nan, "w": "fell"})
+
+
 @pytest.mark.parametrize("metrics, tolerances, error, phrase", [
     ([1.0], None, TypeError, "takes a dict of metrics, got list"),
     ({"a": object()}, None, TypeError, "metric 'a' is a object"),
@@ -268,8 +282,11 @@ def test_baseline_file_names_stay_in_the_test_files_folder():
     for name in ("test_a[../../etc/passwd]", "test_a[a/b\\c:d e'f]", "test_" + "x" * 300):
         path = baseline_file(test_file, name)
         assert path.parent == Path("tests/test_x") and len(path.name) <= 125, path
-    assert baseline_file(test_file, "test_a[../../etc/passwd]").name == "test_a[..%2F..%2Fetc%2Fpasswd].json"
-    assert baseline_file(test_file, "test_a[1.5-x]", "TestArm").name == "TestArm.test_a[1.5-x].json"
+    assert re.fullmatch(r"test_a\[\.\.%2F\.\.%2Fetc%2Fpasswd\]-[0-9a-f]{12}\.json",
+                        baseline_file(test_file, "test_a[../../etc/passwd]").name)
+    assert re.fullmatch(r"TestArm\.test_a\[1\.5-x\]-[0-9a-f]{12}\.json",
+                        baseline_file(test_file, "test_a[1.5-x]", "TestArm").name)
+    assert baseline_file(test_file, "test_swing[1.5-x]").name == "test_swing[1.5-x].json"  # plain: as it is
     long = baseline_file(test_file, "test_" + "x" * 300)
     assert long != baseline_file(test_file, "test_" + "x" * 301) and long.stem.startswith("test_xxx")
 
@@ -283,7 +300,13 @@ def test_baseline_file_names_never_collide():
     names += [baseline_file(test_file, "test_x", cls) for cls in ("TestA.Inner", "TestB.Inner", "Inner", None)]
     long = "test_" + "y" * 300
     names += [baseline_file(test_file, long, cls) for cls in ("TestA", "TestB")]
-    assert len(set(names)) == len(names), names
+    # Names a case-insensitive disk (macOS's, Windows') cannot tell apart, and a plain name that ends as a
+    # hashed one does.
+    names += [baseline_file(test_file, f"test_a[{id_}]") for id_ in ("A", "a", "Ä", "ä")]
+    names += [baseline_file(test_file, "test_x", cls) for cls in ("TestArm", "Testarm", "TESTARM")]
+    hashed = baseline_file(test_file, "test_a[a b]").stem
+    names += [baseline_file(test_file, hashed)]
+    assert len({name.name.casefold() for name in names}) == len(names), names
 
 
 def test_nested_classes_keep_their_own_baselines(tmp_path):

@@ -14,6 +14,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,7 +35,8 @@ def test_workers_match_a_serial_run(tmp_path, capsys):
     tables = {}
     for workers in ("1", "2"):
         assert main(["run", *PARALLEL, "--short", "--workers", workers, "--out", str(tmp_path / workers)]) == 0
-        tables[workers] = capsys.readouterr().out.replace(str(tmp_path / workers), "OUT")
+        printed = capsys.readouterr().out.replace(str(tmp_path / workers), "OUT")
+        tables[workers] = re.sub(r"^\[\d+/\d+\] .*\n", "", printed, flags=re.M)  # progress, in finishing order
     for name in PARALLEL:
         serial, parallel = ((tmp_path / run / name / "metrics.json").read_bytes() for run in ("1", "2"))
         assert serial == parallel, name
@@ -238,3 +240,19 @@ def test_results_flow_one_way(tmp_path, monkeypatch, capsys):
     rows = json.loads((out / "summary.json").read_text())
     assert rows[0]["files"] == ["two-link-lagrange/term_errors.png"]
     assert rows[0]["baseline"]["headline"] == "no drift"
+
+
+def test_a_line_per_finished_experiment_off_a_terminal_and_a_bar_on_one(tmp_path, capsys, monkeypatch):
+    """Printing to a CI log, ``crossdyn run`` says each experiment as it finishes; on a terminal, a bar instead."""
+    names = ["two-link-lagrange", "rnea-two-link-arm"]
+    assert main(["run", *names, "--short", "--out", str(tmp_path / "log")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    lines = [re.sub(r"\(\d+\.\d s\)$", "(T)", line) for line in printed if line.startswith("[")]
+    assert lines == ["[1/2] two-link-lagrange: pass (T)", "[2/2] rnea-two-link-arm: pass (T)"], printed
+    assert printed.index(next(p for p in printed if p.startswith("[2/2]"))) < printed.index(
+        next(p for p in printed if p.startswith("experiment ")))  # as they finish, before the summary
+    for stream in (sys.stdout, sys.stderr):
+        monkeypatch.setattr(stream, "isatty", lambda: True)
+    assert main(["run", *names, "--short", "--out", str(tmp_path / "terminal")]) == 0
+    shown = capsys.readouterr()
+    assert not [line for line in shown.out.splitlines() if line.startswith("[")] and "experiments" in shown.err

@@ -59,3 +59,34 @@ def test_tune_rows_are_the_same_batched_or_one_run_at_a_time(tmp_path):
 def test_batched_needs_a_registered_experiment():
     with pytest.raises(ParameterError, match="register it first"):
         registry.batched("no-such-experiment")(lambda contexts: [])
+
+
+CRASHY = '''\
+import ctypes
+
+from crossdyn.experiments.core.registry import Param, batched, experiment
+
+
+@experiment("crashy", summary="a run that segfaults at x = 5", expected="x back",
+            params={"x": Param(0.0, "where it runs", 0.0, 10.0)})
+def crashy(ctx):
+    if ctx.params["x"] == 5.0:
+        ctypes.string_at(0)  # reads address 0: SIGSEGV, alone or in a batch
+    return {"passed": True, "measured": f"x {ctx.params['x']:g}", "x_back": float(ctx.params["x"])}
+
+
+@batched("crashy")
+def crashy_batch(contexts):
+    return [crashy(ctx) for ctx in contexts]
+'''
+
+
+def test_a_crash_in_a_batch_costs_that_run_only(tmp_path):
+    """A grid of 11 runs in batches of 6: the run at x = 5 segfaults; the 5 others of its batch keep their rows."""
+    (tmp_path / "crashy.py").write_text(CRASHY)
+    result = tune("crashy", tmp_path / "out", vary=["x=0:10"], search="grid", samples=11, workers=1, plots=False,
+                  sources=(str(tmp_path / "crashy.py"),))
+    outcomes = {float(row["x"]): row["outcome"] for row in result.rows[1:]}
+    assert len(outcomes) == 11 and outcomes.pop(5.0) == "crashed", result.rows
+    assert set(outcomes.values()) == {"pass"}, outcomes  # each run of the crashed batch, run again, has its own row
+    assert all(float(row["x_back"]) == float(row["x"]) for row in result.rows if row["outcome"] == "pass")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import textwrap
 
 import pytest
@@ -277,3 +278,18 @@ def test_two_tunes_at_once_into_one_out_one_is_refused(tmp_path):
     refused = next(err for code, _, err in results if code == 2)
     assert refused.count("\n") == 1 and "is in use by another tune" in refused, refused
     assert len(_rows(out / "samples.csv")) == 3
+
+
+def test_a_line_per_finished_batch_off_a_terminal(tmp_path, capsys):
+    """Printing to a CI log, ``crossdyn tune`` says each batch of runs as it finishes (4 runs in 2 batches)."""
+    assert main(["tune", "cart-pole-lqr", "--vary", "q_angle=1:1000:log", "--vary", "r=0.000001:1:log", "--search",
+                 "grid", "--samples", "4", "--short", "--workers", "1", "--out", str(tmp_path / "grid")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    lines = [line for line in printed if line.startswith("tune cart-pole-lqr: ") and " runs, " in line]
+    failed = sum(row["outcome"] != "pass" for row in _rows(tmp_path / "grid" / "samples.csv"))
+    assert len(lines) == 2 and re.fullmatch(r"tune cart-pole-lqr: 3/5 runs, \d failed", lines[0]), printed
+    assert lines[1] == f"tune cart-pole-lqr: 5/5 runs, {failed} failed" and failed > 0, printed  # the defaults' too
+    assert main(["tune", "cart-pole-lqr", "--vary", "q_angle=1:1000:log", "--vary", "r=0.000001:1:log", "--search",
+                 "grid", "--samples", "4", "--short", "--workers", "1", "--out", str(tmp_path / "grid"),
+                 "--no-progress"]) == 0  # resumed, and asked for no progress: no line
+    assert not [line for line in capsys.readouterr().out.splitlines() if " runs, " in line]

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard
 
+import numpy as np
+
 from crossdyn.experiments.core.errors import ParameterError
 
 __all__ = ["Tolerance", "DEFAULT_TOLERANCE", "DEFAULT_RTOL", "DEFAULT_ATOL", "Drift", "Comparison",
@@ -105,6 +107,8 @@ def refuse_numeric_text(metrics, where: str = "") -> None:
                          if not (key == "name" and prefix.endswith("]")))
         elif isinstance(value, (list, tuple)):
             stack.extend((f"{prefix}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, np.ndarray):  # stored as its list: an array of texts holds texts too
+            stack.append((prefix, value.tolist()))
         elif isinstance(value, str) and value in NON_FINITE_TEXTS:
             raise ParameterError(f"{where}metric {prefix!r} is the text {value!r}, which a stored baseline cannot "
                                  f"tell from the number {value}; return float({value!r}) or another text")

@@ -19,6 +19,7 @@ not attribute MuJoCo's text).
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -27,6 +28,7 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
+from crossdyn.experiments.core.c_controller import CController
 from crossdyn.experiments.core.errors import ParameterError, StateError
 from crossdyn.experiments.core.imperfections import Bound, Imperfection, bind
 from crossdyn.experiments.core.loop import (
@@ -403,17 +405,25 @@ class _StackedSwitch:
 
 
 class _PerSimulation:
-    """One controller per simulation, each called as ``simulate`` calls it, on its own simulation's view."""
+    """One controller per simulation, each called as ``simulate`` calls it, on its own simulation's view.
+
+    A C controller given for several simulations runs in each on a copy of its own (its globals and
+    statics apart), as each of several ``simulate`` runs loads a fresh copy of its library.
+    """
 
     def __init__(self, controllers: list, run: _BatchRun):
         if len(controllers) != run.n:
             raise ParameterError(f"{len(controllers)} controllers for {run.n} simulations")
         self.run = run
         self.direct, self.calls, self.obs, self.commands = [], [], [], []
+        seen: set[int] = set()
         for k, (controller, bound) in enumerate(zip(controllers, run.bounds, strict=True)):
             if not callable(controller) and not hasattr(controller, "write_command"):
                 raise ParameterError(f"controller {k} must be a function (t, obs) -> controls, got "
                                      f"{type(controller).__name__}")
+            if isinstance(controller, CController) and id(controller) in seen:
+                controller = copy.copy(controller)
+            seen.add(id(controller))
             start = getattr(controller, "start", None)
             if start is not None:
                 start(bound.model, run.datas[k])

@@ -12,13 +12,18 @@ The sources are compiled once per content into a shared library kept in
 of the declared types (a ``float`` signature runs in float, as on a
 microcontroller), calls the user's step function and checks its ``ctrl`` is
 finite.  Every run loads a fresh copy of the library, so its globals and statics
-start from their initial values.  A crash or hang in C ends the calling process:
-``crossdyn run`` and ``tune`` run experiments in worker processes for that.
+start from their initial values.  The globals are what the compiler says they are:
+the preprocessed sources name them, and a probe compiled with each source gives
+each one's type and array sizes (``sizeof``, ``_Generic``), so a value is checked
+against the range of the type the chip holds it in.  A crash or hang in C ends the
+calling process: ``crossdyn run`` and ``tune`` run experiments in worker processes
+for that.
 """
 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import hashlib
 import json
@@ -44,7 +49,7 @@ from crossdyn.experiments.core.registry import Param
 __all__ = ["CController", "CParams", "CompileError", "cache_dir", "compiler"]
 
 # The shim and the flags every build uses; bumped when the shim's text or the build changes.
-_BUILD_VERSION = 4
+_BUILD_VERSION = 5
 # -O2 without -ffast-math: IEEE arithmetic as written, so a double controller matches NumPy's to round-off.
 BASE_FLAGS = ("-O2", "-fPIC")
 COMPILE_TIMEOUT_S = 120.0  # a build that takes longer is stuck (a runaway include or macro)
@@ -87,9 +92,6 @@ def cache_dir() -> Path:
         return Path(os.environ["CROSSDYN_C_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "crossdyn" / "c"
-
-
-_SCALARS = ("float", "double")
 
 
 @dataclass(frozen=True)
@@ -183,12 +185,13 @@ _DIAGNOSTIC = re.compile(r"^(?P<file>[^\n:]+):(?P<line>\d+):(?:\d+:)?\s*(?:fatal
 
 
 def _build(sources: list[Path], shim: str, declarations: str, include_dirs: list[Path], defines: list[str],
-           flags: list[str], names: Mapping[str, str]) -> Path:
-    """The shared library for these sources and flags: from the cache, or compiled into it.
+           flags: list[str], names: Mapping[str, str]) -> tuple[Path, dict[str, _Global]]:
+    """The shared library for these sources and flags, and their globals: from the cache, or compiled into it.
 
-    Each source is compiled once more with the shim's ``declarations`` appended, so a
-    definition of other types (a step in double declared as float) is a compile error,
-    not a call with garbage.
+    Each source is compiled in a unit of its own: the source (``-include``, so its path may hold any
+    character), then what the compiler makes of its file-scope variables (:func:`_probe`), then the
+    shim's ``declarations``, so a definition of other types (a step in double declared as float) is
+    a compile error, not a call with garbage.
 
     Raises:
       CompileError: no compiler, the sources do not compile or link, or they define the
@@ -202,30 +205,54 @@ def _build(sources: list[Path], shim: str, declarations: str, include_dirs: list
                  "platform": sys.platform}
     key = hashlib.sha256(json.dumps(key_parts, sort_keys=True).encode()).hexdigest()[:32]
     folder = cache_dir()
-    library = folder / f"{key}.so"
-    if library.is_file():
-        return library
+    library, table = folder / f"{key}.so", folder / f"{key}.json"
+    if library.is_file() and table.is_file():
+        return library, _read_globals(table)
+    user = [*flags, *(f"-D{d}" for d in defines), *(f"-I{d}" for d in include_dirs)]
     with tempfile.TemporaryDirectory(prefix="crossdyn-cc-") as tmp:
         shim_c, shim_o, out = Path(tmp) / "crossdyn_shim.c", Path(tmp) / "crossdyn_shim.o", Path(tmp) / "lib.so"
         shim_c.write_text(shim)
         # The shim on its own, with crossdyn's flags: a user's -ffast-math cannot drop its finite check.
         _compile([cc, *BASE_FLAGS, "-c", str(shim_c), "-o", str(shim_o)], names)
+        objects, found = [str(shim_o)], []
+        for k, source in enumerate(sources):
+            # The variables the compiler sees (after the preprocessor: #if, macros), in the user's files only.
+            text = _compile([cc, *BASE_FLAGS, *user, "-E", str(source)], names)
+            variables = [v for statement in _file_scope(_own_text(text)) for v in _variables(statement)]
+            unit, obj = Path(tmp) / f"crossdyn_unit{k}.c", Path(tmp) / f"crossdyn_unit{k}.o"
+            compile_unit = [cc, *BASE_FLAGS, *user, "-include", str(source), "-c", str(unit), "-o", str(obj)]
+            unit.write_text(f"{_probe(k, variables)}\n{declarations}\n")
+            try:
+                _compile(compile_unit, names)
+            except CompileError as exc:
+                _unit_failed(exc, compile_unit, unit, declarations, names[str(source)], names)
+                variables = [(*v[:3], f"crossdyn could not ask the compiler about it ({exc})") for v in variables]
+            found.append((names[str(source)], variables))
+            objects.append(str(obj))
         # -Bsymbolic: the library's calls and globals bind to its own definitions, never to a process-wide
         # symbol of the same name (glibc exports a legacy step(), which a user's step() would otherwise lose to).
         link = ["-Wl,--no-undefined", "-Wl,-Bsymbolic"] if sys.platform.startswith("linux") else []
-        user = [*flags, *(f"-D{d}" for d in defines), *(f"-I{d}" for d in include_dirs)]
-        _compile([cc, *BASE_FLAGS, *user, "-shared", *map(str, sources), str(shim_o), "-o", str(out), *link, "-lm"],
-                 names)
-        for k, source in enumerate(sources):
-            check = Path(tmp) / f"crossdyn_check{k}.c"
-            check.write_text(f'#include "{source}"\n{declarations}\n')
-            try:
-                _compile([cc, *BASE_FLAGS, *user, "-fsyntax-only", str(check)], names)
-            except CompileError as exc:
-                raise CompileError(f"{names[str(source)]}: its definition does not match the declared "
-                                   f"'{declarations}' ({str(exc).split(': ', 1)[-1]})") from None
+        _compile([cc, *BASE_FLAGS, *flags, "-shared", *objects, "-o", str(out), *link, "-lm"], names)
         store(out, library)
-    return library
+        globals_ = _answers(library, found)
+        answers = Path(tmp) / "globals.json"
+        answers.write_text(json.dumps([dataclasses.asdict(g) for g in globals_.values()]))
+        store(answers, table)
+    return library, globals_
+
+
+def _unit_failed(exc: CompileError, command: list[str], unit: Path, declarations: str, source: str,
+                 names: Mapping[str, str]) -> None:
+    """Say why a source's unit did not compile: the source's own error, or its definition against the
+    ``declarations``; return (the probe alone failed) after compiling the unit without it."""
+    unit.write_text("")
+    _compile(command, names)  # the source alone: its own error, raised as the compiler words it
+    unit.write_text(f"{declarations}\n")
+    try:
+        _compile(command, names)
+    except CompileError as mismatch:
+        raise CompileError(f"{source}: its definition does not match the declared '{declarations}' "
+                           f"({str(mismatch).split(': ', 1)[-1]})") from None
 
 
 def store(built: Path, library: Path) -> None:
@@ -248,10 +275,10 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _compile(command: list[str], names: Mapping[str, str]) -> None:
+def _compile(command: list[str], names: Mapping[str, str]) -> str:
     try:
         # The C locale: the compiler's messages in plain ASCII quotes, as the one-line error shows them.
-        done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+        done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S,
                               env={**os.environ, "LC_ALL": "C"})
     except subprocess.TimeoutExpired:
         raise CompileError(f"the C compiler did not finish in {COMPILE_TIMEOUT_S:g} s") from None
@@ -259,6 +286,7 @@ def _compile(command: list[str], names: Mapping[str, str]) -> None:
         raise CompileError(f"the C compiler {command[0]} does not run: {exc.strerror}") from None
     if done.returncode != 0:
         raise CompileError(_first_error(done.stderr or done.stdout, names))
+    return done.stdout
 
 
 def _first_error(text: str, names: Mapping[str, str]) -> str:
@@ -278,50 +306,62 @@ def _first_error(text: str, names: Mapping[str, str]) -> str:
     return f"C compile failed: {shown}"
 
 
-# C types a parameter may have -> ctypes type.
-_CTYPES: dict[str, Any] = {
-    "double": ctypes.c_double, "float": ctypes.c_float, "int": ctypes.c_int, "long": ctypes.c_long,
-    "short": ctypes.c_short, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint,
-    "unsigned long": ctypes.c_ulong, "unsigned short": ctypes.c_ushort, "_Bool": ctypes.c_bool, "bool": ctypes.c_bool,
-    "int8_t": ctypes.c_int8, "int16_t": ctypes.c_int16, "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
-    "uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16, "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64,
-}
-
-
-def _declaration(types: Iterable[str]) -> re.Pattern:
-    """A file-scope declaration of one of ``types``: qualifiers, the type, then its declarators."""
-    names = "|".join(sorted((re.escape(t).replace(r"\ ", r"\s+") for t in types), key=len, reverse=True))
-    return re.compile(rf"^(?P<quals>(?:(?:static|extern|volatile|const)\s+)*)(?P<type>{names})\s+"
-                      rf"(?P<const>const\s+)?(?P<rest>[A-Za-z_].*)$", re.S)
-
-
-_DECLARATOR = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\]]*\]\s*)*)(?:=.*)?$", re.S)
-_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*(\d+)\s*\)?\s*$", re.M)
-# A type's other name: #define real float, typedef float real_t;
-_TYPE_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+([A-Za-z_][\w ]*?)\s*$", re.M)
-_TYPEDEF = re.compile(r"\btypedef\s+([A-Za-z_][\w ]*?)\s+([A-Za-z_]\w*)\s*;")
+# The arithmetic types of C as the compiler tells them apart (``_Generic``), by the probe's code (1, 2, ...),
+# with their ctypes type; ``char`` is signed or not as the compiler's is (the probe says which).
+_KINDS: tuple[tuple[str, Any], ...] = (
+    ("char", None), ("signed char", ctypes.c_byte), ("unsigned char", ctypes.c_ubyte),
+    ("short", ctypes.c_short), ("unsigned short", ctypes.c_ushort), ("int", ctypes.c_int),
+    ("unsigned int", ctypes.c_uint), ("long", ctypes.c_long), ("unsigned long", ctypes.c_ulong),
+    ("long long", ctypes.c_longlong), ("unsigned long long", ctypes.c_ulonglong), ("_Bool", ctypes.c_bool),
+    ("float", ctypes.c_float), ("double", ctypes.c_double), ("long double", ctypes.c_longdouble))
+_FLOATS = frozenset({"float", "double", "long double"})
+_UNSIGNED = frozenset({"unsigned char", "unsigned short", "unsigned int", "unsigned long", "unsigned long long",
+                       "_Bool"})
 
 
 @dataclass(frozen=True)
 class _Global:
-    """A global variable of the sources: its C type, its shape (``()`` for a scalar), where it is declared."""
+    """A global variable of the sources: its type as written and as the compiler holds it (``kind``, a name of
+    :data:`_KINDS`), its shape (``()`` for a scalar), where it is defined, and why it cannot be a parameter."""
 
     name: str
     type: str
+    kind: str
     shape: tuple[int, ...]
     source: str
-    refused: str | None  # why it cannot be a parameter (static, const, an unknown size), or None
+    refused: str | None  # why it cannot be a parameter (static, const, ...), or None
+    char_signed: bool = True  # the compiler's plain char (its ABI: signed on x86, not on ARM)
 
     @property
     def ctype(self):
-        base = _CTYPES[self.type]
+        base = dict(_KINDS)[self.kind] or (ctypes.c_byte if self.char_signed else ctypes.c_ubyte)
         for n in reversed(self.shape):
             base = base * n
         return base
 
     @property
     def integer(self) -> bool:
-        return self.type not in _SCALARS
+        return self.kind not in _FLOATS
+
+    @property
+    def limits(self) -> tuple[float, float]:
+        """The values the type holds: ``(low, high)``; a floating type's are its largest finite ones."""
+        if self.kind == "_Bool":
+            return 0, 1
+        if not self.integer:
+            top = float(np.finfo(np.float32).max) if self.kind == "float" else float(np.finfo(float).max)
+            return -top, top
+        bits = 8 * ctypes.sizeof(dict(_KINDS)[self.kind] or ctypes.c_byte)
+        if self.kind in _UNSIGNED or (self.kind == "char" and not self.char_signed):
+            return 0, 2**bits - 1
+        return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+    def range_words(self) -> str:
+        """``"an unsigned short, 0 to 65,535"``: the type and the values it holds, for a message."""
+        low, high = self.limits
+        article = "an" if re.match(r"unsigned|int|[aeioAEIO]", self.type) else "a"  # a uint8_t, an unsigned int
+        span = f"{low:,} to {high:,}" if self.integer else f"finite, within +-{high:.6g}"
+        return f"{article} {self.type}, {span}"
 
 
 def _file_scope(text: str) -> Iterator[str]:
@@ -345,64 +385,158 @@ def _file_scope(text: str) -> Iterator[str]:
             start = i + 1
 
 
-def _top_level_split(text: str) -> list[str]:
-    """``text`` split at the commas outside braces, brackets and parentheses."""
+def _top_level_split(text: str, at: str = ",") -> list[str]:
+    """``text`` split at each ``at`` outside braces, brackets and parentheses."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch in "{[(":
             depth += 1
         elif ch in "}])":
             depth -= 1
-        elif ch == "," and depth == 0:
+        elif ch == at and depth == 0:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
     return parts
 
 
-def _globals(sources: Sequence[Path], names: Mapping[str, str], defines: Sequence[str]) -> dict[str, _Global]:
-    """The variables the sources define at file scope, by name."""
-    texts = [re.sub(r"/\*.*?\*/|//[^\n]*", " ", s.read_text(errors="replace"), flags=re.S) for s in sources]
-    sizes = {m[0]: int(m[1]) for text in texts for m in _DEFINE.findall(text)}
-    sizes.update({d.split("=", 1)[0]: int(d.split("=", 1)[1]) for d in defines
-                  if "=" in d and d.split("=", 1)[1].strip().isdigit()})
-    aliases: dict[str, str] = {}
-    for text in texts:
-        aliases.update({new: old for new, old in _TYPE_DEFINE.findall(text)})
-        aliases.update({new: old for old, new in _TYPEDEF.findall(text)})
-    aliases.update({d.split("=", 1)[0]: d.split("=", 1)[1].strip() for d in defines if "=" in d})
-    for _ in range(4):  # an alias of an alias
-        aliases = {new: aliases.get(old, old) for new, old in aliases.items()}
-    aliases = {new: " ".join(old.split()) for new, old in aliases.items() if " ".join(old.split()) in _CTYPES}
-    declaration = _declaration([*_CTYPES, *aliases])
-    found: dict[str, _Global] = {}
-    for source in sources:
-        for statement in _file_scope(source.read_text(errors="replace")):
-            match = declaration.match(" ".join(statement.split()))
-            if not match or "(" in statement.split("=", 1)[0]:
-                continue
-            quals = match["quals"].split()
-            if "extern" in quals:
-                continue
-            kind = " ".join(match["type"].split())
-            kind = aliases.get(kind, kind)
-            for declarator in _top_level_split(match["rest"]):
-                parts = _DECLARATOR.match(declarator.strip())
-                if not parts:
-                    continue  # a pointer, a function prototype: not a parameter
-                shape, refused = [], None
-                for dim in re.findall(r"\[([^\]]*)\]", parts["dims"]):
-                    dim = dim.strip()
-                    if dim.isdigit() or dim in sizes:
-                        shape.append(int(dim) if dim.isdigit() else sizes[dim])
-                    else:
-                        refused = f"its size [{dim}] is not a number or a #define of one"
-                if "static" in quals:
-                    refused = "it is static (not visible outside its file): drop 'static' to set it from Python"
-                elif "const" in quals or match["const"]:
-                    refused = "it is const"
-                found[parts["name"]] = _Global(parts["name"], kind, tuple(shape), names[str(source)], refused)
-    return found
+# A preprocessor line marker: # LINE "FILE" FLAGS (flags 1 and 3: entering a system header).
+_MARKER = re.compile(r'^#\s*\d+\s+"((?:\\.|[^"\\])*)"((?:\s+\d+)*)\s*$')
+# GNU C's words around a declaration that say nothing of its type: attributes, asm names, alignment.
+_GNU = re.compile(r"\b(?:__attribute__|__asm__|__asm|asm|_Alignas|__declspec)\s*\(")
+_STORAGE = frozenset({"static", "extern", "typedef", "_Thread_local", "__thread", "register", "auto", "inline",
+                      "__inline", "__inline__", "_Noreturn"})
+_QUALIFIERS = frozenset({"const", "volatile", "restrict", "__restrict", "__restrict__", "__const", "__volatile__",
+                         "_Atomic", "__extension__"})
+_NAME = re.compile(r"([A-Za-z_]\w*)\s*$")
+
+
+def _own_text(preprocessed: str) -> str:
+    """The lines of a preprocessed source that come from the user's files (not system headers, not the compiler's).
+
+    A file is a system header when the preprocessor enters it as one; a user's line that expands a system
+    header's macro (``true``) is marked as its own file's, with the system flag: it is kept.
+    """
+    keep, out, system = True, [], set()
+    for line in preprocessed.splitlines():
+        marker = _MARKER.match(line)
+        if marker:
+            flags = marker[2].split()
+            if "1" in flags and "3" in flags:
+                system.add(marker[1])
+            keep = marker[1] not in system and not marker[1].startswith("<")
+            line = ""
+        out.append(line if keep else "")
+    return "\n".join(out)
+
+
+def _without_gnu(text: str) -> str:
+    """``text`` without GNU C's ``__attribute__((...))``, ``__asm__("...")`` and the like (balanced parentheses)."""
+    while (found := _GNU.search(text)) is not None:
+        depth, end = 0, len(text)
+        for i in range(found.end() - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        text = text[:found.start()] + " " + text[end:]
+    return text
+
+
+def _declarator(text: str) -> tuple[str, str, int] | None:
+    """``(what comes before the name, the name, its number of [...])`` of a declarator (its initializer cut
+    off), or None for a function, a function pointer or anything else that is no plain variable."""
+    text = _top_level_split(text, "=")[0].rstrip()
+    dims = 0
+    while text.endswith("]"):
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {"]": 1, "[": -1}.get(text[i], 0)
+            if depth == 0:
+                text, dims = text[:i].rstrip(), dims + 1
+                break
+        else:
+            return None
+    name = _NAME.search(text)
+    if name is None or "(" in text or ")" in text:
+        return None
+    return text[:name.start()], name[1], dims
+
+
+def _variables(statement: str) -> list[tuple[str, str, int, str | None]]:
+    """The variables a file-scope statement defines: ``(name, type as written, number of [...], why it cannot
+    be a parameter or None)``; none for a typedef, an extern declaration, a function or a struct's definition."""
+    statement = " ".join(_without_gnu(statement).split())
+    parts = _top_level_split(statement)
+    first = _declarator(parts[0])
+    if first is None or "{" in first[0]:
+        return []
+    words = first[0].split()
+    if "*" in first[0] or "typedef" in words or "extern" in words:
+        return []
+    written = " ".join(w for w in words if w not in _STORAGE and w not in _QUALIFIERS)
+    if not written:
+        return []
+    refused = ("it is static (not visible outside its file): drop 'static' to set it from Python"
+               if "static" in words else "it is const" if "const" in words or "__const" in words else
+               "it is thread-local (each thread has its own)" if {"_Thread_local", "__thread"} & set(words) else None)
+    out = [(first[1], written, first[2], refused)]
+    for part in parts[1:]:
+        more = _declarator(part)
+        if more is not None and not more[0].strip():  # "*p" or "(*f)(void)": not a plain variable
+            out.append((more[1], written, more[2], refused))
+    return out
+
+
+def _probe(unit: int, variables: list[tuple[str, str, int, str | None]]) -> str:
+    """C that asks the compiler what each variable is: per variable its element's type (a code of
+    :data:`_KINDS`, 0: none of them) and ``sizeof`` of it and of each of its array levels; first, whether
+    plain ``char`` is signed.  Exported as ``long long crossdyn_probe<unit>[]``."""
+    codes = ", ".join(f"{name}: {k}" for k, (name, _) in enumerate(_KINDS, start=1))
+    values = ["(long long)((char)-1 < 0)"]
+    for name, _, dims, _ in variables:
+        element = name + "[0]" * dims
+        values.append(f"__extension__ _Generic(({element}), {codes}, default: 0)")
+        values += [f"(long long)sizeof({name}{'[0]' * level})" for level in range(dims + 1)]
+    name = f"__attribute__((visibility(\"default\"))) const long long crossdyn_probe{unit}[]"
+    return (f"/* crossdyn: what the compiler makes of the file-scope variables above (generated; declared first,\n"
+            f"   for a user's -Wmissing-variable-declarations -Werror). */\n"
+            f"__extension__ extern {name};\n__extension__ {name} = {{{', '.join(values)}}};")
+
+
+def _answers(library: Path, found: list[tuple[str, list]]) -> dict[str, _Global]:
+    """The globals of the sources, as the compiled library's probes answer (:func:`_probe`)."""
+    lib = _load_fresh(library)
+    try:
+        out: dict[str, _Global] = {}
+        for unit, (source, variables) in enumerate(found):
+            size = 1 + sum(2 + dims for _, _, dims, _ in variables)
+            try:
+                answer, probed = list((ctypes.c_longlong * size).in_dll(lib, f"crossdyn_probe{unit}")), True
+            except ValueError:  # no probe: it could not compile (each variable says why)
+                answer, probed = [1] + [0] * (size - 1), False
+            signed, at = bool(answer[0]), 1
+            for name, written, dims, refused in variables:
+                code, sizes = answer[at], answer[at + 1:at + 2 + dims]
+                at += 2 + dims
+                if probed and code == 0:
+                    continue  # a struct, a pointer, an array typedef: not a number the chip holds
+                kind = _KINDS[code - 1][0] if code else "int"
+                shape = tuple(int(a // b) if b else 0 for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+                g = _Global(name, written, kind, shape, source, refused, signed)
+                if g.refused is None and ctypes.sizeof(g.ctype) != sizes[0]:
+                    g = dataclasses.replace(g, refused=f"its {sizes[0]} bytes are not the {ctypes.sizeof(g.ctype)} "
+                                                       f"of {g.kind}{list(shape) if shape else ''} here")
+                out[name] = g
+        return out
+    finally:
+        _unload(lib)
+
+
+def _read_globals(table: Path) -> dict[str, _Global]:
+    """The globals stored beside a cached library (:func:`_build`)."""
+    records = json.loads(table.read_text())
+    return {r["name"]: _Global(**{**r, "shape": tuple(r["shape"])}) for r in records}
 
 
 def _load_fresh(library: Path) -> ctypes.CDLL:
@@ -506,28 +640,43 @@ def _read(lib: ctypes.CDLL, g: _Global):
 
 
 def _checked(g: _Global, value):
-    """``value`` as the global's Python value, or ParameterError."""
-    if g.shape:
-        try:
-            array = np.array(value, dtype=np.int64 if g.integer else float)
-        except (TypeError, ValueError):
-            raise ParameterError(f"global {g.name} of {g.source} is {g.type}{list(g.shape)}; got {value!r}") from None
-        if array.shape != g.shape:
-            raise ParameterError(f"global {g.name} of {g.source} has shape {g.shape}; got an array of {array.shape}")
-        if not g.integer and not np.isfinite(array).all():
-            raise ParameterError(f"global {g.name} of {g.source}: non-finite values {array.tolist()}")
-        return array
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        if g.type in ("_Bool", "bool") and isinstance(value, (bool, np.bool_)):
-            return bool(value)
-        raise ParameterError(f"global {g.name} of {g.source} is a {g.type}; got {value!r}")
+    """``value`` as the chip holds it in the global (a number, or an array of its shape), or ParameterError:
+    a value outside the type's range is refused, never wrapped or rounded to another (70000 in an
+    ``unsigned short`` would run as 4464)."""
+    where = f"global {g.name} of {g.source} is {g.range_words()}"
+    if not g.shape:
+        return _one(g, value, where)
+    try:
+        array = np.array(value, dtype=object if g.integer else float)  # integers exactly, whatever their size
+    except (TypeError, ValueError):
+        raise ParameterError(f"{where}, shape {list(g.shape)}; got {value!r}") from None
+    if array.shape != g.shape:
+        raise ParameterError(f"global {g.name} of {g.source} has shape {g.shape}; got an array of {array.shape}")
+    base = g.ctype
+    while hasattr(base, "_type_") and hasattr(base, "_length_"):  # the element type of a ctypes array type
+        base = base._type_
+    items = [_one(g, item, where) for item in array.ravel()]
+    return np.array(items, dtype=np.dtype(base)).reshape(g.shape)
+
+
+def _one(g: _Global, value, where: str):
+    """One number as the global's type holds it, or ParameterError naming the global, its type and range."""
+    if isinstance(value, (bool, np.bool_)) and g.kind != "_Bool":
+        raise ParameterError(f"{where}; got {value!r}, a boolean")
+    if not isinstance(value, (int, float, np.integer, np.floating, bool, np.bool_)):
+        raise ParameterError(f"{where}; got {value!r}")
+    low, high = g.limits
+    if not isfinite(float(value)):
+        raise ParameterError(f"{where}; got {value!r}, not finite")
     if g.integer:
         if float(value) != int(value):
-            raise ParameterError(f"global {g.name} of {g.source} is a {g.type}; got {value!r}, not a whole number")
-        return int(value)
-    if not isfinite(float(value)):
-        raise ParameterError(f"global {g.name} of {g.source} is a {g.type}; got {value!r}, not finite")
-    return float(value)
+            raise ParameterError(f"{where}; got {value!r}, not a whole number")
+        if not low <= int(value) <= high:
+            raise ParameterError(f"{where}; got {int(value):,}, outside its range")
+        return bool(value) if g.kind == "_Bool" else int(value)
+    if not low <= float(value) <= high:
+        raise ParameterError(f"{where}; got {float(value):.6g}, outside its range")
+    return float(np.float32(value)) if g.kind == "float" else float(value)
 
 
 class CController:
@@ -590,9 +739,8 @@ class CController:
             if not d.is_dir():
                 raise ParameterError(f"include directory {d}: no such folder")
         declarations = self.signature.prototype() + (f" void {reset}(void);" if reset else "")
-        self.library = _build(paths, _shim(self.signature, reset), declarations, dirs, define_list,
-                              [str(f) for f in flags], names)
-        self._globals = _globals(paths, names, define_list)
+        self.library, self._globals = _build(paths, _shim(self.signature, reset), declarations, dirs, define_list,
+                                             [str(f) for f in flags], names)
         # The copies of the library this controller has open: [the one params reads initial values from or None,
         # the last run's or None]; closed when the controller is collected (a sweep makes one per run).
         self._open: list[ctypes.CDLL | None] = [None, None]
@@ -605,6 +753,21 @@ class CController:
 
     def __repr__(self) -> str:
         return f"CController({self.label!r}, {self.function!r}, inputs={self.inputs!r})"
+
+    def __copy__(self) -> CController:
+        """Another controller of the same compiled library and parameter values, with copies of the library of
+        its own (its globals and statics apart from this one's): what each of several runs at once needs."""
+        other = object.__new__(CController)
+        other.inputs, other.signature, other.function, other.reset = self.inputs, self.signature, self.function, \
+            self.reset
+        other.label, other.library, other._globals = self.label, self.library, self._globals
+        other._open = [None, None]
+        weakref.finalize(other, _close_all, other._open)
+        other.params = CParams(self._globals, self.label, self.library, other._open)
+        other.params._set = {name: value.copy() if isinstance(value, np.ndarray) else value
+                             for name, value in self.params._set.items()}
+        other._lib, other._step, other._sensed, other._command = None, None, None, None
+        return other
 
     def as_params(self, ranges: Mapping[str, tuple[float | None, float | None]] | None = None) -> dict[str, Param]:
         """The scalar globals as an experiment's ``--set`` / ``crossdyn tune`` parameters.
@@ -623,6 +786,9 @@ class CController:
             if g.shape:
                 raise ParameterError(f"global {name} of {g.source} is an array; only scalars can be --set")
             low, high = (ranges or {}).get(name, (None, None))
+            if g.integer:  # the type's own range bounds what --set may give
+                low = g.limits[0] if low is None else max(low, g.limits[0])
+                high = g.limits[1] if high is None else min(high, g.limits[1])
             default = self.params[name]
             out[name] = Param(float(default) if not g.integer else int(default),
                               f"{g.type} {name} of {g.source}", low, high)

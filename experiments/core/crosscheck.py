@@ -363,7 +363,7 @@ def check(
         if not passed and effects_present(model):
             explanation = _explain(candidate, model, dynamics, chunks, total, atol, rtol, label)
         if not passed and not explanation:
-            parameters = _parameters(model, kept, atol, rtol)
+            parameters = _parameters(model, truth, kept, atol, rtol)
     names = dof_names(model)
     tiny = np.finfo(float).tiny
     per_joint = [
@@ -420,18 +420,26 @@ def _passes(candidate, reference, chunks, total, label, nv, torque, stats, tally
     return worst, kept
 
 
-def _parameters(model: mujoco.MjModel, kept, atol: float, rtol: float) -> list[str]:
-    """Is the torque error a change of some bodies' inertial parameters?  (crossdyn's own regressor.)"""
+def _parameters(model: mujoco.MjModel, truth: mujoco.MjModel, kept, atol: float, rtol: float) -> list[str]:
+    """Is the torque error a change of some bodies' inertial parameters (crossdyn's own regressor), or else
+    one geometric slip of the model (a link length, a joint's sign, axis or ref, a body's turn)?"""
     from crossdyn.analytic.regressor import regressor
-    from crossdyn.experiments.core.checks import inertial
+    from crossdyn.experiments.core.checks import inertial, slips
     from crossdyn.experiments.core.checks.mass_matrix import rigid_tree
 
-    tree = rigid_tree(model)
-    if tree is None or kept is None:
+    if kept is None:
         return []
     qpos, qvel, qacc, err, ref = kept
-    Y = regressor(tree, qpos, qvel, qacc)
-    return inertial.explain(tree, Y.reshape(-1, Y.shape[-1]), err.ravel(), ref.ravel(), atol, rtol)
+    tree = rigid_tree(model)
+    found = []
+    if tree is not None:
+        Y = regressor(tree, qpos, qvel, qacc)
+        found = inertial.explain(tree, Y.reshape(-1, Y.shape[-1]), err.ravel(), ref.ravel(), atol, rtol)
+    if inertial.explains(found):
+        return found
+    k = min(slips.STATES, qpos.shape[0])
+    slip = slips.explain(truth, slips.dynamics_truth(qvel[:k], qacc[:k]), qpos[:k], err[:k] + ref[:k], atol, rtol)
+    return slip or found + [slips.NONE_ALONE]
 
 
 def _explain(candidate: IDFunction, model, dynamics: str, chunks: Chunks, total: int, atol: float, rtol: float,

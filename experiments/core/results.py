@@ -30,7 +30,7 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -417,7 +417,7 @@ def run_experiments(
     seed: int = 0,
     overrides: dict[str, str] | None = None,
     video: bool = False,
-    progress: bool = False,
+    progress: bool | Callable[[str], None] = False,
     workers: int = 1,
     sources: tuple[str, ...] | list[str] = (),
     baseline: dict[str, dict] | None = None,
@@ -437,7 +437,8 @@ def run_experiments(
       selected: the experiments, in run order (the summary's order).
       out: the output folder.
       short, seed, overrides, video: what every experiment's :class:`Context` gets.
-      progress: show a progress bar on stderr.
+      progress: show a progress bar on stderr (True), or give each finished experiment's line to this
+        function (``[3/12] jump: pass (4.2 s)``).
       workers: worker processes at once.
       sources: users' files and modules the experiments come from (``--from``).
       baseline: stored baselines by experiment name (:func:`.baseline.load`).
@@ -482,7 +483,7 @@ def run_experiments(
     done: dict[str, Outcome] = {}
     finished = _in_workers(jobs, out, workers, sources, timeout, pool) if isolate else _in_this_process(selected, jobs)
     bar = None
-    if progress:
+    if progress is True:
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), desc="experiments", unit="exp", leave=False)
@@ -497,6 +498,10 @@ def run_experiments(
             if bar is not None:
                 bar.set_postfix_str(one_line(name, 40))
                 bar.update()
+            elif callable(progress):
+                result = ("pass" if outcome.passed else "FAIL") + (f", {one_line(outcome.error, 80)}"
+                                                                   if outcome.error else "")
+                progress(f"[{len(done)}/{len(jobs)}] {name}: {result} ({outcome.seconds:.1f} s)")
     finally:
         finished.close()  # stops the workers now, whatever ended the loop
         if bar is not None:

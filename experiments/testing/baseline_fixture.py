@@ -2,14 +2,15 @@
 
 ``crossdyn_baseline.check(metrics)`` in ``tests/test_arm.py::test_settling`` compares the
 metrics, flattened to dotted names, with ``tests/test_arm/test_settling.json`` as ``crossdyn
-run --baseline`` compares; ``pytest --crossdyn-regen`` writes the files instead.
+run --baseline`` compares; ``pytest --crossdyn-regen`` writes the files instead.  A value keeps
+its type in the file (NaN and the infinities are JSON's ``NaN`` and ``Infinity``, never text), and
+a number is compared with a number only: the text ``"inf"`` never equals the number inf.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 
 from crossdyn.experiments.core.baseline import (
     DEFAULT_TOLERANCE,
+    NON_FINITE_TEXTS,
     Drift,
     Tolerance,
     numeric_metrics,
@@ -27,9 +29,12 @@ from crossdyn.experiments.core.baseline import (
 __all__ = ["Baseline", "baseline_path", "baseline_file", "flatten"]
 
 # Characters kept in a baseline's file name; others (path separators, quotes, spaces, "%" itself) become
-# "%XX" (their UTF-8 bytes in hex), so two test names never share a file: "a/b", "a_b" and "a b" stay apart.
+# "%XX" (their UTF-8 bytes in hex).
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.,=+\-\[\]]")
-# Longest file name stem; longer test names (long parameter ids) end in a hash of the full name.
+# A test name kept as its file name as it is: lower case (a case-insensitive disk tells no two apart), no
+# character escaped, not ending as a hashed name does.
+_PLAIN = re.compile(r"(?![\s\S]*-[0-9a-f]{12}$)[a-z0-9_.,=+\-\[\]]+")
+# Longest file name stem; a name cut to it keeps the hash of the full name beside it.
 _MAX_STEM = 120
 
 
@@ -50,15 +55,20 @@ def _escaped(match: re.Match) -> str:
 
 
 def baseline_file(test_file: Path, name: str, cls: str | None = None) -> Path:
-    """``test_file``'s folder / its stem / ``[cls.]name.json``, the name made safe for any file system.
+    """``test_file``'s folder / its stem / ``[cls.]name.json``, one file per test on any file system.
 
-    ``cls`` is the test's classes, outermost first, joined by dots; unsafe characters
-    become ``%XX`` (:data:`_UNSAFE`), a stem over :data:`_MAX_STEM` characters is cut.
+    ``cls`` is the test's classes, outermost first, joined by dots.  A plain name (lower case, nothing
+    to escape: :data:`_PLAIN`) is the file's name; any other is written readably (unsafe characters as
+    ``%XX``, cut to :data:`_MAX_STEM`) with a hash of the full name beside it, so two tests never
+    share a file: not ``a/b``, ``a_b`` and ``a b``, not ``TestA`` and ``Testa`` on a case-insensitive
+    disk, not two long names that begin alike.
     """
     full = (f"{cls}." if cls else "") + name
-    stem = _UNSAFE.sub(_escaped, full)
-    if len(stem) > _MAX_STEM:
-        stem = stem[:_MAX_STEM - 11] + "-" + hashlib.sha1(full.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    if _PLAIN.fullmatch(full) and len(full) <= _MAX_STEM:
+        stem = full
+    else:
+        digest = hashlib.sha256(full.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        stem = f"{_UNSAFE.sub(_escaped, full)[:_MAX_STEM - 13]}-{digest}"
     return test_file.parent / test_file.stem / f"{stem}.json"
 
 
@@ -87,8 +97,8 @@ def _is_number(value) -> bool:
 
 
 def _numbers(flat: dict) -> dict[str, float]:
-    """The numeric entries of a flat table, as floats (through the baseline module's own rules)."""
-    return {key[2:]: value for key, value in numeric_metrics({"m": flat}).items()}
+    """The numbers of a flat table, as floats: its int and float values only (its text is text, "inf" too)."""
+    return {key: float(value) for key, value in flat.items() if _is_number(value) and not isinstance(value, str)}
 
 
 def flatten(metrics: dict) -> dict:
@@ -177,12 +187,9 @@ class Baseline:
         return record["metrics"]
 
     def _text(self, flat: dict) -> str:
-        """The file's content for ``flat``: indented JSON, NaN and infinities as the strings crossdyn stores."""
-        def stored(value):
-            return str(value) if isinstance(value, float) and not math.isfinite(value) else value
-
-        return json.dumps({"test": self.node.nodeid, "metrics": {k: stored(v) for k, v in flat.items()}},
-                          indent=2) + "\n"
+        """The file's content for ``flat``: indented JSON, each value of its own type (NaN and the infinities
+        as JSON's ``NaN`` and ``Infinity``, which Python reads back as numbers)."""
+        return json.dumps({"test": self.node.nodeid, "metrics": flat}, indent=2, allow_nan=True) + "\n"
 
     def _write(self, text: str) -> bool:
         """Write the file unless it already holds ``text``; True when written."""
@@ -263,5 +270,7 @@ class Baseline:
                 if not tol.allows(then_numbers[name], now_numbers[name]):
                     lines.append(f"drifted {_drift(Drift(name, then_numbers[name], now_numbers[name], tol))}")
             elif not _same(then[name], now[name]):
-                lines.append(f"changed {name}: baseline {then[name]!r}, now {now[name]!r} (compared exactly)")
+                old = (" (a number stored as text, as crossdyn once stored NaN and infinities: rewrite it with "
+                       "pytest --crossdyn-regen)" if then[name] in NON_FINITE_TEXTS and name in now_numbers else "")
+                lines.append(f"changed {name}: baseline {then[name]!r}, now {now[name]!r} (compared exactly){old}")
         return lines

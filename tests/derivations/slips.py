@@ -13,9 +13,12 @@ of mass).  The numbers (lengths, masses, inertias) are read from the compiled
 model, as a user reads them off the MJCF.
 
 Each slip is one number or habit changed in the :class:`Walk`: a joint measured
-the other way, a ``ref`` left out, a body's ``quat`` left out, a link length typed
-wrong, a Jacobian's angular rows left in the body's frame, a square Jacobian
-transposed, and the finger's joint damping left out of its linearization.
+the other way (or every hinge of the planar hopper), a ``ref`` left out, a body's
+``quat`` left out or turned half a turn, a link length typed wrong or left out of
+gravity, a body's parallel-axis term dropped, a Jacobian's angular rows left in the
+body's frame, a square Jacobian transposed, and the finger's joint damping left out
+of its linearization.  Gravity is ``g(q) = -sum_b m_b Jv_b^T g`` (``Jv_b`` at the
+centre of mass, ``g`` the model's gravity vector).
 """
 
 from __future__ import annotations
@@ -59,10 +62,14 @@ class Walk:
       reversed: joints measured the other way (their angle taken as ``-(q - ref)``).
       mass: ``{body: kg}`` a body's mass written differently (a slip).
       axis: ``{joint: (3,)}`` a joint's axis written differently, unit length (a slip).
+      spinning: bodies whose mass matrix term is their rotation about the centre of mass alone (their
+        translation ``m Jv^T Jv``, the parallel-axis term, dropped: a slip).
     """
 
-    def __init__(self, model, pos=None, quat=None, ignore_ref=(), reversed=(), mass=None, axis=None):
+    def __init__(self, model, pos=None, quat=None, ignore_ref=(), reversed=(), mass=None, axis=None, spinning=()):
         self.nv, self.nbody = model.nv, model.nbody
+        self.gravity_vector = np.array(model.opt.gravity)
+        self.spinning = {model.body(name).id for name in spinning}
         self.parent = [int(p) for p in model.body_parentid]
         self.pos = [np.array(model.body_pos[b]) for b in range(model.nbody)]
         self.rot = [_quat_matrix(model.body_quat[b]) for b in range(model.nbody)]
@@ -142,8 +149,14 @@ class Walk:
         for b in range(1, self.nbody):
             J = self.jacobian(q, b, self.ipos[b], frames)
             I_world = R[b] @ self.inertia[b] @ R[b].T
-            M += self.mass[b] * J[:3].T @ J[:3] + J[3:].T @ I_world @ J[3:]
+            M += (0.0 if b in self.spinning else self.mass[b]) * J[:3].T @ J[:3] + J[3:].T @ I_world @ J[3:]
         return M
+
+    def gravity(self, q) -> np.ndarray:
+        """The generalized gravity force ``(nv,)``: what holds the model still against gravity."""
+        frames = self.frames(q)
+        return -sum(self.mass[b] * self.jacobian(q, b, self.ipos[b], frames)[:3].T @ self.gravity_vector
+                    for b in range(1, self.nbody))
 
 
 def _site(model, name: str) -> tuple[int, np.ndarray, np.ndarray]:
@@ -189,6 +202,41 @@ def hopper_mass_matrix_short_thigh(q):
     return _HOPPER_SHORT.mass_matrix(q)
 
 
+# Every hinge of the planar hopper measured the other way (its y axis drawn reversed): the toe's rotation is
+# then the transpose of MuJoCo's, and its position is off too.
+_HOPPER_HINGES_REVERSED = Walk(HOPPER, reversed=("rooty", "waist", "hip", "knee", "ankle"))
+
+
+def hopper_toe_hinges_reversed(q):
+    return _site_pose(_HOPPER_HINGES_REVERSED, HOPPER, "touch_toe", q)
+
+
+# The toe's Jacobian; the calf turned half a turn about its own x axis (quat 0 1 0 0 where the model has 1 0 0 0).
+_HOPPER_CALF_TURNED = Walk(HOPPER, quat={"calf": [0.0, 1.0, 0.0, 0.0]})
+
+
+def hopper_toe_jacobian(q):
+    body, local, _ = _site(HOPPER, "touch_toe")
+    return _HOPPER.jacobian(q, body, local)
+
+
+def hopper_toe_jacobian_calf_turned(q):
+    body, local, _ = _site(HOPPER, "touch_toe")
+    return _HOPPER_CALF_TURNED.jacobian(q, body, local)
+
+
+# The hopper's gravity force; the thigh's offset below the pelvis (0.2 m) left out.
+_HOPPER_NO_THIGH_OFFSET = Walk(HOPPER, pos={"thigh": [0.0, 0.0, 0.0]})
+
+
+def hopper_gravity(q):
+    return _HOPPER.gravity(q)
+
+
+def hopper_gravity_without_thigh_offset(q):
+    return _HOPPER_NO_THIGH_OFFSET.gravity(q)
+
+
 # The finger: the touch sensor's pose; the proximal joint's ref (-90 deg) left out.
 _FINGER, _FINGER_NO_REF = Walk(FINGER), Walk(FINGER, ignore_ref=("proximal",))
 
@@ -209,6 +257,18 @@ def finger_jacobian(q):
 
 def finger_jacobian_transposed(q):
     return finger_jacobian(q).T
+
+
+# The finger's mass matrix; the proximal link's parallel-axis term (its translation, m |c|^2) dropped.
+_FINGER_SPINNING = Walk(FINGER, spinning=("proximal",))
+
+
+def finger_mass_matrix(q):
+    return _FINGER.mass_matrix(q)
+
+
+def finger_mass_matrix_parallel_axis_dropped(q):
+    return _FINGER_SPINNING.mass_matrix(q)
 
 
 def _finger_blocks():

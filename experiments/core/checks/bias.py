@@ -2,7 +2,8 @@
 
 On a mismatch both sides are split into gravity ``b(q, 0)`` and velocity parts, and the
 report tests: gravity's sign, velocity terms missing or scaled, one of the model's
-passive effects, or a change of some bodies' inertial parameters (``b = Y(q, qd, 0) pi``).
+passive effects, a change of some bodies' inertial parameters (``b = Y(q, qd, 0) pi``)
+or one geometric slip (a link length, a joint's sign, axis or ref, a body's turn).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.checks import inertial
+from crossdyn.experiments.core.checks import inertial, slips
 from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
 from crossdyn.experiments.core.checks.names import dof_names
@@ -122,13 +123,26 @@ def _attribute(model, truth, dynamics, call, source, gravity_only, atol, rtol, l
     if hyp.all("gravity sign") and not hyp.all("gravity"):
         out.append("your gravity force has the opposite sign of MuJoCo's: gravity points the other way, or the "
                    "potential's gradient entered with the wrong sign (g(q) = +dU/dq)")
-    if tree is not None and kept is not None and not out:
-        q, qd, err, ref = kept
-        from crossdyn.analytic.regressor import regressor
-
-        Y = regressor(tree, q, qd, np.zeros_like(qd))
-        out += inertial.explain(tree, Y.reshape(-1, Y.shape[-1]), err.ravel(), ref.ravel(), atol, rtol)
+    if kept is not None and not out:
+        out = _parameters(tree, truth, *kept, atol, rtol)
     return out
+
+
+def _parameters(tree, truth, q, qd, err, ref, atol, rtol) -> list[str]:
+    """The bodies' inertial parameters and the model's geometric slips (a link length, a joint's sign ...),
+    each tried on the kept states; a slip first where both explain (gravity alone cannot tell a link's
+    length from its parent's centre of mass)."""
+    from crossdyn.analytic.regressor import regressor
+
+    found = []
+    if tree is not None:
+        Y = regressor(tree, q, qd, np.zeros_like(qd))
+        found = inertial.explain(tree, Y.reshape(-1, Y.shape[-1]), err.ravel(), ref.ravel(), atol, rtol)
+    k = min(slips.STATES, q.shape[0])
+    slip = slips.explain(truth, slips.dynamics_truth(qd[:k]), q[:k], err[:k] + ref[:k], atol, rtol)
+    if not slip:
+        return found + ([slips.NONE_ALONE] if not inertial.explains(found) else [])
+    return slip + slips.also(found) if inertial.explains(found) else slip
 
 
 def _terms(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> dict[str, np.ndarray]:

@@ -104,7 +104,9 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
             hyp.test(f"kinetic x{factor:g}", T_user, factor * T, atol, rtol)
         if first is None:
             first = (float(U_user[0]), float(U[0]))
-        # The potential's sign, up to its constant: U_yours - U_yours(0) = -(U - U(0)).
+        # The potential's sign, up to its constant: U_yours - U_yours(0) = -(U - U(0)); named only where the
+        # potential is off (a constant potential, gravity off, equals its own negative).
+        hyp.test("potential", U_user - first[0], U - first[1], atol, rtol)
         hyp.test("potential sign", U_user - first[0], -(U - first[1]), atol, rtol)
         if passive:
             passive.add({"kinetic": T_user - T}, functools.partial(_kinetic, q=q, qd=qd))
@@ -119,7 +121,7 @@ def _attribute(model, truth, dynamics, user, source, atol, rtol, label) -> list[
     if found is not None:
         out.append(f"your kinetic energy is {found:g} times MuJoCo's: "
                    + ("the 1/2 of 1/2 qd^T M qd is missing" if found == 2.0 else "a 1/2 too many"))
-    if hyp.all("potential sign"):
+    if hyp.all("potential sign") and not hyp.all("potential"):
         out.append("your potential energy changes with the opposite sign of MuJoCo's: gravity points the other "
                    "way, or U = +m g h was written with h measured downward")
     tree = rigid_tree(model)

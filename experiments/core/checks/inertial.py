@@ -16,7 +16,7 @@ import numpy as np
 from crossdyn.analytic.regressor import body_properties, inertial_parameters
 from crossdyn.analytic.rnea import Tree
 
-__all__ = ["explain", "MAX_BODIES"]
+__all__ = ["explain", "explains", "MAX_BODIES"]
 
 # The largest set of bodies tried together (all sets of one, two, three bodies);
 # above 20 bodies only sets of one and two (a few hundred small least squares).
@@ -49,23 +49,27 @@ def _vector(v, floor: float = 0.0) -> str:
     return "[" + ", ".join(f"{(x if abs(x) >= floor else 0.0):.4g}" for x in v) + "]"
 
 
-def _describe(tree: Tree, b: int, delta: np.ndarray, rank: int, active: int) -> str:
-    """One body's fitted change in words: mass, centre of mass, inertia about the CoM."""
+def _describe(tree: Tree, b: int, delta: np.ndarray, rank: int, active: int, seen: np.ndarray) -> str:
+    """One body's fitted change in words: mass, centre of mass, inertia about the CoM; only what the compared
+    quantity depends on (``seen (10,)``: gravity sees a body's mass and first moments, never its inertia)."""
     pi = inertial_parameters(tree)[b]
     m0, c0, I0 = body_properties(pi)
     m1, c1, I1 = body_properties(pi + delta)
     name = tree.body_names[b] if tree.body_names else f"#{b}"
     parts = []
-    if abs(m1 - m0) > _AGREE * max(abs(m0), abs(m1)) + 1e-12:
-        parts.append(f"mass {m1:.6g} where the model has {m0:.6g} ({m1 - m0:+.4g} kg)")
-    if m1 > 0 and np.abs(c1 - c0).max() > _AGREE * max(np.abs(c0).max(), 1e-3) + 1e-12:
+    gone = abs(m1) <= 1e-9 * abs(m0)  # the fit took the whole mass: what is left of it is round-off
+    if seen[0] and abs(m1 - m0) > _AGREE * max(abs(m0), abs(m1)) + 1e-12:
+        parts.append(f"mass {0.0 if gone else m1:.6g} where the model has {m0:.6g} ({m1 - m0:+.4g} kg)")
+    if seen[1:4].any() and m1 > 0 and not gone and \
+            np.abs(c1 - c0).max() > _AGREE * max(np.abs(c0).max(), 1e-3) + 1e-12:
         floor_c = 1e-9 * max(np.abs(c0).max(), np.abs(c1).max())  # round-off prints as 0
         parts.append(f"centre of mass {_vector(c1, floor_c)} m where the model has {_vector(c0, floor_c)} "
                      f"({_vector(1e3 * (c1 - c0), floor=1e-6)} mm, body frame)")
     scale = max(np.abs(I0).max(), 1e-9)
-    changed = [(k, i, j) for k, (i, j) in zip(("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz"),
-                                               ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)), strict=False)
-               if abs(I1[i, j] - I0[i, j]) > _AGREE * scale + 1e-15]
+    changed = [(k, i, j) for n, (k, (i, j)) in enumerate(zip(("Ixx", "Iyy", "Izz", "Ixy", "Ixz", "Iyz"),
+                                                              ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)),
+                                                              strict=True))
+               if seen[4 + n] and not gone and abs(I1[i, j] - I0[i, j]) > _AGREE * scale + 1e-15]
     if changed:
         floor = 1e-9 * scale  # round-off of the fit prints as 0
         parts.append("inertia about the centre of mass " + ", ".join(
@@ -96,6 +100,11 @@ def explain(tree: Tree, Y: np.ndarray, error: np.ndarray, reference: np.ndarray,
         return _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit)
 
 
+def explains(sentences: list[str]) -> bool:
+    """Whether :func:`explain`'s sentences name bodies whose change explains the error (not "not explained")."""
+    return bool(sentences) and sentences[0].startswith("body ")
+
+
 def _levels(tree: Tree, b: int) -> list[tuple[str, np.ndarray]]:
     """The user-term hypotheses for one body, simplest first, each as a basis ``V (10, k)`` of ``delta_pi``."""
     cx, cy, cz = tree.com[b]
@@ -105,6 +114,14 @@ def _levels(tree: Tree, b: int) -> list[tuple[str, np.ndarray]]:
     eye = np.eye(10)
     return [("mass", mass), ("inertia", eye[:, 4:]), ("mass and inertia", np.hstack([mass, eye[:, 4:]])),
             ("centre of mass", eye[:, 1:]), ("all", eye)]
+
+
+def _names_seen(level: str, seen: np.ndarray) -> bool:
+    """Whether a level's words name only parameters the quantity depends on (``seen (10,)``: mass, first
+    moments, inertia about the origin): M does not see a body's mass where its CoM is on the joint's axis."""
+    needs = {"mass": seen[0], "inertia": seen[4:].any(), "mass and inertia": seen[0] and seen[4:].any(),
+             "centre of mass": seen[1:4].any(), "all": seen.any()}
+    return bool(needs[level])
 
 
 def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[str]:
@@ -127,6 +144,7 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
     # A body whose parameters cannot change the answer (fixed to the world: its columns of Y are 0) is
     # never offered as a cause.
     blind = [not np.any(Y[:, 10 * b : 10 * b + 10]) for b in range(nb)]
+    seen = (np.linalg.norm(Y, axis=0) > 0).reshape(nb, 10)  # per body, the parameters the quantity depends on
     # Every set of up to `limit` bodies at every level of the user's terms; the explanation is the
     # fit that changes the fewest parameters the states can tell apart (the rank of its columns):
     # two links' inertias (rank 2 on a planar arm) before one link's mass, CoM and inertia (rank 4).
@@ -136,6 +154,8 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
             if any(blind[b] for b in bodies):
                 continue
             for level in range(len(levels[0])):
+                if not all(_names_seen(levels[b][level][0], seen[b]) for b in bodies):
+                    continue  # a level that would name what the quantity cannot depend on (gravity: inertia)
                 bases = [levels[b][level][1] for b in bodies]
                 A = np.hstack([Y[:, 10 * b : 10 * b + 10] @ V for b, V in zip(bodies, bases, strict=False)])
                 fits, x, _, rank = _fit(A, error, tol)
@@ -150,14 +170,14 @@ def _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit) -> list[st
     if found:
         found.sort(key=lambda f: f[:3])
         best = [f for f in found if f[0] == found[0][0]]
-        return _sentences(tree, [(f[3], f[4], f[0], f[5]) for f in best])
+        return _sentences(tree, [(f[3], f[4], f[0], f[5]) for f in best], seen)
     return [f"explained by the inertial parameters of more than {limit} bodies together (the error is linear in "
             "them), not by a few bodies' mass, centre of mass or inertia"]
 
 
-def _sentences(tree: Tree, found: list) -> list[str]:
+def _sentences(tree: Tree, found: list, seen: np.ndarray) -> list[str]:
     bodies, deltas, rank, active = found[0]
-    lines = [_describe(tree, b, delta, rank, active) for b, delta in zip(bodies, deltas, strict=False)]
+    lines = [_describe(tree, b, delta, rank, active, seen[b]) for b, delta in zip(bodies, deltas, strict=False)]
     lines[-1] += "; everything else agrees"
     alternatives = [f for f in found[1:] if not set(f[0]) >= set(bodies)]  # a superset adds a body that trades
     for other, *_ in alternatives[:2]:  # off inside its own parameters: not another explanation

@@ -166,7 +166,8 @@ def _attribute(model, tgt, parts, hyp, alternatives, in_body, in_world, right, l
             out.append("the position error changes with the state and is no other point of the body: a joint "
                        "axis, a joint offset or a link length differs")
     if "rotation" in parts and not parts["rotation"].passed:
-        if hyp.all("transpose"):
+        if hyp.all("transpose") and parts["position"].passed:  # with the position off too it is no layout slip:
+            # a planar chain's angles measured the other way turn its rotation into the transpose as well
             out.append("the rotation is the transpose of MuJoCo's: you return the world-to-frame rotation; "
                        "MuJoCo's xmat maps the frame's axes to the world (its columns are the frame's axes)")
         elif tgt.kind == "site" and hyp.all("body frame"):

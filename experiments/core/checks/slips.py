@@ -4,7 +4,12 @@ Each slip (a joint measured the other way, a ``ref`` or ``quat`` left out, a bod
 ``pos`` or orientation or a joint's axis written wrong) is a change of one element of
 the model: MuJoCo's own quantity is recomputed on a copy with that element changed or
 fitted (Gauss-Newton on finite differences) and compared under the check's tolerance.
-The simplest slip that explains every state is reported; two equal ones are both named.
+A fit starts from the model's value, so the slips no fit reaches are tried as they
+are: a body turned half a turn about one of its axes, and the hinges of a planar
+model all measured the other way (its axis drawn reversed).  The simplest slip that
+explains every state is reported; two equal ones are both named.  Every quantity a
+geometric slip changes is searched: positions, Jacobians, the mass matrix, bias and
+gravity forces and inverse dynamics (:func:`dynamics_truth`).
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ import numpy as np
 
 from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix
 from crossdyn.experiments.core.checks.names import body_name, joint_name
+from crossdyn.experiments.core.truth import inverse_dynamics
 
-__all__ = ["Slip", "explain", "number", "vector", "STATES", "NONE_ALONE"]
+__all__ = ["Slip", "explain", "also", "number", "vector", "dynamics_truth", "STATES", "NONE_ALONE"]
 
 # Said when the slips were tried and none explains the error alone.
-NONE_ALONE = ("no single slip explains it alone (a joint's sign, ref or axis, a body's pos or quat were each "
-              "tried): several differ, or a term is missing")
+NONE_ALONE = ("no single slip explains it alone (a joint's sign, ref or axis, a body's pos or quat, half a turn "
+              "included, were each tried): several differ, or a term is missing")
 
 # States a slip is fitted on: each gives 3 to nv^2 equations against at most 3 unknowns.
 STATES = 16
@@ -35,6 +41,10 @@ _H = 1e-7
 # A fit direction the states cannot see: its column of the fit's Jacobian is below this
 # fraction of the largest (round-off of the finite difference).
 _BLIND = 1e-6
+# A fitted number within this fraction of its element's size of a round value (the model's, or zero) is that
+# value: Gauss-Newton stops once within the check's tolerance, which leaves such a remainder (1e-10 of a
+# 0.2 m link length measured), never a figure to print.
+_FIT_FLOOR = 1e-7
 
 _HINGE_SLIDE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
@@ -58,10 +68,12 @@ def number(x: float, scale: float = 1.0) -> str:
     return "0" if abs(x) <= 1e-9 * max(abs(scale), 1e-300) else f"{x:.4g}"
 
 
-def vector(v, sep: str = " ") -> str:
-    """A vector's entries as :func:`number` prints them, round-off against the largest entry as 0."""
+def vector(v, sep: str = " ", scale: float | None = None) -> str:
+    """A vector's entries as :func:`number` prints them, round-off against ``scale`` (default its largest
+    entry) as 0."""
     v = np.asarray(v, dtype=float)
-    scale = float(np.abs(v).max()) if v.size else 1.0
+    if scale is None:
+        scale = float(np.abs(v).max()) if v.size else 1.0
     return sep.join(number(x, scale) for x in v)
 
 
@@ -99,6 +111,12 @@ def explain(model: mujoco.MjModel, truth: Truth, q: np.ndarray, user: np.ndarray
     return out
 
 
+def also(sentences: list[str]) -> list[str]:
+    """Another explanation of the same error (an inertial one's sentences) as one line after a slip's."""
+    said = "; ".join(line.removesuffix("; everything else agrees") for line in sentences if not line.startswith("("))
+    return [f"(the same error is also {said}: the states checked cannot tell these apart)"] if said else []
+
+
 def _matches(value: np.ndarray, user: np.ndarray, tol: np.ndarray) -> bool:
     return bool(value.shape == user.shape and np.all(np.abs(user - value) <= tol))
 
@@ -131,36 +149,94 @@ def _discrete(model: mujoco.MjModel, sign: bool) -> list[Callable]:
     out: list[Callable] = []
     for j in _moving_joints(model):
         if sign:
-            out.append(lambda work, truth, q, user, tol, j=j: _other_way(model, work, truth, q, user, tol, j))
+            out.append(lambda work, truth, q, user, tol, j=j: _other_way(model, work, truth, q, user, tol, [j]))
         if model.qpos0[int(model.jnt_qposadr[j])] != 0:
             out.append(lambda work, truth, q, user, tol, j=j: _ref_left_out(model, work, truth, q, user, tol, j))
+    if sign:
+        for group in _parallel_hinges(model):
+            out.append(lambda work, truth, q, user, tol, g=group: _other_way(model, work, truth, q, user, tol, g))
     for b in _moving_bodies(model):
         if not np.allclose(model.body_quat[b], [1, 0, 0, 0], atol=1e-12):
             out.append(lambda work, truth, q, user, tol, b=b: _quat_left_out(model, work, truth, q, user, tol, b))
+        for axis in _half_turn_axes(model, b):
+            out.append(lambda work, truth, q, user, tol, b=b, a=axis: _half_turn(model, work, truth, q, user, tol, b,
+                                                                                 a))
     return out
 
 
-def _other_way(model, work, truth, q, user, tol, j: int) -> Slip | None:
-    adr, dof = int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])
+def _parallel_hinges(model: mujoco.MjModel) -> list[list[int]]:
+    """The hinges that turn about one line's direction in the world at the reference pose, two or more: a
+    planar model's (its angles all measured the other way when its axis is drawn reversed)."""
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    hinges = [j for j in _moving_joints(model) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE)]
+    groups: list[list[int]] = []
+    for j in hinges:
+        axis = np.asarray(data.xaxis[j])
+        for group in groups:
+            if abs(abs(float(np.dot(axis, data.xaxis[group[0]]))) - 1.0) < 1e-9:  # parallel, to round-off
+                group.append(j)
+                break
+        else:
+            groups.append([j])
+    return [group for group in groups if len(group) > 1]
+
+
+def _half_turn_axes(model: mujoco.MjModel, b: int) -> list[np.ndarray]:
+    """The axes of a body's frame (and its hinges' axes) a half turn about which is tried: a fit of its
+    orientation, starting from the model's, never reaches a turn that large."""
+    axes = [np.eye(3)[k] for k in range(3)]
+    for j in range(model.njnt):
+        if int(model.jnt_bodyid[j]) == b and int(model.jnt_type[j]) in _HINGE_SLIDE:
+            a = np.asarray(model.jnt_axis[j], dtype=float)
+            if all(abs(abs(float(np.dot(a, e))) - 1.0) > 1e-9 for e in axes):
+                axes.append(a / np.linalg.norm(a))
+    return axes
+
+
+def _explained(model, work, truth, q, user, tol, field: str, index: int, value) -> bool:
+    """Whether the model with ``field[index]`` written ``value`` (on the working copy, restored after) gives
+    the user's values."""
+    getattr(work, field)[index] = value
+    try:
+        return _matches(truth(work, q, np.ones(model.nv)), user, tol)
+    finally:
+        _restore(work, model)
+
+
+def _half_turn(model, work, truth, q, user, tol, b: int, axis: np.ndarray) -> Slip | None:
+    R0 = quat_to_matrix(np.asarray(model.body_quat[b], dtype=float))
+    quat = matrix_to_quat(R0 @ _rotvec(np.pi * axis))
+    if not _explained(model, work, truth, q, user, tol, "body_quat", b, quat):
+        return None
+    return Slip(f"body {body_name(model, b)!r}: quat {vector(quat)} where the model has {vector(model.body_quat[b])} "
+                f"(turned by a further 180 deg about [{vector(axis)}] in its own frame)", 0)
+
+
+def _other_way(model, work, truth, q, user, tol, joints: list[int]) -> Slip | None:
     flipped = np.array(q, dtype=float)
-    flipped[:, adr] = 2 * model.qpos0[adr] - flipped[:, adr]
     signs = np.ones(model.nv)
-    signs[dof] = -1.0
+    for j in joints:
+        adr, dof = int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])
+        flipped[:, adr] = 2 * model.qpos0[adr] - flipped[:, adr]
+        signs[dof] = -1.0
     if not _matches(truth(work, flipped, signs), user, tol):
         return None
-    axis = vector(model.jnt_axis[j])
+    axis = vector(model.jnt_axis[joints[0]])
+    if len(joints) > 1:
+        names = ", ".join(repr(joint_name(model, j)) for j in joints)
+        return Slip(f"joints {names} all turn the other way: your angles are minus MuJoCo's (they turn about one "
+                    f"direction, [{axis}] in body {body_name(model, int(model.jnt_bodyid[joints[0]]))!r}: a planar "
+                    "model drawn with its axis reversed)", 0)
+    j = joints[0]
     return Slip(f"joint {joint_name(model, j)!r} turns the other way: your angle is minus MuJoCo's (it turns "
                 f"about [{axis}] in body {body_name(model, int(model.jnt_bodyid[j]))!r})", 0)
 
 
 def _ref_left_out(model, work, truth, q, user, tol, j: int) -> Slip | None:
     adr = int(model.jnt_qposadr[j])
-    work.qpos0[adr] = 0.0
-    try:
-        if not _matches(truth(work, q, np.ones(model.nv)), user, tol):
-            return None
-    finally:
-        _restore(work, model)
+    if not _explained(model, work, truth, q, user, tol, "qpos0", adr, 0.0):
+        return None
     ref = float(model.qpos0[adr])
     unit = f" ({np.degrees(ref):.4g} deg)" if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE) else " m"
     return Slip(f"joint {joint_name(model, j)!r}: ref {ref:.6g}{unit} left out (MuJoCo measures the joint's "
@@ -168,12 +244,8 @@ def _ref_left_out(model, work, truth, q, user, tol, j: int) -> Slip | None:
 
 
 def _quat_left_out(model, work, truth, q, user, tol, b: int) -> Slip | None:
-    work.body_quat[b] = [1.0, 0.0, 0.0, 0.0]
-    try:
-        if not _matches(truth(work, q, np.ones(model.nv)), user, tol):
-            return None
-    finally:
-        _restore(work, model)
+    if not _explained(model, work, truth, q, user, tol, "body_quat", b, [1.0, 0.0, 0.0, 0.0]):
+        return None
     return Slip(f"body {body_name(model, b)!r}: its quat left out (the model turns it by "
                 f"{_angle_axis(model.body_quat[b])} against its parent, quat {vector(model.body_quat[b])})", 0)
 
@@ -271,12 +343,13 @@ def _fit_pos(model, work, truth, q, user, tol, b: int) -> Slip | None:
     p0 = np.asarray(model.body_pos[b], dtype=float)
     p1 = p0 + x
     scale = max(float(np.abs(p0).max()), float(np.abs(p1).max()))
-    p1 = np.where(np.abs(p1 - p0) <= 1e-9 * scale, p0, p1)  # round-off of the fit keeps the model's value
+    p1 = np.where(np.abs(p1 - p0) <= _FIT_FLOOR * scale, p0, p1)  # the fit's round-off keeps the model's value
+    p1 = np.where(np.abs(p1) <= _FIT_FLOOR * scale, 0.0, p1)  # ... and a zero its zero
     parent = body_name(model, int(model.body_parentid[b]))
     length0, length1 = float(np.linalg.norm(p0)), float(np.linalg.norm(p1))
-    return Slip(f"body {body_name(model, b)!r}: pos {vector(p1)} where the model has {vector(p0)} (its origin "
-                f"{number(length1)} m from the origin of body {parent!r}, not {number(length0)} m: a link length)",
-                int(np.count_nonzero(p1 != p0)))
+    return Slip(f"body {body_name(model, b)!r}: pos {vector(p1, scale=scale)} where the model has {vector(p0)} (its "
+                f"origin {number(length1)} m from the origin of body {parent!r}, not {number(length0)} m: a link "
+                "length)", int(np.count_nonzero(p1 != p0)))
 
 
 def _fit_quat(model, work, truth, q, user, tol, b: int) -> Slip | None:
@@ -364,6 +437,17 @@ def jacobian_truth(tgt, frame: str, rows: int) -> Truth:
             else:
                 out[k, :3], out[k, 3:] = jacp, jacr
         return out[:, :rows] * dof_sign
+
+    return truth
+
+
+def dynamics_truth(qd: np.ndarray, qdd: np.ndarray | None = None) -> Truth:
+    """MuJoCo's inverse dynamics at the states with velocities ``qd (n, nv)`` and accelerations ``qdd``
+    (None: zero, the bias forces; with ``qd`` zero too, gravity), ``(n, nv)``; ``dof_sign`` negates a
+    dof's velocity, acceleration and force."""
+    def truth(model: mujoco.MjModel, q: np.ndarray, dof_sign: np.ndarray) -> np.ndarray:
+        accelerations = np.zeros_like(qd) if qdd is None else qdd
+        return inverse_dynamics(model, q, qd * dof_sign, accelerations * dof_sign) * dof_sign
 
     return truth
 

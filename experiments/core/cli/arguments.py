@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = [
     "out_dir",
     "out_file",
     "make_out_dir",
+    "progress",
     "WORKERS_MAX",
 ]
 
@@ -135,3 +137,14 @@ def _not_under_a_file(text: str, path: Path) -> Path:
                 raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
             break
     return path
+
+
+def progress(off: bool = False) -> bool | Callable[[str], None]:
+    """How a long command shows how far it got: a bar on stderr while it prints to a terminal; printing to a
+    file or a CI log, one line per finished experiment or batch of runs (never minutes of silence);
+    nothing with ``off``."""
+    if off:
+        return False
+    if sys.stdout.isatty():
+        return sys.stderr.isatty()
+    return lambda line: print(line, flush=True)

@@ -78,7 +78,7 @@ def _cmd_run(args) -> int:
                 arguments.make_out_dir(folder)
         outcomes = run_experiments(
             selected, out, short=args.short, seed=args.seed, overrides=dict(args.set), video=args.video,
-            progress=sys.stderr.isatty(), workers=args.workers, sources=args.sources, baseline=stored,
+            progress=arguments.progress(), workers=args.workers, sources=args.sources, baseline=stored,
             allow_new=args.allow_new, command=shlex.join(["crossdyn", *getattr(args, "argv", sys.argv[1:])]),
             timeout=args.timeout, pool=pool)
     finally:

@@ -24,7 +24,7 @@ def tune_engine(args) -> dict:
 
         raise ParameterError("--workers is for local runs; a Dask cluster's size is set by its workers")
     return {"workers": args.workers or os.cpu_count() or 1, "scheduler": args.scheduler,
-            "progress": sys.stderr.isatty() and not args.no_progress}
+            "progress": arguments.progress(args.no_progress)}
 
 
 @contextlib.contextmanager
@@ -113,7 +113,7 @@ def _experiment_parser(prog: str) -> argparse.ArgumentParser:
                    epilog="""\
 Example:
   crossdyn tune cart-pole-lqr --vary q_angle=1:1000:log --vary r=0.01:10:log \\
-      --minimize settling_time_s --constraint max_force_N<=20 --search optuna --samples 48
+      --minimize settling_time_s --constraint 'max_force_N<=20' --search optuna --samples 48
   crossdyn tune pendulum-pd --from ci/experiments.py --vary kp=10:200 --vary target_deg=-60:60 \\
       --search grid --samples 36          # a 6 x 6 map of where it passes
 Writes DIR/samples.csv (one row per run: its parameters, verdict and every numeric metric),
@@ -163,7 +163,8 @@ def add_engine_options(p: argparse.ArgumentParser, out: Path | None, name: str) 
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
     p.add_argument("--out", type=arguments.out_dir, default=out, metavar="DIR",
                    help=f"output folder; rerun to resume (default results/{name})")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (on a terminal) nor a line per finished batch of runs (elsewhere)")
 
 
 def _cmd_tune_experiment(args) -> int:

@@ -112,11 +112,15 @@ def _read_table(path: Path) -> tuple[list[str], np.ndarray]:
         raise LogError(f"no log file {str(path)!r}")
     if path.suffix == ".npz":
         try:
-            with np.load(path, allow_pickle=False) as archive:
+            loaded = np.load(path, allow_pickle=False)
+            if not isinstance(loaded, np.lib.npyio.NpzFile):  # a .npy renamed: one array, no names
+                raise ValueError("it holds one array, not an archive of named columns (a .npy file?)")
+            with loaded as archive:
                 header = list(archive.files)
                 arrays = [np.asarray(archive[name]) for name in header]
-        except (ValueError, OSError) as exc:
-            raise LogError(f"{path}: not a readable .npz log ({' '.join(str(exc).split())})") from None
+        except Exception as exc:  # noqa: BLE001 - any damage (a cut zip, a bad member, a pickle) is the file's
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise LogError(f"{path}: not a readable .npz log ({detail})") from None
         for name, array in zip(header, arrays, strict=True):
             if array.ndim != 1:
                 raise LogError(f"{path}: array {name!r} has shape {array.shape}; each column is a 1-D array")
@@ -164,8 +168,9 @@ def load_log(path: str | Path, model: mujoco.MjModel, model_name: str = "the mod
       The :class:`Log`.
 
     Raises:
-      LogError: missing or unreadable file; no ``time`` column; time not strictly
-        increasing (its row); NaN or infinity (row and column); a name the model
+      LogError: missing or unreadable file (any damage to a ``.npz``); no ``time`` column;
+        time not strictly increasing (its row) or in milliseconds or microseconds (its
+        step); NaN or infinity (row and column); a name the model
         does not have (with the closest one); a component index or a missing
         component of a multi-valued joint or sensor; fewer than :data:`MIN_ROWS`
         rows; no command and no reading at all.
@@ -195,6 +200,14 @@ def load_log(path: str | Path, model: mujoco.MjModel, model_name: str = "the mod
     if (steps <= 0).any():
         r = int(np.argmax(steps <= 0)) + 1
         raise LogError(f"{path}: time is not increasing at {row_name(r)} ({time[r - 1]:g} s, then {time[r]:g} s)")
+    # A robot's log samples at 10 Hz to 20 kHz: a median step of 0.5 or more is none in seconds, but one in
+    # milliseconds (2 kHz or slower), microseconds or nanoseconds, the first that makes it 0.1 s or less.
+    step = float(np.median(steps))
+    if step >= 0.5:
+        scale, unit = next(((s, u) for s, u in ((1e3, "milliseconds"), (1e6, "microseconds")) if step / s <= 0.1),
+                           (1e9, "nanoseconds"))
+        raise LogError(f"{path}: its time column steps by {step:g} per sample: that is {unit} ({step / scale:g} s a "
+                       f"sample), not seconds; give time in seconds (divide the column by {scale:g})")
     if time[-1] - time[0] < 10 * model.opt.timestep:
         raise LogError(f"{path} spans {time[-1] - time[0]:g} s, less than ten of the model's time steps "
                        f"({model.opt.timestep:g} s); too short to say anything")

@@ -16,9 +16,9 @@ import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["Engine", "engine", "in_this_process", "Isolation", "timed", "IN_FLIGHT", "CONNECT_TIMEOUT"]
+__all__ = ["Engine", "engine", "in_this_process", "Isolation", "Divisible", "timed", "IN_FLIGHT", "CONNECT_TIMEOUT"]
 
 IN_FLIGHT = 2  # jobs submitted ahead per local worker: keeps every worker busy, bounds memory
 CONNECT_TIMEOUT = "5s"  # an unreachable or silent address fails fast instead of hanging
@@ -41,6 +41,14 @@ class Engine(NamedTuple):
 
     run: Callable[[list], Iterator]
     size: int
+
+
+@runtime_checkable
+class Divisible(Protocol):
+    """A job of several runs (a batch): when its worker dies, its ``halves()`` are run again apart, down to the
+    run that took it down (``()`` for a job of one run)."""
+
+    def halves(self) -> tuple: ...
 
 
 @dataclass(frozen=True)
@@ -110,7 +118,9 @@ def _start_worker(preload: Sequence[str], initializer, initargs: tuple, warm) ->
 
 def _isolated(pool, run_one, jobs: list, workers: int, isolation: Isolation):
     """``run_one`` results from the pool as they finish, at most IN_FLIGHT per worker queued;
-    a run that ended without a result is ``isolation.failed``'s row."""
+    a run that ended without a result is ``isolation.failed``'s row.  A :class:`Divisible` job (a
+    batch) that ended without its rows is split in halves, each run again, so a crash costs the
+    run that crashed only and every other run of its batch gets its own row."""
     pending = iter(jobs)
     for job in itertools.islice(pending, IN_FLIGHT * workers):
         pool.submit(run_one, job, timeout=isolation.timeout, key=job)
@@ -118,6 +128,11 @@ def _isolated(pool, run_one, jobs: list, workers: int, isolation: Isolation):
         job = next(pending, None)
         if job is not None:
             pool.submit(run_one, job, timeout=isolation.timeout, key=job)
+        parts = done.key.halves() if not done.ok and isinstance(done.key, Divisible) else ()
+        if parts:
+            for part in parts:
+                pool.submit(run_one, part, timeout=isolation.timeout, key=part)
+            continue
         if done.ok:
             yield done.value
         elif isolation.failed is not None:

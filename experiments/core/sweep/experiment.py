@@ -168,7 +168,8 @@ def best_row(rows: list[dict], minimize: str, constraints: list[tuple[str, str, 
 @dataclass
 class TuneResult(sweep_run.SweepResult):
     """A :class:`~crossdyn.experiments.core.sweep.run.SweepResult` with what was tuned: the tune's arguments,
-    the ``files`` written besides the table, and with ``--vary-from`` the ``model_columns`` and ``notes``."""
+    the ``files`` written besides the table, the experiment's declared metric ``tolerances`` (what variation
+    is round-off), and with ``--vary-from`` the ``model_columns`` and ``notes``."""
 
     experiment: str = ""
     minimize: str | None = None
@@ -177,12 +178,13 @@ class TuneResult(sweep_run.SweepResult):
     files: list[str] = field(default_factory=list)
     model_columns: list[str] = field(default_factory=list)
     notes: tuple[str, ...] = ()
+    tolerances: dict = field(default_factory=dict)
 
 
 def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = None, constraints: Sequence[str] = (),
          search: str = "lhs", sampler: str = "gp", samples: int = 32, seed: int = 0, fixed: dict | None = None,
          short: bool = False, sources: tuple[str, ...] | list[str] = (), workers: int = 1,
-         scheduler: str | None = None, progress: bool = False, plots: bool = True,
+         scheduler: str | None = None, progress: sweep_run.Progress = False, plots: bool = True,
          timeout: float | None = None, vary_from: str | Path | None = None, plan: list | Callable | None = None,
          options: dict | None = None, batch: bool = True) -> TuneResult:
     """Sweep, search or map experiment ``name`` into ``out``.
@@ -202,7 +204,8 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
       seed: seed of the plan or the sampler, and the experiment's seed.
       fixed: other parameters as ``--set`` takes them (name -> text).
       short, plots: the experiments' reduced runs; draw the plots.
-      sources, workers, scheduler, progress: as ``crossdyn run``'s and the sweep engine's.
+      sources, workers, scheduler: as ``crossdyn run``'s and the sweep engine's.
+      progress: a progress bar (True), or a function given a line per finished batch of runs.
       timeout: each run's time limit, s: a run over it is recorded ``timed out``.
       vary_from: an ``identified.json``: every run's model gets the identified parameters drawn
         within their intervals; the experiment must take an ``mjcf`` parameter.
@@ -249,7 +252,7 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
 
 
 def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search: str, sampler: str, samples: int,
-          seed: int, minimize: str | None, workers: int, scheduler: str | None, progress: bool,
+          seed: int, minimize: str | None, workers: int, scheduler: str | None, progress: sweep_run.Progress,
           plots: bool, timeout: float | None) -> TuneResult:
     """:func:`tune` once its arguments are checked and ``out`` is its own."""
     csv_path = out / "samples.csv"
@@ -281,7 +284,8 @@ def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search
     computed += ran_defaults  # the table already held the defaults' row when the plan ran
     result = TuneResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path,
                         experiment=name, minimize=minimize, constraints=plan_.limits, space=plan_.space,
-                        model_columns=plan_.model_columns, notes=plan_.notes)
+                        model_columns=plan_.model_columns, notes=plan_.notes,
+                        tolerances=dict(plan_.experiment.tolerances))
     result.best = best_row(rows, minimize, plan_.limits) if minimize else None
     _write_best(out, result, plan_.fixed, search, sampler, seed)
     if plots:

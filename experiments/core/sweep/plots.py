@@ -9,12 +9,39 @@ from pathlib import Path
 import numpy as np
 
 from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.baseline import DEFAULT_TOLERANCE, Tolerance
 from crossdyn.experiments.core.results import write_json
 from crossdyn.experiments.core.sweep.table import cell
 
-__all__ = ["draw", "heat", "outline", "holding_region", "held_map"]
+__all__ = ["draw", "heat", "outline", "holding_region", "held_map", "constant", "figures"]
 
 _COLORS = {"pass": "tab:green", "fail": "tab:orange", "error": "black"}
+
+
+def constant(values, tolerance: Tolerance = DEFAULT_TOLERANCE) -> float | None:
+    """The one value ``values`` hold to within ``tolerance`` (their variation is round-off, never a signal to
+    draw), or None when they vary more (or none is finite)."""
+    finite = np.asarray(values, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    if not finite.size or not tolerance.allows(float(finite.min()), float(finite.max())):
+        return None
+    middle = float((finite.min() + finite.max()) / 2)
+    return 0.0 if abs(middle) <= tolerance.abs else middle
+
+
+def figures(values, tolerance: Tolerance = DEFAULT_TOLERANCE) -> list[str]:
+    """Each value as a map's cell shows it (3 digits): the one value they all hold when they differ by round-off
+    only (:func:`constant`), a value within the tolerance's absolute part of 0 as 0; a non-finite one as ""."""
+    held = constant(values, tolerance)
+    out = []
+    for v in np.asarray(values, dtype=float):
+        shown = held if held is not None else (0.0 if abs(v) <= tolerance.abs else v)
+        out.append(f"{shown:.3g}" if math.isfinite(v) else "")
+    return out
+
+
+def _constant_words(value: float, tolerance: Tolerance) -> str:
+    return f"constant {value:.4g}: its variation is within its tolerance ({tolerance}), round-off"
 
 
 def draw(out: Path, result, search: str) -> list[str]:
@@ -32,8 +59,11 @@ def draw(out: Path, result, search: str) -> list[str]:
 
 
 def _objective(result, path: Path) -> None:
-    """The minimized metric against each varied parameter, by outcome; defaults and best marked."""
+    """The minimized metric against each varied parameter, by outcome; defaults and best marked.  A metric
+    that varies by round-off only is drawn flat (its axis spans far more than its tolerance), and said so."""
     space, rows, metric = result.space, result.rows, result.minimize
+    tolerance = result.tolerances.get(metric, DEFAULT_TOLERANCE)
+    held = constant([cell(r, metric) for r in rows], tolerance)
     fig, axes = plots.figure(1, len(space), width=4.0 * len(space) + 1.0, height=3.2, sharey=True)
     axes = np.atleast_1d(axes)
     for ax, v in zip(axes, space, strict=False):
@@ -48,10 +78,14 @@ def _objective(result, path: Path) -> None:
         if v.log:
             ax.set_xscale("log")
         ax.set_xlabel(v.name)
+        if held is not None:  # +-10 % of the value (at least 1000 tolerances): round-off stays a flat line
+            half = max(0.1 * abs(held), 1e3 * (tolerance.abs + tolerance.rel * abs(held)))
+            ax.set_ylim(held - half, held + half)
     axes[0].set_ylabel(metric)
     axes[0].legend(fontsize=7)
     constraints = "; ".join(f"{m} {op} {lim:g}" for m, op, lim in result.constraints)
-    fig.suptitle(f"{result.experiment}: {metric} over {len(rows)} runs" + (f" ({constraints})" if constraints else ""))
+    fig.suptitle(f"{result.experiment}: {metric} over {len(rows)} runs" + (f" ({constraints})" if constraints else "")
+                 + (f"\n{metric} {_constant_words(held, tolerance)}" if held is not None else ""))
     fig.savefig(path, dpi=110, bbox_inches="tight")
 
 
@@ -79,14 +113,17 @@ def _map(result, out: Path) -> list[str]:
     ys = sorted({cell(r, b.name) for r in result.rows[1:]})
     held = np.zeros((len(xs), len(ys)), dtype=bool)
     text = [["" for _ in ys] for _ in xs]
-    for row in result.rows[1:]:
+    tolerance = result.tolerances.get(result.minimize, DEFAULT_TOLERANCE)
+    values = [cell(row, result.minimize) if result.minimize else math.nan for row in result.rows[1:]]
+    for row, shown in zip(result.rows[1:], figures(values, tolerance), strict=True):
         i, j = xs.index(cell(row, a.name)), ys.index(cell(row, b.name))
         held[i, j] = row["outcome"] == "pass"
-        value = cell(row, result.minimize) if result.minimize else math.nan
-        text[i][j] = f"{value:.3g}" if math.isfinite(value) else row["outcome"]
+        text[i][j] = shown or row["outcome"]
     axes = {a.name: xs, b.name: ys}
+    same = constant(values, tolerance)
     region = held_map(out / "map.png", axes, held, text, f"{result.experiment}: green where it passes "
-                      f"({int(held.sum())}/{held.size})" + (f"; text: {result.minimize}" if result.minimize else ""))
+                      f"({int(held.sum())}/{held.size})" + (f"; text: {result.minimize}" if result.minimize else "")
+                      + (f" ({_constant_words(same, tolerance)})" if same is not None else ""))
     write_json(out / "map.json", {"experiment": result.experiment, "axes": axes,
                                   "passed_fraction": float(held.mean()), "holding_region": region})
     return ["map.png", "map.json"]
@@ -108,8 +145,16 @@ def held_map(path: Path, axes: dict[str, list[float]], held: np.ndarray, text: l
 
 
 def heat(ax, fig, xs, ys, values, xlabel, ylabel, title, cmap="viridis_r", annotate=None, limits=(None, None),
-         colorbar=True):
-    """A heat-map of ``values[i, j]`` over ``xs[i]`` (columns) and ``ys[j]`` (rows), NaN blank."""
+         colorbar=True, tolerance: Tolerance = DEFAULT_TOLERANCE):
+    """A heat-map of ``values[i, j]`` over ``xs[i]`` (columns) and ``ys[j]`` (rows), NaN blank.
+
+    Values that differ by less than ``tolerance`` (round-off) are drawn in one colour, without a colour
+    bar, and the title says so: a colour scale stretched over 1e-12 would draw round-off as a signal.
+    """
+    held = constant(values, tolerance) if limits == (None, None) else None
+    if held is not None:
+        limits, colorbar = (held, held), False
+        title = f"{title}\n{_constant_words(held, tolerance)}"
     im = ax.imshow(values.T, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest", vmin=limits[0],
                    vmax=limits[1])
     ax.set_xticks(range(len(xs)), [f"{x:.3g}" for x in xs], fontsize=7, rotation=45)

@@ -13,7 +13,7 @@ from pathlib import Path
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import table
 
-__all__ = ["SweepResult", "run_samples", "Batch", "in_batches", "BATCH_RUNS", "ended"]
+__all__ = ["SweepResult", "run_samples", "Batch", "in_batches", "Meter", "Progress", "BATCH_RUNS", "ended"]
 
 # Runs per batch at most: enough for the batch to amortize its per-step work over, few enough that
 # every worker gets batches and a table grows while the sweep runs.
@@ -30,23 +30,56 @@ class Batch:
     def index(self) -> int:
         return self.jobs[0].index
 
+    def halves(self) -> tuple[Batch, ...]:
+        """The batch's two halves, or ``()`` for a batch of one run (an :class:`~.engine.Divisible` job)."""
+        middle = len(self.jobs) // 2
+        return (Batch(self.jobs[:middle]), Batch(self.jobs[middle:])) if middle else ()
+
 
 def in_batches(engine: engines.Engine) -> engines.Engine:
-    """``engine`` running jobs a :class:`Batch` at a time, yielding one ``(row, seconds, where)`` per run.
+    """``engine`` running jobs a :class:`Batch` at a time, yielding ``(rows, seconds, where)`` per batch.
 
     Each worker gets batches of about half its share of the jobs (at most :data:`BATCH_RUNS`),
-    so the workers stay busy to the end; a batch's wall time is shared evenly by its runs.
+    so the workers stay busy to the end (:func:`run_samples` takes the rows, sharing a batch's
+    wall time evenly).
     """
 
     def run(jobs: list):
         size = max(1, min(BATCH_RUNS, math.ceil(len(jobs) / (2 * engine.size))))
-        groups = [Batch(tuple(jobs[i:i + size])) for i in range(0, len(jobs), size)]
-        for value, seconds, where in engine.run(groups):
-            rows = value if isinstance(value, list) else [value]
-            for row in rows:
-                yield row, seconds / len(rows), where
+        return engine.run([Batch(tuple(jobs[i:i + size])) for i in range(0, len(jobs), size)])
 
     return engines.Engine(run, engine.size)
+
+
+Progress = bool | Callable[[str], None]
+
+
+class Meter:
+    """How far a sweep got: a progress bar on stderr (``progress`` True), a line per finished batch of runs
+    given to ``progress`` (a function: ``tune x: 64/513 runs, 2 failed``), or nothing (False)."""
+
+    def __init__(self, progress: Progress, total: int, done: int, failed: int, desc: str, unit: str):
+        self.lines = progress if callable(progress) else None
+        self.total, self.done, self.failed, self.desc, self.unit = total, done, failed, desc, unit
+        self.bar = None
+        if progress is True:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=done, desc=desc, unit=unit, dynamic_ncols=True)
+            self.bar.set_postfix(failed=failed)
+
+    def update(self, runs: int, failed: int) -> None:
+        """``runs`` more finished, ``failed`` of them failed."""
+        self.done, self.failed = self.done + runs, self.failed + failed
+        if self.bar is not None:
+            self.bar.update(runs)
+            self.bar.set_postfix(failed=self.failed)
+        if self.lines is not None:
+            self.lines(f"{self.desc}: {self.done}/{self.total} {self.unit}s, {self.failed} failed")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 @dataclass
@@ -72,7 +105,7 @@ class SweepResult:
 
 
 def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str, str]], csv_path: Path,
-                columns: Sequence[str], *, workers: int = 1, scheduler: str | None = None, progress: bool = False,
+                columns: Sequence[str], *, workers: int = 1, scheduler: str | None = None, progress: Progress = False,
                 desc: str = "tune", failed: Callable[[dict], bool] = lambda row: False,
                 warm: Callable[[], None] | None = None, preload: Sequence[str] = (), exact: bool = True,
                 engine: engines.Engine | None = None,
@@ -84,8 +117,10 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
       plan: the jobs (each with an ``index``); keys: per index, the columns compared on resume.
       csv_path, columns: the table and its header (``exact``) or its leading key columns.
       workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine`.
-      progress, desc, failed: a progress bar on stderr, counting ``failed`` rows.
-      engine: an open engine to run on (then the four above are its own).
+      progress, desc, failed: a progress bar on stderr, or a line per finished batch given to ``progress``
+        (:class:`Meter`), counting ``failed`` rows.
+      engine: an open engine to run on (then the four above are its own); its results are a row or a
+        batch's list of rows each.
       texts: the table's text columns and their values, to validate resumed rows.
 
     Raises:
@@ -107,29 +142,22 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
     return SweepResult(rows, len(todo), len(plan) - len(todo), time.perf_counter() - start, csv_path)
 
 
-def _record(results, plan: list, done: dict, csv_path: Path, columns: Sequence[str], exact: bool, progress: bool,
-            desc: str, failed: Callable[[dict], bool]) -> None:
-    """Append each of ``results`` to the table as it comes (and to ``done``), with the progress bar."""
-    failures = sum(failed(row) for row in done.values())
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(plan), initial=len(done), desc=desc, unit="run", dynamic_ncols=True)
-        bar.set_postfix(failed=failures)
+def _record(results, plan: list, done: dict, csv_path: Path, columns: Sequence[str], exact: bool,
+            progress: Progress, desc: str, failed: Callable[[dict], bool]) -> None:
+    """Append each of ``results`` (a row, or a batch's rows sharing its wall time) to the table as it comes
+    (and to ``done``), with the progress shown."""
+    meter = Meter(progress, len(plan), len(done), sum(failed(row) for row in done.values()), desc, "run")
     header = list(columns)
     try:
         with table.appending(csv_path, [done[i] for i in sorted(done)], header, grow=not exact) as record:
-            for row, seconds, where in results:
-                record(row, seconds, where)
-                done[int(row["sample"])] = row
-                failures += failed(row)
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(failed=failures)
+            for value, seconds, where in results:
+                rows = value if isinstance(value, list) else [value]
+                for row in rows:
+                    record(row, seconds / len(rows), where)
+                    done[int(row["sample"])] = row
+                meter.update(len(rows), sum(failed(row) for row in rows))
     finally:
-        if bar is not None:
-            bar.close()
+        meter.close()
 
 
 def ended(done) -> tuple[str, str]:

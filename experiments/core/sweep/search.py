@@ -16,6 +16,7 @@ from typing import Any
 
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.sweep import table
+from crossdyn.experiments.core.sweep.run import Meter, Progress
 
 __all__ = ["search", "run_trials", "study", "sampler", "suggest_ratios", "read_trials", "refuse_extra_trials",
            "SAMPLERS"]
@@ -93,25 +94,21 @@ Score = Callable[[dict, dict], tuple[Any, dict[str, float]]]
 
 
 def run_trials(the_study, make_job: Callable, score: Score, csv_path: Path, columns: Sequence[str], trials: int,
-               engine, progress: bool, *, found: dict[int, dict], done: dict[int, dict] | None = None, first: int = 0,
-               exact: bool = False, failed: Callable[[dict], bool] | None = None) -> tuple[list, int]:
+               engine, progress: Progress, *, found: dict[int, dict], done: dict[int, dict] | None = None,
+               first: int = 0, exact: bool = False, failed: Callable[[dict], bool] | None = None) -> tuple[list, int]:
     """Run a search's trials ``first..trials`` on an open ``engine``: ``(rows in trial order, runs made now)``.
 
     ``make_job(index, trial)`` is the run of trial ``index``, its values suggested on ``trial``;
     ``score(row, done) -> (objectives, {constraint: excess})`` scores a finished trial (excess
     ``<= 0`` is feasible); ``found`` are the table's rows (:func:`read_trials`), ``done`` those
-    done before ``first``; ``failed`` counts a row as failed on the progress bar.
+    done before ``first``; ``failed`` counts a row as failed in the progress shown (:class:`~.run.Meter`).
 
     Raises:
       ParameterError: a found row is not the trial this search suggests now (other arguments).
       CrossdynError: the Dask scheduler cannot be reached.
     """
     total, done, computed = trials + 1, dict(done or {}), 0
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, initial=first, desc="search", unit="trial", dynamic_ncols=True)
+    meter = Meter(progress, total, first, 0, "search", "trial")
     try:
         with table.appending(csv_path, [found[i] for i in sorted(found)], columns, grow=not exact) as record:
             for start in range(first, total, engine.size):
@@ -130,13 +127,9 @@ def run_trials(the_study, make_job: Callable, score: Score, csv_path: Path, colu
                     for name, excess in constraints.items():
                         t.set_constraint(name, excess)
                     the_study.tell(t, objectives)
-                if bar is not None:
-                    bar.update(len(jobs))
-                    if failed is not None:
-                        bar.set_postfix(failed=sum(failed(done[j.index]) for j in jobs))
+                meter.update(len(jobs), sum(failed(done[j.index]) for j in jobs) if failed is not None else 0)
     finally:
-        if bar is not None:
-            bar.close()
+        meter.close()
     refuse_extra_trials(csv_path, found, done, trials)
     rows = [done[i] for i in range(total)]
     table.write(csv_path, rows, list(columns) if exact else table.columns_of(rows, columns))
@@ -154,7 +147,7 @@ def _suggest(trial, space) -> dict:
 
 
 def search(make_job: Callable, space, csv_path: Path, columns, minimize: str | None, limits: list, trials: int,
-           seed: int, sampler_name: str, engine, progress: bool) -> tuple[list, int]:
+           seed: int, sampler_name: str, engine, progress: Progress) -> tuple[list, int]:
     """``crossdyn tune EXPERIMENT --search optuna`` on an open ``engine``: ``(rows in trial order, runs made now)``.
 
     Raises:

@@ -68,16 +68,18 @@ def _load_experiments(sources: tuple[str, ...]) -> None:
 
 
 def run_plan(tuning: Tuning, out: Path, plan: list | Callable, *, workers: int = 1, scheduler: str | None = None,
-             progress: bool = False, timeout: float | None = None, batch: bool = True, desc: str = "tune",
-             options: dict[str, Any] | None = None, sources: tuple[str, ...] = ()) -> sweep_run.SweepResult:
+             progress: sweep_run.Progress = False, timeout: float | None = None, batch: bool = True,
+             desc: str = "tune", options: dict[str, Any] | None = None,
+             sources: tuple[str, ...] = ()) -> sweep_run.SweepResult:
     """Run ``plan`` into ``out``'s table (``out`` held meanwhile), then write the tuning's summary.
 
     Args:
       tuning: the experiment's :class:`Tuning`.
       plan: the jobs (each with ``index`` and ``key()``), run where the table lacks them; or a
         search, ``plan(engine, csv_path, progress) -> (rows, computed)``.
-      workers, scheduler, progress, timeout, batch: the engine's (a timeout is each run's limit, s;
+      workers, scheduler, timeout, batch: the engine's (a timeout is each run's limit, s;
         ``batch``: jobs go a batch at a time, never with ``timeout``).
+      progress: a progress bar (True), or a function given a line per finished batch of runs.
       desc: the progress bar's label; options: passed on to :attr:`Tuning.summary`.
       sources: the users' files or modules the tuning's experiment came from.
 
