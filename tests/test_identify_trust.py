@@ -182,7 +182,7 @@ def test_identify_with_the_wrong_thing_fitted_exits_1_and_names_what_explains_th
     saved = json.loads((tmp_path / "o" / "identified.json").read_text())
     assert saved["verdicts"][str(log)]["verdict"] == "fail"
     assert not saved["intervals"]["supported"]  # residuals of 100 x the noise cannot support 95 % intervals
-    assert "identify: the fitted model against gear.csv: fail" in err  # a line per stage off a terminal
+    assert "identify: the fitted model against gear.csv: fail" in out  # a line per stage off a terminal
 
 
 def test_a_value_at_its_bound_says_so_and_its_interval_starts_there(tmp_path):

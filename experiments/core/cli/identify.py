@@ -55,20 +55,23 @@ def _noise(p: argparse.ArgumentParser) -> None:
 
 
 class _Stages:
-    """A line on stderr per finished stage when it is not a terminal; a progress bar when it is."""
+    """A line per finished stage when the output is not a terminal (a CI log); a progress bar when it is.
+
+    The lines go to stdout with the results, so that stderr holds nothing but an error's one line.
+    """
 
     def __init__(self, command: str, total: int):
         from tqdm import tqdm
 
         self.command = command
-        self.bar = tqdm(total=total, desc=command, unit="stage", leave=False) if sys.stderr.isatty() else None
+        self.bar = tqdm(total=total, desc=command, unit="stage", leave=False) if sys.stdout.isatty() else None
 
     def done(self, text: str) -> None:
         if self.bar is not None:
             self.bar.set_postfix_str(text[:60])
             self.bar.update(1)
         else:
-            print(f"{self.command}: {text}", file=sys.stderr, flush=True)
+            print(f"{self.command}: {text}", flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -327,11 +330,12 @@ def _cmd_excite(args) -> int:
 
 
 def _cmd_check_model(args) -> int:
-    from crossdyn.experiments.core.identify.check_model import replay
+    from crossdyn.experiments.core.identify.check_model import parse_tolerance, replay
     from crossdyn.experiments.core.identify.logs import refuse_repeats
     from crossdyn.experiments.core.identify.report import plot_signals
     from crossdyn.experiments.core.results import write_json
 
+    parse_tolerance(args.tolerance or None)  # refused before any work
     path, model, spec, logs = _load(args.mjcf, args.log)
     refuse_repeats(logs)
     out = arguments.make_out_dir(args.out)

@@ -22,6 +22,7 @@ source, each parameter's detectable change, the tolerance.
 from __future__ import annotations
 
 import fnmatch
+import inspect
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -245,6 +246,8 @@ def model_matches_log(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: flo
     away from the robot fails, and a log that cannot decide does not pass.  Relative paths are the
     caller's, resolved now.
     """
+    caller = inspect.currentframe()
+    owner = caller.f_back.f_globals.get("__name__", "__main__") if caller and caller.f_back else "__main__"
     files = [logs] if isinstance(logs, (str, Path)) else list(logs)
     mjcf_text = str(mjcf) if not Path(mjcf).exists() else str(Path(mjcf).resolve())
     files = [str(Path(f).resolve()) for f in files]
@@ -261,6 +264,8 @@ def model_matches_log(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: flo
                 "measured": f"worst {worst['signal']}: {worst['rms']:.3g} x its noise ({verdict.verdict})",
                 "detail": verdict.diagnosis, "worst_rms": worst["rms"],
                 "rms": {Path(log).stem: signals for log, signals in verdict.rms.items()}}
+
+    run.__module__ = owner  # the experiment is the file's that registered it, not crossdyn's own
 
 
 def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance=TOLERANCE, window: float = WINDOW,
