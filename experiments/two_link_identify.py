@@ -28,6 +28,7 @@ __all__ = ["ROBOT", "robot_model"]
 ROBOT = {"body:link2:mass": 0.125664 * 1.15, "joint:q1:damping": 0.003, "joint:q2:frictionloss": 0.002,
          "actuator:tau1:gear": 0.92, "delay": 0.004}
 GAINS = np.array([0.8, 0.15])  # N m/rad: the arm's inertias are ~0.016 and ~0.002 kg m^2
+NOISE = 5e-4  # rad: the encoders' white noise
 
 
 def robot_model() -> mujoco.MjModel:
@@ -58,12 +59,13 @@ def identify_arm(ctx) -> dict:
         i = min(int(round(time / dt)), t.size - 1)
         return GAINS * (refs[:, i] - q) + np.array([0.05, 0.02]) * np.sin([3.1 * time, 4.3 * time])
 
-    time, columns = record(model, law, duration, encoder_noise=5e-4, delay=ROBOT["delay"], seed=ctx.seed)
+    time, columns = record(model, lambda time, reading: law(time, reading.qpos), duration, noise={"qpos:*": NOISE},
+                           delay=ROBOT["delay"], seed=ctx.seed, signals=["qpos:*"])
     path = write_log(ctx.out_dir / "robot.csv", time, columns)
     shipped = mujoco.MjModel.from_xml_path(str(mjcf.path("two_link_arm")))
     spec = mujoco.MjSpec.from_file(str(mjcf.path("two_link_arm")))
     problem = Problem(spec, parse_fit(list(ROBOT), shipped, spec, "two_link_arm.xml"), [load_log(path, shipped)],
-                      threads=1)
+                      threads=1, noise={"qpos:*": NOISE})  # the encoders' noise, as their datasheet would state it
     try:
         result, (measured,), (nominal,), (identified,) = fit_and_replay(problem)
     finally:

@@ -56,6 +56,6 @@ def arm_log(out: Path, *, seed: int, duration: float, excitation_seed: int = 1, 
         i = min(int(round(time / dt)), t.size - 1)
         return GAINS * (refs[:, i] - q) + np.array([0.3, 0.2]) * np.sin([3.1 * time, 4.3 * time])
 
-    time, columns = record(model, law, duration, encoder_noise=noise, delay=delay, seed=seed,
-                           joints=["shoulder", "elbow"])
+    time, columns = record(model, lambda time, reading: law(time, reading.qpos[:2]), duration,
+                           noise={"qpos:*": noise}, delay=delay, seed=seed, signals=["qpos:shoulder", "qpos:elbow"])
     return write_log(out, time, columns)

@@ -21,6 +21,7 @@ import pytest
 
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.identify.check_model import replay
+from crossdyn.experiments.core.identify.fit import START
 from crossdyn.experiments.core.identify.logs import load_log
 from identify_truth import ARM, FIT, TRUTH, arm_log, truth_model
 
@@ -70,6 +71,8 @@ def test_one_sentence_per_parameter(identified):
 def test_residuals_fall_to_the_noise(identified):
     for signals in identified["json"]["residuals"].values():
         for key, r in signals.items():
+            if key == START:  # the windows' starts' own misfit, not a reading
+                continue
             assert r["before"] > 10, (key, r)  # the nominal model is tens of noise levels off
             assert r["after"] < 1.2, (key, r)  # the fitted one leaves the encoder noise (RMS 1 in its units)
     for signals in identified["json"]["validation"].values():

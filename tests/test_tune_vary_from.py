@@ -48,8 +48,9 @@ def _cart_pole_log(path: Path) -> Path:
     def law(time: float, q: np.ndarray) -> np.ndarray:
         return np.array([20.0 * (reference[min(int(round(time / dt)), t.size - 1)] - q[0])])  # N: 20 N/m
 
-    time, columns = record(model, law, DURATION, encoder_noise=5e-4, seed=0, joints=["cart", "pole"],
-                           qpos0=np.array([0.0, np.pi]))  # the pole hanging: stable without a balance law
+    time, columns = record(model, lambda time, reading: law(time, reading.qpos), DURATION, noise={"qpos:*": 5e-4},
+                           seed=0, signals=["qpos:cart", "qpos:pole"],
+                           qpos=np.array([0.0, np.pi]))  # the pole hanging: stable without a balance law
     return write_log(path, time, columns)
 
 

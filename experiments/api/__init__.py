@@ -53,6 +53,7 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     ("batch", ("simulate_batch",)),
     # is the MJCF the robot: a model against a robot's log
     ("identify.check_model", ("check_model", "model_matches_log")),
+    ("identify.record", ("record",)),
     # users' C controllers in the loop
     ("c_controller", ("CController", "CompileError")),
     # imperfections of the loop

@@ -47,7 +47,8 @@ from crossdyn.experiments.core.registry import experiment
 GALLERY_HEADING = "Identification: is the MJCF the robot?"
 DERIVATION_PAGE = "identification"
 
-__all__ = ["MODEL", "ROBOT", "WINDOW", "NOISE", "FITS", "robot_spec", "record_closed_loop", "initial_pose", "judge"]
+__all__ = ["MODEL", "ROBOT", "WINDOW", "NOISE", "STATED", "FITS", "robot_spec", "record_closed_loop", "initial_pose",
+           "judge"]
 
 MODEL = "wheel_legged_biped"
 # The robot's truth, by --fit QUANTITY (the delay is applied by the recorder, or natively by robot_spec).
@@ -59,6 +60,9 @@ WINDOW = 0.05
 # Reading noise (standard deviations): encoders 0.5 mrad, their speeds 10 mrad/s, gyro 5 mrad/s,
 # the orientation quaternion's components 0.25e-3 (0.5 mrad of attitude).
 NOISE = {"qpos": 5e-4, "qvel": 1e-2, "imu_gyro": 5e-3, "imu_quat": 2.5e-4}
+# The same, as identify and check model take a stated noise (--noise SIGNAL=VALUE).
+STATED = {"qpos:*": NOISE["qpos"], "qvel:*": NOISE["qvel"], "sensor:imu_gyro": NOISE["imu_gyro"],
+          "sensor:imu_quat": NOISE["imu_quat"]}
 # What biped-identify fits, in --fit's words.
 FITS = ["body:left_front_shank:mass", "joint:*_wheel:damping", "joint:*_wheel:frictionloss", "delay"]
 # How many 95 % half-widths a fitted value may be from its truth: 1.5 (2.9 sigma, about 99.7 %), so that
@@ -197,7 +201,7 @@ def identify_biped(ctx) -> dict:
     shipped = mujoco.MjModel.from_xml_path(str(mjcf.path(MODEL)))
     spec = mujoco.MjSpec.from_file(str(mjcf.path(MODEL)))
     problem = Problem(spec, parse_fit(FITS, shipped, spec, f"{MODEL}.xml"), [load_log(path, shipped)],
-                      window=WINDOW, threads=1)
+                      window=WINDOW, threads=1, noise=STATED)
     try:
         result, (measured,), (nominal,), (identified,) = fit_and_replay(problem)
     finally:

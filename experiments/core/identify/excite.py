@@ -121,11 +121,8 @@ class Determinacy:
 
 def determinacy(spec: mujoco.MjSpec, targets: list[Quantity], log: Log, noise: float) -> list[Determinacy]:
     """Intervals the log would give each target, from the Jacobian at the model with ``noise`` on every reading."""
-    problem = Problem(spec, targets, [log])
+    problem = Problem(spec, targets, [log], noise={"*": noise})  # the noise assumed, stated
     try:
-        for sigs in problem.signals:
-            for sig in sigs:
-                sig.sigma = np.full_like(sig.sigma, noise)
         x = problem.x0()
         r = problem.predict(x)
         jac = problem.jacobian(x, r)

@@ -43,7 +43,9 @@ the log's own noise".
 
 from __future__ import annotations
 
+import fnmatch
 import io
+import math
 import os
 import time as clock
 from dataclasses import dataclass, field
@@ -55,9 +57,10 @@ from absl import logging as absl_logging
 
 from crossdyn.experiments.core.identify import sysid
 from crossdyn.experiments.core.identify.logs import Log, LogError
-from crossdyn.experiments.core.identify.spec import Quantity, native_delay
+from crossdyn.experiments.core.identify.noise import Noise, resolve
+from crossdyn.experiments.core.identify.spec import Quantity, SpecError, native_delay
 
-__all__ = ["Problem", "FitResult", "noise_level", "WINDOW", "fit", "fit_and_replay"]
+__all__ = ["Problem", "FitResult", "WINDOW", "START", "fit", "fit_and_replay", "residual_checks"]
 
 # The constraint solver's tolerance in the fit's rollouts (see Problem.build): at MuJoCo's 1e-8 the biped's
 # residual moves by a thousandth when a shank's mass moves by 1e-7 kg; at 1e-12 it moves smoothly, no slower.
@@ -68,6 +71,15 @@ SOLVER_TOLERANCE = 1e-12
 START_RCOND = 1e-5
 # Seconds per re-anchored rollout (see the module docstring for why).
 WINDOW = 0.5
+# The windows' starts are refined until an iteration lowers the misfit by less than this share of it, at most
+# REFINE_ITERATIONS times: a free arm converges in 2 or 3, a quadruped standing on its feet (contacts) in 8 to 10.
+REFINE_TOL = 1e-3
+REFINE_ITERATIONS = 12
+# Fewest samples a window may hold: its start has two corrections per read dof, and a window of few more
+# samples than that lets them follow the log whatever the model (a 30 % heavier link passes at 5 samples).
+MIN_WINDOW_SAMPLES = 20
+# The key under which per-signal misfits (Problem.rms) report the windows' starts' own misfit.
+START = "start"
 # Velocity from qpos when a log has no qvel: central difference over about this span (s);
 # short enough that an arm's swing is still a straight line over it, long enough to average noise.
 VELOCITY_SPAN = 0.01
@@ -81,6 +93,13 @@ XTOL = 1e-6
 # (10^0.1) needs about ten rejections, each a rollout of every window, to raise it tenfold; on the arm's
 # 20 s log 2 takes 150 rollouts instead of 240 to the same optimum (to 9 digits: benchmarks/identify_speed.py).
 MU_FACTOR = 2.0
+# A fitted value this near its bound (share of its typical size) stopped there: a one-sided interval.
+AT_BOUND = 1e-6
+# The residuals support calling the intervals 95 % ones when each reading's RMS is within this factor of
+# its stated noise and the errors of neighbouring samples correlate less than WHITE (lag-1 autocorrelation:
+# white noise's is 0 within about 2/sqrt(N); a model error that runs over a window's samples is 0.5 and more).
+NOISE_AGREES = 1.5
+WHITE = 0.2
 # A parameter whose full typical change moves the whole log's normalized residual by less
 # than this (norm of scale * dr/dtheta) is one the logs never move: far below one noise level.
 NEVER_MOVES = 1e-3
@@ -94,6 +113,9 @@ BASE_SNAP = 0.05
 # How much more a read dof costs to move than an unread one, putting a start on the constraints:
 # the unread joints (a passive knee) take up a closure, the read ones move by their noise at most.
 UNREAD_WEIGHT = 1e3
+# A touching contact is put on the ground only when the joints no log reads make at least this share of its
+# normal's Jacobian (an unread base's height under a wheel: about 1; an arm's links, all read: 0).
+UNREAD_SHARE = 1e-3
 # Gauss-Newton steps onto the constraints: a closure read 1 mm open is closed to round-off in 3.
 CLOSURE_STEPS = 5
 # A closure this near (m) is closed: round-off of a model a metre across.
@@ -101,22 +123,6 @@ CLOSED = 1e-12
 # Directions of the constraints' Jacobian weaker than this (relative to its largest singular value)
 # are not solved for: a row no motion moves (see _Closure._least); the others are at 0.1 and above.
 CLOSURE_RCOND = 1e-3
-
-
-def noise_level(values: np.ndarray) -> np.ndarray:
-    """A reading's white noise, estimated from the log itself: (N, w) -> (w,), the signal's units.
-
-    The second difference of white noise of deviation s has deviation sqrt(6) s, while a
-    smooth signal's second difference is its acceleration times dt^2 (0.01 mrad for a
-    10 rad/s^2 swing logged at 1 kHz); the median absolute deviation keeps the odd jump out.
-    A noise-free (simulated) signal gets a floor of 1e-9 of its own size, so it stays a
-    weight, not a division by zero.
-    """
-    d2 = values[2:] - 2 * values[1:-1] + values[:-2]
-    mad = np.median(np.abs(d2 - np.median(d2, axis=0)), axis=0)
-    sigma = 1.4826 * mad / np.sqrt(6.0)
-    size = np.maximum(np.abs(values).max(axis=0), 1e-6)
-    return np.maximum(sigma, 1e-9 * size)
 
 
 @dataclass
@@ -136,6 +142,9 @@ class _Window:
     qpos: np.ndarray  # the log's state at the start, (nq,)
     qvel: np.ndarray  # (nv,)
     grid: np.ndarray = field(default_factory=lambda: np.zeros(0))  # samples' positions on the step grid
+    span: tuple[int, int] = (0, 0)  # the samples whose central difference gives the start's velocity
+    # The start corrections with a misfit of their own, and its noise (Problem.start_noise): (2 d,) each.
+    prior: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (np.zeros(0, bool), np.zeros(0)))
     # How every dof follows a correction of the read ones on the constraints: (nv, d) for positions and
     # for velocities (_Closure.followers); None for a model without constraints.
     follow: tuple[np.ndarray, np.ndarray] | None = None
@@ -155,6 +164,10 @@ class FitResult:
         (``{log file: {signal: rms}}``), at the model's values and at the fitted ones.
       seconds: the fit's wall time.
       iterations: the optimizer's Jacobian evaluations.
+      x: the optimum (targets, then the windows' start corrections).
+      at_bound: per target, -1 / 1 where a component stopped at its lower / upper bound, else 0.
+      intervals: what the residuals say of the intervals (:func:`residual_checks`): ``level`` (0.95),
+        ``supported`` (the residuals are the noise the intervals assume) and ``checked`` (what was checked).
     """
 
     targets: list[Quantity]
@@ -167,10 +180,25 @@ class FitResult:
     seconds: float
     iterations: int
     x: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    at_bound: list[np.ndarray] = field(default_factory=list)
+    intervals: dict = field(default_factory=lambda: {"level": 0.95, "supported": True, "checked": ""})
+
+    def bounds(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Target ``k``'s interval ``(low, high)``: value -+ half-width, a bound itself where the value sits on it."""
+        t, v, h, b = self.targets[k], self.value[k], self.half_width[k], self.at_bound[k] if self.at_bound else 0
+        low = np.where(b < 0, t.low, np.maximum(v - h, t.low))  # never past what the quantity can be (a friction < 0)
+        return low, np.where(b > 0, t.high, np.minimum(v + h, t.high))
 
 
 class Problem:
     """Logs, a model and what may change in it: residuals and their Jacobian for the least squares.
+
+    The residual holds, per window, every reading's error over the window in units of its
+    noise, then the window start's own misfit: each correction of a start that no reading
+    of the window's first sample sees (a velocity taken from a central difference of the
+    encoders, a reading used only for starts) divided by how uncertain the log leaves it
+    (:meth:`start_noise`).  So a start can move only as far as the log's noise allows, and
+    cannot absorb a wrong model's error, however short the windows.
 
     Args:
       spec: the model's ``MjSpec`` (fitted bodies' inertials already explicit, :func:`.spec.parse_fit`).
@@ -178,10 +206,17 @@ class Problem:
       logs: the logs, read against the model.
       window: seconds per re-anchored rollout.
       threads: rollout threads (``None``: the machine's cores, at most 4).
+      noise: each reading's noise: ``--noise`` options (strings or a mapping, :func:`.noise.resolve`), or
+        per log ``{signal: Noise}`` already resolved.
+      start_only: signals (globs) read for the windows' starts but not compared (``qvel:*``).
+
+    Raises:
+      NoiseError: a reading whose noise is neither stated nor estimable.
+      LogError: a ``start_only`` pattern that matches no reading.
     """
 
     def __init__(self, spec: mujoco.MjSpec, targets: list[Quantity], logs: list[Log], window: float = WINDOW,
-                 threads: int | None = None):
+                 threads: int | None = None, noise=None, start_only=()):
         self.spec = spec
         self.native_delay = native_delay(spec.compile())
         for actuator in spec.actuators:  # the delay is applied to the commands (module docstring)
@@ -196,25 +231,37 @@ class Problem:
             self.params.add(target.parameter)
         self.p = sum(t.size for t in targets)
         self.delay_index = next((i for i, t in enumerate(targets) if t.kind == "delay"), None)
-        self.signals = [[_Signal(key, kind, ids, values, noise_level(values))
-                         for key, (kind, _, values, ids) in log.signals.items() if kind != "ctrl"] for log in logs]
+        resolved = noise if isinstance(noise, list) and all(isinstance(n, dict) for n in noise) and noise \
+            else resolve(m, logs, noise)
+        self.noise: list[dict[str, Noise]] = resolved
+        self.start_only = _start_only(logs, start_only)
+        self.signals = [[_Signal(key, kind, ids, values, resolved[li][key].value)
+                         for key, (kind, _, values, ids) in log.signals.items()
+                         if kind != "ctrl" and key not in self.start_only]
+                        for li, log in enumerate(logs)]
+        if not any(self.signals):
+            raise LogError("every reading is --start-only: nothing is left to compare the model with")
         self.ctrls = [log.ctrl(m) for log in logs]
         read = {name for log in logs for kind, name, _, _ in log.signals.values() if kind in ("qpos", "qvel")}
         self.imu = _imus(m, logs, read)
         self.closure = _Closure(m, read, self.imu)
+        # The dofs whose start is corrected: those of the joints a log reads (a joint no log reads
+        # starts where the model puts it, at rest; correcting it would be a column the logs cannot see),
+        # and the rotation of a floating base started from its IMU (see _imus).
+        self.dof_joint: list[int] = []
+        for j in range(m.njnt):
+            if m.joint(j).name in read:
+                self.dof_joint += [j] * _dof_count(m, j)
+        for j, _, _ in self.imu:
+            self.dof_joint += [-1 - j] * 3  # an IMU-started base's rotation: -1 - its joint
+        dofs = [_dofs(m, j) for j in range(m.njnt) if m.joint(j).name in read]
+        dofs += [np.arange(m.jnt_dofadr[j] + 3, m.jnt_dofadr[j] + 6) for j, _, _ in self.imu]
+        self.dofs = np.concatenate(dofs).astype(int) if dofs else np.zeros(0, int)
+        self.na = 2 * self.dofs.size
         self.windows: list[_Window] = []
         for li, log in enumerate(logs):
             self._cut(li, log, window)
         self.steps = max(int(np.ceil(w.grid[-1] + 1e-9)) + 2 for w in self.windows)
-        # The dofs whose start is corrected: those of the joints a log reads (a joint no log reads
-        # starts where the model puts it, at rest; correcting it would be a column the logs cannot see),
-        # and the rotation of a floating base started from its IMU (see _imus).
-        dofs = [np.arange(m.jnt_dofadr[j], m.jnt_dofadr[j] + (6 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE else
-                                                               3 if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL else 1))
-                for j in range(m.njnt) if m.joint(j).name in read]
-        dofs += [np.arange(m.jnt_dofadr[j] + 3, m.jnt_dofadr[j] + 6) for j, _, _ in self.imu]
-        self.dofs = np.concatenate(dofs).astype(int) if dofs else np.zeros(0, int)
-        self.na = 2 * self.dofs.size
         for win in self.windows:
             win.follow = self.closure.followers(win.qpos, self.dofs)
         self.n = self.p + self.na * len(self.windows)
@@ -224,12 +271,63 @@ class Problem:
         template = np.empty(mujoco.mj_stateSize(m, mujoco.mjtState.mjSTATE_FULLPHYSICS))
         mujoco.mj_getState(m, mujoco.MjData(m), template, mujoco.mjtState.mjSTATE_FULLPHYSICS)
         self.template = template
-        self.rows = sum((w.stop - w.start) * sum(s.sigma.size for s in self.signals[w.log]) for w in self.windows)
+        self.rows = sum(b - a for a, b in self.window_rows())
+
+    def start_noise(self, li: int, window: _Window) -> tuple[np.ndarray, np.ndarray]:
+        """Which of a window's start corrections carry their own misfit, and the noise that scales it.
+
+        A correction of a read joint's position is seen by the window's first sample of its
+        ``qpos`` reading, and a velocity's by its ``qvel`` reading (or a base's by its gyro):
+        those need nothing more.  Every other correction departs from what the log says
+        with nothing to pay: a velocity taken from a central difference of the encoders is
+        uncertain by ``sqrt(s_before^2 + s_after^2) / span`` (their noise over the span), a
+        ``--start-only`` reading by its own noise.
+
+        Returns:
+          ``(mask (2 d,), sigma (2 d,))``: the corrections with a misfit of their own, and their noise
+          (rad or m, rad/s or m/s).
+        """
+        m, log, noises = self.model, self.logs[li], self.noise[li]
+        compared = {s.key for s in self.signals[li]}
+        nd = self.dofs.size
+        mask, sigma = np.zeros(2 * nd, bool), np.ones(2 * nd)
+        for i, j in enumerate(self.dof_joint):
+            if j < 0:  # an IMU-started base: its attitude from the orientation sensor, its rate from the gyro
+                _, (gyro, _), (quat, _) = next(entry for entry in self.imu if entry[0] == -1 - j)
+                for part, key, factor in ((0, quat, 2.0), (1, gyro, 1.0)):  # a quaternion's half angle
+                    if key and key not in compared and key in noises:
+                        mask[part * nd + i], sigma[part * nd + i] = True, factor * float(np.median(noises[key].value))
+                continue
+            name = m.joint(j).name
+            qpos_key, qvel_key = f"qpos:{name}", f"qvel:{name}"
+            if qpos_key in log.signals and qpos_key not in compared:
+                mask[i], sigma[i] = True, float(np.median(noises[qpos_key].value))
+            if qvel_key in log.signals:
+                if qvel_key not in compared:
+                    mask[nd + i], sigma[nd + i] = True, float(np.median(noises[qvel_key].value))
+            elif qpos_key in log.signals:
+                lo, hi = window.span
+                s = float(np.median(noises[qpos_key].value))
+                # The difference's own error: the noise over its span, and its truncation: a sampled motion's
+                # difference is the velocity of some instant within a step of the sample (how a simulator or a
+                # driver stamps it), off by up to the acceleration times a step.
+                reading = log.signals[qpos_key][2][:, 0]
+                step = float(np.median(np.diff(log.time)))
+                mask[nd + i] = True
+                sigma[nd + i] = math.hypot(s * np.sqrt(2.0) / max(log.time[hi] - log.time[lo], 1e-12),
+                                           _acceleration(reading, step, s) * step)
+        return mask, sigma
 
     # -- the log's windows ---------------------------------------------------------------------------------
     def _cut(self, li: int, log: Log, window: float) -> None:
         m = self.model
         t = log.time
+        period = float(np.median(np.diff(t)))
+        if window / period < MIN_WINDOW_SAMPLES - 0.5 and window < log.duration:
+            raise LogError(f"--window {window:g}: {window / period:.3g} samples per window at {log.path.name}'s "
+                           f"{1 / period:.4g} Hz; a window needs at least {MIN_WINDOW_SAMPLES} (--window "
+                           f"{MIN_WINDOW_SAMPLES * period:.3g} or more), or its start's corrections absorb what the "
+                           f"model gets wrong")
         starts = [0]
         while True:
             nxt = int(np.searchsorted(t, t[starts[-1]] + window - 1e-9))
@@ -259,7 +357,9 @@ class Problem:
                     qvel[m.jnt_dofadr[j] + 3 : m.jnt_dofadr[j] + 6] = rotation.reshape(3, 3) @ log.signals[gyro][2][a]
             qpos, qvel = self.closure.project(qpos, qvel)
             grid = (t[a:b] - t[a]) / self.dt
-            self.windows.append(_Window(li, a, b, qpos, qvel, grid))
+            win = _Window(li, a, b, qpos, qvel, grid, span=(lo, hi))
+            win.prior = self.start_noise(li, win)
+            self.windows.append(win)
 
     def _qpos_at(self, qpos_log: dict, i: int) -> np.ndarray:
         q = np.array(self.model.qpos0, float)
@@ -280,7 +380,12 @@ class Problem:
         """The model with the targets at their values in ``x``."""
         for target, value in zip(self.targets, self.theta(x), strict=True):
             target.parameter.update_from_vector(value)
-        model = sysid.apply_param_modifiers(self.params, self.spec)
+        try:
+            model = sysid.apply_param_modifiers(self.params, self.spec)
+        except ValueError as exc:  # MuJoCo's compiler refuses the values (an inertia that breaks A + B >= C)
+            values = ", ".join(f"{t.spec} = {v[0]:.6g}" if v.size == 1 else f"{t.spec} = {v}"
+                               for t, v in zip(self.targets, self.theta(x), strict=True))
+            raise SpecError(f"the model with {values} does not compile ({' '.join(str(exc).split())})") from None
         # The constraint solver run to convergence: stopped at MuJoCo's default (1e-8) a contact's or a
         # joint friction's force jumps with a parameter's smallest change, and a finite-difference
         # Jacobian of the residual is noise.  The model written out keeps its own tolerance.
@@ -358,6 +463,7 @@ class Problem:
     def _residual(self, x: np.ndarray, state: np.ndarray, sensordata: np.ndarray, per_signal: bool = False):
         m = self.model
         starts = self.starts(x)
+        corrections = x[self.p :].reshape(len(self.windows), self.na)
         bias = self._bias(x)
         parts = []
         sums: list[dict[str, list[float]]] = [{} for _ in self.logs]
@@ -381,6 +487,14 @@ class Problem:
                 parts.append(r.ravel())
                 if per_signal:
                     entry = sums[win.log].setdefault(sig.key, [0.0, 0])
+                    entry[0] += float(np.sum(r * r))
+                    entry[1] += r.size
+            mask, sigma = win.prior
+            if mask.any():  # the start's own misfit: how far its corrections leave what the log says
+                r = -corrections[w][mask] / sigma[mask]
+                parts.append(r)
+                if per_signal:
+                    entry = sums[win.log].setdefault(START, [0.0, 0])
                     entry[0] += float(np.sum(r * r))
                     entry[1] += r.size
         vector = np.concatenate(parts)
@@ -410,8 +524,8 @@ class Problem:
             xi = x.copy()
             xi[i] += h[i]
             jac[:, i] = (self.predict(xi) - r) / h[i]
-        starts = self._start_columns(x, r)
-        for w, (a, b) in enumerate(self._window_rows()):
+        starts = self.start_columns(x, r)
+        for w, (a, b) in enumerate(self.window_rows()):
             jac[a:b, self.p + w * self.na : self.p + (w + 1) * self.na] = starts[a:b]
         return jac
 
@@ -422,13 +536,35 @@ class Problem:
             self._cache_key = key
         return self._cache_model
 
-    def _window_rows(self) -> list[tuple[int, int]]:
+    def window_rows(self) -> list[tuple[int, int]]:
         out, a = [], 0
         for win in self.windows:
-            b = a + (win.stop - win.start) * sum(s.sigma.size for s in self.signals[win.log])
+            b = a + (win.stop - win.start) * sum(s.sigma.size for s in self.signals[win.log]) + int(win.prior[0].sum())
             out.append((a, b))
             a = b
         return out
+
+    def without_starts(self, columns: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """``columns`` (rows, k) less, window by window, what a correction of that window's start could explain.
+
+        Args:
+          columns: residual sensitivities to k quantities (d residual / d quantity), (rows, k).
+          starts: the residual's sensitivity to each window's start corrections, stacked (rows, 2 d)
+            (:meth:`start_columns`).
+
+        Returns:
+          (rows, k): each column's part that no start correction reproduces (its component
+          orthogonal to its window's start columns, the window's start-misfit rows included).
+          ``reduced.T @ reduced`` is the Schur complement of the starts' block.  Directions of a
+          window's start columns weaker than :data:`START_RCOND` of its strongest (corrections
+          the constraints undo) are not eliminated.
+        """
+        reduced = np.array(columns, float)
+        for a, b in self.window_rows():
+            u, sv, _ = np.linalg.svd(starts[a:b], full_matrices=False)
+            u = u[:, sv > START_RCOND * sv[0]] if sv.size and sv[0] > 0 else u[:, :0]
+            reduced[a:b] -= u @ (u.T @ reduced[a:b])
+        return reduced
 
     def rms(self, x: np.ndarray) -> tuple[np.ndarray, dict[str, dict[str, float]]]:
         """The normalized residual (rows,) at ``x`` and each reading's RMS of it, per log (``{log: {signal: rms}}``)."""
@@ -448,6 +584,7 @@ class Problem:
                 err = r[a:b].reshape(n, sig.sigma.size) * sig.sigma
                 out[win.log][sig.key][win.start : win.stop] = sig.measured[win.start : win.stop] - err
                 a = b
+            a += int(win.prior[0].sum())  # the start's own misfit: not a reading
         return out
 
     def errors(self, x: np.ndarray) -> list[dict[str, np.ndarray]]:
@@ -455,7 +592,7 @@ class Problem:
         pred = self.predictions(x)
         return [{s.key: (s.measured - pred[li][s.key]) / s.sigma for s in sigs} for li, sigs in enumerate(self.signals)]
 
-    def refine_starts(self, x: np.ndarray, iterations: int = 3) -> np.ndarray:
+    def refine_starts(self, x: np.ndarray, iterations: int = REFINE_ITERATIONS) -> np.ndarray:
         """``x`` with each window's start corrected to fit its window (the targets held), by Gauss-Newton.
 
         The corrections act on their own window only, so each iteration is 2 d + 1 batched
@@ -463,16 +600,19 @@ class Problem:
         reading sees (:data:`START_RCOND`) are left alone.  A start on constraints (a closed
         loop, wheels on the floor) keeps a step only where it lowers that window's misfit,
         halving its next one where it did not: the stiff constraints make such a window far
-        from linear in its start.
+        from linear in its start.  The iterations stop once one lowers the whole misfit by less
+        than :data:`REFINE_TOL` of it (an arm in free space: 2 or 3; a robot standing on its
+        feet: up to :data:`REFINE_ITERATIONS`).
         """
         x = np.array(x, float)
-        rows = self._window_rows()
+        rows = self.window_rows()
         low, high = self.bounds()
         model = self._current(x)
         r = self.predict(x, model=model)
         shrink = np.ones(len(rows))
         for _ in range(iterations):
-            jac = self._start_columns(x, r)
+            before = float(r @ r)
+            jac = self.start_columns(x, r)
             trial = x.copy()
             for w, (a, b) in enumerate(rows):
                 idx = self.p + w * self.na + np.arange(self.na)
@@ -485,13 +625,15 @@ class Problem:
                     x[idx], r[a:b] = trial[idx], r_trial[a:b]
                 else:
                     shrink[w] /= 2
+            if before - float(r @ r) < REFINE_TOL * before:
+                break
         return x
 
-    def _start_columns(self, x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    def start_columns(self, x: np.ndarray, r: np.ndarray) -> np.ndarray:
         """d residual / d (window start), stacked per window: (rows, 2 d)."""
         h = self.steps_of(x)
         W = len(self.windows)
-        rows = self._window_rows()
+        rows = self.window_rows()
         out = np.zeros((r.size, self.na))
         for j in range(self.na):
             xi = x.copy()
@@ -518,7 +660,7 @@ class Problem:
                            f"says: {warnings[0]}; is the log this model's robot, in SI units and radians?")
         if np.all(np.isfinite(r)):
             return
-        for win, (a, b) in zip(self.windows, self._window_rows(), strict=True):
+        for win, (a, b) in zip(self.windows, self.window_rows(), strict=True):
             if not np.all(np.isfinite(r[a:b])):
                 log = self.logs[win.log]
                 raise LogError(f"{log.path}: the model's rollout from the log's state at t = "
@@ -558,6 +700,7 @@ class _Closure:
         for j, _, _ in imu:
             weight[m.jnt_dofadr[j] + 3 : m.jnt_dofadr[j] + 6] = 1.0
         self.inverse_weight = 1.0 / weight
+        self.snappable = weight < 1.0  # the dofs no log reads
         # A base no log places starts at the model's height, a guess: its contacts are looked for farther.
         self.snap = BASE_SNAP if imu else CONTACT_SNAP
 
@@ -572,12 +715,32 @@ class _Closure:
             m.geom_margin[:] = saved
         jac = d.efc_J.reshape(d.nefc, m.nv) if d.nefc else np.zeros((0, m.nv))
         equality = np.flatnonzero(d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY)
-        normals = [int(c.efc_address) for c in d.contact[: d.ncon] if c.efc_address >= 0]
-        residual = np.concatenate([d.efc_pos[equality], [d.contact[i].dist for i in range(d.ncon)
-                                                         if d.contact[i].efc_address >= 0]])
-        contact = np.flatnonzero((d.efc_type == mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC)
-                                 | (d.efc_type == mujoco.mjtConstraint.mjCNSTR_CONTACT_FRICTIONLESS))
-        return residual, jac[np.concatenate([equality, normals]).astype(int)], jac[np.concatenate([equality, contact])]
+        # A contact is put on the ground only where a joint no log reads can take it there (a wheel under a base
+        # whose height no log holds): between bodies the readings place (an arm's links a millimetre apart, a foot
+        # under a base placed by motion capture), the gap is what the log says, not a guess to correct.
+        frames = [(c, self._contact_frame(c)) for c in d.contact[: d.ncon] if c.efc_address >= 0]
+        kept = [(c, rows) for c, rows in frames
+                if np.linalg.norm(rows[0, self.snappable]) > UNREAD_SHARE * np.linalg.norm(rows[0])]
+        residual = np.concatenate([d.efc_pos[equality], [c.dist for c, _ in kept]])
+        zero = np.zeros((0, m.nv))
+        normals = np.vstack([jac[equality]] + [rows[:1] for _, rows in kept]) if kept else jac[equality]
+        # The velocity rows: each kept contact's point at rest relative to what it touches (a wheel rolling, a
+        # foot standing), along its normal and, with friction, along the ground.
+        velocity = np.vstack([jac[equality]] + [rows[: 1 if c.dim == 1 else 3] for c, rows in kept] + [zero])
+        return residual, normals, velocity
+
+    def _contact_frame(self, c) -> np.ndarray:
+        """A contact's relative point velocity per unit qvel in its frame, (3, nv): normal, then two tangents."""
+        m, d = self.model, self.data
+        out = np.zeros((3, m.nv))
+        for geom, sign in ((c.geom2, 1.0), (c.geom1, -1.0)):
+            body = int(m.geom_bodyid[geom])
+            if body == 0:
+                continue
+            jacp = np.zeros((3, m.nv))
+            mujoco.mj_jac(m, d, jacp, None, c.pos, body)
+            out += sign * jacp
+        return c.frame.reshape(3, 3) @ out
 
     def _least(self, jac: np.ndarray, residual: np.ndarray) -> np.ndarray:
         """The least weighted change ``dx`` with ``jac dx = -residual``, in the directions the rows see.
@@ -624,6 +787,7 @@ class _Closure:
         if not self.active:
             return qpos, qvel
         m, d = self.model, self.data
+        read_qpos, read_qvel = qpos, qvel
         qpos, qvel = qpos.copy(), qvel.copy()
         for _ in range(CLOSURE_STEPS):
             d.qpos[:] = qpos
@@ -637,6 +801,8 @@ class _Closure:
         _, _, velocity = self._rows()
         if velocity.shape[0]:
             qvel = qvel + self._least(velocity, velocity @ qvel)
+        if not (np.all(np.isfinite(qpos)) and np.all(np.isfinite(qvel))):
+            return read_qpos.copy(), read_qvel.copy()  # no closure reachable from the readings: start from them
         return qpos, qvel
 
 
@@ -726,18 +892,21 @@ def fit(problem: Problem, max_iters: int = 50) -> FitResult:
     jac = problem.jacobian(x, r)
     half = _intervals(problem, r, jac)
     values = problem.theta(x)
-    halves, moved, identified = [], [], []
+    halves, moved, identified, bounded = [], [], [], []
     i = 0
-    for target in problem.targets:
+    for target, value in zip(problem.targets, values, strict=True):
         cols = jac[:, i : i + target.size] * target.scale
         movement = float(np.linalg.norm(cols))
         hw = np.asarray(half[i : i + target.size], float)
         moved.append(movement)
         halves.append(hw)
         identified.append(bool(movement > NEVER_MOVES and np.all(np.isfinite(hw)) and np.all(hw < target.scale)))
+        # A value the optimizer stopped at its bound: its interval is one-sided (the bound, then the value + half).
+        reach = AT_BOUND * target.scale
+        bounded.append(np.where(value <= target.low + reach, -1, np.where(value >= target.high - reach, 1, 0)))
         i += target.size
     return FitResult(problem.targets, values, halves, moved, identified, before, after,
-                     clock.perf_counter() - started, calls["jac"], x)
+                     clock.perf_counter() - started, calls["jac"], x, bounded, residual_checks(problem, r))
 
 
 def fit_and_replay(problem: Problem, max_iters: int = 50):
@@ -751,6 +920,50 @@ def fit_and_replay(problem: Problem, max_iters: int = 50):
     nominal = problem.predictions(problem.refine_starts(problem.x0()))
     measured = [{s.key: s.measured for s in signals} for signals in problem.signals]
     return result, measured, nominal, problem.predictions(result.x)
+
+
+def residual_checks(problem: Problem, r: np.ndarray) -> dict:
+    """Do the residuals at the fit support its intervals?  ``{"level", "supported", "checked"}``.
+
+    The intervals assume each reading's errors are its stated noise: an RMS of about 1 in
+    its units, and errors of neighbouring samples independent.  Both are checked per reading
+    (the RMS within :data:`NOISE_AGREES` of 1, the lag-1 autocorrelation within each window
+    below :data:`WHITE`); where either fails the intervals are still the wider of the noise's
+    and the windows' spread (:func:`_intervals`), but not called 95 % ones.
+    """
+    rows = problem.window_rows()
+    worst_rms, worst_rho = ("", 1.0), ("", 0.0)
+    sums: dict[str, list[float]] = {}
+    for win, (a, _b) in zip(problem.windows, rows, strict=True):
+        n = win.stop - win.start
+        for sig in problem.signals[win.log]:
+            size = n * sig.sigma.size
+            e = r[a : a + size].reshape(n, sig.sigma.size)
+            a += size
+            acc = sums.setdefault(sig.key, [0.0, 0.0, 0.0, 0.0])
+            acc[0] += float(np.sum(e * e))
+            acc[1] += e.size
+            if n > 2:
+                acc[2] += float(np.sum(e[1:] * e[:-1]))
+                acc[3] += float(np.sum(e[:-1] * e[:-1]))
+    problems = []
+    for key, (ss, count, cross, auto) in sums.items():
+        rms = math.sqrt(ss / max(count, 1))
+        rho = cross / auto if auto > 0 else 0.0
+        if abs(math.log(max(rms, 1e-300))) > abs(math.log(worst_rms[1])):
+            worst_rms = (key, rms)
+        if abs(rho) > abs(worst_rho[1]):
+            worst_rho = (key, rho)
+        if not 1 / NOISE_AGREES <= rms <= NOISE_AGREES:
+            problems.append(f"{key} misses by {rms:.2g} x its noise")
+        if abs(rho) > WHITE:
+            problems.append(f"{key}'s errors run together (lag-1 autocorrelation {rho:.2f})")
+    checked = (f"each reading's RMS error against its noise (the farthest: {worst_rms[0]}, {worst_rms[1]:.2f}) and "
+               f"the correlation of neighbouring errors (the largest: {worst_rho[0]}, {worst_rho[1]:.2f})")
+    if problems:
+        return {"level": 0.95, "supported": False,
+                "checked": f"not calibrated 95 % intervals: {'; '.join(problems[:3])} (checked {checked})"}
+    return {"level": 0.95, "supported": True, "checked": f"95 % intervals: checked {checked}"}
 
 
 def _intervals(problem: Problem, r: np.ndarray, jac: np.ndarray) -> np.ndarray:
@@ -773,13 +986,10 @@ def _intervals(problem: Problem, r: np.ndarray, jac: np.ndarray) -> np.ndarray:
     """
     from scipy import stats
 
-    p, windows, rows = problem.p, len(problem.windows), problem._window_rows()
-    reduced = np.array(jac[:, :p], float)
-    for w, (a, b) in enumerate(rows):
-        block = jac[a:b, p + w * problem.na : p + (w + 1) * problem.na]
-        u, sv, _ = np.linalg.svd(block, full_matrices=False)
-        u = u[:, sv > START_RCOND * sv[0]] if sv.size and sv[0] > 0 else u[:, :0]
-        reduced[a:b] -= u @ (u.T @ reduced[a:b])
+    p, windows, rows = problem.p, len(problem.windows), problem.window_rows()
+    starts = np.concatenate([jac[a:b, p + w * problem.na : p + (w + 1) * problem.na]
+                             for w, (a, b) in enumerate(rows)]) if rows else np.zeros((0, problem.na))
+    reduced = problem.without_starts(jac[:, :p], starts)
     # calculate_intervals divides by (rows - p); the starts are unknowns too
     scale = np.sqrt((r.size - p) / max(r.size - jac.shape[1], 1))
     _, noise = sysid.calculate_intervals([r * scale], reduced)
@@ -795,3 +1005,35 @@ def _intervals(problem: Problem, r: np.ndarray, jac: np.ndarray) -> np.ndarray:
 def _roll(problem: Problem, x: np.ndarray):
     model = problem.build(x)
     return problem.rollout([model] * len(problem.windows), problem.starts(x), problem.controls(problem.delay(x)))
+
+
+def _dof_count(m: mujoco.MjModel, j: int) -> int:
+    return {int(mujoco.mjtJoint.mjJNT_FREE): 6, int(mujoco.mjtJoint.mjJNT_BALL): 3}.get(int(m.jnt_type[j]), 1)
+
+
+def _dofs(m: mujoco.MjModel, j: int) -> np.ndarray:
+    return np.arange(m.jnt_dofadr[j], m.jnt_dofadr[j] + _dof_count(m, j))
+
+
+def _start_only(logs: list[Log], patterns) -> set[str]:
+    """The readings (keys) that ``--start-only`` patterns name: used for the windows' starts, not compared.
+
+    Raises:
+      LogError: a pattern that names no reading of any log.
+    """
+    keys = {key for log in logs for key, (kind, *_rest) in log.signals.items() if kind != "ctrl"}
+    out: set[str] = set()
+    for pattern in patterns or ():
+        hits = {k for k in keys if fnmatch.fnmatchcase(k, pattern)}
+        if not hits:
+            raise LogError(f"--start-only {pattern}: matches no reading of the logs ({', '.join(sorted(keys)[:8])})")
+        out |= hits
+    return out
+
+
+def _acceleration(reading: np.ndarray, step: float, noise: float) -> float:
+    """A reading's RMS acceleration over the log, its noise's share of the second differences taken out, (units)/s^2."""
+    if reading.size < 3:
+        return 0.0
+    d2 = np.diff(reading, n=2)
+    return math.sqrt(max(float(np.mean(d2 * d2)) - 6.0 * noise**2, 0.0)) / step**2

@@ -20,6 +20,7 @@ anything is computed.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import CrossdynError
 
-__all__ = ["LogError", "Log", "load_log", "write_log", "MIN_ROWS", "KINDS"]
+__all__ = ["LogError", "Log", "load_log", "write_log", "refuse_repeats", "MIN_ROWS", "KINDS"]
 
 # A log needs enough rows to say something: a rollout window and the noise estimate
 # (a second difference) need several samples.
@@ -154,13 +155,14 @@ def _read_table(path: Path) -> tuple[list[str], np.ndarray]:
     return header, rows
 
 
-def load_log(path: str | Path, model: mujoco.MjModel, model_name: str = "the model") -> Log:
+def load_log(path: str | Path, model: mujoco.MjModel, model_name: str = "the model", readings: bool = True) -> Log:
     """Read a log and check it against ``model``.
 
     Args:
       path: a ``.csv`` or ``.npz`` log.
       model: the compiled model whose names the columns use.
       model_name: how messages name the model (its file name).
+      readings: whether it must hold readings (a commands file holds commands only).
 
     Returns:
       The :class:`Log`.
@@ -253,7 +255,7 @@ def load_log(path: str | Path, model: mujoco.MjModel, model_name: str = "the mod
             values = np.column_stack([pieces_by_k[k] for k in range(width)])
         ids = np.array([index]) if kind == "ctrl" else np.arange(address, address + width)
         log.signals[key] = (kind, name, values, ids)
-    if not log.observed():
+    if readings and not log.observed():
         raise LogError(f"{path}: no qpos:, qvel: or sensor: column; a log needs readings to compare the model with")
     return log
 
@@ -276,3 +278,24 @@ def write_log(path: str | Path, time: np.ndarray, columns: dict[str, np.ndarray]
         for row in table:
             out.write(",".join(repr(float(x)) if math.isfinite(x) else str(x) for x in row) + "\n")
     return path
+
+
+def refuse_repeats(logs: list[Log]) -> list[Log]:
+    """``logs`` unchanged, once it is sure no log is given twice (the same samples under two names).
+
+    The same log twice would count its evidence twice: intervals half as wide as the data allow.
+
+    Raises:
+      LogError: two logs with the same time stamps and the same readings (naming both).
+    """
+    seen: dict[bytes, Path] = {}
+    for log in logs:
+        digest = hashlib.sha256(np.ascontiguousarray(log.time).tobytes())
+        for key in sorted(log.columns):
+            digest.update(key.encode() + np.ascontiguousarray(log.columns[key]).tobytes())
+        if digest.digest() in seen:
+            first = seen[digest.digest()]
+            raise LogError(f"{log.path} is the same log as {first} (the same samples): give each log once; counted "
+                           "twice it would claim twice the evidence it holds")
+        seen[digest.digest()] = log.path
+    return logs

@@ -32,6 +32,8 @@ __all__ = ["sentence", "sentences", "as_json", "write_xml", "write_values", "plo
 
 def _digits(value: float, half: float) -> str:
     """``value`` with enough digits that its interval's half-width shows (two significant digits of it)."""
+    if value == 0:
+        return "0"
     if not math.isfinite(half) or half <= 0:
         return f"{value:.4g}"
     decimals = max(0, 1 - int(math.floor(math.log10(half))))
@@ -44,22 +46,31 @@ def _who(target: Quantity) -> str:
     return "commands" if target.kind == "delay" else f"{target.kind} {target.element!r}"
 
 
-def sentence(target: Quantity, value: np.ndarray, half: np.ndarray, identified: bool, moved: float) -> str:
+def sentence(target: Quantity, value: np.ndarray, half: np.ndarray, identified: bool, moved: float,
+             at_bound: np.ndarray | None = None) -> str:
     """One line in crossdyn's words.
 
-    ``body 'link2': mass 0.460 (0.459 .. 0.461) kg where the model has 0.4 (+15 %)``, or for a
-    quantity the logs cannot pin down ``joint 'idle': damping not identified (the logs never move it)``.
+    ``body 'link2': mass 0.460 (0.459 .. 0.461) kg where the model has 0.4 (+15 %)``; a value the fit
+    stopped at its bound says so, ``joint 'elbow': damping 0 (at its lower bound) .. 0.031 N m s/rad ...``;
+    a quantity the logs cannot pin down, ``joint 'idle': damping not identified (the logs never move it)``.
     """
-    who, attr = _who(target), target.attr
+    who, attr = _who(target), target.attr + (f"[{target.component}]" if target.component is not None else "")
     if not identified:
         if moved <= 1e-3:
             return f"{who}: {attr} not identified (the logs never move it)"
         spread = ", ".join(f"± {h:.3g}" for h in half)
         return f"{who}: {attr} not identified (the logs leave it undetermined: {spread} {target.unit})".rstrip()
     scale, unit = (1e3, "ms") if target.kind == "delay" else (1.0, target.unit)
+    bound = np.zeros(value.size, int) if at_bound is None else np.asarray(at_bound)
     parts = []
-    for v, h, n in zip(value * scale, half * scale, target.nominal * scale, strict=True):
-        text = f"{_digits(v, h)} ({_digits(v - h, h)} .. {_digits(v + h, h)})"
+    for v, h, n, b, lo, hi in zip(value * scale, half * scale, target.nominal * scale, bound, target.low * scale,
+                                  target.high * scale, strict=True):
+        if b < 0:
+            text = f"{_digits(lo, h)} (at its lower bound) .. {_digits(v + h, h)}"
+        elif b > 0:
+            text = f"{_digits(v - h, h)} .. {_digits(hi, h)} (at its upper bound)"
+        else:
+            text = f"{_digits(v, h)} ({_digits(v - h, h)} .. {_digits(v + h, h)})"
         parts.append((text, v, n))
     if len(parts) == 1:
         text, v, n = parts[0]
@@ -73,8 +84,10 @@ def sentence(target: Quantity, value: np.ndarray, half: np.ndarray, identified: 
 
 def sentences(result: FitResult) -> list[str]:
     """One :func:`sentence` per fitted quantity."""
-    return [sentence(t, v, h, ok, m) for t, v, h, ok, m in
-            zip(result.targets, result.value, result.half_width, result.identified, result.moved, strict=True)]
+    bounds: list[np.ndarray | None] = list(result.at_bound) if result.at_bound else [None] * len(result.targets)
+    return [sentence(t, v, h, ok, m, b) for t, v, h, ok, m, b in
+            zip(result.targets, result.value, result.half_width, result.identified, result.moved, bounds,
+                strict=True)]
 
 
 def _num(a: np.ndarray) -> float | list[float]:
@@ -82,22 +95,37 @@ def _num(a: np.ndarray) -> float | list[float]:
     return float(a[0]) if a.size == 1 else [float(v) for v in a]
 
 
-def as_json(result: FitResult, *, model: Path, logs: list[str], validation: dict, window: float) -> dict:
-    """``identified.json``'s content."""
+def as_json(result: FitResult, *, model: Path, logs: list[str], validation: dict, window: float,
+            noise: dict | None = None, verdicts: dict | None = None) -> dict:
+    """``identified.json``'s content.
+
+    Args:
+      result: the fit.
+      model, logs: what was fitted.
+      validation: per validation log and reading, the RMS misfit ``before`` and ``after``.
+      window: the replay's window, s.
+      noise: each reading's noise and its source (``{signal: {"value", "source", "detail"}}``).
+      verdicts: the fitted model judged against each log, as ``check model`` judges (``{log: verdict json}``).
+    """
     parameters = []
-    for t, v, h, ok in zip(result.targets, result.value, result.half_width, result.identified, strict=True):
+    for k, (t, v, ok) in enumerate(zip(result.targets, result.value, result.identified, strict=True)):
         entry: dict[str, Any] = {"name": t.spec, "model": _num(t.nominal), "unit": t.unit, "identified": ok}
         if ok:
-            entry |= {"value": _num(v), "low": _num(v - h), "high": _num(v + h)}
+            low, high = result.bounds(k)
+            entry |= {"value": _num(v), "low": _num(low), "high": _num(high)}
+            if result.at_bound and np.any(result.at_bound[k]):
+                entry["at_bound"] = ["lower" if b < 0 else "upper" if b > 0 else None for b in result.at_bound[k]] \
+                    if t.size > 1 else ("lower" if result.at_bound[k][0] < 0 else "upper")
         else:  # never a confident number
             entry |= {"value": _num(t.nominal), "low": None, "high": None}
         parameters.append(entry)
     residuals = {log: {key: {"before": result.residual_before[log][key], "after": after}
                        for key, after in signals.items()} for log, signals in result.residual_after.items()}
     return {"model": str(model), "logs": logs, "window_s": window, "parameters": parameters,
-            "residuals": residuals, "validation": validation,
-            "residual_units": "RMS of (measured - predicted) / the reading's noise estimated from its log",
-            "seconds": result.seconds, "jacobians": result.iterations}
+            "intervals": result.intervals, "noise": noise or {}, "residuals": residuals, "validation": validation,
+            "verdicts": verdicts or {},
+            "residual_units": "RMS of (measured - predicted) / the reading's noise (see \"noise\" for each figure's "
+                              "source)", "seconds": result.seconds, "jacobians": result.iterations}
 
 
 # -- identified.xml --------------------------------------------------------------------------------------------
@@ -131,6 +159,37 @@ def _replace(text: str, match: re.Match, new: str) -> str:
     return text[: match.start()] + new + text[match.end() :]
 
 
+# Attributes only an actuator shortcut has: a <general> written in its place carries their effect as numbers.
+_SHORTCUT_ONLY = ("kp", "kv", "dampratio", "timeconst", "inheritrange", "area", "diameter", "bias", "tau")
+
+
+def _biased(tag: str, model: mujoco.MjModel, name: str, bias: float) -> str:
+    """An actuator's start tag with a constant force ``bias`` (MuJoCo's affine ``biasprm[0]``).
+
+    A ``<general>`` gets ``biastype="affine"`` and its ``biasprm`` with the first number replaced; a
+    shortcut (``<motor>``, ``<position>``, ``<velocity>``) has no bias attribute, so it becomes the
+    ``<general>`` it stands for, its gains and bias written out from the compiled model.
+    """
+    a = model.actuator(name)
+    prm = np.array(a.biasprm, float)
+    prm[0] = bias
+    last = max(int(np.max(np.flatnonzero(prm), initial=0)), 2) + 1
+    biasprm = " ".join(_fmt(v) for v in prm[:last])
+    kind = re.match(r"<(\w+)", tag).group(1)  # type: ignore[union-attr]
+    if kind != "general":
+        for attr in _SHORTCUT_ONLY:
+            tag = re.sub(rf"\s{attr}\s*=\s*([\"']).*?\1", "", tag)
+        tag = "<general" + tag[len(kind) + 1 :]
+        gain = np.array(a.gainprm, float)
+        tag = _set_attr(tag, "gaintype", "fixed")
+        tag = _set_attr(tag, "gainprm", " ".join(_fmt(v) for v in gain[: max(int(np.max(np.flatnonzero(gain),
+                                                                                        initial=0)), 0) + 1]))
+        if model.actuator_ctrllimited[a.id]:
+            tag = _set_attr(tag, "ctrlrange", " ".join(_fmt(v) for v in model.actuator_ctrlrange[a.id]))
+    tag = _set_attr(tag, "biastype", "affine")
+    return _set_attr(tag, "biasprm", biasprm)
+
+
 def _files(path: Path, seen: set[Path] | None = None) -> list[Path]:
     """The MJCF and every file it includes, depth first."""
     seen = seen if seen is not None else set()
@@ -145,7 +204,7 @@ def _files(path: Path, seen: set[Path] | None = None) -> list[Path]:
 
 def write_xml(model_path: Path, result: FitResult, model: mujoco.MjModel, out: Path) -> Path:
     """Write ``out/identified.xml``: the MJCF with only the fitted values changed (see the module docstring)."""
-    values = [(t.kind, t.element, t.attr, np.asarray(v, float))
+    values = [(t.kind, t.element, t.attr if t.component is None else f"{t.attr}[{t.component}]", np.asarray(v, float))
               for t, v, ok in zip(result.targets, result.value, result.identified, strict=True) if ok]
     return write_values(model_path, values, model, out)
 
@@ -175,7 +234,19 @@ def write_values(model_path: Path, values: list[tuple[str, str, str, np.ndarray]
     by_body: dict[str, dict[str, np.ndarray]] = {}
     for kind, element, attr, v in values:
         if kind == "body":
-            by_body.setdefault(element, {})[attr] = v
+            part = re.fullmatch(r"(com|inertia)\[(\d)\]", attr)
+            if part:  # one component: the rest as the model (or another fitted component) has it
+                whole = part.group(1)
+                b = model.body(element)
+                current = by_body.setdefault(element, {}).get(whole, np.array(b.ipos if whole == "com" else
+                                                                            b.inertia, float).copy())
+                current[int(part.group(2))] = float(v[0])
+                by_body[element][whole] = current
+            else:
+                by_body.setdefault(element, {})[attr] = v
+        elif kind == "actuator" and attr == "bias":
+            edit(_ACTUATOR_TAGS, element, lambda s, m, element=element, v=v: _replace(
+                s, m, _biased(m.group(0), model, element, float(v[0]))))
         elif kind == "joint":
             def joint(s, m, attr=attr, v=v):
                 return _replace(s, m, _set_attr(m.group(0), attr, _fmt(v[0])))
@@ -246,8 +317,8 @@ def write_values(model_path: Path, values: list[tuple[str, str, str, np.ndarray]
 
 # -- plots and the page ----------------------------------------------------------------------------------------
 def plot_signals(path: Path, time: np.ndarray, measured: dict[str, np.ndarray], nominal: dict[str, np.ndarray],
-                 identified: dict[str, np.ndarray], title: str) -> Path:
-    """One figure per log: each logged reading, measured / nominal model / identified model, against time."""
+                 identified: dict[str, np.ndarray] | None, title: str) -> Path:
+    """One figure per log: each logged reading, measured / model / identified model (if any), against time."""
     import matplotlib.pyplot as plt
 
     fig = figure_signals(time, measured, nominal, identified, title)
@@ -256,9 +327,18 @@ def plot_signals(path: Path, time: np.ndarray, measured: dict[str, np.ndarray], 
     return path
 
 
+# The plot's vertical margin beyond the measured readings, as a share of their range: a replay that leaves
+# the log's range by more is drawn to the axis's edge (and said), so the log stays readable.
+PLOT_MARGIN = 0.25
+
+
 def figure_signals(time: np.ndarray, measured: dict[str, np.ndarray], nominal: dict[str, np.ndarray],
-                   identified: dict[str, np.ndarray], title: str):
-    """The figure of :func:`plot_signals` (matplotlib ``Figure``), not saved."""
+                   identified: dict[str, np.ndarray] | None, title: str):
+    """The figure of :func:`plot_signals` (matplotlib ``Figure``), not saved.
+
+    Each axis is scaled to the measured reading (plus :data:`PLOT_MARGIN`), not to a replay
+    that diverges from it; a replay that leaves the axis is labelled so.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -267,12 +347,26 @@ def figure_signals(time: np.ndarray, measured: dict[str, np.ndarray], nominal: d
     keys = list(measured)
     fig, axes = plt.subplots(len(keys), 1, figsize=(10, 2.2 * len(keys) + 0.6), sharex=True, squeeze=False)
     for ax, key in zip(axes[:, 0], keys, strict=True):
+        low, high = float(np.min(measured[key])), float(np.max(measured[key]))
+        pad = PLOT_MARGIN * max(high - low, 1e-9 * max(abs(high), 1.0))
+        left = []
         for k in range(measured[key].shape[1]):
             suffix = f"[{k}]" if measured[key].shape[1] > 1 else ""
             ax.plot(time, measured[key][:, k], color="0.5", lw=1.0, label=f"measured{suffix}")
-            ax.plot(time, nominal[key][:, k], color="tab:red", lw=0.9, ls="--", label=f"model{suffix}")
-            ax.plot(time, identified[key][:, k], color="tab:blue", lw=0.9, label=f"identified{suffix}")
+            for label, series, style in (("model", nominal, dict(color="tab:red", lw=0.9, ls="--")),
+                                         ("identified", identified, dict(color="tab:blue", lw=0.9))):
+                if series is None:
+                    continue
+                values = series[key][:, k]
+                ax.plot(time, np.clip(values, low - pad, high + pad), label=f"{label}{suffix}", **style)
+                if np.any((values < low - pad) | (values > high + pad)):
+                    left.append(label)
+        ax.set_ylim(low - pad, high + pad)
         ax.set_ylabel(key)
+        if left:
+            ax.text(0.01, 0.95, f"{' and '.join(sorted(set(left)))} leave{'s' if len(set(left)) == 1 else ''} "
+                                f"this axis (drawn at its edge)", transform=ax.transAxes, va="top", fontsize="small",
+                    color="tab:red")
         ax.legend(loc="upper right", fontsize="small", ncol=3)
     axes[-1, 0].set_xlabel("time (s)")
     fig.suptitle(title)

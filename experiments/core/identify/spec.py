@@ -5,10 +5,14 @@ A quantity is named in the MJCF's own names; the name may be a glob
 
     body:<name>:mass        kg (the body's rotational inertia scales with it, as a heavier
                             link of the same shape, unless its inertia is fitted too)
-    body:<name>:com         m, the centre of mass in the body frame, 3 values
-    body:<name>:inertia     kg m^2, the principal moments, 3 values
+    body:<name>:com         m, the centre of mass in the body frame, 3 values; com[k] one of them
+    body:<name>:inertia     kg m^2, the principal moments, 3 values; inertia[k] one of them
+                            (a planar robot's links turn about one axis: inertia[2] alone)
     joint:<name>:damping | armature | frictionloss | stiffness
-    actuator:<name>:gear
+    actuator:<name>:gear    any sign, from 0 (a motor wired backwards, a gear the model lacks)
+    actuator:<name>:bias    a constant force the actuator adds to its command (a torque offset),
+                            in the actuator's force units, before its gear: MuJoCo's affine
+                            bias (biasprm[0]), so identified.xml replays it without crossdyn
     delay                   s, how late every command reaches its motor
     sensor:<name>:bias      a constant offset added to the sensor's reading, its own units
 
@@ -25,6 +29,7 @@ no modifier: :mod:`.fit` applies them to the commands and the predicted readings
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,12 +39,12 @@ import numpy as np
 from crossdyn.experiments.core.errors import CrossdynError
 from crossdyn.experiments.core.identify import sysid
 
-__all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR"]
+__all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR", "ATTRIBUTES"]
 
-GRAMMAR = ("body:<name>:mass|com|inertia, joint:<name>:damping|armature|frictionloss|stiffness, "
-           "actuator:<name>:gear, delay, sensor:<name>:bias")
-_ATTRS = {"body": ("mass", "com", "inertia"), "joint": ("damping", "armature", "frictionloss", "stiffness"),
-          "actuator": ("gear",), "sensor": ("bias",)}
+GRAMMAR = ("body:<name>:mass|com|inertia|com[k]|inertia[k], joint:<name>:damping|armature|frictionloss|stiffness, "
+           "actuator:<name>:gear|bias, delay, sensor:<name>:bias")
+ATTRIBUTES = {"body": ("mass", "com", "inertia"), "joint": ("damping", "armature", "frictionloss", "stiffness"),
+              "actuator": ("gear", "bias"), "sensor": ("bias",)}
 _OBJ = {"body": mujoco.mjtObj.mjOBJ_BODY, "joint": mujoco.mjtObj.mjOBJ_JOINT,
         "actuator": mujoco.mjtObj.mjOBJ_ACTUATOR, "sensor": mujoco.mjtObj.mjOBJ_SENSOR}
 # Commands arrive at most this late (s): far beyond any robot's bus, a bound the optimizer needs.
@@ -59,6 +64,7 @@ class Quantity:
       kind: ``body``, ``joint``, ``actuator``, ``sensor`` or ``delay``.
       element: the element's name (empty for ``delay``).
       attr: ``mass``, ``damping``, ... (``delay`` for the delay).
+      component: which component of a vector attribute alone (``com[0]``: 0), or None for all of it.
       nominal: the model's value, (size,).
       low, high: the optimizer's box, (size,).
       scale: a typical size of the quantity, (size,): the finite-difference step and the
@@ -77,6 +83,7 @@ class Quantity:
     scale: np.ndarray
     unit: str
     parameter: sysid.Parameter
+    component: int | None = None
 
     @property
     def size(self) -> int:
@@ -110,8 +117,10 @@ def _joint_unit(model: mujoco.MjModel, jid: int, attr: str) -> str:
 
 
 def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr: str,
-          fitted: set[tuple[str, str, str]]) -> Quantity:
+          fitted: set[tuple[str, str, str]], component: int | None = None) -> Quantity:
     text = f"{kind}:{name}:{attr}" if kind != "delay" else "delay"
+    if component is not None:
+        text += f"[{component}]"
     modifier: Callable | None = None
     if kind == "body":
         body = model.body(name)
@@ -122,7 +131,7 @@ def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr
         sbody.mass, sbody.inertia = mass0, inertia0.copy()
         sbody.ipos, sbody.iquat = np.array(body.ipos, float), np.array(body.iquat, float)
         sbody.fullinertia = np.full(6, np.nan)
-        scale_inertia = (kind, name, "inertia") not in fitted
+        scale_inertia = (kind, name, "inertia") not in fitted  # (any of its components fitted counts)
         if attr == "mass":
             nominal, unit = np.array([mass0]), "kg"
             low, high, scale = nominal * 0.1, nominal * 10.0, nominal.copy()
@@ -167,18 +176,44 @@ def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr
                 setattr(joint, attr, values)
             else:
                 setattr(joint, attr, float(p.value[0]))
-    elif kind == "actuator":
+    elif kind == "actuator" and attr == "gear":
         g0 = float(model.actuator(name).gear[0])
-        if g0 == 0.0:
-            raise SpecError(f"actuator:{name}:gear: the model's gear is 0; a gear cannot be fitted by scaling")
         nominal, unit = np.array([g0]), ""
-        low, high = np.sort(np.array([0.1 * g0, 10 * g0]))[:1], np.sort(np.array([0.1 * g0, 10 * g0]))[1:]
-        scale = np.array([abs(g0)])
+        scale = np.array([abs(g0) if g0 != 0 else 1.0])
+        low, high = -10 * scale, 10 * scale  # any sign: a motor wired backwards is a gear of -1
 
         def modifier(s, p, name=name):
             gear = np.array(s.actuator(name).gear, float)
             gear[0] = float(p.value[0])
             s.actuator(name).gear = gear
+    elif kind == "actuator":  # bias: MuJoCo's affine bias, biasprm[0]
+        aid = model.actuator(name).id
+        affine_types = (int(mujoco.mjtBias.mjBIAS_NONE), int(mujoco.mjtBias.mjBIAS_AFFINE))
+        if int(model.actuator_dyntype[aid]) != int(mujoco.mjtDyn.mjDYN_NONE) or \
+                int(model.actuator_gaintype[aid]) != int(mujoco.mjtGain.mjGAIN_FIXED) or \
+                int(model.actuator_biastype[aid]) not in affine_types:
+            raise SpecError(f"actuator:{name}:bias: actuator {name!r} is not affine (a motor, a position or velocity "
+                            "servo, a general actuator without dynamics): it has no constant force to fit")
+        affine = int(model.actuator_biastype[aid]) == int(mujoco.mjtBias.mjBIAS_AFFINE)
+        nominal = np.array([float(model.actuator_biasprm[aid, 0]) if affine else 0.0])
+        on_joint = int(model.actuator_trntype[aid]) == int(mujoco.mjtTrn.mjTRN_JOINT)
+        joint = int(model.actuator_trnid[aid, 0]) if on_joint else -1
+        slide = joint >= 0 and int(model.jnt_type[joint]) == int(mujoco.mjtJoint.mjJNT_SLIDE)
+        unit = "N" if slide else "N m" if joint >= 0 else "(actuator force)"
+        # A typical size: the force that gives its dof 10 rad/s^2 (m/s^2), as for an unlimited motor's excitation.
+        dof = model.jnt_dofadr[joint] if joint >= 0 else 0
+        inertia = 1.0 / max(float(model.dof_invweight0[dof]), 1e-12)
+        typical = 10.0 * inertia / max(abs(float(model.actuator_gear[aid, 0])), 1e-12)
+        scale = np.array([max(abs(nominal[0]), typical)])
+        low, high = nominal - 100 * scale, nominal + 100 * scale
+
+        def modifier(s, p, name=name):
+            actuator = s.actuator(name)
+            if actuator.biastype == mujoco.mjtBias.mjBIAS_NONE:
+                actuator.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+            prm = np.array(actuator.biasprm, float)
+            prm[0] = float(p.value[0])
+            actuator.biasprm = prm
     elif kind == "sensor":
         dim = int(model.sensor(name).dim[0])
         nominal, unit = np.zeros(dim), "(the sensor's units)"
@@ -186,8 +221,23 @@ def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr
     else:  # delay
         nominal, unit = np.array([native_delay(model)]), "s"
         low, high, scale = np.zeros(1), np.array([DELAY_MAX]), np.array([0.01])  # 10 ms: a slow bus
+    if component is not None:  # one component of a vector: the others stay as the spec has them
+        if attr == "inertia":  # a moment alone stays within the others' sum and difference (A + B >= C)
+            others = np.delete(nominal, component)
+            low[component] = max(low[component], abs(others[0] - others[1]))
+            high[component] = min(high[component], others.sum())
+        nominal, low, high, scale = (np.array([a[component]]) for a in (nominal, low, high, scale))
+
+        def modifier(s, p, name=name, attr=attr, k=component):
+            b = s.body(name)
+            values = np.array(b.ipos if attr == "com" else b.inertia, float)
+            values[k] = float(p.value[0])
+            if attr == "com":
+                b.ipos = values
+            else:
+                b.inertia = values
     parameter = sysid.Parameter(text, nominal, low, high, modifier=modifier)
-    return Quantity(text, kind, name, attr, nominal, low, high, scale, unit, parameter)
+    return Quantity(text, kind, name, attr, nominal, low, high, scale, unit, parameter, component)
 
 
 def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, model_name: str) -> list[Quantity]:
@@ -205,20 +255,26 @@ def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, mode
     """
     import difflib
 
-    found: list[tuple[str, str, str]] = []
+    found: list[tuple[str, str, str, int | None]] = []
     for text in specs:
         text = text.strip()
         if text == "delay":
             if model.nu == 0:
                 raise SpecError(f"--fit delay: {model_name} has no actuators, so no commands to delay")
-            found.append(("delay", "", "delay"))
+            found.append(("delay", "", "delay", None))
             continue
         pieces = text.split(":")
-        if len(pieces) != 3 or pieces[0] not in _ATTRS or not pieces[1]:
+        if len(pieces) != 3 or pieces[0] not in ATTRIBUTES or not pieces[1]:
             raise SpecError(f"--fit {text!r}: expected one of {GRAMMAR}")
         kind, pattern, attr = pieces
-        if attr not in _ATTRS[kind]:
-            raise SpecError(f"--fit {text!r}: a {kind} has {', '.join(_ATTRS[kind])}, not {attr!r}")
+        component: int | None = None
+        found_index = re.fullmatch(r"(com|inertia)\[(\d+)\]", attr) if kind == "body" else None
+        if found_index:
+            attr, component = found_index.group(1), int(found_index.group(2))
+            if component > 2:
+                raise SpecError(f"--fit {text!r}: a body's {attr} has components 0, 1 and 2")
+        if attr not in ATTRIBUTES[kind]:
+            raise SpecError(f"--fit {text!r}: a {kind} has {', '.join(ATTRIBUTES[kind])}, not {attr!r}")
         names = _names(model, kind)
         matched = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
         if kind == "body":
@@ -232,7 +288,9 @@ def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, mode
             if jtype in (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)):
                 raise SpecError(f"--fit {text}: joint {name!r} is a free or ball joint; "
                                 "crossdyn fits hinge and slide joints' damping, armature, friction and stiffness")
-            found.append((kind, name, attr))
+            found.append((kind, name, attr, component))
     unique = list(dict.fromkeys(found))
-    fitted = set(unique)
-    return [_make(model, spec, kind, name, attr, fitted) for kind, name, attr in unique]
+    wholes = {(k, n, a) for k, n, a, c in unique if c is None}
+    unique = [u for u in unique if u[3] is None or u[:3] not in wholes]  # a whole vector covers its components
+    fitted = {u[:3] for u in unique}
+    return [_make(model, spec, kind, name, attr, fitted, component) for kind, name, attr, component in unique]

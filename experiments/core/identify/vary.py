@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from crossdyn import renamed
 from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.identify.spec import ATTRIBUTES, GRAMMAR
 
 __all__ = ["Uncertain", "read_identified", "check_elements", "draw", "write_model", "columns", "MJCF_PARAM"]
 
@@ -73,11 +74,21 @@ def columns(params: list[Uncertain]) -> list[str]:
 
 
 def _split(name: str) -> tuple[str, str, str] | None:
+    """``(kind, element, attr)`` of a name ``crossdyn identify`` writes, or None for any other name.
+
+    The attribute must be one identify fits (:data:`.spec.GRAMMAR`): ``body:pole:colour`` is None,
+    so a hand-edited file cannot make a tune vary nothing and say it did.
+    """
     if name == "delay":
         return "delay", "", "delay"
     kind, _, rest = name.partition(":")
     element, _, attr = rest.rpartition(":")
-    return (kind, element, attr) if kind in _KINDS and element and attr else None
+    if kind not in _KINDS or not element or not attr:
+        return None
+    base = re.sub(r"\[[0-2]\]$", "", attr) if kind == "body" else attr
+    if base not in ATTRIBUTES[kind] or (base != attr and base not in ("com", "inertia")):
+        return None
+    return kind, element, attr
 
 
 def _numbers(entry: dict, key: str) -> tuple[float, ...] | None:
@@ -114,8 +125,9 @@ def read_identified(path: str | Path) -> tuple[list[Uncertain], list[str]]:
         name, identified = entry.get("name"), entry.get("identified")
         parts = _split(name) if isinstance(name, str) else None
         if parts is None or not isinstance(identified, bool):
-            raise ParameterError(f"{what}: parameter {i + 1} is not one 'crossdyn identify' writes (a \"name\" "
-                                 "such as body:link2:mass or delay, and \"identified\": true or false)")
+            shown = f" ({name!r})" if isinstance(name, str) else ""
+            raise ParameterError(f"{what}: parameter {i + 1}{shown} is not one 'crossdyn identify' writes (a "
+                                 f"\"name\" of {GRAMMAR}, and \"identified\": true or false)")
         if not identified:
             skipped.append(f"{name}: not identified by the logs, kept at the model's value (not varied)")
             continue
@@ -184,5 +196,3 @@ def write_model(mjcf: str, values: dict[str, float], params: list[Uncertain], ou
     quantities = [(p.kind, p.element, p.attr, np.array([values[c] for c in p.columns()])) for p in params]
     return write_values(path, quantities, load_model(path), out, "model.xml")
 
-
-__getattr__ = renamed(__name__, {"check_model": "check_elements"}, globals())
