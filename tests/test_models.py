@@ -24,6 +24,7 @@ PINNED = {
     "rigid_box_ground": (7, 6, 0),
     "wheel_legged_biped": (17, 16, 6),
     "wheel_legged_biped_large": (17, 16, 6),
+    "wheel_legged_biped_rod": (13, 12, 6),
     "cart_pole": (2, 2, 1),
     "double_pendulum_cart": (3, 3, 1),
     "pendulum": (1, 1, 1),
