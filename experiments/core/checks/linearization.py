@@ -239,8 +239,9 @@ def check_linearization(
                      f"long moves A and B by at most {extra['finite_difference']['largest_change_relative']:.1e} of "
                      "their largest entry")
         if declared.free:
-            notes.append(f"{declared.free} direction(s) of the model neither your coordinates, the held ones nor "
-                         "the constraints fix were kept still (the least kinetic energy): a symmetric robot's yaw")
+            notes.append(f"{declared.free} direction(s) that neither your coordinates, the held ones nor the "
+                         "constraints fix (a symmetric robot's yaw, say) move least with them: by the least kinetic "
+                         "energy")
     return check.report(
         "linearization", parts, truth, attribution, warned=warned, notes=notes, passed=passed,
         conventions=[] if declared is not None else conventions(model),
