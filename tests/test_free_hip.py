@@ -248,7 +248,7 @@ def test_the_firmware_takes_its_gains_from_the_header(rod, points, tmp_path):
     for sched, folder in ((gains, tmp_path / "designed"), (zero, tmp_path / "zero")):
         control.write_header(sched, folder)
         firmware = control.flash(control.firmware(folder, "float"), rod, 0.30)
-        commanded.append(np.abs(control.run(rod, firmware, qpos, qvel, 0.01).command[:, wheels]).max())
+        commanded.append(np.abs(control.balance_run(rod, firmware, qpos, qvel, 0.01).command[:, wheels]).max())
     assert commanded[0] > 1.0 and commanded[1] == 0.0
 
 

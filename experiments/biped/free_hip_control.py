@@ -42,7 +42,7 @@ DERIVATION_PAGE = "free-hip"
 
 __all__ = ["Q", "R", "LENGTHS", "LENGTH_PD", "CONTROL_PERIOD", "EXACT_RTOL", "RodComparison", "rod_comparison",
            "design", "write_header", "HEADER", "C_NAME", "channels", "python_controller", "firmware", "flash",
-           "tilted", "run", "coordinates_of", "design_response", "ClosedLoop", "closed_loop"]
+           "tilted", "balance_run", "coordinates_of", "design_response", "ClosedLoop", "closed_loop"]
 
 # The team's LQR weights on [theta, theta_dot, x, x_dot, phi, phi_dot] (1/rad^2, s^2/rad^2, 1/m^2, s^2/m^2,
 # 1/rad^2, s^2/rad^2) and on [T, Tp] (1/(N m)^2): the body's pitch and the leg's angle held hardest, the
@@ -304,7 +304,7 @@ def tilted(model: mujoco.MjModel, reduction: Reduction, tilt: float) -> tuple[np
     return place(model, reduction, state)
 
 
-def run(model: mujoco.MjModel, controller, qpos, qvel, duration: float) -> Trace:
+def balance_run(model: mujoco.MjModel, controller, qpos, qvel, duration: float) -> Trace:
     """One closed loop at :data:`CONTROL_PERIOD` from ``(qpos, qvel)``."""
     return simulate(model, controller, duration, qpos=qpos, qvel=qvel, control_dt=CONTROL_PERIOD)
 
@@ -343,9 +343,10 @@ def closed_loop(model: mujoco.MjModel, name: str, length: float, tilt: float, du
     gains = design(model)
     write_header(gains, header_folder)
     qpos, qvel = tilted(model, reduction, tilt)
-    traces = {"python": run(model, python_controller(model, gains, length), qpos, qvel, duration)}
+    traces = {"python": balance_run(model, python_controller(model, gains, length), qpos, qvel, duration)}
     for precision in ("double", "float"):
-        traces[precision] = run(model, flash(firmware(header_folder, precision), model, length), qpos, qvel, duration)
+        flashed = flash(firmware(header_folder, precision), model, length)
+        traces[precision] = balance_run(model, flashed, qpos, qvel, duration)
     coords = {who: coordinates_of(reduction, trace) for who, trace in traces.items()}
     t = traces["python"].t
     x0 = np.array([tilt, 0.0, 0.0, 0.0, tilt, 0.0])  # the free-hip state's deviation from upright

@@ -129,10 +129,13 @@ def _parse_point(model, keyframe, qpos, qvel, ctrl, reduction=None):
         raise ParameterError("give the operating point: a keyframe (--keyframe NAME) or a pose (--qpos ...)")
 
 
-# A linearization whose entries move by more than the check's tolerance when every finite-difference step is cut
-# to this fraction depends on its step: it is no slope of MuJoCo's dynamics (a contact made or broken, dry
-# friction switching).  A tenth leaves round-off (1e-16 |qacc| / step) two orders below the tolerances.
+# A linearization whose entries move, when every finite-difference step is cut to STEP_CUT of itself, by more
+# than the check's tolerance and than STEP_RTOL of its largest entry depends on its step: it is no slope of
+# MuJoCo's dynamics (a contact made or broken, dry friction switching, a limit crossed), which moves entries by
+# a constraint's whole stiffness.  A slope moves by round-off, ~1e-16 |qacc| / 1e-7 (measured up to 5e-8 of the
+# largest entry), and truncation, ~1e-12.
 STEP_CUT = 0.1
+STEP_RTOL = 1e-6
 
 
 @user_code.quiet_arithmetic
@@ -257,10 +260,12 @@ def _largest_change(A, B, A_short, B_short) -> float:
 
 
 def _step_dependence(A, B, A_short, B_short, states, inputs, atol, rtol) -> str:
-    """A sentence when the linearization moves beyond the tolerance as the steps shrink tenfold, else ''."""
+    """A sentence when the linearization moves beyond the tolerance and round-off as the steps shrink tenfold,
+    else ''."""
     moved = []
+    scale = max(float(np.abs(A).max(initial=0.0)), float(np.abs(B).max(initial=0.0)))
     for name, full, short, rows, cols in (("A", A, A_short, states, states), ("B", B, B_short, states, inputs)):
-        off = np.abs(full - short) > atol + rtol * np.abs(full)
+        off = np.abs(full - short) > np.maximum(atol + rtol * np.abs(full), STEP_RTOL * scale)
         moved += [(float(abs(full[i, j] - short[i, j])), f"{name}[{rows[i]}, {cols[j]}]") for i, j in np.argwhere(off)]
     if not moved:
         return ""
