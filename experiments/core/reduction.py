@@ -17,8 +17,11 @@ robot's free yaw stays still).  ``linearize`` differentiates MuJoCo's forward dy
 reads the result with the coordinates' gradients; ``check_forward_dynamics`` places the robot at the user's
 states (constraints and held coordinates satisfied) and reads their accelerations.
 
-The truth stays MuJoCo's: soft contacts and loop closures as simulated.  What they let through shows in the
-answer (a model's stiffest contacts leave ~1e-5 of it, impratio 100 ~1e-8).
+Two truths, each stated in its report.  A linearization is MuJoCo's forward dynamics as simulated, soft contacts
+and loop closures included: what they let through shows in it (about upright, 1e-5 of the entries with the
+stiffest solimp, 1e-7 with impratio 100 on the rolling directions).  Accelerations at random states are MuJoCo's
+rigid-body dynamics with the kept constraints made ideal (:class:`Constrained`): MuJoCo's contacts leave out a
+rolling wheel's centripetal terms, up to 1e-2 of the accelerations at speed, which no hand model of rolling has.
 """
 
 from __future__ import annotations
@@ -50,9 +53,10 @@ LAYOUTS = ("interleaved", "stacked")
 # Central differences of a coordinate's gradient: truncation ~STEP^2 |c'''| (1e-12) and round-off
 # ~1e-16 |c| / STEP (1e-10 of the scale).
 STEP = 1e-6
-# A held coordinate's gradient is taken at every perturbed state and differenced again over 1e-6 steps: its
-# round-off must stay far below that.  A five-point stencil of this step errs by ~HOLD_STEP^4 |h^(5)| (1e-12)
-# in truncation and by ~1e-16 / HOLD_STEP (1e-13) in round-off; its second differences (the curvature) the same.
+# A held coordinate's gradient is taken at perturbed states and differenced again over 1e-6 steps: its round-off
+# must stay far below that.  A five-point stencil of this step errs by ~HOLD_STEP^4 |h^(5)| (1e-12) in truncation
+# and by ~1e-16 / HOLD_STEP (1e-13) in round-off.  Second differences over this displacement (a coordinate's
+# curvature along qvel) err by ~HOLD_STEP^2 / 12 of the fourth derivative (1e-7) and 1e-16 / HOLD_STEP^2 (1e-10).
 HOLD_STEP = 1e-3
 # Placing the robot at a user's state: Gauss-Newton on the constraints and coordinates, to this residual (m, rad;
 # round-off of coordinates of size 1 is ~1e-16, and the steps converge quadratically past it).
