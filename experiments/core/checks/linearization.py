@@ -293,6 +293,8 @@ def _reversed_gravity(model, lin, reduction) -> np.ndarray:
     from crossdyn.experiments.core.models import with_options
 
     flipped = with_options(model, gravity=-np.asarray(model.opt.gravity, dtype=float))
+    if getattr(reduction, "declared", None) is not None:  # along its own motions, as the truth was
+        return linearize(flipped, qpos=lin.qpos, qvel=lin.qvel, ctrl=lin.ctrl, reduction=reduction).A
     other = linearize(flipped, qpos=lin.qpos, qvel=lin.qvel, ctrl=lin.ctrl)
     return other.A if reduction is None else reduction.apply(other.A, other.B)[0]
 
@@ -300,7 +302,9 @@ def _reversed_gravity(model, lin, reduction) -> np.ndarray:
 def _attribute(model, lin, reduction, A_user, B_user, A, B, parts, states, inputs, atol, rtol) -> list[str]:
     out = []
     k = A.shape[0]
-    gravity = np.any(np.asarray(model.opt.gravity) != 0) and not np.all(parts["A"].entry_passed)
+    # Gravity the other way lifts a robot off what it stands on: no hypothesis for a reduction keeping contacts.
+    standing = bool(getattr(getattr(reduction, "declared", None), "contacts", ()))
+    gravity = np.any(np.asarray(model.opt.gravity) != 0) and not np.all(parts["A"].entry_passed) and not standing
     A_flipped = _reversed_gravity(model, lin, reduction) if gravity else None
     if reduction is None:
         Ad, Bd = lin.discrete()
