@@ -20,6 +20,7 @@ import mujoco
 import numpy as np
 from scipy.linalg import expm
 
+import crossdyn.controllers
 from crossdyn.analytic.biped.free_hip import INPUTS, STATE, FreeHipParams, free_hip_linearization, free_hip_matrices
 from crossdyn.controllers.balance import GainSchedule, schedule
 from crossdyn.controllers.free_hip import Channels, FiveBarLegs, FreeHipController, LegPD, RodLegs
@@ -29,6 +30,7 @@ from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.c_controller import CController
 from crossdyn.experiments.core.checks.linearization import Reduction, check_linearization
 from crossdyn.experiments.core.checks.report import CheckReport
+from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.linearize import linearize
 from crossdyn.experiments.core.loop import Trace, simulate
 from crossdyn.experiments.core.models import load_model
@@ -265,8 +267,6 @@ def python_controller(model: mujoco.MjModel, gains: GainSchedule, length: float)
 def firmware(header_folder: str | Path, precision: str = "float") -> CController:
     """``controllers/firmware/free_hip.c`` compiled in ``precision`` (``"float"``, as on the chip, or ``"double"``)
     with the gain header in ``header_folder`` (:func:`write_header`); not yet flashed."""
-    import crossdyn.controllers
-
     installed = Path(crossdyn.controllers.__file__).parent / "firmware" / "free_hip.c"
     source = installed if installed.is_file() else SOURCE
     return CController(source, "free_hip_step", inputs=("sensordata",), include_dirs=[header_folder],
@@ -360,8 +360,6 @@ def _gains(params: dict) -> GainSchedule:
 
 
 def _check_robot(value: str) -> None:
-    from crossdyn.experiments.core.errors import ParameterError
-
     if value not in ("five-bar", "rod"):
         raise ParameterError(f"robot={value!r}: choose five-bar or rod")
 

@@ -29,7 +29,7 @@ from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.crosscheck import EntryStats, progress
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.truth import inverse_dynamics
+from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 
 __all__ = ["check_forward_dynamics", "forward"]
 
@@ -107,7 +107,6 @@ REDUCED_SAMPLES = 100
 
 def _reduced(fn, model, reduction, options: dict) -> CheckReport:
     from crossdyn.experiments.core import reduction as reduced  # it imports the checks' Reduction
-    from crossdyn.experiments.core.truth import truth_model
 
     given = {"samples": REDUCED_SAMPLES, **options}
     check = begin("check_forward_dynamics", fn, model, given,
