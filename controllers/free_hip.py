@@ -11,9 +11,11 @@ rod leg its length sensor):
 - ``[T, Tp] = -K(l) state`` (both wheels' torque summed; both legs' hip torque summed), ``K`` the
   :class:`~crossdyn.controllers.balance.GainSchedule` at the legs' mean length;
 - per leg, the force along it ``F = kp (l_ref - l) - kd l_dot + W / 2`` (``W`` the body's weight, fed
-  forward), and ``(F, Tp / 2)`` turned into motor torques: a rod leg's slide takes ``F`` and its hinge
-  ``Tp / 2``; a five-bar's two motors take ``J_l' F + J_theta' Tp / 2``, ``J`` the derivatives of the leg's
-  length and angle by the two motor angles (virtual work);
+  forward) and its hip torque ``Tp / 2`` less a PD on the legs' split (``theta_left - theta_right``, which the
+  model, one leg for both, cannot see: left unchecked one leg falls forward as the other falls back), and
+  those turned into motor torques: a rod leg's slide takes ``F`` and its hinge the torque; a five-bar's two
+  motors take ``J_l' F + J_theta' torque``, ``J`` the derivatives of the leg's length and angle by the two
+  motor angles (virtual work);
 - each wheel ``T / 2``; every command clipped to its motor's limit.
 
 :class:`FreeHipController` is that law in Python; ``controllers/firmware/free_hip.c`` is the same law in C
@@ -49,13 +51,16 @@ class FiveBarLegs:
 
 @dataclass(frozen=True)
 class LegPD:
-    """The leg-length loop: ``kp`` N/m, ``kd`` N s/m, the length held ``length`` m, the weight fed forward
-    ``weight`` N (the body's, shared by the two legs)."""
+    """The legs' own loops: length ``kp`` N/m, ``kd`` N s/m about the length held ``length`` m, the weight fed
+    forward ``weight`` N (the body's, shared by the two legs); split ``split_kp`` N m/rad, ``split_kd``
+    N m s/rad on the legs' angle difference, half on each leg's hip, opposite ways."""
 
     kp: float
     kd: float
     length: float
     weight: float
+    split_kp: float
+    split_kd: float
 
 
 @dataclass(frozen=True)
@@ -179,15 +184,17 @@ class FreeHipController:
         k = self.gains.row(length)
         T = -sum(k[j] * state[j] for j in range(6))
         Tp = -sum(k[6 + j] * state[j] for j in range(6))
+        split = self.pd.split_kp * (legs[0][0] - legs[1][0]) + self.pd.split_kd * (legs[0][1] - legs[1][1])
         ctrl = np.zeros(self.nu)
         for side, leg in enumerate(legs):
             force = self.pd.kp * (self.pd.length - leg[2]) - self.pd.kd * leg[3] + 0.5 * self.pd.weight
+            torque = 0.5 * Tp - (0.5 if side == 0 else -0.5) * split
             if isinstance(self.legs, FiveBarLegs):
                 j_len, j_ang = leg[6], leg[7]
                 for k_, motor in enumerate(self.ch.hips[2 * side : 2 * side + 2]):
-                    ctrl[motor] = _clip(j_len[k_] * force + j_ang[k_] * 0.5 * Tp, self.hip_limit)
+                    ctrl[motor] = _clip(j_len[k_] * force + j_ang[k_] * torque, self.hip_limit)
             else:
-                ctrl[self.ch.hips[side]] = _clip(0.5 * Tp, self.hip_limit)
+                ctrl[self.ch.hips[side]] = _clip(torque, self.hip_limit)
                 ctrl[self.ch.lengths[side]] = _clip(force, self.force_limit)
             ctrl[self.ch.wheels[side]] = _clip(0.5 * T, self.wheel_limit)
         return ctrl

@@ -222,13 +222,15 @@ def test_crossdyn_gains_writes_the_experiments_header(tmp_path, capsys):
 @pytest.mark.parametrize("name", [ROD, FIVE_BAR])
 def test_the_team_firmware_balances_from_five_degrees(name, tmp_path):
     model = load_model(name)
-    loop = control.closed_loop(model, name, 0.30, np.radians(5.0), 0.8, tmp_path)
+    # 2 s: the legs' split (one leg forward, the other back), which the one-leg model cannot see, grows within
+    # 1.5 s unless its PD holds it.
+    loop = control.closed_loop(model, name, 0.30, np.radians(5.0), 2.0, tmp_path)
     for who, coords in loop.coordinates.items():
         assert loop.traces[who].stopped is None
-        # Caught: from 5 deg the leg's angle passes upright and returns within 1 deg in 0.8 s (the design's own
-        # response is at -0.6 deg then); the body's pitch within 0.2 deg.
+        # Caught: from 5 deg the leg's angle passes upright and is back within 0.5 deg (the design's own
+        # response is at 0.1 deg then); the body's pitch within 0.1 deg.
         theta, phi = np.degrees(coords[-1, 0]), np.degrees(coords[-1, 2])
-        assert abs(theta) < 1.0 and abs(phi) < 0.2, (who, theta, phi)
+        assert abs(theta) < 0.5 and abs(phi) < 0.1, (who, theta, phi)
     n = min(len(c) for c in loop.coordinates.values())
     pitch = {who: np.degrees(c[:n, 2]) for who, c in loop.coordinates.items()}
     double, single = (np.abs(pitch[p] - pitch["python"]).max() for p in ("double", "float"))

@@ -9,9 +9,10 @@
  *     encoders since the first call;
  *   - [T, Tp] = -K(l) state, K(l) the fitted polynomials of the gain header at the legs' mean length l
  *     (Horner's rule, l clamped to the fitted range);
- *   - per leg the force along it F = kp (l_ref - l) - kd dl/dt + weight / 2, and (F, Tp / 2) turned into
- *     motor torques through the leg's Jacobian: a rod's slide takes F and its hinge Tp / 2, a five-bar's
- *     motors J_l' F + J_theta' Tp / 2;
+ *   - per leg the force along it F = kp (l_ref - l) - kd dl/dt + weight / 2 and its hip torque Tp / 2 less
+ *     half a PD on the legs' split (theta_left - theta_right, which the one-leg model cannot see), turned
+ *     into motor torques through the leg's Jacobian: a rod's slide takes F and its hinge the torque, a
+ *     five-bar's motors J_l' F + J_theta' torque;
  *   - each wheel T / 2; every command clipped to its motor's limit.
  *
  * The gains come from the header GainSchedule.to_c writes (FREE_HIP_GAINS names it, default
@@ -46,6 +47,7 @@ real l1, l2, l3;              /* five-bar lengths, m */
 real wheel_radius;            /* m */
 real length_kp, length_kd;    /* N/m, N s/m */
 real length_ref, weight;      /* the length held (m) and the body's weight fed forward (N) */
+real split_kp, split_kd;      /* the legs' split PD: N m/rad, N m s/rad */
 real wheel_limit, hip_limit, force_limit; /* N m, N m, N */
 
 static int started;
@@ -154,15 +156,17 @@ int free_hip_step(real t, const real *sensors, real *command)
         Tp -= k[1][i] * state[i];
     }
 
-    /* Each leg: the length loop with the weight fed forward, through the leg's Jacobian. */
+    /* Each leg: the length loop with the weight fed forward and its share of Tp less the split PD, through the
+       leg's Jacobian. */
+    real split = split_kp * (leg[0][0] - leg[1][0]) + split_kd * (leg[0][1] - leg[1][1]);
     for (side = 0; side < 2; ++side) {
         real force = length_kp * (length_ref - leg[side][2]) - length_kd * leg[side][3] + (real)0.5 * weight;
+        real torque = (real)0.5 * Tp - (side == 0 ? (real)0.5 : (real)-0.5) * split;
         if (five_bar) {
-            command[motor_channel[2 * side]] = clip(leg[side][6] * force + leg[side][8] * (real)0.5 * Tp, hip_limit);
-            command[motor_channel[2 * side + 1]] = clip(leg[side][7] * force + leg[side][9] * (real)0.5 * Tp,
-                                                        hip_limit);
+            command[motor_channel[2 * side]] = clip(leg[side][6] * force + leg[side][8] * torque, hip_limit);
+            command[motor_channel[2 * side + 1]] = clip(leg[side][7] * force + leg[side][9] * torque, hip_limit);
         } else {
-            command[motor_channel[side]] = clip((real)0.5 * Tp, hip_limit);
+            command[motor_channel[side]] = clip(torque, hip_limit);
             command[motor_channel[4 + side]] = clip(force, force_limit);
         }
         command[motor_channel[6 + side]] = clip((real)0.5 * T, wheel_limit);

@@ -42,9 +42,10 @@ from crossdyn.experiments.core.results import Context
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
 DERIVATION_PAGE = "free-hip"
 
-__all__ = ["Q", "R", "LENGTHS", "LENGTH_PD", "CONTROL_PERIOD", "EXACT_RTOL", "RodComparison", "rod_comparison",
-           "design", "write_header", "HEADER", "C_NAME", "channels", "python_controller", "firmware", "flash",
-           "tilted", "balance_run", "coordinates_of", "design_response", "ClosedLoop", "closed_loop"]
+__all__ = ["Q", "R", "LENGTHS", "LENGTH_PD", "SPLIT_PD", "CONTROL_PERIOD", "EXACT_RTOL", "RodComparison",
+           "rod_comparison", "design", "write_header", "HEADER", "C_NAME", "channels", "python_controller",
+           "firmware", "flash", "tilted", "balance_run", "coordinates_of", "design_response", "ClosedLoop",
+           "closed_loop"]
 
 # The team's LQR weights on [theta, theta_dot, x, x_dot, phi, phi_dot] (1/rad^2, s^2/rad^2, 1/m^2, s^2/m^2,
 # 1/rad^2, s^2/rad^2) and on [T, Tp] (1/(N m)^2): the body's pitch and the leg's angle held hardest, the
@@ -55,6 +56,9 @@ R = (1.0, 0.25)
 LENGTHS = np.linspace(0.22, 0.42, 11)
 # The leg-length loop per kg of body: (wn^2, 2 zeta wn), wn 15 rad/s, zeta 0.7 -> N/m, N s/m.
 LENGTH_PD = (225.0, 21.0)
+# The legs' split loop per kg m^2 of one leg's pitch inertia about its hip: wn 30 rad/s, zeta 0.9 -> N m/rad,
+# N m s/rad.
+SPLIT_PD = (900.0, 54.0)
 CONTROL_PERIOD = 0.001  # s: 1 kHz, as the biped's firmware
 # The rod-leg robot against the free-hip model: MuJoCo's soft contacts (impratio 100) leave ~1e-7 of each
 # entry; an order of magnitude to spare.
@@ -251,8 +255,9 @@ def _setup(model: mujoco.MjModel, length: float):
     p = free_hip_params(model, length)
     rod = leg_kind(model) == "rod"
     legs = RodLegs() if rod else FiveBarLegs(*(getattr(biped_params(model), k) for k in ("l1", "l2", "l3")))
+    hip_inertia = p.leg_inertia + p.leg_mass * p.leg_com_to_hip**2
     pd = LegPD(kp=p.body_mass * LENGTH_PD[0], kd=p.body_mass * LENGTH_PD[1], length=float(length),
-               weight=p.body_mass * p.gravity)
+               weight=p.body_mass * p.gravity, split_kp=hip_inertia * SPLIT_PD[0], split_kd=hip_inertia * SPLIT_PD[1])
     limits = (_limit(model, "left_wheel"), _limit(model, "left_hip" if rod else "left_front_hip"),
               _limit(model, "left_leg_length") if rod else 0.0)
     return p, legs, pd, limits
@@ -287,7 +292,8 @@ def flash(c: CController, model: mujoco.MjModel, length: float) -> CController:
         "motor_channel": [*pad(ch.hips, 4), *pad(ch.lengths, 2), *ch.wheels],
         "l1": legs.l1 if five else 0.0, "l2": legs.l2 if five else 0.0, "l3": legs.l3 if five else 0.0,
         "wheel_radius": p.wheel_radius, "length_kp": pd.kp, "length_kd": pd.kd, "length_ref": pd.length,
-        "weight": pd.weight, "wheel_limit": wheel, "hip_limit": hip, "force_limit": force,
+        "weight": pd.weight, "split_kp": pd.split_kp, "split_kd": pd.split_kd, "wheel_limit": wheel, "hip_limit": hip,
+        "force_limit": force,
     })
     return c
 
