@@ -1,17 +1,22 @@
-"""LQR balance of the wheeled inverted pendulum, and its gain schedule over leg length.
+"""LQR balance of the wheeled inverted pendulum, and gain schedules over leg length for any design.
 
 State ``[x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive leaning forward), input the
 total wheel torque ``T`` (N m), as in ``analytic.biped.wheeled_pendulum.linearize_pendulum``; the law is
 ``T = -K (x - x_ref)``.  :func:`lqr` designs on a continuous-time ``(A, B)``, :func:`dlqr` on a discrete one
-such as MuJoCo's ``mjd_transitionFD``.
+such as MuJoCo's ``mjd_transitionFD``.  :func:`schedule` tabulates and fits the gain ``K (m, n)`` of any
+design over leg length (the free-hip model's ``(2, 6)`` as well), and :meth:`GainSchedule.to_c` writes it as
+a C header for firmware.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import isfinite
+from pathlib import Path
 
 import numpy as np
 
@@ -117,18 +122,22 @@ def _design(A, B, Q, R, discrete: bool) -> LQRDesign:
 
 @dataclass(frozen=True)
 class GainSchedule:
-    """LQR gains tabulated over leg length and fitted with a polynomial per entry.
+    """LQR gains tabulated over leg length and fitted with a polynomial per entry, for any ``K (nu, nx)``.
 
     Attributes:
-      lengths, gains: the table, ``(n,)`` m (body CoM to axle) and ``(n, nu, nx)``.
+      lengths, gains: the table, ``(n,)`` m (increasing) and ``(n, nu, nx)``.
       coeffs: per gain entry, ``(degree + 1, nu, nx)``, highest power first (``np.polyval`` order).
       fit_error: largest ``|K_fit - K_table|``, relative to that entry's largest magnitude in the table.
+      state_names, input_names: the design's state and input, in ``K``'s column and row order (for the C
+        header's comment; empty: not given).
     """
 
     lengths: np.ndarray
     gains: np.ndarray
     coeffs: np.ndarray
     fit_error: float
+    state_names: tuple[str, ...] = ()
+    input_names: tuple[str, ...] = ()
 
     def __call__(self, length: float) -> np.ndarray:
         """Gain ``(nu, nx)`` at a leg length, clamped to the tabulated range."""
@@ -151,6 +160,72 @@ class GainSchedule:
             gains = [k * length + ck for k, ck in zip(gains, c, strict=True)]
         return tuple(gains)
 
+    def to_c(self, path: str | os.PathLike, name: str) -> Path:
+        """Write the schedule as a C header for firmware: the fitted coefficients and the table, in float.
+
+        The header defines, for the C identifier ``name`` (``NAME`` its upper case): ``NAME_INPUTS`` (``nu``),
+        ``NAME_STATES`` (``nx``), ``NAME_DEGREE``, ``NAME_TABLE`` (the table's length), ``NAME_LENGTH_MIN`` and
+        ``NAME_LENGTH_MAX`` (m, the fitted range); ``name_coeffs[DEGREE + 1][INPUTS][STATES]`` (highest power
+        first: ``K(l)`` is Horner's rule over them, ``l`` clamped to the range); ``name_lengths[TABLE]`` (m) and
+        ``name_table[TABLE][INPUTS][STATES]``.  A comment gives the state and input order and the law
+        ``u = -K(l) (x - x_ref)``.  Numbers are printed with 9 significant digits, enough to round-trip a float.
+
+        Raises:
+          ValueError: ``name`` is not a C identifier.
+        """
+        if not re.fullmatch(r"[A-Za-z_]\w*", name or ""):
+            raise ValueError(f"name {name!r} is not a C identifier")
+        path = Path(path)
+        path.write_text(self.c_header(name, path.name))
+        return path
+
+    def c_header(self, name: str, filename: str = "") -> str:
+        """The text :meth:`to_c` writes."""
+        upper = name.upper()
+        nu, nx = self.coeffs.shape[1:]
+        degree = self.coeffs.shape[0] - 1
+        guard = re.sub(r"\W", "_", (filename or f"{name}.h").upper())
+        states = ", ".join(self.state_names) if self.state_names else f"{nx} states"
+        inputs = ", ".join(self.input_names) if self.input_names else f"{nu} inputs"
+
+        def number(value) -> str:
+            text = f"{float(value):.9g}"  # nine digits round-trip a float
+            return (text if any(c in text for c in ".e") else text + ".0") + "f"  # "0f" is no C float
+
+        def numbers(array: np.ndarray) -> str:
+            if array.ndim == 1:
+                return "{" + ", ".join(number(v) for v in array) + "}"
+            return "{" + ", ".join(numbers(a) for a in array) + "}"
+
+        lines = [
+            f"/* {filename or name + '.h'}: a gain schedule K(l) over leg length l, written by crossdyn",
+            " * (GainSchedule.to_c).  The law is u = -K(l) (x - x_ref) with",
+            f" *   x = [{states}]",
+            f" *   u = [{inputs}]",
+            f" * K(l) has {nu} rows (inputs) and {nx} columns (states): each entry a degree-{degree} polynomial in l",
+            " * (m), highest power first, fitted to the LQR designs tabulated below (largest fit error",
+            f" * {self.fit_error:.2g} of an entry's size); evaluate it with l clamped to [LENGTH_MIN, LENGTH_MAX]. */",
+            f"#ifndef {guard}",
+            f"#define {guard}",
+            "",
+            f"#define {upper}_INPUTS {nu}",
+            f"#define {upper}_STATES {nx}",
+            f"#define {upper}_DEGREE {degree}",
+            f"#define {upper}_TABLE {len(self.lengths)}",
+            f"#define {upper}_LENGTH_MIN {number(self.lengths[0])}",
+            f"#define {upper}_LENGTH_MAX {number(self.lengths[-1])}",
+            "",
+            f"static const float {name}_coeffs[{upper}_DEGREE + 1][{upper}_INPUTS][{upper}_STATES] =",
+            f"    {numbers(self.coeffs)};",
+            f"static const float {name}_lengths[{upper}_TABLE] = {numbers(self.lengths)};",
+            f"static const float {name}_table[{upper}_TABLE][{upper}_INPUTS][{upper}_STATES] =",
+            f"    {numbers(self.gains)};",
+            "",
+            f"#endif /* {guard} */",
+            "",
+        ]
+        return "\n".join(lines)
+
     # Plain-float copies for ``row``, made on first use: the range, the coefficients per power, a cubic per entry.
 
     @functools.cached_property
@@ -171,24 +246,34 @@ class GainSchedule:
 
 
 def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], lengths, Q, R,
-             degree: int = 3) -> GainSchedule:
+             degree: int = 3, *, state_names=(), input_names=()) -> GainSchedule:
     """Design an LQR at each leg length and fit each gain entry with a polynomial.
 
     Args:
-      linearize: ``l -> (A, B)`` (e.g. ``functools.partial(wheeled_pendulum.linearize_pendulum, params)``).
+      linearize: ``l -> (A, B)``, ``(nx, nx)`` and ``(nx, nu)`` (e.g.
+        ``functools.partial(wheeled_pendulum.linearize_pendulum, params)``, or the free-hip model's).
       lengths: increasing leg lengths, ``(n,)``, m; ``n > degree``.
       Q, R: LQR weights (see :func:`lqr`); degree: the fit's polynomial degree.
+      state_names, input_names: the state's and input's names, in order (kept for :meth:`GainSchedule.to_c`).
+
+    Raises:
+      ValueError: bad lengths, weights or names, or a design that fails at some length.
     """
     lengths = np.asarray(lengths, dtype=float)
     if lengths.ndim != 1 or lengths.size <= degree or np.any(np.diff(lengths) <= 0):
         raise ValueError(f"lengths must be increasing with more than {degree} entries, got {lengths}")
     gains = np.array([lqr(*linearize(length), Q, R).K for length in lengths])
+    nu, nx = gains.shape[1:]
+    for what, names, size in (("state_names", state_names, nx), ("input_names", input_names, nu)):
+        if names and len(names) != size:
+            raise ValueError(f"{what} must name all {size} entries, got {len(names)}: {list(names)}")
     flat = gains.reshape(len(lengths), -1)
     coeffs = np.polyfit(lengths, flat, degree)
     fitted = np.array([np.polyval(coeffs[:, k], lengths) for k in range(flat.shape[1])]).T
     scale = np.maximum(np.abs(flat).max(axis=0), np.finfo(float).tiny)
     fit_error = float((np.abs(fitted - flat) / scale).max())
-    return GainSchedule(lengths, gains, coeffs.reshape((degree + 1,) + gains.shape[1:]), fit_error)
+    return GainSchedule(lengths, gains, coeffs.reshape((degree + 1,) + gains.shape[1:]), fit_error,
+                        tuple(state_names), tuple(input_names))
 
 
 def balance_torque(K, state, reference=None, limit: float | None = None) -> float:

@@ -19,4 +19,12 @@ from crossdyn.experiments import (  # noqa: F401 (imported for their registratio
     two_link_identify,
     unit_vector,
 )
-from crossdyn.experiments.biped import checks, control, derivations, firmware, identify, tune  # noqa: F401
+from crossdyn.experiments.biped import (  # noqa: F401
+    checks,
+    control,
+    derivations,
+    firmware,
+    free_hip_control,
+    identify,
+    tune,
+)

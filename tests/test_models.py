@@ -22,8 +22,9 @@ PINNED = {
     "free_tree": (11, 10, 0),
     "rigid_box": (7, 6, 2),
     "rigid_box_ground": (7, 6, 0),
-    "wheel_legged_biped": (17, 16, 6),
-    "wheel_legged_biped_large": (17, 16, 6),
+    # The five-bar biped and its larger copy: a free body, four hips, four knees, two wheels; six motors.
+    **dict.fromkeys(("wheel_legged_biped", "wheel_legged_biped_large"), (17, 16, 6)),
+    "wheel_legged_biped_rod": (13, 12, 6),  # a free body, per leg a hip, a length and a wheel
     "cart_pole": (2, 2, 1),
     "double_pendulum_cart": (3, 3, 1),
     "pendulum": (1, 1, 1),

@@ -41,7 +41,7 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     ("checks.bias", ("check_bias",)),
     ("checks.energy", ("check_energy",)),
     ("checks.forward_dynamics", ("check_forward_dynamics",)),
-    ("checks.linearization", ("check_linearization",)),
+    ("checks.linearization", ("check_linearization", "Reduction")),
     ("checks.report", ("CheckReport",)),
     ("crosscheck", ("Report",)),
     ("checks.options", ("CheckOptions",)),

@@ -16,21 +16,25 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import mujoco
 import numpy as np
 
 from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
 
-__all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions", "EPS", "EPS_MAX",
-           "HOLD_RTOL"]
+__all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions",
+           "active_constraints", "steps", "EPS", "EPS_MAX", "EPS_MIN", "HOLD_RTOL"]
 
 # Finite-difference step on state and control: central differences err by
 # ~EPS^2 |f'''| (1e-12) and round-off ~1e-16 |qacc| / EPS (1e-10 of the scale).
 EPS = 1e-6
 # Largest step taken: beyond 0.1 (rad, m, rad/s or a control's unit) the difference mixes in curvature, not a slope.
 EPS_MAX = 0.1
+# Smallest step a direction is cut to so that no constraint is made or broken: below it round-off (1e-16 |qacc|
+# / 1e-12 = 1e-4 of the scale) swamps the slope, and a constraint still changing is at its boundary.
+EPS_MIN = 1e-12
 # A pose is held when the actuators reproduce mj_inverse's generalized force to
 # this fraction of its size (least-squares round-off is ~1e-15 of it).
 HOLD_RTOL = 1e-8
@@ -68,6 +72,10 @@ class Linearization:
     implicit: np.ndarray | None = field(default=None, repr=False)
     # The model, to measure deviations (mj_differentiatePos); not compared.
     model: mujoco.MjModel | None = field(default=None, repr=False, compare=False)
+    # The reduction the state and input are in (None: MuJoCo's own [dq, dqd] and ctrl), and the
+    # finite-difference step each column of [A, B] was taken with (linearize fills it).
+    reduction: Any = field(default=None, repr=False, compare=False)
+    steps: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
 
     @property
     def nv(self) -> int:
@@ -78,14 +86,17 @@ class Linearization:
         return self.B.shape[1]
 
     def deviation(self, qpos, qvel) -> np.ndarray:
-        """The state ``[dq, dqd]`` of ``(qpos (nq,), qvel (nv,))``, ``(2 nv,)``: what ``A`` acts on."""
+        """The state ``[dq, dqd]`` of ``(qpos (nq,), qvel (nv,))``, ``(2 nv,)``: what ``A`` acts on (with a
+        reduction, the reduction's state to first order: ``read [dq, dqd]``)."""
         qpos, qvel = np.asarray(qpos, dtype=float), np.asarray(qvel, dtype=float)
         if self.plain:
             dq = qpos - self.qpos
         else:
-            dq = np.empty(self.nv)
+            assert self.model is not None  # not plain: a model with quaternions
+            dq = np.empty(self.model.nv)
             mujoco.mj_differentiatePos(self.model, dq, 1.0, self.qpos, qpos)
-        return np.concatenate([dq, qvel - self.qvel])
+        full = np.concatenate([dq, qvel - self.qvel])
+        return full if self.reduction is None else self.reduction.read @ full
 
     @functools.cached_property
     def plain(self) -> bool:
@@ -122,6 +133,12 @@ class Linearization:
         h = self.timestep if dt is None else float(dt)
         if not h > 0 or not np.isfinite(h):
             raise ParameterError(f"dt must be a positive time step, got {dt!r}")
+        if self.reduction is not None:  # the reduction's order: positions first, as the integrator steps them
+            order = self.reduction.order()
+            back = np.argsort(order)
+            stacked = replace(self, A=self.A[np.ix_(order, order)], B=self.B[order], reduction=None, implicit=None)
+            Ad, Bd = stacked.discrete(h)
+            return Ad[np.ix_(back, back)], Bd[back]
         n, A, B = self.nv, self.A, self.B
         kind = mujoco.mjtIntegrator(self.integrator)
         if kind == mujoco.mjtIntegrator.mjINT_RK4:
@@ -227,6 +244,19 @@ def _names(model: mujoco.MjModel) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return (*dofs, *(f"{name}_dot" for name in dofs)), inputs
 
 
+def active_constraints(model: mujoco.MjModel, data: mujoco.MjData) -> tuple:
+    """What ``data``'s last ``mj_forward`` made of the constraints, to compare two states by: each active
+    contact (its geom pair) and every constraint row's regime (``efc_state``: satisfied, quadratic, on the
+    friction cone ...), equality rows excepted (always there, always quadratic).  Two states with the same
+    answer lie in one smooth piece of MuJoCo's dynamics; a finite difference across two pieces is no slope."""
+    pairs = sorted((min(int(c.geom[0]), int(c.geom[1])), max(int(c.geom[0]), int(c.geom[1])))
+                   for c in data.contact[: data.ncon] if c.efc_address >= 0)
+    equality = int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)
+    rows = tuple(int(s) for t, s in zip(data.efc_type[: data.nefc], data.efc_state[: data.nefc], strict=True)
+                 if int(t) != equality)
+    return tuple(pairs), rows
+
+
 class _Forward:
     """``qacc`` and ``qacc_smooth`` of ``model`` at perturbed states, warm-started from the operating point."""
 
@@ -237,6 +267,7 @@ class _Forward:
         mujoco.mj_forward(model, self.data)
         self.warmstart = self.data.qacc_warmstart.copy()
         self.qacc = self.data.qacc.copy()
+        self.active = self.constraints = active_constraints(model, self.data)
 
     def __call__(self, dq=None, dv=None, du=None) -> tuple[np.ndarray, np.ndarray]:
         d = self.data
@@ -247,18 +278,49 @@ class _Forward:
         d.ctrl[:] = self.ctrl if du is None else self.ctrl + du
         d.qacc_warmstart[:] = self.warmstart
         mujoco.mj_forward(self.model, d)
+        self.active = active_constraints(self.model, d)
         return d.qacc.copy(), d.qacc_smooth.copy()
 
-    def derivative(self, what: str, i: int, size: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
-        """Central differences of ``(qacc, qacc_smooth)`` along unit vector ``i`` of ``what``."""
+    def derivative(self, what: str, i: int, size: int, eps: float | None) -> tuple[np.ndarray, np.ndarray, float]:
+        """Central differences of ``(qacc, qacc_smooth)`` along unit vector ``i`` of ``what``, and the step taken:
+        ``eps``, or (None) the longest of :data:`EPS`, a tenth of it ... that makes or breaks no constraint."""
         step = np.zeros(size)
-        step[i] = eps
-        plus, minus = self(**{what: step}), self(**{what: -step})
-        return (plus[0] - minus[0]) / (2 * eps), (plus[1] - minus[1]) / (2 * eps)
+        h = EPS if eps is None else eps
+        while True:
+            step[i] = h
+            plus = self(**{what: step})
+            same = self.active == self.constraints
+            minus = self(**{what: -step})
+            same = same and self.active == self.constraints
+            if same or eps is not None or h / 10 < EPS_MIN:
+                return (plus[0] - minus[0]) / (2 * h), (plus[1] - minus[1]) / (2 * h), h
+            h /= 10
+
+
+def steps(eps, directions: int) -> list[float | None]:
+    """``eps`` as one step per direction: None (chosen), a step in ``(0, EPS_MAX]``, or one such per direction.
+
+    Raises:
+      ParameterError: a step out of range, or a list of the wrong length.
+    """
+    if eps is None:
+        return [None] * directions
+    if isinstance(eps, (list, tuple, np.ndarray)):
+        values = list(np.ravel(np.asarray(eps, dtype=float))) if np.size(eps) else []
+        if len(values) != directions:
+            raise ParameterError(f"eps: give one step, or one per direction ({directions} here), got {len(values)}")
+        return [_one_step(v) for v in values]
+    return [_one_step(eps)] * directions
+
+
+def _one_step(eps) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not 0 < eps <= EPS_MAX:
+        raise ParameterError(f"eps must be a finite step in (0, {EPS_MAX:g}], got {eps!r}")
+    return float(eps)
 
 
 def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | None = None, qpos=None,
-              qvel=None, ctrl=None, *, eps: float = EPS) -> Linearization:
+              qvel=None, ctrl=None, *, eps=None, reduction=None) -> Linearization:
     """The continuous-time linearization of ``model`` about an operating point.
 
     Args:
@@ -266,14 +328,22 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
       keyframe: a keyframe's name or index giving ``qpos``, ``qvel`` and ``ctrl``.
       qpos, qvel: ``(nq,)``, ``(nv,)`` (override the keyframe's; default ``qpos0`` at rest).
       ctrl: ``(nu,)`` (default: the keyframe's, or zero); ``"hold"`` for :func:`holding_control`.
-      eps: finite-difference step on positions (rad or m), velocities and controls, in ``(0, EPS_MAX]``.
+      eps: finite-difference step on positions (rad or m), velocities and controls, in ``(0, EPS_MAX]``, or
+        one per direction (as :attr:`Linearization.steps` lists them: each dof's position, each velocity, each
+        control; with a declared reduction each of its states, then its inputs); default None: :data:`EPS`
+        per direction, cut by tenths (to :data:`EPS_MIN`) while it makes or breaks a constraint
+        (:func:`active_constraints`).
+      reduction: a :class:`~crossdyn.experiments.core.checks.linearization.Reduction`: ``A``, ``B`` in its
+        state and input.  One declared with ``Reduction.from_coordinates`` is differentiated along its own
+        perturbations (its constraints and held coordinates kept); one given as matrices reduces the full
+        linearization (``read A lift``, ``read B inputs``).
 
     Returns:
-      The :class:`Linearization`: ``A (2nv, 2nv)``, ``B (2nv, nu)``.
+      The :class:`Linearization`: ``A (2nv, 2nv)``, ``B (2nv, nu)`` (``(2k, 2k)``, ``(2k, m)`` with a reduction).
 
     Raises:
       ModelError: the model has activation states (``na > 0``), or cannot be loaded;
-      ParameterError: unknown keyframe, or a bad ``eps``;
+      ParameterError: unknown keyframe, a bad ``eps``, or a reduction that does not fit the model;
       StateError: a wrong-sized or non-finite operating point, or an all-zero quaternion.
     """
     from crossdyn.experiments.core.models import load_model
@@ -283,22 +353,36 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
     if model.na:
         raise ModelError(f"the model has {model.na} actuator activation state(s) (dyntype filter, integrator or "
                          "muscle): linearize covers the state [dq, dqd] only")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) or not 0 < eps <= EPS_MAX:
-        raise ParameterError(f"eps must be a finite step in (0, {EPS_MAX:g}], got {eps!r}")
+    declared = reduction is not None and reduction.declared is not None
+    each = [] if declared else steps(eps, 2 * model.nv + model.nu)
     qpos, qvel, ctrl = operating_point(model, keyframe, qpos, qvel, ctrl)
+    if declared:
+        from crossdyn.experiments.core.reduction import linearize_reduced  # reduction.py imports this module
+
+        return linearize_reduced(model, reduction, qpos, qvel, ctrl, eps)
     nv, nu = model.nv, model.nu
     forward = _Forward(model, qpos, qvel, ctrl)
     A, B = np.zeros((2 * nv, 2 * nv)), np.zeros((2 * nv, nu))
     A[:nv, nv:] = np.eye(nv)
     smooth_v = np.zeros((nv, nv))
+    taken = np.zeros(2 * nv + nu)
     for i in range(nv):
-        A[nv:, i] = forward.derivative("dq", i, nv, eps)[0]
-        A[nv:, nv + i], smooth_v[:, i] = forward.derivative("dv", i, nv, eps)
+        A[nv:, i], _, taken[i] = forward.derivative("dq", i, nv, each[i])
+        A[nv:, nv + i], smooth_v[:, i], taken[nv + i] = forward.derivative("dv", i, nv, each[nv + i])
     for i in range(nu):
-        B[nv:, i] = forward.derivative("du", i, nu, eps)[0]
+        B[nv:, i], _, taken[2 * nv + i] = forward.derivative("du", i, nu, each[2 * nv + i])
     states, inputs = _names(model)
-    return Linearization(A, B, states, inputs, qpos, qvel, ctrl, forward.qacc, float(model.opt.timestep),
-                         int(model.opt.integrator), _implicit_part(model, forward, smooth_v), model)
+    lin = Linearization(A, B, states, inputs, qpos, qvel, ctrl, forward.qacc, float(model.opt.timestep),
+                        int(model.opt.integrator), _implicit_part(model, forward, smooth_v), model, steps=taken)
+    if reduction is None:
+        return lin
+    reduction.validate(nv, nu)
+    A_r, B_r = reduction.apply(A, B)
+    # The steps of the directions the reduction combines: its lift's states and its inputs' controls.
+    used = np.concatenate([taken[: 2 * nv][np.abs(reduction.lift).max(axis=1, initial=0.0) > 0],
+                           taken[2 * nv :][np.abs(reduction.inputs).max(axis=1, initial=0.0) > 0]])
+    return replace(lin, A=A_r, B=B_r, state_names=tuple(reduction.state_names),
+                   input_names=tuple(reduction.input_names), implicit=None, reduction=reduction, steps=used)
 
 
 def _implicit_part(model: mujoco.MjModel, forward: _Forward, smooth_v: np.ndarray) -> np.ndarray | None:

@@ -32,7 +32,7 @@ from typing import Any
 from crossdyn.experiments.core.baseline import Tolerance
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 
-__all__ = ["Param", "Verdict", "Experiment", "experiment", "batched", "experiments", "get", "load_sources",
+__all__ = ["Param", "Verdict", "Gains", "Experiment", "experiment", "batched", "experiments", "get", "load_sources",
            "loadable", "tunings", "ENTRY_POINT_GROUP"]
 
 # Installed packages register experiments by naming a module (or module:attr) in this group.
@@ -92,6 +92,20 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Gains:
+    """What ``crossdyn gains --experiment NAME`` exports of an experiment's design.
+
+    Attributes:
+      design: ``design(params) -> GainSchedule`` (:class:`~crossdyn.controllers.balance.GainSchedule`), given
+        the experiment's parameter values (``--set`` honoured).
+      name: the C identifier the header's names start with (the firmware's), unless ``--name`` says otherwise.
+    """
+
+    design: Callable[[dict], Any]
+    name: str
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A registered experiment.
 
@@ -107,6 +121,7 @@ class Experiment:
         returns (or raises) for that context alone (:func:`batched`).
       tuning: the experiment's own tune (a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`),
         or None; such an experiment is listed by :func:`tunings`, not :func:`experiments`.
+      gains: the gain schedule ``crossdyn gains`` exports from it (:class:`Gains`), or None.
     """
 
     name: str
@@ -117,6 +132,7 @@ class Experiment:
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
     batch: Callable | None = None
     tuning: Any = None
+    gains: Gains | None = None
 
     def __post_init__(self):
         _check_name(self.name)
@@ -184,7 +200,8 @@ def _check_expected(name: str, expected: str, params: dict[str, Param]) -> None:
 
 
 def experiment(name: str, *, summary: str, expected: str, params: dict[str, Param] | None = None,
-               tolerances: dict[str, float | Tolerance] | None = None, tuning: Any = None):
+               tolerances: dict[str, float | Tolerance] | None = None, tuning: Any = None,
+               gains: Gains | None = None):
     """Decorator registering ``run(ctx) -> metrics`` as experiment ``name``.
 
     Args:
@@ -197,6 +214,7 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
         (``{"settle_s": 0.02}``: +-2 %), or a :class:`Tolerance`; others use
         :data:`~crossdyn.experiments.core.baseline.DEFAULT_TOLERANCE`.
       tuning: the experiment's own tune (see :class:`Experiment`).
+      gains: the gain schedule ``crossdyn gains`` exports (:class:`Gains`).
 
     Raises:
       ParameterError: a name that is not a safe folder name or is taken, an
@@ -213,7 +231,7 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
             if (first.__module__, first.__qualname__) != (run.__module__, run.__qualname__):
                 raise ParameterError(f"experiment {name!r} registered twice: by {first.__module__}."
                                      f"{first.__qualname__} and by {run.__module__}.{run.__qualname__}")
-        _REGISTRY[name] = Experiment(name, summary, expected, run, params, declared, tuning=tuning)
+        _REGISTRY[name] = Experiment(name, summary, expected, run, params, declared, tuning=tuning, gains=gains)
         return run
 
     return register

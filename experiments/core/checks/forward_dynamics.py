@@ -4,6 +4,11 @@ Random states take ``tau = mj_inverse(q, qd, qdd)``, torques of the size the rob
 own motions need.  A wrong forward dynamics is the exact inverse of *some* inverse
 dynamics, so a mismatch is explained as ``check derivation`` would, and the implied
 ``M``, ``c`` and ``g`` (the unit-vector method on ``fn``) are compared with MuJoCo's.
+
+With a declared :class:`~crossdyn.experiments.core.checks.linearization.Reduction` the check is in the
+user's coordinates: ``fn(s, u) -> sdd`` at random states ``s`` near the reduction's operating point and
+inputs ``u``, MuJoCo's side with the reduction's constraints ideal
+(:class:`~crossdyn.experiments.core.reduction.Constrained`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code
+from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import UserFunction, model_warnings
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, mass_matrices, rigid_tree
@@ -23,7 +28,8 @@ from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.crosscheck import EntryStats, progress
-from crossdyn.experiments.core.truth import inverse_dynamics
+from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 
 __all__ = ["check_forward_dynamics", "forward"]
 
@@ -52,16 +58,25 @@ def forward(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray, tau: np.ndarra
 
 
 @user_code.quiet_arithmetic
-def check_forward_dynamics(fn, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
+def check_forward_dynamics(fn, model: mujoco.MjModel | str | os.PathLike, *, reduction=None,
+                           **options) -> CheckReport:
     """Check ``fn(q, qd, tau) -> qdd (nv,)`` (rad/s^2, m/s^2) against MuJoCo's forward dynamics.
 
     ``fn``, ``model``, the ``options`` (``dynamics`` and the sampling ones, with ``qd_range``
     and ``qdd_range``) and the errors are every check's
     (:class:`~crossdyn.experiments.core.checks.options.CheckOptions`).
 
+    With ``reduction`` (declared with ``Reduction.from_coordinates``) it checks ``fn(s, u) -> sdd`` in
+    your coordinates: ``s`` the reduced state (the reduction's order), ``u`` its inputs, ``sdd`` the
+    coordinates' accelerations ``(k,)``; states drawn about the reduction's operating point (coordinates
+    within ``q_range``, default 0.05, rates within ``qd_range``, default 0.5, inputs within ``u_range``,
+    default 1; ``samples`` default 100), the robot placed there with its constraints kept.
+
     Returns:
       The :class:`~crossdyn.experiments.core.checks.report.CheckReport`, part ``qdd``.
     """
+    if reduction is not None:
+        return _reduced(fn, model, reduction, options)
     check = begin("check_forward_dynamics", fn, model, options, (*SAMPLED, "dynamics", "qd_range", "qdd_range"))
     model, label, o = check.model, check.label, check.options
     truth = check.truth()
@@ -82,6 +97,60 @@ def check_forward_dynamics(fn, model: mujoco.MjModel | str | os.PathLike, **opti
                                                         o.rtol, label)
     return check.report("forward-dynamics", {"qdd": part}, _TRUTH[o.dynamics], attribution, source=source, user=user,
                         warned=warned)
+
+
+# The reduced check's defaults: states near its operating point (rad or m; rad/s or m/s; the inputs' units),
+# and fewer of them (each is a pose solved for its constraints and a constrained forward pass).
+REDUCED_RANGES = {"q_range": 0.05, "qd_range": 0.5, "u_range": 1.0}
+REDUCED_SAMPLES = 100
+
+
+def _reduced(fn, model, reduction, options: dict) -> CheckReport:
+    from crossdyn.experiments.core import reduction as reduced  # it imports the checks' Reduction
+
+    given = {"samples": REDUCED_SAMPLES, **options}
+    check = begin("check_forward_dynamics", fn, model, given,
+                  ("samples", "seed", "atol", "rtol", "dynamics", "q_range", "qd_range", "u_range"))
+    model, label, o = check.model, check.label, check.options
+    declared = getattr(reduction, "declared", None)
+    if declared is None:
+        raise ParameterError("check_forward_dynamics places the robot at your states: give a reduction declared with "
+                             "Reduction.from_coordinates, not matrices")
+    samples = validate.count(o.samples, 1, validate.SAMPLES_MAX, "samples")
+    spans = {key: validate.interval(REDUCED_RANGES[key] if getattr(o, key) is None else getattr(o, key), key)
+             for key in REDUCED_RANGES}
+    k, m = len(declared.states), reduction.inputs.shape[1]
+    order = declared.order()
+    rng = np.random.default_rng(validate.seed(o.seed))
+    states = np.zeros((samples, 2 * k))
+    states[:, order[:k]] = [c(declared.qpos) for c in declared.states] + rng.uniform(*spans["q_range"], (samples, k))
+    states[:, order[k:]] = rng.uniform(*spans["qd_range"], (samples, k))
+    inputs = rng.uniform(*spans["u_range"], (samples, m))
+    constrained = reduced.Constrained(model, truth_model(model, o.dynamics), declared)
+    truth = np.zeros((samples, k))
+    with model_warnings() as warned:
+        for i in progress(range(samples), samples, f"placing the robot at {label}'s states"):
+            q, v = reduced.place(model, reduction, states[i])
+            qacc = constrained(q, v, declared.ctrl + reduction.inputs @ inputs[i])
+            truth[i] = reduced.rates(model, reduction, q, v, qacc)
+    user = UserFunction(check.fn, label, [((k,),)], f"({k},) accelerations of your coordinates", inputs=("s", "u"))
+    (mine,) = user(states, inputs)
+    stats = EntryStats((k,))
+    stats.add(mine - truth, truth, o.atol, o.rtol)
+    names = tuple(f"{c.name}_dd" for c in declared.states)
+    part = Part.from_stats("qdd", "sdd", (names,), stats)
+    parts_ = ", ".join(f"{key} {list(span)}" for key, span in spans.items())
+    sampling = [f"{samples:,} random states about the reduction's operating point, seed {o.seed}: the coordinates "
+                f"moved within q_range, their rates within qd_range, the inputs within u_range ({parts_}); the "
+                "robot placed at each with its constraints and held coordinates kept"]
+    kept = f"{len(declared.contacts)} contact(s) rolling" + (f", {len(declared.holds)} coordinate(s) held"
+                                                             if declared.holds else "")
+    truth_text = (f"MuJoCo's {o.dynamics} dynamics (M, bias, actuation) with the reduction's constraints ideal: "
+                  f"loop closures closed, {kept}; read in your coordinates, J qacc + qd' H qd")
+    return check.report("forward-dynamics", {"qdd": part}, truth_text, [], user=user, warned=warned,
+                        samples=samples, seed=o.seed, sampling=sampling,
+                        ranges={key: list(span) for key, span in spans.items()},
+                        extra={"state_names": list(reduction.state_names), "input_names": list(reduction.input_names)})
 
 
 def _attribute(model, truth, dynamics, user, source, random, atol, rtol, label) -> list[str]:

@@ -54,6 +54,7 @@ class CheckOptions:
         ``R`` (-R to R) or ``(low, high)`` (:class:`~crossdyn.experiments.core.ranges.Ranges`:
         joints with a range in the model stay in it; defaults three turns, 30 rad/s,
         100 rad/s^2, 0.5 m); said in the report.
+      u_range: a reduced forward-dynamics check's inputs, as the ranges.
     """
 
     samples: int = 1000
@@ -66,6 +67,7 @@ class CheckOptions:
     qd_range: Any = None
     qdd_range: Any = None
     slide_range: Any = None
+    u_range: Any = None
 
     @classmethod
     def of(cls, check: str, given: dict, takes: Iterable[str], **defaults) -> CheckOptions:

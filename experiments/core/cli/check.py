@@ -453,10 +453,10 @@ def _cmd_check_linearization(args) -> int:
     ctrl = "hold" if args.ctrl == ["hold"] else args.ctrl
     report = check_isolated(args.function, args.mjcf, check=_LINEARIZATION_CHECK, keyframe=args.keyframe,
                             qpos=args.qpos, qvel=args.qvel, ctrl=ctrl, atol=args.atol, rtol=args.rtol,
-                            timeout=args.timeout)
+                            eps=args.eps, timeout=args.timeout)
     title = f"linearization: {args.function} on {args.mjcf}"
     conditions = {"mjcf": args.mjcf, "function": args.function, "keyframe": args.keyframe, "qpos": args.qpos,
-                  "qvel": args.qvel, "ctrl": args.ctrl, "atol": args.atol, "rtol": args.rtol}
+                  "qvel": args.qvel, "ctrl": args.ctrl, "atol": args.atol, "rtol": args.rtol, "eps": args.eps}
     metrics = {"model": str(args.mjcf), "params": conditions, **report.to_dict()}
     expected = f"agree with linearize within {report.atol:g} + {report.rtol:g} |MuJoCo's|"
     return _finish(args, name, metrics, report.passed, report.text(title, verbose=args.verbose),
@@ -466,6 +466,7 @@ def _cmd_check_linearization(args) -> int:
 
 def _add_linearization(checks) -> None:
     from crossdyn.experiments.core.checks.linearization import ATOL, RTOL, TOLERANCE_REASON
+    from crossdyn.experiments.core.linearize import EPS_MAX
 
     help_line = "your linearization: FUNC(q, qd, u) -> (A, B) at an operating point"
     p = checks.add_parser("linearization", help=help_line, description=(
@@ -488,6 +489,10 @@ def _add_linearization(checks) -> None:
                    help=f"absolute tolerance, in A's and B's units (default {ATOL:g}: {TOLERANCE_REASON})")
     p.add_argument("--rtol", type=tolerance("--rtol", validate.RTOL_MAX), default=RTOL,
                    help=f"relative tolerance, of |MuJoCo's entry| (default {RTOL:g})")
+    p.add_argument("--eps", type=arguments.number(0.0, EPS_MAX, "--eps", low_open=True), metavar="STEP",
+                   help="the finite-difference step (rad, m, rad/s, control units; default: 1e-6 per direction, cut "
+                        "by tenths while it makes or breaks a contact or crosses a limit); the check takes it again "
+                        "a tenth as long and says when the answer depends on it")
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, metavar="DIR",
                    help="output folder (default results/)")
     add_timeout(p)
