@@ -1,9 +1,9 @@
 """At an equal budget of runs, the Optuna search's best gains vs the Latin hypercube's best.
 
-For each seed: ``crossdyn tune balance --samples N-1`` (Latin hypercube) and
-``--search optuna --trials N-1 --sampler S`` for each sampler S (each plus the
-defaults: N runs), all choosing by the same rule (the fastest-settling ``ok``
-sample with no more effort than the defaults).  Prints every seed, including any
+For each seed: ``crossdyn tune biped-balance-tune --samples N-1`` (its declared
+tune: a Latin hypercube) and ``--search optuna --trials N-1 --sampler S`` for each
+sampler S (each plus the defaults: N runs), all choosing by the same rule (the
+fastest-settling passing run, ``ok``, with no more effort than the defaults).  Prints every seed, including any
 the search loses: both bests' settling time and effort, whether the search's
 best settles sooner, and the search's front at the hypercube best's effort (its
 fastest-settling ``ok`` trial using no more effort than the hypercube's best:
@@ -20,7 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from crossdyn.experiments.biped import tune
+from crossdyn.experiments.biped.tune import BALANCE
+from crossdyn.experiments.core.sweep.experiment import TuneEngine, tune
+from crossdyn.experiments.core.sweep.search import SAMPLERS
 
 
 def _best(result) -> tuple[float, float]:
@@ -31,9 +33,9 @@ def _best(result) -> tuple[float, float]:
 
 
 def _front_at(result, effort: float) -> float:
-    """Settling time of the fastest ``ok`` trial using no more than ``effort``, s (inf: none)."""
+    """Settling time of the fastest passing (``ok``) trial using no more than ``effort``, s (inf: none)."""
     settles = [float(r["settling_time_s"]) for r in result.rows
-               if r["outcome"] == "ok" and float(r["effort_N2m2s"]) <= effort]
+               if r["outcome"] == "pass" and float(r["effort_N2m2s"]) <= effort]
     return min(settles, default=float("inf"))
 
 
@@ -41,7 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=64, help="runs per method, the defaults included")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5])
-    parser.add_argument("--samplers", nargs="+", choices=list(tune.SAMPLERS), default=list(tune.SAMPLERS))
+    parser.add_argument("--samplers", nargs="+", choices=list(SAMPLERS), default=list(SAMPLERS))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--duration", type=float, default=4.0)
     args = parser.parse_args()
@@ -49,21 +51,22 @@ def main() -> None:
     seconds = {s: [0.0] for s in ["lhs", *args.samplers]}  # wall of each method over all seeds
     with tempfile.TemporaryDirectory() as tmp:
         for seed in args.seeds:
-            common = dict(seed=seed, duration=args.duration, workers=args.workers, plots_=False)
+            common = dict(seed=seed, samples=args.runs - 1, fixed={"duration_s": repr(args.duration)}, plots=False,
+                          engine=TuneEngine(workers=args.workers))
             start = time.perf_counter()
-            lhs = tune.sweep(Path(tmp) / f"lhs{seed}", samples=args.runs - 1, **common)
+            lhs = tune(BALANCE, Path(tmp) / f"lhs{seed}", **common)
             seconds["lhs"][0] += time.perf_counter() - start
             default = float(lhs.rows[0]["settling_time_s"]), float(lhs.rows[0]["effort_N2m2s"])
             for sampler in args.samplers:
                 start = time.perf_counter()
-                found = tune.search(Path(tmp) / f"{sampler}{seed}", trials=args.runs - 1, sampler=sampler, **common)
+                found = tune(BALANCE, Path(tmp) / f"{sampler}{seed}", search="optuna", sampler=sampler, **common)
                 seconds[sampler][0] += time.perf_counter() - start
                 rows[sampler].append((seed, default, _best(lhs), _best(found), _front_at(found, _best(lhs)[1])))
             print(f"seed {seed} done", flush=True)
     print(f"\n{args.runs} runs per method ({args.duration:g} s balance recovery from 10 deg); best = fastest-settling "
-          "'ok' sample with no more effort than the defaults; effort in (N m)^2 s")
+          "passing ('ok') run with no more effort than the defaults; effort in (N m)^2 s")
     for sampler in args.samplers:
-        print(f"\nsampler {sampler} ({tune.SAMPLERS[sampler]})")
+        print(f"\nsampler {sampler} ({SAMPLERS[sampler]})")
         print(f"{'seed':>4}  {'defaults settle/effort':>22}  {'LHS best settle/effort':>22}  "
               f"{'search best settle/effort':>25}  {'sooner':>6}  {'sooner, effort <= LHS':>21}  "
               f"{'search front at LHS effort':>26}")

@@ -31,7 +31,7 @@ from mujoco import rollout
 from crossdyn.experiments.cart_pole import design
 from crossdyn.experiments.common.cart_chain import balance
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.sweep.experiment import tune
+from crossdyn.experiments.core.sweep.experiment import TuneEngine, tune
 
 DURATION = 8.0  # s: cart-pole-lqr's full runs
 CHUNK = 64  # rollouts per call: the state output stays small
@@ -76,8 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         begin, begin_cpu = time.perf_counter(), cpu()
         result = tune("cart-pole-lqr", Path(folder), vary=["q_angle=1:100:log", "r=0.01:1:log"],
-                      samples=args.samples, workers=args.workers, plots=False,
-                      timeout=1e6 if args.alone else None)  # a time limit makes a tune run its runs alone
+                      samples=args.samples, plots=False, engine=TuneEngine(workers=args.workers, batch=not args.alone))
         sweep, sweep_cpu = time.perf_counter() - begin, cpu() - begin_cpu
     runs = len(result.rows)
     bare, bare_cpu = physics(runs, args.workers)

@@ -1,7 +1,7 @@
-"""Wall time of one ``crossdyn tune balance`` sweep: 1 vs 2 local workers, local vs a Dask cluster.
+"""Wall time of one ``crossdyn tune biped-balance-tune`` sweep: 1 vs 2 local workers, local vs a Dask cluster.
 
-Runs the same Latin-hypercube sweep (default 15 samples + the defaults = 16
-balance-recovery runs of 4 s) three ways and prints
+Runs the same Latin-hypercube sweep (the experiment's declared tune; default 15
+samples + the defaults = 16 balance-recovery runs of 4 s) three ways and prints
 
   0. one run's wall time in the 1-worker sweep (sweep wall / runs: start-up,
      compile, gain design, loop, scoring, CSV) against the bare physics of a run
@@ -28,12 +28,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from crossdyn.experiments.biped import tune
+from crossdyn.experiments.biped.tune import BALANCE
+from crossdyn.experiments.core.sweep.experiment import TuneEngine, tune
+
+
+def _sweep(out: Path, args, **engine) -> None:
+    tune(BALANCE, out, samples=args.samples, seed=0, fixed={"duration_s": repr(args.duration)}, plots=False,
+         engine=TuneEngine(**engine))
 
 
 def _timed_sweep(out: Path, args, **engine) -> float:
     start = time.perf_counter()
-    tune.sweep(out, samples=args.samples, seed=0, duration=args.duration, plots_=False, **engine)
+    _sweep(out, args, **engine)
     return time.perf_counter() - start
 
 
@@ -45,7 +51,7 @@ def _cpu_sweep(out: Path, args, batch: bool = True) -> float:
         return time.process_time() + children.ru_utime + children.ru_stime
 
     start = cpu()
-    tune.sweep(out, samples=args.samples, seed=0, duration=args.duration, plots_=False, workers=1, batch=batch)
+    _sweep(out, args, workers=1, batch=batch)
     return cpu() - start
 
 

@@ -159,7 +159,7 @@ DAMAGED_ARCHIVES = {
 }
 
 # Folders where a command writes a file (issue 15 #3: a samples.csv that is a directory).
-BAD_FOLDERS = ("sweep/samples.csv", "map/robustness.csv", "runs/two-link-lagrange/metrics.json")
+BAD_FOLDERS = ("sweep/samples.csv", "map/samples.csv", "runs/two-link-lagrange/metrics.json")
 
 # Bipeds that break the MJCF contract (beside the common.xml they include).
 _BIPED = mjcf.path("wheel_legged_biped").read_text()
@@ -228,13 +228,16 @@ def identify_log(log: str) -> list[str]:
     return ["identify", "--mjcf", IDENTIFY_ARM, "--log", f"{{tmp}}/{log}", "--fit", "delay"]
 
 
+TUNE, MAP = ["tune", "biped-balance-tune"], ["tune", "biped-robustness-map"]  # the biped's two tunes
+THOUSAND = ",".join(f"{1e-4 * i:g}" for i in range(1000))  # 1000 values of one axis, 0 to 0.0999
+
 CASES = [
     # a folder where a command writes its table or metrics
-    (["tune", "balance", "--samples", "2", "--duration", "1", "--out", "{tmp}/sweep"], "samples.csv is not a file"),
-    (["tune", "balance", "--search", "optuna", "--trials", "2", "--duration", "1", "--out", "{tmp}/sweep"],
+    ([*TUNE, "--samples", "2", "--set", "duration_s=1", "--out", "{tmp}/sweep"], "samples.csv is not a file"),
+    ([*TUNE, "--search", "optuna", "--trials", "2", "--set", "duration_s=1", "--out", "{tmp}/sweep"],
      "samples.csv is not a file"),
-    (["tune", "robustness", "--axis", "body_mass_scale=1", "--axis", "com_offset_x=0", "--duration", "1", "--out",
-      "{tmp}/map"], "robustness.csv is not a file"),
+    ([*MAP, "--vary", "body_mass_scale=1", "--vary", "com_offset_x=0", "--search", "grid", "--set", "duration_s=1",
+      "--out", "{tmp}/map"], "samples.csv is not a file"),
     (["run", "two-link-lagrange", "--short", "--out", "{tmp}/runs"], "metrics.json: Is a directory"),
     # seeds
     (["check", "two-link", "--seed", "-1"], "seed"),
@@ -242,31 +245,31 @@ CASES = [
     (["check", "two-link", "--seed", "99999999999"], "seed"),
     (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "two_link_arm", "--seed", "-1"], "seed"),
     (["run", "two-link-lagrange", "--seed", "-1"], "seed"),
-    (["tune", "balance", "--seed", "-1"], "seed"),
+    ([*TUNE, "--seed", "-1"], "seed"),
     # counts
     (["check", "two-link", "--samples", "0"], "--samples"),
     (["check", "two-link", "--samples", "-5"], "--samples"),
     (["check", "two-link", "--samples", "1e3"], "whole number"),
-    (["tune", "balance", "--samples", "0"], "--samples"),
-    (["tune", "balance", "--samples", "100000000"], "--samples"),
-    (["tune", "balance", "--workers", "0"], "--workers"),
+    ([*TUNE, "--samples", "0"], "--samples"),
+    ([*TUNE, "--samples", "100000000"], "--samples"),
+    ([*TUNE, "--workers", "0"], "--workers"),
     # times, angles and impulses
-    (["tune", "balance", "--duration", "nan"], "finite"),
-    (["tune", "balance", "--duration", "inf"], "finite"),
-    (["tune", "balance", "--duration", "-1"], "--duration"),
-    (["tune", "balance", "--duration", "1e9"], "--duration"),
-    (["tune", "balance", "--push", "nan"], "finite"),
-    (["tune", "balance", "--push", "-5"], "--push"),
-    (["tune", "balance", "--tilt", "100"], "--tilt"),
-    (["tune", "robustness", "--duration", "nan"], "finite"),
+    ([*TUNE, "--set", "duration_s=nan"], "duration_s='nan': not a number"),
+    ([*TUNE, "--set", "duration_s=inf"], "duration_s=inf: out of range [0.6, 600.0]"),
+    ([*TUNE, "--set", "duration_s=-1"], "out of range"),
+    ([*TUNE, "--set", "duration_s=1e9"], "out of range"),
+    ([*TUNE, "--set", "push_check_Ns=nan"], "not a number"),
+    ([*TUNE, "--set", "push_check_Ns=-5"], "out of range"),
+    ([*TUNE, "--set", "initial_tilt_deg=100"], "out of range"),
+    ([*MAP, "--set", "duration_s=nan"], "not a number"),
     # output folders
     (["check", "two-link", "--out", "{tmp}/a_file"], "not a folder"),
     (["check", "two-link", "--out", "{tmp}/a_file/below"], "is a file"),
     (["check", "two-link", "--samples", "5", "--out", "/proc/crossdyn"], "cannot create output folder"),
     (["run", "two-link-lagrange", "--out", "{tmp}/a_file"], "not a folder"),
     (["run", "two-link-lagrange", "--short", "--out", "/proc/crossdyn"], "cannot create output folder"),
-    (["tune", "balance", "--out", "{tmp}/a_file/below"], "is a file"),
-    (["tune", "robustness", "--out", "{tmp}/a_file"], "not a folder"),
+    ([*TUNE, "--out", "{tmp}/a_file/below"], "is a file"),
+    ([*MAP, "--out", "{tmp}/a_file"], "not a folder"),
     # models
     (["check", "two-link", "--mjcf", "{tmp}/missing.xml"], "no model file"),
     (["check", "two-link", "--mjcf", "{tmp}/malformed.xml"], "cannot compile"),
@@ -286,20 +289,20 @@ CASES = [
     (["check", "derivation", "{tmp}/raises.py:tau", "--mjcf", "two_link_arm"], "failed to import"),
     # experiments and their parameters
     (["run", "no-such-experiment"], "no experiment"),
-    (["run", "biped-balance-tune"], "is a tuning, not run by 'crossdyn run': use 'crossdyn tune balance'"),
+    (["run", "biped-balance-tune", "--set", "duration_s=0.1"], "out of range"),
     (["run", "turn", "--set", "spin=3"], "spin"),
     (["run", "turn", "--set", "turn_deg=left"], "expected a float"),
     (["run", "turn", "--set", "turn_deg=1000"], "out of range"),
     (["run", "turn", "--set", "turn_deg=nan"], "not a number"),
     (["run", "turn", "--set", "turn_deg"], "KEY=VALUE"),
     # tuning inputs
-    (["tune", "balance", "--grid", "q_z=1,2"], "unknown LQR weight"),
-    (["tune", "balance", "--grid", "q_x="], "empty"),
-    (["tune", "balance", "--grid", "q_x=-1"], "out of range"),
-    (["tune", "balance", "--range", "q_x=10:1"], "low <= high"),
-    (["tune", "robustness", "--weights-from", "{tmp}/missing"], "cannot read chosen weights"),
-    (["tune", "robustness", "--axis", "body_mass_scale=1,2"], "exactly two"),
-    (["tune", "robustness", "--weight", "q_x=1,2"], "one value"),
+    ([*TUNE, "--vary", "q_z=1,2"], "has no parameter 'q_z' to vary"),
+    ([*TUNE, "--vary", "q_x="], "a list of values"),
+    ([*TUNE, "--vary", "q_x=-1", "--search", "grid"], "out of range"),
+    ([*TUNE, "--vary", "q_x=10:1:log"], "need finite LO <= HI"),
+    ([*MAP, "--set-from", "{tmp}/missing"], "cannot read the best run's parameters"),
+    ([*MAP, "--vary", "body_mass_scale=1,2"], "a list of values is an axis of a grid"),
+    ([*MAP, "--set", "q_x=1,2"], "expected a float"),
     # users' experiments (--from)
     (["run", "--from", "{tmp}/missing.py"], "no such file"),
     (["list", "--from", "{tmp}/missing.py"], "no such file"),
@@ -413,20 +416,20 @@ CASES = [
     (["run", "turn", "--set", "mjcf={tmp}/no_closure.xml"], "missing equality 'right_closure'"),
     (["run", "five-bar", "--set", "mjcf={tmp}/missing.xml"], "no model file"),
     (["run", "jump", "--set", "mjcf={tmp}/malformed.xml"], "cannot compile"),
-    (["tune", "balance", "--mjcf", "{tmp}/no_wheel_motor.xml"], "missing actuator 'left_wheel'"),
-    (["tune", "robustness", "--mjcf", "{tmp}/missing.xml"], "no model file"),
-    (["tune", "robustness", "--seed", "-1"], "seed"),
-    (["tune", "robustness", "--seed", "x"], "whole number"),
-    (["tune", "robustness", "--axis", "delay=0.5", "--axis", "friction=1"], "expected a int"),
-    (["tune", "robustness", "--axis", "gyro_noise=-1", "--axis", "delay=1"], "out of range"),
+    ([*TUNE, "--set", "mjcf={tmp}/no_wheel_motor.xml"], "missing actuator 'left_wheel'"),
+    ([*MAP, "--set", "mjcf={tmp}/missing.xml"], "no model file"),
+    ([*MAP, "--seed", "-1"], "seed"),
+    ([*MAP, "--seed", "x"], "whole number"),
+    ([*MAP, "--vary", "delay=0.5", "--vary", "friction=1", "--search", "grid"], "expected a int"),
+    ([*MAP, "--vary", "gyro_noise=-1", "--vary", "delay=1", "--search", "grid"], "out of range"),
     (["run", "turn", "--set", "delay=-1"], "out of range"),
     (["run", "turn", "--set", "gyro_noise=nan"], "not a number"),
     (["run", "turn", "--set", "realistic=maybe"], "expected a bool"),
     (["run", "lqr-cost", "--set", "realistic=true"], "has parameter(s) realistic"),
     # any experiment tuned (crossdyn tune EXPERIMENT), and --mjcf on run
     (["tune", "no-such-experiment", "--vary", "x=1:2"], "no experiment 'no-such-experiment'"),
-    (["tune", "biped-balance-tune", "--vary", "q_x=1:2"], "'crossdyn tune balance --help'"),
-    (["tune", "cart-pole-lqr"], "the following arguments are required: --vary"),
+    ([*TUNE, "--constraint", "effort_N2m2s<=default"], "expected METRIC<=VALUE"),
+    (["tune", "cart-pole-lqr"], "give at least one --vary"),
     (["tune", "cart-pole-lqr", "--vary", "q_z=1:2"], "has no parameter 'q_z' to vary"),
     (["tune", "cart-pole-lqr", "--vary", "mjcf=1:2"], "a str parameter cannot be swept"),
     (["tune", "cart-pole-lqr", "--vary", "r=0:10"], "outside the parameter's range [1e-06, 1e+06]"),
@@ -452,8 +455,8 @@ CASES = [
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--seed", "-1"], "seed"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--timeout", "0"], "--timeout must be in (0, 1e+07]"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--timeout", "nan"], "finite"),
-    (["tune", "balance", "--timeout", "-5"], "--timeout must be in (0, 1e+07]"),
-    (["tune", "robustness", "--timeout", "x"], "not a number"),
+    ([*TUNE, "--timeout", "-5"], "--timeout must be in (0, 1e+07]"),
+    ([*MAP, "--timeout", "x"], "not a number"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--workers", "0"], "--workers"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--out", "{tmp}/a_file"], "not a folder"),
     (["tune", "cart-pole-lqr", "--vary", "r=1:2", "--from", "{tmp}/missing.py"], "no such file"),
@@ -521,8 +524,8 @@ CASES = [
     (["run", "two-link-lagrange", "--timeout", "nan"], "finite"),
     (["run", "two-link-lagrange", "--timeout", "soon"], "not a number"),
     (["run", "two-link-lagrange", "--timeout", "1e9"], "--timeout"),
-    (["tune", "balance", "--samples", "2", "--scheduler", "tls://127.0.0.1:8786"], "TLS scheduler needs certificates"),
-    (["tune", "balance", "--samples", "2", "--scheduler", "ws://127.0.0.1:8786"], "only tcp:// schedulers"),
+    ([*TUNE, "--samples", "2", "--scheduler", "tls://127.0.0.1:8786"], "TLS scheduler needs certificates"),
+    ([*TUNE, "--samples", "2", "--scheduler", "ws://127.0.0.1:8786"], "only tcp:// schedulers"),
     (["check", "two-link", "--mjcf", "{tmp}/replicated_bodies.xml"], "describes 200,000 bodies"),
     (["check", "derivation", "{tmp}/fine.py:tau", "--mjcf", "{tmp}/many_bodies.xml"], "at most 10,000"),
     (["run", "balance-recovery", "--set", "mjcf={tmp}/swapped_sides.xml"],
@@ -532,25 +535,22 @@ CASES = [
     (["run", "--from", "{tmp}/c_broken.py"], "c_broken.c:5: expected expression before ';' token"),
     (["tune", "c-lqr", "--from", "{tmp}/c_broken.py", "--vary", "k=0:1"], "c_broken.c:5: expected expression"),
     # sizes: refused before anything is planned or allocated
-    (["tune", "balance", "--grid", "q_x=1:2:100000000"], "at most 100,000 values"),
-    (["tune", "balance", "--grid", "q_x=1:2:1000", "--grid", "q_xd=1:2:1000"], "1,000,000 combinations"),
-    (["tune", "robustness", "--axis", "com_offset_x=0:0.01:100000000", "--axis", "push_impulse_Ns=1"], "at most"),
-    (["tune", "robustness", "--axis", "com_offset_x=0:0.01:1000", "--axis", "push_impulse_Ns=1:2:1000"],
-     "1,000,000 cells"),
-    (["tune", "robustness", "--duration", "inf"], "finite"),
-    (["tune", "robustness", "--duration", "1e9"], "--duration"),
+    ([*TUNE, "--vary", "q_x=1:2", "--search", "grid", "--samples", "100000000"], "--samples"),
+    ([*MAP, "--vary", f"com_offset_x={THOUSAND}", "--vary", f"push_impulse_Ns={THOUSAND}", "--search", "grid"],
+     "the grid has 1,000,000 combinations"),
+    ([*MAP, "--set", "duration_s=inf"], "out of range"),
+    ([*MAP, "--set", "duration_s=1e9"], "out of range"),
     # the Optuna search
-    (["tune", "balance", "--search", "bogus"], "invalid choice"),
-    (["tune", "balance", "--search", "optuna", "--trials", "0"], "--trials"),
-    (["tune", "balance", "--search", "optuna", "--trials", "-3"], "--trials"),
-    (["tune", "balance", "--search", "optuna", "--trials", "2.5"], "whole number"),
-    (["tune", "balance", "--search", "optuna", "--trials", "100000000"], "--trials"),
-    (["tune", "balance", "--search", "optuna", "--samples", "5"], "not --samples"),
-    (["tune", "balance", "--trials", "5"], "--search optuna"),
-    (["tune", "balance", "--search", "optuna", "--sampler", "cma"], "invalid choice"),
-    (["tune", "balance", "--sampler", "gp"], "--sampler is for --search optuna"),
-    (["tune", "balance", "--search", "optuna", "--duration", "nan"], "finite"),
-    (["tune", "balance", "--search", "optuna", "--push", "-5"], "--push"),
+    ([*TUNE, "--search", "bogus"], "invalid choice"),
+    ([*TUNE, "--search", "optuna", "--trials", "0"], "--samples"),
+    ([*TUNE, "--search", "optuna", "--trials", "-3"], "--samples"),
+    ([*TUNE, "--search", "optuna", "--trials", "2.5"], "whole number"),
+    ([*TUNE, "--search", "optuna", "--trials", "100000000"], "--samples"),
+    ([*TUNE, "--search", "optuna", "--vary", "q_x=1,2"], "a list of values is an axis of a grid"),
+    ([*TUNE, "--search", "optuna", "--sampler", "cma"], "invalid choice"),
+    ([*TUNE, "--sampler", "gp"], "--sampler is for --search optuna"),
+    ([*TUNE, "--search", "optuna", "--set", "duration_s=nan"], "not a number"),
+    ([*TUNE, "--search", "optuna", "--set", "push_check_Ns=-5"], "out of range"),
     # robot logs: crossdyn identify and check model (nothing fitted, nothing written)
     (identify_log("no_such_log.csv"), "no log file"),
     (identify_log("log_time_back.csv"), "time is not increasing at row 12"),
@@ -680,9 +680,9 @@ def test_bad_input_is_one_line_and_exit_2(args, phrase, bad_files, tmp_path, cap
 
 @pytest.mark.parametrize("args", [
     ["tune", "cart-pole-lqr", "--vary", "r=0.1:1", "--samples", "1"],
-    ["tune", "balance", "--samples", "2", "--duration", "1"],
-    ["tune", "balance", "--search", "optuna", "--trials", "2", "--duration", "1"],
-    ["tune", "robustness", "--axis", "body_mass_scale=1", "--axis", "com_offset_x=0", "--duration", "1"],
+    [*TUNE, "--samples", "2", "--set", "duration_s=1"],
+    [*TUNE, "--search", "optuna", "--trials", "2", "--set", "duration_s=1"],
+    [*MAP, "--vary", "body_mass_scale=1", "--vary", "com_offset_x=0", "--search", "grid", "--set", "duration_s=1"],
 ], ids=lambda args: " ".join(args[:4]))
 def test_a_tune_into_an_out_another_holds_is_refused(args, tmp_path, capsys):
     """Two tunes into one --out at once would lose one's rows: while one holds it, the other is one line, exit 2."""
@@ -697,14 +697,13 @@ def test_a_tune_into_an_out_another_holds_is_refused(args, tmp_path, capsys):
 
 
 def test_nothing_chosen_sweep_is_one_line(tmp_path, capsys):
-    """--weights-from a sweep whose best.json chose nothing (every sample failed)."""
+    """--set-from a tune whose best.json chose nothing (every run failed)."""
     sweep = tmp_path / "sweep"
     sweep.mkdir()
-    (sweep / "best.json").write_text(json.dumps({"chosen": None, "defaults": {}}))
-    code, err = _run_main(["tune", "robustness", "--weights-from", str(sweep), "--out", str(tmp_path / "out")],
-                          capsys)
+    (sweep / "best.json").write_text(json.dumps({"best": None, "defaults": {}}))
+    code, err = _run_main([*MAP, "--set-from", str(sweep), "--out", str(tmp_path / "out")], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    assert "chose no weights" in err and "NoneType" not in err, err
+    assert "that tune chose no run" in err and "NoneType" not in err, err
 
 
 def test_mujoco_warning_stays_off_the_terminal(bad_files, tmp_path):
@@ -720,11 +719,11 @@ def test_mujoco_warning_stays_off_the_terminal(bad_files, tmp_path):
 
 def test_the_table_reaches_every_command():
     """Every command and subcommand of the CLI has at least one bad-input row."""
-    commands = {" ".join(a[:2]) if a[0] in ("check", "tune") else a[0] for a, _ in CASES}
+    commands = {" ".join(a[:2]) if a[0] == "check" else a[0] for a, _ in CASES}
     assert commands >= {"check two-link", "check derivation", "check kinematics", "check jacobian",
                         "check mass-matrix", "check bias", "check energy", "check forward-dynamics",
-                        "check linearization", "run", "list", "tune balance", "tune robustness", "identify",
-                        "check model", "excite"}, commands
+                        "check linearization", "run", "list", "tune", "identify", "check model", "excite"}, commands
+    assert {a[1] for a, _ in CASES if a[0] == "tune"} >= {"biped-balance-tune", "biped-robustness-map"}
     assert len(CASES) >= 40
 
 
@@ -959,7 +958,7 @@ def test_a_scheduler_address_that_is_not_dask_is_one_line(mode, phrase, tcp_serv
     monkeypatch.setattr(dask_client, "CONNECT_TIMEOUT_S", 2.0)
     monkeypatch.setattr("crossdyn.experiments.core.sweep.engine.CONNECT_TIMEOUT", "2s")
     start = time.monotonic()
-    code, err = _run_main(["tune", "balance", "--samples", "2", "--no-progress", "--scheduler", tcp_service(mode),
+    code, err = _run_main([*TUNE, "--samples", "2", "--no-progress", "--scheduler", tcp_service(mode),
                            "--out", str(tmp_path / "out")], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and phrase in err, err
     assert time.monotonic() - start < 60  # bounded: 2 s to answer, plus start-up
@@ -972,7 +971,7 @@ def test_a_scheduler_with_no_workers_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(dask_client, "WORKERS_TIMEOUT_S", 2.0)
     with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None, protocol="tcp://",
                                   scheduler_port=0) as cluster:
-        code, err = _run_main(["tune", "balance", "--samples", "2", "--no-progress", "--scheduler",
+        code, err = _run_main([*TUNE, "--samples", "2", "--no-progress", "--scheduler",
                                cluster.scheduler_address, "--out", str(tmp_path / "out")], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "has no workers (waited 2 s)" in err and "dask worker tcp://" in err, err

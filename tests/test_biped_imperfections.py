@@ -122,7 +122,7 @@ def test_from_values_overrides_the_preset():
 
 
 def test_holding_region_spans_and_gaps():
-    from crossdyn.experiments.biped.tune import holding_region
+    from crossdyn.experiments.core.sweep.plots import holding_region
 
     axes = {"slope_deg": [0.0, 5.0, 10.0], "friction": [0.2, 0.4, 0.7, 1.0]}
     held = np.array([[1, 1, 1, 1], [0, 1, 0, 1], [0, 0, 0, 0]], dtype=bool)
@@ -137,15 +137,17 @@ def test_holding_region_spans_and_gaps():
 
 def test_robustness_map_over_imperfections_is_seeded(tmp_path):
     """Imperfection axes (whole-number delay included) run, the seed is recorded and honoured."""
-    from crossdyn.experiments.biped import tune
+    from crossdyn.experiments.biped.tune import ROBUSTNESS
+    from crossdyn.experiments.core.sweep.experiment import tune
 
-    axes = tune.parse_values([("gyro_noise", "0.004"), ("delay", "0,1")], kind="perturbation")
     runs = {}
     for seed in (1, 1, 2):
         out = tmp_path / f"map{len(runs)}"
-        result = tune.robustness(out, axes=axes, duration=1.0, seed=seed)
-        summary = json.loads((out / "robustness.json").read_text())
-        assert summary["seed"] == seed and len(summary["holding_region"]["rows"]) == 1
-        assert [row["delay"] for row in result.rows] == ["0.0", "1.0"] and result.rows[0]["seed"] == str(seed)
+        result = tune(ROBUSTNESS, out, vary=["gyro_noise=0.004", "delay=0,1"], search="grid", seed=seed,
+                      fixed={"duration_s": "1.0"})
+        summary = json.loads((out / "map.json").read_text())
+        assert json.loads((out / "best.json").read_text())["seed"] == seed
+        assert len(summary["holding_region"]["rows"]) == 1
+        assert [row["delay"] for row in result.rows[1:]] == ["0", "1"] and result.rows[1]["seed"] == str(seed)
         runs[len(runs)] = [row["effort_N2m2s"] for row in result.rows]  # the noise reaches the torques
     assert runs[0] == runs[1] and runs[0] != runs[2]

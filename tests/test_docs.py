@@ -170,11 +170,6 @@ def test_gallery_has_every_experiment_with_its_plot(site):
 
 def _walk(parser: argparse.ArgumentParser, command: str):
     yield command, parser
-    if command == "crossdyn tune":  # tune picks its parser by its first word: an experiment's or a command's
-        from crossdyn.experiments.core.cli.tune import inner_parsers
-
-        for name, _, sub in inner_parsers(command):
-            yield f"{command} {name}", sub
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():

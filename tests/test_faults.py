@@ -263,8 +263,8 @@ def test_a_dask_scheduler_killed_mid_sweep_is_one_line_and_rows_are_kept(tmp_pat
     worker = subprocess.Popen([str(dask), "worker", address, "--nworkers", "1", "--nthreads", "1",
                                "--no-dashboard"], **quiet)
     table = tmp_path / "sweep" / "samples.csv"
-    sweep = subprocess.Popen([sys.executable, "-m", "crossdyn.experiments", "tune", "balance", "--samples", "60",
-                              "--duration", "3", "--no-progress", "--scheduler", address, "--out", "sweep"],
+    sweep = subprocess.Popen([sys.executable, "-m", "crossdyn.experiments", "tune", "biped-balance-tune", "--samples",
+                              "60", "--set", "duration_s=3", "--no-progress", "--scheduler", address, "--out", "sweep"],
                              cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env={**os.environ, "MPLBACKEND": "Agg"})
     try:

@@ -7,7 +7,7 @@ import pytest
 from crossdyn.experiments.core import registry
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.sweep import experiment as sweep
-from crossdyn.experiments.core.sweep.experiment import Job, JobBatch, evaluate, evaluate_batch, tune
+from crossdyn.experiments.core.sweep.experiment import Job, JobBatch, TuneEngine, evaluate, evaluate_batch, tune
 
 # A 2 x 2 grid over the LQR weights (r = 1e-6 and q_angle = 1000 make failing, not erroring, runs), short runs.
 VARY = ["q_angle=1:1000:log", "r=0.000001:1:log"]
@@ -48,11 +48,13 @@ def test_a_batched_form_that_fails_falls_back_to_runs_alone(monkeypatch):
 
 def test_tune_rows_are_the_same_batched_or_one_run_at_a_time(tmp_path):
     batched = tune("cart-pole-lqr", tmp_path / "batched", vary=VARY, search="grid", samples=4, short=True,
-                   workers=1, plots=False)
-    # A time limit is per run, so a tune with one runs them one at a time.
-    alone = tune("cart-pole-lqr", tmp_path / "alone", vary=VARY, search="grid", samples=4, short=True, workers=1,
-                 plots=False, timeout=600)
-    assert len(batched.rows) == 5 and batched.rows == alone.rows
+                   plots=False)
+    # A time limit is per run, so a tune with one runs them one at a time; so does one told not to batch.
+    alone = tune("cart-pole-lqr", tmp_path / "alone", vary=VARY, search="grid", samples=4, short=True, plots=False,
+                 engine=TuneEngine(timeout=600))
+    unbatched = tune("cart-pole-lqr", tmp_path / "unbatched", vary=VARY, search="grid", samples=4, short=True,
+                     plots=False, engine=TuneEngine(batch=False))
+    assert len(batched.rows) == 5 and batched.rows == alone.rows == unbatched.rows
     assert {row["outcome"] for row in batched.rows} == {"pass", "fail"}
 
 
@@ -84,7 +86,7 @@ def crashy_batch(contexts):
 def test_a_crash_in_a_batch_costs_that_run_only(tmp_path):
     """A grid of 11 runs in batches of 6: the run at x = 5 segfaults; the 5 others of its batch keep their rows."""
     (tmp_path / "crashy.py").write_text(CRASHY)
-    result = tune("crashy", tmp_path / "out", vary=["x=0:10"], search="grid", samples=11, workers=1, plots=False,
+    result = tune("crashy", tmp_path / "out", vary=["x=0:10"], search="grid", samples=11, plots=False,
                   sources=(str(tmp_path / "crashy.py"),))
     outcomes = {float(row["x"]): row["outcome"] for row in result.rows[1:]}
     assert len(outcomes) == 11 and outcomes.pop(5.0) == "crashed", result.rows

@@ -10,7 +10,8 @@ import textwrap
 import pytest
 
 from crossdyn.experiments.core.cli import main
-from crossdyn.experiments.core.sweep.experiment import best_row, tune
+from crossdyn.experiments.core.sweep.choice import best_row
+from crossdyn.experiments.core.sweep.experiment import TuneEngine, tune
 
 # A pendulum on a motor, swung to a target by the user's PD controller; its defaults are sluggish.
 USER_FILE = textwrap.dedent('''
@@ -96,7 +97,7 @@ def test_the_same_seed_gives_the_same_table_whatever_the_worker_count(user_file,
     for workers in (1, 2):
         out = tmp_path / f"lhs{workers}"
         tune("swing-pd", out, vary=["kp=1:300:log", "kd=0.05:20:log"], minimize="settle_s", samples=6, seed=5,
-             sources=(user_file,), workers=workers)
+             sources=(user_file,), engine=TuneEngine(workers=workers))
         tables.append((out / "samples.csv").read_text())
     assert tables[0] == tables[1]
 

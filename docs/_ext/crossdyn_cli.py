@@ -34,16 +34,7 @@ def _columns(width: str):
 
 
 def _subcommands(parser: argparse.ArgumentParser):
-    """``(name, help, subparser)`` of each subcommand, in the parser's order.
-
-    ``tune`` parses the rest of its line itself, with a parser chosen by its first
-    word (an experiment's name or a registered command's); those parsers come
-    from ``tune.inner_parsers``.
-    """
-    if parser.prog == "crossdyn tune":
-        from crossdyn.experiments.core.cli.tune import inner_parsers
-
-        yield from inner_parsers(parser.prog)
+    """``(name, help, subparser)`` of each subcommand, in the parser's order."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helps = {choice.dest: choice.help for choice in action._choices_actions}

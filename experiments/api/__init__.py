@@ -64,7 +64,7 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     ("results", ("run", "Context", "Outcome")),
     ("baseline", ("Tolerance",)),
     ("sweep.experiment", ("tune",)),
-    ("sweep.tuning", ("Tuning",)),
+    ("sweep.engine", ("TuneEngine",)),
     # errors
     ("errors", ("CrossdynError",)),
 ) for name in names}

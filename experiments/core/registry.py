@@ -33,10 +33,12 @@ from crossdyn.experiments.core.baseline import Tolerance
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 
 __all__ = ["Param", "Verdict", "Gains", "Experiment", "experiment", "batched", "experiments", "get", "load_sources",
-           "loadable", "tunings", "ENTRY_POINT_GROUP"]
+           "loadable", "ENTRY_POINT_GROUP", "TUNE_KEYS"]
 
 # Installed packages register experiments by naming a module (or module:attr) in this group.
 ENTRY_POINT_GROUP = "crossdyn.experiments"
+# What an experiment's declared tune may say (tune()'s arguments of the same names).
+TUNE_KEYS = ("vary", "search", "fixed", "minimize", "constraints")
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,9 @@ class Experiment:
       tolerances: baseline tolerance per metric name (dotted for nested metrics).
       batch: ``batch(contexts) -> [metrics or exception, ...]``, each what ``run``
         returns (or raises) for that context alone (:func:`batched`).
-      tuning: the experiment's own tune (a :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`),
-        or None; such an experiment is listed by :func:`tunings`, not :func:`experiments`.
       gains: the gain schedule ``crossdyn gains`` exports from it (:class:`Gains`), or None.
+      default_tune: the tune ``crossdyn tune NAME`` runs when given nothing to vary: some of
+        :data:`TUNE_KEYS`, as :func:`~crossdyn.experiments.core.sweep.experiment.tune` takes them.
     """
 
     name: str
@@ -131,8 +133,8 @@ class Experiment:
     params: dict[str, Param] = field(default_factory=dict)
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
     batch: Callable | None = None
-    tuning: Any = None
     gains: Gains | None = None
+    default_tune: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         _check_name(self.name)
@@ -200,8 +202,8 @@ def _check_expected(name: str, expected: str, params: dict[str, Param]) -> None:
 
 
 def experiment(name: str, *, summary: str, expected: str, params: dict[str, Param] | None = None,
-               tolerances: dict[str, float | Tolerance] | None = None, tuning: Any = None,
-               gains: Gains | None = None):
+               tolerances: dict[str, float | Tolerance] | None = None, gains: Gains | None = None,
+               default_tune: dict[str, Any] | None = None):
     """Decorator registering ``run(ctx) -> metrics`` as experiment ``name``.
 
     Args:
@@ -213,16 +215,20 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
       tolerances: baseline tolerances by metric name: a number is relative
         (``{"settle_s": 0.02}``: +-2 %), or a :class:`Tolerance`; others use
         :data:`~crossdyn.experiments.core.baseline.DEFAULT_TOLERANCE`.
-      tuning: the experiment's own tune (see :class:`Experiment`).
       gains: the gain schedule ``crossdyn gains`` exports (:class:`Gains`).
+      default_tune: the tune ``crossdyn tune NAME`` runs when given nothing to vary, e.g.
+        ``{"vary": ["kp=1:100:log"], "minimize": "settle_s", "constraints": ["effort<=defaults"]}``
+        (keys :data:`TUNE_KEYS`; ``vary`` and ``constraints`` lists of text, ``fixed`` as ``--set``).
 
     Raises:
       ParameterError: a name that is not a safe folder name or is taken, an
-        expected text naming an unknown parameter, or a negative tolerance.
+        expected text naming an unknown parameter, a negative tolerance, or a
+        declared tune with a key it cannot have.
     """
     _check_name(name)
     params = dict(params or {})
     _check_expected(name, expected, params)
+    declared_tune = _check_tune(name, default_tune or {})
     declared = {key: Tolerance.of(key, value) for key, value in (tolerances or {}).items()}
 
     def register(run: Callable) -> Callable:
@@ -231,10 +237,24 @@ def experiment(name: str, *, summary: str, expected: str, params: dict[str, Para
             if (first.__module__, first.__qualname__) != (run.__module__, run.__qualname__):
                 raise ParameterError(f"experiment {name!r} registered twice: by {first.__module__}."
                                      f"{first.__qualname__} and by {run.__module__}.{run.__qualname__}")
-        _REGISTRY[name] = Experiment(name, summary, expected, run, params, declared, tuning=tuning, gains=gains)
+        _REGISTRY[name] = Experiment(name, summary, expected, run, params, declared, gains=gains,
+                                     default_tune=declared_tune)
         return run
 
     return register
+
+
+def _check_tune(name: str, tune: dict[str, Any]) -> dict[str, Any]:
+    """A declared tune's keys and shapes (its values are checked when it runs, as a command line's are)."""
+    unknown = sorted(set(tune) - set(TUNE_KEYS))
+    if unknown:
+        raise ParameterError(f"experiment {name!r}: default_tune has no key {unknown[0]!r} (its keys: "
+                             f"{', '.join(TUNE_KEYS)})")
+    for key in ("vary", "constraints"):
+        if not all(isinstance(item, str) for item in tune.get(key, ())) or isinstance(tune.get(key), str):
+            raise ParameterError(f"experiment {name!r}: default_tune's {key} is a list of texts, "
+                                 f"e.g. ['kp=1:100:log']")
+    return {key: (list(value) if key in ("vary", "constraints") else value) for key, value in tune.items()}
 
 
 def batched(name: str):
@@ -276,14 +296,7 @@ def experiments(sources: tuple[str, ...] | list[str] = ()) -> dict[str, Experime
     """All registered experiments, by name, in run order (crossdyn's, installed packages', then ``sources``')."""
     _load_entry_points()
     load_sources(sources)
-    return {name: exp for name, exp in _REGISTRY.items() if exp.tuning is None}
-
-
-def tunings(sources: tuple[str, ...] | list[str] = ()) -> dict[str, Experiment]:
-    """The registered experiments that declare their own tune (:attr:`Experiment.tuning`), by name."""
-    _load_entry_points()
-    load_sources(sources)
-    return {name: exp for name, exp in _REGISTRY.items() if exp.tuning is not None}
+    return dict(_REGISTRY)
 
 
 # The front door's name for :func:`experiments` (``crossdyn.registered()``): there,
@@ -387,9 +400,5 @@ def get(name: str) -> Experiment:
     """One experiment by name; ParameterError (listing the known ones) if there is none."""
     registry = experiments()
     if name not in registry:
-        own = tunings()
-        if name in own:  # kept out of the run set: it is run by its own tune command
-            raise ParameterError(f"experiment {name!r} is a tuning, not run by 'crossdyn run': use "
-                                 f"'crossdyn tune {own[name].tuning.command}' (see its --help)")
         raise ParameterError(f"no experiment {name!r}; known: {', '.join(registry)}")
     return registry[name]

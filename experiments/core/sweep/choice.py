@@ -1,48 +1,44 @@
-"""Choosing among a sweep's runs by two metrics: the Pareto front (:func:`pareto_front`), and the best
-run within the reference run's budget of the second (:func:`best_within_reference`)."""
+"""Choosing among a tune's runs: the best passing run within the bounds (:func:`best_row`), and the Pareto
+front of two metrics (:func:`pareto_front`)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
 
-__all__ = ["pareto_front", "best_within_reference", "number"]
+from crossdyn.experiments.core.sweep.table import cell
+
+__all__ = ["best_row", "meets", "pareto_front"]
 
 
-def number(row: dict, key: str) -> float:
-    """A table cell as a float (NaN when empty or missing)."""
-    text = row.get(key, "")
-    return float(text) if text not in ("", None) else math.nan
+def meets(row: dict, constraints: list[tuple[str, str, float]]) -> bool:
+    """Whether ``row`` meets every bound ``(metric, "<=" or ">=", value)`` (NaN meets none)."""
+    for metric, op, limit in constraints:
+        v = cell(row, metric)
+        if not (v <= limit if op == "<=" else v >= limit):
+            return False
+    return True
+
+
+def best_row(rows: list[dict], minimize: str, constraints: list[tuple[str, str, float]]) -> dict | None:
+    """The passing row with the lowest finite ``minimize`` meeting every constraint.  Ties (a settling time
+    counted in control periods ties often) go to the row furthest inside the first bound, then the lower sample."""
+    ok = [r for r in rows if r["outcome"] == "pass" and math.isfinite(cell(r, minimize)) and meets(r, constraints)]
+
+    def inside(r: dict) -> float:
+        if not constraints:
+            return 0.0
+        metric, op, _ = constraints[0]
+        return cell(r, metric) if op == "<=" else -cell(r, metric)
+
+    return min(ok, key=lambda r: (cell(r, minimize), inside(r), int(r["sample"]))) if ok else None
 
 
 def pareto_front(rows: list[dict], first: str, second: str) -> list[dict]:
     """Rows not beaten on both ``first`` and ``second`` (minimized) by another row, by ``first``."""
-    pts = sorted(rows, key=lambda r: (number(r, first), number(r, second)))
+    pts = sorted(rows, key=lambda r: (cell(r, first), cell(r, second)))
     front, best = [], math.inf
     for r in pts:
-        if number(r, second) < best:
+        if cell(r, second) < best:
             front.append(r)
-            best = number(r, second)
+            best = cell(r, second)
     return front
-
-
-def best_within_reference(rows: list[dict], minimize: str, budget: str, ok: Collection[str] = ("ok",),
-                          reference: str = "default") -> dict | None:
-    """The ``ok`` row lowest in ``minimize`` that spends no more ``budget`` than the row of ``kind`` ``reference``.
-
-    Without such a row, the ``ok`` row lowest in ``minimize``; None if no row is ``ok``.
-    Ties on ``minimize`` go to the lower ``budget``.
-    """
-    good = [r for r in rows if r["outcome"] in ok]
-    if not good:
-        return None
-    ref = next((r for r in rows if r["kind"] == reference), None)
-
-    def key(r: dict) -> tuple[float, float]:
-        return number(r, minimize), number(r, budget)
-
-    if ref is not None and ref["outcome"] in ok:
-        thrifty = [r for r in good if number(r, budget) <= number(ref, budget)]
-        if thrifty:
-            return min(thrifty, key=key)
-    return min(good, key=key)

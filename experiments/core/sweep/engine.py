@@ -1,4 +1,5 @@
-"""Where a sweep's runs execute: the isolated worker pool, or a Dask cluster.
+"""Where a sweep's runs execute: the isolated worker pool, or a Dask cluster; a tune's choice of them in one
+object (:class:`TuneEngine`).
 
 An *evaluation* ``evaluate(job) -> row`` (text; a failing run is a row) is a module-level
 function, a *job* anything picklable with an ``index``; a local run that crashes, exits or
@@ -11,19 +12,58 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import math
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["Engine", "engine", "in_this_process", "Isolation", "Divisible", "timed", "IN_FLIGHT", "CONNECT_TIMEOUT"]
+from crossdyn.experiments.core import dask_client
+from crossdyn.experiments.core import isolation as isolated
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+
+__all__ = ["TuneEngine", "Engine", "engine", "in_this_process", "Isolation", "Divisible", "timed", "IN_FLIGHT",
+           "CONNECT_TIMEOUT"]
 
 IN_FLIGHT = 2  # jobs submitted ahead per local worker: keeps every worker busy, bounds memory
 CONNECT_TIMEOUT = "5s"  # an unreachable or silent address fails fast instead of hanging
 
 Evaluate = Callable[[Any], dict]
+
+
+@dataclass(frozen=True)
+class TuneEngine:
+    """Where and how a tune's runs execute (``crossdyn tune``'s ``--workers``, ``--scheduler``, ``--timeout``).
+
+    Attributes:
+      workers: local worker processes (a Dask cluster's size is its own).
+      scheduler: a Dask scheduler's address (``tcp://HOST:PORT``) to run on instead, or None.
+      timeout: each run's time limit, s, or None: a run over it is stopped and recorded ``timed out``.
+      batch: runs of an experiment with a batched form go to the workers a batch at a time (never with a
+        ``timeout``: a limit is a run's own).
+      progress: a progress bar on stderr (True), a function given a line per finished batch of runs, or
+        nothing (False).
+
+    A rerun into the same folder always resumes: only the runs its table lacks run.
+    """
+
+    workers: int = 1
+    scheduler: str | None = None
+    timeout: float | None = None
+    batch: bool = True
+    progress: bool | Callable[[str], None] = False
+
+    def __post_init__(self):
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
+            raise ParameterError(f"workers must be a whole number >= 1, got {self.workers!r}")
+        if self.timeout is not None and not (isinstance(self.timeout, (int, float)) and 0 < self.timeout < math.inf):
+            raise ParameterError(f"timeout must be a positive number of seconds (or None), got {self.timeout!r}")
+
+    def batches(self, batched: bool) -> bool:
+        """Whether runs go a batch at a time, for an experiment that has (``batched``) a batched form or not."""
+        return batched and self.batch and self.timeout is None
 
 
 def timed(evaluate: Evaluate, job) -> tuple[dict, float, str]:
@@ -63,13 +103,12 @@ class Isolation:
 
 
 @contextlib.contextmanager
-def engine(evaluate: Evaluate, workers: int = 1, scheduler: str | None = None, *,
-           warm: Callable[[], None] | None = None, preload: Sequence[str] = (), isolation: Isolation | None = None):
+def engine(evaluate: Evaluate, workers: int = 1, scheduler: str | None = None, *, isolation: Isolation | None = None):
     """An open :class:`Engine` for several batches of jobs (the pool or client starts once), closed on exit.
 
-    ``evaluate`` runs on ``workers`` local processes (each first imports ``preload`` and runs
-    ``warm()``), or on the Dask ``scheduler``; ``isolation`` says what a local run that crashes,
-    hangs or exits becomes (None: a one-line error that stops the sweep).
+    ``evaluate`` runs on ``workers`` local processes, or on the Dask ``scheduler``; ``isolation`` says
+    what each worker runs first and what a local run that crashes, hangs or exits becomes (None: a
+    one-line error that stops the sweep).
 
     Raises:
       CrossdynError: the Dask scheduler cannot be reached; a worker cannot start; with
@@ -81,15 +120,10 @@ def engine(evaluate: Evaluate, workers: int = 1, scheduler: str | None = None, *
         try:
             yield Engine(lambda jobs: _dask(client, run_one, jobs), max(1, sum(client.nthreads().values())))
         finally:
-            from crossdyn.experiments.core import dask_client
-
             dask_client.close(client)
         return
-    from crossdyn.experiments.core import isolation as isolated
-
     isolation = isolation or Isolation()
-    pool = isolated.Pool(workers, initializer=_start_worker,
-                         initargs=(tuple(preload), isolation.initializer, isolation.initargs, warm))
+    pool = isolated.Pool(workers, initializer=isolation.initializer, initargs=isolation.initargs)
     try:
         pool.start(workers, wait=False)  # now, while this process has one thread: forked (see isolation)
         yield Engine(lambda jobs: _isolated(pool, run_one, jobs, workers, isolation), workers)
@@ -102,18 +136,6 @@ def engine(evaluate: Evaluate, workers: int = 1, scheduler: str | None = None, *
 def in_this_process(evaluate: Evaluate) -> Engine:
     """An :class:`Engine` running each job here, in order: for an evaluation a worker process cannot load."""
     return Engine(lambda jobs: (timed(evaluate, job) for job in jobs), 1)
-
-
-def _start_worker(preload: Sequence[str], initializer, initargs: tuple, warm) -> None:
-    """A local worker's start: import ``preload``, then ``initializer(*initargs)``, then ``warm()``."""
-    import importlib
-
-    for module in preload:
-        importlib.import_module(module)
-    if initializer is not None:
-        initializer(*initargs)
-    if warm is not None:
-        warm()
 
 
 def _isolated(pool, run_one, jobs: list, workers: int, isolation: Isolation):
@@ -138,8 +160,6 @@ def _isolated(pool, run_one, jobs: list, workers: int, isolation: Isolation):
         elif isolation.failed is not None:
             yield isolation.failed(done.key, done), done.seconds, "isolated worker"
         else:
-            from crossdyn.experiments.core.errors import CrossdynError
-
             why = done.how or f"{type(done.error).__name__}: {done.error}"
             raise CrossdynError(f"run {done.key.index} ended without its row ({done.status}: {why})")
 
@@ -151,13 +171,9 @@ def connect(scheduler: str):
       CrossdynError: Dask is not installed, the address is malformed, nothing answers
         within :data:`CONNECT_TIMEOUT`, or no worker joins.
     """
-    from crossdyn.experiments.core import dask_client
-
     return dask_client.connect(scheduler, timeout=float(CONNECT_TIMEOUT.removesuffix("s")))
 
 
 def _dask(client, run_one, jobs: list):
     """``run_one`` results as they finish on Dask; a scheduler or worker lost mid-run is one line."""
-    from crossdyn.experiments.core import dask_client
-
     yield from dask_client.results(client, run_one, jobs)

@@ -3,18 +3,21 @@
 A *run* is the experiment's own function with one set of parameter values (no plots),
 one row of ``samples.csv``: parameters, verdict, ``outcome`` and every numeric metric.
 Sample 0 is the defaults, run first and alone; then a Latin hypercube, a grid (with two
-parameters, a map) or an Optuna search.  A rerun resumes from the table.
+parameters, a map) or an Optuna search.  A rerun resumes from the table.  An experiment
+may declare the tune it is usually run with (``@experiment(..., default_tune=...)``).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
+import json
 import math
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,22 +26,25 @@ import numpy as np
 
 from crossdyn.experiments.core.baseline import NOT_MEASURED, numeric_metrics
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.results import Context, make_out_dir, write_json
+from crossdyn.experiments.core.identify import vary as varied_model
+from crossdyn.experiments.core.registry import experiments, loadable, unloaded
+from crossdyn.experiments.core.results import Context, make_out_dir, pool_with_sources_imported, write_json
 from crossdyn.experiments.core.sweep import engine as engines
+from crossdyn.experiments.core.sweep import plots as sweep_plots
 from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import table
+from crossdyn.experiments.core.sweep.choice import best_row
+from crossdyn.experiments.core.sweep.engine import TuneEngine
 from crossdyn.experiments.core.sweep.search import SAMPLERS
-from crossdyn.experiments.core.sweep.space import Vary, parse_constraint, parse_vary, plan
-from crossdyn.experiments.core.sweep.table import cell
+from crossdyn.experiments.core.sweep.search import search as optuna_search
+from crossdyn.experiments.core.sweep.space import DEFAULTS, Vary, parse_constraint, parse_vary, plan, refuse_lists
+from crossdyn.experiments.core.sweep.table import TEXTS, cell
 from crossdyn.experiments.core.validate import seed as validate_seed
 
-__all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult", "best_row", "SAMPLERS"]
+__all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult", "TuneEngine", "best_params",
+           "SAMPLERS"]
 
 RESULT_COLUMNS = ("passed", "outcome", "measured", "detail")
-# The table's columns of text and the values each takes (None: any); every other column holds numbers.
-TEXTS: dict[str, tuple[str, ...] | None] = {
-    "kind": ("default", "lhs", "grid", "optuna"), "short": ("true", "false"), "passed": ("true", "false"),
-    "outcome": ("pass", "fail", "error", "crashed", "timed out"), "measured": None, "detail": None}
 
 
 def _text(value: Any) -> str:
@@ -76,16 +82,12 @@ class Job:
 
 @functools.lru_cache(maxsize=8)
 def _experiment(name: str, sources: tuple[str, ...]):
-    from crossdyn.experiments.core.registry import experiments
-
     return experiments(sources)[name]
 
 
 @functools.lru_cache(maxsize=1)
 def _scratch() -> Path:
     """A folder of this process for what runs write (plots are not drawn; videos, tables may be)."""
-    import atexit
-
     folder = Path(tempfile.mkdtemp(prefix="crossdyn-tune-"))
     atexit.register(shutil.rmtree, folder, True)
     return folder
@@ -122,10 +124,9 @@ def evaluate_batch(batch: JobBatch) -> list[dict[str, str]]:
 def _context(exp, job: Job) -> Context:
     params = {key: p.default for key, p in exp.params.items()} | dict(job.values)
     if job.model:  # --vary-from: this run's own copy of the MJCF, with its drawn values
-        from crossdyn.experiments.core.identify import vary
-
-        params[vary.MJCF_PARAM] = str(vary.write_model(params[vary.MJCF_PARAM], dict(job.model),
-                                                       list(job.uncertain), _scratch() / f"model-{job.index}"))
+        mjcf = varied_model.MJCF_PARAM
+        params[mjcf] = str(varied_model.write_model(params[mjcf], dict(job.model), list(job.uncertain),
+                                                    _scratch() / f"model-{job.index}"))
     return Context(exp.name, _scratch(), short=job.short, seed=job.seed, params=params, plots=False)
 
 
@@ -151,27 +152,15 @@ def _row(job: Job, result) -> dict[str, str]:
     return row
 
 
-def _meets(row: dict, constraints: list[tuple[str, str, float]]) -> bool:
-    for metric, op, limit in constraints:
-        v = cell(row, metric)
-        if not (v <= limit if op == "<=" else v >= limit):  # NaN meets nothing
-            return False
-    return True
-
-
-def best_row(rows: list[dict], minimize: str, constraints: list[tuple[str, str, float]]) -> dict | None:
-    """The passing row with the lowest finite ``minimize`` meeting every constraint (ties: lower sample)."""
-    ok = [r for r in rows if r["outcome"] == "pass" and math.isfinite(cell(r, minimize)) and _meets(r, constraints)]
-    return min(ok, key=lambda r: (cell(r, minimize), int(r["sample"]))) if ok else None
-
-
 @dataclass
 class TuneResult(sweep_run.SweepResult):
-    """A :class:`~crossdyn.experiments.core.sweep.run.SweepResult` with what was tuned: the tune's arguments,
-    the ``files`` written besides the table, the experiment's declared metric ``tolerances`` (what variation
-    is round-off), and with ``--vary-from`` the ``model_columns`` and ``notes``."""
+    """A :class:`~crossdyn.experiments.core.sweep.run.SweepResult` with what was tuned: the tune's arguments
+    (``constraints`` as bounds, a bound by the defaults' value resolved), the ``files`` written besides the
+    table, the experiment's declared metric ``tolerances`` (what variation is round-off), and with
+    ``--vary-from`` the ``model_columns`` and ``notes``."""
 
     experiment: str = ""
+    search: str = "lhs"
     minimize: str | None = None
     constraints: list = field(default_factory=list)
     space: list = field(default_factory=list)
@@ -182,35 +171,32 @@ class TuneResult(sweep_run.SweepResult):
 
 
 def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = None, constraints: Sequence[str] = (),
-         search: str = "lhs", sampler: str = "gp", samples: int = 32, seed: int = 0, fixed: dict | None = None,
-         short: bool = False, sources: tuple[str, ...] | list[str] = (), workers: int = 1,
-         scheduler: str | None = None, progress: sweep_run.Progress = False, plots: bool = True,
-         timeout: float | None = None, vary_from: str | Path | None = None, plan: list | Callable | None = None,
-         options: dict | None = None, batch: bool = True) -> TuneResult:
+         search: str | None = None, sampler: str = "gp", samples: int = 32, seed: int = 0, fixed: dict | None = None,
+         short: bool = False, sources: tuple[str, ...] | list[str] = (), plots: bool = True,
+         vary_from: str | Path | None = None, engine: TuneEngine | None = None) -> TuneResult:
     """Sweep, search or map experiment ``name`` into ``out``.
 
-    An experiment that declares its own :class:`~crossdyn.experiments.core.sweep.tuning.Tuning`
-    is given its ``plan`` and ``options`` instead, and takes no other tune argument besides
-    ``sources`` and the engine's.
+    Without ``vary``, the experiment's declared tune (``default_tune``) is run: its ``vary``, ``search``
+    and ``fixed`` (``fixed`` here adds to its and fixes a parameter it varies); ``minimize`` and
+    ``constraints`` default to its whatever is varied.
 
     Args:
       name: a registered experiment (crossdyn's, an installed package's, or one of ``sources``).
       out: the output folder (``samples.csv``, ``timings.csv``, ``best.json``, plots).
-      vary: ``NAME=LO:HI[:log]`` per parameter (or ``(name, text)`` pairs).
+      vary: ``NAME=LO:HI[:log]`` (a range) or ``NAME=V1,V2,...`` (a grid's axis) per parameter (or
+        ``(name, text)`` pairs).
       minimize, constraints: the metric to minimize (dotted for nested metrics), and
-        ``METRIC<=VALUE`` or ``METRIC>=VALUE`` each.
-      search, sampler: ``lhs``, ``grid`` or ``optuna``; its sampler ``gp`` or ``tpe``.
+        ``METRIC<=VALUE`` or ``METRIC>=VALUE`` each (``VALUE`` ``defaults``: the defaults run's own).
+      search, sampler: ``lhs`` (the default), ``grid`` or ``optuna``; its sampler ``gp`` or ``tpe``.
       samples: runs after the defaults (the grid's budget, the search's trials).
       seed: seed of the plan or the sampler, and the experiment's seed.
       fixed: other parameters as ``--set`` takes them (name -> text).
       short, plots: the experiments' reduced runs; draw the plots.
-      sources, workers, scheduler: as ``crossdyn run``'s and the sweep engine's.
-      progress: a progress bar (True), or a function given a line per finished batch of runs.
-      timeout: each run's time limit, s: a run over it is recorded ``timed out``.
+      sources: the users' files or modules to load experiments from, as ``crossdyn run --from``.
       vary_from: an ``identified.json``: every run's model gets the identified parameters drawn
         within their intervals; the experiment must take an ``mjcf`` parameter.
-      plan, options: an experiment with a tuning of its own: its jobs or search, and its summary's options.
-      batch: a tuning's plan goes to the workers a batch at a time (never with ``timeout``).
+      engine: where and how the runs execute (:class:`TuneEngine`: workers, a Dask scheduler, each
+        run's time limit, batches, progress); one local worker by default.
 
     Raises:
       ParameterError: an unknown experiment, parameter or metric, a bad range, constraint,
@@ -218,91 +204,82 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
         another tune, a defaults run that fails on its input, or a bad ``vary_from``.
       CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
     """
-    from crossdyn.experiments.core.registry import loadable, tunings, unloaded
-    from crossdyn.experiments.core.results import pool_with_sources_imported
-
-    if plan is not None:
-        from crossdyn.experiments.core.sweep import tuning
-
-        own = tunings(sources)
-        if name not in own:
-            raise ParameterError(f"experiment {name!r} declares no tuning of its own, so it takes no plan; "
-                                 f"those that do: {', '.join(own) or 'none'}")
-        done = tuning.run_plan(own[name].tuning, out, plan, workers=workers, scheduler=scheduler, progress=progress,
-                               timeout=timeout, batch=batch, desc=f"tune {own[name].tuning.command}", options=options,
-                               sources=tuple(sources))
-        return TuneResult(**vars(done), experiment=name)
+    engine = engine or TuneEngine()
     start = time.perf_counter()
     if fresh := unloaded(sources):  # a file that exits or hangs while imported ends a worker, not this process
-        pool_with_sources_imported(fresh, timeout=timeout).terminate()
-    plan_ = _prepare(name, list(vary), minimize, constraints, search, sampler, samples, seed, fixed or {}, short,
-                     tuple(sources), vary_from)
+        pool_with_sources_imported(fresh, timeout=engine.timeout).terminate()
+    plan_ = _prepare(name, list(vary), minimize, list(constraints), search, sampler, samples, seed, fixed or {},
+                     short, tuple(sources), vary_from)
     # Every run, the defaults' too, in worker processes where a crash, an exit or a hang is seen (a row);
     # an experiment defined in the running script cannot be loaded there, and runs as the script's own.
-    isolation = engines.Isolation(failed_row, timeout, _load_experiments, (plan_.sources,)) \
+    isolation = engines.Isolation(failed_row, engine.timeout, _load_experiments, (plan_.sources,)) \
         if loadable(plan_.experiment) else None
-    if isolation is None and timeout is not None:
+    if isolation is None and engine.timeout is not None:
         raise ParameterError(f"experiment {name!r} is defined in the running script, so a worker process cannot "
                              "load it and a time limit cannot stop it; register it in a file given to --from")
     out = Path(out)
     with table.locked(out):  # a second tune into this folder is refused, not mixed into its rows
-        return _tune(name, out, plan_, start, isolation, search=search, sampler=sampler, samples=samples,
-                     seed=seed, minimize=minimize, workers=workers, scheduler=scheduler, progress=progress,
-                     plots=plots, timeout=timeout)
+        return _tune(out, plan_, start, isolation, engine, plots)
 
 
-def _tune(name: str, out: Path, plan_: _Plan, start: float, isolation, *, search: str, sampler: str, samples: int,
-          seed: int, minimize: str | None, workers: int, scheduler: str | None, progress: sweep_run.Progress,
-          plots: bool, timeout: float | None) -> TuneResult:
+def _tune(out: Path, plan_: _Plan, start: float, isolation, engine: TuneEngine, plots: bool) -> TuneResult:
     """:func:`tune` once its arguments are checked and ``out`` is its own."""
-    csv_path = out / "samples.csv"
+    name, csv_path = plan_.experiment.name, out / "samples.csv"
     columns = table.columns_of([], ("sample", "kind", "seed", "short", *(v.name for v in plan_.space),
                                     *plan_.model_columns))
-    opened = engines.engine(evaluate, workers, scheduler, isolation=isolation) if isolation or scheduler \
-        else contextlib.nullcontext(engines.in_this_process(evaluate))  # the running script's experiment: here
-    with opened as engine:
+    opened = engines.engine(evaluate, engine.workers, engine.scheduler, isolation=isolation) \
+        if isolation or engine.scheduler else contextlib.nullcontext(engines.in_this_process(evaluate))
+    with opened as runs:  # the running script's experiment: here
         first = plan_.job(0, "default", {})
-        _, ran_defaults = _defaults_run(first, csv_path, columns,
-                                        lambda row: _check_defaults(row, name, minimize, plan_.limits,
-                                                                    [*(v.name for v in plan_.space),
-                                                                     *plan_.model_columns]), engine)
-        if search == "optuna":
-            from crossdyn.experiments.core.sweep.search import search as optuna_search
-
-            rows, computed = optuna_search(plan_.job, plan_.space, csv_path, columns, minimize, plan_.limits, samples,
-                                           seed, sampler, engine, progress)
+        defaults, ran_defaults = _defaults_run(first, csv_path, columns, lambda row: _check_defaults(row, plan_), runs)
+        bounds = [(m, op, v if v is not None else _bound(defaults, m, op)) for m, op, v in plan_.limits]
+        if plan_.search == "optuna":
+            front = next(((m, v) for (m, op, rel), (_, _, v) in zip(plan_.limits, bounds, strict=True)
+                          if rel is None and op == "<=" and 0 < v < math.inf), None)
+            rows, computed = optuna_search(plan_.job, plan_.space, csv_path, columns, plan_.minimize, bounds,
+                                           plan_.samples, plan_.seed, plan_.sampler, runs, engine.progress, front)
         else:
             jobs = [first] + [plan_.job(i + 1, kind, values) for i, (kind, values) in enumerate(plan_.blind)]
             # An experiment with a batched form runs its sweep a batch at a time (not with --timeout: a
             # limit is per run); the defaults ran alone above.
-            batching = plan_.experiment.batch is not None and timeout is None
-            done = sweep_run.run_samples(evaluate, jobs, {j.index: j.key() for j in jobs}, csv_path, columns,
-                                         progress=progress, exact=False, desc=f"tune {name}",
-                                         engine=sweep_run.in_batches(engine) if batching else engine,
-                                         failed=lambda row: row["outcome"] != "pass", texts=TEXTS)
+            batched = sweep_run.in_batches(runs) if engine.batches(plan_.experiment.batch is not None) else runs
+            done = sweep_run.run_samples(jobs, csv_path, columns, batched, progress=engine.progress,
+                                         desc=f"tune {name}", failed=lambda row: row["outcome"] != "pass", texts=TEXTS)
             rows, computed = done.rows, done.computed
     computed += ran_defaults  # the table already held the defaults' row when the plan ran
     result = TuneResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path,
-                        experiment=name, minimize=minimize, constraints=plan_.limits, space=plan_.space,
+                        experiment=name, search=plan_.search, minimize=plan_.minimize, constraints=bounds,
+                        space=plan_.space,
                         model_columns=plan_.model_columns, notes=plan_.notes,
                         tolerances=dict(plan_.experiment.tolerances))
-    result.best = best_row(rows, minimize, plan_.limits) if minimize else None
-    _write_best(out, result, plan_.fixed, search, sampler, seed)
+    result.best = best_row(rows, plan_.minimize, bounds) if plan_.minimize else None
+    _write_best(out, result, plan_)
     if plots:
-        from crossdyn.experiments.core.sweep import plots as sweep_plots
-
-        result.files = sweep_plots.draw(out, result, search)
+        result.files = sweep_plots.draw(out, result, plan_.search)
     return result
+
+
+def _bound(defaults: dict, metric: str, op: str) -> float:
+    """A ``METRIC<=defaults`` (or ``>=``) bound: the defaults run's value, or none (+-inf) when the defaults
+    failed (no worse than a run that fails bounds nothing)."""
+    if defaults["outcome"] != "pass":
+        return math.inf if op == "<=" else -math.inf
+    return cell(defaults, metric)
 
 
 @dataclass(frozen=True)
 class _Plan:
-    """A tune's arguments, checked: the experiment, what varies and what is fixed, the bounds, the blind runs."""
+    """A tune's arguments, checked: the experiment, what varies and what is fixed, the search and its budget,
+    the metric minimized and the bounds (``None``: the defaults run's value), the blind runs."""
 
     experiment: Any
     space: list[Vary]
     fixed: dict
-    limits: list[tuple[str, str, float]]
+    search: str
+    sampler: str
+    samples: int
+    minimize: str | None
+    limits: list[tuple[str, str, float | None]]
     blind: list[tuple[str, dict]]
     sources: tuple[str, ...]
     seed: int
@@ -312,9 +289,7 @@ class _Plan:
 
     @property
     def model_columns(self) -> list[str]:
-        from crossdyn.experiments.core.identify.vary import columns
-
-        return columns(list(self.uncertain)) if self.uncertain else []
+        return varied_model.columns(list(self.uncertain)) if self.uncertain else []
 
     def job(self, index: int, kind: str, values: dict) -> Job:
         """Run ``index``: the defaults, then the fixed values, then ``values`` (the varied ones); with
@@ -322,29 +297,28 @@ class _Plan:
         defaults = {v.name: self.experiment.params[v.name].default for v in self.space}
         model: tuple[tuple[str, float], ...] = ()
         if self.uncertain:
-            from crossdyn.experiments.core.identify.vary import draw
-
-            model = tuple(draw(list(self.uncertain), self.seed, index).items())
+            model = tuple(varied_model.draw(list(self.uncertain), self.seed, index).items())
         return Job(index, kind, self.experiment.name, self.sources,
                    tuple(sorted({**self.fixed, **defaults, **values}.items())), tuple(v.name for v in self.space),
                    self.seed, self.short, model, self.uncertain)
 
 
-def _prepare(name: str, vary: list, minimize: str | None, constraints, search: str, sampler: str, samples: int,
-             seed: int, fixed: dict, short: bool, sources: tuple[str, ...], vary_from=None) -> _Plan:
+def _prepare(name: str, vary: list, minimize: str | None, constraints: list, search: str | None, sampler: str,
+             samples: int, seed: int, fixed: dict, short: bool, sources: tuple[str, ...], vary_from=None) -> _Plan:
     """Check a tune's arguments before anything runs (see :func:`tune`'s Raises)."""
-    from crossdyn.experiments.core.registry import experiments
-
     seed = validate_seed(seed)
     registry = experiments(sources)
     if name not in registry:
-        from crossdyn.experiments.core.registry import tunings
-
-        if name in (own := tunings(sources)):
-            raise ParameterError(f"experiment {name!r} is tuned with options of its own: "
-                                 f"'crossdyn tune {own[name].tuning.command} --help'")
         raise ParameterError(f"no experiment {name!r}; known: {', '.join(registry)}")
     exp = registry[name]
+    declared = exp.default_tune
+    if not vary and declared.get("vary"):  # its declared tune, less what --set fixes
+        vary = [item for item in declared["vary"] if item.partition("=")[0].strip() not in fixed]
+        search = search or declared.get("search")
+        fixed = {**declared.get("fixed", {}), **fixed}
+    search = search or "lhs"
+    minimize = minimize if minimize is not None else declared.get("minimize")
+    constraints = constraints or list(declared.get("constraints", ()))
     space = parse_vary(vary, exp.params, name)
     both = sorted({v.name for v in space} & set(fixed))
     if both:
@@ -352,9 +326,7 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
     given = exp.resolve_params({k: str(v) for k, v in fixed.items()})
     limits = [parse_constraint(c) for c in constraints]
     uncertain, notes = _uncertain(vary_from, exp, {**{k: p.default for k, p in exp.params.items()}, **given})
-    from crossdyn.experiments.core.identify.vary import columns
-
-    drawn = set(columns(uncertain))
+    drawn = set(varied_model.columns(uncertain))
     for metric in [minimize, *(m for m, _, _ in limits)]:
         what = 'minimize' if metric == minimize else 'bound'
         if metric in drawn:
@@ -373,38 +345,38 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints, search: s
             raise ParameterError(f"--sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
         if not 1 <= samples <= 100_000:
             raise ParameterError(f"--samples must be from 1 to 100,000, got {samples:,}")
+        refuse_lists(space, search)
     blind = [] if search == "optuna" else plan(space, search, samples, seed)
-    return _Plan(exp, space, {k: given[k] for k in fixed}, limits, blind, sources, seed, short, tuple(uncertain),
-                 tuple(notes))
+    return _Plan(exp, space, {k: given[k] for k in fixed}, search, sampler, samples, minimize, limits, blind, sources,
+                 seed, short, tuple(uncertain), tuple(notes))
 
 
 def _uncertain(vary_from, exp, params: dict) -> tuple[list, list[str]]:
     """``--vary-from``'s identified parameters and the sentences of those skipped; nothing without ``vary_from``."""
     if vary_from is None:
         return [], []
-    from crossdyn.experiments.core.identify import vary
-
-    if vary.MJCF_PARAM not in exp.params or not isinstance(exp.params[vary.MJCF_PARAM].default, str):
-        raise ParameterError(f"--vary-from: experiment {exp.name!r} takes no '{vary.MJCF_PARAM}' parameter, so "
+    mjcf = varied_model.MJCF_PARAM
+    if mjcf not in exp.params or not isinstance(exp.params[mjcf].default, str):
+        raise ParameterError(f"--vary-from: experiment {exp.name!r} takes no '{mjcf}' parameter, so "
                              "it cannot be given another model; vary-from needs an experiment that loads its "
                              "MJCF from that parameter")
-    uncertain, notes = vary.read_identified(vary_from)
-    vary.check_elements(uncertain, str(params[vary.MJCF_PARAM]))
+    uncertain, notes = varied_model.read_identified(vary_from)
+    varied_model.check_elements(uncertain, str(params[mjcf]))
     return uncertain, notes
 
 
 def _defaults_run(job: Job, csv_path: Path, columns: list[str], check, engine) -> tuple[dict, bool]:
     """Sample 0's row and whether it ran now: read back from the table, or run on ``engine``, ``check``-ed,
     then appended (a defaults run that ``check`` refuses writes nothing)."""
-    rows = table.read(csv_path, columns, exact=False, texts=TEXTS)
+    rows = table.read(csv_path, columns, texts=TEXTS)
     for row in rows:
         if row["sample"] == "0" and row.get("outcome"):
-            table.read_done(csv_path, {0: job.key()}, columns, exact=False, only=True, texts=TEXTS)
+            table.read_done(csv_path, {0: job.key()}, columns, only=True, texts=TEXTS)
             check(row)
             return row, False
     [(row, seconds, where)] = list(engine.run([job]))
     check(row)
-    with table.appending(csv_path, rows, columns, grow=True) as record:
+    with table.appending(csv_path, rows, columns) as record:
         record(row, seconds, where)
     return row, True
 
@@ -412,8 +384,6 @@ def _defaults_run(job: Job, csv_path: Path, columns: list[str], check, engine) -
 def _load_experiments(sources: tuple[str, ...]) -> None:
     """An isolated worker's start: the registry with the users' files (one that ends the process here is a
     start failure, one line)."""
-    from crossdyn.experiments.core.registry import experiments
-
     experiments(sources)
 
 
@@ -426,15 +396,21 @@ def failed_row(job: Job, done) -> dict[str, str]:
     return {**job.key(), **{k: "" for k in RESULT_COLUMNS}, "passed": "false", "outcome": outcome, "detail": detail}
 
 
-def _check_defaults(row: dict, name: str, minimize: str | None, limits: list, varied: list[str]) -> None:
-    """The defaults run must run, and carry the metrics the tune names (else a ParameterError)."""
+def _check_defaults(row: dict, plan_: _Plan) -> None:
+    """The defaults run must run, carry the metrics the tune names, and a finite value of each one that
+    bounds by the defaults' (else a ParameterError)."""
+    name = plan_.experiment.name
     if row["outcome"] in ("error", "crashed", "timed out"):
         raise ParameterError(f"the defaults run of {name!r} failed: {row['detail']}")
-    metrics = _metric_names(row, varied)
-    for metric in [minimize, *(m for m, _, _ in limits)]:
+    metrics = _metric_names(row, [*(v.name for v in plan_.space), *plan_.model_columns])
+    for metric in [plan_.minimize, *(m for m, _, _ in plan_.limits)]:
         if metric is not None and metric not in row:
             listed = ", ".join(metrics[:20]) + (", ..." if len(metrics) > 20 else "")
             raise ParameterError(f"experiment {name!r} has no numeric metric {metric!r} (its metrics: {listed})")
+    for metric, op, limit in plan_.limits:
+        if limit is None and row["outcome"] == "pass" and not math.isfinite(cell(row, metric)):
+            raise ParameterError(f"--constraint {metric}{op}{DEFAULTS}: the defaults run of {name!r} has no finite "
+                                 f"{metric} ({row[metric] or 'none'}) to bound the others by; give a number")
 
 
 def _metric_names(row: dict, varied: list[str]) -> list[str]:
@@ -458,16 +434,45 @@ def _summary(row: dict | None, space: list[Vary], minimize: str | None, limits: 
                         if row.get(m, "") != ""}}
 
 
-def _write_best(out: Path, result: TuneResult, fixed: dict, search: str, sampler: str, seed: int) -> None:
-    limits = result.constraints
+def _write_best(out: Path, result: TuneResult, plan_: _Plan) -> None:
+    bounds = list(zip(plan_.limits, result.constraints, strict=True))
+    shown = [(m, op, f"{v:g}" if given is not None else f"the defaults' {v:g}" if math.isfinite(v) else
+              "the defaults' (none: they failed)") for (m, op, given), (_, _, v) in bounds]
     rule = ("the passing run with the lowest " + result.minimize +
-            "".join(f", {m} {op} {v:g}" for m, op, v in limits)) if result.minimize else "none (no --minimize)"
+            "".join(f", {m} {op} {v}" for m, op, v in shown)) if result.minimize else "none (no --minimize)"
     make_out_dir(out)
     write_json(out / "best.json", {
-        "experiment": result.experiment, "search": search, "sampler": sampler if search == "optuna" else None,
-        "seed": seed, "fixed": fixed, "minimize": result.minimize,
-        "constraints": [f"{m}{op}{v:g}" for m, op, v in limits], "rule": rule,
-        "defaults": _summary(result.rows[0], result.space, result.minimize, limits, result.model_columns),
-        "best": _summary(result.best, result.space, result.minimize, limits, result.model_columns),
+        "experiment": result.experiment, "search": plan_.search,
+        "sampler": plan_.sampler if plan_.search == "optuna" else None, "seed": plan_.seed, "fixed": plan_.fixed,
+        "minimize": result.minimize,
+        "constraints": [f"{m}{op}{DEFAULTS if v is None else format(v, 'g')}" for m, op, v in plan_.limits],
+        "rule": rule,
+        "defaults": _summary(result.rows[0], result.space, result.minimize, result.constraints, result.model_columns),
+        "best": _summary(result.best, result.space, result.minimize, result.constraints, result.model_columns),
         "outcomes": result.counts(),
     })
+
+
+def best_params(path: str | Path) -> dict[str, str]:
+    """The parameters of the best run a tune chose, as ``--set`` takes them (name -> text): what
+    ``crossdyn tune --set-from`` fixes.
+
+    Args:
+      path: a tune's ``best.json``, or the folder holding it.
+
+    Raises:
+      ParameterError: no readable ``best.json`` of a tune there, or a tune that chose no run.
+    """
+    file = Path(path)
+    if file.is_dir():
+        file = file / "best.json"
+    try:
+        best = json.loads(file.read_text())["best"]
+        params = None if best is None else {str(k): float(v) for k, v in best["params"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        why = getattr(exc, "strerror", None) or f"not a tune's best.json ({type(exc).__name__}: {exc})"
+        raise ParameterError(f"--set-from {path}: cannot read the best run's parameters from {file}: {why}") from None
+    if params is None:
+        raise ParameterError(f"--set-from {path}: that tune chose no run (none passed and met its constraints); "
+                             "give --set NAME=VALUE or another tune's folder")
+    return {k: str(int(v)) if v.is_integer() else repr(v) for k, v in params.items()}

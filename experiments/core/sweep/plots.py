@@ -1,4 +1,5 @@
-"""What a tune shows: the objective against each parameter, a search's progress, a map's holding region."""
+"""What a tune shows: the objective against each parameter, its front against a bounded metric, a search's
+progress, a map's holding region."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import math
 from pathlib import Path
 
 import numpy as np
+from matplotlib import ticker
 
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.baseline import DEFAULT_TOLERANCE, Tolerance
 from crossdyn.experiments.core.results import write_json
+from crossdyn.experiments.core.sweep.choice import best_row, pareto_front
 from crossdyn.experiments.core.sweep.table import cell
 
 __all__ = ["draw", "heat", "outline", "holding_region", "held_map", "constant", "figures"]
@@ -50,6 +53,9 @@ def draw(out: Path, result, search: str) -> list[str]:
     if result.minimize is not None:
         _objective(result, out / "objective.png")
         files.append("objective.png")
+        if result.constraints:
+            _pareto(result, out / "pareto.png")
+            files.append("pareto.png")
         if search == "optuna":
             _progress(result, out / "progress.png")
             files.append("progress.png")
@@ -89,12 +95,43 @@ def _objective(result, path: Path) -> None:
     fig.savefig(path, dpi=110, bbox_inches="tight")
 
 
+def _pareto(result, path: Path) -> None:
+    """The minimized metric against the first bounded one, by outcome: the passing runs' front (neither metric
+    beaten by another passing run), the bound, the defaults and the best marked."""
+    rows, metric, (bounded, op, limit) = result.rows, result.minimize, result.constraints[0]
+    fig, ax = plots.figure(1, 1, width=7.0, height=4.5)
+    shown = [r for r in rows if math.isfinite(cell(r, metric)) and math.isfinite(cell(r, bounded))]
+    for outcome, color in _COLORS.items():
+        pts = [r for r in shown if r["outcome"] == outcome]
+        if pts:
+            ax.scatter([cell(r, bounded) for r in pts], [cell(r, metric) for r in pts], s=18, color=color, alpha=0.8,
+                       label=f"{outcome} ({len(pts)})")
+    front = pareto_front([r for r in shown if r["outcome"] == "pass"], bounded, metric)
+    if front:
+        ax.step([cell(r, bounded) for r in front], [cell(r, metric) for r in front], where="post", color="tab:green",
+                lw=1.0, label="front of the passing runs")
+    if math.isfinite(limit):
+        ax.axvline(limit, color="k", ls=":", lw=0.8, label=f"{bounded} {op} {limit:.4g}")
+    for row, marker, label in ((rows[0], "*", "defaults"), (result.best, "o", "best")):
+        if row is not None and row in shown:
+            ax.scatter([cell(row, bounded)], [cell(row, metric)], s=160, marker=marker, facecolors="none",
+                       edgecolors="k", linewidths=1.5, label=label)
+    if shown and min(cell(r, bounded) for r in shown) > 0:
+        ax.set_xscale("log")
+        # Labels at 1, 2, 5 x 10^k: the default labels every minor tick of a span under a decade, overlapping.
+        ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set(xlabel=bounded, ylabel=metric,
+           title=f"{result.experiment}: {len(shown)} of {len(rows)} runs (those with both metrics finite)")
+    ax.legend(fontsize=7)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
 def _progress(result, path: Path) -> None:
     """The search's best feasible value so far, trial by trial, over every trial's value."""
     rows, metric = result.rows, result.minimize
     values = np.array([cell(r, metric) for r in rows])
-    from crossdyn.experiments.core.sweep.experiment import best_row
-
     best = [cell(b, metric) if (b := best_row(rows[: i + 1], metric, result.constraints)) else math.nan
             for i in range(len(rows))]
     fig, ax = plots.figure(1, 1, width=7.0, height=3.5)

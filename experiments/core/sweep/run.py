@@ -3,13 +3,13 @@ runs can be evaluated many at once (on ``mujoco.batch``) runs them a :class:`Bat
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from crossdyn.experiments.core import isolation
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import table
 
@@ -104,23 +104,17 @@ class SweepResult:
         return out
 
 
-def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str, str]], csv_path: Path,
-                columns: Sequence[str], *, workers: int = 1, scheduler: str | None = None, progress: Progress = False,
-                desc: str = "tune", failed: Callable[[dict], bool] = lambda row: False,
-                warm: Callable[[], None] | None = None, preload: Sequence[str] = (), exact: bool = True,
-                engine: engines.Engine | None = None,
+def run_samples(plan: list, csv_path: Path, columns: Sequence[str], engine: engines.Engine, *,
+                progress: Progress = False, desc: str = "tune", failed: Callable[[dict], bool] = lambda row: False,
                 texts: Mapping[str, Collection[str] | None] | None = None) -> SweepResult:
-    """Run the jobs of ``plan`` not yet in ``csv_path``; return all rows in sample order.
+    """Run the jobs of ``plan`` not yet in ``csv_path`` on the open ``engine``; return all rows in sample order.
 
     Args:
-      evaluate: the module-level evaluation, ``evaluate(job) -> row``.
-      plan: the jobs (each with an ``index``); keys: per index, the columns compared on resume.
-      csv_path, columns: the table and its header (``exact``) or its leading key columns.
-      workers, scheduler, warm, preload: see :func:`~crossdyn.experiments.core.sweep.engine.engine`.
-      progress, desc, failed: a progress bar on stderr, or a line per finished batch given to ``progress``
-        (:class:`Meter`), counting ``failed`` rows.
-      engine: an open engine to run on (then the four above are its own); its results are a row or a
-        batch's list of rows each.
+      plan: the jobs (each with an ``index`` and ``key()``, the columns compared on resume).
+      csv_path, columns: the table and the key columns its header starts with (the others follow the rows).
+      engine: an open engine; its results are a row or a batch's list of rows each.
+      progress, desc, failed: a progress bar on stderr, or a line per finished batch of runs given to
+        ``progress`` (:class:`Meter`), counting ``failed`` rows.
       texts: the table's text columns and their values, to validate resumed rows.
 
     Raises:
@@ -129,42 +123,27 @@ def run_samples(evaluate: engines.Evaluate, plan: list, keys: dict[int, dict[str
     """
     start = time.perf_counter()
     csv_path = Path(csv_path)
-    done = table.read_done(csv_path, keys, columns, exact=exact, texts=texts)
+    done = table.read_done(csv_path, {job.index: job.key() for job in plan}, columns, texts=texts)
     todo = [job for job in plan if job.index not in done]
-    with contextlib.ExitStack() as stack:
-        if engine is None and todo:  # started before the progress bar's thread (see engines.engine)
-            engine = stack.enter_context(engines.engine(evaluate, min(workers, len(todo)), scheduler, warm=warm,
-                                                        preload=preload))
-        _record(engine.run(todo) if engine is not None else iter(()), plan, done, csv_path, columns, exact,
-                progress, desc, failed)
-    rows = [done[job.index] for job in plan]
-    table.write(csv_path, rows, list(columns) if exact else table.columns_of(rows, columns))
-    return SweepResult(rows, len(todo), len(plan) - len(todo), time.perf_counter() - start, csv_path)
-
-
-def _record(results, plan: list, done: dict, csv_path: Path, columns: Sequence[str], exact: bool,
-            progress: Progress, desc: str, failed: Callable[[dict], bool]) -> None:
-    """Append each of ``results`` (a row, or a batch's rows sharing its wall time) to the table as it comes
-    (and to ``done``), with the progress shown."""
     meter = Meter(progress, len(plan), len(done), sum(failed(row) for row in done.values()), desc, "run")
-    header = list(columns)
     try:
-        with table.appending(csv_path, [done[i] for i in sorted(done)], header, grow=not exact) as record:
-            for value, seconds, where in results:
-                rows = value if isinstance(value, list) else [value]
+        with table.appending(csv_path, [done[i] for i in sorted(done)], columns) as record:
+            for value, seconds, where in engine.run(todo):
+                rows = value if isinstance(value, list) else [value]  # a batch's rows share its wall time
                 for row in rows:
                     record(row, seconds / len(rows), where)
                     done[int(row["sample"])] = row
                 meter.update(len(rows), sum(failed(row) for row in rows))
     finally:
         meter.close()
+    rows = [done[job.index] for job in plan]
+    table.write(csv_path, rows, table.columns_of(rows, columns))
+    return SweepResult(rows, len(todo), len(plan) - len(todo), time.perf_counter() - start, csv_path)
 
 
 def ended(done) -> tuple[str, str]:
     """``(outcome, detail)`` of a run that ended without a row in an isolated worker: ``timed out``,
     ``crashed``, or ``error`` (it raised out of the evaluation)."""
-    from crossdyn.experiments.core import isolation
-
     if done.status == isolation.TIMED_OUT:
         return "timed out", f"timed out {done.how} (--timeout); its process was stopped"
     if done.status == isolation.CRASHED:

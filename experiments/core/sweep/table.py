@@ -14,7 +14,12 @@ from pathlib import Path
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.results import make_out_dir, write_text
 
-__all__ = ["exists", "read", "read_done", "write", "appending", "locked", "cell"]
+__all__ = ["exists", "read", "read_done", "write", "appending", "locked", "cell", "TEXTS"]
+
+# A tune table's columns of text and the values each takes (None: any); every other column holds numbers.
+TEXTS: dict[str, tuple[str, ...] | None] = {
+    "kind": ("default", "lhs", "grid", "optuna"), "short": ("true", "false"), "passed": ("true", "false"),
+    "outcome": ("pass", "fail", "error", "crashed", "timed out"), "measured": None, "detail": None}
 
 
 def cell(row: dict, key: str) -> float:
@@ -64,12 +69,12 @@ def exists(path: Path) -> bool:
     return path.exists()
 
 
-def read(path: Path, columns: Sequence[str], *, exact: bool = True,
+def read(path: Path, columns: Sequence[str], *,
          texts: Mapping[str, Collection[str] | None] | None = None) -> list[dict[str, str]]:
     """The rows an earlier sweep or search left in ``path`` (none if it is missing or empty).
 
     A last line without its newline was cut mid-append and is dropped, even when it looks
-    like a row.  ``columns`` is the header (``exact``) or the key columns it starts with;
+    like a row.  ``columns`` are the key columns the header starts with;
     ``texts``, when given, the text columns and the values each may take (None: any).
 
     Raises:
@@ -86,7 +91,7 @@ def read(path: Path, columns: Sequence[str], *, exact: bool = True,
     header = next(reader, None)
     if header is None:
         return []
-    if tuple(header) != tuple(columns) if exact else tuple(header[: len(columns)]) != tuple(columns):
+    if tuple(header[: len(columns)]) != tuple(columns):
         raise ParameterError(f"{path} is not a sweep table of this version; use another --out or delete it")
     rows = []
     for r in reader:
@@ -119,12 +124,12 @@ def _numbers_only(path: Path, line: int, row: dict[str, str], texts: Mapping[str
                              "(its run is made again) or use another --out")
 
 
-def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str], *, exact: bool = True,
+def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str], *,
               done: str = "outcome", only: bool = False,
               texts: Mapping[str, Collection[str] | None] | None = None) -> dict[int, dict]:
     """Finished rows of ``path`` that belong to the planned runs ``keys`` (index -> key columns), by index;
     with ``only``, rows of other indices are skipped instead of refused (a ParameterError)."""
-    rows = read(path, columns, exact=exact, texts=texts)
+    rows = read(path, columns, texts=texts)
     found: dict[int, dict] = {}
     for row in rows:
         try:
@@ -159,15 +164,15 @@ def columns_of(rows: list[dict], first: Sequence[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def appending(path: Path, rows: list[dict], columns: Sequence[str], *, grow: bool = False):
+def appending(path: Path, rows: list[dict], columns: Sequence[str]):
     """A sweep's tables open for appending: yields ``record(row, seconds, where)``.
 
     ``path`` is first rewritten with the finished ``rows``; ``record`` appends one row
-    to it and to ``timings.csv`` and flushes both.  With ``grow``, a row with keys
-    beyond ``columns`` widens the header.
+    to it and to ``timings.csv`` and flushes both.  A row with keys beyond the header
+    (``columns``, then the rows' other keys) widens it.
     """
     make_out_dir(path.parent)
-    columns = columns_of(rows, columns) if grow else list(columns)
+    columns = columns_of(rows, columns)
     written = list(rows)
     write(path, written, columns)
     timings = path.parent / "timings.csv"
@@ -180,7 +185,7 @@ def appending(path: Path, rows: list[dict], columns: Sequence[str], *, grow: boo
         state = {"file": stack.enter_context(path.open("a", newline=""))}
 
         def record(row: dict, seconds: float, where: str) -> None:
-            if grow and any(key not in columns for key in row):
+            if any(key not in columns for key in row):
                 state["file"].close()
                 columns[:] = columns_of([row], columns)
                 write(path, written, columns)
