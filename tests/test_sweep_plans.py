@@ -11,7 +11,7 @@ import pytest
 
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.registry import Param
-from crossdyn.experiments.core.sweep import choice, space
+from crossdyn.experiments.core.sweep import choice, search, space
 from crossdyn.experiments.core.sweep.engine import TuneEngine
 
 PARAMS = {"a": Param(1.0, "a number", 0.0, 100.0), "n": Param(2, "a count", 0, 10), "b": Param(1.0, "another", 0.0)}
@@ -33,9 +33,9 @@ def test_a_grid_takes_the_listed_values_and_shares_the_budget_among_the_ranges()
     assert [values for _, values in plan] == [{"a": a, "n": n} for a in (1.0, 2.0, 3.0) for n in (0, 5)]
     mixed = space.plan(space.parse_vary(["a=1,2", "b=0:1"], PARAMS, "x"), "grid", 3, seed=0)
     assert [values for _, values in mixed] == [{"a": a, "b": b} for a in (1.0, 2.0) for b in (0.0, 0.5, 1.0)]
-    for search in ("lhs", "optuna"):
+    for how in ("lhs", "optuna"):
         with pytest.raises(ParameterError, match="a list of values is an axis of a grid; add --search grid"):
-            space.refuse_lists(listed, search)
+            space.refuse_lists(listed, how)
     with pytest.raises(ParameterError, match="needs --samples >= 2"):  # one range needs two values of its own
         space.plan(space.parse_vary(["a=1,2", "b=0:1"], PARAMS, "x"), "grid", 1, seed=0)
 
@@ -46,6 +46,31 @@ def test_constraints_bound_by_a_number_or_by_the_defaults():
     for text in ("e<=", "e<=nan", "e<=default", "<=1", "e=1"):
         with pytest.raises(ParameterError, match="METRIC<=VALUE"):
             space.parse_constraint(text)
+
+
+class _Trial:
+    """An Optuna trial that draws the given values."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def suggest_float(self, name, low, high, log):
+        assert log and low <= self.values[name] <= high
+        return self.values[name]
+
+
+def test_ratios_give_values_in_range_with_the_drawn_ratios():
+    bounds = {"q_a": (1.0, 100.0), "q_b": (0.1, 10.0), "r": (0.1, 10.0)}
+    weights = search.suggest_ratios(_Trial({"ratio_q_a": 50.0, "ratio_q_b": 2.0}), bounds, "r")
+    assert list(weights) == ["q_a", "q_b", "r"]
+    assert all(bounds[k][0] <= v <= bounds[k][1] for k, v in weights.items())
+    # relative 1e-12: one multiplication and one division in floating point
+    assert weights["q_a"] / weights["r"] == pytest.approx(50.0, rel=1e-12)
+    assert weights["q_b"] / weights["r"] == pytest.approx(2.0, rel=1e-12)
+    # no r fits both ratios: each weight clipped into its range, the ratio no longer kept
+    clipped = search.suggest_ratios(_Trial({"ratio_q_a": 1000.0, "ratio_q_b": 0.01}), bounds, "r")
+    assert all(bounds[k][0] <= v <= bounds[k][1] for k, v in clipped.items())
+    assert clipped["q_a"] / clipped["r"] != pytest.approx(1000.0, rel=1e-6)
 
 
 def _row(i, outcome, first, second):

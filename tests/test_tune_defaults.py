@@ -30,7 +30,8 @@ USER_FILE = textwrap.dedent('''
     def spend(ctx):
         x, y = ctx.params["x"], ctx.params["y"]
         passed = bool(y < ctx.params["limit"])
-        return {"passed": passed, "measured": f"y {y:g}", "cost": 10.0 / (1 + x + 2 * y), "effort": x * x + y}
+        return {"passed": passed, "measured": f"y {y:g}", "cost": 10.0 / (1 + x + 2 * y), "effort": x * x + y,
+                "slack": y - ctx.params["limit"]}
 ''')
 
 
@@ -67,7 +68,8 @@ def test_set_leaves_a_declared_range_out_and_failing_defaults_bound_nothing(user
 
 
 def test_a_search_traces_the_front_below_the_defaults(user_file, tmp_path, monkeypatch):
-    """With ``effort<=defaults`` the gp sampler's levels are the defaults' effort times the front's levels."""
+    """With ``effort<=defaults`` the gp sampler's levels are the defaults' effort times the front's levels; with
+    ``cost:log`` it models log cost."""
     given = {}
     real = search.sampler
 
@@ -81,7 +83,33 @@ def test_a_search_traces_the_front_below_the_defaults(user_file, tmp_path, monke
     given.clear()
     tune("spend", tmp_path / "flat", search="optuna", samples=2, constraints=["effort<=2"], sources=(user_file,),
          plots=False)
-    assert given["levels"] == (float("inf"),)  # a number bounds each run; no front to trace
+    assert given["levels"] == (float("inf"),) and not given["log_objective"]  # a number bounds each run: no front
+    given.clear()
+    result = tune("spend", tmp_path / "log", search="optuna", samples=2, minimize="cost:log", sources=(user_file,),
+                  plots=False)
+    assert given["log_objective"] and result.minimize == "cost"  # the search models log cost; the best is by cost
+    with pytest.raises(ParameterError, match="its logarithm needs a positive metric"):
+        tune("spend", tmp_path / "neg", search="optuna", samples=2, minimize="slack:log", sources=(user_file,))
+
+
+def test_a_search_can_draw_ratios_to_one_parameter(user_file, tmp_path):
+    """``ratios_to``: the search draws x / y and places y; trial 0 is the defaults, drawn as their ratio."""
+    result = tune("spend", tmp_path / "ratios", search="optuna", samples=4, vary=["x=0.5:4:log", "y=0.5:4:log"],
+                  minimize="cost", ratios_to="y", sources=(user_file,), plots=False)
+    rows = result.rows
+    assert rows[0]["kind"] == "default" and (rows[0]["x"], rows[0]["y"]) == ("1.0", "1.0")
+    assert all(0.5 <= float(r[k]) <= 4.0 for r in rows for k in ("x", "y"))
+    # y is the geometric middle of where both fit their range 0.5..4, so x y = 0.5 * 4 (1e-9: a square root's
+    # round-off on numbers of order 1)
+    assert all(abs(float(r["x"]) * float(r["y"]) - 2.0) < 1e-9 for r in rows[1:])
+    plain = tune("spend", tmp_path / "plain", search="optuna", samples=4, vary=["x=0.5:4:log", "y=0.5:4:log"],
+                 minimize="cost", sources=(user_file,), plots=False)
+    assert [r["x"] for r in plain.rows[1:]] != [r["x"] for r in rows[1:]]  # the draws are others
+    for vary, message in ((["x=0.5:4", "y=0.5:4:log"], "must be a range LO:HI:log"),
+                          (["x=0.5:4:log"], "not a parameter this tune varies")):
+        with pytest.raises(ParameterError, match=message):
+            tune("spend", tmp_path / "bad", search="optuna", vary=vary, minimize="cost", ratios_to="y",
+                 sources=(user_file,))
 
 
 def test_set_from_fixes_the_best_run_of_another_tune(user_file, tmp_path):

@@ -161,9 +161,10 @@ def _score(trace, start: float) -> tuple[str, dict]:
     return ("saturated" if common["wheel_saturation_fraction"] > 0 else "ok"), metrics
 
 
-def _result(ctx: Context, run: _Run, trace, pushed, passes) -> dict:
-    """The run's metrics from its trace (and the push check's, or None), judged by ``passes(result, held)``."""
-    result, scored = _score(trace, run.start)
+def _result(ctx: Context, run: _Run, trace, score: tuple[str, dict], pushed, passes) -> dict:
+    """The run's metrics from its trace and :func:`_score` (and the push check's trace, or None), judged by
+    ``passes(result, held)``."""
+    result, scored = score
     metrics: dict[str, Any] = {**dict(zip(GAINS, map(float, run.gains), strict=True)), **scored}
     said = "diverged before its first control step" if not scored else \
         f"settling time {scored['settling_time_s']:.2f} s, effort {scored['effort_N2m2s']:.3f} (N m)^2 s"
@@ -178,17 +179,18 @@ def _result(ctx: Context, run: _Run, trace, pushed, passes) -> dict:
     return {"passed": passes(result, bool(scored.get("held"))), "measured": f"{result}, {said}", **metrics}
 
 
-def _checked(run: _Run, trace) -> bool:
-    """Whether push-recovery's check runs after ``trace``: asked for, and the balance run settled."""
-    return run.check is not None and _score(trace, run.start)[0] in ("ok", "saturated")
+def _checked(run: _Run, result: str) -> bool:
+    """Whether push-recovery's check runs after the balance run: asked for, and the run settled."""
+    return run.check is not None and result in ("ok", "saturated")
 
 
 def _one(ctx: Context, passes) -> dict:
     run = _ready(ctx)
     trace = simulate(run.model, run.scenario, run.controller, imperfections=run.imperfections, seed=run.seed)
+    score = _score(trace, run.start)
     pushed = simulate(run.model, run.check, _controller(run.weights, run.mjcf), imperfections=run.imperfections,
-                      seed=run.seed) if _checked(run, trace) else None
-    return _result(ctx, run, trace, pushed, passes)
+                      seed=run.seed) if _checked(run, score[0]) else None
+    return _result(ctx, run, trace, score, pushed, passes)
 
 
 def _batch(contexts: list[Context], passes) -> list:
@@ -202,9 +204,10 @@ def _batch(contexts: list[Context], passes) -> list:
             runs.append(exc)
     ready = {i: run for i, run in enumerate(runs) if isinstance(run, _Run)}
     traces = _many({i: (run, run.scenario, run.controller) for i, run in ready.items()})
+    scores = {i: _score(traces[i], run.start) for i, run in ready.items()}
     pushed = _many({i: (run, run.check, _controller(run.weights, run.mjcf)) for i, run in ready.items()
-                    if _checked(run, traces[i])})
-    return [_result(ctx, ready[i], traces[i], pushed.get(i), passes) if i in ready else runs[i]
+                    if _checked(run, scores[i][0])})
+    return [_result(ctx, ready[i], traces[i], scores[i], pushed.get(i), passes) if i in ready else runs[i]
             for i, ctx in enumerate(contexts)]
 
 
@@ -233,8 +236,8 @@ def _holds(result: str, held: bool) -> bool:
 @experiment(BALANCE, summary="one balance recovery scored as the balance LQR's weights are tuned by: settling "
                              "time, effort, overshoot, saturation", expected="ok: settles with no wheel at its limit",
             params=PARAMS, default_tune={
-                "vary": [f"{w}={lo:g}:{hi:g}:log" for w, (lo, hi) in RANGES.items()], "minimize": "settling_time_s",
-                "constraints": ["effort_N2m2s<=defaults"]})
+                "vary": [f"{w}={lo:g}:{hi:g}:log" for w, (lo, hi) in RANGES.items()], "minimize": "settling_time_s:log",
+                "constraints": ["effort_N2m2s<=defaults"], "ratios_to": "r"})
 def balance_tune(ctx: Context) -> dict:
     return _one(ctx, _ok)
 

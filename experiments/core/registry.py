@@ -38,7 +38,7 @@ __all__ = ["Param", "Verdict", "Gains", "Experiment", "experiment", "batched", "
 # Installed packages register experiments by naming a module (or module:attr) in this group.
 ENTRY_POINT_GROUP = "crossdyn.experiments"
 # What an experiment's declared tune may say (tune()'s arguments of the same names).
-TUNE_KEYS = ("vary", "search", "fixed", "minimize", "constraints")
+TUNE_KEYS = ("vary", "search", "fixed", "minimize", "constraints", "ratios_to")
 
 
 @dataclass(frozen=True)

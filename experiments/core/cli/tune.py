@@ -52,7 +52,9 @@ Rerun the same command to resume: only the missing runs run.
     p.add_argument("--vary", action="append", default=[], metavar="NAME=LO:HI[:log]|NAME=V1,V2,...",
                    help="a numeric parameter and its range, within the parameter's own bounds, or a list of its "
                         "values (a grid's axis) (repeatable; default: the experiment's declared tune)")
-    p.add_argument("--minimize", metavar="METRIC", help="the metric to minimize (dotted for nested metrics)")
+    p.add_argument("--minimize", metavar="METRIC[:log]",
+                   help="the metric to minimize (dotted for nested metrics); METRIC:log: the gp search models its "
+                        "logarithm (a positive metric over orders of magnitude, such as a time)")
     p.add_argument("--constraint", action="append", default=[], metavar="METRIC<=VALUE",
                    help=f"a bound on a metric, METRIC<=VALUE or METRIC>=VALUE, VALUE a number or '{DEFAULTS}' "
                         "(the defaults run's own) (repeatable)")
@@ -63,6 +65,9 @@ Rerun the same command to resume: only the missing runs run.
                    help="the sampler of --search optuna: gp (default, Gaussian-process expected improvement among "
                         "runs meeting the constraints; below a bound by the defaults, the front at 1, 0.8 and 0.6 of "
                         "it in turn) or tpe (Optuna's TPE)")
+    p.add_argument("--ratios-to", metavar="NAME",
+                   help="the search draws the other varied parameters as ratios to this one (every one a :log range; "
+                        "for LQR weights: the gain is the same when Q and R scale together)")
     p.add_argument("--samples", "--trials", dest="samples", type=arguments.count(1, SAMPLES_MAX, "--samples"),
                    default=32, metavar="N", help=f"runs after the defaults, whatever the search (default 32, at most "
                                                  f"{SAMPLES_MAX:,}; --trials is the same)")
@@ -112,8 +117,9 @@ def _cmd_tune(args) -> int:
     # Imported by the command, not at crossdyn's start (the sweep brings MuJoCo, SciPy, matplotlib).
     from crossdyn.experiments.core.sweep.experiment import TuneEngine, best_params, tune
 
-    if args.sampler is not None and args.search != "optuna":
-        raise ParameterError("--sampler is for --search optuna; a Latin hypercube or a grid draws blindly")
+    for given, flag in ((args.sampler, "--sampler"), (args.ratios_to, "--ratios-to")):
+        if given is not None and args.search != "optuna":
+            raise ParameterError(f"{flag} is for --search optuna; a Latin hypercube or a grid draws blindly")
     if args.workers is not None and args.scheduler:
         raise ParameterError("--workers is for local runs; a Dask cluster's size is set by its workers")
     if args.sources:
@@ -130,7 +136,7 @@ def _cmd_tune(args) -> int:
             result = tune(args.experiment, out, vary=args.vary, minimize=args.minimize, constraints=args.constraint,
                           search=args.search, sampler=args.sampler or "gp", samples=args.samples, seed=args.seed,
                           fixed=fixed, short=args.short, sources=tuple(args.sources), vary_from=args.vary_from,
-                          engine=engine)
+                          ratios_to=args.ratios_to, engine=engine)
     except KeyboardInterrupt:
         print(f"crossdyn: interrupted; finished samples are kept in {out / 'samples.csv'}; the same command resumes",
               file=sys.stderr)

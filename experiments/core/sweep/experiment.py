@@ -45,6 +45,7 @@ __all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult"
            "SAMPLERS"]
 
 RESULT_COLUMNS = ("passed", "outcome", "measured", "detail")
+LOG = ":log"  # --minimize METRIC:log: the search models the metric's logarithm (a positive one)
 
 
 def _text(value: Any) -> str:
@@ -173,7 +174,8 @@ class TuneResult(sweep_run.SweepResult):
 def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = None, constraints: Sequence[str] = (),
          search: str | None = None, sampler: str = "gp", samples: int = 32, seed: int = 0, fixed: dict | None = None,
          short: bool = False, sources: tuple[str, ...] | list[str] = (), plots: bool = True,
-         vary_from: str | Path | None = None, engine: TuneEngine | None = None) -> TuneResult:
+         vary_from: str | Path | None = None, ratios_to: str | None = None,
+         engine: TuneEngine | None = None) -> TuneResult:
     """Sweep, search or map experiment ``name`` into ``out``.
 
     Without ``vary``, the experiment's declared tune (``default_tune``) is run: its ``vary``, ``search``
@@ -185,8 +187,9 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
       out: the output folder (``samples.csv``, ``timings.csv``, ``best.json``, plots).
       vary: ``NAME=LO:HI[:log]`` (a range) or ``NAME=V1,V2,...`` (a grid's axis) per parameter (or
         ``(name, text)`` pairs).
-      minimize, constraints: the metric to minimize (dotted for nested metrics), and
-        ``METRIC<=VALUE`` or ``METRIC>=VALUE`` each (``VALUE`` ``defaults``: the defaults run's own).
+      minimize, constraints: the metric to minimize (dotted for nested metrics; ``METRIC:log``: the
+        search models its logarithm), and ``METRIC<=VALUE`` or ``METRIC>=VALUE`` each (``VALUE``
+        ``defaults``: the defaults run's own).
       search, sampler: ``lhs`` (the default), ``grid`` or ``optuna``; its sampler ``gp`` or ``tpe``.
       samples: runs after the defaults (the grid's budget, the search's trials).
       seed: seed of the plan or the sampler, and the experiment's seed.
@@ -195,6 +198,9 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
       sources: the users' files or modules to load experiments from, as ``crossdyn run --from``.
       vary_from: an ``identified.json``: every run's model gets the identified parameters drawn
         within their intervals; the experiment must take an ``mjcf`` parameter.
+      ratios_to: a varied parameter the others matter only through their ratios to (an LQR's R: the
+        gain is unchanged when Q and R scale together); an Optuna search draws those ratios. Every
+        varied parameter must then be a ``:log`` range.
       engine: where and how the runs execute (:class:`TuneEngine`: workers, a Dask scheduler, each
         run's time limit, batches, progress); one local worker by default.
 
@@ -209,7 +215,7 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
     if fresh := unloaded(sources):  # a file that exits or hangs while imported ends a worker, not this process
         pool_with_sources_imported(fresh, timeout=engine.timeout).terminate()
     plan_ = _prepare(name, list(vary), minimize, list(constraints), search, sampler, samples, seed, fixed or {},
-                     short, tuple(sources), vary_from)
+                     short, tuple(sources), vary_from, ratios_to)
     # Every run, the defaults' too, in worker processes where a crash, an exit or a hang is seen (a row);
     # an experiment defined in the running script cannot be loaded there, and runs as the script's own.
     isolation = engines.Isolation(failed_row, engine.timeout, _load_experiments, (plan_.sources,)) \
@@ -237,7 +243,8 @@ def _tune(out: Path, plan_: _Plan, start: float, isolation, engine: TuneEngine, 
             front = next(((m, v) for (m, op, rel), (_, _, v) in zip(plan_.limits, bounds, strict=True)
                           if rel is None and op == "<=" and 0 < v < math.inf), None)
             rows, computed = optuna_search(plan_.job, plan_.space, csv_path, columns, plan_.minimize, bounds,
-                                           plan_.samples, plan_.seed, plan_.sampler, runs, engine.progress, front)
+                                           plan_.samples, plan_.seed, plan_.sampler, runs, engine.progress, front,
+                                           plan_.ratios_to, plan_.log_objective)
         else:
             jobs = [first] + [plan_.job(i + 1, kind, values) for i, (kind, values) in enumerate(plan_.blind)]
             # An experiment with a batched form runs its sweep a batch at a time (not with --timeout: a
@@ -249,8 +256,7 @@ def _tune(out: Path, plan_: _Plan, start: float, isolation, engine: TuneEngine, 
     computed += ran_defaults  # the table already held the defaults' row when the plan ran
     result = TuneResult(rows, computed, len(rows) - computed, time.perf_counter() - start, csv_path,
                         experiment=name, search=plan_.search, minimize=plan_.minimize, constraints=bounds,
-                        space=plan_.space,
-                        model_columns=plan_.model_columns, notes=plan_.notes,
+                        space=plan_.space, model_columns=plan_.model_columns, notes=plan_.notes,
                         tolerances=dict(plan_.experiment.tolerances))
     result.best = best_row(rows, plan_.minimize, bounds) if plan_.minimize else None
     _write_best(out, result, plan_)
@@ -286,6 +292,8 @@ class _Plan:
     short: bool
     uncertain: tuple = ()
     notes: tuple[str, ...] = ()
+    ratios_to: str | None = None
+    log_objective: bool = False
 
     @property
     def model_columns(self) -> list[str]:
@@ -304,7 +312,8 @@ class _Plan:
 
 
 def _prepare(name: str, vary: list, minimize: str | None, constraints: list, search: str | None, sampler: str,
-             samples: int, seed: int, fixed: dict, short: bool, sources: tuple[str, ...], vary_from=None) -> _Plan:
+             samples: int, seed: int, fixed: dict, short: bool, sources: tuple[str, ...], vary_from=None,
+             ratios_to: str | None = None) -> _Plan:
     """Check a tune's arguments before anything runs (see :func:`tune`'s Raises)."""
     seed = validate_seed(seed)
     registry = experiments(sources)
@@ -316,8 +325,12 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints: list, sea
         vary = [item for item in declared["vary"] if item.partition("=")[0].strip() not in fixed]
         search = search or declared.get("search")
         fixed = {**declared.get("fixed", {}), **fixed}
+        if declared.get("ratios_to") in {item.partition("=")[0].strip() for item in vary}:  # unless fixed
+            ratios_to = ratios_to or declared["ratios_to"]
     search = search or "lhs"
     minimize = minimize if minimize is not None else declared.get("minimize")
+    log_objective = minimize is not None and minimize.endswith(LOG)
+    minimize = minimize.removesuffix(LOG) if minimize is not None else None
     constraints = constraints or list(declared.get("constraints", ()))
     space = parse_vary(vary, exp.params, name)
     both = sorted({v.name for v in space} & set(fixed))
@@ -346,9 +359,23 @@ def _prepare(name: str, vary: list, minimize: str | None, constraints: list, sea
         if not 1 <= samples <= 100_000:
             raise ParameterError(f"--samples must be from 1 to 100,000, got {samples:,}")
         refuse_lists(space, search)
+    _check_ratios(ratios_to, space)
     blind = [] if search == "optuna" else plan(space, search, samples, seed)
     return _Plan(exp, space, {k: given[k] for k in fixed}, search, sampler, samples, minimize, limits, blind, sources,
-                 seed, short, tuple(uncertain), tuple(notes))
+                 seed, short, tuple(uncertain), tuple(notes), ratios_to, log_objective)
+
+
+def _check_ratios(ratios_to: str | None, space: list[Vary]) -> None:
+    """Ratios to a parameter the tune varies, every varied one a log range (a ParameterError otherwise)."""
+    if ratios_to is None:
+        return
+    if ratios_to not in {v.name for v in space}:
+        raise ParameterError(f"--ratios-to {ratios_to}: not a parameter this tune varies "
+                             f"({', '.join(v.name for v in space) or 'none'})")
+    linear = [v.name for v in space if not v.log]
+    if linear:
+        raise ParameterError(f"--ratios-to {ratios_to}: every varied parameter must be a range LO:HI:log (ratios "
+                             f"of positive values), but {linear[0]} is not")
 
 
 def _uncertain(vary_from, exp, params: dict) -> tuple[list, list[str]]:
@@ -407,6 +434,9 @@ def _check_defaults(row: dict, plan_: _Plan) -> None:
         if metric is not None and metric not in row:
             listed = ", ".join(metrics[:20]) + (", ..." if len(metrics) > 20 else "")
             raise ParameterError(f"experiment {name!r} has no numeric metric {metric!r} (its metrics: {listed})")
+    if plan_.log_objective and plan_.minimize is not None and not cell(row, plan_.minimize) > 0:
+        raise ParameterError(f"--minimize {plan_.minimize}{LOG}: its logarithm needs a positive metric, but the "
+                             f"defaults run of {name!r} has {plan_.minimize} {row[plan_.minimize] or 'none'}")
     for metric, op, limit in plan_.limits:
         if limit is None and row["outcome"] == "pass" and not math.isfinite(cell(row, metric)):
             raise ParameterError(f"--constraint {metric}{op}{DEFAULTS}: the defaults run of {name!r} has no finite "

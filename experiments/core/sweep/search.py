@@ -3,7 +3,9 @@
 Trials are asked a batch of workers at a time and told in trial order, so a search is
 deterministic for a seed, a sampler and a worker count, and a rerun replays the rows it
 finds.  A run that errors or never reaches a finite metric is told a value worse than any
-seen (``max + |max| + 1``).  With a constraint bounded by the defaults' own value
+seen (``max + |max| + 1``).  Parameters that matter only through their ratios to one of them (LQR
+weights: scaling Q and R together leaves the gain unchanged) can be drawn as those ratios
+(:func:`suggest_ratios`).  With a constraint bounded by the defaults' own value
 (``--constraint METRIC<=defaults``) the ``gp`` sampler traces the front below it: each trial
 minimizes the objective with ``METRIC`` within one of :data:`FRONT_LEVELS` of the defaults' in
 turn (:class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler`).
@@ -21,7 +23,7 @@ from crossdyn.experiments.core.sweep import table
 from crossdyn.experiments.core.sweep.run import Meter, Progress
 from crossdyn.experiments.core.sweep.space import Vary
 
-__all__ = ["search", "sampler", "SAMPLERS", "FRONT_LEVELS"]
+__all__ = ["search", "sampler", "suggest_ratios", "SAMPLERS", "FRONT_LEVELS"]
 
 SAMPLERS = {"gp": "Gaussian-process", "tpe": "TPE"}  # --sampler: name -> what it is (the first is the default)
 # The levels of a front below the defaults' value, as fractions of it: from the choice rule's end (1)
@@ -50,7 +52,8 @@ def sampler(name: str, seed: int, **gp):
 
 def search(make_job: Callable, space: list[Vary], csv_path: Path, columns: Sequence[str], minimize: str | None,
            limits: list, trials: int, seed: int, sampler_name: str, engine, progress: Progress,
-           front: tuple[str, float] | None = None) -> tuple[list, int]:
+           front: tuple[str, float] | None = None, ratios_to: str | None = None,
+           log_objective: bool = False) -> tuple[list, int]:
     """``--search optuna`` on an open ``engine``: ``(rows in trial order, runs made now)``.
 
     Args:
@@ -60,6 +63,8 @@ def search(make_job: Callable, space: list[Vary], csv_path: Path, columns: Seque
       trials, seed, sampler_name: trials after the defaults; the sampler's seed and name.
       front: ``(metric, the defaults' value)`` of a ``METRIC<=defaults`` bound: the ``gp`` sampler traces
         the front below it (:data:`FRONT_LEVELS`).
+      ratios_to: a varied parameter the others are drawn as ratios to (:func:`suggest_ratios`), or None.
+      log_objective: the ``gp`` sampler models the minimized metric's logarithm (a positive metric).
 
     Raises:
       ParameterError: no ``--minimize`` metric; a table made with other arguments.
@@ -71,14 +76,16 @@ def search(make_job: Callable, space: list[Vary], csv_path: Path, columns: Seque
     two = front is not None and sampler_name == "gp"
     gp = dict(levels=tuple(f * front[1] for f in FRONT_LEVELS), failed=(math.inf, UNMEASURED)) if two and front \
         else dict(levels=(math.inf,))
-    the_study = _study(2 if two else 1, sampler(sampler_name, seed, log_objective=False, **gp)
+    the_study = _study(2 if two else 1, sampler(sampler_name, seed, log_objective=log_objective, **gp)
                        if sampler_name == "gp" else sampler(sampler_name, seed))
     defaults = dict(make_job(0, "default", {}).values)
     # The defaults are trial 0 when they lie in the ranges (the sampler learns from them); otherwise
     # sample 0 stays outside the study and trial n is sample n + 1.
     offset = 0 if all(v.low <= defaults[v.name] <= v.high for v in space) else 1
+    bounds = {v.name: (v.low, v.high) for v in space}
     if offset == 0:
-        the_study.enqueue_trial({v.name: defaults[v.name] for v in space})
+        the_study.enqueue_trial({f"ratio_{v.name}": defaults[v.name] / defaults[ratios_to] for v in space
+                                 if v.name != ratios_to} if ratios_to else {v.name: defaults[v.name] for v in space})
     elif 0 not in found:
         raise ParameterError(f"{csv_path}: the defaults run is missing")  # tune() runs it first
     worst = [table.cell(found[0], minimize)] if 0 in found else []  # finite objectives told, for the penalty
@@ -100,7 +107,11 @@ def search(make_job: Callable, space: list[Vary], csv_path: Path, columns: Seque
         return (value, bounded if math.isfinite(bounded) else UNMEASURED), constraints
 
     def job(index: int, trial):
-        return make_job(index, "default" if index == 0 else "optuna", {} if index == 0 else _suggest(trial, space))
+        if ratios_to is not None:  # trial 0 draws the defaults' ratios too (enqueued): the sampler learns them
+            drawn = suggest_ratios(trial, bounds, ratios_to)
+        else:
+            drawn = {} if index == 0 else _suggest(trial, space)
+        return make_job(index, "default" if index == 0 else "optuna", {} if index == 0 else drawn)
 
     return _run_trials(the_study, job, score, csv_path, columns, trials, engine, progress, found=found,
                        done={} if offset == 0 else {0: found[0]}, first=offset)
@@ -182,6 +193,25 @@ def _suggest(trial, space: list[Vary]) -> dict:
         else:
             out[v.name] = trial.suggest_float(v.name, v.low, v.high, log=v.log)
     return out
+
+
+def suggest_ratios(trial, bounds: dict[str, tuple[float, float]], denominator: str) -> dict[str, float]:
+    """Values (by name, in ``bounds``' order) from the ratios to ``denominator`` an Optuna ``trial`` draws.
+
+    Each ratio is drawn log-uniformly over what ``bounds`` (every parameter's ``(low, high)``, > 0,
+    the ``denominator``'s among them) allow, as the parameter ``ratio_NAME``; the ``denominator`` is the
+    geometric middle of the interval where every ``NAME = ratio * denominator`` lies in its range (or,
+    without one, each is clipped into its range).
+    """
+    low_d, high_d = bounds[denominator]
+    others = [name for name in bounds if name != denominator]
+    ratios = {name: trial.suggest_float(f"ratio_{name}", bounds[name][0] / high_d, bounds[name][1] / low_d, log=True)
+              for name in others}
+    low = max([low_d] + [bounds[name][0] / ratios[name] for name in others])
+    high = min([high_d] + [bounds[name][1] / ratios[name] for name in others])
+    d = min(max(math.sqrt(low * high), low_d), high_d)
+    values = {name: min(max(ratios[name] * d, bounds[name][0]), bounds[name][1]) for name in others}
+    return {name: (d if name == denominator else values[name]) for name in bounds}
 
 
 def _check_same(path: Path, row: dict, job) -> None:
