@@ -6,9 +6,11 @@ finds.  A run that errors or never reaches a finite metric is told a value worse
 seen (``max + |max| + 1``).  Parameters that matter only through their ratios to one of them (LQR
 weights: scaling Q and R together leaves the gain unchanged) can be drawn as those ratios
 (:func:`suggest_ratios`).  With a constraint bounded by the defaults' own value
-(``--constraint METRIC<=defaults``) the ``gp`` sampler traces the front below it: each trial
-minimizes the objective with ``METRIC`` within one of :data:`FRONT_LEVELS` of the defaults' in
-turn (:class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler`).
+(``--constraint METRIC<=defaults``) the search has two objectives, the minimized metric and
+``METRIC``, and traces the front below the bound: the ``gp`` sampler minimizes the objective with
+``METRIC`` within one of :data:`FRONT_LEVELS` of the defaults' in turn
+(:class:`~crossdyn.experiments.core.epsilon_sampler.EpsilonConstraintSampler`), ``tpe`` is Optuna's
+multi-objective TPE.
 """
 
 from __future__ import annotations
@@ -61,8 +63,8 @@ def search(make_job: Callable, space: list[Vary], csv_path: Path, columns: Seque
       space, csv_path, columns: what varies; the table and its key columns.
       minimize, limits: the metric minimized and the bounds ``(metric, op, value)`` each run must meet.
       trials, seed, sampler_name: trials after the defaults; the sampler's seed and name.
-      front: ``(metric, the defaults' value)`` of a ``METRIC<=defaults`` bound: the ``gp`` sampler traces
-        the front below it (:data:`FRONT_LEVELS`).
+      front: ``(metric, the defaults' value)`` of a ``METRIC<=defaults`` bound: the search's second
+        objective, the ``gp`` sampler's levels below it (:data:`FRONT_LEVELS`).
       ratios_to: a varied parameter the others are drawn as ratios to (:func:`suggest_ratios`), or None.
       log_objective: the ``gp`` sampler models the minimized metric's logarithm (a positive metric).
 
@@ -73,10 +75,10 @@ def search(make_job: Callable, space: list[Vary], csv_path: Path, columns: Seque
     if minimize is None:
         raise ParameterError("--search optuna needs --minimize METRIC")
     found = _read_trials(csv_path, columns)
-    two = front is not None and sampler_name == "gp"
-    gp = dict(levels=tuple(f * front[1] for f in FRONT_LEVELS), failed=(math.inf, UNMEASURED)) if two and front \
+    gp = dict(levels=tuple(f * front[1] for f in FRONT_LEVELS), failed=(math.inf, UNMEASURED)) if front \
         else dict(levels=(math.inf,))
-    the_study = _study(2 if two else 1, sampler(sampler_name, seed, log_objective=log_objective, **gp)
+    # With a front, two objectives: the minimized metric and the bounded one.
+    the_study = _study(1 if front is None else 2, sampler(sampler_name, seed, log_objective=log_objective, **gp)
                        if sampler_name == "gp" else sampler(sampler_name, seed))
     defaults = dict(make_job(0, "default", {}).values)
     # The defaults are trial 0 when they lie in the ranges (the sampler learns from them); otherwise
@@ -101,7 +103,7 @@ def search(make_job: Callable, space: list[Vary], csv_path: Path, columns: Seque
         for metric, op, limit in limits:
             v = table.cell(row, metric)
             constraints[metric] = (v - limit if op == "<=" else limit - v) if math.isfinite(v) else 1e300
-        if not two or front is None:
+        if front is None:
             return value, constraints
         bounded = table.cell(row, front[0])
         return (value, bounded if math.isfinite(bounded) else UNMEASURED), constraints
