@@ -230,7 +230,8 @@ def test_a_torque_offset_and_a_reversed_motor_are_fitted_and_replayed_without_cr
     log = write_log(tmp_path / "offset.csv", *record(robot, firmware, DURATION, noise={"qpos:*": NOISE},
                                                       signals=["qpos:shoulder", "qpos:elbow"]))
     code, out, err = _cli(["identify", "--mjcf", str(ARM), "--log", str(log), "--fit", "actuator:shoulder_motor:bias",
-                           "--fit", "actuator:elbow_motor:gear", "--noise", "qpos:*=5e-4", "--out", str(tmp_path / "o")])
+                           "--fit", "actuator:elbow_motor:gear", "--noise", "qpos:*=5e-4",
+                           "--out", str(tmp_path / "o")])
     assert code == 0, out + err
     fitted = {p["name"]: p for p in json.loads((tmp_path / "o" / "identified.json").read_text())["parameters"]}
     for name, truth in (("actuator:shoulder_motor:bias", 0.05), ("actuator:elbow_motor:gear", -1.0)):
