@@ -143,10 +143,10 @@ def add_parser(sub) -> None:
 
 
 def _tolerance(p: argparse.ArgumentParser) -> None:
-    from crossdyn.experiments.core.identify.check_model import TOLERANCE
-
+    # (the default is check_model.TOLERANCE, named in words: importing it here would load SciPy's statistics
+    # for every command line crossdyn parses)
     p.add_argument("--tolerance", action="append", default=[], metavar="X | SIGNAL=VALUE",
-                   help=f"largest RMS error in units of each reading's noise (default {TOLERANCE}), and/or an "
+                   help="largest RMS error in units of each reading's noise (default: twice it), and/or an "
                         "allowance in a signal's units for what no model holds ('qpos:*=0.002'); repeat")
 
 

@@ -34,6 +34,7 @@ import numpy as np
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.identify.fit import START, WINDOW, Problem
 from crossdyn.experiments.core.identify.logs import Log, load_log, refuse_repeats
+from crossdyn.experiments.core.identify.noise import Noise
 from crossdyn.experiments.core.identify.power import RELEVANT, Sensitivity, own_quantities, sensitivities
 from crossdyn.experiments.core.identify.power import explain as explained
 from crossdyn.experiments.core.identify.spec import Quantity, parse_fit
@@ -381,15 +382,22 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
     # A reading with an allowance: its errors count against sqrt(noise^2 + allowance^2), its limit widened
     # so that the RMS error may reach sqrt((multiple * noise)^2 + allowance^2).
     limits: dict[str, float] = {}
-    for sigs in problem.signals:
+    for li, sigs in enumerate(problem.signals):
         for sig in sigs:
             allowance = next((v for p, v in allowances if fnmatch.fnmatchcase(sig.key, p)), 0.0)
             if allowance:
                 noise = np.array(sig.sigma, float)
                 sig.sigma = np.sqrt(noise**2 + allowance**2)
                 limits[sig.key] = float(np.min(np.sqrt((multiple * noise) ** 2 + allowance**2) / sig.sigma))
+                stated = problem.noise[li][sig.key]
+                problem.noise[li][sig.key] = Noise(sig.sigma, stated.source, f"{stated.detail}; with the "
+                                                   f"--tolerance allowance of {allowance:g} in quadrature")
             else:
                 limits.setdefault(sig.key, multiple)
+    if allowances:  # the starts' own misfits are in units of the same noise, the allowance included
+        for win in problem.windows:
+            win.prior = problem.start_noise(win.log, win)
+        x = problem.refine_starts(x)
     requested = parse_detect(detect, [problem.targets[k] for k in tested])
     r, rms = problem.rms(x)
     sens = sensitivities(problem, x, tested, limits, r)

@@ -243,7 +243,7 @@ def record(model: mujoco.MjModel, controller: Callable | None = None, duration: 
         offsets = np.array([0, model.nq, model.nq + model.nv])
         read[i] = values[offsets[kinds] + index] + noisy
         mujoco.mj_step(model, data)
-        if not np.all(np.isfinite(data.qpos)):
+        if data.time <= time[i] or not np.all(np.isfinite(data.qpos)):  # MuJoCo resets a simulation that blows up
             raise ParameterError(f"the simulation diverged at t = {data.time:.3f} s (not finite): a controller or "
                                  "commands that the model cannot follow")
     grid = steps > 0
