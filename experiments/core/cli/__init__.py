@@ -1,4 +1,4 @@
-"""The ``crossdyn`` command line: ``list``, ``run``, ``check``, ``tune``, ``identify`` and the systems' own.
+"""The ``crossdyn`` command line: ``list``, ``run``, ``check``, ``tune``, ``identify``, ``margins``, the systems' own.
 
 Exit status: 0 when everything is as expected, 1 when a check or an experiment's expected
 outcome fails, 2 for bad input, always with a one-line message and no traceback.  Each
@@ -29,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from crossdyn.experiments.core.cli import check, identify, run, tune
+    from crossdyn.experiments.core.cli import check, identify, margins, run, tune
 
     parser = _Parser(
         prog="crossdyn",
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(sub)
     tune.add_parser(sub)
     identify.add_parser(sub)
+    margins.add_parser(sub)
     return parser
 
 
