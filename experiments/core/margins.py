@@ -474,7 +474,9 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
         steps = sum(piece[3] for piece in pieces)
         name = model.actuator(i).name or f"actuator {i}"
         designed = designs[i][0](w) if i in designs else None
-        holds = _holds_below(clamp, i, pieces[0][4]) if clamped else None
+        # the operating command: the design's, else the controller's mean over the measurement
+        operating = float(design.linearization.ctrl[i]) if design is not None else pieces[0][4]
+        holds = _holds_below(clamp, i, operating) if clamped else None
         loops.append(LoopResponse(name, w, L, designed, margins_of(w, L), designs[i][1] if i in designs else None,
                                   clamped, steps, holds))
     notes = ["loops broken at the plant input one actuator at a time, the others closed"] if len(indices) > 1 \
