@@ -166,6 +166,7 @@ def _closed_loop(trace: Trace, design: Regulator) -> tuple[np.ndarray, np.ndarra
     if design.dt is None:
         closed = lin.A - lin.B @ K
     else:
+        assert design.plant is not None  # a design at a rate keeps its discrete model
         Ad, Bd = design.plant
         closed = Ad - Bd @ K
         if design.delay:  # the design's state carries the commands still on their way: du of the last periods
@@ -175,7 +176,7 @@ def _closed_loop(trace: Trace, design: Regulator) -> tuple[np.ndarray, np.ndarra
     return np.linalg.eigvals(closed), closed, x
 
 
-def _coordinates(closed: np.ndarray, values: np.ndarray, x: np.ndarray) -> np.ndarray:
+def _coordinates(closed: np.ndarray, values: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's coordinate along each mode of ``values``, ``(N, len(values))``, and each mode's condition number.
 
     ``z_k = w_k^H x / (w_k^H v_k)`` with ``v_k`` the unit right and ``w_k`` the left eigenvector:

@@ -118,8 +118,9 @@ class LoopResponse:
                   f"{_num(d.gain_margin_db, '.3g')} dB, {_num(d.delay_margin_s, '.3g')} s)")]
         if self.clamped_steps:
             out.append(f"MuJoCo clamped the actuators to their ctrlrange {self.clamped_steps} times in "
-                       f"{self.steps} steps: the margins hold only below {self.holds_below:.4g} at {self.actuator!r} (what "
-                       "its ctrlrange leaves about the operating command); beyond it the loop gain falls "
+                       f"{self.steps} steps: the margins hold only below {self.holds_below:.4g} at "
+                       f"{self.actuator!r} (what its ctrlrange leaves about the operating command); beyond it the "
+                       "loop gain falls "
                        "and the measured one is a describing function's, not the design's")
         return out
 
@@ -258,7 +259,7 @@ def margins_of(frequencies: np.ndarray, L: np.ndarray) -> Margins:
             gm = -20.0 * (lm[i] + f * (lm[i + 1] - lm[i])) / math.log(10.0)
             if best_gm is None or abs(gm) < abs(best_gm):
                 best_gm, best_wp = gm, math.exp(lw[i] + f * (lw[i + 1] - lw[i]))
-    delay = math.radians(best_pm) / best_wc if best_pm is not None and best_pm > 0 else None
+    delay = math.radians(best_pm) / best_wc if best_pm is not None and best_wc and best_pm > 0 else None
     return Margins(best_gm, best_pm, best_wc, delay, best_wp)
 
 
@@ -280,6 +281,7 @@ def designed_loop(reg: Regulator, actuator: int) -> tuple[Callable[[np.ndarray],
     if reg.dt is None:
         A, B = reg.linearization.A, reg.linearization.B
     else:
+        assert reg.plant is not None  # a design at a rate keeps its discrete model
         A, B = reg.plant
     others = [k for k in range(B.shape[1]) if k != actuator]
     closed = A - B[:, others] @ K[others]
@@ -431,7 +433,7 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
         raise ParameterError("measure_loop: no actuator to break the loop at (the model has none)")
     designs = {i: designed_loop(design, i) for i in indices} if design is not None else {}
     clamp = ctrl_clamp(model)
-    runs = [(i, None) for i in indices] if method == "multisine" else []
+    runs: list[tuple[int, int | None]] = [(i, None) for i in indices] if method == "multisine" else []
     grids = {}
     for i in indices:
         band = frequencies if frequencies is not None else _band(designs.get(i), dt)
