@@ -15,11 +15,11 @@ from crossdyn.experiments.core.baseline import Tolerance
 from crossdyn.experiments.core.batch import simulate_batch
 from crossdyn.experiments.core.design_check import compare_to_design
 from crossdyn.experiments.core.loop import Trace, simulate
-from crossdyn.experiments.core.margins import LoopSetup, measure_loop
+from crossdyn.experiments.core.margins import LoopSetup, write_margins
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict
 from crossdyn.experiments.core.regulator import Regulator, Switch, measured_decay, regulator
-from crossdyn.experiments.core.results import Context, write_text
+from crossdyn.experiments.core.results import Context
 
 __all__ = ["CONTROL_DT", "DECAY_TOL", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
            "model_param", "lqr_params", "lqr_experiment", "lqr_batch", "loop_setup", "margins", "EXPECTED",
@@ -185,18 +185,7 @@ def loop_setup(reg: Regulator, mjcf: mujoco.MjModel, short: bool) -> LoopSetup:
 def margins(ctx: Context, reg: Regulator, mjcf: mujoco.MjModel, title: str) -> None:
     """The loop's margins measured in MuJoCo beside the design's: ``bode.png`` and the table ``loop_margins.md``
     in the experiment's folder (files, not metrics: a sweep measures no loop)."""
-    setup = loop_setup(reg, mjcf, ctx.short)
-    measured = measure_loop(setup.model, setup.controller, control_dt=setup.control_dt, keyframe=setup.keyframe,
-                            frequencies=setup.frequencies)
-    ctx.savefig(measured.plot(f"{title}: loop broken at the cart force"), "bode.png")
-    loop = measured.weakest
-    rows = ["| margin | measured in MuJoCo | designed |", "|---|---|---|"]
-    for key, label in (("phase_margin_deg", "phase margin, deg"), ("crossover_rad_s", "crossover, rad/s"),
-                       ("gain_margin_db", "gain margin, dB"), ("delay_margin_s", "delay margin, s")):
-        found, designed = getattr(loop.margins, key), getattr(loop.design_margins, key)
-        rows.append(f"| {label} | {'none' if found is None else f'{found:.4g}'} | "
-                    f"{'none' if designed is None else f'{designed:.4g}'} |")
-    write_text(ctx.out_dir / "loop_margins.md", "\n".join(rows) + "\n")
+    write_margins(ctx, loop_setup(reg, mjcf, ctx.short), f"{title}: loop broken at the cart force")
 
 
 def lqr_batch(contexts: list[Context], weights: dict) -> list:

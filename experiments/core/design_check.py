@@ -38,6 +38,8 @@ STEP_FALL = 1e-3
 # A mode whose eigenvalue condition number 1 / |w^H v| exceeds this is nearly defective (a delay's chain of
 # nearly equal poles): its coordinate amplifies the state by as much and says nothing of the mode.
 CONDITION = 1e6
+# What a mode too close to another to measure is said to be.
+CROWDED = "too close to another mode"
 # Below this many rows a slope is not measured: a line through fewer says little about an exponential.
 MIN_ROWS = 5
 # The fit stops where |z| has fallen to this fraction of its peak (three decades): a fast mode falls that far
@@ -111,7 +113,14 @@ class DesignComparison:
         return f"the loop is not the design ({which}; more than {DISAGREE:g}x off): likely {causes}"
 
     def __str__(self) -> str:
-        lines = [m.line() for m in self.modes]
+        crowded = [m for m in self.modes if m.note.startswith(CROWDED)]
+        lines = [m.line() for m in self.modes if m not in crowded]
+        if len(crowded) > 1:  # a delay's chain: one line for the lot
+            reals = [m.designed.real for m in crowded]
+            lines.append(f"{len(crowded)} poles from {max(reals):.4g} to {min(reals):.4g} 1/s (with their pairs): "
+                         "too close to one another to tell apart (a delay's chain of nearly equal poles)")
+        else:
+            lines += [m.line() for m in crowded]
         if self.sentence:
             lines.append(self.sentence)
         return "\n".join(lines)
@@ -148,7 +157,7 @@ def compare_to_design(trace: Trace, design: Regulator, *, start: float = 0.0) ->
     largest = float(np.linalg.norm(x[rows], axis=1).max()) if rows.any() else 0.0
     modes = [_mode(complex(rate), trace.t[rows], amplitude[:, j], float(peaks[j]), largest)
              if conditions[j] < CONDITION else
-             ModeCheck(complex(rate), None, float(peaks[j]), 0, f"too close to another mode to tell apart "
+             ModeCheck(complex(rate), None, float(peaks[j]), 0, f"{CROWDED} to tell apart "
                                                                   f"(eigenvalue condition {conditions[j]:.2g})")
              for j, rate in enumerate(rates)]
     modes.sort(key=lambda m: -m.designed.real)

@@ -17,9 +17,12 @@ lowest, and each is measured over whole periods after the loop settled.  The mar
 come from the measured points: the gain crossover where ``|L|`` passes 1 (interpolated
 in ``log w``), the phase margin there, the gain margin where the phase passes -180
 deg, and the delay margin ``PM / w_c``.  The designed loop, for a
-:class:`~crossdyn.experiments.core.regulator.Regulator`, is ``K_i (sI - A + B_o K_o)^-1
-B_i`` (the others' loops closed; the discrete ``z`` form for a design at a rate), its
-margins python-control's ``margin``.
+:class:`~crossdyn.experiments.core.regulator.Regulator` or any :class:`LoopDesign`
+``(A, B, K)``, is ``K_i (sI - A + B_o K_o)^-1 B_i`` (the others' loops closed; the
+discrete ``z`` form for a design at a rate), its margins python-control's ``margin``.
+The design's model need not be the robot's: a controller designed on a simpler model
+(the biped's wheeled pendulum) is measured on the whole robot, and the two answers are
+reported side by side, with the model the designed one comes from.
 
 A loop with several inputs is broken at one actuator at a time, the others closed.
 When the actuators clamped to their ``ctrlrange`` during the measurement, the result
@@ -41,9 +44,10 @@ from crossdyn.experiments.core.imperfections import Imperfection
 from crossdyn.experiments.core.loop import ctrl_clamp, simulate
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.regulator import Regulator
+from crossdyn.experiments.core.results import Context, write_text
 
-__all__ = ["measure_loop", "LoopMeasurement", "LoopResponse", "Margins", "margins_of", "designed_loop",
-           "register_loop", "registered_loops", "LoopSetup", "KEYS"]
+__all__ = ["measure_loop", "measure_setup", "write_margins", "LoopMeasurement", "LoopResponse", "LoopDesign",
+           "Margins", "margins_of", "designed_loop", "register_loop", "registered_loops", "LoopSetup", "KEYS"]
 
 # The JSON keys of the margins, each with "measured" and "designed".
 KEYS = ("gain_margin_db", "phase_margin_deg", "crossover_rad_s", "delay_margin_s")
@@ -55,6 +59,9 @@ BAND = 30.0
 # The highest frequency measured, as a fraction of the Nyquist rate pi / dt: above it a period holds fewer than
 # ~7 samples, and the hold's own response dominates.
 NYQUIST_FRACTION = 0.3
+# A discrete design's margins come from its response at DENSE frequencies from DENSE_FROM rad/s to the Nyquist
+# rate: 1 % apart over five decades, where the phase between neighbours is a straight line to a few millidegrees.
+DENSE, DENSE_FROM = 4000, 1e-2
 # The injected signal's peak by default, as a fraction of the actuator's ctrlrange half-width: small enough that
 # the loop stays near its operating point (linear) and far from the clamp.
 AMPLITUDE_FRACTION = 0.05
@@ -81,6 +88,65 @@ class Margins:
 
 
 @dataclass(frozen=True)
+class LoopDesign:
+    """A design's loop, to measure a controller against: the model ``x' = A x + B u`` (or ``x+ = A x + B u``
+    at a period ``dt``) closed by ``u = -K x``.
+
+    Attributes:
+      A: ``(n, n)``; B: ``(n, m)``; K: ``(m, n)``, in the model's units.
+      inputs: the actuators ``B``'s columns are, by name (None: the model's actuators, in order).
+      dt: the period of a discrete design, s; None for a continuous one.
+      plant: what the model ``(A, B)`` is, in words (reported beside the designed margins).
+    """
+
+    A: np.ndarray
+    B: np.ndarray
+    K: np.ndarray
+    inputs: tuple[str, ...] | None = None
+    dt: float | None = None
+    plant: str = ""
+
+    def __post_init__(self):
+        n, m = np.shape(self.A)[0], np.shape(self.B)[1]
+        if np.shape(self.A) != (n, n) or np.shape(self.B) != (n, m) or np.shape(self.K) != (m, n):
+            raise ParameterError(f"LoopDesign: A {np.shape(self.A)}, B {np.shape(self.B)}, K {np.shape(self.K)} do "
+                                 "not fit (need (n, n), (n, m), (m, n))")
+        if self.inputs is not None and len(self.inputs) != m:
+            raise ParameterError(f"LoopDesign: {len(self.inputs)} input names for the {m} columns of B")
+
+    @classmethod
+    def of(cls, reg: Regulator) -> LoopDesign:
+        """A regulator's loop: its linearization (continuous), or its zero-order-hold model with any delay."""
+        if reg.dt is None:
+            return cls(reg.linearization.A, reg.linearization.B, reg.design.K,
+                       plant="the regulator's linearization of the model at its operating point")
+        assert reg.plant is not None  # a design at a rate keeps its discrete model
+        plant = f"the zero-order-hold model of the regulator's linearization at {reg.dt:g} s"
+        if not reg.delay:
+            return cls(*reg.plant, reg.design.K, dt=reg.dt, plant=plant)
+        # The delay is the plant's (its chain holds what reached the break, u); the regulator's memory of its own
+        # commands u_c is the controller's: a chain of its own, driven by u_c = -K_x x - K_m m, so that the loop
+        # broken at u is K_x x + K_m m over u, with the memory's dynamics inside the open loop.
+        A, B, K = reg.plant[0], reg.plant[1], reg.design.K
+        n, size = reg.linearization.A.shape[0], A.shape[0]
+        shift, enter = A[n:, n:], B[n:]
+        open_loop = np.zeros((2 * size - n, 2 * size - n))
+        open_loop[:size, :size] = A
+        open_loop[size:, :n], open_loop[size:, size:] = -enter @ K[:, :n], shift - enter @ K[:, n:]
+        return cls(open_loop, np.vstack([B, np.zeros_like(enter)]),
+                   np.hstack([K[:, :n], np.zeros((K.shape[0], size - n)), K[:, n:]]), dt=reg.dt,
+                   plant=f"{plant}, with its {reg.delay}-period delay (the regulator's memory of its commands in "
+                         "the controller)")
+
+    def column(self, model: mujoco.MjModel, actuator: int) -> int | None:
+        """The column of ``B`` that is the model's ``actuator``, or None when the design has no such input."""
+        if self.inputs is None:
+            return actuator if actuator < self.B.shape[1] else None
+        name = model.actuator(actuator).name
+        return self.inputs.index(name) if name in self.inputs else None
+
+
+@dataclass(frozen=True)
 class LoopResponse:
     """One loop, broken at one actuator, measured (and designed).
 
@@ -95,6 +161,7 @@ class LoopResponse:
       steps: control steps of the measurement's runs.
       holds_below: the amplitude at this actuator (its unit) below which the margins hold: the
         distance from its operating command to its ctrlrange, when the measurement clamped; else None.
+      plant: the model the designed loop comes from, in words ("" without a design).
     """
 
     actuator: str
@@ -106,16 +173,18 @@ class LoopResponse:
     clamped_steps: int = 0
     steps: int = 0
     holds_below: float | None = None
+    plant: str = ""
 
     def sentences(self) -> list[str]:
         """The margins measured beside designed, and what limits them, one sentence each."""
         m, d = self.margins, self.design_margins
-        out = [f"loop at {self.actuator!r}: phase margin {_num(m.phase_margin_deg, '.3g')} deg at "
-               f"{_num(m.crossover_rad_s, '.4g')} rad/s, gain margin {_num(m.gain_margin_db, '.3g')} dB, delay "
-               f"margin {_num(m.delay_margin_s, '.3g')} s"
+        out = [f"loop at {self.actuator!r}: phase margin {_num(m.phase_margin_deg, '.3g', 'deg')} at "
+               f"{_num(m.crossover_rad_s, '.4g', 'rad/s')}, gain margin {_num(m.gain_margin_db, '.3g', 'dB')}, "
+               f"delay margin {_num(m.delay_margin_s, '.3g', 's')}"
                + ("" if d is None else
-                  f" (designed: {_num(d.phase_margin_deg, '.3g')} deg at {_num(d.crossover_rad_s, '.4g')} rad/s, "
-                  f"{_num(d.gain_margin_db, '.3g')} dB, {_num(d.delay_margin_s, '.3g')} s)")]
+                  f" (designed: {_num(d.phase_margin_deg, '.3g', 'deg')} at {_num(d.crossover_rad_s, '.4g', 'rad/s')}"
+                  f", {_num(d.gain_margin_db, '.3g', 'dB')}, {_num(d.delay_margin_s, '.3g', 's')}"
+                  + (f", on {self.plant}" if self.plant else "") + ")")]
         if self.clamped_steps:
             out.append(f"MuJoCo clamped the actuators to their ctrlrange {self.clamped_steps} times in "
                        f"{self.steps} steps: the margins hold only below {self.holds_below:.4g} at "
@@ -139,6 +208,7 @@ class LoopResponse:
             out["designed_phase_deg"] = np.degrees(np.angle(self.designed)).tolist()
         out["clamped_steps"], out["steps"] = self.clamped_steps, self.steps
         out["margins_hold_below"] = self.holds_below
+        out["designed_on"] = self.plant or None
         out["sentences"] = self.sentences()
         return out
 
@@ -151,6 +221,8 @@ class LoopMeasurement:
       loops: the loops, in actuator order.
       control_dt: the control period, s.
       method: ``"multisine"`` or ``"sines"``.
+      notes: what the report says before the loops' sentences: how the loops were broken and, when the
+        measured robot is not the design's model, what each is.
     """
 
     loops: list[LoopResponse]
@@ -173,13 +245,25 @@ class LoopMeasurement:
     def __str__(self) -> str:
         return "\n".join(self.sentences())
 
+    def table(self) -> str:
+        """Markdown: the margins measured beside designed, a row each (a column pair per loop), then the notes."""
+        head = "".join(f" measured at {lp.actuator!r} | designed |" for lp in self.loops)
+        rows = ["| margin |" + head, "|---|" + "---|---|" * len(self.loops)]
+        for key, label in (("phase_margin_deg", "phase margin, deg"), ("crossover_rad_s", "crossover, rad/s"),
+                           ("gain_margin_db", "gain margin, dB"), ("delay_margin_s", "delay margin, s")):
+            cells = "".join(f" {_cell(getattr(lp.margins, key))} | "
+                            f"{_cell(None if lp.design_margins is None else getattr(lp.design_margins, key))} |"
+                            for lp in self.loops)
+            rows.append(f"| {label} |{cells}")
+        return "\n".join(rows) + "\n\n" + "\n\n".join(self.sentences()) + "\n"
+
     def to_json(self) -> dict:
         """``KEYS`` of the weakest loop at the top, each ``measured`` and ``designed``; every loop under ``loops``."""
         weakest = self.weakest.to_json()
         out = {key: weakest[key] for key in KEYS}
         out["weakest_loop"] = self.weakest.actuator
         out["broken_at"] = ("the plant input, one actuator at a time with the others' loops closed"
-                            if len(self.loops) > 1 else "the plant input")
+                            if len(self.loops) > 1 else f"the plant input {self.loops[0].actuator!r}")
         out["control_dt_s"], out["method"] = self.control_dt, self.method
         out["notes"] = self.sentences()
         out["loops"] = [loop.to_json() for loop in self.loops]
@@ -206,9 +290,9 @@ class LoopMeasurement:
             mag.axhline(0.0, color="0.6", lw=0.8)
             phase.axhline(-180.0, color="0.6", lw=0.8)
             mag.set(ylabel="|L| (dB)", title=f"loop broken at {loop.actuator!r}: PM "
-                    f"{_num(loop.margins.phase_margin_deg, '.3g')} deg measured"
+                    f"{_num(loop.margins.phase_margin_deg, '.3g', 'deg')} measured"
                     + ("" if loop.design_margins is None else
-                       f", {_num(loop.design_margins.phase_margin_deg, '.3g')} designed"))
+                       f", {_num(loop.design_margins.phase_margin_deg, '.3g', 'deg')} designed"))
             phase.set(xlabel="w (rad/s)", ylabel="phase of L (deg)")
             mag.legend(fontsize=7)
         if title:
@@ -216,8 +300,12 @@ class LoopMeasurement:
         return fig
 
 
-def _num(value: float | None, spec: str) -> str:
-    return "none (no crossing)" if value is None else format(value, spec)
+def _cell(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4g}"
+
+
+def _num(value: float | None, spec: str, unit: str) -> str:
+    return "none (no crossing)" if value is None else f"{format(value, spec)} {unit}"
 
 
 def _finite(value: float | None) -> float | None:
@@ -268,31 +356,36 @@ def _wrap(angle: float) -> float:
     return float(math.pi - (math.pi - angle) % (2 * math.pi))
 
 
-def designed_loop(reg: Regulator, actuator: int) -> tuple[Callable[[np.ndarray], np.ndarray], Margins]:
-    """The design's loop broken at ``actuator`` (the others closed): ``L(w)`` for rad/s, and its margins.
+def designed_loop(design: Regulator | LoopDesign, actuator: int) -> tuple[Callable[[np.ndarray], np.ndarray], Margins]:
+    """The design's loop broken at its input ``actuator`` (the others closed): ``L(w)`` for rad/s, and its margins.
 
     Continuous: ``K_i (sI - A + B_o K_o)^-1 B_i``; a design at a rate: the same in ``z = e^(jw dt)``
     with the discrete ``(Ad, Bd)`` (its delay's states included).  Margins: python-control's
     ``margin``; the delay margin ``PM / w_c``.
+
+    Args:
+      design: a regulator, or a :class:`LoopDesign`.
+      actuator: the input (a column of the design's ``B``; a regulator's are the model's actuators).
     """
     import control  # here: python-control's import costs every command that does not measure a loop
 
-    K = reg.design.K
-    if reg.dt is None:
-        A, B = reg.linearization.A, reg.linearization.B
-    else:
-        assert reg.plant is not None  # a design at a rate keeps its discrete model
-        A, B = reg.plant
+    loop = LoopDesign.of(design) if isinstance(design, Regulator) else design
+    A, B, K, dt = (np.asarray(loop.A, dtype=float), np.asarray(loop.B, dtype=float), np.asarray(loop.K, dtype=float),
+                   loop.dt)
     others = [k for k in range(B.shape[1]) if k != actuator]
     closed = A - B[:, others] @ K[others]
-    system = control.ss(closed, B[:, [actuator]], K[[actuator]], np.zeros((1, 1)),
-                        dt=0 if reg.dt is None else reg.dt)
+    system = control.ss(closed, B[:, [actuator]], K[[actuator]], np.zeros((1, 1)), dt=0 if dt is None else dt)
 
     def L(w: np.ndarray) -> np.ndarray:
-        s = 1j * np.asarray(w, dtype=float) if reg.dt is None else np.exp(1j * np.asarray(w, dtype=float) * reg.dt)
+        s = 1j * np.asarray(w, dtype=float) if dt is None else np.exp(1j * np.asarray(w, dtype=float) * dt)
         eye = np.eye(closed.shape[0])
         return np.array([(K[actuator] @ np.linalg.solve(x * eye - closed, B[:, actuator])) for x in np.atleast_1d(s)])
 
+    if dt is not None:
+        # On a discrete state space python-control's margin roots polynomials whose poles crowd z = 1 at a fast
+        # rate (the cart-pole's at 2 ms: 33 deg for 65); on the exact response, dense up to the Nyquist rate, it
+        # interpolates crossings as on measured data.
+        system = control.frd(system, np.geomspace(DENSE_FROM, math.pi / dt * (1 - 1e-6), DENSE))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # python-control warns when a crossing is missing: an infinite margin
         gm, pm, wpc, wgc = control.margin(system)
@@ -390,13 +483,15 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
                  frequencies: Sequence[float] | None = None, amplitude: float | None = None,
                  control_dt: float | None = None, keyframe: str | int | None = None, qpos=None, qvel=None,
                  imperfections: Sequence[Imperfection] = (), seed: int = 0, periods: int = 2, settle: int = 1,
-                 method: str = "multisine", design: Regulator | None = None,
+                 method: str = "multisine", design: Regulator | LoopDesign | None = None,
+                 stop: Callable | None = None,
                  progress: Callable[[int, int, str], None] | None = None) -> LoopMeasurement:
     """Measure the loop transfer function at a plant input in MuJoCo, and its margins (see the module docstring).
 
     Args:
       model: a compiled model, or a built-in name or MJCF path.
-      controller: as ``simulate`` takes it (returning an array ``(nu,)``), e.g. a regulator.
+      controller: as ``simulate`` takes it (returning an array ``(nu,)``, or writing its command in place),
+        e.g. a regulator; its ``start(model, data)``, if any, is called before each run.
       actuator: where to break the loop: a name or index, or several (each broken in turn, the others
         closed); default every actuator.
       frequencies: rad/s, snapped to whole multiples of the lowest (default: :data:`FREQUENCIES` over
@@ -406,7 +501,9 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
       control_dt, keyframe, qpos, qvel, imperfections, seed: the run, as ``simulate`` takes them.
       periods: periods of the lowest frequency measured (each after ``settle`` periods of settling).
       method: ``"multisine"`` (one run per loop) or ``"sines"`` (one run per frequency).
-      design: the design to compare with (default: the controller when it is a regulator).
+      design: the design to compare with: a regulator or a :class:`LoopDesign` (default: the controller
+        when it is a regulator).  An actuator that is not one of its inputs has no designed loop.
+      stop: as ``simulate`` takes it (e.g. a fall); a run it stops is an error.
       progress: called ``progress(done, total, what)`` after each run.
 
     Returns:
@@ -431,7 +528,14 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
     indices = [_actuator_index(model, a) for a in chosen]
     if not indices:
         raise ParameterError("measure_loop: no actuator to break the loop at (the model has none)")
-    designs = {i: designed_loop(design, i) for i in indices} if design is not None else {}
+    loop_design = LoopDesign.of(design) if isinstance(design, Regulator) else design
+    designs, plant = {}, ""
+    if loop_design is not None:
+        for i in indices:
+            column = loop_design.column(model, i)
+            if column is not None:
+                designs[i] = designed_loop(loop_design, column)
+        plant = loop_design.plant
     clamp = ctrl_clamp(model)
     runs: list[tuple[int, int | None]] = [(i, None) for i in indices] if method == "multisine" else []
     grids = {}
@@ -452,7 +556,7 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
         wrapped = (_InjectedDirect if hasattr(controller, "write_command") else _Injected)(
             controller, model.nu, i, signal)
         trace = simulate(model, wrapped, count * dt, keyframe=keyframe, qpos=qpos, qvel=qvel, control_dt=dt,
-                         imperfections=imperfections, seed=seed)
+                         imperfections=imperfections, seed=seed, stop=stop)
         name = model.actuator(i).name or f"actuator {i}"
         if trace.stopped is not None or trace.t.size < count:
             raise ParameterError(f"measure_loop: the run with the loop broken at {name!r} ended early "
@@ -476,13 +580,18 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
         steps = sum(piece[3] for piece in pieces)
         name = model.actuator(i).name or f"actuator {i}"
         designed = designs[i][0](w) if i in designs else None
-        # the operating command: the design's, else the controller's mean over the measurement
-        operating = float(design.linearization.ctrl[i]) if design is not None else pieces[0][4]
+        # the operating command: a regulator's, else the controller's mean over the measurement
+        operating = float(design.linearization.ctrl[i]) if isinstance(design, Regulator) else pieces[0][4]
         holds = _holds_below(clamp, i, operating) if clamped else None
         loops.append(LoopResponse(name, w, L, designed, margins_of(w, L), designs[i][1] if i in designs else None,
-                                  clamped, steps, holds))
-    notes = ["loops broken at the plant input one actuator at a time, the others closed"] if len(indices) > 1 \
-        else []
+                                  clamped, steps, holds, plant if i in designs else ""))
+    if len(indices) > 1:
+        notes = ["loops broken at the plant input one actuator at a time, the others closed"]
+    elif model.nu > 1:
+        others = "the other actuator's loop" if model.nu == 2 else f"the other {model.nu - 1} actuators' loops"
+        notes = [f"loop broken at the plant input {loops[0].actuator!r}, {others} closed"]
+    else:
+        notes = []
     return LoopMeasurement(loops, dt, method, notes)
 
 
@@ -521,12 +630,18 @@ class LoopSetup:
 
     Attributes:
       model: the compiled model.
-      controller: the controller (a regulator's design is compared with).
+      controller: the controller (a regulator's design is compared with, unless ``design`` is given).
       control_dt: s.
       keyframe: the pose to start from.
       imperfections: the run's imperfections.
       frequencies: rad/s, or None for the default band.
       actuator: where to break the loop (default every actuator in turn).
+      qpos: the state to start from (default the keyframe's).
+      design: the design to compare with, when the controller is not a regulator.
+      stop: the run's stop (e.g. a fall), as ``simulate`` takes it.
+      seed: the seed of the imperfections' draws.
+      note: what the measured and the designed loop each are, when they are not the same model (a
+        sentence the report carries).
     """
 
     model: mujoco.MjModel
@@ -536,6 +651,30 @@ class LoopSetup:
     imperfections: tuple = ()
     frequencies: tuple[float, ...] | None = None
     actuator: str | None = None
+    qpos: np.ndarray | None = None
+    design: LoopDesign | None = None
+    stop: Callable | None = None
+    seed: int = 0
+    note: str = ""
+
+
+def measure_setup(setup: LoopSetup, *, imperfections: Sequence[Imperfection] = (), actuator: str | None = None,
+                  **options) -> LoopMeasurement:
+    """:func:`measure_loop` of an experiment's :class:`LoopSetup`, with its ``note`` among the notes.
+
+    Args:
+      setup: the loop.
+      imperfections: more imperfections, after the setup's (e.g. a ``Delay``).
+      actuator: break the loop here instead of the setup's actuator.
+      **options: :func:`measure_loop`'s ``method``, ``progress``, ``periods``, ``amplitude``.
+    """
+    measured = measure_loop(setup.model, setup.controller, actuator=actuator or setup.actuator,
+                            frequencies=setup.frequencies, control_dt=setup.control_dt, keyframe=setup.keyframe,
+                            qpos=setup.qpos, imperfections=[*setup.imperfections, *imperfections], seed=setup.seed,
+                            design=setup.design, stop=setup.stop, **options)
+    if setup.note:
+        measured.notes.append(setup.note)
+    return measured
 
 
 _LOOPS: dict[str, Callable[[dict, bool], LoopSetup]] = {}
@@ -553,3 +692,12 @@ def register_loop(name: str) -> Callable:
 def registered_loops() -> dict[str, Callable[[dict, bool], LoopSetup]]:
     """The experiments whose loop ``crossdyn margins`` measures, by name."""
     return dict(_LOOPS)
+
+
+def write_margins(ctx: Context, setup: LoopSetup, title: str) -> LoopMeasurement:
+    """An experiment's loop measured (:func:`measure_setup`): ``bode.png`` and the table ``loop_margins.md`` in
+    its folder, measured beside designed with the notes (files, not metrics: the metrics stay the run's)."""
+    measured = measure_setup(setup)
+    ctx.savefig(measured.plot(title), "bode.png")
+    write_text(ctx.out_dir / "loop_margins.md", measured.table())
+    return measured

@@ -56,7 +56,7 @@ def add_parser(sub) -> None:
 def _cmd_margins(args) -> int:
     from crossdyn.experiments.core.errors import ParameterError
     from crossdyn.experiments.core.imperfections import Delay
-    from crossdyn.experiments.core.margins import measure_loop, registered_loops
+    from crossdyn.experiments.core.margins import measure_setup, registered_loops
     from crossdyn.experiments.core.registry import experiments, get
     from crossdyn.experiments.core.results import make_out_dir, write_json, write_text
 
@@ -68,11 +68,9 @@ def _cmd_margins(args) -> int:
                              f"{', '.join(sorted(loops)) or 'none'}")
     params = get(args.experiment).resolve_params(dict(args.set))
     setup = loops[args.experiment](params, args.short)
-    imperfections = [*setup.imperfections, *([Delay(args.delay)] if args.delay else [])]
     progress = _Progress(sys.stderr)
-    measurement = measure_loop(setup.model, setup.controller, actuator=args.actuator or setup.actuator,
-                               frequencies=setup.frequencies, control_dt=setup.control_dt, keyframe=setup.keyframe,
-                               imperfections=imperfections, method=args.method, progress=progress)
+    measurement = measure_setup(setup, imperfections=[Delay(args.delay)] if args.delay else [],
+                                actuator=args.actuator, method=args.method, progress=progress)
     progress.close()
     out = make_out_dir(args.out)
     title = f"{args.experiment}: loop margins" + (f" with a {args.delay}-period delay" if args.delay else "")
