@@ -19,13 +19,14 @@ import numpy as np
 import pytest
 
 from crossdyn.experiments.cart_pole import design as cart_pole_design
+from crossdyn.experiments.core.control_rate import control_period, period_in_effect
 from crossdyn.experiments.core.design_check import compare_to_design
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.imperfections import Delay
 from crossdyn.experiments.core.loop import simulate
-from crossdyn.experiments.core.margins import margins_of, measure_loop
+from crossdyn.experiments.core.margins import designed_loop, margins_of, measure_loop
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.regulator import RATE_LIMIT, regulator
+from crossdyn.experiments.core.regulator import RATE_LIMIT, measured_decay, regulator, zero_order_hold
 
 MODELS = Path(__file__).parent / "models"
 DM_CARTPOLE = MODELS / "dm_control" / "cartpole.xml"
@@ -102,6 +103,61 @@ def test_a_delay_folded_into_the_design_keeps_the_designed_decay(cart_pole):
     assert slowest.measured == pytest.approx(slowest.designed.real, rel=0.05)
     with pytest.raises(ParameterError, match="needs the period"):
         regulator(model, 1.0, 0.1, keyframe="upright", delay=2)
+
+
+def test_dt_defaults_to_the_control_period_in_effect_and_is_continuous_outside_one(cart_pole):
+    model, _ = cart_pole
+    weights = ([1, 10, 1, 1], 0.1)
+    assert period_in_effect() is None and regulator(model, *weights, keyframe="upright").dt is None
+    with control_period(0.01):
+        stated = regulator(model, *weights, keyframe="upright")
+        continuous = regulator(model, *weights, keyframe="upright", dt=0)  # python-control's dt=0: continuous
+        trace = simulate(model, stated, 0.05, keyframe="upright")
+    spelled = regulator(model, *weights, keyframe="upright", dt=0.01)
+    assert stated.dt == 0.01 and continuous.dt is None and period_in_effect() is None
+    np.testing.assert_array_equal(stated.design.K, spelled.design.K)  # the same design, bit for bit
+    np.testing.assert_allclose(np.diff(trace.t), 0.01, rtol=1e-9)  # and the loop runs at it
+    with warnings.catch_warnings():  # the run's control_dt is in effect inside simulate
+        warnings.simplefilter("error", RuntimeWarning)
+        inside = {}
+
+        def designs_at_start(t, obs):
+            return np.zeros(model.nu)
+
+        designs_at_start.start = lambda m, d: inside.setdefault("reg", regulator(model, *weights, keyframe="upright"))
+        simulate(model, designs_at_start, 0.02, keyframe="upright", control_dt=0.004)
+    assert inside["reg"].dt == 0.004
+    with pytest.raises(ParameterError, match="positive control period"), control_period(-1.0):
+        pass
+    with pytest.warns(RuntimeWarning, match="designed at 0.01 s runs at 0.002 s"):
+        simulate(model, spelled, 0.02, keyframe="upright", control_dt=0.002)
+
+
+def test_a_design_at_a_rate_measures_and_margins_as_its_discrete_loop(cart_pole):
+    """The discrete design's margins (the delay's memory in the controller) agree with its loop measured in MuJoCo,
+    and its measured decay with its discrete pole; python-control's margin on the discrete state space did not."""
+    model, _ = cart_pole
+    reg = regulator(model, [1, 10, 1, 1], 0.1, keyframe="upright", dt=0.01)
+    trace = simulate(model, reg, 6.0, keyframe="upright", qpos=[0, 0.2])
+    # the slowest mode of the linear sampled loop; a 0.2 rad start adds a few % of nonlinearity
+    assert measured_decay(trace, reg) == pytest.approx(reg.slowest.real, rel=0.05)
+    Ad, Bd = zero_order_hold(reg.linearization.A, reg.linearization.B, 0.01)
+    np.testing.assert_allclose(reg.plant[0], Ad)  # the design's model is the exact hold's
+    periods = 4  # 8 ms at 2 ms, folded into the design and in the loop
+    late = regulator(model, [1, 10, 1, 1], 0.1, keyframe="upright", dt=CONTROL_DT, delay=periods)
+    measured = measure_loop(model, late, keyframe="upright", frequencies=NEAR_CROSSOVER,
+                            imperfections=[Delay(periods)]).loops[0]
+    # the design's own loop, sampled as the loop samples it: only the interpolation between 10 points and the
+    # cart-pole's nonlinearity under the excitation (5 % of the motor's range) separate them
+    assert measured.margins.phase_margin_deg == pytest.approx(measured.design_margins.phase_margin_deg, abs=2.0)
+    assert measured.margins.crossover_rad_s == pytest.approx(measured.design_margins.crossover_rad_s, rel=0.03)
+    # the designed margins of a loop without delay at 2 ms: the continuous design's, less the hold's w_c dt / 2
+    _, at_rate = designed_loop(regulator(model, [1, 10, 1, 1], 0.1, keyframe="upright", dt=CONTROL_DT), 0)
+    _, continuous = designed_loop(regulator(model, [1, 10, 1, 1], 0.1, keyframe="upright"), 0)
+    hold = math.degrees(continuous.crossover_rad_s * CONTROL_DT / 2)
+    # the gains differ by O(|lambda| dt) from the continuous ones: the crossover within 1 %, the phase within 0.5 deg
+    assert at_rate.crossover_rad_s == pytest.approx(continuous.crossover_rad_s, rel=0.01)
+    assert at_rate.phase_margin_deg == pytest.approx(continuous.phase_margin_deg - hold, abs=0.5)
 
 
 # ------------------------------------------------------------------------------------ sensors and Delay

@@ -47,6 +47,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core.control_rate import control_period, period_in_effect
 from crossdyn.experiments.core.errors import CrossdynError, ModelError, ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection, bind
 from crossdyn.experiments.core.validate import seed as validate_seed
@@ -303,7 +304,9 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
       keyframe: start from this keyframe (name or index); ``qpos``/``qvel`` override it.
       qpos, qvel: the initial state (default: the keyframe's, or ``qpos0`` at rest).
       control_dt: the control period, s (a multiple of the time step; default the controller's
-        ``control_dt`` when it has one, as a regulator designed at a rate does, else the time step).
+        ``control_dt`` when it has one, as a regulator designed at a rate does, else the period in
+        effect (:func:`~crossdyn.experiments.core.control_rate.control_period`), else the time step).
+        The run is itself a period in effect: a controller designing in its ``start`` designs at it.
         A controller's ``check_rate(control_dt)``, if any, is called with it (a continuous
         regulator warns when its poles are beyond the rate).
       imperfections: :mod:`~crossdyn.experiments.core.imperfections` to apply.
@@ -330,8 +333,8 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
         model = load_model(model)
     if not callable(controller) and not hasattr(controller, "write_command"):
         raise ParameterError(f"controller must be a function (t, obs) -> controls, got {type(controller).__name__}")
-    if control_dt is None:  # the rate the controller was designed for, when it says
-        control_dt = getattr(controller, "control_dt", None)
+    if control_dt is None:  # the rate the controller was designed for when it says, else the one stated
+        control_dt = getattr(controller, "control_dt", None) or period_in_effect()
     dt, per, n = _steps(model, float(duration), control_dt)
     check_rate = getattr(controller, "check_rate", None)
     if check_rate is not None:
@@ -341,7 +344,8 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
     data = mujoco.MjData(model)
     _initial(model, data, keyframe, qpos, qvel)
     run = _Run(model, data, n, record, bound)
-    return run.go(controller, bound, per, stop, video, camera, fps)
+    with control_period(dt):
+        return run.go(controller, bound, per, stop, video, camera, fps)
 
 
 class _Run:

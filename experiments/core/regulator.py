@@ -13,6 +13,14 @@ unstable, system.  ``regulator(..., dt=dt)`` designs at the rate instead (discre
 LQR, :func:`crossdyn.controllers.balance.dlqr`, on the zero-order-hold model
 ``x+ = Ad x + Bd u``), with ``delay`` whole periods between command and actuator
 folded into the design model (the regulator then remembers its last commands).
+
+``dt`` defaults to the rate the controller will run at where crossdyn knows it before the
+run: the period in effect (:func:`~crossdyn.experiments.core.control_rate.control_period`,
+or the run's own ``control_dt`` for a regulator designed inside ``simulate``).  The
+default is continuous exactly where no period is in effect: a plain script, where
+``simulate``'s ``control_dt`` is chosen per run after the design (the built-in cart-pole
+experiments design so, and check the continuous poles).  ``dt=0`` asks for the continuous
+design anywhere.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import numpy as np
 import scipy.linalg
 
 from crossdyn.controllers.balance import LQRDesign, dlqr, lqr
+from crossdyn.experiments.core.control_rate import period_in_effect
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.linearize import Linearization, linearize
 from crossdyn.experiments.core.loop import Trace
@@ -93,14 +102,20 @@ class Regulator:
         return np.log(poles[poles != 0]) / self.dt  # a delay's poles at z = 0 have no continuous rate
 
     def check_rate(self, control_dt: float) -> str | None:
-        """Warn (``RuntimeWarning``) when a continuous design's fastest pole is beyond what ``control_dt`` carries.
+        """Warn (``RuntimeWarning``) when the loop's ``control_dt`` is not what the design assumed: a continuous
+        design's fastest pole beyond what it carries, or a discrete design's period not it.
 
         Returns:
-          The warning's text, or None when the rate carries the design (or the design is discrete).
+          The warning's text, or None when the rate carries the design.
         """
+        text: str | None
         if self.dt is not None:
-            return None
-        text = _too_fast(self.design.poles, control_dt)
+            if abs(control_dt - self.dt) <= 1e-9 * self.dt:
+                return None
+            text = (f"discrete LQR designed at {self.dt:g} s runs at {control_dt:g} s: its gains are for the other "
+                    f"rate (design with regulator(..., dt={control_dt:g}))")
+        else:
+            text = _too_fast(self.design.poles, control_dt)
         if text:
             warnings.warn(text, RuntimeWarning, stacklevel=3)
         return text
@@ -244,23 +259,30 @@ def regulator(model: mujoco.MjModel, Q, R, keyframe: str | int | None = None, qp
         the control holding it is the operating point's.
       dt: the control period the loop will run at, s: the discrete LQR on the zero-order-hold
         model (:func:`zero_order_hold`), which ``simulate`` then runs at ``dt`` unless told
-        otherwise.  None: the continuous design, which warns (``RuntimeWarning``) when its
-        fastest closed-loop pole has ``|lambda| dt > 0.5`` at the model's time step (the loop's
-        default period); ``simulate`` checks it again at the period it runs.
+        otherwise.  Default (None): the period in effect where crossdyn knows one
+        (:func:`~crossdyn.experiments.core.control_rate.control_period`, or inside a run of
+        ``simulate``), else continuous.  0: continuous (python-control's ``dt=0``).  A continuous
+        design warns (``RuntimeWarning``) when its fastest closed-loop pole has ``|lambda| dt >
+        0.5`` at the period in effect, or else the model's time step (the loop's default period);
+        ``simulate`` checks it again at the period it runs.
       delay: whole control periods between a command and the actuators (a
         :class:`~crossdyn.experiments.core.imperfections.Delay` of as many periods), folded into
-        the discrete design; needs ``dt``.
+        the discrete design; needs a period (``dt``, or one in effect).
 
     Raises:
       ModelError: no control holds the pose.
       ParameterError: bad weights, period or delay, or no stabilizing design for them.
     """
-    if dt is not None and not (np.isfinite(dt) and dt > 0):
-        raise ParameterError(f"regulator: dt must be a positive control period in s, got {dt!r}")
+    in_effect = period_in_effect()
+    if dt is not None and (isinstance(dt, bool) or not isinstance(dt, (int, float, np.floating))
+                           or not (np.isfinite(dt) and dt >= 0)):
+        raise ParameterError(f"regulator: dt must be a control period in s (0: continuous), got {dt!r}")
+    dt = in_effect if dt is None else (float(dt) or None)  # None from here: the continuous design
     if not isinstance(delay, (int, np.integer)) or isinstance(delay, bool) or delay < 0:
         raise ParameterError(f"regulator: delay must be a whole number of control periods >= 0, got {delay!r}")
     if delay and dt is None:
-        raise ParameterError(f"regulator: a delay of {delay} periods needs the period: give dt=")
+        raise ParameterError(f"regulator: a delay of {delay} periods needs the period: give dt= (or design inside "
+                             "control_period(dt))")
     lin = linearize(model, keyframe=keyframe, qpos=qpos, qvel=np.zeros(model.nv), ctrl="hold")
     Q, R = _weights(Q, R, lin.A.shape[0], lin.nu)
     plant = None
@@ -277,9 +299,10 @@ def regulator(model: mujoco.MjModel, Q, R, keyframe: str | int | None = None, qp
         raise ParameterError(f"LQR weights Q={np.round(np.diag(np.atleast_2d(Q)) if np.ndim(Q) == 2 else Q, 6)}"
                              f", R={R}: {exc}") from None
     if dt is None:
-        text = _too_fast(design.poles, float(model.opt.timestep))
+        text = _too_fast(design.poles, in_effect or float(model.opt.timestep))
         if text:
-            warnings.warn(text + " (checked at the model's time step, the loop's default period)", RuntimeWarning,
+            warnings.warn(text + (" (checked at the control period in effect)" if in_effect else
+                                  " (checked at the model's time step, the loop's default period)"), RuntimeWarning,
                           stacklevel=2)
         return Regulator(lin, design)
     return Regulator(lin, design, None, float(dt), int(delay), plant)
@@ -299,11 +322,21 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
     level of the run's last quarter, when that quarter no longer falls; a
     ``RuntimeWarning`` says when that leaves fewer than ten rows (the whole window
     is then fitted).
+
+    A design at a rate is checked on its own discrete loop ``Ad - Bd K`` (its pole ``e^(lambda dt)``);
+    one with a delay carries its commands in its state, and
+    :func:`~crossdyn.experiments.core.design_check.compare_to_design` measures it.
     """
     lin, K = reg.linearization, reg.design.K
-    closed = lin.A - lin.B @ K
-    values, left = np.linalg.eig(closed.T)  # left eigenvectors of A - B K
-    w = left[:, int(np.argmin(np.abs(values - reg.slowest)))]
+    if reg.dt is None:
+        closed, pole = lin.A - lin.B @ K, reg.slowest
+    elif reg.delay or reg.plant is None:
+        raise ParameterError("measured_decay: a design with a delay carries its last commands in its state; "
+                             "compare_to_design(trace, design) measures it")
+    else:
+        closed, pole = reg.plant[0] - reg.plant[1] @ K, np.exp(reg.slowest * reg.dt)
+    values, left = np.linalg.eig(closed.T)  # left eigenvectors of the closed loop
+    w = left[:, int(np.argmin(np.abs(values - pole)))]
     target = lin.qpos if reg.target is None else reg.target
     if lin.plain:  # the same arithmetic as deviation(), row by row, on the whole table at once
         x = np.concatenate([trace.qpos - target + lin.qpos - lin.qpos, trace.qvel - lin.qvel], axis=1)
