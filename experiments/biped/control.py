@@ -39,6 +39,11 @@ __all__ = ["COMMON", "MJCF", "IMPERFECTIONS", "plot_states", "plot_jump_heights"
 IMPERFECTIONS = {**imperfections.PARAMS,
                  "realistic": Param(False, "the realistic preset of sensor, motor and ground imperfections")}
 
+# The experiments' own loop measurements take the short sweep in either mode (12.6 s of robot, its lower gain
+# margin and its crossover both inside it); crossdyn margins takes the full one (38 s: a ground-truth run's
+# estimate in Python costs seconds more there).
+MARGINS_SHORT = True
+
 # Parameters every closed-loop experiment accepts through --set (the fields of a Setup).
 COMMON = {
     "ground_truth": Param(False, "feed the controller MuJoCo's state instead of the sensors"),
@@ -242,7 +247,7 @@ def _balance_recovery(ctx: Context) -> dict:
     metrics = _scenario(ctx, functools.partial(scenarios.balance_recovery, tilt), judge_balance_recovery,
                         f"balance recovery from {tilt:g} deg")
     if ctx.plots:  # the loop's margins beside the design's: files, not metrics (a sweep measures none)
-        write_margins(ctx, loop_margins.balance_loop(ctx.params, ctx.short, ctx.seed),
+        write_margins(ctx, loop_margins.balance_loop(ctx.params, MARGINS_SHORT, ctx.seed),
                       f"balance: loop broken at {loop_margins.BROKEN_AT!r} (whole robot)")
     return metrics
 
@@ -360,6 +365,6 @@ def _lqr_cost(ctx: Context) -> dict:
                                       weights=weights, mjcf=ctx.params["mjcf"])
     if ctx.plots:  # a sweep's runs draw nothing (nor measure the loop's margins, files beside the metrics)
         ctx.savefig(plot_ideal_run(run), "ideal_lqr.png")
-        write_margins(ctx, loop_margins.ideal_loop(ctx.params, ctx.short, ctx.seed),
+        write_margins(ctx, loop_margins.ideal_loop(ctx.params, MARGINS_SHORT, ctx.seed),
                       f"ideal robot: loop broken at {loop_margins.BROKEN_AT!r}")
     return {**judge_lqr_cost(metrics).as_metrics(), **metrics}

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core.control_rate import period_in_effect
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection
 from crossdyn.experiments.core.loop import ctrl_clamp, simulate
@@ -62,6 +63,8 @@ NYQUIST_FRACTION = 0.3
 # A discrete design's margins come from its response at DENSE frequencies from DENSE_FROM rad/s to the Nyquist
 # rate: 1 % apart over five decades, where the phase between neighbours is a straight line to a few millidegrees.
 DENSE, DENSE_FROM = 4000, 1e-2
+# Points of the designed curve a Bode plot draws between the lowest and highest frequency measured.
+CURVE = 200
 # The injected signal's peak by default, as a fraction of the actuator's ctrlrange half-width: small enough that
 # the loop stays near its operating point (linear) and far from the clamp.
 AMPLITUDE_FRACTION = 0.05
@@ -162,6 +165,7 @@ class LoopResponse:
       holds_below: the amplitude at this actuator (its unit) below which the margins hold: the
         distance from its operating command to its ctrlrange, when the measurement clamped; else None.
       plant: the model the designed loop comes from, in words ("" without a design).
+      curve: the designed ``L`` between the measured frequencies, ``(w (D,), L (D,))``, for the plot; or None.
     """
 
     actuator: str
@@ -174,6 +178,7 @@ class LoopResponse:
     steps: int = 0
     holds_below: float | None = None
     plant: str = ""
+    curve: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def sentences(self) -> list[str]:
         """The margins measured beside designed, and what limits them, one sentence each."""
@@ -281,8 +286,10 @@ class LoopMeasurement:
             mag.semilogx(w, 20 * np.log10(np.abs(loop.measured)), "o", ms=4, label="measured in MuJoCo")
             phase.semilogx(w, _phase_deg(loop.measured), "o", ms=4, label="measured in MuJoCo")
             if loop.designed is not None:
-                mag.semilogx(w, 20 * np.log10(np.abs(loop.designed)), "k-", lw=1, label="designed K (sI - A)^-1 B")
-                phase.semilogx(w, _phase_deg(loop.designed), "k-", lw=1, label="designed")
+                dense, curve = loop.curve if loop.curve is not None else (w, loop.designed)
+                mag.semilogx(dense, 20 * np.log10(np.abs(curve)), "k-", lw=1, label="designed K (sI - A)^-1 B")
+                # the curve's phase placed as the points' are: from the lowest frequency, both start there
+                phase.semilogx(dense, _phase_deg(curve), "k-", lw=1, label="designed")
             for margins, style in ((loop.margins, "C0:"), (loop.design_margins, "k:")):
                 if margins is not None and margins.crossover_rad_s is not None:
                     for ax in (mag, phase):
@@ -360,8 +367,9 @@ def designed_loop(design: Regulator | LoopDesign, actuator: int) -> tuple[Callab
     """The design's loop broken at its input ``actuator`` (the others closed): ``L(w)`` for rad/s, and its margins.
 
     Continuous: ``K_i (sI - A + B_o K_o)^-1 B_i``; a design at a rate: the same in ``z = e^(jw dt)``
-    with the discrete ``(Ad, Bd)`` (its delay's states included).  Margins: python-control's
-    ``margin``; the delay margin ``PM / w_c``.
+    with the discrete ``(Ad, Bd)`` (a delay's chain in the plant, the regulator's memory of its commands
+    in the controller: :meth:`LoopDesign.of`).  Margins: python-control's ``margin`` (on the dense
+    frequency response of a design at a rate); the delay margin ``PM / w_c``.
 
     Args:
       design: a regulator, or a :class:`LoopDesign`.
@@ -522,7 +530,7 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
     if design is None and isinstance(controller, Regulator):
         design = controller
     dt = float(control_dt if control_dt is not None else getattr(controller, "control_dt", None)
-               or model.opt.timestep)
+               or period_in_effect() or model.opt.timestep)  # simulate's default, decided here for the grid
     chosen = list(range(model.nu)) if actuator is None else \
         [actuator] if isinstance(actuator, (str, int, np.integer)) else list(actuator)
     indices = [_actuator_index(model, a) for a in chosen]
@@ -580,11 +588,13 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
         steps = sum(piece[3] for piece in pieces)
         name = model.actuator(i).name or f"actuator {i}"
         designed = designs[i][0](w) if i in designs else None
+        dense = np.geomspace(w[0], w[-1], CURVE)
+        curve = (dense, designs[i][0](dense)) if i in designs else None
         # the operating command: a regulator's, else the controller's mean over the measurement
         operating = float(design.linearization.ctrl[i]) if isinstance(design, Regulator) else pieces[0][4]
         holds = _holds_below(clamp, i, operating) if clamped else None
         loops.append(LoopResponse(name, w, L, designed, margins_of(w, L), designs[i][1] if i in designs else None,
-                                  clamped, steps, holds, plant if i in designs else ""))
+                                  clamped, steps, holds, plant if i in designs else "", curve))
     if len(indices) > 1:
         notes = ["loops broken at the plant input one actuator at a time, the others closed"]
     elif model.nu > 1:
