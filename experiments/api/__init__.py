@@ -10,6 +10,12 @@ The front door, as ``import control as ct`` is python-control's::
     lin = cd.linearize(model, keyframe="upright")                  # A, B for python-control
     trace = cd.simulate(model, controller, 4.0, imperfections=[cd.Delay(1)], seed=0)
 
+    cart = cd.load_model("cart_pole")
+    reg = cd.regulator(cart, Q=[1, 10, 1, 1], R=0.1, keyframe="upright", dt=0.002)  # LQR at the control rate
+    trace = cd.simulate(cart, reg, 4.0, keyframe="upright", qpos=[0.0, 0.2])
+    print(cd.compare_to_design(trace, reg))                        # the run's decay per mode beside its poles
+    print(cd.measure_loop(cart, reg, keyframe="upright"))          # gain and phase margins measured in MuJoCo
+
     @cd.experiment("my-robot-balance", params={"q_angle": cd.Param(100.0, "weight on the angle")})
     def balance(ctx): ...
 
@@ -45,12 +51,16 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     ("checks.report", ("CheckReport",)),
     ("crosscheck", ("Report",)),
     ("checks.options", ("CheckOptions",)),
-    # linearization and the regulator
+    # linearization and the regulator, designed at the control period in effect
     ("linearize", ("linearize", "Linearization", "holding_control")),
     ("regulator", ("regulator",)),
+    ("control_rate", ("control_period",)),
     # the closed loop
     ("loop", ("simulate", "Trace", "Observation", "ControllerError")),
     ("batch", ("simulate_batch",)),
+    # is the loop the design: the run's decay per mode, the margins measured in MuJoCo
+    ("design_check", ("compare_to_design", "DesignComparison")),
+    ("margins", ("measure_loop", "LoopMeasurement", "LoopDesign")),
     # is the MJCF the robot: a model against a robot's log
     ("identify.check_model", ("check_model", "model_matches_log")),
     ("identify.record", ("record",)),

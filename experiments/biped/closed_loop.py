@@ -26,8 +26,8 @@ from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, bi
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection, Push
 
-__all__ = ["Scenario", "ScenarioTrace", "simulate_scenario", "simulate_many", "make_controller", "geometry",
-           "initial_state", "FALL_PITCH"]
+__all__ = ["Scenario", "ScenarioTrace", "simulate_scenario", "simulate_many", "loop_controller", "make_controller",
+           "geometry", "initial_state", "FALL_PITCH"]
 
 FALL_PITCH = np.radians(60.0)  # past this the robot has fallen (the body box nears the floor)
 
@@ -240,6 +240,18 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
                             seeds=seeds, stop=_Fall(model), record=_RECORD, nthread=nthread)
     return [_biped_trace(model, p, trace, plug, controller)
             for trace, plug, controller in zip(traces, plugs, controllers, strict=True)]
+
+
+def loop_controller(model: mujoco.MjModel, sc: Scenario, controller: BipedController | None = None) -> tuple:
+    """``(controller, stop)`` for crossdyn's loop (``simulate``): the estimator and ``controller`` (default: one
+    designed for ``model``) as :func:`simulate_scenario` runs them, in their readable form (the same commands
+    as the compiled step, bit for bit, with a log that grows: a run of any length), and the fall check.
+
+    One run's: the estimator and the controller keep state.
+    """
+    p = biped_params(model)
+    controller = controller or make_controller(p, sc.control_period, jump=sc.jump)
+    return _Readable(controller, p, sc, _Sensors(model), _actuators(model), compiled=not sc.ground_truth), _Fall(model)
 
 
 def _actuators(model: mujoco.MjModel) -> list[int]:

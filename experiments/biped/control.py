@@ -18,11 +18,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R
-from crossdyn.experiments.biped import imperfections, scenarios
+from crossdyn.experiments.biped import imperfections, loop_margins, scenarios
 from crossdyn.experiments.biped.closed_loop import ScenarioTrace, video_environment
 from crossdyn.experiments.biped.model import MJCF
 from crossdyn.experiments.biped.scenarios import Setup
 from crossdyn.experiments.core import plots
+from crossdyn.experiments.core.margins import write_margins
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 
@@ -37,6 +38,11 @@ __all__ = ["COMMON", "MJCF", "IMPERFECTIONS", "plot_states", "plot_jump_heights"
 # The imperfections (one --set parameter each) and their preset.
 IMPERFECTIONS = {**imperfections.PARAMS,
                  "realistic": Param(False, "the realistic preset of sensor, motor and ground imperfections")}
+
+# The experiments' own loop measurements take the short sweep in either mode (12.6 s of robot, its lower gain
+# margin and its crossover both inside it); crossdyn margins takes the full one (38 s: a ground-truth run's
+# estimate in Python costs seconds more there).
+MARGINS_SHORT = True
 
 # Parameters every closed-loop experiment accepts through --set (the fields of a Setup).
 COMMON = {
@@ -238,8 +244,12 @@ def plot_ideal_run(run: scenarios.IdealRun) -> Figure:
 )
 def _balance_recovery(ctx: Context) -> dict:
     tilt = ctx.params["initial_tilt_deg"]
-    return _scenario(ctx, functools.partial(scenarios.balance_recovery, tilt), judge_balance_recovery,
-                     f"balance recovery from {tilt:g} deg")
+    metrics = _scenario(ctx, functools.partial(scenarios.balance_recovery, tilt), judge_balance_recovery,
+                        f"balance recovery from {tilt:g} deg")
+    if ctx.plots:  # the loop's margins beside the design's: files, not metrics (a sweep measures none)
+        write_margins(ctx, loop_margins.balance_loop(ctx.params, MARGINS_SHORT, ctx.seed),
+                      f"balance: loop broken at {loop_margins.BROKEN_AT!r} (whole robot)")
+    return metrics
 
 
 @experiment(
@@ -353,6 +363,8 @@ def _lqr_cost(ctx: Context) -> dict:
     weights = {k: float(ctx.params[k]) for k in scenarios.WEIGHTS}
     run, metrics = scenarios.lqr_cost(ctx.params["initial_tilt_deg"], duration=6.0 if ctx.short else 10.0,
                                       weights=weights, mjcf=ctx.params["mjcf"])
-    if ctx.plots:  # a sweep's runs draw nothing
+    if ctx.plots:  # a sweep's runs draw nothing (nor measure the loop's margins, files beside the metrics)
         ctx.savefig(plot_ideal_run(run), "ideal_lqr.png")
+        write_margins(ctx, loop_margins.ideal_loop(ctx.params, MARGINS_SHORT, ctx.seed),
+                      f"ideal robot: loop broken at {loop_margins.BROKEN_AT!r}")
     return {**judge_lqr_cost(metrics).as_metrics(), **metrics}

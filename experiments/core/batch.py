@@ -206,13 +206,12 @@ def _start(batch: mujoco.batch.Batch, bounds: list[Bound], keyframe, qpos: list,
 
 def _controls(controller, n: int, model: mujoco.MjModel, run: _BatchRun) -> Callable[[int], None]:
     """The per-step controller call: ``fill(i)`` writes every running simulation's command."""
-    if isinstance(controller, Regulator) or (isinstance(controller, Sequence) and controller
-                                            and all(isinstance(c, Regulator) for c in controller)):
+    if _stackable(controller) or (isinstance(controller, Sequence) and controller
+                                  and all(_stackable(c) for c in controller)):
         return _StackedRegulator(list(controller) if isinstance(controller, Sequence) else [controller] * n,
                                  run).fill
     if isinstance(controller, Sequence) and controller and all(
-            isinstance(c, Switch) and isinstance(c.before, Regulator) and isinstance(c.after, Regulator)
-            for c in controller):
+            isinstance(c, Switch) and _stackable(c.before) and _stackable(c.after) for c in controller):
         return _StackedSwitch(list(controller), run).fill
     if isinstance(controller, Sequence) and not isinstance(controller, str):
         return _PerSimulation(list(controller), run).fill
@@ -220,6 +219,11 @@ def _controls(controller, n: int, model: mujoco.MjModel, run: _BatchRun) -> Call
         return _Vectorized(controller, model, run).fill
     raise ParameterError(f"controller must be a Regulator, one controller per simulation, or a function over the "
                          f"batch, got {type(controller).__name__}")
+
+
+def _stackable(controller) -> bool:
+    """A regulator without a delay's memory: ``u = u_op - K x`` of the state alone, stacked across the batch."""
+    return isinstance(controller, Regulator) and not controller.delay
 
 
 class _BatchRun:

@@ -12,9 +12,13 @@ one :class:`Trace` row, and steps the physics ``control_dt / timestep`` times.
 ``obs.qpos`` and ``obs.qvel`` are the true state (read-only views, valid for this
 call); ``obs.sensordata`` is what the sensors read after the imperfections.
 Sensor values, like everything MuJoCo derives from the state, are as ``mj_step``
-leaves them: computed during the last physics step (Euler and implicit: at its
-start; RK4: at its last stage).  ``obs.data`` is MuJoCo's ``MjData``, for
-ground-truth experiments.
+leaves them: computed at the start of the last physics step, before it advanced
+the state (with every integrator: RK4's later stages skip the sensors).  So a
+reading lags ``obs.qpos`` by one physics step, the model's ``timestep`` (none at
+the first row, which ``mj_forward`` computed): ``trace.sensor_lag`` and
+``obs.sensor_lag`` say so, in s, and a controller that reads sensors at a control
+period of one physics step has one period of delay to design for.
+``obs.data`` is MuJoCo's ``MjData``, for ground-truth experiments.
 
 The run ends early when the simulation diverges or ``stop(obs)`` returns a reason
 (``trace.stopped``).  A controller that raises or returns a bad control ends the
@@ -43,11 +47,12 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core.control_rate import control_period, period_in_effect
 from crossdyn.experiments.core.errors import CrossdynError, ModelError, ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection, bind
 from crossdyn.experiments.core.validate import seed as validate_seed
 
-__all__ = ["simulate", "Trace", "Observation", "ControllerError", "DURATION_MAX"]
+__all__ = ["simulate", "Trace", "Observation", "ControllerError", "DURATION_MAX", "sensor_lag"]
 
 # Simulated seconds per run: a day of the robot's life; a typo (1e9) is refused before the table is allocated.
 DURATION_MAX = 86_400.0
@@ -65,14 +70,16 @@ class Observation:
       qvel: ``(nv,)`` true velocities (read-only view).
       sensordata: ``(nsensordata,)`` the sensors' readings after the imperfections (read-only).
       data: MuJoCo's ``MjData`` (ground truth; not for a realistic controller).
+      sensor_lag: s, how far the readings lag ``qpos`` after the first row (:func:`sensor_lag`).
     """
 
-    __slots__ = ("qpos", "qvel", "sensordata", "data", "_sensors")
+    __slots__ = ("qpos", "qvel", "sensordata", "data", "_sensors", "sensor_lag")
 
     def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, sensed: np.ndarray):
         self.qpos, self.qvel, self.sensordata = (_readonly(a) for a in (data.qpos, data.qvel, sensed))
         self.data = data
         self._sensors = _sensor_slices(model)
+        self.sensor_lag = sensor_lag(model)
 
     def sensor(self, name: str) -> np.ndarray:
         """One sensor's readings after the imperfections, ``(dim,)`` (read-only view).
@@ -84,6 +91,17 @@ class Observation:
             return self.sensordata[self._sensors[name]]
         except KeyError:
             raise KeyError(f"no sensor {name!r}; the model's sensors: {', '.join(self._sensors) or 'none'}") from None
+
+
+def sensor_lag(model: mujoco.MjModel) -> float:
+    """How far the loop's sensor readings lag the state it passes beside them, s: one physics step.
+
+    ``mj_step`` computes the sensors from the state at the start of its step and then
+    advances the state (RK4 too: its later stages skip the sensors), so a row's readings
+    are of the state one ``timestep`` before its ``qpos``; the first row's, computed by
+    ``mj_forward``, are of its own.
+    """
+    return float(model.opt.timestep)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -113,6 +131,8 @@ class Trace:
       extra: further per-step records asked for with ``record=`` (name -> ``(N, size)``).
       warnings: MuJoCo's warnings during the run.
       saturated: ``(nu,)`` per actuator, the steps whose control MuJoCo clamped to its ``ctrlrange``.
+      sensor_lag: s, how far each row's ``sensordata`` lags its ``qpos`` (after the first row, whose
+        readings are of its own state): one physics step, the model's ``timestep``.
     """
 
     t: np.ndarray
@@ -126,6 +146,10 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
     model: mujoco.MjModel | None = field(default=None, repr=False, compare=False)
     saturated: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+
+    @property
+    def sensor_lag(self) -> float:
+        return 0.0 if self.model is None else sensor_lag(self.model)
 
     @property
     def diverged(self) -> bool:
@@ -279,7 +303,12 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
       duration: simulated time, s.
       keyframe: start from this keyframe (name or index); ``qpos``/``qvel`` override it.
       qpos, qvel: the initial state (default: the keyframe's, or ``qpos0`` at rest).
-      control_dt: the control period, s (a multiple of the time step; default the time step).
+      control_dt: the control period, s (a multiple of the time step; default the controller's
+        ``control_dt`` when it has one, as a regulator designed at a rate does, else the period in
+        effect (:func:`~crossdyn.experiments.core.control_rate.control_period`), else the time step).
+        The run is itself a period in effect: a controller designing in its ``start`` designs at it.
+        A controller's ``check_rate(control_dt)``, if any, is called with it (a continuous
+        regulator warns when its poles are beyond the rate).
       imperfections: :mod:`~crossdyn.experiments.core.imperfections` to apply.
       seed: seed of every random draw of the imperfections.
       stop: ``stop(obs)`` checked after each row; a truthy return ends the run (a string is the reason).
@@ -304,13 +333,19 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
         model = load_model(model)
     if not callable(controller) and not hasattr(controller, "write_command"):
         raise ParameterError(f"controller must be a function (t, obs) -> controls, got {type(controller).__name__}")
+    if control_dt is None:  # the rate the controller was designed for when it says, else the one stated
+        control_dt = getattr(controller, "control_dt", None) or period_in_effect()
     dt, per, n = _steps(model, float(duration), control_dt)
+    check_rate = getattr(controller, "check_rate", None)
+    if check_rate is not None:
+        check_rate(dt)
     bound = bind(model, imperfections, dt, validate_seed(seed), steps=n)
     model = bound.model
     data = mujoco.MjData(model)
     _initial(model, data, keyframe, qpos, qvel)
     run = _Run(model, data, n, record, bound)
-    return run.go(controller, bound, per, stop, video, camera, fps)
+    with control_period(dt):
+        return run.go(controller, bound, per, stop, video, camera, fps)
 
 
 class _Run:
