@@ -35,10 +35,12 @@ start at the model's and at rest: while the robot touches nothing no body-frame
 reading depends on them; a robot standing on the ground would need them from its
 contacts, which this does not do.
 
-Residuals are each reading's error divided by that reading's noise, estimated
-from the log itself (the spread of its second differences), so signals in
-different units weigh by what they can tell, and a residual of about 1 is "within
-the log's own noise".
+Residuals are each reading's error divided by that reading's noise (:mod:`.noise`:
+stated, from the MJCF, an encoder's grid, or estimated only where the log can tell),
+so signals in different units weigh by what they can tell, and a residual of about 1
+is "within the log's own noise".  Each window's start corrections add residuals of
+their own (:meth:`Problem.start_noise`): a start cannot depart from what the log says
+further than its noise explains.
 """
 
 from __future__ import annotations
