@@ -282,3 +282,51 @@ def test_crossdyn_record_logs_every_reading_at_one_instant_and_replays_a_command
     code, printed, err = _cli(["record", "--mjcf", str(ARM), "--controller", f"{broken}:swing", "--duration", "1",
                                "--out", str(tmp_path / "x.csv")])
     assert code == 2 and err.count("\n") == 1 and "no encoder" in err, err
+
+
+def _sensed_arm(path: Path) -> Path:
+    """An arm these tests never saw: link 2 of 0.8 kg, gear 3 motors, encoders as MJCF sensors stating their noise."""
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    link2 = spec.body("link2")
+    link2.mass, link2.inertia = 0.8, np.array(link2.inertia) * 2.0
+    for motor in ("shoulder_motor", "elbow_motor"):
+        spec.actuator(motor).gear = np.array([3.0, 0, 0, 0, 0, 0])
+    for sensor in spec.sensors:
+        sensor.noise = NOISE  # rad: the encoders' datasheet figure, stated in the model
+    path.write_text(spec.to_xml())
+    return path
+
+
+def test_a_hidden_truth_arm_logged_by_its_sensors_with_the_noise_its_mjcf_states(tmp_path):
+    """Heavier link, more damping, friction, a lower gear, 4 ms late: truths inside their intervals; the nominal
+    model passes its own noisy log, the noise taken from the MJCF's sensors (no --noise)."""
+    nominal = _sensed_arm(tmp_path / "arm.xml")
+    spec = mujoco.MjSpec.from_file(str(nominal))
+    spec.body("link2").mass, spec.body("link2").inertia = 0.92, np.array(spec.body("link2").inertia) * 1.15
+    spec.joint("shoulder").damping = np.array([0.06, 0.0, 0.0])
+    spec.joint("elbow").frictionloss = 0.03
+    spec.actuator("shoulder_motor").gear = np.array([2.76, 0, 0, 0, 0, 0])
+    truth = {"body:link2:mass": 0.92, "joint:shoulder:damping": 0.06, "joint:elbow:frictionloss": 0.03,
+             "actuator:shoulder_motor:gear": 2.76, "delay": 0.004}
+    rng = np.random.default_rng(1)
+    dt = 0.001
+    t = np.arange(0.0, 4.0 + dt / 2, dt)
+    refs = np.stack([multisine(t, 0.8, rng.uniform(0.1, 1.5, 5), rng.uniform(0, 2 * np.pi, 5)) for _ in range(2)])
+
+    def law(time: float, reading) -> np.ndarray:
+        encoders = np.concatenate([reading.sensor("shoulder_encoder"), reading.sensor("elbow_encoder")])
+        return np.array([1.5, 0.5]) * (refs[:, min(int(round(time / dt)), t.size - 1)] - encoders)
+
+    for name, model, delay in (("robot", spec.compile(), 0.004), ("own", mujoco.MjModel.from_xml_path(str(nominal)),
+                                                                    0.0)):
+        time, columns = record(model, law, 4.0, delay=delay, signals=["sensor:*"])
+        write_log(tmp_path / f"{name}.csv", time, columns)
+    code, out, err = _cli(["identify", "--mjcf", str(nominal), "--log", str(tmp_path / "robot.csv"),
+                           *[a for name in truth for a in ("--fit", name)], "--out", str(tmp_path / "o")])
+    assert code == 0, out + err
+    saved = json.loads((tmp_path / "o" / "identified.json").read_text())
+    assert saved["noise"]["sensor:elbow_encoder"]["source"] == "mjcf"
+    for entry in saved["parameters"]:
+        assert entry["identified"] and entry["low"] <= truth[entry["name"]] <= entry["high"], entry
+    own = check_model(nominal, [tmp_path / "own.csv"], threads=1)  # its own noisy log: the sensors' noise
+    assert own.passed, own.text
