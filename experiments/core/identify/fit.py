@@ -77,6 +77,8 @@ WINDOW = 0.5
 # REFINE_ITERATIONS times: a free arm converges in 2 or 3, a quadruped standing on its feet (contacts) in 8 to 10.
 REFINE_TOL = 1e-3
 REFINE_ITERATIONS = 12
+# A window's rejected step is halved at most down to this share of the Gauss-Newton step.
+SHRINK_MIN = 1 / 16
 # Fewest samples a window may hold: its start has two corrections per read dof, and a window of few more
 # samples than that lets them follow the log whatever the model (a 30 % heavier link passes at 5 samples).
 MIN_WINDOW_SAMPLES = 20
@@ -607,8 +609,9 @@ class Problem:
         The corrections act on their own window only, so each iteration is 2 d + 1 batched
         rollouts and one small least squares per window.  Directions of a window's start no
         reading sees (:data:`START_RCOND`) are left alone.  A start on constraints (a closed
-        loop, wheels on the floor) keeps a step only where it lowers that window's misfit,
-        halving its next one where it did not: the stiff constraints make such a window far
+        loop, wheels on the floor), and any other, keeps a step only where it lowers that window's
+        misfit, halving its next one where it did not (down to :data:`SHRINK_MIN`): stiff
+        constraints, or a servo whose force saturates at a noisy start's error, make a window far
         from linear in its start.  The iterations stop once one lowers the whole misfit by less
         than :data:`REFINE_TOL` of it (an arm in free space: 2 or 3; a robot standing on its
         feet: up to :data:`REFINE_ITERATIONS`).
@@ -628,13 +631,15 @@ class Problem:
                 step = np.linalg.lstsq(jac[a:b], -r[a:b], rcond=START_RCOND)[0]
                 trial[idx] = np.clip(x[idx] + shrink[w] * step, low[idx], high[idx])
             r_trial = self.predict(trial, model=model)
+            halved = False
             for w, (a, b) in enumerate(rows):
                 idx = self.p + w * self.na + np.arange(self.na)
-                if self.windows[w].follow is None or r_trial[a:b] @ r_trial[a:b] < r[a:b] @ r[a:b]:
+                if r_trial[a:b] @ r_trial[a:b] < r[a:b] @ r[a:b]:
                     x[idx], r[a:b] = trial[idx], r_trial[a:b]
-                else:
+                elif shrink[w] > SHRINK_MIN:
                     shrink[w] /= 2
-            if before - float(r @ r) < REFINE_TOL * before:
+                    halved = True
+            if before - float(r @ r) < REFINE_TOL * before and not halved:
                 break
         return x
 
