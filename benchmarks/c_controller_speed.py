@@ -3,7 +3,7 @@
 The C controller is the cart-pole's LQR (four products and a sum, in double),
 compiled once into the scratch cache and run by ``simulate``.  Without imperfections,
 ``stop``, computed records or video, ``simulate`` runs it in the compiled loop
-(``crossdyn.experiments.core.c_loop``: the steps in C, no interpreter between them);
+(``crossdyn.experiments.core.loop.compiled``: the steps in C, no interpreter between them);
 with any of them, in the Python loop (one ctypes call into the shim per step), shown
 here with a ``stop`` that never fires.  The bare loop is Python stepping the same
 model for the same number of steps writing a constant control each step.  All one

@@ -734,7 +734,7 @@ ZERO_QUATERNION = [0.0, 0.0, 0.45, 0.0, 0.0, 0.0, 0.0, *[0.0] * 6]  # the floati
 
 
 def _simulate(controller=lambda t, obs: np.zeros(1), duration=0.1, model="cart_pole", **kwargs):
-    from crossdyn.experiments.core.loop import simulate
+    from crossdyn.experiments.core.loop.simulate import simulate
 
     return simulate(model, controller, duration, **kwargs)
 

@@ -305,7 +305,7 @@ def test_several_sources_an_include_folder_and_a_header_edit(tmp_path):
 
 
 # -- the compiled loop: a C controller run as it is (no imperfections, stop, computed record or video)
-# steps in C (crossdyn.experiments.core.c_loop); a stop that never fires keeps the Python loop, the reference.
+# steps in C (crossdyn.experiments.core.loop.compiled); a stop that never fires keeps the Python loop, the reference.
 
 def python_loop(obs) -> None:
     return None
@@ -349,7 +349,7 @@ def test_both_loops_end_a_bad_run_alike(tmp_path, stop, body, outcome):
 
 
 def test_where_the_compiled_loop_cannot_be_built_the_python_loop_runs_the_same(sources, regulator, monkeypatch):
-    from crossdyn.experiments.core import c_loop
+    from crossdyn.experiments.core.loop import compiled as c_loop
 
     c = with_gains(CController(sources / "lqr.c", "step", inputs=("qpos", "qvel")), regulator)
     compiled = balance(c, 0.2)

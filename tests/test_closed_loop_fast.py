@@ -52,13 +52,13 @@ def _record(sc, jump=None) -> list[tuple]:
         calls.append(t)
         return controller(t, est, ref)
 
-    original = closed_loop._Sensors.read
+    original = closed_loop.Sensors.read
 
     def read(sensors, sensordata):
         readings.append(original(sensors, sensordata))
         return readings[-1]
 
-    with mock.patch.object(closed_loop._Sensors, "read", read):
+    with mock.patch.object(closed_loop.Sensors, "read", read):
         simulate_scenario(scenarios.robot(), sc, recording, compiled=False)  # the readable path reads the sensors here
     return readings[: len(calls)]
 

@@ -54,10 +54,11 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     # linearization and the regulator, designed at the control period in effect
     ("linearize", ("linearize", "Linearization", "holding_control")),
     ("regulator", ("regulator",)),
-    ("control_rate", ("control_period",)),
+    ("loop.control_rate", ("control_period",)),
     # the closed loop
-    ("loop", ("simulate", "Trace", "Observation", "ControllerError")),
-    ("batch", ("simulate_batch",)),
+    ("loop.simulate", ("simulate",)),
+    ("loop.trace", ("Trace", "Observation")),
+    ("loop.batch", ("simulate_batch",)),
     # is the loop the design: the run's decay per mode, the margins measured in MuJoCo
     ("design_check", ("compare_to_design", "DesignComparison")),
     ("margins", ("measure_loop", "LoopMeasurement", "LoopDesign")),
@@ -76,7 +77,7 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     ("sweep.experiment", ("tune",)),
     ("sweep.tuning", ("Tuning",)),
     # errors
-    ("errors", ("CrossdynError",)),
+    ("errors", ("CrossdynError", "ControllerError")),
 ) for name in names}
 
 __all__ = sorted(API)

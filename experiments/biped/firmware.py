@@ -23,8 +23,8 @@ from crossdyn.experiments.biped import closed_loop, scenarios
 from crossdyn.experiments.biped.model import biped_params
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.c_controller import CController
-from crossdyn.experiments.core.loop import Trace
-from crossdyn.experiments.core.loop import simulate as run_loop
+from crossdyn.experiments.core.loop.simulate import simulate as run_loop
+from crossdyn.experiments.core.loop.trace import Trace
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.results import Context
 
@@ -68,7 +68,7 @@ def flash(c: CController, model, controller: BipedController, height: float, *, 
     g, pend, geo = controller.gains, controller.params, controller.geometry
     sched = g.schedule
     c.params.update({
-        "sensor_channel": list(closed_loop._Sensors(model).indices), "motor_channel": closed_loop._actuators(model),
+        "sensor_channel": list(closed_loop.Sensors(model).indices), "motor_channel": closed_loop.actuators(model),
         "l1": geo.l1, "l2": geo.l2, "l3": geo.l3, "wheel_radius": geo.r,
         "alpha_low": five_bar.REACHABLE[0], "alpha_high": five_bar.REACHABLE[1],
         "table_length": sched.lengths, "table_gain": sched.gains.reshape(len(sched.lengths), -1),
@@ -86,10 +86,10 @@ def run_in_loop(model, sc: closed_loop.Scenario, controller) -> Trace:
     p = biped_params(model)
     n = int(round(sc.duration / sc.control_period))
     if isinstance(controller, BipedController):
-        controller = closed_loop._plug(controller, p, sc, closed_loop._Sensors(model), closed_loop._actuators(model),
+        controller = closed_loop.plug(controller, p, sc, closed_loop.Sensors(model), closed_loop.actuators(model),
                                        n, True)
     return run_loop(model, controller, n * sc.control_period, qpos=closed_loop.initial_state(model, p, sc),
-                    control_dt=sc.control_period, imperfections=closed_loop._pushes(sc), stop=closed_loop._Fall(model))
+                    control_dt=sc.control_period, imperfections=closed_loop.pushes(sc), stop=closed_loop.Fall(model))
 
 
 def _pitch_deg(model, trace: Trace) -> np.ndarray:

@@ -32,7 +32,8 @@ from crossdyn.experiments.core.checks.linearization import Reduction, check_line
 from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.linearize import linearize
-from crossdyn.experiments.core.loop import Trace, simulate
+from crossdyn.experiments.core.loop.simulate import simulate
+from crossdyn.experiments.core.loop.trace import Trace
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.reduction import place
 from crossdyn.experiments.core.registry import Gains, Param, Verdict, experiment

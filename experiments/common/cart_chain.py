@@ -12,9 +12,10 @@ import numpy as np
 
 from crossdyn.experiments.core import plots
 from crossdyn.experiments.core.baseline import Tolerance
-from crossdyn.experiments.core.batch import simulate_batch
 from crossdyn.experiments.core.design_check import compare_to_design
-from crossdyn.experiments.core.loop import Trace, simulate
+from crossdyn.experiments.core.loop.batch import simulate_batch
+from crossdyn.experiments.core.loop.simulate import simulate
+from crossdyn.experiments.core.loop.trace import Trace
 from crossdyn.experiments.core.margins import LoopSetup, write_margins
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict

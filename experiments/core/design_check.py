@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.loop import Trace
+from crossdyn.experiments.core.loop.trace import Trace
 from crossdyn.experiments.core.regulator import FLOOR_MARGIN, RATE_LIMIT, Regulator, _noise_floor
 
 __all__ = ["compare_to_design", "DesignComparison", "ModeCheck", "DISAGREE", "UNEXCITED"]

@@ -24,8 +24,8 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
 
-__all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions",
-           "active_constraints", "steps", "EPS", "EPS_MAX", "EPS_MIN", "HOLD_RTOL"]
+__all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions", "keyframe_id",
+           "state_vector", "active_constraints", "steps", "EPS", "EPS_MAX", "EPS_MIN", "HOLD_RTOL"]
 
 # Finite-difference step on state and control: central differences err by
 # ~EPS^2 |f'''| (1e-12) and round-off ~1e-16 |qacc| / EPS (1e-10 of the scale).
@@ -169,7 +169,12 @@ def _has_quaternions(model: mujoco.MjModel) -> bool:
     return bool(np.isin(model.jnt_type, (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL)).any())
 
 
-def _keyframe_id(model: mujoco.MjModel, keyframe: str | int) -> int:
+def keyframe_id(model: mujoco.MjModel, keyframe: str | int) -> int:
+    """The index of ``keyframe`` (a name or an index) in ``model``.
+
+    Raises:
+      ParameterError: no such keyframe (the message lists the model's).
+    """
     if isinstance(keyframe, (int, np.integer)) and not isinstance(keyframe, bool):
         if not 0 <= keyframe < model.nkey:
             raise ParameterError(f"keyframe {keyframe} out of range: the model has {model.nkey} keyframe(s)")
@@ -181,7 +186,12 @@ def _keyframe_id(model: mujoco.MjModel, keyframe: str | int) -> int:
     return key
 
 
-def _vector(name: str, value, size: int) -> np.ndarray:
+def state_vector(name: str, value, size: int) -> np.ndarray:
+    """``value`` as a state of ``size`` finite numbers, ``(size,)`` (``name`` is what the errors call it).
+
+    Raises:
+      StateError: the wrong size or a non-finite entry.
+    """
     array = np.asarray(value, dtype=float).reshape(-1) if np.ndim(value) else np.full(1, float(value))
     if array.shape != (size,):
         raise StateError(f"{name} must have {size} entries for this model, got shape {np.shape(value)}")
@@ -220,18 +230,18 @@ def operating_point(model: mujoco.MjModel, keyframe: str | int | None = None, qp
       ModelError: ``ctrl="hold"`` and no control holds the pose.
     """
     if keyframe is not None:
-        key = model.key(_keyframe_id(model, keyframe))
+        key = model.key(keyframe_id(model, keyframe))
         q0, v0, u0 = key.qpos.copy(), key.qvel.copy(), key.ctrl.copy()
     else:
         q0, v0, u0 = model.qpos0.copy(), np.zeros(model.nv), np.zeros(model.nu)
-    q0 = q0 if qpos is None else _vector("qpos", qpos, model.nq)
-    v0 = v0 if qvel is None else _vector("qvel", qvel, model.nv)
+    q0 = q0 if qpos is None else state_vector("qpos", qpos, model.nq)
+    v0 = v0 if qvel is None else state_vector("qvel", qvel, model.nv)
     if isinstance(ctrl, str):
         if ctrl != "hold":
             raise ParameterError(f"ctrl={ctrl!r}: give an array of {model.nu} controls or 'hold'")
         u0 = holding_control(model, qpos=q0)
     elif ctrl is not None:
-        u0 = _vector("ctrl", ctrl, model.nu)
+        u0 = state_vector("ctrl", ctrl, model.nu)
     check_quaternions(model, q0)
     return q0, v0, u0
 

@@ -39,10 +39,12 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.control_rate import period_in_effect
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection
-from crossdyn.experiments.core.loop import ctrl_clamp, simulate
+from crossdyn.experiments.core.loop.control_rate import period_in_effect
+from crossdyn.experiments.core.loop.kinds import CommandWriter, HasControlPeriod, Starting
+from crossdyn.experiments.core.loop.simulate import simulate
+from crossdyn.experiments.core.loop.trace import ctrl_clamp
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.regulator import Regulator
 from crossdyn.experiments.core.results import Context, write_text
@@ -413,13 +415,12 @@ class _Injected:
     def __init__(self, controller, nu: int, actuator: int, signal: np.ndarray):
         self.inner, self.actuator, self.signal, self.row = controller, actuator, signal, 0
         self.u = np.zeros(nu)
-        self.control_dt = getattr(controller, "control_dt", None)
+        self.control_dt = controller.control_dt if isinstance(controller, HasControlPeriod) else None
 
     def start(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
         self.row = 0
-        start = getattr(self.inner, "start", None)
-        if start is not None:
-            start(model, data)
+        if isinstance(self.inner, Starting):
+            self.inner.start(model, data)
 
     def __call__(self, t: float, obs) -> np.ndarray:
         value = self.inner(t, obs)
@@ -529,7 +530,8 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
             raise ParameterError(f"measure_loop: {name} must be a whole number >= {low}, got {value!r}")
     if design is None and isinstance(controller, Regulator):
         design = controller
-    dt = float(control_dt if control_dt is not None else getattr(controller, "control_dt", None)
+    own_dt = controller.control_dt if isinstance(controller, HasControlPeriod) else None
+    dt = float(control_dt if control_dt is not None else own_dt
                or period_in_effect() or model.opt.timestep)  # simulate's default, decided here for the grid
     chosen = list(range(model.nu)) if actuator is None else \
         [actuator] if isinstance(actuator, (str, int, np.integer)) else list(actuator)
@@ -561,7 +563,7 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
         one = _multisine(picked, samples, amplitudes[i])
         count = (settle + periods) * samples
         signal = np.tile(one, settle + periods)
-        wrapped = (_InjectedDirect if hasattr(controller, "write_command") else _Injected)(
+        wrapped = (_InjectedDirect if isinstance(controller, CommandWriter) else _Injected)(
             controller, model.nu, i, signal)
         trace = simulate(model, wrapped, count * dt, keyframe=keyframe, qpos=qpos, qvel=qvel, control_dt=dt,
                          imperfections=imperfections, seed=seed, stop=stop)

@@ -15,7 +15,7 @@ LQR, :func:`crossdyn.controllers.balance.dlqr`, on the zero-order-hold model
 folded into the design model (the regulator then remembers its last commands).
 
 ``dt`` defaults to the rate the controller will run at where crossdyn knows it before the
-run: the period in effect (:func:`~crossdyn.experiments.core.control_rate.control_period`,
+run: the period in effect (:func:`~crossdyn.experiments.core.loop.control_rate.control_period`,
 or the run's own ``control_dt`` for a regulator designed inside ``simulate``).  The
 default is continuous exactly where no period is in effect: a plain script, where
 ``simulate``'s ``control_dt`` is chosen per run after the design (the built-in cart-pole
@@ -34,10 +34,10 @@ import numpy as np
 import scipy.linalg
 
 from crossdyn.controllers.balance import LQRDesign, dlqr, lqr
-from crossdyn.experiments.core.control_rate import period_in_effect
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.linearize import Linearization, linearize
-from crossdyn.experiments.core.loop import Trace
+from crossdyn.experiments.core.loop.control_rate import period_in_effect
+from crossdyn.experiments.core.loop.trace import Trace
 
 __all__ = ["Regulator", "Switch", "regulator", "measured_decay", "zero_order_hold", "RATE_LIMIT"]
 
@@ -260,7 +260,7 @@ def regulator(model: mujoco.MjModel, Q, R, keyframe: str | int | None = None, qp
       dt: the control period the loop will run at, s: the discrete LQR on the zero-order-hold
         model (:func:`zero_order_hold`), which ``simulate`` then runs at ``dt`` unless told
         otherwise.  Default (None): the period in effect where crossdyn knows one
-        (:func:`~crossdyn.experiments.core.control_rate.control_period`, or inside a run of
+        (:func:`~crossdyn.experiments.core.loop.control_rate.control_period`, or inside a run of
         ``simulate``), else continuous.  0: continuous (python-control's ``dt=0``).  A continuous
         design warns (``RuntimeWarning``) when its fastest closed-loop pole has ``|lambda| dt >
         0.5`` at the period in effect, or else the model's time step (the loop's default period);

@@ -7,288 +7,59 @@ Every control period ``control_dt`` (a multiple of the model's time step) the lo
 passes the sensors through the sensing imperfections, calls ``controller(t, obs)``
 for the actuators' controls (``(nu,)`` or a dict by actuator name, missing ones
 0), passes them through the actuation imperfections into ``data.ctrl``, records
-one :class:`Trace` row, and steps the physics ``control_dt / timestep`` times.
+one :class:`~.trace.Trace` row, and steps the physics ``control_dt / timestep`` times.
 
 ``obs.qpos`` and ``obs.qvel`` are the true state (read-only views, valid for this
-call); ``obs.sensordata`` is what the sensors read after the imperfections.
-Sensor values, like everything MuJoCo derives from the state, are as ``mj_step``
-leaves them: computed at the start of the last physics step, before it advanced
-the state (with every integrator: RK4's later stages skip the sensors).  So a
-reading lags ``obs.qpos`` by one physics step, the model's ``timestep`` (none at
-the first row, which ``mj_forward`` computed): ``trace.sensor_lag`` and
-``obs.sensor_lag`` say so, in s, and a controller that reads sensors at a control
-period of one physics step has one period of delay to design for.
-``obs.data`` is MuJoCo's ``MjData``, for ground-truth experiments.
+call); ``obs.sensordata`` is what the sensors read after the imperfections, one
+physics step behind the state (:func:`~.trace.sensor_lag`).  ``obs.data`` is
+MuJoCo's ``MjData``, for ground-truth experiments.
 
 The run ends early when the simulation diverges or ``stop(obs)`` returns a reason
 (``trace.stopped``).  A controller that raises or returns a bad control ends the
-run with a :class:`ControllerError` naming the step and the time.
+run with a :class:`~crossdyn.experiments.core.errors.ControllerError` naming the
+step and the time.
 
-A controller may instead define ``write_command(t, sensed, command) -> bool``,
-writing its controls itself (False: stop as diverged), called unchecked so that
-compiled controllers run at the physics' speed; one that also offers
-``step_address`` and ``failed`` (:class:`~.c_controller.CController`) runs in the
-compiled loop (:mod:`~crossdyn.experiments.core.c_loop`, the same rows bit for bit)
-when nothing of the run needs Python between steps.  A controller's
-``start(model, data)``, if any, is called before the first step.
+The controller's kind (:mod:`.kinds`) decides how it runs: a plain controller is
+called and its return checked; a :class:`~.kinds.CommandWriter` writes its controls
+itself, unchecked, so that compiled controllers run at the physics' speed; a
+:class:`~.kinds.CompiledController` runs in the compiled loop (:mod:`.compiled`,
+the same rows bit for bit) when nothing of the run needs Python between steps.
+A controller's ``start(model, data)``, if any, is called before the first step.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from math import isfinite
 from pathlib import Path
-from typing import Any
 
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.control_rate import control_period, period_in_effect
-from crossdyn.experiments.core.errors import CrossdynError, ModelError, ParameterError
-from crossdyn.experiments.core.imperfections import Imperfection, bind
-from crossdyn.experiments.core.validate import seed as validate_seed
+from crossdyn.experiments.core.errors import ControllerError, CrossdynError, ModelError, ParameterError
+from crossdyn.experiments.core.imperfections import Bound, Imperfection
+from crossdyn.experiments.core.loop import compiled as compiled_loop
+from crossdyn.experiments.core.loop.control_rate import control_period
+from crossdyn.experiments.core.loop.kinds import CommandWriter, CompiledController, Controller, Starting
+from crossdyn.experiments.core.loop.setup import (
+    WATCHED,
+    Commands,
+    at,
+    bind_run,
+    call_failed,
+    initial_state,
+    load,
+    quiet,
+    refused_control,
+    timing,
+)
+from crossdyn.experiments.core.loop.trace import Observation, Trace, applied, ctrl_clamp
 
-__all__ = ["simulate", "Trace", "Observation", "ControllerError", "DURATION_MAX", "sensor_lag"]
-
-# Simulated seconds per run: a day of the robot's life; a typo (1e9) is refused before the table is allocated.
-DURATION_MAX = 86_400.0
-
-
-class ControllerError(CrossdynError):
-    """A controller raised, exited, or returned controls of the wrong shape or non-finite values."""
-
-
-class Observation:
-    """What a controller is given each control period (see the module docstring).
-
-    Attributes:
-      qpos: ``(nq,)`` true positions (read-only view).
-      qvel: ``(nv,)`` true velocities (read-only view).
-      sensordata: ``(nsensordata,)`` the sensors' readings after the imperfections (read-only).
-      data: MuJoCo's ``MjData`` (ground truth; not for a realistic controller).
-      sensor_lag: s, how far the readings lag ``qpos`` after the first row (:func:`sensor_lag`).
-    """
-
-    __slots__ = ("qpos", "qvel", "sensordata", "data", "_sensors", "sensor_lag")
-
-    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, sensed: np.ndarray):
-        self.qpos, self.qvel, self.sensordata = (_readonly(a) for a in (data.qpos, data.qvel, sensed))
-        self.data = data
-        self._sensors = _sensor_slices(model)
-        self.sensor_lag = sensor_lag(model)
-
-    def sensor(self, name: str) -> np.ndarray:
-        """One sensor's readings after the imperfections, ``(dim,)`` (read-only view).
-
-        Raises:
-          KeyError: no sensor of that name (the message lists them).
-        """
-        try:
-            return self.sensordata[self._sensors[name]]
-        except KeyError:
-            raise KeyError(f"no sensor {name!r}; the model's sensors: {', '.join(self._sensors) or 'none'}") from None
+__all__ = ["simulate"]
 
 
-def sensor_lag(model: mujoco.MjModel) -> float:
-    """How far the loop's sensor readings lag the state it passes beside them, s: one physics step.
-
-    ``mj_step`` computes the sensors from the state at the start of its step and then
-    advances the state (RK4 too: its later stages skip the sensors), so a row's readings
-    are of the state one ``timestep`` before its ``qpos``; the first row's, computed by
-    ``mj_forward``, are of its own.
-    """
-    return float(model.opt.timestep)
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    view = array.view()
-    view.flags.writeable = False
-    return view
-
-
-def _sensor_slices(model: mujoco.MjModel) -> dict[str, slice]:
-    return {model.sensor(i).name or f"sensor{i}": slice(int(model.sensor_adr[i]),
-                                                        int(model.sensor_adr[i] + model.sensor_dim[i]))
-            for i in range(model.nsensor)}
-
-
-@dataclass
-class Trace:
-    """One closed-loop run, one row per control step (the state at its start and the control applied over it).
-
-    Attributes:
-      t: ``(N,)`` s.
-      qpos: ``(N, nq)``; qvel: ``(N, nv)``: MuJoCo's state.
-      sensordata: ``(N, nsensordata)`` what the controller saw (after sensing imperfections).
-      command: ``(N, nu)`` what the controller asked for.
-      ctrl: ``(N, nu)`` what MuJoCo applied: the command after delay, lag and
-        limits, clamped to each actuator's ``ctrlrange`` (as MuJoCo clamps it).
-      stopped: why the run ended early (``"diverged"``, or ``stop``'s reason), or None.
-      extra: further per-step records asked for with ``record=`` (name -> ``(N, size)``).
-      warnings: MuJoCo's warnings during the run.
-      saturated: ``(nu,)`` per actuator, the steps whose control MuJoCo clamped to its ``ctrlrange``.
-      sensor_lag: s, how far each row's ``sensordata`` lags its ``qpos`` (after the first row, whose
-        readings are of its own state): one physics step, the model's ``timestep``.
-    """
-
-    t: np.ndarray
-    qpos: np.ndarray
-    qvel: np.ndarray
-    sensordata: np.ndarray
-    command: np.ndarray
-    ctrl: np.ndarray
-    stopped: str | None = None
-    extra: dict[str, np.ndarray] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    model: mujoco.MjModel | None = field(default=None, repr=False, compare=False)
-    saturated: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
-
-    @property
-    def sensor_lag(self) -> float:
-        return 0.0 if self.model is None else sensor_lag(self.model)
-
-    @property
-    def diverged(self) -> bool:
-        return self.stopped == "diverged"
-
-    def saturation(self) -> str:
-        """One line naming the actuators MuJoCo clamped to their ``ctrlrange`` and on how many steps; "" if none."""
-        counts = np.asarray(self.saturated)
-        if not counts.any():
-            return ""
-        names = [(self.model.actuator(i).name if self.model is not None else "") or f"actuator {i}"
-                 for i in range(counts.size)]
-        parts = [f"{name!r} {int(n)} of {self.t.size} steps" for name, n in zip(names, counts, strict=True) if n]
-        return "saturated (clamped to ctrlrange): " + ", ".join(parts)
-
-    def sensor(self, name: str) -> np.ndarray:
-        """One sensor's column(s) of :attr:`sensordata`, ``(N, dim)``."""
-        if self.model is None:
-            raise KeyError("this trace carries no model to look sensors up in")
-        slices = _sensor_slices(self.model)
-        if name not in slices:
-            raise KeyError(f"no sensor {name!r}; the model's sensors: {', '.join(slices) or 'none'}")
-        return self.sensordata[:, slices[name]]
-
-    def window(self, t0: float, t1: float = np.inf) -> np.ndarray:
-        """Boolean mask of rows with ``t0 <= t < t1``."""
-        return (self.t >= t0) & (self.t < t1)
-
-
-def _steps(model: mujoco.MjModel, duration: float, control_dt: float | None) -> tuple[float, int, int]:
-    """``(control_dt, physics steps per control step, control steps)``, validated."""
-    h = float(model.opt.timestep)
-    dt = h if control_dt is None else float(control_dt)
-    if not (isfinite(dt) and dt > 0):
-        raise ParameterError(f"control_dt must be a positive time, got {control_dt!r}")
-    per = int(round(dt / h))
-    if per < 1 or abs(per * h - dt) > 1e-9 * dt:
-        raise ParameterError(f"control_dt {dt:g} s is not a multiple of the model's time step {h:g} s")
-    if not (isfinite(duration) and 0 < duration <= DURATION_MAX):
-        raise ParameterError(f"duration must be in (0, {DURATION_MAX:g}] s, got {duration!r}")
-    return dt, per, max(1, int(round(duration / dt)))
-
-
-def ctrl_clamp(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(low, high)`` per actuator, ``(nu,)`` each, of the clamp MuJoCo applies to ``ctrl``; None if it clamps none.
-
-    MuJoCo clamps ``ctrl`` to ``ctrlrange`` when it computes the actuators' forces
-    (``data.ctrl`` keeps what was written), unless the model disables it.
-    """
-    limited = model.actuator_ctrllimited.astype(bool)
-    if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL:
-        limited[:] = False
-    if not limited.any():
-        return None
-    return (np.where(limited, model.actuator_ctrlrange[:, 0], -np.inf),
-            np.where(limited, model.actuator_ctrlrange[:, 1], np.inf))
-
-
-def applied(reached: np.ndarray, clamp: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
-    """What MuJoCo applied, ``(N, nu)``, from what reached ``data.ctrl``; the clamped steps per actuator, ``(nu,)``."""
-    if clamp is None:
-        return reached, np.zeros(reached.shape[1], dtype=int)
-    ctrl = np.clip(reached, *clamp)
-    return ctrl, np.count_nonzero(ctrl != reached, axis=0)
-
-
-def _initial(model: mujoco.MjModel, data: mujoco.MjData, keyframe, qpos, qvel, forward: bool = True) -> None:
-    """Reset ``data`` to the keyframe (or the model's reference pose at rest), then ``qpos``/``qvel``, then
-    ``mj_forward`` (unless ``forward`` is False: a batch computes it per simulation)."""
-    from crossdyn.experiments.core.linearize import _keyframe_id, _vector, check_quaternions
-
-    if keyframe is not None:
-        mujoco.mj_resetDataKeyframe(model, data, _keyframe_id(model, keyframe))
-    if qpos is not None:
-        data.qpos[:] = _vector("qpos", qpos, model.nq)
-        check_quaternions(model, data.qpos)
-    if qvel is not None:
-        data.qvel[:] = _vector("qvel", qvel, model.nv)
-    if forward:
-        mujoco.mj_forward(model, data)
-
-
-class _Commands:
-    """Turns what a controller returned into ``command`` (nu,), or raises :class:`ControllerError`."""
-
-    def __init__(self, model: mujoco.MjModel, command: np.ndarray):
-        self.nu, self.command = model.nu, command
-        self.names = {model.actuator(i).name: i for i in range(model.nu) if model.actuator(i).name}
-
-    def write(self, value: Any, where: str) -> None:
-        if type(value) is np.ndarray and value.shape == self.command.shape and value.dtype.kind == "f":
-            self.command[:] = value  # the common case, no conversion
-            return
-        if value is None:
-            raise ControllerError(f"controller returned None {where}; expected {self.nu} controls (does it end "
-                                  "without a return?)")
-        if isinstance(value, Mapping):
-            value = self._from_names(value, where)
-        if np.iscomplexobj(value):  # converting would drop the imaginary part with only a warning
-            raise ControllerError(f"controller returned a complex control {where}; expected {self.nu} real controls")
-        try:
-            array = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            raise ControllerError(f"controller returned a {type(value).__name__} {where}; expected {self.nu} "
-                                  "controls (an array, or a dict by actuator name)") from None
-        if array.shape != (self.nu,) and not (self.nu == 1 and array.shape == ()):
-            raise ControllerError(f"controller returned shape {array.shape} {where}; expected ({self.nu},): one "
-                                  "control per actuator")
-        self.command[:] = array
-
-    def _from_names(self, value: Mapping, where: str) -> np.ndarray:
-        out = np.zeros(self.nu)
-        for name, u in value.items():
-            if name not in self.names:
-                raise ControllerError(f"controller returned a control for {name!r} {where}; the actuators are "
-                                      f"{', '.join(self.names) or 'unnamed'}")
-            try:
-                if np.iscomplexobj(u):
-                    raise TypeError("complex")
-                out[self.names[name]] = u
-            except (TypeError, ValueError):
-                raise ControllerError(f"controller returned {u!r} for actuator {name!r} {where}; expected a "
-                                      "number") from None
-        return out
-
-
-def _refused_control(ctrl: list[float], where: str) -> str:
-    """Why MuJoCo refused (zeroed) a control: not finite, or beyond its limit on any value it integrates."""
-    if all(isfinite(u) for u in ctrl):
-        return (f"a control beyond MuJoCo's limit |ctrl| <= {mujoco.mjMAXVAL:g} reached the actuators {where}: "
-                f"{ctrl} (MuJoCo zeroes such a control)")
-    return f"a non-finite control reached the actuators {where}: {ctrl}"
-
-
-def _at(i: int, t: float) -> str:
-    return f"at control step {i} (t = {t:.6g} s)"
-
-
-def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, duration: float, *,
+def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Controller | CommandWriter, duration: float, *,
              keyframe: str | int | None = None, qpos=None, qvel=None, control_dt: float | None = None,
              imperfections: Sequence[Imperfection] = (), seed: int = 0,
              stop: Callable[[Observation], str | bool | None] | None = None,
@@ -299,13 +70,13 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
     Args:
       model: a compiled model, or a built-in name or MJCF/URDF path.
       controller: ``controller(t, obs) -> controls`` (``(nu,)`` or a dict by
-        actuator name), or an object with ``write_command(t, sensed, command) -> bool``.
+        actuator name), or an object with ``write_command(t, sensed, command) -> bool`` (:mod:`.kinds`).
       duration: simulated time, s.
       keyframe: start from this keyframe (name or index); ``qpos``/``qvel`` override it.
       qpos, qvel: the initial state (default: the keyframe's, or ``qpos0`` at rest).
       control_dt: the control period, s (a multiple of the time step; default the controller's
         ``control_dt`` when it has one, as a regulator designed at a rate does, else the period in
-        effect (:func:`~crossdyn.experiments.core.control_rate.control_period`), else the time step).
+        effect (:func:`~.control_rate.control_period`), else the time step).
         The run is itself a period in effect: a controller designing in its ``start`` designs at it.
         A controller's ``check_rate(control_dt)``, if any, is called with it (a continuous
         regulator warns when its poles are beyond the rate).
@@ -320,38 +91,28 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Callable, du
       fps: video frames per simulated second.
 
     Returns:
-      The :class:`Trace`: one row per control step, up to where the run ended.
+      The :class:`~.trace.Trace`: one row per control step, up to where the run ended.
 
     Raises:
       ControllerError: the controller raised, exited, or returned a bad control (naming the step and time).
       ParameterError: a bad duration, control period, keyframe, seed or imperfection.
       StateError: a wrong-sized or non-finite initial state, or an all-zero quaternion.
     """
-    from crossdyn.experiments.core.models import load_model
-
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
-    if not callable(controller) and not hasattr(controller, "write_command"):
-        raise ParameterError(f"controller must be a function (t, obs) -> controls, got {type(controller).__name__}")
-    if control_dt is None:  # the rate the controller was designed for when it says, else the one stated
-        control_dt = getattr(controller, "control_dt", None) or period_in_effect()
-    dt, per, n = _steps(model, float(duration), control_dt)
-    check_rate = getattr(controller, "check_rate", None)
-    if check_rate is not None:
-        check_rate(dt)
-    bound = bind(model, imperfections, dt, validate_seed(seed), steps=n)
+    model = load(model)
+    clock = timing(model, duration, control_dt, [controller])
+    bound = bind_run(model, imperfections, clock, seed)
     model = bound.model
     data = mujoco.MjData(model)
-    _initial(model, data, keyframe, qpos, qvel)
-    run = _Run(model, data, n, record, bound)
-    with control_period(dt):
-        return run.go(controller, bound, per, stop, video, camera, fps)
+    initial_state(model, data, keyframe, qpos, qvel)
+    run = _Run(model, data, clock.steps, record, bound)
+    with control_period(clock.dt):
+        return run.go(controller, bound, clock.per, stop, video, camera, fps)
 
 
 class _Run:
     """One run's arrays and table (bound once), and its loop."""
 
-    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, n: int, record, bound):
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, n: int, record, bound: Bound):
         self.model, self.data, self.n = model, data, n
         # Without imperfections the controller reads MuJoCo's sensordata and writes its ctrl directly.
         self.sensed = data.sensordata.copy() if bound.sense else data.sensordata
@@ -379,16 +140,20 @@ class _Run:
         self.times = np.empty(n)
         self.table = np.empty((n, int(edges[-1])))
 
-    def go(self, controller, bound, per: int, stop, video, camera, fps) -> Trace:
+    def go(self, controller, bound: Bound, per: int, stop, video, camera, fps) -> Trace:
         """Run the loop (see the module docstring) and return the trace."""
-        start = getattr(controller, "start", None)
-        if start is not None:
-            start(self.model, self.data)
+        if isinstance(controller, Starting):
+            controller.start(self.model, self.data)
         film = _Film(self.model, camera, fps) if video is not None else None
         warnings: list[str] = []
         try:
-            with _quiet(warnings):
-                rows, stopped = self._steps(controller, bound, per, stop, film)
+            with quiet(warnings):
+                if isinstance(controller, CompiledController) and not (bound.sense or bound.act or bound.push
+                                                                       or self.computed) \
+                        and stop is None and film is None and compiled_loop.available():
+                    rows, stopped = self._compiled_steps(controller, per)
+                else:
+                    rows, stopped = self._steps(controller, bound, per, stop, film)
         finally:
             if film is not None:
                 film.close()
@@ -396,22 +161,15 @@ class _Run:
             film.write(Path(video))
         return self.trace(rows, stopped, warnings)
 
-    def _steps(self, controller, bound, per: int, stop, film) -> tuple[int, str | None]:
+    def _steps(self, controller, bound: Bound, per: int, stop, film) -> tuple[int, str | None]:
         """The control steps: ``(rows recorded, why the run stopped early or None)``; all bound to locals first."""
         model, data = self.model, self.data
-        compiled = getattr(controller, "step_address", None)
-        if compiled is not None and not (bound.sense or bound.act or bound.push or self.computed) \
-                and stop is None and film is None:
-            from crossdyn.experiments.core import c_loop
-
-            if c_loop.available():
-                return self._compiled_steps(controller, compiled(self.sensed, self.command), per)
-        obs, commands = Observation(model, data, self.sensed), _Commands(model, self.command)
-        direct = getattr(controller, "write_command", None)
+        obs, commands = Observation(model, data, self.sensed), Commands(model, self.command)
+        direct = controller.write_command if isinstance(controller, CommandWriter) else None
         sense, act, pushes = bound.sense, bound.act, bound.push
         raw, sensed, command, ctrl = data.sensordata, self.sensed, self.command, data.ctrl
         qacc, xfrc, warning = data.qacc, data.xfrc_applied, data.warning
-        bad_qacc, bad_qpos, bad_qvel, bad_ctrl = (warning[w] for w in _WATCHED)
+        bad_qacc, bad_qpos, bad_qvel, bad_ctrl = (warning[w] for w in WATCHED)
         table, times, parts, concatenate = self.table, self.times, self.parts, np.concatenate
         ndarray, shape, step = np.ndarray, command.shape, mujoco.mj_step
         computed = self.computed
@@ -427,18 +185,15 @@ class _Run:
             else:
                 try:
                     value = controller(t, obs)
-                except Exception as exc:
-                    detail = " ".join(str(exc).split())
-                    raise ControllerError(f"controller raised {type(exc).__name__} {_at(i, t)}: {detail}") from None
-                except SystemExit as exc:
-                    raise ControllerError(f"controller called sys.exit({exc.code!r}) {_at(i, t)}") from None
+                except (Exception, SystemExit) as exc:
+                    raise call_failed(exc, at(i, t)) from None
                 if type(value) is ndarray and value.shape == shape and value.dtype.kind == "f":
                     command[:] = value  # the common case, checked inline
                 else:
-                    commands.write(value, _at(i, t))
+                    commands.write(value, at(i, t))
                 if not isfinite(sum(command.tolist())) and not np.isfinite(command).all():  # a NaN or inf makes
                     # the sum one (so do controls past 1e308 / nu, which MuJoCo's own limit refuses after the step)
-                    raise ControllerError(f"controller returned a non-finite control {_at(i, t)}: {command.tolist()}")
+                    raise ControllerError(f"controller returned a non-finite control {at(i, t)}: {command.tolist()}")
             if act:
                 ctrl[:] = command
                 for fn in act:
@@ -460,7 +215,7 @@ class _Run:
             else:
                 step(model, data, per)
             if bad_ctrl.number != counted:  # MuJoCo zeroed a NaN or huge control (a controller's or a lag's)
-                raise ControllerError(_refused_control(ctrl.tolist(), _at(i, t)))
+                raise ControllerError(refused_control(ctrl.tolist(), at(i, t)))
             if film is not None:
                 film.capture(data)
             # MuJoCo resets the state on a bad qpos, qvel or qacc and warns; a NaN or inf makes the sum one.
@@ -468,16 +223,16 @@ class _Run:
                 return i + 1, "diverged"
         return self.n, None
 
-    def _compiled_steps(self, controller, address: int, per: int) -> tuple[int, str | None]:
-        """The control steps of a compiled controller in the compiled loop (:mod:`.c_loop`), the same rows."""
-        from crossdyn.experiments.core import c_loop
-
-        rows, why = c_loop.run_steps(self.model, self.data, address, self.n, per, self.times, self.table, self.parts)
-        if why == c_loop.DIVERGED:
+    def _compiled_steps(self, controller: CompiledController, per: int) -> tuple[int, str | None]:
+        """The control steps of a compiled controller in the compiled loop (:mod:`.compiled`), the same rows."""
+        address = controller.step_address(self.sensed, self.command)
+        rows, why = compiled_loop.run_steps(self.model, self.data, address, self.n, per, self.times, self.table,
+                                            self.parts)
+        if why == compiled_loop.DIVERGED:
             return rows, "diverged"
-        if why == c_loop.REFUSED:
-            raise ControllerError(_refused_control(self.data.ctrl.tolist(), _at(rows, self.times[rows])))
-        if why != c_loop.FINE:
+        if why == compiled_loop.REFUSED:
+            raise ControllerError(refused_control(self.data.ctrl.tolist(), at(rows, self.times[rows])))
+        if why != compiled_loop.FINE:
             controller.failed(why, self.data.time, self.command)
         return rows, None
 
@@ -494,7 +249,7 @@ class _Run:
 def _record_value(name: str, fn, model: mujoco.MjModel, data: mujoco.MjData, shape: tuple | None = None,
                   i: int | None = None, t: float = 0.0) -> np.ndarray:
     """``fn(model, data)`` as an array of real numbers (of ``shape`` when given), or a :class:`ParameterError`."""
-    where = "" if i is None else f" {_at(i, t)}"
+    where = "" if i is None else f" {at(i, t)}"
     try:
         array = np.asarray(fn(model, data))
     except Exception as exc:
@@ -518,29 +273,6 @@ def _views_data(array: np.ndarray, data: mujoco.MjData) -> bool:
     if array.dtype != np.float64 or not array.flags.c_contiguous or array.base is None:
         return False
     return root(array) is root(data.qpos)
-
-
-# MuJoCo's warnings the loop watches: a bad acceleration, position or velocity (MuJoCo then resets the
-# state: the run diverged) and a bad control (MuJoCo zeroes it).
-_WATCHED = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
-            mujoco.mjtWarning.mjWARN_BADCTRL)
-
-
-@contextlib.contextmanager
-def _quiet(warnings: list[str]):
-    """MuJoCo's warnings collected into ``warnings`` (not printed), Python's cyclic collector paused (the loop keeps
-    no cycles, and the collector's passes over the growing trace would cost more than the step)."""
-    from crossdyn.experiments.core.models import mujoco_warnings
-
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        with mujoco_warnings() as collected:
-            yield
-    finally:
-        if collecting:
-            gc.enable()
-        warnings.extend(collected)
 
 
 class _Film:
