@@ -108,7 +108,7 @@ def _import_module(name: str):
     import importlib
 
     try:
-        with user_code._guard(f"module {name} (while being imported)"):
+        with user_code.guard(f"module {name} (while being imported)"):
             return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):

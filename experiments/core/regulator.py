@@ -39,7 +39,7 @@ from crossdyn.experiments.core.linearize import Linearization, linearize
 from crossdyn.experiments.core.loop.control_rate import period_in_effect
 from crossdyn.experiments.core.loop.trace import Trace
 
-__all__ = ["Regulator", "Switch", "regulator", "measured_decay", "zero_order_hold", "RATE_LIMIT"]
+__all__ = ["Regulator", "Switch", "regulator", "measured_decay", "settled_level", "zero_order_hold", "RATE_LIMIT"]
 
 # |lambda| dt beyond which a continuous design is not what a loop at period dt runs: the hold's half-period
 # delay alone costs |lambda| dt / 2 rad of phase at that pole's frequency (0.25 rad, 14 deg, at the limit),
@@ -346,7 +346,7 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
     rows = np.flatnonzero((trace.t >= start) & (z > floor * z.max()))
     if rows.size < 10:
         raise ParameterError("too few rows to measure a decay rate (run longer, or start earlier)")
-    level = _noise_floor(trace.t, z) if noise_floor else None
+    level = settled_level(trace.t, z) if noise_floor else None
     if level is not None:
         below = np.flatnonzero(z[rows] <= FLOOR_MARGIN * level)
         kept = rows[: below[0]] if below.size else rows
@@ -364,7 +364,7 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
 FLOOR_MARGIN = 10.0
 
 
-def _noise_floor(t: np.ndarray, z: np.ndarray) -> float | None:
+def settled_level(t: np.ndarray, z: np.ndarray) -> float | None:
     """The level ``|z|`` settles on in the run's last quarter, or None when that quarter still falls.
 
     The quarter is flat when the fitted change of ``log |z|`` across it is within

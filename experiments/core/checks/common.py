@@ -63,7 +63,7 @@ class UserFunction:
         """The function on ``args``, given copies of them (``copied``: ``args`` are copies already)."""
         self.calls += 1
         given = args if copied else user_code.given_copies(args)  # its writes never reach the states compared
-        with user_code._guard(self.label), user_code.users_errstate():
+        with user_code.guard(self.label), user_code.users_errstate():
             try:
                 out = self.fn(*given)
             except Exception as exc:  # the user's code: any exception is theirs to see
