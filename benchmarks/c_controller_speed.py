@@ -10,7 +10,7 @@ model for the same number of steps writing a constant control each step.  All on
 physics step per control step (RK4, 2 ms: the loop's worst case).  Runs alternate
 and the best of each is kept (CPU time of this process).  The aim: <= 1.2x.
 
-The biped's firmware (``controllers/firmware/biped.c``, float) runs its balance
+The biped's firmware (``controllers/biped/firmware/biped.c``, float) runs its balance
 scenario in the same loop (``experiments.biped.firmware.run_in_loop``: the fall check each
 control step) against the bare physics of the same model for as many steps with the
 controls held.  The issue's aim: <= 1.1x.

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from crossdyn import mjcf
-from crossdyn.controllers.biped import HEIGHT_PD, SWING_PD
+from crossdyn.controllers.biped.controller import HEIGHT_PD, SWING_PD
 from crossdyn.experiments.biped.model import check_contract, contract_problems, nominal_params
 from crossdyn.experiments.biped.scenarios import controller_for
 from crossdyn.experiments.core.errors import ModelError

@@ -26,9 +26,10 @@ from biped_scenarios import branch_scenarios
 from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped.wheeled_pendulum import leg_forces, linearize_pendulum
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
-from crossdyn.controllers.balance import balance_torque, schedule
-from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Command
-from crossdyn.controllers.estimation import Estimator, LegGeometry, shank_angle
+from crossdyn.controllers.biped.balance import balance_torque
+from crossdyn.controllers.biped.controller import DEFAULT_Q, DEFAULT_R, BipedController, Command
+from crossdyn.controllers.biped.estimation import Estimator, LegGeometry, shank_angle
+from crossdyn.controllers.lqr import schedule
 from crossdyn.experiments.biped import closed_loop, scenarios
 from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate_scenario
 from crossdyn.experiments.biped.model import nominal_params

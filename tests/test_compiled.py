@@ -1,4 +1,4 @@
-"""The compiled step (``crossdyn.controllers.compiled``) equals the readable estimator and controller.
+"""The compiled step (``crossdyn.controllers.biped.compiled``) equals the readable estimator and controller.
 
 Equal bit for bit, not to a tolerance: the port does the same float operations in
 the same order, and the math functions it calls (sin, cos, tan, atan2, asin,
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from biped_scenarios import branch_scenarios
-from crossdyn.controllers import compiled
-from crossdyn.controllers.biped import BipedController
-from crossdyn.controllers.estimation import Estimator
+from crossdyn.controllers.biped import compiled
+from crossdyn.controllers.biped.controller import BipedController
+from crossdyn.controllers.biped.estimation import Estimator
 from crossdyn.experiments.biped import closed_loop, scenarios
 from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate_scenario
 from crossdyn.experiments.biped.model import HIPS, nominal_params

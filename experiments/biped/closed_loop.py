@@ -19,9 +19,9 @@ import numpy as np
 
 from crossdyn import renamed
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
-from crossdyn.controllers.biped import BipedController, Command, Reference, design
-from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
-from crossdyn.controllers.jump import JumpPlan
+from crossdyn.controllers.biped.controller import BipedController, Command, Reference, design
+from crossdyn.controllers.biped.estimation import Estimate, Estimator, LegGeometry
+from crossdyn.controllers.biped.jump import JumpPlan
 from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params
 from crossdyn.experiments.core.errors import ControllerError, CrossdynError, ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection, Push
@@ -167,7 +167,7 @@ def simulate_scenario(model: mujoco.MjModel, sc: Scenario,
     Args:
       model: the robot (meeting the biped's contract).
       sc: the scenario (initial pose, reference, push, control period, jump).
-      controller: a :class:`~crossdyn.controllers.biped.BipedController` (default: one designed for
+      controller: a :class:`~crossdyn.controllers.biped.controller.BipedController` (default: one designed for
         ``model``) or any function ``(t, est, ref) -> Command`` (docs/guides/python.md).  The built-in
         controller runs with the estimator as one compiled step (Numba, bit-identical to the classes);
         a user's function gets the compiled estimate.
@@ -319,7 +319,8 @@ def plug(controller, p: BipedParams, sc: Scenario, sensors: Sensors, motors: lis
     :class:`~crossdyn.experiments.core.loop.kinds.CommandWriter`): one compiled step, or the readable classes.
 
     Args:
-      controller: a :class:`~crossdyn.controllers.biped.BipedController` or a function ``(t, est, ref) -> Command``.
+      controller: a :class:`~crossdyn.controllers.biped.controller.BipedController` or a function
+        ``(t, est, ref) -> Command``.
       p: the robot's parameters; sc: the scenario (its reference and ``ground_truth``).
       sensors: the robot's sensors (:class:`Sensors`); motors: its actuators in command order (:func:`actuators`).
       n: control steps of the run (the compiled step's log is allocated once).
@@ -346,7 +347,7 @@ class _CompiledStep:
              n: int):
         """The step for ``controller``, or None where it cannot run (no Numba, a gain that is not 1 x 4)."""
         try:
-            from crossdyn.controllers import compiled
+            from crossdyn.controllers.biped import compiled
         except ImportError:  # Numba is not installed: the classes run
             return None
         try:
@@ -365,7 +366,7 @@ class _CompiledStep:
         return True
 
     def logged(self, controller: BipedController, times: np.ndarray) -> tuple[dict, list]:
-        from crossdyn.controllers import compiled as kernels
+        from crossdyn.controllers.biped import compiled as kernels
 
         done = self.log[: times.size]
         kernels.unpack(controller, self.state, times, done[:, -1])
@@ -459,7 +460,7 @@ def _compiled_estimator(p: BipedParams, sensors: Sensors) -> tuple | None:
     """The compiled estimator for a user's controller function, ``(estimate, as_estimate, index, params,
     state, buffer)``, or None without Numba."""
     try:
-        from crossdyn.controllers import compiled
+        from crossdyn.controllers.biped import compiled
     except ImportError:
         return None
     params, state = compiled.pack_estimator(geometry(p))

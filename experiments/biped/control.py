@@ -17,7 +17,7 @@ import functools
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R
+from crossdyn.controllers.biped.controller import DEFAULT_Q, DEFAULT_R
 from crossdyn.experiments.biped import imperfections, loop_margins, scenarios
 from crossdyn.experiments.biped.closed_loop import ScenarioTrace, video_environment
 from crossdyn.experiments.biped.model import MJCF

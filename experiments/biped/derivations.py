@@ -24,7 +24,7 @@ import numpy as np
 from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped import wheeled_pendulum as wp
 from crossdyn.analytic.biped.five_bar import STROKE
-from crossdyn.controllers.virtual_model import hip_torques
+from crossdyn.controllers.biped.virtual_model import hip_torques
 from crossdyn.experiments.biped.measurements import pendulum_maps, solve_closure
 from crossdyn.experiments.biped.model import MJCF, balance_pose, biped_params, build
 from crossdyn.experiments.core import plots

@@ -1,10 +1,10 @@
 """The biped's firmware in the loop: the C balance and leg controllers against the Python ones.
 
-``controllers/firmware/biped.c`` is the biped's controller as a microcontroller carries it
+``controllers/biped/firmware/biped.c`` is the biped's controller as a microcontroller carries it
 (single precision, the LQR gain table over leg length, fixed-size arrays, static state).
 :func:`firmware` compiles it as a :class:`~crossdyn.experiments.core.c_controller.CController`
 and :func:`flash` writes its parameter block from the model and a designed
-:class:`~crossdyn.controllers.biped.BipedController` (no number typed twice).  The
+:class:`~crossdyn.controllers.biped.controller.BipedController` (no number typed twice).  The
 ``biped-firmware`` experiment runs balance-recovery, push and turn with the Python
 controller and the firmware built in double and in float, from the same state, and reports
 how far each is from Python's (docs/guides/c-controllers.md explains the differences).
@@ -18,7 +18,7 @@ import numpy as np
 
 from crossdyn import renamed
 from crossdyn.analytic.biped import five_bar
-from crossdyn.controllers.biped import BipedController, Reference
+from crossdyn.controllers.biped.controller import BipedController, Reference
 from crossdyn.experiments.biped import closed_loop, scenarios
 from crossdyn.experiments.biped.model import biped_params
 from crossdyn.experiments.core import plots
@@ -34,7 +34,7 @@ DERIVATION_PAGE = "biped-control"
 
 __all__ = ["SOURCE", "firmware", "flash", "run_in_loop", "compare", "turn_scenario", "PITCH_TOL_DEG"]
 
-SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "firmware" / "biped.c"
+SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "biped" / "firmware" / "biped.c"
 FLOAT_SIGNATURE = "int biped_step(float t, const float *sensors, float *command);"
 DOUBLE_SIGNATURE = "int biped_step(double t, const double *sensors, double *command);"
 # The firmware's pitch (and the yaw at the end of the turn) may leave Python's by this much, deg: the linear
@@ -44,9 +44,9 @@ PITCH_TOL_DEG = 0.05
 
 def _source() -> Path:
     """The firmware's C source: beside the installed package, or in the repository."""
-    import crossdyn.controllers
+    import crossdyn.controllers.biped
 
-    installed = Path(crossdyn.controllers.__file__).parent / "firmware" / "biped.c"
+    installed = Path(crossdyn.controllers.biped.__file__).parent / "firmware" / "biped.c"
     return installed if installed.is_file() else SOURCE
 
 

@@ -6,7 +6,7 @@
 - :func:`design`: the team's LQR over leg lengths on the free-hip model, a :class:`GainSchedule` of
   ``K (2, 6)``; :func:`write_header` puts it into the C header the firmware includes.
 - :func:`python_controller` and :func:`firmware` + :func:`flash`: the team's controller
-  (``crossdyn.controllers.free_hip``, ``controllers/firmware/free_hip.c``) on either robot.
+  (``crossdyn.controllers.biped.free_hip``, ``controllers/biped/firmware/free_hip.c``) on either robot.
 - the ``biped-free-hip`` experiment: all of it, with the closed loops from a tilt in Python, in C double and
   in C float, and their decay against the design's.
 """
@@ -20,10 +20,10 @@ import mujoco
 import numpy as np
 from scipy.linalg import expm
 
-import crossdyn.controllers
+import crossdyn.controllers.biped
 from crossdyn.analytic.biped.free_hip import INPUTS, STATE, FreeHipParams, free_hip_linearization, free_hip_matrices
-from crossdyn.controllers.balance import GainSchedule, schedule
-from crossdyn.controllers.free_hip import Channels, FiveBarLegs, FreeHipController, LegPD, RodLegs
+from crossdyn.controllers.biped.free_hip import Channels, FiveBarLegs, FreeHipController, LegPD, RodLegs
+from crossdyn.controllers.lqr import GainSchedule, schedule
 from crossdyn.experiments.biped.free_hip import FIVE_BAR, ROD, SIDES, free_hip_params, free_hip_reduction, leg_kind
 from crossdyn.experiments.biped.model import biped_params
 from crossdyn.experiments.core import plots
@@ -71,7 +71,7 @@ MISS_ATOL_FRACTION = 1e-3
 # The C firmware's gain header: its file name, and the identifiers' prefix the firmware expects.
 HEADER = "free_hip_gains.h"
 C_NAME = "free_hip"
-SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "firmware" / "free_hip.c"
+SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "biped" / "firmware" / "free_hip.c"
 FLOAT_SIGNATURE = "int free_hip_step(float t, const float *sensors, float *command);"
 DOUBLE_SIGNATURE = "int free_hip_step(double t, const double *sensors, double *command);"
 # The firmware against Python, largest pitch difference over a recovery, deg.  In double it computes what Python
@@ -271,9 +271,9 @@ def python_controller(model: mujoco.MjModel, gains: GainSchedule, length: float)
 
 
 def firmware(header_folder: str | Path, precision: str = "float") -> CController:
-    """``controllers/firmware/free_hip.c`` compiled in ``precision`` (``"float"``, as on the chip, or ``"double"``)
-    with the gain header in ``header_folder`` (:func:`write_header`); not yet flashed."""
-    installed = Path(crossdyn.controllers.__file__).parent / "firmware" / "free_hip.c"
+    """``controllers/biped/firmware/free_hip.c`` compiled in ``precision`` (``"float"``, as on the chip, or
+    ``"double"``) with the gain header in ``header_folder`` (:func:`write_header`); not yet flashed."""
+    installed = Path(crossdyn.controllers.biped.__file__).parent / "firmware" / "free_hip.c"
     source = installed if installed.is_file() else SOURCE
     return CController(source, "free_hip_step", inputs=("sensordata",), include_dirs=[header_folder],
                        signature=FLOAT_SIGNATURE if precision == "float" else DOUBLE_SIGNATURE,

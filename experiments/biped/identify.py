@@ -33,7 +33,7 @@ import mujoco
 import numpy as np
 
 from crossdyn import mjcf
-from crossdyn.controllers.biped import Reference
+from crossdyn.controllers.biped.controller import Reference
 from crossdyn.experiments.biped.closed_loop import Scenario, Sensors, actuators, plug
 from crossdyn.experiments.biped.model import HIPS, STANCE, biped_params
 from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, controller_for, stance_height

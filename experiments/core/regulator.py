@@ -1,7 +1,7 @@
 """LQR for any MJCF: designed from MuJoCo's linearization with python-control, run in the generic loop.
 
 :func:`regulator` linearizes a model about a pose held still, designs ``u = u_op -
-K [dq, dqd]`` (:func:`crossdyn.controllers.balance.lqr`) and is itself the
+K [dq, dqd]`` (:func:`crossdyn.controllers.lqr.lqr`) and is itself the
 controller ``simulate`` calls.  :func:`measured_decay` checks the design against
 its own theory: along the slowest closed-loop mode ``lambda`` (left eigenvector
 ``w``) the linear loop's ``log |w^H x|`` falls with slope ``Re(lambda)``.
@@ -10,7 +10,7 @@ A loop runs at a control period ``dt``, holding each command over it (a zero-ord
 hold).  A continuous design whose fastest closed-loop pole has ``|lambda| dt > 0.5``
 asks for more than that rate carries: the loop then runs a different, often
 unstable, system.  ``regulator(..., dt=dt)`` designs at the rate instead (discrete
-LQR, :func:`crossdyn.controllers.balance.dlqr`, on the zero-order-hold model
+LQR, :func:`crossdyn.controllers.lqr.dlqr`, on the zero-order-hold model
 ``x+ = Ad x + Bd u``), with ``delay`` whole periods between command and actuator
 folded into the design model (the regulator then remembers its last commands).
 
@@ -33,7 +33,7 @@ import mujoco
 import numpy as np
 import scipy.linalg
 
-from crossdyn.controllers.balance import LQRDesign, dlqr, lqr
+from crossdyn.controllers.lqr import LQRDesign, dlqr, lqr
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.linearize import Linearization, linearize
 from crossdyn.experiments.core.loop.control_rate import period_in_effect
