@@ -848,7 +848,7 @@ def test_disk_full_is_one_line_and_what_was_written_stays_valid(tmp_path, capsys
     """ENOSPC on the second summary.json write (the OS names no file for it): exit 2, one line naming the file."""
     import errno
 
-    from crossdyn.experiments.core import results
+    from crossdyn.experiments.core import runner
 
     writes = []
 
@@ -875,7 +875,7 @@ def test_disk_full_is_one_line_and_what_was_written_stays_valid(tmp_path, capsys
                 return Full(file)
         return file
 
-    monkeypatch.setattr(results, "open", open_, raising=False)
+    monkeypatch.setattr(runner, "open", open_, raising=False)
     out = tmp_path / "out"
     code, err = _run_main(["run", "two-link-lagrange", "rnea-two-link-arm", "--short", "--out", str(out)], capsys)
     lines = err.strip().splitlines()

@@ -14,7 +14,7 @@ from crossdyn.experiments.biped.scenarios import controller_for
 from crossdyn.experiments.core.errors import ModelError
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import get
-from crossdyn.experiments.core.results import run_experiments
+from crossdyn.experiments.core.runner import run_experiments
 
 LARGE = "wheel_legged_biped_large"
 TEXT = mjcf.path("wheel_legged_biped").read_text()

@@ -298,10 +298,10 @@ def test_a_from_file_that_hangs_at_import_is_stopped_with_timeout(tmp_path, monk
     """
     import multiprocessing
 
-    from crossdyn.experiments.core import results
+    from crossdyn.experiments.core import runner
     from crossdyn.experiments.core.cli import main
 
-    monkeypatch.setattr(results, "START_ALLOWANCE", 5.0)  # the real 60 s covers a loaded machine's start-up
+    monkeypatch.setattr(runner, "START_ALLOWANCE", 5.0)  # the real 60 s covers a loaded machine's start-up
     (tmp_path / "hangs.py").write_text("import time\ntime.sleep(600)\n")
     start = time.monotonic()
     code = main(["run", "--from", str(tmp_path / "hangs.py"), "--timeout", "1", "--out", str(tmp_path / "out")])

@@ -40,7 +40,7 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     # models
     ("models", ("load_model", "with_options")),
     # checks of a derivation, one report type (Report: CheckReport by its older name)
-    ("derivation", ("check_derivation", "tree_from_model")),
+    ("checks.derivation", ("check_derivation", "tree_from_model")),
     ("checks.kinematics", ("check_kinematics",)),
     ("checks.jacobian", ("check_jacobian",)),
     ("checks.mass_matrix", ("check_mass_matrix",)),
@@ -49,7 +49,7 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     ("checks.forward_dynamics", ("check_forward_dynamics",)),
     ("checks.linearization", ("check_linearization", "Reduction")),
     ("checks.report", ("CheckReport",)),
-    ("crosscheck", ("Report",)),
+    ("checks.inverse_dynamics", ("Report",)),
     ("checks.options", ("CheckOptions",)),
     # linearization and the regulator, designed at the control period in effect
     ("linearize", ("linearize", "Linearization", "holding_control")),
@@ -72,7 +72,7 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
                        "Push", "MassScale", "InertiaScale", "FrictionScale")),
     # experiments: declare, run, judge, tune
     ("registry", ("experiment", "registered", "Param", "Verdict")),
-    ("results", ("run", "Context", "Outcome")),
+    ("runner", ("run", "Context", "Outcome")),
     ("baseline", ("Tolerance",)),
     ("sweep.experiment", ("tune",)),
     ("sweep.tuning", ("Tuning",)),

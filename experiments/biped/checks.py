@@ -30,10 +30,10 @@ from crossdyn.experiments.biped.measurements import (
     wheel_dynamics_instant,
 )
 from crossdyn.experiments.biped.model import MJCF, STANCE, BipedParams, biped_params, build
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
@@ -142,12 +142,12 @@ def _save(fig, axes, out_dir, filename: str, legend_size: float = 8) -> Path:
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=legend_size)
-    return plots.save(fig, out_dir, filename)
+    return figures.save(fig, out_dir, filename)
 
 
 def plot_five_bar(result: FiveBarResult, out_dir) -> list[Path]:
     """Leg height and static hip torques against alpha (``five_bar.png``) into ``out_dir``."""
-    fig, axes = plots.figure(1, 2, width=10.0, height=3.2)
+    fig, axes = figures.figure(1, 2, width=10.0, height=3.2)
     deg = np.degrees(result.alpha)
     axes[0].plot(deg, result.height_analytic, "k-", label="y(alpha), five-bar formula")
     axes[0].plot(deg, result.height_mujoco[:, 0], "o", ms=3, label="MuJoCo (left)")
@@ -241,7 +241,7 @@ def judge_linearization(result: LinearizationResult) -> tuple[Verdict, dict]:
 def plot_linearization(result: LinearizationResult, out_dir) -> list[Path]:
     """The unstable pole against leg length and the assumption ladder, into ``out_dir``."""
     rows, table = result.rows, ladder_table(result)
-    fig, ax = plots.figure(1, 1, width=6.5, height=3.4)
+    fig, ax = figures.figure(1, 1, width=6.5, height=3.4)
     for variant, style in (("ideal", "o"), ("realistic", "s"), ("com_offset", "^")):
         ls = [r["l"] for r in rows[variant]]
         ax.plot(ls, [r["pole_mujoco"] for r in rows[variant]], style, mfc="none", label=f"MuJoCo, {variant}")
@@ -250,7 +250,7 @@ def plot_linearization(result: LinearizationResult, out_dir) -> list[Path]:
     ax.set(xlabel="leg length l (m)", ylabel="unstable pole (1/s)", title="open-loop unstable pole vs leg length")
     paths = [_save(fig, [ax], out_dir, "unstable_pole.png")]
 
-    fig, axes = plots.figure(1, 1, width=7.5, height=3.4)
+    fig, axes = figures.figure(1, 1, width=7.5, height=3.4)
     for name in (k for k in table if ":" in k):
         axes.semilogy(table["alpha_deg"], np.maximum(table[name], 1e-12), "o-", ms=3, label=name)
     axes.axhline(LIN_RTOL, color="k", ls="--", lw=0.8)
@@ -320,7 +320,7 @@ def judge_steering(result: SteeringResult) -> tuple[Verdict, dict]:
 
 def plot_steering(result: SteeringResult, out_dir) -> list[Path]:
     """Each model's yaw acceleration as bars per leg variant (``steering.png``) into ``out_dir``."""
-    fig, ax = plots.figure(1, 1, width=6.0, height=3.0)
+    fig, ax = figures.figure(1, 1, width=6.0, height=3.0)
     labels = ["MuJoCo", "steering model", "+ wheel yaw", "legs lumped"]
     for k, legs in enumerate(("massless", "realistic")):
         p = result.variants[legs]
@@ -329,7 +329,7 @@ def plot_steering(result: SteeringResult, out_dir) -> list[Path]:
     ax.set_xticks(np.arange(4) + 0.19, labels)
     ax.set(ylabel="yaw acceleration (rad/s^2)", title=f"T_L = {result.torque:g}, T_R = {-result.torque:g} N m")
     ax.legend(fontsize=8)
-    return [plots.save(fig, out_dir, "steering.png")]
+    return [figures.save(fig, out_dir, "steering.png")]
 
 
 @experiment(
@@ -386,7 +386,7 @@ def judge_statics(result: StaticsResult) -> tuple[Verdict, dict]:
 def plot_statics(result: StaticsResult, out_dir) -> list[Path]:
     """MuJoCo's wheel forces against each form's prediction (``statics.png``) into ``out_dir``."""
     rows = result.rows
-    fig, ax = plots.figure(1, 1, width=6.5, height=3.2)
+    fig, ax = figures.figure(1, 1, width=6.5, height=3.2)
     pred = [r["corrected"]["predicted"][s] for r in rows for s in ("left", "right")]
     meas = [r["corrected"]["measured"][s] for r in rows for s in ("left", "right")]
     pred_p = [r["printed"]["predicted"][s] for r in rows for s in ("left", "right")]
@@ -476,7 +476,7 @@ def judge_jump_stroke(result: JumpStrokeResult) -> tuple[Verdict, dict]:
 def plot_jump_stroke(result: JumpStrokeResult, out_dir) -> list[Path]:
     """Body speed against alpha, ODE and MuJoCo, and the ``g t`` line (``jump_stroke.png``), into ``out_dir``."""
     ode, run = result.ode, result.run
-    fig, ax = plots.figure(1, 1, width=6.5, height=3.4)
+    fig, ax = figures.figure(1, 1, width=6.5, height=3.4)
     ax.plot(np.degrees(ode.alpha), ode.body_velocity, "k-", label="extension ODE (massless legs)")
     ax.plot(np.degrees(run.alpha), run.body_velocity, "-", color="tab:blue", label="MuJoCo, full five-bar")
     ax.axhline(result.requirement, color="tab:red", label=f"g t, t = {RETRACTION_TIME} s")
@@ -601,7 +601,7 @@ def judge_errata(result: ErrataResult) -> tuple[Verdict, dict]:
 def plot_errata(result: ErrataResult, out_dir) -> list[Path]:
     """Both forms' relative errors per erratum (``errata.png``) and the table (``errata.md``) into ``out_dir``."""
     rows = errata_rows(result)
-    fig, ax = plots.figure(1, 1, width=7.0, height=3.2)
+    fig, ax = figures.figure(1, 1, width=7.0, height=3.2)
     x = np.arange(len(rows))
     floor = 1e-17  # exact agreement cannot be drawn on a log axis
     ax.bar(x - 0.2, [max(r["printed_rel_error"], floor) for r in rows], width=0.4, color="tab:red", label="as printed")
@@ -617,7 +617,7 @@ def plot_errata(result: ErrataResult, out_dir) -> list[Path]:
     table.write_text(errata_table(rows)
                      + "\n\nThe errata of the robotics lecture are shown by the two-link experiments "
                        "(two-link-lecture-no-link-inertia).\n")
-    return [plots.save(fig, out_dir, "errata.png"), table]
+    return [figures.save(fig, out_dir, "errata.png"), table]
 
 
 @experiment(

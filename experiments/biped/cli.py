@@ -19,7 +19,7 @@ from crossdyn.experiments.core.cli.tune import (
     sigterm_interrupts,
     tune_engine,
 )
-from crossdyn.experiments.core.results import as_stored
+from crossdyn.experiments.core.runner import as_stored
 
 __all__ = ["configure_balance", "configure_robustness"]
 

@@ -27,14 +27,14 @@ from crossdyn.analytic.biped.five_bar import STROKE
 from crossdyn.controllers.biped.virtual_model import hip_torques
 from crossdyn.experiments.biped.measurements import pendulum_maps, solve_closure
 from crossdyn.experiments.biped.model import MJCF, balance_pose, biped_params, build
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
+from crossdyn.experiments.core.checks.entry_errors import draw_part
 from crossdyn.experiments.core.checks.jacobian import check_jacobian
 from crossdyn.experiments.core.checks.kinematics import check_kinematics
 from crossdyn.experiments.core.checks.linearization import Reduction, check_linearization
-from crossdyn.experiments.core.checks.plots import draw_part
 from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.registry import Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
@@ -163,13 +163,13 @@ def judge_five_bar_derivation(result: FiveBarDerivation) -> tuple[Verdict, dict]
 
 def plot_five_bar_derivation(result: FiveBarDerivation, out_dir) -> list[Path]:
     """Per-entry errors of the three checks (``five_bar_derivation.png``)."""
-    fig, axes = plots.figure(1, 3, width=14.0, height=3.6)
+    fig, axes = figures.figure(1, 3, width=14.0, height=3.6)
     draw_part(axes[0], result.kinematics.parts["position"], result.kinematics.atol, "axle position (right)")
     draw_part(axes[1], result.jacobian.parts["jacobian"], result.jacobian.atol, "leg Jacobian (right)")
     draw_part(axes[2], result.wrong_jacobian.parts["jacobian"], result.wrong_jacobian.atol,
               "leg Jacobian, rear motor about the front's axis")
     fig.suptitle(f"five-bar leg vs MuJoCo's closed loop at {len(result.pairs)} poses", fontsize=10)
-    return [plots.save(fig, out_dir, "five_bar_derivation.png")]
+    return [figures.save(fig, out_dir, "five_bar_derivation.png")]
 
 
 @experiment(
@@ -237,14 +237,14 @@ def judge_pendulum_linearization(result: PendulumLinearization) -> tuple[Verdict
 def plot_pendulum_linearization(result: PendulumLinearization, out_dir) -> list[Path]:
     """The linear model's and the print's per-entry errors of A at each leg height (``pendulum_linearization.png``)."""
     n = len(result.reports)
-    fig, axes = plots.figure(2, n, width=4.2 * n, height=3.2)
+    fig, axes = figures.figure(2, n, width=4.2 * n, height=3.2)
     axes = np.atleast_2d(axes).reshape(2, n)
     for k in range(n):
         title = f"l = {result.heights[k]:.3f} m"
         draw_part(axes[0, k], result.reports[k].parts["A"], PENDULUM_ATOL, f"linearized model, {title}")
         draw_part(axes[1, k], result.printed[k].parts["A"], PENDULUM_ATOL, f"as printed (2l/r^2), {title}")
     fig.suptitle("wheeled pendulum: A of [x, xd, theta, thd] vs linearize of the robot", fontsize=10)
-    return [plots.save(fig, out_dir, "pendulum_linearization.png")]
+    return [figures.save(fig, out_dir, "pendulum_linearization.png")]
 
 
 @experiment(

@@ -21,12 +21,12 @@ from crossdyn.analytic.biped import five_bar
 from crossdyn.controllers.biped.controller import BipedController, Reference
 from crossdyn.experiments.biped import closed_loop, scenarios
 from crossdyn.experiments.biped.model import biped_params
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.c_controller import CController
 from crossdyn.experiments.core.loop.simulate import simulate as run_loop
 from crossdyn.experiments.core.loop.trace import Trace
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: closed loops"
@@ -141,7 +141,7 @@ def biped_firmware(ctx: Context) -> dict:
     builds = {precision: firmware(precision) for precision in ("double", "float")}
     metrics: dict = {}
     worst, yaw_apart, final_yaw, fell = 0.0, 0.0, 0.0, []
-    fig, axes = plots.figure(1, 4, width=18.0, height=3.4)
+    fig, axes = figures.figure(1, 4, width=18.0, height=3.4)
     pairs = (("double", "python", "-"), ("float", "python", "--"), ("float", "double", ":"))  # (a, b, gap's style)
     for (name, (sc, reference)), ax in zip(runs.items(), axes[:3], strict=True):
         traces = {"python": run_in_loop(model, sc, scenarios.controller_for())}

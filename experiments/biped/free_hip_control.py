@@ -26,7 +26,7 @@ from crossdyn.controllers.biped.free_hip import Channels, FiveBarLegs, FreeHipCo
 from crossdyn.controllers.lqr import GainSchedule, schedule
 from crossdyn.experiments.biped.free_hip import FIVE_BAR, ROD, SIDES, free_hip_params, free_hip_reduction, leg_kind
 from crossdyn.experiments.biped.model import biped_params
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.c_controller import CController
 from crossdyn.experiments.core.checks.linearization import Reduction, check_linearization
 from crossdyn.experiments.core.checks.report import CheckReport
@@ -37,7 +37,7 @@ from crossdyn.experiments.core.loop.trace import Trace
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.reduction import place
 from crossdyn.experiments.core.registry import Gains, Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
@@ -424,7 +424,7 @@ def biped_free_hip(ctx: Context) -> dict:
 
 
 def _plot(ctx: Context, exact: list[RodComparison], missed: RodComparison, loops: list[ClosedLoop], tilt: float):
-    fig, axes = plots.figure(1, 3, width=16.0, height=3.6)
+    fig, axes = figures.figure(1, 3, width=16.0, height=3.6)
     for c in exact:
         errors = np.abs(c.report.parts["A"].entry_max_abs).ravel()
         axes[0].semilogy(np.maximum(errors, 1e-16), "o", ms=3, label=f"rod, l = {c.leg_length:.2f} m")

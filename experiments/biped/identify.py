@@ -39,7 +39,7 @@ from crossdyn.experiments.biped.model import HIPS, STANCE, biped_params
 from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, controller_for, stance_height
 from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
 from crossdyn.experiments.core.identify.logs import load_log, write_log
-from crossdyn.experiments.core.identify.report import figure_signals, sentences
+from crossdyn.experiments.core.identify.outputs import figure_signals, sentences
 from crossdyn.experiments.core.identify.spec import parse_fit
 from crossdyn.experiments.core.registry import experiment
 

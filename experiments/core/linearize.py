@@ -247,7 +247,7 @@ def operating_point(model: mujoco.MjModel, keyframe: str | int | None = None, qp
 
 
 def _names(model: mujoco.MjModel) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from crossdyn.experiments.core.crosscheck import dof_names
+    from crossdyn.experiments.core.checks.inverse_dynamics import dof_names
 
     dofs = dof_names(model)
     inputs = tuple(model.actuator(i).name or f"actuator{i}" for i in range(model.nu))
@@ -432,7 +432,7 @@ def holding_control(model: mujoco.MjModel | str | os.PathLike, keyframe: str | i
         force some dof needs (the message names the dofs and the forces), or the
         control lies outside an actuator's ``ctrlrange``.
     """
-    from crossdyn.experiments.core.crosscheck import dof_names
+    from crossdyn.experiments.core.checks.inverse_dynamics import dof_names
     from crossdyn.experiments.core.models import load_model, with_options
 
     if not isinstance(model, mujoco.MjModel):

@@ -47,7 +47,7 @@ from crossdyn.experiments.core.loop.simulate import simulate
 from crossdyn.experiments.core.loop.trace import ctrl_clamp
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.regulator import Regulator
-from crossdyn.experiments.core.results import Context, write_text
+from crossdyn.experiments.core.runner import Context, write_text
 
 __all__ = ["measure_loop", "measure_setup", "write_margins", "LoopMeasurement", "LoopResponse", "LoopDesign",
            "Margins", "margins_of", "designed_loop", "register_loop", "registered_loops", "LoopSetup", "KEYS"]
@@ -278,9 +278,9 @@ class LoopMeasurement:
 
     def plot(self, title: str = ""):
         """A Bode plot per loop: measured points beside the designed curve, the crossovers marked."""
-        from crossdyn.experiments.core import plots  # matplotlib only when a plot is drawn
+        from crossdyn.experiments.core import figures  # matplotlib only when a plot is drawn
 
-        fig, axes = plots.figure(2, len(self.loops), width=6.0 * len(self.loops), height=3.0)
+        fig, axes = figures.figure(2, len(self.loops), width=6.0 * len(self.loops), height=3.0)
         axes = np.asarray(axes).reshape(2, len(self.loops))
         for j, loop in enumerate(self.loops):
             mag, phase = axes[0, j], axes[1, j]

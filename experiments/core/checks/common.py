@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 
 from crossdyn.experiments.core import user_code, validate
-from crossdyn.experiments.core.crosscheck import CHUNK, sampling_lines, state_chunks
+from crossdyn.experiments.core.checks.inverse_dynamics import CHUNK, sampling_lines, state_chunks
 from crossdyn.experiments.core.errors import DerivationError, StateError
 from crossdyn.experiments.core.ranges import Ranges
 
@@ -25,7 +25,7 @@ _PART_SIZE = {"q": "nq", "qd": "nv", "qdd": "nv", "tau": "nv"}
 
 def load_function(fn: Callable | str) -> tuple[Callable, str]:
     """The user's function and how to name it: a callable, ``FILE.py:FUNC`` or ``module:FUNC``."""
-    from crossdyn.experiments.core.derivation import load_derivation
+    from crossdyn.experiments.core.checks.derivation import load_derivation
 
     if isinstance(fn, str):
         return load_derivation(fn), os.path.basename(fn)

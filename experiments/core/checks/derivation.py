@@ -20,7 +20,7 @@ import numpy as np
 from crossdyn.analytic.rnea import Tree
 from crossdyn.analytic.rotation import quat_to_matrix
 from crossdyn.experiments.core import isolation, user_code
-from crossdyn.experiments.core.crosscheck import Report, check
+from crossdyn.experiments.core.checks.inverse_dynamics import Report, check
 from crossdyn.experiments.core.errors import CrossdynError, DerivationError, ModelError
 from crossdyn.experiments.core.models import body_inertia, load_model, model_path
 
@@ -161,7 +161,7 @@ def _check_in_worker(check: str, first: tuple, spec: str, model: str, options: d
     return getattr(importlib.import_module(module), name)(*first, spec, model, **options)
 
 
-def check_isolated(spec: str, model: str | os.PathLike, *, check: str = "crossdyn.experiments.core.derivation:"
+def check_isolated(spec: str, model: str | os.PathLike, *, check: str = "crossdyn.experiments.core.checks.derivation:"
                    "check_derivation", first: tuple = (), timeout: float | None = None, **options):
     """A check of ``"FILE.py:FUNC"`` in a worker process, where the user's function's death is seen.
 

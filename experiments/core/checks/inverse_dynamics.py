@@ -339,7 +339,7 @@ def check(
       DerivationError: ``tau_fn`` raises or returns the wrong shape or type.
       StateError: ``states`` has the wrong shape or NaN.
     """
-    from crossdyn.experiments.core import report as report_text
+    from crossdyn.experiments.core import truth_scope
     from crossdyn.experiments.core.checks.common import model_warnings, warning_lines
     from crossdyn.experiments.core.checks.names import conventions
 
@@ -378,7 +378,7 @@ def check(
         parts={name: Part.from_stats(name, symbols[name], labels[name], stats[name]) for name in TERMS},
         torque=Part.from_stats("torque", "tau", (names,), torque), per_joint=per_joint, worst_state=worst[1],
         atol=atol, rtol=rtol, samples=int(total), seed=seed if states is None else None, dynamics=dynamics,
-        left_out=report_text.elements(model, dynamics), switched_off=report_text.switched_off(model, tally),
+        left_out=truth_scope.elements(model, dynamics), switched_off=truth_scope.switched_off(model, tally),
         attribution=explanation, parameters=parameters, conventions=conventions(model),
         notes=[n for n in [candidate.note()] if n],  # type: ignore[attr-defined]
         warnings=warning_lines(warned), sampling=sampling_lines(model, total, seed, states, ranges),

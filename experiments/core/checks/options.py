@@ -12,8 +12,8 @@ from typing import Any
 import mujoco
 
 from crossdyn.experiments.core import validate
+from crossdyn.experiments.core.checks.inverse_dynamics import ATOL, RTOL
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import ATOL, RTOL
 from crossdyn.experiments.core.ranges import Ranges
 
 __all__ = ["CheckOptions", "Check", "begin", "SAMPLED"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from crossdyn.experiments.core import validate
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.results import make_out_dir
+from crossdyn.experiments.core.runner import make_out_dir
 
 __all__ = [
     "SEED_MAX",

@@ -199,7 +199,7 @@ def _finish(args, name: str, metrics: dict, passed: bool, text: str, figure, fig
             expected: str, measured: str, seconds: float) -> int:
     """Write metrics.json and the plot, print the report, JUnit and baselines; the exit status."""
     from crossdyn.experiments.core import baseline
-    from crossdyn.experiments.core.results import Outcome, as_stored, write_json
+    from crossdyn.experiments.core.runner import Outcome, as_stored, write_json
 
     out_dir = arguments.make_out_dir(Path(args.out) / name)
     for folder in (getattr(args, "save_baseline", None), args.junit.parent if getattr(args, "junit", None) else None):
@@ -231,10 +231,10 @@ def _conditions(args, **more) -> dict:
 
 
 def report_check(report, args, name: str, title: str, extra: dict, seconds: float) -> int:
-    from crossdyn.experiments.core import plots
+    from crossdyn.experiments.core import figures
 
     metrics = {**extra, **report.to_dict()}
-    figure = plots.term_errors(report, title)
+    figure = figures.term_errors(report, title)
     stored = getattr(args, "_stored", None)
     expected = f"agree with mj_inverse within {report.atol:g} + {report.rtol:g} |tau|"
     return _finish(args, name, metrics, report.passed, report.text(title, verbose=getattr(args, "verbose", False)),
@@ -244,7 +244,7 @@ def report_check(report, args, name: str, title: str, extra: dict, seconds: floa
 def _cmd_check_derivation(args) -> int:
     import time
 
-    from crossdyn.experiments.core.derivation import check_isolated
+    from crossdyn.experiments.core.checks.derivation import check_isolated
     from crossdyn.experiments.core.models import load_model
 
     name = f"check-derivation-{_function_stem(args.derivation)}"
@@ -276,8 +276,8 @@ def _cmd_check_quantity(args) -> int:
     """Any of kinematics, jacobian, mass-matrix, bias, energy, forward-dynamics."""
     import time
 
-    from crossdyn.experiments.core.checks.plots import entry_errors
-    from crossdyn.experiments.core.derivation import check_isolated
+    from crossdyn.experiments.core.checks.derivation import check_isolated
+    from crossdyn.experiments.core.checks.entry_errors import entry_errors
     from crossdyn.experiments.core.models import load_model
 
     quantity = args.quantity
@@ -337,7 +337,7 @@ def add_outputs(p: argparse.ArgumentParser) -> None:
 
 
 def _add_tolerances(p: argparse.ArgumentParser, unit: str) -> None:
-    from crossdyn.experiments.core.crosscheck import ATOL, RTOL, TOLERANCE_REASON
+    from crossdyn.experiments.core.checks.inverse_dynamics import ATOL, RTOL, TOLERANCE_REASON
 
     p.add_argument("--atol", type=tolerance("--atol", validate.ATOL_MAX), default=ATOL,
                    help=f"absolute tolerance, {unit} (default {ATOL:g}: {TOLERANCE_REASON})")
@@ -442,8 +442,8 @@ def _numbers(what: str):
 def _cmd_check_linearization(args) -> int:
     import time
 
-    from crossdyn.experiments.core.checks.plots import entry_errors
-    from crossdyn.experiments.core.derivation import check_isolated
+    from crossdyn.experiments.core.checks.derivation import check_isolated
+    from crossdyn.experiments.core.checks.entry_errors import entry_errors
     from crossdyn.experiments.core.models import load_model
 
     name = f"check-linearization-{_function_stem(args.function)}"
@@ -502,8 +502,8 @@ def _add_linearization(checks) -> None:
 
 def add_parser(sub) -> None:
     """Add ``check`` and its commands to the ``crossdyn`` subcommands."""
+    from crossdyn.experiments.core.checks.inverse_dynamics import ATOL, RTOL, TOLERANCE_REASON
     from crossdyn.experiments.core.cli import commands
-    from crossdyn.experiments.core.crosscheck import ATOL, RTOL, TOLERANCE_REASON
     from crossdyn.experiments.core.truth import DYNAMICS
 
     p_check = sub.add_parser("check", help="cross-check a hand derivation, part by part, against MuJoCo")

@@ -58,7 +58,7 @@ def _cmd_margins(args) -> int:
     from crossdyn.experiments.core.imperfections import Delay
     from crossdyn.experiments.core.margins import measure_setup, registered_loops
     from crossdyn.experiments.core.registry import experiments, get
-    from crossdyn.experiments.core.results import make_out_dir, write_json, write_text
+    from crossdyn.experiments.core.runner import make_out_dir, write_json, write_text
 
     experiments()  # registers every built-in experiment and its loop
     loops = registered_loops()
@@ -76,7 +76,7 @@ def _cmd_margins(args) -> int:
     title = f"{args.experiment}: loop margins" + (f" with a {args.delay}-period delay" if args.delay else "")
     data = {"experiment": args.experiment, "params": params, "delay_periods": args.delay, **measurement.to_json()}
     write_json(out / "margins.json", data)
-    from crossdyn.experiments.core.plots import save  # matplotlib only here
+    from crossdyn.experiments.core.figures import save  # matplotlib only here
 
     save(measurement.plot(title), out, "bode.png")
     write_text(out / "index.html", _page(title, measurement))

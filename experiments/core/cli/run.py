@@ -22,7 +22,7 @@ def _load(sources, workers: int = 1, timeout: float | None = None):
     needs its experiments' names, parameters and tolerances.
     """
     from crossdyn.experiments.core.registry import experiments
-    from crossdyn.experiments.core.results import experiment_pool, pool_with_sources_imported
+    from crossdyn.experiments.core.runner import experiment_pool, pool_with_sources_imported
 
     if not sources:
         pool = experiment_pool(workers)
@@ -62,7 +62,7 @@ def _cmd_run(args) -> int:
 
     from crossdyn.experiments.core import baseline
     from crossdyn.experiments.core.registry import get
-    from crossdyn.experiments.core.results import run_experiments, summary_table
+    from crossdyn.experiments.core.runner import run_experiments, summary_table
     from crossdyn.experiments.core.safe_text import one_line
 
     registry, pool = _load(args.sources, args.workers, args.timeout)
