@@ -23,18 +23,14 @@ import mujoco
 import numpy as np
 
 from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
+from crossdyn.experiments.core.limits import EPS_MAX, EPS_MIN
 
 __all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions", "keyframe_id",
-           "state_vector", "active_constraints", "steps", "EPS", "EPS_MAX", "EPS_MIN", "HOLD_RTOL"]
+           "state_vector", "active_constraints", "steps", "EPS", "HOLD_RTOL"]
 
 # Finite-difference step on state and control: central differences err by
 # ~EPS^2 |f'''| (1e-12) and round-off ~1e-16 |qacc| / EPS (1e-10 of the scale).
 EPS = 1e-6
-# Largest step taken: beyond 0.1 (rad, m, rad/s or a control's unit) the difference mixes in curvature, not a slope.
-EPS_MAX = 0.1
-# Smallest step a direction is cut to so that no constraint is made or broken: below it round-off (1e-16 |qacc|
-# / 1e-12 = 1e-4 of the scale) swamps the slope, and a constraint still changing is at its boundary.
-EPS_MIN = 1e-12
 # A pose is held when the actuators reproduce mj_inverse's generalized force to
 # this fraction of its size (least-squares round-off is ~1e-15 of it).
 HOLD_RTOL = 1e-8

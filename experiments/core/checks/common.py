@@ -14,6 +14,7 @@ import numpy as np
 from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks.inverse_dynamics import CHUNK, sampling_lines, state_chunks
 from crossdyn.experiments.core.errors import DerivationError, StateError
+from crossdyn.experiments.core.limits import STATES_MAX
 from crossdyn.experiments.core.ranges import Ranges
 
 __all__ = ["load_function", "UserFunction", "StateSource", "state_source", "model_warnings", "warning_lines",
@@ -189,7 +190,7 @@ def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: 
     ``(N, nv)``), as chunks of the ``parts`` asked for (``"tau"`` is given ``qdd``: the forward-dynamics
     check turns it into torques).  Bad states are a StateError; ``samples`` or ``seed`` out of range a
     ParameterError."""
-    samples = validate.count(samples, 1, validate.SAMPLES_MAX, "samples")
+    samples = validate.count(samples, 1, STATES_MAX, "samples")
     seed = validate.seed(seed)
     ranges = Ranges() if ranges is None else ranges
     if states is None:

@@ -23,6 +23,7 @@ from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.attribution import SPRINGREF, Attribution, springref_model
 from crossdyn.experiments.core.checks.report import INVERSE_DYNAMICS, TERMS, CheckReport, Part
 from crossdyn.experiments.core.errors import DerivationError, StateError
+from crossdyn.experiments.core.limits import STATES_MAX
 from crossdyn.experiments.core.ranges import Ranges
 from crossdyn.experiments.core.truth import (
     ConstraintTally,
@@ -31,7 +32,6 @@ from crossdyn.experiments.core.truth import (
     inverse_dynamics,
     truth_model,
 )
-from crossdyn.experiments.core.validate import SAMPLES_MAX
 
 __all__ = [
     "Report",
@@ -102,7 +102,7 @@ def state_chunks(model: mujoco.MjModel, samples: int, seed: int,
     Raises:
       ParameterError: ``samples`` below 1 or ``seed`` not a valid seed.
     """
-    samples = validate.count(samples, 1, SAMPLES_MAX, "samples")
+    samples = validate.count(samples, 1, STATES_MAX, "samples")
     rng = np.random.default_rng(validate.seed(seed))
     ranges = Ranges() if ranges is None else ranges
     for start in range(0, samples, CHUNK):
@@ -278,7 +278,7 @@ def chunks_of(model: mujoco.MjModel, samples: int, seed: int, states,
       StateError: given states of the wrong shape, non-finite or none at all.
       ParameterError: a bad ``samples`` or ``seed``.
     """
-    samples = validate.count(samples, 1, SAMPLES_MAX, "samples")
+    samples = validate.count(samples, 1, STATES_MAX, "samples")
     seed = validate.seed(seed)
     if states is None:
         return (lambda: state_chunks(model, samples, seed, ranges)), samples

@@ -26,15 +26,11 @@ import sys
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
+from crossdyn.experiments.core.limits import DURATION_MAX, WINDOW_MAX, WINDOW_MIN
 
 __all__ = ["add_parser", "configure_check_model", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results")
-# Shortest and longest re-anchored window, s: a few steps of any model, and far past where a rollout
-# of an unstable robot still says anything.
-WINDOW_MIN, WINDOW_MAX = 0.005, 60.0
-# Longest excitation, s: an hour of commands at 1 kHz is 3.6 million rows.
-DURATION_MAX = 3600.0
 
 
 def _window(p: argparse.ArgumentParser) -> None:

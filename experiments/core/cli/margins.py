@@ -21,12 +21,11 @@ import sys
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
+from crossdyn.experiments.core.limits import ADDED_DELAY_MAX
 
 __all__ = ["add_parser", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results") / "margins"
-# Longest added delay, control periods: a second at 1 kHz, past any loop's delay margin.
-DELAY_MAX = 1000
 
 
 def add_parser(sub) -> None:
@@ -41,7 +40,7 @@ def add_parser(sub) -> None:
     p.add_argument("experiment", metavar="EXPERIMENT", help="an experiment with a loop to measure (e.g. "
                                                              "cart-pole-lqr)")
     p.add_argument("--actuator", default=None, help="break the loop only at this actuator")
-    p.add_argument("--delay", type=arguments.count(0, DELAY_MAX, "--delay"), default=0,
+    p.add_argument("--delay", type=arguments.count(0, ADDED_DELAY_MAX, "--delay"), default=0,
                    help="add a Delay of this many control periods to the run (default 0)")
     p.add_argument("--method", choices=("multisine", "sines"), default="multisine",
                    help="one multisine run per loop (default), or one sine run per frequency")

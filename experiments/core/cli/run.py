@@ -6,12 +6,11 @@ import sys
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
+from crossdyn.experiments.core.limits import SEED_MAX, TIMEOUT_MAX, WORKERS_MAX
 
 __all__ = ["add_parser", "add_list_parser"]
 
 DEFAULT_OUT = Path("results")
-# --timeout's ceiling, s: a week; beyond it a typo, not a limit.
-TIMEOUT_MAX = 7 * 24 * 3600.0
 
 
 def _load(sources, workers: int = 1, timeout: float | None = None):
@@ -160,7 +159,7 @@ def add_parser(sub) -> None:
                        help="output folder (default results/); the report is DIR/index.html")
     p_run.add_argument("--short", action="store_true", help="reduced runs (as the test suite does)")
     p_run.add_argument("--seed", type=arguments.seed, default=0,
-                       help=f"seed for every random draw (default 0; 0 to {arguments.SEED_MAX})")
+                       help=f"seed for every random draw (default 0; 0 to {SEED_MAX})")
     p_run.add_argument("--set", type=arguments.key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="set an experiment parameter (repeatable; see 'crossdyn list')")
     p_run.add_argument("--video", action="store_true", help="render MP4s where supported (MUJOCO_GL=egl)")
@@ -180,9 +179,9 @@ def add_parser(sub) -> None:
     p_run.add_argument("--junit", type=arguments.out_file, metavar="FILE",
                        help="write JUnit XML: one test case per experiment (missed expectation, drift, crash, "
                             "timeout)")
-    p_run.add_argument("--workers", type=arguments.count(1, arguments.WORKERS_MAX, "--workers"), default=1,
+    p_run.add_argument("--workers", type=arguments.count(1, WORKERS_MAX, "--workers"), default=1,
                        metavar="K", help="run experiments in K worker processes at once (default 1; same "
-                                         f"metrics whatever K; at most {arguments.WORKERS_MAX})")
+                                         f"metrics whatever K; at most {WORKERS_MAX})")
     p_run.add_argument("--timeout", type=arguments.number(0.0, TIMEOUT_MAX, "--timeout", low_open=True),
                        metavar="SECONDS", help="stop an experiment that runs longer than this and record it as "
                                                "'timed out' (the others go on; default: no limit); a --from file still "
