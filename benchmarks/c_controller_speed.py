@@ -28,7 +28,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.experiments import CController, simulate
+from crossdyn import CController, simulate
 from crossdyn.experiments.core.models import load_model
 from timing import best_alternating, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 

@@ -17,7 +17,8 @@ import numpy as np
 from crossdyn.analytic.rnea import Tree, rnea
 from crossdyn.experiments.common.two_link_arm import two_link_params
 from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.checks.inverse_dynamics import Report, check
+from crossdyn.experiments.core.checks.inverse_dynamics import check
+from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Verdict, experiment
 from crossdyn.experiments.core.runner import Context
@@ -88,7 +89,7 @@ class SymbolicResult:
     symbolic_equal: dict[str, bool]
     rr: lagrange_module.LagrangeModel
     pr: lagrange_module.LagrangeModel
-    rr_report: Report
+    rr_report: CheckReport
     rr_properties: dict[str, float]
     pr_properties: dict[str, float]
     pr_values: dict[str, float]

@@ -15,7 +15,8 @@ from crossdyn.analytic.rnea import rnea
 from crossdyn.experiments.common.unit_vector_matrices import MATRIX_RTOL, unit_vector_errors
 from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.checks.derivation import tree_from_model
-from crossdyn.experiments.core.checks.inverse_dynamics import Report, check
+from crossdyn.experiments.core.checks.inverse_dynamics import check
+from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
 from crossdyn.experiments.core.runner import Context
@@ -38,7 +39,7 @@ class RneaCheck:
     model: str
     nq: int
     nv: int
-    report: Report
+    report: CheckReport
     matrices: dict[str, float]
 
 

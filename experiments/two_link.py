@@ -22,7 +22,8 @@ from crossdyn.analytic import two_link
 from crossdyn.analytic.two_link import VARIANTS, TwoLinkParams
 from crossdyn.experiments.common.two_link_arm import two_link_params
 from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.checks.inverse_dynamics import Report, check, sample_states
+from crossdyn.experiments.core.checks.inverse_dynamics import check, sample_states
+from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.models import load_model, with_options
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
@@ -58,7 +59,7 @@ def check_variant(
     seed: int = 0,
     atol: float = ATOL,
     states: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-) -> tuple[Report, TwoLinkParams]:
+) -> tuple[CheckReport, TwoLinkParams]:
     """Cross-check one analytic variant against ``mj_inverse`` on ``model`` (a user's own two-link MJCF too:
     the parameters are read from it); ``states`` replaces the random states with given ``(q, qd, qdd)`` rows.
 
@@ -140,7 +141,7 @@ class VariantCheck:
     variant: str
     model: str
     params: TwoLinkParams
-    report: Report
+    report: CheckReport
     trajectory_max_abs_error: float
     attribution: dict = dataclasses.field(default_factory=dict)
 
@@ -156,7 +157,7 @@ def crosscheck_variant(variant: str, samples: int = SAMPLES, seed: int = 0) -> V
     return VariantCheck(variant, default_model(variant), params, report, along, attribution)
 
 
-def _mass_matrix_offsets(params: TwoLinkParams, report: Report, model, samples: int, seed: int) -> dict:
+def _mass_matrix_offsets(params: TwoLinkParams, report: CheckReport, model, samples: int, seed: int) -> dict:
     """The lecture as printed: how far the mean mass-matrix error is from the missing inertias, kg m^2."""
     missing = np.array([[params.i1 + params.i2, params.i2], [params.i2, params.i2]])
     offset_error = float(np.abs(np.array(report.terms["mass_matrix"].mean_error) + missing).max())
@@ -170,7 +171,7 @@ def _judge_mass_matrix_offsets(result: VariantCheck) -> Verdict:
                    if found else f"not attributed as expected: {result.report.diagnosis}")
 
 
-def _missing_centrifugal(params: TwoLinkParams, report: Report, model, samples: int, seed: int) -> dict:
+def _missing_centrifugal(params: TwoLinkParams, report: CheckReport, model, samples: int, seed: int) -> dict:
     """The printed matrix form's velocity-term error per joint, and joint 2's with ``h qd1^2`` put back, N m."""
     q, qd, _ = sample_states(model, samples, seed)  # the states check() drew
     zero = np.zeros_like(q)
@@ -414,7 +415,7 @@ def faulty_two_link(fault: str, params: two_link.TwoLinkParams) -> Callable:
 class AttributionResult:
     """Each derivation of :data:`FAULTS` checked against ``mj_inverse`` on ``two_link_arm``: fault -> report."""
 
-    reports: dict[str, Report]
+    reports: dict[str, CheckReport]
 
 
 def attribute_faults(samples: int = 1000, seed: int = 0) -> AttributionResult:

@@ -124,6 +124,27 @@ def test_the_private_name_check_has_teeth(tmp_path):
     assert _private_uses(fake) == ["probe.py:1: _steps", "probe.py:7: _x", "probe.py:4: closed_loop._plug"]
 
 
+def _front_door_imports(path: Path) -> list[str]:
+    """``file:line`` of each import of the front door itself (``import crossdyn``, ``from crossdyn import X``)."""
+    return [f"{path.name}:{node.lineno}" for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+            if isinstance(node, ast.ImportFrom) and node.module == "crossdyn" and not node.level
+            or isinstance(node, ast.Import) and any(alias.name == "crossdyn" for alias in node.names)]
+
+
+@pytest.mark.parametrize("layer", ["analytic", "controllers"])
+def test_the_hand_layers_never_import_the_front_door(layer):
+    """``import crossdyn`` is the MuJoCo layer's door for users; the layers beneath it never go through it."""
+    offending = [hit for p in sorted((ROOT / layer).rglob("*.py")) for hit in _front_door_imports(p)]
+    assert offending == []
+
+
+def test_the_front_door_check_has_teeth(tmp_path):
+    fake = tmp_path / "probe.py"
+    fake.write_text("from crossdyn import renamed\nimport crossdyn\nfrom crossdyn.analytic import rnea\n"
+                    "import crossdyn.analytic\n")
+    assert _front_door_imports(fake) == ["probe.py:1", "probe.py:2"]
+
+
 @pytest.mark.parametrize("layer", ["analytic", "controllers"])
 def test_the_hand_layers_never_import_mujoco(layer):
     offending = [f"{p.relative_to(ROOT)}:{line}" for p in sorted((ROOT / layer).rglob("*.py"))

@@ -152,7 +152,7 @@ class NaNAfter:
 
 
 def test_a_nan_reaching_the_actuators_names_its_simulation_on_two_threads():
-    from crossdyn.experiments import simulate_batch as front_door
+    from crossdyn import simulate_batch as front_door
 
     controllers = [Gain(40.0), Gain(40.0), NaNAfter(), Gain(40.0)]
     with pytest.raises(ControllerError, match="non-finite control reached the actuators in simulation 2"):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crossdyn.experiments import (
+from crossdyn import (
     check_bias,
     check_derivation,
     check_energy,

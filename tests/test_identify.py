@@ -151,12 +151,12 @@ def test_assert_model_matches_log(own_log):
         assert_model_matches_log(ARM, [log], threads=1)
 
 
-def test_model_matches_log_is_an_experiment_crossdyn_run_carries(own_log, tmp_path, capsys):
+def test_register_model_check_registers_an_experiment_crossdyn_run_carries(own_log, tmp_path, capsys):
     robot, log = own_log
     source = tmp_path / "robot_checks.py"
-    source.write_text("from crossdyn.experiments import model_matches_log\n"
-                      f"model_matches_log('robot-is-its-mjcf', {str(robot)!r}, [{str(log)!r}])\n"
-                      f"model_matches_log('arm-is-the-robot', {str(ARM)!r}, [{str(log)!r}])\n")
+    source.write_text("from crossdyn import register_model_check\n"
+                      f"register_model_check('robot-is-its-mjcf', {str(robot)!r}, [{str(log)!r}])\n"
+                      f"register_model_check('arm-is-the-robot', {str(ARM)!r}, [{str(log)!r}])\n")
     code = main(["run", "robot-is-its-mjcf", "arm-is-the-robot", "--from", str(source), "--out", str(tmp_path / "o"),
                  "--junit", str(tmp_path / "junit.xml")])
     capsys.readouterr()

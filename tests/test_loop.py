@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import crossdyn
-from crossdyn.experiments import Trace, linearize, simulate
+from crossdyn import Trace, linearize, simulate
 from crossdyn.experiments.core.errors import ControllerError, ParameterError, StateError
 from crossdyn.experiments.core.models import load_model
 from support import assert_close

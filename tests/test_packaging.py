@@ -35,7 +35,7 @@ USER_PACKAGES = {
 PROBE = """
 import experiments, controllers, analytic
 import crossdyn.experiments, crossdyn.controllers.biped.controller, crossdyn.analytic.two_link
-from crossdyn.experiments import load_model, check_derivation, run, experiment, Param
+from crossdyn import load_model, check_derivation, run, experiment, Param
 assert experiments.MINE.startswith('the user') and controllers.MINE.startswith('the user'), 'user packages shadowed'
 assert load_model('two_link_arm').nv == 2
 print('both import')

@@ -12,7 +12,7 @@ from crossdyn.experiments.core.cli import main
 
 # A controller's gain trades a slower settle against a larger peak command (closed form, no simulation).
 USER_FILE = textwrap.dedent('''
-    from crossdyn.experiments import Param, experiment
+    from crossdyn import Param, experiment
 
 
     @experiment("gain-trade", summary="settle against peak command", expected="settles",

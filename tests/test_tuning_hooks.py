@@ -18,7 +18,7 @@ USER_FILE = textwrap.dedent('''
     import json
     from dataclasses import dataclass
 
-    from crossdyn.experiments import experiment
+    from crossdyn import experiment
     from crossdyn.experiments.core.sweep.run import Batch
     from crossdyn.experiments.core.sweep.tuning import Tuning
 

@@ -39,7 +39,7 @@ import importlib
 API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     # models
     ("models", ("load_model", "with_options")),
-    # checks of a derivation, one report type (Report: CheckReport by its older name)
+    # checks of a derivation, one report type
     ("checks.derivation", ("check_derivation", "tree_from_model")),
     ("checks.kinematics", ("check_kinematics",)),
     ("checks.jacobian", ("check_jacobian",)),
@@ -49,7 +49,6 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     ("checks.forward_dynamics", ("check_forward_dynamics",)),
     ("checks.linearization", ("check_linearization", "Reduction")),
     ("checks.report", ("CheckReport",)),
-    ("checks.inverse_dynamics", ("Report",)),
     ("checks.options", ("CheckOptions",)),
     # linearization and the regulator, designed at the control period in effect
     ("linearize", ("linearize", "Linearization", "holding_control")),
@@ -63,7 +62,7 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     ("design_check", ("compare_to_design", "DesignComparison")),
     ("margins", ("measure_loop", "LoopMeasurement", "LoopDesign")),
     # is the MJCF the robot: a model against a robot's log
-    ("identify.check_model", ("check_model", "model_matches_log")),
+    ("identify.check_model", ("check_model", "register_model_check")),
     ("identify.record", ("record",)),
     # users' C controllers in the loop
     ("c_controller", ("CController", "CompileError")),
@@ -103,26 +102,6 @@ def lazy_names(module: str, table: dict[str, str], namespace: dict):
         return sorted(set(namespace) | set(table))
 
     return __getattr__, __dir__
-
-
-def renamed(module: str, table: dict[str, str], namespace: dict):
-    """``__getattr__`` for a module whose public names in ``table`` (old name -> new name) were renamed.
-
-    An old name still resolves, to the object under its new name in ``namespace`` (the
-    module's globals), with a DeprecationWarning naming the new one; any other missing
-    name is an AttributeError as usual.  The table stays readable as ``__getattr__.renamed``.
-    """
-
-    def __getattr__(name: str):
-        if name not in table:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        import warnings
-
-        warnings.warn(f"{module}.{name} is renamed: use {module}.{table[name]}", DeprecationWarning, stacklevel=2)
-        return namespace[table[name]]
-
-    __getattr__.renamed = dict(table)  # type: ignore[attr-defined]
-    return __getattr__
 
 
 __getattr__, __dir__ = lazy_names(__name__, API, globals())

@@ -17,7 +17,6 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn import renamed
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
 from crossdyn.controllers.biped.controller import BipedController, Command, Reference, design
 from crossdyn.controllers.biped.estimation import Estimate, Estimator, LegGeometry
@@ -517,6 +516,3 @@ def _true_estimate(est: Estimate, now: dict, first: dict) -> Estimate:
 def video_environment() -> None:
     """Select headless EGL rendering unless the user chose a GL backend."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-
-
-__getattr__ = renamed(__name__, {"simulate": "simulate_scenario", "Trace": "ScenarioTrace"}, globals())

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from crossdyn import renamed
 from crossdyn.analytic.biped import five_bar
 from crossdyn.controllers.biped.controller import BipedController, Reference
 from crossdyn.experiments.biped import closed_loop, scenarios
@@ -174,6 +173,3 @@ def biped_firmware(ctx: Context) -> dict:
     fig.suptitle(f"biped firmware: {measured}")
     ctx.savefig(fig, "pitch.png")
     return {**Verdict(passed, measured).as_metrics(), **metrics}
-
-
-__getattr__ = renamed(__name__, {"run": "run_in_loop"}, globals())

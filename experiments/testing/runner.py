@@ -7,8 +7,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from crossdyn import renamed
-
 __all__ = ["Ran", "run_short", "write_summary", "experiments_from", "is_file"]
 
 
@@ -84,6 +82,3 @@ def experiments_from(sources: tuple[str, ...], timeout: float | None = None) -> 
                 or module in modules or any(module.startswith(m + ".") for m in modules))
 
     return [exp for exp in after.values() if owned(exp)]
-
-
-__getattr__ = renamed(__name__, {"run": "run_short", "registered": "experiments_from"}, globals())

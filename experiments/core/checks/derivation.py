@@ -20,7 +20,8 @@ import numpy as np
 from crossdyn.analytic.rnea import Tree
 from crossdyn.analytic.rotation import quat_to_matrix
 from crossdyn.experiments.core import isolation, user_code
-from crossdyn.experiments.core.checks.inverse_dynamics import Report, check
+from crossdyn.experiments.core.checks.inverse_dynamics import check
+from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.errors import CrossdynError, DerivationError, ModelError
 from crossdyn.experiments.core.models import body_inertia, load_model, model_path
 
@@ -122,7 +123,7 @@ def _import_module(name: str):
                               f"{user_code.where(exc)}") from None
 
 
-def check_derivation(derivation: Callable | str, model: mujoco.MjModel | str | os.PathLike, **options) -> Report:
+def check_derivation(derivation: Callable | str, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
     """Check a hand derivation ``tau = f(q, qd, qdd)`` against ``mj_inverse``, model as it comes.
 
     Args:

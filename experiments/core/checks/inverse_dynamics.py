@@ -34,7 +34,6 @@ from crossdyn.experiments.core.truth import (
 )
 
 __all__ = [
-    "Report",
     "check",
     "sample_states",
     "state_chunks",
@@ -70,9 +69,6 @@ ATOL = 1e-9
 RTOL = 1e-9
 TOLERANCE_REASON = "double-precision round-off with four orders of magnitude to spare"
 
-
-# The one report type of every check; the name an inverse-dynamics check's report has always had.
-Report = CheckReport
 
 _MODE = {
     "rigid-body": "rigid-body dynamics M(q) qdd + c(q, qd) + g(q): armature, damping, stiffness and "
@@ -315,7 +311,7 @@ def check(
     label: str = "derivation",
     dynamics: str = "rigid-body",
     ranges: Ranges | None = None,
-) -> Report:
+) -> CheckReport:
     """Check a hand derivation ``tau_fn(q, qd, qdd)`` against ``mj_inverse``, term by term.
 
     The truth is ``mj_inverse`` on :func:`~crossdyn.experiments.core.truth.truth_model`
