@@ -1,7 +1,7 @@
 """The closed loop: a controller reading sensors and commanding actuators, stepped in MuJoCo.
 
 - :mod:`.simulate`: one run (:func:`~.simulate.simulate`), in Python or, for a compiled
-  controller, in C (:mod:`.compiled`), the same rows bit for bit;
+  controller, in C (:mod:`~crossdyn.experiments.core.loop.compiled`), the same rows bit for bit;
 - :mod:`.batch`: many runs of one model in lockstep on MuJoCo's thread pool
   (:func:`~.batch.simulate_batch`), each the run ``simulate`` makes;
 - :mod:`.setup`: the one set-up every run shares (model, control period, imperfections,

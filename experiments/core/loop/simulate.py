@@ -22,7 +22,7 @@ step and the time.
 The controller's kind (:mod:`.kinds`) decides how it runs: a plain controller is
 called and its return checked; a :class:`~.kinds.CommandWriter` writes its controls
 itself, unchecked, so that compiled controllers run at the physics' speed; a
-:class:`~.kinds.CompiledController` runs in the compiled loop (:mod:`.compiled`,
+:class:`~.kinds.CompiledController` runs in the compiled loop (:mod:`~crossdyn.experiments.core.loop.compiled`,
 the same rows bit for bit) when nothing of the run needs Python between steps.
 A controller's ``start(model, data)``, if any, is called before the first step.
 """
@@ -224,7 +224,8 @@ class _Run:
         return self.n, None
 
     def _compiled_steps(self, controller: CompiledController, per: int) -> tuple[int, str | None]:
-        """The control steps of a compiled controller in the compiled loop (:mod:`.compiled`), the same rows."""
+        """The control steps of a compiled controller in the compiled loop
+        (:mod:`~crossdyn.experiments.core.loop.compiled`), the same rows."""
         address = controller.step_address(self.sensed, self.command)
         rows, why = compiled_loop.run_steps(self.model, self.data, address, self.n, per, self.times, self.table,
                                             self.parts)
