@@ -38,11 +38,12 @@ from crossdyn.experiments.core.runner import Context
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
 DERIVATION_PAGE = "biped-model"
 
-__all__ = ["STROKE_DEG", "RETRACTION_TIME", "LinearizationResult", "linearization_ladder", "ladder_table",
-           "judge_linearization", "plot_linearization", "SteeringResult", "steering_comparison", "judge_steering",
-           "plot_steering", "StaticsResult", "statics_comparison", "judge_statics", "plot_statics",
-           "JumpStrokeResult", "jump_stroke", "judge_jump_stroke", "plot_jump_stroke", "ErrataResult",
-           "errata_measurements", "errata_rows", "errata_table", "judge_errata", "plot_errata"]
+__all__ = ["STROKE_DEG", "RETRACTION_TIME",
+           "LinearizationResult", "linearization_ladder", "ladder_table", "judge_linearization", "plot_linearization",
+           "SteeringResult", "steering_comparison", "judge_steering", "plot_steering",
+           "StaticsResult", "statics_comparison", "judge_statics", "plot_statics",
+           "JumpStrokeResult", "jump_stroke", "judge_jump_stroke", "plot_jump_stroke",
+           "ErrataResult", "errata_measurements", "errata_rows", "errata_table", "judge_errata", "plot_errata"]
 
 # crossdyn's default stroke (docs/derivations/biped-model.md), deg.
 STROKE_DEG: tuple[float, float] = (float(np.degrees(STROKE[0])), float(np.degrees(STROKE[1])))

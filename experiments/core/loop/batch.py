@@ -30,20 +30,9 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import ControllerError, ParameterError, StateError
 from crossdyn.experiments.core.imperfections import Bound, Imperfection
+from crossdyn.experiments.core.loop import setup
 from crossdyn.experiments.core.loop.control_rate import control_period
 from crossdyn.experiments.core.loop.kinds import CommandWriter, CompiledController, Starting
-from crossdyn.experiments.core.loop.setup import (
-    WATCHED,
-    Commands,
-    at,
-    bind_run,
-    call_failed,
-    initial_state,
-    load,
-    quiet,
-    refused_control,
-    timing,
-)
 from crossdyn.experiments.core.loop.trace import Observation, Trace, applied, ctrl_clamp, readonly, sensor_slices
 from crossdyn.experiments.core.regulator import Regulator, Switch
 
@@ -158,16 +147,16 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
       ParameterError: bad counts, duration, control period, keyframe or imperfections.
       StateError: a wrong-sized or non-finite initial state.
     """
-    model = load(model)
+    model = setup.load(model)
     if not isinstance(nthread, (int, np.integer)) or isinstance(nthread, bool) or nthread < 0:
         raise ParameterError(f"nthread must be a whole number >= 0, got {nthread!r}")
     count = _count(controller, imperfections, seeds, qpos, qvel, n)
     distinct = {id(c): c for c in (controller if isinstance(controller, Sequence) else [controller])}
-    clock = timing(model, duration, control_dt, list(distinct.values()))
+    clock = setup.timing(model, duration, control_dt, list(distinct.values()))
     lists = _per_sim("imperfections", imperfections, count,
                      lambda v: not v or not all(isinstance(i, Sequence) and not isinstance(i, str) for i in v))
     seed_list = _per_sim("seeds", seeds, count, lambda v: isinstance(v, (int, np.integer)))
-    bounds = [bind_run(model, items, clock, seed) for items, seed in zip(lists, seed_list, strict=True)]
+    bounds = [setup.bind_run(model, items, clock, seed) for items, seed in zip(lists, seed_list, strict=True)]
     batch = mujoco.batch.Batch(model, count, int(nthread))
     if any(b.model is not model for b in bounds):
         batch.set_models([b.model for b in bounds])
@@ -175,7 +164,7 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
     run = _BatchRun(batch, bounds, clock.steps, clock.per, record)
     _start(batch, bounds, keyframe, _rows("qpos", qpos, count), _rows("qvel", qvel, count))
     warnings: list[str] = []  # MuJoCo's text, unattributed across threads: the traces carry per-simulation counts
-    with control_period(clock.dt), quiet(warnings):
+    with control_period(clock.dt), setup.quiet(warnings):
         run.go(_controls(controller, count, model, run), stop)
     return run.traces()
 
@@ -197,7 +186,7 @@ def _start(batch: mujoco.batch.Batch, bounds: list[Bound], keyframe, qpos: list,
         if data is None:  # one MjData per distinct model (allocating one costs more than resetting it)
             data = datas[id(bound.model)] = mujoco.MjData(bound.model)
         mujoco.mj_resetData(bound.model, data)  # as a new MjData is
-        initial_state(bound.model, data, keyframe, qpos[i], qvel[i], forward=False)
+        setup.initial_state(bound.model, data, keyframe, qpos[i], qvel[i], forward=False)
         mujoco.mj_getState(bound.model, data, batch.state[i], spec)
     batch.forward()
 
@@ -213,7 +202,7 @@ def _controls(controller, n: int, model: mujoco.MjModel, run: _BatchRun) -> Call
         return _StackedSwitch(list(controller), run).fill
     if isinstance(controller, Sequence):
         return _PerSimulation(list(controller), run).fill
-    return _Vectorized(controller, model, run).fill  # a function over the batch (timing() checked its kind)
+    return _Vectorized(controller, model, run).fill  # a function over the batch (setup.timing checked its kind)
 
 
 def _stackable(controller) -> bool:
@@ -265,9 +254,9 @@ class _BatchRun:
         observations = [Observation(b.model, d, self.sensed[k]) for k, (b, d) in
                         enumerate(zip(bounds, self.datas, strict=True))] if stop is not None else []
         warning = batch.warning
-        watched = sorted(int(w) for w in WATCHED[:3])  # bad qpos, qvel, qacc: neighbours in mjtWarning
+        watched = sorted(int(w) for w in setup.WATCHED[:3])  # bad qpos, qvel, qacc: neighbours in mjtWarning
         assert watched == list(range(watched[0], watched[0] + 3))
-        bad_ctrl = int(WATCHED[3])
+        bad_ctrl = int(setup.WATCHED[3])
         # While every simulation runs (the common case) whole-array operations stand in for indexed ones.
         sensed, raw, command, ctrl, times = self.sensed, self.raw, self.command, self.ctrl, self.times
         qpos, qvel, qacc, clock = self.qpos, self.qvel, self.qacc, self.time
@@ -318,8 +307,8 @@ class _BatchRun:
                 batch.step(ids, nstep=per)
             if (bad_ctrl_count != counted).any():
                 k = int(np.flatnonzero(bad_ctrl_count != counted)[0])
-                where = f"in simulation {k} {at(i, float(times[i, k]))}"
-                raise ControllerError(refused_control(ctrl[k].tolist(), where))
+                where = f"in simulation {k} {setup.at(i, float(times[i, k]))}"
+                raise ControllerError(setup.refused_control(ctrl[k].tolist(), where))
             diverged = watched_counts.any(axis=1) | ~np.isfinite(qacc.sum(axis=1))
             diverged &= running
             for sim in np.flatnonzero(diverged):
@@ -426,7 +415,7 @@ class _PerSimulation:
             self.direct.append(controller.write_command if isinstance(controller, CommandWriter) else None)
             self.calls.append(controller)
             self.obs.append(Observation(bound.model, run.datas[k], run.sensed[k]))
-            self.commands.append(Commands(bound.model, run.command[k]))
+            self.commands.append(setup.Commands(bound.model, run.command[k]))
 
     def fill(self, i: int) -> None:
         run = self.run
@@ -437,11 +426,11 @@ class _PerSimulation:
                 if not direct(t, run.sensed[k], command):
                     run.end(int(k), i, "diverged")
                 continue
-            where = f"in simulation {k} {at(i, t)}"
+            where = f"in simulation {k} {setup.at(i, t)}"
             try:
                 value = self.calls[k](t, self.obs[k])
             except (Exception, SystemExit) as exc:
-                raise call_failed(exc, where) from None
+                raise setup.call_failed(exc, where) from None
             self.commands[k].write(value, where)
             if not np.isfinite(command).all():
                 raise ControllerError(f"controller returned a non-finite control {where}: {command.tolist()}")
@@ -457,11 +446,11 @@ class _Vectorized:
     def fill(self, i: int) -> None:
         run = self.run
         t = run.time.copy()
-        where = f"{at(i, float(t[0]))} of the batch"
+        where = f"{setup.at(i, float(t[0]))} of the batch"
         try:
             value = np.asarray(self.controller(t, self.obs), dtype=float)
         except (Exception, SystemExit) as exc:
-            raise call_failed(exc, where) from None
+            raise setup.call_failed(exc, where) from None
         if value.shape != run.command.shape:
             raise ControllerError(f"controller returned shape {value.shape} {where}; expected {run.command.shape}: "
                                   "one row of controls per simulation")
