@@ -22,8 +22,9 @@ from crossdyn.controllers.biped.controller import BipedController, Command, Refe
 from crossdyn.controllers.biped.estimation import Estimate, Estimator, LegGeometry
 from crossdyn.controllers.biped.jump import JumpPlan
 from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params
-from crossdyn.experiments.core.errors import ControllerError, CrossdynError, ParameterError
+from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection, Push
+from crossdyn.experiments.core.loop.setup import call_failed
 
 __all__ = ["Scenario", "ScenarioTrace", "simulate_scenario", "simulate_many", "loop_controller", "make_controller",
            "geometry", "initial_state", "FALL_PITCH", "plug", "Sensors", "Fall", "actuators", "pushes"]
@@ -314,17 +315,9 @@ def _state(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, extra: dic
 
 
 def plug(controller, p: BipedParams, sc: Scenario, sensors: Sensors, motors: list[int], n: int, compiled: bool):
-    """The biped's estimator and ``controller`` as the generic loop's controller (a
-    :class:`~crossdyn.experiments.core.loop.kinds.CommandWriter`): one compiled step, or the readable classes.
-
-    Args:
-      controller: a :class:`~crossdyn.controllers.biped.controller.BipedController` or a function
-        ``(t, est, ref) -> Command``.
-      p: the robot's parameters; sc: the scenario (its reference and ``ground_truth``).
-      sensors: the robot's sensors (:class:`Sensors`); motors: its actuators in command order (:func:`actuators`).
-      n: control steps of the run (the compiled step's log is allocated once).
-      compiled: allow the compiled step (``ground_truth`` or a missing Numba run the classes).
-    """
+    """The biped's estimator and ``controller`` (a ``BipedController`` or ``(t, est, ref) -> Command``) as the
+    generic loop's command writer for a run of ``n`` steps with ``sensors`` and ``motors`` (:class:`Sensors`,
+    :func:`actuators`): one compiled step if ``compiled`` allows it, or the readable classes."""
     plain = not compiled or sc.ground_truth
     if not plain and type(controller) is BipedController:  # a subclass may override __call__
         fast = _CompiledStep.make(controller, p, sc.reference, sensors, motors, n)
@@ -408,8 +401,7 @@ class _Readable:
             cmd = self.controller(t, est, ref)
             wheels, hips = cmd.wheels, cmd.hips
         except Exception as exc:
-            detail = " ".join(str(exc).split())
-            raise ControllerError(f"controller raised {type(exc).__name__} at t = {t:.6g} s: {detail}") from None
+            raise call_failed(exc, f"at t = {t:.6g} s") from None
         wheel, hip = self.wheels, self.hips
         command[wheel[0]], command[wheel[1]] = wheels
         command[hip[0]], command[hip[1]], command[hip[2]], command[hip[3]] = hips

@@ -1,12 +1,7 @@
 """Every limit crossdyn puts on what it is asked to do, one value per meaning, each with its reason.
 
-A limit refuses a request that cannot be meant (a typo's extra zeros) before any
-time or memory is spent on it, with a message that quotes the number here.  Two
-requests that mean the same thing meet the same number: a run simulated by
-``simulate``, ``record`` or one run of a tune is held to :data:`DURATION_MAX`
-alike.  Where two counts differ in what they cost they have two names: a check's
-random states stream through in chunks (:data:`STATES_MAX`), a tune's runs are
-each a simulation kept as a row (:data:`RUNS_MAX`).
+A limit refuses a request that cannot be meant (a typo's extra zeros) before time or memory is spent on it.
+Requests that mean the same thing meet the same number; counts that cost differently have two names.
 """
 
 from __future__ import annotations

@@ -352,10 +352,9 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
       ParameterError: unknown keyframe, a bad ``eps``, or a reduction that does not fit the model;
       StateError: a wrong-sized or non-finite operating point, or an all-zero quaternion.
     """
-    from crossdyn.experiments.core.models import load_model
+    from crossdyn.experiments.core.models import as_model
 
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    model = as_model(model)
     if model.na:
         raise ModelError(f"the model has {model.na} actuator activation state(s) (dyntype filter, integrator or "
                          "muscle): linearize covers the state [dq, dqd] only")
@@ -429,10 +428,9 @@ def holding_control(model: mujoco.MjModel | str | os.PathLike, keyframe: str | i
         control lies outside an actuator's ``ctrlrange``.
     """
     from crossdyn.experiments.core.checks.inverse_dynamics import dof_names
-    from crossdyn.experiments.core.models import load_model, with_options
+    from crossdyn.experiments.core.models import as_model, with_options
 
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    model = as_model(model)
     qpos, _, _ = operating_point(model, keyframe, qpos)
     data = mujoco.MjData(model)
     data.qpos[:] = qpos

@@ -45,7 +45,7 @@ from crossdyn.experiments.core.loop.control_rate import period_in_effect
 from crossdyn.experiments.core.loop.kinds import CommandWriter, HasControlPeriod, Starting
 from crossdyn.experiments.core.loop.simulate import simulate
 from crossdyn.experiments.core.loop.trace import ctrl_clamp
-from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.models import as_model
 from crossdyn.experiments.core.regulator import Regulator
 from crossdyn.experiments.core.runner import Context, write_text
 
@@ -521,8 +521,7 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
     Raises:
       ParameterError: a bad actuator, frequency, amplitude, count or method, or a run that diverged.
     """
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    model = as_model(model)
     if method not in ("multisine", "sines"):
         raise ParameterError(f"measure_loop: method must be 'multisine' or 'sines', got {method!r}")
     for name, value, low in (("periods", periods, 1), ("settle", settle, 0)):

@@ -20,7 +20,7 @@ from crossdyn.analytic.rotation import quat_to_matrix
 from crossdyn.experiments.core.errors import ModelError
 from crossdyn.experiments.core.limits import BODIES_MAX
 
-__all__ = ["model_path", "load_model", "compile_warnings", "with_options", "body_inertia", "check_size"]
+__all__ = ["model_path", "as_model", "load_model", "compile_warnings", "with_options", "body_inertia", "check_size"]
 
 _log = logging.getLogger("crossdyn")
 
@@ -41,6 +41,11 @@ def model_path(name_or_path: str | os.PathLike) -> Path:
         return path.resolve()
     known = ", ".join(mjcf.names())
     raise ModelError(f"no model file {text!r} (not a file, and not a built-in model: {known})")
+
+
+def as_model(model: mujoco.MjModel | str | os.PathLike) -> mujoco.MjModel:
+    """``model`` itself, or the built-in name or MJCF/URDF path compiled (:func:`load_model`)."""
+    return model if isinstance(model, mujoco.MjModel) else load_model(model)
 
 
 def load_model(name_or_path: str | os.PathLike) -> mujoco.MjModel:

@@ -23,7 +23,7 @@ from crossdyn.experiments.core import isolation, user_code
 from crossdyn.experiments.core.checks.inverse_dynamics import check
 from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.errors import CrossdynError, DerivationError, ModelError
-from crossdyn.experiments.core.models import body_inertia, load_model, model_path
+from crossdyn.experiments.core.models import as_model, body_inertia, model_path
 
 __all__ = ["tree_from_model", "load_derivation", "check_derivation", "check_isolated"]
 
@@ -151,8 +151,7 @@ def check_derivation(derivation: Callable | str, model: mujoco.MjModel | str | o
         fn, label = load_derivation(derivation), os.path.basename(derivation)
     else:
         fn, label = derivation, getattr(derivation, "__name__", "derivation")
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    model = as_model(model)
     return check(fn, model, samples=o.samples, seed=o.seed, atol=o.atol, rtol=o.rtol, states=o.states, label=label,
                  dynamics=o.dynamics, ranges=o.ranges())
 

@@ -10,7 +10,7 @@ imperfections and seed, set up as ``simulate`` sets up a run (:mod:`.setup`), so
 whatever the thread count.  The controller is a
 :class:`~crossdyn.experiments.core.regulator.Regulator` or one per simulation
 (computed for all at once), one controller per simulation as ``simulate`` takes
-it, or a function ``controller(t (n,), obs: BatchObservation) -> (n, nu)`` over
+it, or a function ``controller(t (n,), obs: Observation) -> (n, nu)`` over
 the batch.  Model edits give a simulation its own model (``Batch.set_models``).
 A simulation that diverges or stops leaves the batch; the others go on.
 ``Trace.warnings`` counts MuJoCo's warnings per simulation (a thread pool does
@@ -33,39 +33,11 @@ from crossdyn.experiments.core.imperfections import Bound, Imperfection
 from crossdyn.experiments.core.loop import setup
 from crossdyn.experiments.core.loop.control_rate import control_period
 from crossdyn.experiments.core.loop.kinds import CommandWriter, CompiledController, Starting
-from crossdyn.experiments.core.loop.trace import Observation, Trace, applied, ctrl_clamp, readonly, sensor_slices
+from crossdyn.experiments.core.loop.trace import Observation, Trace, applied, ctrl_clamp
+from crossdyn.experiments.core.models import as_model
 from crossdyn.experiments.core.regulator import Regulator, Switch
 
-__all__ = ["simulate_batch", "BatchObservation"]
-
-
-class BatchObservation:
-    """What a batch-wide controller is given each control period.
-
-    Attributes:
-      qpos: ``(n, nq)`` true positions (read-only view, valid for this call).
-      qvel: ``(n, nv)`` true velocities (read-only view).
-      sensordata: ``(n, nsensordata)`` the sensors after the imperfections (read-only).
-      batch: MuJoCo's ``Batch`` (ground truth; not for a realistic controller).
-    """
-
-    __slots__ = ("qpos", "qvel", "sensordata", "batch", "_sensors")
-
-    def __init__(self, model: mujoco.MjModel, batch: mujoco.batch.Batch, sensed: np.ndarray):
-        self.qpos, self.qvel = readonly(batch.bind("qpos")), readonly(batch.bind("qvel"))
-        self.sensordata, self.batch = readonly(sensed), batch
-        self._sensors = sensor_slices(model)
-
-    def sensor(self, name: str) -> np.ndarray:
-        """One sensor's readings in every simulation, ``(n, dim)`` (read-only view).
-
-        Raises:
-          KeyError: no sensor of that name (the message lists them).
-        """
-        try:
-            return self.sensordata[:, self._sensors[name]]
-        except KeyError:
-            raise KeyError(f"no sensor {name!r}; the model's sensors: {', '.join(self._sensors) or 'none'}") from None
+__all__ = ["simulate_batch"]
 
 
 class _SimData:
@@ -129,7 +101,7 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
     Args:
       model: a compiled model, or a built-in name or MJCF/URDF path.
       controller: a ``Regulator``, one controller per simulation, or a function
-        ``(t (n,), BatchObservation) -> (n, nu)`` over the batch.
+        ``(t (n,), Observation) -> (n, nu)`` over the batch (the observation of every simulation at once).
       duration: simulated time, s.
       n: the number of simulations (default: the length of what is given per simulation).
       keyframe, control_dt, stop: as ``simulate`` takes them, for every simulation.
@@ -147,7 +119,7 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
       ParameterError: bad counts, duration, control period, keyframe or imperfections.
       StateError: a wrong-sized or non-finite initial state.
     """
-    model = setup.load(model)
+    model = as_model(model)
     if not isinstance(nthread, (int, np.integer)) or isinstance(nthread, bool) or nthread < 0:
         raise ParameterError(f"nthread must be a whole number >= 0, got {nthread!r}")
     count = _count(controller, imperfections, seeds, qpos, qvel, n)
@@ -251,7 +223,7 @@ class _BatchRun:
         sensing = [(k, b.sense, self.sensed[k], datas[k]) for k, b in enumerate(bounds) if b.sense]
         acting = [(k, b.act, self.ctrl[k], datas[k]) for k, b in enumerate(bounds) if b.act]
         pushing = [(k, b.push, self.xfrc[k]) for k, b in enumerate(bounds) if b.push]
-        observations = [Observation(b.model, d, self.sensed[k]) for k, (b, d) in
+        observations = [Observation(b.model, d.qpos, d.qvel, self.sensed[k], d) for k, (b, d) in
                         enumerate(zip(bounds, self.datas, strict=True))] if stop is not None else []
         warning = batch.warning
         watched = sorted(int(w) for w in setup.WATCHED[:3])  # bad qpos, qvel, qacc: neighbours in mjtWarning
@@ -414,7 +386,8 @@ class _PerSimulation:
                 controller.start(bound.model, run.datas[k])
             self.direct.append(controller.write_command if isinstance(controller, CommandWriter) else None)
             self.calls.append(controller)
-            self.obs.append(Observation(bound.model, run.datas[k], run.sensed[k]))
+            data = run.datas[k]
+            self.obs.append(Observation(bound.model, data.qpos, data.qvel, run.sensed[k], data))
             self.commands.append(setup.Commands(bound.model, run.command[k]))
 
     def fill(self, i: int) -> None:
@@ -441,7 +414,7 @@ class _Vectorized:
 
     def __init__(self, controller: Callable, model: mujoco.MjModel, run: _BatchRun):
         self.controller, self.run = controller, run
-        self.obs = BatchObservation(model, run.batch, run.sensed)
+        self.obs = Observation(model, run.qpos, run.qvel, run.sensed, run.batch)
 
     def fill(self, i: int) -> None:
         run = self.run

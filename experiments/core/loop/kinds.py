@@ -1,20 +1,9 @@
 """What a controller is, declared: the kinds the closed loop runs, as ``typing.Protocol`` classes.
 
-The loop asks which kind a controller is (:func:`kind_of`) once, before the first
-step, and runs it as that kind:
-
-- :class:`Controller`: a plain controller, ``controller(t, obs) -> controls`` (``(nu,)`` or a
-  dict by actuator name), each return checked;
-- :class:`CommandWriter`: one that writes its command itself, ``write_command(t, sensed, command)
-  -> bool`` (False: stop as diverged), called unchecked, so that compiled controllers run at the
-  physics' speed;
-- :class:`CompiledController`: a command writer with a C step function (``step_address``,
-  ``failed``), run in the compiled loop when nothing else of the run needs Python between steps.
-
-Any kind may also declare :class:`Starting` (``start(model, data)`` before the first step),
-:class:`HasControlPeriod` (the period it was designed for: the loop runs at it unless told
-otherwise) and :class:`ChecksControlPeriod` (told the period the loop runs at, before it starts).
-A class need not inherit from these: having the methods is being of the kind.
+The loop asks which of :data:`KINDS` a controller is (:func:`kind_of`) once, before the first
+step, and runs it as that kind.  Any kind may also be :class:`Starting`,
+:class:`HasControlPeriod` or :class:`ChecksControlPeriod`.  A class need not inherit from
+these: having the methods is being of the kind.
 """
 
 from __future__ import annotations
@@ -33,34 +22,28 @@ __all__ = ["Controller", "CommandWriter", "CompiledController", "Starting", "Has
 
 @runtime_checkable
 class Controller(Protocol):
-    """A plain controller: the actuators' controls at time ``t`` (s) from what the loop observed."""
+    """A plain controller: the controls at ``t`` (s), ``(nu,)`` or a dict by actuator name, each return checked."""
 
-    def __call__(self, t: float, obs: Observation) -> Any:
-        """``(nu,)`` controls, or a dict by actuator name (missing ones 0)."""
+    def __call__(self, t: float, obs: Observation) -> Any: ...
 
 
 @runtime_checkable
 class CommandWriter(Protocol):
-    """A controller that writes its command in place, unchecked: the loop trusts it to write finite controls."""
+    """A controller that writes ``command`` ``(nu,)`` in place from ``sensed`` at ``t`` (s), called unchecked so
+    that compiled controllers run at the physics' speed; returning False ends the run as diverged."""
 
-    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool:
-        """Write ``command`` ``(nu,)`` from ``sensed`` ``(nsensordata,)`` at ``t`` (s); False ends the run as
-        diverged."""
+    def write_command(self, t: float, sensed: np.ndarray, command: np.ndarray) -> bool: ...
 
 
 @runtime_checkable
 class CompiledController(CommandWriter, Protocol):
-    """A command writer with a C step ``int step(double t)`` the compiled loop calls between MuJoCo's steps.
+    """A command writer whose C step ``int step(double t)`` (at ``step_address``, 1: fine) the compiled loop calls
+    between MuJoCo's steps; ``failed`` raises the error of another result.  Given to several simulations of a
+    batch, it runs in each on a copy of its own (``copy.copy``: its state is its library's globals)."""
 
-    Given to several simulations of a batch at once, it runs in each on a copy of its own
-    (``copy.copy``: a compiled step keeps its state in its library's globals).
-    """
+    def step_address(self, sensed: np.ndarray, command: np.ndarray) -> int: ...
 
-    def step_address(self, sensed: np.ndarray, command: np.ndarray) -> int:
-        """The address of this run's step function, reading ``sensed`` and writing ``command`` (bound here)."""
-
-    def failed(self, result: int, t: float, command: np.ndarray) -> None:
-        """Raise the error of a step result other than 1 (fine) at ``t`` (s)."""
+    def failed(self, result: int, t: float, command: np.ndarray) -> None: ...
 
 
 @runtime_checkable
@@ -72,17 +55,15 @@ class Starting(Protocol):
 
 @runtime_checkable
 class HasControlPeriod(Protocol):
-    """A controller designed for a control period: the loop runs at it unless given ``control_dt``."""
+    """A controller designed for a control period (s; None: continuous): the loop runs at it unless told."""
 
     @property
-    def control_dt(self) -> float | None:
-        """The period designed for, s; None: designed for none (continuous)."""
+    def control_dt(self) -> float | None: ...
 
 
 @runtime_checkable
 class ChecksControlPeriod(Protocol):
-    """A controller told the period the loop will run it at (a continuous regulator warns when its poles are
-    beyond it)."""
+    """A controller told the period the loop runs it at (a continuous regulator warns if its poles are beyond)."""
 
     def check_rate(self, control_dt: float) -> object: ...
 
@@ -92,7 +73,7 @@ KINDS: tuple[type, ...] = (CompiledController, CommandWriter, Controller)
 
 
 def kind_of(controller: object, what: str = "controller") -> type:
-    """The kind of :data:`KINDS` ``controller`` is (the first it fits).
+    """The first of :data:`KINDS` that ``controller`` is.
 
     Raises:
       ParameterError: it is none of them (naming ``what`` and its type).

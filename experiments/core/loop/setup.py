@@ -1,21 +1,15 @@
 """The one set-up of a closed-loop run, shared by ``simulate``, ``simulate_batch`` and the compiled loop.
 
-Before the first step every run does the same things in the same order: the model
-loaded (:func:`load`); each controller's kind found (:func:`~.kinds.kind_of`); the
-control period chosen (:func:`timing`: the one given, else the one the controllers were
-designed for, else the period in effect, else the model's time step) and checked
-against the duration; the controllers told the period (``check_rate``); the
-imperfections bound with the run's seed (:func:`bind_run`); the initial state set
-(:func:`initial_state`).  Each step then checks a controller's return the same way
-(:class:`Commands`, :func:`call_failed`) and watches the same MuJoCo warnings
-(:data:`WATCHED`, :func:`quiet`).
+Before the first step: the controllers' kinds and the control period found
+(:func:`timing`), the imperfections bound (:func:`bind_run`), the initial state set (:func:`initial_state`).
+Each step checks a controller's return (:class:`Commands`, :func:`call_failed`) and watches the same MuJoCo
+warnings (:data:`WATCHED`, :func:`quiet`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from math import isfinite
@@ -31,15 +25,10 @@ from crossdyn.experiments.core.limits import DURATION_MAX
 from crossdyn.experiments.core.linearize import check_quaternions, keyframe_id, state_vector
 from crossdyn.experiments.core.loop.control_rate import period_in_effect
 from crossdyn.experiments.core.loop.kinds import ChecksControlPeriod, HasControlPeriod, kind_of
-from crossdyn.experiments.core.models import load_model, mujoco_warnings
+from crossdyn.experiments.core.models import mujoco_warnings
 
-__all__ = ["load", "Timing", "timing", "bind_run", "initial_state", "Commands", "call_failed", "at",
+__all__ = ["Timing", "timing", "bind_run", "initial_state", "Commands", "call_failed", "at",
            "refused_control", "WATCHED", "quiet"]
-
-
-def load(model: mujoco.MjModel | str | os.PathLike) -> mujoco.MjModel:
-    """``model`` itself, or the built-in name or MJCF/URDF path compiled (:func:`~..models.load_model`)."""
-    return model if isinstance(model, mujoco.MjModel) else load_model(model)
 
 
 @dataclass(frozen=True)

@@ -8,23 +8,15 @@ passes the sensors through the sensing imperfections, calls ``controller(t, obs)
 for the actuators' controls (``(nu,)`` or a dict by actuator name, missing ones
 0), passes them through the actuation imperfections into ``data.ctrl``, records
 one :class:`~.trace.Trace` row, and steps the physics ``control_dt / timestep`` times.
+``obs`` (:class:`~.trace.Observation`) holds the true state and what the sensors read
+after the imperfections, one physics step behind it.  The run ends early when the
+simulation diverges or ``stop(obs)`` returns a reason (``trace.stopped``); a controller
+that raises or returns a bad control ends it with a ``ControllerError`` naming the step.
 
-``obs.qpos`` and ``obs.qvel`` are the true state (read-only views, valid for this
-call); ``obs.sensordata`` is what the sensors read after the imperfections, one
-physics step behind the state (:func:`~.trace.sensor_lag`).  ``obs.data`` is
-MuJoCo's ``MjData``, for ground-truth experiments.
-
-The run ends early when the simulation diverges or ``stop(obs)`` returns a reason
-(``trace.stopped``).  A controller that raises or returns a bad control ends the
-run with a :class:`~crossdyn.experiments.core.errors.ControllerError` naming the
-step and the time.
-
-The controller's kind (:mod:`.kinds`) decides how it runs: a plain controller is
-called and its return checked; a :class:`~.kinds.CommandWriter` writes its controls
-itself, unchecked, so that compiled controllers run at the physics' speed; a
-:class:`~.kinds.CompiledController` runs in the compiled loop (:mod:`~crossdyn.experiments.core.loop.compiled`,
-the same rows bit for bit) when nothing of the run needs Python between steps.
-A controller's ``start(model, data)``, if any, is called before the first step.
+The controller's kind (:mod:`.kinds`) decides how it runs: called, its return checked; a
+command writer, unchecked; a compiled controller in the compiled loop
+(:mod:`~crossdyn.experiments.core.loop.compiled`, the same rows bit for bit) when nothing
+of the run needs Python between steps.
 """
 
 from __future__ import annotations
@@ -49,12 +41,12 @@ from crossdyn.experiments.core.loop.setup import (
     bind_run,
     call_failed,
     initial_state,
-    load,
     quiet,
     refused_control,
     timing,
 )
 from crossdyn.experiments.core.loop.trace import Observation, Trace, applied, ctrl_clamp
+from crossdyn.experiments.core.models import as_model
 
 __all__ = ["simulate"]
 
@@ -98,7 +90,7 @@ def simulate(model: mujoco.MjModel | str | os.PathLike, controller: Controller |
       ParameterError: a bad duration, control period, keyframe, seed or imperfection.
       StateError: a wrong-sized or non-finite initial state, or an all-zero quaternion.
     """
-    model = load(model)
+    model = as_model(model)
     clock = timing(model, duration, control_dt, [controller])
     bound = bind_run(model, imperfections, clock, seed)
     model = bound.model
@@ -164,7 +156,7 @@ class _Run:
     def _steps(self, controller, bound: Bound, per: int, stop, film) -> tuple[int, str | None]:
         """The control steps: ``(rows recorded, why the run stopped early or None)``; all bound to locals first."""
         model, data = self.model, self.data
-        obs, commands = Observation(model, data, self.sensed), Commands(model, self.command)
+        obs, commands = Observation(model, data.qpos, data.qvel, self.sensed, data), Commands(model, self.command)
         direct = controller.write_command if isinstance(controller, CommandWriter) else None
         sense, act, pushes = bound.sense, bound.act, bound.push
         raw, sensed, command, ctrl = data.sensordata, self.sensed, self.command, data.ctrl

@@ -1,12 +1,7 @@
 """What a closed loop gives its controller and what it returns: :class:`Observation` and :class:`Trace`.
 
-Sensor values, like everything MuJoCo derives from the state, are as ``mj_step``
-leaves them: computed at the start of the last physics step, before it advanced
-the state (with every integrator: RK4's later stages skip the sensors).  So a
-reading lags ``qpos`` by one physics step, the model's ``timestep`` (none at the
-first row, which ``mj_forward`` computed): ``trace.sensor_lag`` and
-``obs.sensor_lag`` say so, in s, and a controller that reads sensors at a control
-period of one physics step has one period of delay to design for.
+A controller that reads sensors at a control period of one physics step has one period of delay to design
+for: the readings lag the state by one step (:func:`sensor_lag`).
 """
 
 from __future__ import annotations
@@ -16,38 +11,35 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-__all__ = ["Observation", "Trace", "sensor_lag", "sensor_slices", "readonly", "ctrl_clamp", "applied"]
+__all__ = ["Observation", "Trace", "sensor_lag", "sensor_slices", "sensor_slice", "readonly", "ctrl_clamp", "applied"]
 
 
 class Observation:
-    """What a controller is given each control period.
+    """What a controller is given each control period: of one run, or of every run of a batch at once.
 
     Attributes:
-      qpos: ``(nq,)`` true positions (read-only view, valid for this call).
-      qvel: ``(nv,)`` true velocities (read-only view).
-      sensordata: ``(nsensordata,)`` the sensors' readings after the imperfections (read-only).
-      data: MuJoCo's ``MjData`` (ground truth; not for a realistic controller).
+      qpos: ``(nq,)`` true positions (read-only view, valid for this call); ``(n, nq)`` over a batch.
+      qvel: ``(nv,)`` true velocities (read-only view); ``(n, nv)`` over a batch.
+      sensordata: ``(nsensordata,)`` the sensors' readings after the imperfections (read-only); ``(n, ...)``.
+      data: MuJoCo's ``MjData``, or a batch's ``mujoco.batch.Batch`` (ground truth; not for a realistic controller).
       sensor_lag: s, how far the readings lag ``qpos`` after the first row (:func:`sensor_lag`).
     """
 
     __slots__ = ("qpos", "qvel", "sensordata", "data", "_sensors", "sensor_lag")
 
-    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, sensed: np.ndarray):
-        self.qpos, self.qvel, self.sensordata = (readonly(a) for a in (data.qpos, data.qvel, sensed))
+    def __init__(self, model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, sensed: np.ndarray, data):
+        self.qpos, self.qvel, self.sensordata = (readonly(a) for a in (qpos, qvel, sensed))
         self.data = data
         self._sensors = sensor_slices(model)
         self.sensor_lag = sensor_lag(model)
 
     def sensor(self, name: str) -> np.ndarray:
-        """One sensor's readings after the imperfections, ``(dim,)`` (read-only view).
+        """One sensor's readings after the imperfections, ``(dim,)`` (``(n, dim)`` over a batch; read-only view).
 
         Raises:
           KeyError: no sensor of that name (the message lists them).
         """
-        try:
-            return self.sensordata[self._sensors[name]]
-        except KeyError:
-            raise KeyError(f"no sensor {name!r}; the model's sensors: {', '.join(self._sensors) or 'none'}") from None
+        return self.sensordata[..., sensor_slice(self._sensors, name)]
 
 
 def sensor_lag(model: mujoco.MjModel) -> float:
@@ -73,6 +65,13 @@ def sensor_slices(model: mujoco.MjModel) -> dict[str, slice]:
     return {model.sensor(i).name or f"sensor{i}": slice(int(model.sensor_adr[i]),
                                                         int(model.sensor_adr[i] + model.sensor_dim[i]))
             for i in range(model.nsensor)}
+
+
+def sensor_slice(slices: dict[str, slice], name: str) -> slice:
+    """``slices[name]`` (:func:`sensor_slices`), or a KeyError listing the model's sensors."""
+    if name not in slices:
+        raise KeyError(f"no sensor {name!r}; the model's sensors: {', '.join(slices) or 'none'}")
+    return slices[name]
 
 
 @dataclass
@@ -128,10 +127,7 @@ class Trace:
         """One sensor's column(s) of :attr:`sensordata`, ``(N, dim)``."""
         if self.model is None:
             raise KeyError("this trace carries no model to look sensors up in")
-        slices = sensor_slices(self.model)
-        if name not in slices:
-            raise KeyError(f"no sensor {name!r}; the model's sensors: {', '.join(slices) or 'none'}")
-        return self.sensordata[:, slices[name]]
+        return self.sensordata[:, sensor_slice(sensor_slices(self.model), name)]
 
     def window(self, t0: float, t1: float = np.inf) -> np.ndarray:
         """Boolean mask of rows with ``t0 <= t < t1``."""
