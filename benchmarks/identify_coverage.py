@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the hi
 
 from crossdyn.experiments.core.identify.check_model import check_model  # noqa: E402
 from crossdyn.experiments.core.identify.fit import Problem, fit  # noqa: E402
-from crossdyn.experiments.core.identify.logs import load_log  # noqa: E402
+from crossdyn.experiments.core.identify.logs import load_log
 from crossdyn.experiments.core.identify.spec import parse_fit  # noqa: E402
 from identify_truth import ARM, TRUTH, arm_log  # noqa: E402
 from identify_zoo import CASES, Case, log, robot_mjcf  # noqa: E402

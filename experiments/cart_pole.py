@@ -16,7 +16,7 @@ from crossdyn.experiments.core.margins import LoopSetup, register_loop
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, batched, experiment
 from crossdyn.experiments.core.regulator import Regulator
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Cart-pole and double pendulum on a cart: LQR from MuJoCo's linearization"

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from crossdyn.analytic.biped.wheeled_pendulum import linearize_pendulum
-from crossdyn.controllers.balance import lqr
-from crossdyn.controllers.biped import wheel_loops
+from crossdyn.controllers.biped.controller import wheel_loops
+from crossdyn.controllers.lqr import lqr
 from crossdyn.experiments.biped.loop_margins import BROKEN_AT, ideal_loop, leg_link_mass
 from crossdyn.experiments.biped.model import nominal_params
 from crossdyn.experiments.biped.scenarios import ALPHA_NOMINAL, controller_for, robot

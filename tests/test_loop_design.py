@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 from crossdyn.experiments.cart_pole import design as cart_pole_design
-from crossdyn.experiments.core.control_rate import control_period, period_in_effect
 from crossdyn.experiments.core.design_check import compare_to_design
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.imperfections import Delay
-from crossdyn.experiments.core.loop import simulate
+from crossdyn.experiments.core.loop.control_rate import control_period, period_in_effect
+from crossdyn.experiments.core.loop.simulate import simulate
 from crossdyn.experiments.core.margins import designed_loop, margins_of, measure_loop
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.regulator import RATE_LIMIT, measured_decay, regulator, zero_order_hold

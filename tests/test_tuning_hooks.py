@@ -18,7 +18,7 @@ USER_FILE = textwrap.dedent('''
     import json
     from dataclasses import dataclass
 
-    from crossdyn.experiments import experiment
+    from crossdyn import experiment
     from crossdyn.experiments.core.sweep.run import Batch
     from crossdyn.experiments.core.sweep.tuning import Tuning
 
@@ -109,7 +109,7 @@ def test_a_tuning_is_no_experiment_of_the_run_set_and_takes_no_generic_tune(tuni
 
 def test_the_biped_tunings_one_run_is_the_row_a_sweep_records(tmp_path):
     from crossdyn.experiments.biped import tune as biped
-    from crossdyn.experiments.core.results import Context
+    from crossdyn.experiments.core.runner import Context
 
     exp = tunings()[biped.BALANCE]
     defaults = {k: p.default for k, p in exp.params.items()}

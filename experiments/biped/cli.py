@@ -19,11 +19,10 @@ from crossdyn.experiments.core.cli.tune import (
     sigterm_interrupts,
     tune_engine,
 )
-from crossdyn.experiments.core.results import as_stored
+from crossdyn.experiments.core.limits import DURATION_MAX
+from crossdyn.experiments.core.runner import as_stored
 
 __all__ = ["configure_balance", "configure_robustness"]
-
-DURATION_MAX = 600.0  # s simulated per run
 
 
 def _stored_summary(result) -> dict:

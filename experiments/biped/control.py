@@ -17,15 +17,15 @@ import functools
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R
+from crossdyn.controllers.biped.controller import DEFAULT_Q, DEFAULT_R
 from crossdyn.experiments.biped import imperfections, loop_margins, scenarios
 from crossdyn.experiments.biped.closed_loop import ScenarioTrace, video_environment
 from crossdyn.experiments.biped.model import MJCF
 from crossdyn.experiments.biped.scenarios import Setup
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.margins import write_margins
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: closed loops"
@@ -172,7 +172,7 @@ def judge_lqr_cost(m: dict) -> Verdict:
 # --------------------------------------------------------------------------- plots
 def plot_states(trace: ScenarioTrace, title: str) -> Figure:
     """States and torques over time, with references and the torque limits shaded."""
-    fig, axes = plots.figure(4, 2, width=12.0, height=2.3, sharex=True)
+    fig, axes = figures.figure(4, 2, width=12.0, height=2.3, sharex=True)
     t, ref = trace.t, trace.reference
     panels: dict[tuple[int, int], tuple[str, bool, list]] = {  # axes -> (y label, legend?, [(values, style, label)])
         (0, 0): ("pitch (deg)", True, [(np.degrees(trace.true_pitch), "-", "true"),
@@ -213,7 +213,7 @@ def plot_states(trace: ScenarioTrace, title: str) -> Figure:
 
 def plot_jump_heights(trace: ScenarioTrace) -> Figure:
     """Wheel bottoms and body height through the jump, with the 0.10 m requirement."""
-    fig, ax = plots.figure(1, 1, width=7.0, height=3.0)
+    fig, ax = figures.figure(1, 1, width=7.0, height=3.0)
     ax.plot(trace.t, trace.wheel_z[:, 0], label="left wheel bottom")
     ax.plot(trace.t, trace.wheel_z[:, 1], label="right wheel bottom")
     ax.plot(trace.t, trace.body_z, label="body")
@@ -225,7 +225,7 @@ def plot_jump_heights(trace: ScenarioTrace) -> Figure:
 
 def plot_ideal_run(run: scenarios.IdealRun) -> Figure:
     """Pitch and wheel torque of the ideal robot under the analytic LQR."""
-    fig, axes = plots.figure(1, 2, width=10.0, height=3.0)
+    fig, axes = figures.figure(1, 2, width=10.0, height=3.0)
     t = np.arange(run.states.shape[0]) * run.dt
     axes[0].plot(t, np.degrees(run.states[:, 2]))
     axes[1].plot(t, run.torques)

@@ -3,7 +3,7 @@
 The controller is designed on a simpler model than the robot it drives: the wheeled
 pendulum (the body on rigid massless legs of the stance height, on two wheels) with the
 steering model (the heading a pure inertia), closed by the LQR's row at that height and
-the yaw PD (:func:`~crossdyn.controllers.biped.wheel_loops`).  The designed loop at the
+the yaw PD (:func:`~crossdyn.controllers.biped.controller.wheel_loops`).  The designed loop at the
 left wheel is that model's ``K_L (sI - A + B_R K_R)^-1 B_L``, the right wheel's loop
 closed.  The measured loop is MuJoCo's whole robot with the left wheel's command broken
 and every other loop closed: the five-bar legs, whose links the design's model leaves
@@ -31,8 +31,8 @@ import numpy as np
 
 from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, linearize_pendulum
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
-from crossdyn.controllers.balance import lqr
-from crossdyn.controllers.biped import BipedController, wheel_loops
+from crossdyn.controllers.biped.controller import BipedController, wheel_loops
+from crossdyn.controllers.lqr import lqr
 from crossdyn.experiments.biped.closed_loop import Scenario, initial_state, loop_controller
 from crossdyn.experiments.biped.model import LINKS, WHEELS, balance_pose, biped_params, build, nominal_params
 from crossdyn.experiments.biped.scenarios import (

@@ -56,10 +56,10 @@ from crossdyn.experiments.biped.scenarios import (
     settling_time,
     stance_height,
 )
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures as plots
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
-from crossdyn.experiments.core.results import write_json
+from crossdyn.experiments.core.runner import write_json
 from crossdyn.experiments.core.sweep import choice, space
 from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import search as searches

@@ -10,16 +10,17 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.baseline import Tolerance
-from crossdyn.experiments.core.batch import simulate_batch
 from crossdyn.experiments.core.design_check import compare_to_design
-from crossdyn.experiments.core.loop import Trace, simulate
+from crossdyn.experiments.core.loop.batch import simulate_batch
+from crossdyn.experiments.core.loop.simulate import simulate
+from crossdyn.experiments.core.loop.trace import Trace
 from crossdyn.experiments.core.margins import LoopSetup, write_margins
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict
 from crossdyn.experiments.core.regulator import Regulator, Switch, measured_decay, regulator
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 __all__ = ["CONTROL_DT", "DECAY_TOL", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
            "model_param", "lqr_params", "lqr_experiment", "lqr_batch", "loop_setup", "margins", "EXPECTED",
@@ -113,7 +114,7 @@ def judge(reg: Regulator, balanced: Trace, stepped: Trace, distance: float, at: 
 
 def plot(reg: Regulator, balanced: Trace, stepped: Trace, title: str):
     """States of both runs, and the slowest mode's projection against its designed decay (log scale)."""
-    fig, (a1, a2, a3) = plots.figure(1, 3, width=14.0, height=3.4)
+    fig, (a1, a2, a3) = figures.figure(1, 3, width=14.0, height=3.4)
     names = reg.linearization.state_names[1 : reg.linearization.nv]
     for trace, style, label in ((balanced, "-", "balance"), (stepped, "--", "step")):
         for k, name in enumerate(names, start=1):

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.loop import Trace
-from crossdyn.experiments.core.regulator import FLOOR_MARGIN, RATE_LIMIT, Regulator, _noise_floor
+from crossdyn.experiments.core.loop.trace import Trace
+from crossdyn.experiments.core.regulator import FLOOR_MARGIN, RATE_LIMIT, Regulator, settled_level
 
 __all__ = ["compare_to_design", "DesignComparison", "ModeCheck", "DISAGREE", "UNEXCITED"]
 
@@ -216,7 +216,7 @@ def _mode(pole: complex, t: np.ndarray, a: np.ndarray, peak: float, largest: flo
                                              f"{peak / largest if largest > 0 else 0:.1g} of the state's largest): "
                                              "no decay to measure")
     first = int(np.argmax(a))
-    level = _noise_floor(t, a)
+    level = settled_level(t, a)
     floor = max(DECADES * peak, FLOOR_MARGIN * level if level is not None else 0.0)
     below = np.flatnonzero(a[first:] <= floor)
     stop = first + (int(below[0]) if below.size else a.size - first)

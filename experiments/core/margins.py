@@ -39,13 +39,15 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.control_rate import period_in_effect
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection
-from crossdyn.experiments.core.loop import ctrl_clamp, simulate
-from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.loop.control_rate import period_in_effect
+from crossdyn.experiments.core.loop.kinds import CommandWriter, HasControlPeriod, Starting
+from crossdyn.experiments.core.loop.simulate import simulate
+from crossdyn.experiments.core.loop.trace import ctrl_clamp
+from crossdyn.experiments.core.models import as_model
 from crossdyn.experiments.core.regulator import Regulator
-from crossdyn.experiments.core.results import Context, write_text
+from crossdyn.experiments.core.runner import Context, write_text
 
 __all__ = ["measure_loop", "measure_setup", "write_margins", "LoopMeasurement", "LoopResponse", "LoopDesign",
            "Margins", "margins_of", "designed_loop", "register_loop", "registered_loops", "LoopSetup", "KEYS"]
@@ -276,9 +278,9 @@ class LoopMeasurement:
 
     def plot(self, title: str = ""):
         """A Bode plot per loop: measured points beside the designed curve, the crossovers marked."""
-        from crossdyn.experiments.core import plots  # matplotlib only when a plot is drawn
+        from crossdyn.experiments.core import figures  # matplotlib only when a plot is drawn
 
-        fig, axes = plots.figure(2, len(self.loops), width=6.0 * len(self.loops), height=3.0)
+        fig, axes = figures.figure(2, len(self.loops), width=6.0 * len(self.loops), height=3.0)
         axes = np.asarray(axes).reshape(2, len(self.loops))
         for j, loop in enumerate(self.loops):
             mag, phase = axes[0, j], axes[1, j]
@@ -413,13 +415,12 @@ class _Injected:
     def __init__(self, controller, nu: int, actuator: int, signal: np.ndarray):
         self.inner, self.actuator, self.signal, self.row = controller, actuator, signal, 0
         self.u = np.zeros(nu)
-        self.control_dt = getattr(controller, "control_dt", None)
+        self.control_dt = controller.control_dt if isinstance(controller, HasControlPeriod) else None
 
     def start(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
         self.row = 0
-        start = getattr(self.inner, "start", None)
-        if start is not None:
-            start(model, data)
+        if isinstance(self.inner, Starting):
+            self.inner.start(model, data)
 
     def __call__(self, t: float, obs) -> np.ndarray:
         value = self.inner(t, obs)
@@ -520,8 +521,7 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
     Raises:
       ParameterError: a bad actuator, frequency, amplitude, count or method, or a run that diverged.
     """
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    model = as_model(model)
     if method not in ("multisine", "sines"):
         raise ParameterError(f"measure_loop: method must be 'multisine' or 'sines', got {method!r}")
     for name, value, low in (("periods", periods, 1), ("settle", settle, 0)):
@@ -529,7 +529,8 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
             raise ParameterError(f"measure_loop: {name} must be a whole number >= {low}, got {value!r}")
     if design is None and isinstance(controller, Regulator):
         design = controller
-    dt = float(control_dt if control_dt is not None else getattr(controller, "control_dt", None)
+    own_dt = controller.control_dt if isinstance(controller, HasControlPeriod) else None
+    dt = float(control_dt if control_dt is not None else own_dt
                or period_in_effect() or model.opt.timestep)  # simulate's default, decided here for the grid
     chosen = list(range(model.nu)) if actuator is None else \
         [actuator] if isinstance(actuator, (str, int, np.integer)) else list(actuator)
@@ -561,7 +562,7 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
         one = _multisine(picked, samples, amplitudes[i])
         count = (settle + periods) * samples
         signal = np.tile(one, settle + periods)
-        wrapped = (_InjectedDirect if hasattr(controller, "write_command") else _Injected)(
+        wrapped = (_InjectedDirect if isinstance(controller, CommandWriter) else _Injected)(
             controller, model.nu, i, signal)
         trace = simulate(model, wrapped, count * dt, keyframe=keyframe, qpos=qpos, qvel=qvel, control_dt=dt,
                          imperfections=imperfections, seed=seed, stop=stop)

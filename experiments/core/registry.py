@@ -96,7 +96,7 @@ class Gains:
     """What ``crossdyn gains --experiment NAME`` exports of an experiment's design.
 
     Attributes:
-      design: ``design(params) -> GainSchedule`` (:class:`~crossdyn.controllers.balance.GainSchedule`), given
+      design: ``design(params) -> GainSchedule`` (:class:`~crossdyn.controllers.lqr.GainSchedule`), given
         the experiment's parameter values (``--set`` honoured).
       name: the C identifier the header's names start with (the firmware's), unless ``--name`` says otherwise.
     """

@@ -1,7 +1,7 @@
 """LQR for any MJCF: designed from MuJoCo's linearization with python-control, run in the generic loop.
 
 :func:`regulator` linearizes a model about a pose held still, designs ``u = u_op -
-K [dq, dqd]`` (:func:`crossdyn.controllers.balance.lqr`) and is itself the
+K [dq, dqd]`` (:func:`crossdyn.controllers.lqr.lqr`) and is itself the
 controller ``simulate`` calls.  :func:`measured_decay` checks the design against
 its own theory: along the slowest closed-loop mode ``lambda`` (left eigenvector
 ``w``) the linear loop's ``log |w^H x|`` falls with slope ``Re(lambda)``.
@@ -10,12 +10,12 @@ A loop runs at a control period ``dt``, holding each command over it (a zero-ord
 hold).  A continuous design whose fastest closed-loop pole has ``|lambda| dt > 0.5``
 asks for more than that rate carries: the loop then runs a different, often
 unstable, system.  ``regulator(..., dt=dt)`` designs at the rate instead (discrete
-LQR, :func:`crossdyn.controllers.balance.dlqr`, on the zero-order-hold model
+LQR, :func:`crossdyn.controllers.lqr.dlqr`, on the zero-order-hold model
 ``x+ = Ad x + Bd u``), with ``delay`` whole periods between command and actuator
 folded into the design model (the regulator then remembers its last commands).
 
 ``dt`` defaults to the rate the controller will run at where crossdyn knows it before the
-run: the period in effect (:func:`~crossdyn.experiments.core.control_rate.control_period`,
+run: the period in effect (:func:`~crossdyn.experiments.core.loop.control_rate.control_period`,
 or the run's own ``control_dt`` for a regulator designed inside ``simulate``).  The
 default is continuous exactly where no period is in effect: a plain script, where
 ``simulate``'s ``control_dt`` is chosen per run after the design (the built-in cart-pole
@@ -33,13 +33,13 @@ import mujoco
 import numpy as np
 import scipy.linalg
 
-from crossdyn.controllers.balance import LQRDesign, dlqr, lqr
-from crossdyn.experiments.core.control_rate import period_in_effect
+from crossdyn.controllers.lqr import LQRDesign, dlqr, lqr
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.linearize import Linearization, linearize
-from crossdyn.experiments.core.loop import Trace
+from crossdyn.experiments.core.loop.control_rate import period_in_effect
+from crossdyn.experiments.core.loop.trace import Trace
 
-__all__ = ["Regulator", "Switch", "regulator", "measured_decay", "zero_order_hold", "RATE_LIMIT"]
+__all__ = ["Regulator", "Switch", "regulator", "measured_decay", "settled_level", "zero_order_hold", "RATE_LIMIT"]
 
 # |lambda| dt beyond which a continuous design is not what a loop at period dt runs: the hold's half-period
 # delay alone costs |lambda| dt / 2 rad of phase at that pole's frequency (0.25 rad, 14 deg, at the limit),
@@ -260,7 +260,7 @@ def regulator(model: mujoco.MjModel, Q, R, keyframe: str | int | None = None, qp
       dt: the control period the loop will run at, s: the discrete LQR on the zero-order-hold
         model (:func:`zero_order_hold`), which ``simulate`` then runs at ``dt`` unless told
         otherwise.  Default (None): the period in effect where crossdyn knows one
-        (:func:`~crossdyn.experiments.core.control_rate.control_period`, or inside a run of
+        (:func:`~crossdyn.experiments.core.loop.control_rate.control_period`, or inside a run of
         ``simulate``), else continuous.  0: continuous (python-control's ``dt=0``).  A continuous
         design warns (``RuntimeWarning``) when its fastest closed-loop pole has ``|lambda| dt >
         0.5`` at the period in effect, or else the model's time step (the loop's default period);
@@ -346,7 +346,7 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
     rows = np.flatnonzero((trace.t >= start) & (z > floor * z.max()))
     if rows.size < 10:
         raise ParameterError("too few rows to measure a decay rate (run longer, or start earlier)")
-    level = _noise_floor(trace.t, z) if noise_floor else None
+    level = settled_level(trace.t, z) if noise_floor else None
     if level is not None:
         below = np.flatnonzero(z[rows] <= FLOOR_MARGIN * level)
         kept = rows[: below[0]] if below.size else rows
@@ -364,7 +364,7 @@ def measured_decay(trace: Trace, reg: Regulator, *, start: float = 0.0, floor: f
 FLOOR_MARGIN = 10.0
 
 
-def _noise_floor(t: np.ndarray, z: np.ndarray) -> float | None:
+def settled_level(t: np.ndarray, z: np.ndarray) -> float | None:
     """The level ``|z|`` settles on in the run's last quarter, or None when that quarter still falls.
 
     The quarter is flat when the fitted change of ``log |z|`` across it is within

@@ -21,12 +21,11 @@ import sys
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
+from crossdyn.experiments.core.limits import ADDED_DELAY_MAX
 
 __all__ = ["add_parser", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results") / "margins"
-# Longest added delay, control periods: a second at 1 kHz, past any loop's delay margin.
-DELAY_MAX = 1000
 
 
 def add_parser(sub) -> None:
@@ -41,7 +40,7 @@ def add_parser(sub) -> None:
     p.add_argument("experiment", metavar="EXPERIMENT", help="an experiment with a loop to measure (e.g. "
                                                              "cart-pole-lqr)")
     p.add_argument("--actuator", default=None, help="break the loop only at this actuator")
-    p.add_argument("--delay", type=arguments.count(0, DELAY_MAX, "--delay"), default=0,
+    p.add_argument("--delay", type=arguments.count(0, ADDED_DELAY_MAX, "--delay"), default=0,
                    help="add a Delay of this many control periods to the run (default 0)")
     p.add_argument("--method", choices=("multisine", "sines"), default="multisine",
                    help="one multisine run per loop (default), or one sine run per frequency")
@@ -58,7 +57,7 @@ def _cmd_margins(args) -> int:
     from crossdyn.experiments.core.imperfections import Delay
     from crossdyn.experiments.core.margins import measure_setup, registered_loops
     from crossdyn.experiments.core.registry import experiments, get
-    from crossdyn.experiments.core.results import make_out_dir, write_json, write_text
+    from crossdyn.experiments.core.runner import make_out_dir, write_json, write_text
 
     experiments()  # registers every built-in experiment and its loop
     loops = registered_loops()
@@ -76,7 +75,7 @@ def _cmd_margins(args) -> int:
     title = f"{args.experiment}: loop margins" + (f" with a {args.delay}-period delay" if args.delay else "")
     data = {"experiment": args.experiment, "params": params, "delay_periods": args.delay, **measurement.to_json()}
     write_json(out / "margins.json", data)
-    from crossdyn.experiments.core.plots import save  # matplotlib only here
+    from crossdyn.experiments.core.figures import save  # matplotlib only here
 
     save(measurement.plot(title), out, "bode.png")
     write_text(out / "index.html", _page(title, measurement))

@@ -41,7 +41,7 @@ from crossdyn.experiments.core.identify.spec import Quantity, parse_fit
 from crossdyn.experiments.core.models import load_model, model_path
 from crossdyn.experiments.core.registry import experiment
 
-__all__ = ["TOLERANCE", "ModelVerdict", "check_model", "replay", "judge", "judge_fitted", "model_matches_log",
+__all__ = ["TOLERANCE", "ModelVerdict", "check_model", "replay", "judge", "judge_fitted", "register_model_check",
            "parse_tolerance", "parse_detect", "VERDICTS", "ToleranceError"]
 
 # Largest RMS error in units of the reading's own noise: at 2 the model's own error is
@@ -237,12 +237,12 @@ def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, thre
                   noise=noise, detect=detect, start_only=start_only, explain=explain)
 
 
-def model_matches_log(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, noise=None,
-                      detect=None) -> None:
+def register_model_check(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, noise=None,
+                         detect=None) -> None:
     """Register experiment ``name``: :func:`check_model` of ``mjcf`` against ``logs``, for ``crossdyn run``.
 
     In a file given to ``crossdyn run --from`` (or an installed package's experiments),
-    ``model_matches_log("arm-is-the-robot", "arm.xml", ["robot.csv"], noise={"qpos:*": 5e-4})`` makes the
+    ``register_model_check("arm-is-the-robot", "arm.xml", ["robot.csv"], noise={"qpos:*": 5e-4})`` makes the
     check part of every run, its baselines, JUnit file and HTML report: a commit that edits the MJCF
     away from the robot fails, and a log that cannot decide does not pass.  Relative paths are the
     caller's, resolved now.

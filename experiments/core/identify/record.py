@@ -33,12 +33,11 @@ from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.errors import DerivationError, ParameterError
 from crossdyn.experiments.core.identify.logs import load_log
 from crossdyn.experiments.core.identify.noise import parse_noise
+from crossdyn.experiments.core.limits import DURATION_MAX
 from crossdyn.experiments.core.validate import seed as validate_seed
 
-__all__ = ["record", "multisine", "Reading", "DURATION_MAX", "columns_of"]
+__all__ = ["record", "multisine", "Reading", "columns_of"]
 
-# Longest recording, s: an hour at 1 kHz is 3.6 million rows per column.
-DURATION_MAX = 3600.0
 _HINGE_SLIDE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from crossdyn.experiments.core.baseline import NOT_MEASURED, numeric_metrics
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.results import Context, make_out_dir, write_json
+from crossdyn.experiments.core.runner import Context, make_out_dir, write_json
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import run as sweep_run
 from crossdyn.experiments.core.sweep import table
@@ -219,7 +219,7 @@ def tune(name: str, out: Path, *, vary: Sequence = (), minimize: str | None = No
       CrossdynError: the Dask scheduler cannot be reached; Optuna is missing.
     """
     from crossdyn.experiments.core.registry import loadable, tunings, unloaded
-    from crossdyn.experiments.core.results import pool_with_sources_imported
+    from crossdyn.experiments.core.runner import pool_with_sources_imported
 
     if plan is not None:
         from crossdyn.experiments.core.sweep import tuning

@@ -3,7 +3,7 @@
 One call per control step turns an ``Estimate`` and a :class:`Reference` into motor torques: the wheels get
 the scheduled LQR balance (:mod:`.balance`) plus the yaw PD's differential (:mod:`.steering`), balance first;
 the hips get virtual-model control of height and roll (:mod:`.virtual_model`) or the jump's targets
-(:mod:`crossdyn.controllers.jump`).  Velocity tracking moves ``x_ref`` at the wanted speed, so the LQR holds a
+(:mod:`crossdyn.controllers.biped.jump`).  Velocity tracking moves ``x_ref`` at the wanted speed, so the LQR holds a
 moving set-point.
 """
 
@@ -18,11 +18,12 @@ import numpy as np
 
 from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, linearize_pendulum
-from crossdyn.controllers.balance import GainSchedule, balance_torque, schedule
-from crossdyn.controllers.estimation import Estimate, LegGeometry
-from crossdyn.controllers.jump import JumpPlan, JumpStateMachine, Phase
-from crossdyn.controllers.steering import YawGains, split_wheel_torque, yaw_gains, yaw_torque
-from crossdyn.controllers.virtual_model import LegGains, hip_torques, virtual_forces
+from crossdyn.controllers.biped.balance import balance_torque
+from crossdyn.controllers.biped.estimation import Estimate, LegGeometry
+from crossdyn.controllers.biped.jump import JumpPlan, JumpStateMachine, Phase
+from crossdyn.controllers.biped.steering import YawGains, split_wheel_torque, yaw_gains, yaw_torque
+from crossdyn.controllers.biped.virtual_model import LegGains, hip_torques, virtual_forces
+from crossdyn.controllers.lqr import GainSchedule, schedule
 
 __all__ = ["BipedGains", "Reference", "Command", "BipedController", "design", "wheel_loops", "yaw_inertia", "DEFAULT_Q",
            "DEFAULT_R"]
