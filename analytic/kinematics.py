@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossdyn.analytic.rnea import Tree, _check_state, _cross, _mv, _times_const, forward_pass
+from crossdyn.analytic.rnea import Tree, check_state, cross_rows, forward_pass, mat_vec_rows, times_const
 
 __all__ = ["poses", "point_jacobian", "mass_matrix", "energy"]
 
@@ -18,7 +18,7 @@ __all__ = ["poses", "point_jacobian", "mass_matrix", "energy"]
 def _positions(tree: Tree, qpos) -> tuple[tuple[int, ...], np.ndarray]:
     qpos = np.asarray(qpos, dtype=float)
     zeros = np.zeros(qpos.shape[:-1] + (tree.nv,))
-    batch, (q, _, _) = _check_state(tree, qpos, zeros, zeros)
+    batch, (q, _, _) = check_state(tree, qpos, zeros, zeros)
     return batch, q
 
 
@@ -52,7 +52,7 @@ def _jacobian(tree: Tree, motion, body: int, x: np.ndarray) -> np.ndarray:
             continue
         for k in range(S.shape[2]):
             lin, ang = S[:, :3, k], S[:, 3:, k]
-            J[:, :3, da + k] = lin + _cross(ang, x)
+            J[:, :3, da + k] = lin + cross_rows(ang, x)
             J[:, 3:, da + k] = ang
     return J
 
@@ -72,7 +72,7 @@ def point_jacobian(tree: Tree, qpos, body: int, point=(0.0, 0.0, 0.0)) -> np.nda
     """
     batch, q = _positions(tree, qpos)
     motion = forward_pass(tree, q, None, None)
-    x = motion.p[body] + _times_const(motion.R[body], np.asarray(point, dtype=float))
+    x = motion.p[body] + times_const(motion.R[body], np.asarray(point, dtype=float))
     return _jacobian(tree, motion, body, x).reshape(batch + (6, tree.nv))
 
 
@@ -92,9 +92,9 @@ def mass_matrix(tree: Tree, qpos) -> np.ndarray:
     rotational = np.empty((nb, n, 3, 3))
     for b in range(nb):
         R = motion.R[b]
-        c = motion.p[b] + _times_const(R, tree.com[b])
-        RI = _times_const(R, tree.inertia[b])
-        I_O = np.stack([_mv(RI, R[:, k, :]) for k in range(3)], axis=2)  # R I R^T, column by column
+        c = motion.p[b] + times_const(R, tree.com[b])
+        RI = times_const(R, tree.inertia[b])
+        I_O = np.stack([mat_vec_rows(RI, R[:, k, :]) for k in range(3)], axis=2)  # R I R^T, column by column
         h = mass[b] * c
         I_O -= h[:, :, None] * c[:, None, :]
         square = np.einsum("ni,ni->n", h, c)
@@ -114,7 +114,8 @@ def mass_matrix(tree: Tree, qpos) -> np.ndarray:
     M = np.zeros((n, tree.nv, tree.nv))
     for i, (b, s_i) in enumerate(dofs):
         v, w, h = s_i[:, :3], s_i[:, 3:], first[b]
-        force = np.concatenate([mass[b] * v + _cross(w, h), _cross(h, v) + _mv(rotational[b], w)], axis=1)
+        force = np.concatenate([mass[b] * v + cross_rows(w, h), cross_rows(h, v) + mat_vec_rows(rotational[b], w)],
+                               axis=1)
         coupled = [j for j in range(i + 1) if dofs[j][0] in ancestors[b]]
         column = np.einsum("nji,nj->ni", np.stack([dofs[j][1] for j in coupled], axis=2), force)
         M[:, i, coupled] = column
@@ -132,15 +133,15 @@ def energy(tree: Tree, qpos, qvel, gravity=None) -> tuple[np.ndarray, np.ndarray
       gravity: world gravity ``(3,)`` m/s^2; default ``tree.gravity``.
     """
     qpos, qvel = np.asarray(qpos, dtype=float), np.asarray(qvel, dtype=float)
-    batch, (q, qd, _) = _check_state(tree, qpos, qvel, np.zeros(qvel.shape))
+    batch, (q, qd, _) = check_state(tree, qpos, qvel, np.zeros(qvel.shape))
     g = tree.gravity if gravity is None else np.asarray(gravity, dtype=float)
     motion = forward_pass(tree, q, qd, np.zeros_like(qd), np.zeros(3))
     assert motion.xi is not None  # velocities were given
     T, U = np.zeros(q.shape[0]), np.zeros(q.shape[0])
     for b in range(len(tree.parent)):
         R, xi = motion.R[b], motion.xi[b]
-        c = motion.p[b] + _times_const(R, tree.com[b])
-        v = xi[:, :3] + _cross(xi[:, 3:], c)  # velocity of the CoM
+        c = motion.p[b] + times_const(R, tree.com[b])
+        v = xi[:, :3] + cross_rows(xi[:, 3:], c)  # velocity of the CoM
         w_body = np.einsum("nji,nj->ni", R, xi[:, 3:])
         T += 0.5 * tree.mass[b] * np.einsum("ni,ni->n", v, v) + 0.5 * np.einsum("ni,ij,nj->n", w_body,
                                                                                tree.inertia[b], w_body)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossdyn.analytic.rnea import Tree, _check_state, _cross, forward_pass
+from crossdyn.analytic.rnea import Tree, check_state, cross_rows, forward_pass
 
 __all__ = ["PARAMETERS", "inertial_parameters", "body_properties", "regressor", "energy_regressor"]
 
@@ -67,7 +67,7 @@ def regressor(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
     Returns:
       ``(..., nv, 10 nb)``: column ``10 b + k`` is parameter ``PARAMETERS[k]`` of body ``b``.
     """
-    batch, (q, qd, qdd) = _check_state(tree, qpos, qvel, qacc)
+    batch, (q, qd, qdd) = check_state(tree, qpos, qvel, qacc)
     motion = forward_pass(tree, q, qd, qdd, gravity)
     assert motion.xi is not None and motion.dxi is not None  # velocities were given
     n, nb = q.shape[0], len(tree.parent)
@@ -88,20 +88,20 @@ def regressor(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
 def _unit_wrenches(R, p, xi, dxi) -> np.ndarray:
     """The wrench ``[F; n about the world origin]`` of each unit parameter of one body, ``(N, 6, 10)``."""
     w, dw = xi[:, 3:], dxi[:, 3:]
-    v_p = xi[:, :3] + _cross(w, p)  # velocity of the body origin
-    a_p = dxi[:, :3] + _cross(dw, p) + _cross(w, v_p)  # its acceleration (gravity as -g)
+    v_p = xi[:, :3] + cross_rows(w, p)  # velocity of the body origin
+    a_p = dxi[:, :3] + cross_rows(dw, p) + cross_rows(w, v_p)  # its acceleration (gravity as -g)
     n = R.shape[0]
     F, n_p = np.zeros((n, 3, 10)), np.zeros((n, 3, 10))
     F[:, :, 0] = a_p
     for k in range(3):
         h = R[:, :, k]
-        F[:, :, 1 + k] = _cross(dw, h) + _cross(w, _cross(w, h))
-        n_p[:, :, 1 + k] = _cross(h, a_p)
+        F[:, :, 1 + k] = cross_rows(dw, h) + cross_rows(w, cross_rows(w, h))
+        n_p[:, :, 1 + k] = cross_rows(h, a_p)
     w_b, dw_b = np.einsum("nji,nj->ni", R, w), np.einsum("nji,nj->ni", R, dw)
     for k, E in enumerate(_UNIT_INERTIA):
-        moment_b = dw_b @ E + _cross(w_b, w_b @ E)  # E symmetric: row-vector products are E x
+        moment_b = dw_b @ E + cross_rows(w_b, w_b @ E)  # E symmetric: row-vector products are E x
         n_p[:, :, 4 + k] = np.einsum("nij,nj->ni", R, moment_b)
-    moment = n_p + np.stack([_cross(p, F[:, :, k]) for k in range(10)], axis=2)
+    moment = n_p + np.stack([cross_rows(p, F[:, :, k]) for k in range(10)], axis=2)
     return np.concatenate([F, moment], axis=1)
 
 
@@ -111,7 +111,7 @@ def energy_regressor(tree: Tree, qpos, qvel, gravity=None) -> tuple[np.ndarray, 
     ``T = 1/2 m |v|^2 + v . (w x h_w) + 1/2 w_b^T I w_b`` and ``U = -g . (m p + h_w)``.
     """
     qvel = np.asarray(qvel, dtype=float)
-    batch, (q, qd, _) = _check_state(tree, qpos, qvel, np.zeros(qvel.shape))
+    batch, (q, qd, _) = check_state(tree, qpos, qvel, np.zeros(qvel.shape))
     g = tree.gravity if gravity is None else np.asarray(gravity, dtype=float)
     motion = forward_pass(tree, q, qd, np.zeros_like(qd), np.zeros(3))
     assert motion.xi is not None  # velocities were given
@@ -120,12 +120,12 @@ def energy_regressor(tree: Tree, qpos, qvel, gravity=None) -> tuple[np.ndarray, 
     for b in range(nb):
         R, p, xi = motion.R[b], motion.p[b], motion.xi[b]
         w = xi[:, 3:]
-        v = xi[:, :3] + _cross(w, p)  # velocity of the body origin
+        v = xi[:, :3] + cross_rows(w, p)  # velocity of the body origin
         w_b = np.einsum("nji,nj->ni", R, w)
         c = 10 * b
         Y_T[:, c] = 0.5 * np.einsum("ni,ni->n", v, v)
         Y_U[:, c] = -(p @ g)
-        vxw = _cross(v, w)
+        vxw = cross_rows(v, w)
         for k in range(3):
             Y_T[:, c + 1 + k] = np.einsum("ni,ni->n", R[:, :, k], vxw)  # v . (w x R e_k) = R e_k . (v x w)
             Y_U[:, c + 1 + k] = -(R[:, :, k] @ g)

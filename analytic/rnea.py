@@ -18,7 +18,7 @@ import numpy as np
 from crossdyn.analytic.rotation import quat_to_matrix, skew
 
 __all__ = ["Tree", "rnea", "spatial_inertia", "apply_spatial_inertia", "forward_pass", "joint_forces", "Motion",
-           "JOINT_TYPES"]
+           "JOINT_TYPES", "check_state", "cross_rows", "mat_vec_rows", "times_const"]
 
 # Generalized-coordinate sizes (nq, nv) per joint type.
 JOINT_TYPES: dict[str, tuple[int, int]] = {"hinge": (1, 1), "slide": (1, 1), "ball": (4, 3), "free": (7, 6)}
@@ -116,10 +116,10 @@ def _rotate_about(R: np.ndarray, axis: np.ndarray, angle: np.ndarray) -> np.ndar
     """``R Rot(axis, angle)`` by Rodrigues for ``R`` ``(N, 3, 3)``, a unit axis ``(3,)`` and angles ``(N,)``."""
     a = skew(axis)
     s, c = np.sin(angle)[:, None, None], np.cos(angle)[:, None, None]
-    return R + s * _times_const(R, a) + (1.0 - c) * _times_const(R, a @ a)
+    return R + s * times_const(R, a) + (1.0 - c) * times_const(R, a @ a)
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def cross_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a x b`` row-wise for ``(N, 3)`` arrays (np.cross's generality costs ~3x here)."""
     a0, a1, a2 = a[:, 0], a[:, 1], a[:, 2]
     b0, b1, b2 = b[:, 0], b[:, 1], b[:, 2]
@@ -130,7 +130,7 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # and its reductions along a short axis are slow, so products with a constant right
 # factor become one (3N x 3) BLAS call, and the others are written out by column.
 
-def _mv(A: np.ndarray, x: np.ndarray) -> np.ndarray:
+def mat_vec_rows(A: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Row-wise ``A x`` for ``(N, 3, 3)`` and ``(N, 3)``."""
     return A[:, :, 0] * x[:, 0, None] + A[:, :, 1] * x[:, 1, None] + A[:, :, 2] * x[:, 2, None]
 
@@ -140,7 +140,7 @@ def _mtv(A: np.ndarray, x: np.ndarray) -> np.ndarray:
     return A[:, 0, :] * x[:, 0, None] + A[:, 1, :] * x[:, 1, None] + A[:, 2, :] * x[:, 2, None]
 
 
-def _times_const(A: np.ndarray, K: np.ndarray) -> np.ndarray:
+def times_const(A: np.ndarray, K: np.ndarray) -> np.ndarray:
     """``A K`` for ``A (N, 3, 3)`` and a constant ``K`` of shape ``(3, 3)`` or ``(3,)``."""
     n = A.shape[0]
     return (A.reshape(3 * n, 3) @ K).reshape((n, 3) + K.shape[1:])
@@ -149,13 +149,13 @@ def _times_const(A: np.ndarray, K: np.ndarray) -> np.ndarray:
 def _cross_motion(xi: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``(xi x) m`` with ``xi x = [[w^, v^], [0, w^]]``; both ``(N, 6)``."""
     v, w = xi[:, :3], xi[:, 3:]
-    return np.concatenate([_cross(w, m[:, :3]) + _cross(v, m[:, 3:]), _cross(w, m[:, 3:])], axis=1)
+    return np.concatenate([cross_rows(w, m[:, :3]) + cross_rows(v, m[:, 3:]), cross_rows(w, m[:, 3:])], axis=1)
 
 
 def _cross_force(xi: np.ndarray, f: np.ndarray) -> np.ndarray:
     """``(xi x*) f`` with ``xi x* = [[w^, 0], [v^, w^]]``; both ``(N, 6)``."""
     v, w = xi[:, :3], xi[:, 3:]
-    return np.concatenate([_cross(w, f[:, :3]), _cross(v, f[:, :3]) + _cross(w, f[:, 3:])], axis=1)
+    return np.concatenate([cross_rows(w, f[:, :3]), cross_rows(v, f[:, :3]) + cross_rows(w, f[:, 3:])], axis=1)
 
 
 def spatial_inertia(mass: float, c: np.ndarray, inertia: np.ndarray) -> np.ndarray:
@@ -183,11 +183,16 @@ def apply_spatial_inertia(mass: float, c: np.ndarray, inertia_w: np.ndarray, xi:
       xi: spatial velocity (or acceleration), ``(N, 6)``.
     """
     v, w = xi[:, :3], xi[:, 3:]
-    p = mass * (v + _cross(w, c))
-    return np.concatenate([p, _cross(c, p) + inertia_w], axis=1)
+    p = mass * (v + cross_rows(w, c))
+    return np.concatenate([p, cross_rows(c, p) + inertia_w], axis=1)
 
 
-def _check_state(tree: Tree, qpos, qvel, qacc):
+def check_state(tree: Tree, qpos, qvel, qacc):
+    """The state broadcast to one batch: ``(batch shape, [qpos (N, nq), qvel (N, nv), qacc (N, nv)])``.
+
+    Raises:
+      ValueError: an array whose last axis is not the tree's size.
+    """
     qpos, qvel, qacc = (np.asarray(a, dtype=float) for a in (qpos, qvel, qacc))
     for name, a, size in (("qpos", qpos, tree.nq), ("qvel", qvel, tree.nv), ("qacc", qacc, tree.nv)):
         if a.ndim == 0 or a.shape[-1] != size:
@@ -215,8 +220,8 @@ class Motion:
 
 
 def _matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """Row-wise ``A B`` for ``(N, 3, 3)`` arrays, written out by column (see :func:`_mv`)."""
-    return np.stack([_mv(A, B[:, :, k]) for k in range(3)], axis=2)
+    """Row-wise ``A B`` for ``(N, 3, 3)`` arrays, written out by column (see :func:`mat_vec_rows`)."""
+    return np.stack([mat_vec_rows(A, B[:, :, k]) for k in range(3)], axis=2)
 
 
 def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np.ndarray | None,
@@ -239,8 +244,8 @@ def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np
     joints: list[tuple[int, int, np.ndarray]] = []  # per joint: (body, first dof, S (N, 6, k))
     for b in range(nb):
         R_par, p_par, xi, dxi = world if tree.parent[b] < 0 else frames[tree.parent[b]]
-        R = _times_const(R_par, tree.rot[b])
-        p = p_par + _times_const(R_par, tree.pos[b])
+        R = times_const(R_par, tree.rot[b])
+        p = p_par + times_const(R_par, tree.pos[b])
         for j in np.flatnonzero(tree.joint_body == b):
             kind, qa, da = tree.joint_type[j], qadr[j], dadr[j]
             if kind in ("free", "ball"):
@@ -250,9 +255,9 @@ def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np
                     R = quat_to_matrix(qpos[:, qa + 3 : qa + 7])
                     anchor = p
                 else:
-                    anchor = p + _times_const(R, tree.joint_pos[j])
+                    anchor = p + times_const(R, tree.joint_pos[j])
                     R = _matmul(R, quat_to_matrix(qpos[:, qa : qa + 4]))
-                    p = anchor - _times_const(R, tree.joint_pos[j])
+                    p = anchor - times_const(R, tree.joint_pos[j])
                 # Rotation about the body axes a_k = R e_k through the anchor (s = [anchor x a_k; a_k],
                 # fixed in the body, so ds = (xi_body x) s); a free joint also translates along the
                 # world axes (s = [e_i; 0], fixed in the world, so ds = 0).
@@ -275,13 +280,13 @@ def forward_pass(tree: Tree, qpos: np.ndarray, qvel: np.ndarray | None, qacc: np
                 for i in range(k):
                     dxi = dxi + S[:, :, i] * qacc[:, da + i, None]
                 continue
-            a = _times_const(R, tree.joint_axis[j])
+            a = times_const(R, tree.joint_axis[j])
             angle = qpos[:, qa] - tree.joint_ref[j]
             if kind == "hinge":
-                anchor = p + _times_const(R, tree.joint_pos[j])
-                s = np.concatenate([_cross(anchor, a), a], axis=1)
+                anchor = p + times_const(R, tree.joint_pos[j])
+                s = np.concatenate([cross_rows(anchor, a), a], axis=1)
                 R = _rotate_about(R, tree.joint_axis[j], angle)
-                p = anchor - _times_const(R, tree.joint_pos[j])
+                p = anchor - times_const(R, tree.joint_pos[j])
             else:  # slide
                 s = np.concatenate([a, np.zeros((n, 3))], axis=1)
                 p = p + a * angle[:, None]
@@ -311,16 +316,16 @@ def rnea(tree: Tree, qpos, qvel, qacc, gravity=None) -> np.ndarray:
       Generalized forces, ``(..., nv)`` (N m for hinges and rotations about the
       body axes, N for slides and free translations along world axes).
     """
-    batch, (qpos, qvel, qacc) = _check_state(tree, qpos, qvel, qacc)
+    batch, (qpos, qvel, qacc) = check_state(tree, qpos, qvel, qacc)
     motion = forward_pass(tree, qpos, qvel, qacc, gravity)
     n, nb = qpos.shape[0], len(tree.parent)
     assert motion.xi is not None and motion.dxi is not None  # velocities were given
     wrench = np.zeros((nb, n, 6))
     for b in range(nb):
         R, p, xi, dxi = motion.R[b], motion.p[b], motion.xi[b], motion.dxi[b]
-        c = p + _times_const(R, tree.com[b])
+        c = p + times_const(R, tree.com[b])
         # The world-frame inertia about the CoM, R I_body R^T, applied to w and dw.
-        I_w, I_dw = (_mv(R, _mtv(R, w) @ tree.inertia[b].T) for w in (xi[:, 3:], dxi[:, 3:]))
+        I_w, I_dw = (mat_vec_rows(R, _mtv(R, w) @ tree.inertia[b].T) for w in (xi[:, 3:], dxi[:, 3:]))
         momentum = apply_spatial_inertia(tree.mass[b], c, I_w, xi)
         wrench[b] = apply_spatial_inertia(tree.mass[b], c, I_dw, dxi) + _cross_force(xi, momentum)
     for b in range(nb - 1, -1, -1):  # leaves inward: each body carries its subtree

@@ -11,8 +11,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from crossdyn import renamed
-
 __all__ = ["mass_matrix_and_bias", "forward_dynamics", "integrate_pos", "integrate_dynamics"]
 
 IDFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -127,6 +125,3 @@ def integrate_dynamics(
         qs.append(q.copy())
         vs.append(qd.copy())
     return np.array(qs), np.array(vs)
-
-
-__getattr__ = renamed(__name__, {"simulate": "integrate_dynamics"}, globals())

@@ -22,7 +22,7 @@ from timing import best_time, command_line
 def main() -> None:
     args = command_line(__doc__, 7, samples=200).parse_args()
 
-    import crossdyn.experiments as api
+    import crossdyn as api
     from crossdyn.analytic import cart_pole as cp
     from crossdyn.experiments.cart_pole import cart_pole_params
     from crossdyn.experiments.core.models import load_model

@@ -28,9 +28,9 @@ import numpy as np
 from mujoco import rollout
 
 from crossdyn.experiments.cart_pole import design
-from crossdyn.experiments.core.batch import simulate_batch
 from crossdyn.experiments.core.imperfections import ActuatorLag, MassScale, SensorNoise
-from crossdyn.experiments.core.loop import simulate
+from crossdyn.experiments.core.loop.batch import simulate_batch
+from crossdyn.experiments.core.loop.simulate import simulate
 from crossdyn.experiments.core.models import load_model
 from timing import best_time
 

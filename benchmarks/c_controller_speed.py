@@ -3,14 +3,14 @@
 The C controller is the cart-pole's LQR (four products and a sum, in double),
 compiled once into the scratch cache and run by ``simulate``.  Without imperfections,
 ``stop``, computed records or video, ``simulate`` runs it in the compiled loop
-(``crossdyn.experiments.core.c_loop``: the steps in C, no interpreter between them);
+(``crossdyn.experiments.core.loop.compiled``: the steps in C, no interpreter between them);
 with any of them, in the Python loop (one ctypes call into the shim per step), shown
 here with a ``stop`` that never fires.  The bare loop is Python stepping the same
 model for the same number of steps writing a constant control each step.  All one
 physics step per control step (RK4, 2 ms: the loop's worst case).  Runs alternate
 and the best of each is kept (CPU time of this process).  The aim: <= 1.2x.
 
-The biped's firmware (``controllers/firmware/biped.c``, float) runs its balance
+The biped's firmware (``controllers/biped/firmware/biped.c``, float) runs its balance
 scenario in the same loop (``experiments.biped.firmware.run_in_loop``: the fall check each
 control step) against the bare physics of the same model for as many steps with the
 controls held.  The issue's aim: <= 1.1x.
@@ -28,7 +28,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.experiments import CController, simulate
+from crossdyn import CController, simulate
 from crossdyn.experiments.core.models import load_model
 from timing import best_alternating, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 

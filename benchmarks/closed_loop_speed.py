@@ -10,7 +10,7 @@ than wall time.  Both loops step the physics
 with ``mj_step(model, data, nstep)`` per control step, as ``simulate_scenario`` does.
 
 The closed loop runs the built-in controller as one compiled step
-(``crossdyn.controllers.compiled``); the readable classes' own cost is printed
+(``crossdyn.controllers.biped.compiled``); the readable classes' own cost is printed
 beside it (``simulate_scenario(..., compiled=False)``).  The last line is a user's own
 controller function in place of the biped controller: a trivial one that replays the recorded torques by time (so the
 physics is the bare loop's), which shows what ``simulate_scenario`` itself costs beyond
@@ -26,7 +26,7 @@ import time
 
 import mujoco
 
-from crossdyn.controllers.biped import Command
+from crossdyn.controllers.biped.controller import Command
 from crossdyn.experiments.biped.closed_loop import initial_state, simulate_scenario
 from crossdyn.experiments.biped.model import HIPS, biped_params, build
 from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, balance_scenario, controller_for

@@ -2,7 +2,7 @@
 
 ``benchmarks/closed_loop_speed.py`` measures what the controller adds to a whole
 closed-loop run; this script isolates the step itself, so a change to
-``controllers/compiled.py`` or ``controllers/estimation.py`` shows up undiluted by
+``controllers/biped/compiled.py`` or ``controllers/biped/estimation.py`` shows up undiluted by
 the physics.  It first records the sensor arrays of a balance recovery (the compiled
 step in the loop), then replays them through
 
@@ -24,9 +24,9 @@ import time
 import mujoco
 import numpy as np
 
-from crossdyn.controllers import compiled
-from crossdyn.controllers.biped import Reference
-from crossdyn.controllers.estimation import Estimator
+from crossdyn.controllers.biped import compiled
+from crossdyn.controllers.biped.controller import Reference
+from crossdyn.controllers.biped.estimation import Estimator
 from crossdyn.experiments.biped.closed_loop import geometry, initial_state, make_controller
 from crossdyn.experiments.biped.model import HIPS, nominal_params
 from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, balance_scenario, robot

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the hi
 
 from crossdyn.experiments.core.identify.check_model import check_model  # noqa: E402
 from crossdyn.experiments.core.identify.fit import Problem, fit  # noqa: E402
-from crossdyn.experiments.core.identify.logs import load_log  # noqa: E402
+from crossdyn.experiments.core.identify.logs import load_log
 from crossdyn.experiments.core.identify.spec import parse_fit  # noqa: E402
 from identify_truth import ARM, TRUTH, arm_log  # noqa: E402
 from identify_zoo import CASES, Case, log, robot_mjcf  # noqa: E402
@@ -57,7 +57,7 @@ def _fit(case: Case, path: Path, mjcf: Path, threads: int):
     model = mujoco.MjModel.from_xml_path(str(mjcf))
     spec = mujoco.MjSpec.from_file(str(mjcf))
     problem = Problem(spec, parse_fit(case.fits, model, spec, mjcf.name), [load_log(path, model)],
-                      window=case.window, noise=case.noise or None, threads=threads)
+                      window=case.window, noise=case.noise_stated, threads=threads)
     try:
         return fit(problem)
     finally:
@@ -98,7 +98,7 @@ def coverage(case: Case, seeds: int, threads: int, checks: bool) -> None:
             if robot is not None:
                 for label, model_path, detect in (("truth", robot, None),
                                                   ("shipped", case.path, {k: "20%" for k in case.truth})):
-                    verdict = check_model(model_path, [path], window=case.window, noise=case.noise or None,
+                    verdict = check_model(model_path, [path], window=case.window, noise=case.noise_stated,
                                           threads=threads, detect=detect, explain=False)
                     verdicts[label][verdict.verdict] = verdicts[label].get(verdict.verdict, 0) + 1
                     row.append(f"{label} {verdict.verdict}")

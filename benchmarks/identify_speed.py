@@ -28,7 +28,7 @@ from mujoco import sysid
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the hidden truth lives with the tests
 
 from crossdyn.experiments.core.identify.fit import Problem, fit  # noqa: E402
-from crossdyn.experiments.core.identify.logs import load_log  # noqa: E402
+from crossdyn.experiments.core.identify.logs import load_log
 from crossdyn.experiments.core.identify.spec import parse_fit  # noqa: E402
 from identify_truth import ARM, FIT, TRUTH, arm_log  # noqa: E402
 

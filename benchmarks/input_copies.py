@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crossdyn.experiments import check_derivation, check_mass_matrix, load_model
+from crossdyn import check_derivation, check_mass_matrix, load_model
 from crossdyn.experiments.core import user_code
 from timing import best_time, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 

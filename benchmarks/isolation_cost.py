@@ -32,7 +32,7 @@ for i in range({count}):
 """
 
 DERIVATION = """\
-from crossdyn.experiments.core.derivation import tree_from_model
+from crossdyn.experiments.core.checks.derivation import tree_from_model
 from crossdyn.experiments.core.models import load_model
 from crossdyn.analytic.rnea import rnea
 
@@ -50,9 +50,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from crossdyn.experiments.core import isolation
-    from crossdyn.experiments.core.derivation import check_derivation, check_isolated
+    from crossdyn.experiments.core.checks.derivation import check_derivation, check_isolated
     from crossdyn.experiments.core.registry import experiments, get
-    from crossdyn.experiments.core.results import experiment_pool, run_experiments
+    from crossdyn.experiments.core.runner import experiment_pool, run_experiments
 
     work = Path(tempfile.mkdtemp(prefix="crossdyn-isolation-"))
     source = work / "trivial.py"

@@ -23,7 +23,7 @@ import numpy as np
 
 from crossdyn.experiments.cart_pole import design
 from crossdyn.experiments.core.imperfections import Delay, SensorNoise
-from crossdyn.experiments.core.loop import simulate
+from crossdyn.experiments.core.loop.simulate import simulate
 from crossdyn.experiments.core.models import load_model
 from timing import best_alternating, command_line  # benchmarks/timing.py (the script folder is on sys.path)
 

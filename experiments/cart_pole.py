@@ -12,9 +12,11 @@ import numpy as np
 
 from crossdyn.analytic.cart_pole import CartPoleParams
 from crossdyn.experiments.common import cart_chain
+from crossdyn.experiments.core.margins import LoopSetup, register_loop
+from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, batched, experiment
 from crossdyn.experiments.core.regulator import Regulator
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Cart-pole and double pendulum on a cart: LQR from MuJoCo's linearization"
@@ -58,3 +60,10 @@ def cart_pole_lqr(ctx: Context) -> dict:
 def cart_pole_lqr_batch(contexts: list[Context]) -> list:
     """Many runs of ``cart-pole-lqr`` at once (a sweep's): see :func:`lqr_batch`."""
     return cart_chain.lqr_batch(contexts, WEIGHTS)
+
+
+@register_loop("cart-pole-lqr")
+def _loop(params: dict, short: bool) -> LoopSetup:
+    """The loop ``crossdyn margins cart-pole-lqr`` measures: the design for ``params``' weights."""
+    mjcf = load_model(params["mjcf"])
+    return cart_chain.loop_setup(cart_chain.design({k: params[k] for k in WEIGHTS}, mjcf, WEIGHTS), mjcf, short)

@@ -8,8 +8,10 @@ cart-pole (:mod:`.common.cart_chain`), from the lower pole tilted 5 deg.
 from __future__ import annotations
 
 from crossdyn.experiments.common import cart_chain
+from crossdyn.experiments.core.margins import LoopSetup, register_loop
+from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, batched, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Cart-pole and double pendulum on a cart: LQR from MuJoCo's linearization"
@@ -42,3 +44,10 @@ def double_pendulum_cart_lqr(ctx: Context) -> dict:
 def double_pendulum_cart_lqr_batch(contexts: list[Context]) -> list:
     """Many runs of ``double-pendulum-cart-lqr`` at once (a sweep's), each as run alone."""
     return cart_chain.lqr_batch(contexts, WEIGHTS)
+
+
+@register_loop("double-pendulum-cart-lqr")
+def _loop(params: dict, short: bool) -> LoopSetup:
+    """The loop ``crossdyn margins double-pendulum-cart-lqr`` measures: the design for ``params``' weights."""
+    mjcf = load_model(params["mjcf"])
+    return cart_chain.loop_setup(cart_chain.design({k: params[k] for k in WEIGHTS}, mjcf, WEIGHTS), mjcf, short)

@@ -17,10 +17,10 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic import inertia
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.models import body_inertia
 from crossdyn.experiments.core.registry import Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Rigid box and inertia table"
@@ -219,7 +219,7 @@ def plot_inertia(result: InertiaResult, out_dir) -> list[Path]:
     rows = result.rows
     table = Path(out_dir) / "inertia_table.md"
     table.write_text(markdown_table(rows))
-    fig, ax = plots.figure(1, 1, width=8.0, height=3.4)
+    fig, ax = figures.figure(1, 1, width=8.0, height=3.4)
     labels = [f"{r.shape.split(' (')[0]}\nabout {r.about}" for r in rows]
     x = np.arange(len(rows))
     ax.bar(x, [max(r.rel_error, 1e-17) for r in rows], color=["tab:blue" if r.passed else "tab:red" for r in rows])
@@ -230,7 +230,7 @@ def plot_inertia(result: InertiaResult, out_dir) -> list[Path]:
     ax.set_ylabel("relative error, formula vs MuJoCo")
     ax.set_title("appendix inertias vs MuJoCo (1e-17 drawn for exact zeros)")
     ax.legend(fontsize=7)
-    return [table, plots.save(fig, out_dir, "inertia_errors.png")]
+    return [table, figures.save(fig, out_dir, "inertia_errors.png")]
 
 
 @experiment(

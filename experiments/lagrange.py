@@ -16,11 +16,12 @@ import numpy as np
 
 from crossdyn.analytic.rnea import Tree, rnea
 from crossdyn.experiments.common.two_link_arm import two_link_params
-from crossdyn.experiments.core import plots
-from crossdyn.experiments.core.crosscheck import Report, check
+from crossdyn.experiments.core import figures
+from crossdyn.experiments.core.checks.inverse_dynamics import check
+from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 if TYPE_CHECKING:  # SymPy is imported by the runs themselves: a second of start-up every command would pay
     from crossdyn.analytic import lagrange as lagrange_module
@@ -88,7 +89,7 @@ class SymbolicResult:
     symbolic_equal: dict[str, bool]
     rr: lagrange_module.LagrangeModel
     pr: lagrange_module.LagrangeModel
-    rr_report: Report
+    rr_report: CheckReport
     rr_properties: dict[str, float]
     pr_properties: dict[str, float]
     pr_values: dict[str, float]
@@ -156,7 +157,7 @@ def judge_symbolic(result: SymbolicResult) -> tuple[Verdict, dict]:
 
 def plot_symbolic(result: SymbolicResult, out_dir) -> list[Path]:
     """The RR arm's term errors against ``mj_inverse`` (``term_errors.png``) into ``out_dir``."""
-    return [plots.save(plots.term_errors(result.rr_report, "symbolic RR arm vs mj_inverse"), out_dir,
+    return [figures.save(figures.term_errors(result.rr_report, "symbolic RR arm vs mj_inverse"), out_dir,
                        "term_errors.png")]
 
 

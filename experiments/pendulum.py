@@ -17,12 +17,12 @@ from functools import partial
 import mujoco
 
 from crossdyn.analytic.pendulum import PendulumParams, inverse_dynamics
-from crossdyn.experiments.core import plots
-from crossdyn.experiments.core.derivation import check_derivation
+from crossdyn.experiments.core import figures
+from crossdyn.experiments.core.checks.derivation import check_derivation
 from crossdyn.experiments.core.errors import ModelError
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Pendulum: the worked example of adding a system"
@@ -59,7 +59,7 @@ def pendulum_lagrange(ctx: Context) -> dict:
     p = pendulum_params(model)
     p = PendulumParams(p.m, ctx.params["length_scale"] * p.lc, p.inertia, p.g)
     report = check_derivation(partial(inverse_dynamics, p), model, samples=200 if ctx.short else 2000, seed=ctx.seed)
-    ctx.savefig(plots.term_errors(report, f"pendulum: closed form vs mj_inverse ({report.diagnosis[:60]})"),
+    ctx.savefig(figures.term_errors(report, f"pendulum: closed form vs mj_inverse ({report.diagnosis[:60]})"),
                 "term_errors.png")
     verdict = Verdict(report.passed, f"max |error| {report.max_abs_error:.1e} N m")
     return {**verdict.as_metrics(), **report.to_dict()}

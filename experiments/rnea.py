@@ -13,12 +13,13 @@ from pathlib import Path
 
 from crossdyn.analytic.rnea import rnea
 from crossdyn.experiments.common.unit_vector_matrices import MATRIX_RTOL, unit_vector_errors
-from crossdyn.experiments.core import plots
-from crossdyn.experiments.core.crosscheck import Report, check
-from crossdyn.experiments.core.derivation import tree_from_model
+from crossdyn.experiments.core import figures
+from crossdyn.experiments.core.checks.derivation import tree_from_model
+from crossdyn.experiments.core.checks.inverse_dynamics import check
+from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"
@@ -38,7 +39,7 @@ class RneaCheck:
     model: str
     nq: int
     nv: int
-    report: Report
+    report: CheckReport
     matrices: dict[str, float]
 
 
@@ -68,7 +69,7 @@ def judge_rnea(result: RneaCheck) -> tuple[Verdict, dict]:
 def plot_rnea(result: RneaCheck, out_dir) -> list[Path]:
     """Each term's per-sample error with the tolerance (``term_errors.png``) into ``out_dir``."""
     title = f"spatial RNEA vs mj_inverse on {result.model} ({result.report.samples} states)"
-    return [plots.save(plots.term_errors(result.report, title), out_dir, "term_errors.png")]
+    return [figures.save(figures.term_errors(result.report, title), out_dir, "term_errors.png")]
 
 
 def _rnea_experiment(name: str):

@@ -17,12 +17,12 @@ import numpy as np
 
 from crossdyn.analytic import two_link
 from crossdyn.analytic.two_link import TwoLinkParams
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.checks import report as check_report
-from crossdyn.experiments.core.checks.plots import draw_part
+from crossdyn.experiments.core.checks.entry_errors import draw_part
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Two-link arm"
@@ -136,7 +136,7 @@ def judge_showcase(result: ShowcaseResult) -> tuple[Verdict, dict]:
 
 def plot_showcase(result: ShowcaseResult, out_dir) -> list[Path]:
     """Where each wrong derivation is off (``showcase.png``): one panel per check, its worst part."""
-    fig, axes = plots.figure(2, 4, width=17.0, height=3.8)
+    fig, axes = figures.figure(2, 4, width=17.0, height=3.8)
     axes = np.ravel(axes)
     for ax, (name, report) in zip(axes, result.wrong.items(), strict=False):
         part = max(report.parts.values(), key=lambda p: (not p.passed, p.max_abs_error))
@@ -146,7 +146,7 @@ def plot_showcase(result: ShowcaseResult, out_dir) -> list[Path]:
                   "the tolerance.\nThe right derivations sit at round-off\n(1e-16 .. 1e-8) everywhere.",
                   fontsize=9, va="center")
     fig.suptitle("showcase: seven checks of the two-link arm's derivations, the wrong ones", fontsize=11)
-    return [plots.save(fig, out_dir, "showcase.png")]
+    return [figures.save(fig, out_dir, "showcase.png")]
 
 
 @experiment(

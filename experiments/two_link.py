@@ -21,12 +21,13 @@ from matplotlib.figure import Figure
 from crossdyn.analytic import two_link
 from crossdyn.analytic.two_link import VARIANTS, TwoLinkParams
 from crossdyn.experiments.common.two_link_arm import two_link_params
-from crossdyn.experiments.core import plots
-from crossdyn.experiments.core.crosscheck import Report, check, sample_states
+from crossdyn.experiments.core import figures
+from crossdyn.experiments.core.checks.inverse_dynamics import check, sample_states
+from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.models import load_model, with_options
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 from crossdyn.experiments.core.truth import inverse_dynamics
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
@@ -58,7 +59,7 @@ def check_variant(
     seed: int = 0,
     atol: float = ATOL,
     states: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-) -> tuple[Report, TwoLinkParams]:
+) -> tuple[CheckReport, TwoLinkParams]:
     """Cross-check one analytic variant against ``mj_inverse`` on ``model`` (a user's own two-link MJCF too:
     the parameters are read from it); ``states`` replaces the random states with given ``(q, qd, qdd)`` rows.
 
@@ -140,7 +141,7 @@ class VariantCheck:
     variant: str
     model: str
     params: TwoLinkParams
-    report: Report
+    report: CheckReport
     trajectory_max_abs_error: float
     attribution: dict = dataclasses.field(default_factory=dict)
 
@@ -156,7 +157,7 @@ def crosscheck_variant(variant: str, samples: int = SAMPLES, seed: int = 0) -> V
     return VariantCheck(variant, default_model(variant), params, report, along, attribution)
 
 
-def _mass_matrix_offsets(params: TwoLinkParams, report: Report, model, samples: int, seed: int) -> dict:
+def _mass_matrix_offsets(params: TwoLinkParams, report: CheckReport, model, samples: int, seed: int) -> dict:
     """The lecture as printed: how far the mean mass-matrix error is from the missing inertias, kg m^2."""
     missing = np.array([[params.i1 + params.i2, params.i2], [params.i2, params.i2]])
     offset_error = float(np.abs(np.array(report.terms["mass_matrix"].mean_error) + missing).max())
@@ -170,7 +171,7 @@ def _judge_mass_matrix_offsets(result: VariantCheck) -> Verdict:
                    if found else f"not attributed as expected: {result.report.diagnosis}")
 
 
-def _missing_centrifugal(params: TwoLinkParams, report: Report, model, samples: int, seed: int) -> dict:
+def _missing_centrifugal(params: TwoLinkParams, report: CheckReport, model, samples: int, seed: int) -> dict:
     """The printed matrix form's velocity-term error per joint, and joint 2's with ``h qd1^2`` put back, N m."""
     q, qd, _ = sample_states(model, samples, seed)  # the states check() drew
     zero = np.zeros_like(q)
@@ -225,7 +226,7 @@ def judge_variant(result: VariantCheck) -> tuple[Verdict, dict]:
 def plot_variant(result: VariantCheck, out_dir) -> list[Path]:
     """Each term's per-sample error with the tolerance (``term_errors.png``) into ``out_dir``."""
     title = f"{result.variant} vs mj_inverse ({result.report.samples} states)"
-    return [plots.save(plots.term_errors(result.report, title), out_dir, "term_errors.png")]
+    return [figures.save(figures.term_errors(result.report, title), out_dir, "term_errors.png")]
 
 
 def _crosscheck_experiment(variant: str):
@@ -330,13 +331,13 @@ def judge_scope(result: ScopeResult) -> tuple[Verdict, dict]:
 
 def plot_scope(result: ScopeResult, out_dir) -> list[Path]:
     """The scope plot (``scope.png``) and the replays' drift (``feedforward_drift.png``) into ``out_dir``."""
-    return [plots.save(_plot_scope_torques(result), out_dir, "scope.png"),
-            plots.save(_plot_feedforward_drift(result), out_dir, "feedforward_drift.png")]
+    return [figures.save(_plot_scope_torques(result), out_dir, "scope.png"),
+            figures.save(_plot_feedforward_drift(result), out_dir, "feedforward_drift.png")]
 
 
 def _plot_scope_torques(result: ScopeResult) -> Figure:
     t, tau, tau_mj = result.t, result.tau, result.tau_mujoco
-    fig, axes = plots.figure(3, 2, width=11.0, height=2.6, sharex=True)
+    fig, axes = figures.figure(3, 2, width=11.0, height=2.6, sharex=True)
     for j in range(2):
         ax = axes[0, j]
         ax.plot(t, tau_mj[:, j], "k", lw=2.5, label="MuJoCo mj_inverse")
@@ -356,7 +357,7 @@ def _plot_scope_torques(result: ScopeResult) -> Figure:
 
 
 def _plot_feedforward_drift(result: ScopeResult) -> Figure:
-    fig, ax = plots.figure(1, 1, width=7.0, height=3.2)
+    fig, ax = figures.figure(1, 1, width=7.0, height=3.2)
     for key, err in result.drift.items():
         ts = np.arange(err.shape[0]) * result.drift_timestep[key]
         ax.semilogy(ts, np.maximum(np.abs(err).max(axis=1), 1e-18), label=key)
@@ -414,7 +415,7 @@ def faulty_two_link(fault: str, params: two_link.TwoLinkParams) -> Callable:
 class AttributionResult:
     """Each derivation of :data:`FAULTS` checked against ``mj_inverse`` on ``two_link_arm``: fault -> report."""
 
-    reports: dict[str, Report]
+    reports: dict[str, CheckReport]
 
 
 def attribute_faults(samples: int = 1000, seed: int = 0) -> AttributionResult:
@@ -443,7 +444,7 @@ def judge_attribution(result: AttributionResult) -> tuple[Verdict, dict]:
 
 def plot_attribution(result: AttributionResult, out_dir) -> list[Path]:
     """One term-error plot per derivation, ``FAULT.png``, into ``out_dir``."""
-    return [plots.save(plots.term_errors(report, f"two-link derivation '{fault}' vs mj_inverse"), out_dir,
+    return [figures.save(figures.term_errors(report, f"two-link derivation '{fault}' vs mj_inverse"), out_dir,
                        f"{fault}.png") for fault, report in result.reports.items()]
 
 

@@ -13,8 +13,8 @@ import numpy as np
 from crossdyn import mjcf
 from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
 from crossdyn.experiments.core.identify.logs import load_log, write_log
+from crossdyn.experiments.core.identify.outputs import figure_signals, sentences
 from crossdyn.experiments.core.identify.record import multisine, record
-from crossdyn.experiments.core.identify.report import figure_signals, sentences
 from crossdyn.experiments.core.identify.spec import parse_fit
 from crossdyn.experiments.core.registry import experiment
 

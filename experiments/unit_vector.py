@@ -15,11 +15,11 @@ import numpy as np
 
 from crossdyn.analytic.rnea import rnea
 from crossdyn.analytic.unit_vector import integrate_dynamics
-from crossdyn.experiments.core import plots
-from crossdyn.experiments.core.derivation import tree_from_model
+from crossdyn.experiments.core import figures
+from crossdyn.experiments.core.checks.derivation import tree_from_model
 from crossdyn.experiments.core.models import load_model, with_options
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"
@@ -128,7 +128,7 @@ def judge_simulator(result: SimulatorResult) -> tuple[Verdict, dict]:
 
 def plot_simulator(result: SimulatorResult, out_dir) -> list[Path]:
     """Each model's error against time, with the tolerance (``trajectory_error.png``), into ``out_dir``."""
-    fig, ax = plots.figure(1, 1, width=7.0, height=3.2)
+    fig, ax = figures.figure(1, 1, width=7.0, height=3.2)
     for name, e in result.errors.items():
         ax.semilogy(np.arange(e.size) * result.timestep[name], np.maximum(e, 1e-18), label=name)
     ax.axhline(TRAJECTORY_TOL, color="k", ls="--", lw=0.8, label=f"{TRAJECTORY_TOL:g}")
@@ -136,7 +136,7 @@ def plot_simulator(result: SimulatorResult, out_dir) -> list[Path]:
     ax.set_ylabel("max |ours - MuJoCo Euler|")
     ax.set_title("semi-implicit Euler on unit-vector dynamics vs mj_step (Euler)")
     ax.legend(fontsize=7)
-    return [plots.save(fig, out_dir, "trajectory_error.png")]
+    return [figures.save(fig, out_dir, "trajectory_error.png")]
 
 
 @experiment(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossdyn.controllers.jump import JumpPlan
+from crossdyn.controllers.biped.jump import JumpPlan
 from crossdyn.experiments.biped import closed_loop, scenarios
 
 

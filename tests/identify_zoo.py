@@ -41,6 +41,7 @@ class Case:
       start: the keyframe the log starts from.
       resolution: readings rounded to an encoder's grid, ``{signal pattern: step}``.
       fit: what identify fits (default: the truth's names).
+      stated: whether the noise is stated to identify and check model (else they find it: an encoder's grid).
     """
 
     name: str
@@ -53,6 +54,7 @@ class Case:
     start: str
     resolution: dict[str, float] = field(default_factory=dict)
     fit: tuple[str, ...] = ()
+    stated: bool = True
 
     @property
     def path(self) -> Path:
@@ -61,6 +63,11 @@ class Case:
     @property
     def fits(self) -> list[str]:
         return list(self.fit or self.truth)
+
+    @property
+    def noise_stated(self) -> dict[str, float] | None:
+        """The noise identify and check model are told (None: left to them)."""
+        return self.noise if self.stated else None
 
 
 def _servo_sway(amplitude: float, seed: int = 11) -> Callable[[mujoco.MjModel, str], Callable]:
@@ -83,7 +90,7 @@ def _servo_sway(amplitude: float, seed: int = 11) -> Callable[[mujoco.MjModel, s
 def _balance(Q, R, push: float) -> Callable[[mujoco.MjModel, str], Callable]:
     """An LQR about the start pose (crossdyn's regulator on the model) plus a multisine push on its command."""
     def make(model: mujoco.MjModel, start: str) -> Callable:
-        reg = regulator(model, Q, R, keyframe=start)
+        reg = regulator(model, Q, R, keyframe=start, dt=model.opt.timestep)  # designed at the loop's rate
         rng = np.random.default_rng(5)
         f, p = rng.uniform(0.3, 2.0, 5), rng.uniform(0, 2 * np.pi, 5)
 
@@ -119,10 +126,11 @@ CASES = {case.name: case for case in (
     Case("cartpole", {"body:pole_1:mass": 0.13, "joint:slider:damping": 0.5},
          duration=4.0, window=0.5, noise={"qpos:*": 1e-3}, signals=["qpos:*"],
          controller=_balance([1, 100, 1, 1], 0.1, 0.8), start="upright"),
-    # A pendulum read by a 4096-count encoder (no other noise): the hinge damped more, the bob heavier.
+    # A pendulum read by a 4096-count encoder (0.2 mrad of noise before the rounding, which dominates: the
+    # noise is the grid's, found from the readings, not stated): the hinge damped more, the bob heavier.
     Case("pendulum", {"body:pole:mass": 1.1, "joint:hinge:damping": 0.13},
-         duration=10.0, window=0.5, noise={}, signals=["qpos:*"], controller=_torque(0.9), start="hanging",
-         resolution={"qpos:*": 2 * np.pi / 4096}),
+         duration=10.0, window=0.5, noise={"qpos:*": 2e-4}, signals=["qpos:*"], controller=_torque(0.9),
+         start="hanging", resolution={"qpos:*": 2 * np.pi / 4096}, stated=False),
 )}
 
 

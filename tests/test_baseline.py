@@ -18,7 +18,7 @@ from crossdyn.experiments.core import baseline
 from crossdyn.experiments.core.baseline import DEFAULT_TOLERANCE, Tolerance, compare, numeric_metrics
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.registry import get
-from crossdyn.experiments.core.results import run_experiments
+from crossdyn.experiments.core.runner import run_experiments
 
 METRICS = {
     "experiment": "demo", "expected": "x", "short": True, "seed": 0, "params": {"gain": 2.0},
@@ -146,7 +146,7 @@ def test_booleans_and_text_are_compared_exactly():
                                               ({"a": np.array(["1", "inf"])}, "a[1]")])  # texts in an array
 def test_a_text_metric_that_reads_as_a_number_is_refused(returned, metric):
     """Stored, the text "inf" is the number inf: a metric going from one to the other would pass (issue 36)."""
-    from crossdyn.experiments.core.results import check_metrics
+    from crossdyn.experiments.core.runner import check_metrics
 
     with pytest.raises(ParameterError, match=rf"experiment 'demo': metric '{re.escape(metric)}' is the text"):
         check_metrics("demo", {"passed": True, "measured": "-", **returned})

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import crossdyn
 from crossdyn.experiments.cart_pole import design
 from crossdyn.experiments.core import imperfections as imp
-from crossdyn.experiments.core.batch import simulate_batch
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.loop import ControllerError, simulate
+from crossdyn.experiments.core.errors import ControllerError, ParameterError
+from crossdyn.experiments.core.loop.batch import simulate_batch
+from crossdyn.experiments.core.loop.simulate import simulate
 from crossdyn.experiments.core.models import load_model
 
 CART_POLE = load_model("cart_pole")
@@ -151,8 +152,24 @@ class NaNAfter:
 
 
 def test_a_nan_reaching_the_actuators_names_its_simulation_on_two_threads():
-    from crossdyn.experiments import simulate_batch as front_door
+    from crossdyn import simulate_batch as front_door
 
     controllers = [Gain(40.0), Gain(40.0), NaNAfter(), Gain(40.0)]
     with pytest.raises(ControllerError, match="non-finite control reached the actuators in simulation 2"):
         front_door(CART_POLE, controllers, 0.1, keyframe="upright", nthread=2)
+
+
+def test_the_batch_sets_a_run_up_as_simulate_does():
+    """One set-up: a regulator designed at 10 ms runs at its period in a batch too (not at the 2 ms time step),
+    and a bad seed or an imperfection that does not fit the run is refused as simulate refuses it."""
+    reg = design({"r": 0.2})
+    discrete = crossdyn.regulator(CART_POLE, Q=[1, 10, 1, 1], R=0.2, keyframe="upright", dt=0.01)
+    batched = simulate_batch(CART_POLE, [discrete, reg], DURATION, keyframe="upright", qpos=START, nthread=1)
+    serial = [simulate(CART_POLE, c, DURATION, keyframe="upright", qpos=START) for c in (discrete, reg)]
+    assert_same_traces(batched[:1], serial[:1])
+    np.testing.assert_allclose(np.diff(batched[0].t), 0.01)  # its own period, as simulate runs it
+    with pytest.raises(ParameterError, match="seed must be a whole number"):
+        simulate_batch(CART_POLE, [reg], DURATION, keyframe="upright", seeds=[-1])
+    with pytest.raises(ParameterError, match="different control periods"):
+        simulate_batch(CART_POLE, [discrete, discrete.to([0.1, 0.0]), crossdyn.regulator(
+            CART_POLE, Q=[1, 10, 1, 1], R=0.2, keyframe="upright", dt=0.004)], DURATION, keyframe="upright")

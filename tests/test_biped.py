@@ -8,10 +8,11 @@ import pytest
 
 from crossdyn.analytic.biped import wheeled_pendulum as wp
 from crossdyn.analytic.biped.five_bar import height, hip_torque
+from crossdyn.experiments.biped.derivations import closed_poses
 from crossdyn.experiments.biped.measurements import (
     discretize,
-    five_bar_point,
     jump_run,
+    leg_statics,
     linearization_point,
     reduced_linearization,
     statics_point,
@@ -92,11 +93,9 @@ def test_closure_error_stays_under_half_a_millimetre_in_a_full_torque_jump(robot
 
 def test_five_bar_geometry_and_statics_match_mujoco():
     rig = build(fixed_body=True, gravity=False)
-    knee = 0.5
-    for deg in (190.0, 215.0, 250.0):
-        alpha = np.radians(deg)
-        point = five_bar_point(rig, alpha, 30.0, knee_guess=knee)
-        knee = point["knee"]
+    alphas = np.radians([190.0, 215.0, 250.0])
+    for alpha, pose in zip(alphas, closed_poses(rig, np.column_stack([alphas, alphas])), strict=True):
+        point = leg_statics(rig, pose, 30.0)
         assert_close(point["height"], [height(alpha, 0.1, 0.16, 0.32)] * 2, atol=1e-12)  # kinematics, round-off
         expected = hip_torque(alpha, 30.0, 0.1, 0.16, 0.32)
         assert_close(point["tau"], [expected] * 4, rtol=1e-10, atol=0)  # rigid statics: round-off

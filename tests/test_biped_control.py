@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
-from crossdyn.controllers.estimation import Estimator, LegGeometry
+from crossdyn.controllers.biped.estimation import Estimator, LegGeometry
 from crossdyn.experiments.biped.closed_loop import simulate_scenario
 from crossdyn.experiments.biped.model import STANCE, build
 from crossdyn.experiments.biped.scenarios import balance_scenario, controller_for, robot, settling_time

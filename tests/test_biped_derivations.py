@@ -1,5 +1,5 @@
-"""The biped's own derivations through the part checks: five-bar leg against the MJCF's closed loop,
-the wheeled pendulum's linearization against linearize at several leg heights."""
+"""The biped's own derivations through the part checks: the five-bar leg against the MJCF's closed loop (its
+kinematics, Jacobian and statics), the wheeled pendulum's linearization against linearize at several leg heights."""
 
 from __future__ import annotations
 
@@ -43,17 +43,25 @@ def test_axle_jacobian_is_its_derivative_and_the_virtual_work_lever():
     assert_close(-Js[:, 1, 0] * 30.0, five_bar.hip_torque(alpha, 30.0, L1, L2, L3), atol=1e-13, what="J^T F")
 
 
-def test_five_bar_derivation_against_the_closed_loop(tmp_path):
-    result = derivations.five_bar_derivation(points=4)
-    verdict, metrics = derivations.judge_five_bar_derivation(result)
+def test_the_five_bar_leg_against_the_closed_loop(tmp_path):
+    """The leg checked once: the part checks at 4 symmetric and 2 asymmetric closed poses, the height and the
+    statics at the symmetric ones, J^T F; each judge can fail."""
+    result = derivations.five_bar_leg(force=30.0, points=4)
+    verdict, metrics = derivations.judge_five_bar_leg(result)
     assert verdict.passed, verdict.measured
+    assert metrics["passed"] is True and metrics["measured"] == verdict.measured
     assert result.kinematics.samples == 6 and result.jacobian.passed  # 4 symmetric + 2 asymmetric closed poses
+    assert result.height_mujoco.shape == (4, 2) and result.torque_mujoco.shape == (4, 4)
     assert "per unit velocity of left_front_hip, left_rear_hip" in result.jacobian.truth
     assert result.wrong_jacobian.attribution == ["column 'left_rear_hip' has the opposite sign"]
-    assert [p.name for p in derivations.plot_five_bar_derivation(result, tmp_path)] == ["five_bar_derivation.png"]
-    # The judge can fail: a wrong Jacobian that passed would not be caught.
-    passed = dataclasses.replace(result, wrong_jacobian=result.jacobian)
-    assert not derivations.judge_five_bar_derivation(passed)[0].passed
+    assert [p.name for p in derivations.plot_five_bar_leg(result, tmp_path)] == ["five_bar.png",
+                                                                                 "five_bar_derivation.png"]
+    # A wrong Jacobian that passed would not be caught: FAIL.
+    assert not derivations.judge_five_bar_leg(dataclasses.replace(result, wrong_jacobian=result.jacobian))[0].passed
+    # MuJoCo's torques 1 % off (a wrong lever arm would be worse): FAIL on the torque bound.
+    off = dataclasses.replace(result, torque_mujoco=1.01 * result.torque_mujoco)
+    verdict, metrics = derivations.judge_five_bar_leg(off)
+    assert not verdict.passed and metrics["torque_max_rel_error"] == pytest.approx(0.01, rel=1e-6)
 
 
 def test_pendulum_linearization_at_two_heights(tmp_path):
@@ -69,7 +77,7 @@ def test_pendulum_linearization_at_two_heights(tmp_path):
     assert not derivations.judge_pendulum_linearization(swapped)[0].passed
 
 
-@pytest.mark.parametrize("name", ["five-bar-derivation", "pendulum-linearization"])
+@pytest.mark.parametrize("name", ["five-bar", "pendulum-linearization"])
 def test_registered(name):
     from crossdyn.experiments.core.registry import get
 

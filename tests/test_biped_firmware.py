@@ -1,4 +1,4 @@
-"""The biped's C firmware (controllers/firmware/biped.c) in the loop beside the Python controller.
+"""The biped's C firmware (controllers/biped/firmware/biped.c) in the loop beside the Python controller.
 
 The float build follows the Python controller's pitch to the gain table's
 interpolation (linear where Python fits a cubic), float's own rounding is far

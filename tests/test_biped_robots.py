@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from crossdyn import mjcf
-from crossdyn.controllers.biped import HEIGHT_PD, SWING_PD
+from crossdyn.controllers.biped.controller import HEIGHT_PD, SWING_PD
 from crossdyn.experiments.biped.model import check_contract, contract_problems, nominal_params
 from crossdyn.experiments.biped.scenarios import controller_for
 from crossdyn.experiments.core.errors import ModelError
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import get
-from crossdyn.experiments.core.results import run_experiments
+from crossdyn.experiments.core.runner import run_experiments
 
 LARGE = "wheel_legged_biped_large"
 TEXT = mjcf.path("wheel_legged_biped").read_text()

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crossdyn.experiments import CController, CompileError, ControllerError, CrossdynError, simulate
+from crossdyn import CController, CompileError, ControllerError, CrossdynError, simulate
 from crossdyn.experiments.cart_pole import WEIGHTS, design
 from crossdyn.experiments.core import c_controller
 from crossdyn.experiments.core.errors import ParameterError
@@ -170,7 +170,7 @@ def test_params_by_name(sources, tmp_path):
 
 
 def test_sensor_inputs_after_imperfections(tmp_path):
-    from crossdyn.experiments import SensorNoise
+    from crossdyn import SensorNoise
 
     (tmp_path / "echo.c").write_text(textwrap.dedent("""\
         void step(double t, const double *angle, const double *all, double *ctrl)
@@ -305,7 +305,7 @@ def test_several_sources_an_include_folder_and_a_header_edit(tmp_path):
 
 
 # -- the compiled loop: a C controller run as it is (no imperfections, stop, computed record or video)
-# steps in C (crossdyn.experiments.core.c_loop); a stop that never fires keeps the Python loop, the reference.
+# steps in C (crossdyn.experiments.core.loop.compiled); a stop that never fires keeps the Python loop, the reference.
 
 def python_loop(obs) -> None:
     return None
@@ -349,7 +349,7 @@ def test_both_loops_end_a_bad_run_alike(tmp_path, stop, body, outcome):
 
 
 def test_where_the_compiled_loop_cannot_be_built_the_python_loop_runs_the_same(sources, regulator, monkeypatch):
-    from crossdyn.experiments.core import c_loop
+    from crossdyn.experiments.core.loop import compiled as c_loop
 
     c = with_gains(CController(sources / "lqr.c", "step", inputs=("qpos", "qvel")), regulator)
     compiled = balance(c, 0.2)
@@ -380,7 +380,7 @@ void step(double t, const double *qpos, const double *qvel, double *ctrl)
 
 
 def test_one_c_controller_for_several_runs_of_a_batch_gives_each_its_own_copy(tmp_path):
-    from crossdyn.experiments import simulate_batch
+    from crossdyn import simulate_batch
 
     (tmp_path / "counter.c").write_text(COUNTER)
     c = CController(tmp_path / "counter.c", "step")

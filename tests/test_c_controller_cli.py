@@ -46,7 +46,7 @@ void step(double t, const double *qpos, const double *qvel, double *ctrl)
 
 EXPERIMENTS = """\
 from pathlib import Path
-from crossdyn.experiments import CController, experiment, simulate
+from crossdyn import CController, experiment, simulate
 
 HERE = Path(__file__).parent
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crossdyn.experiments import (
+from crossdyn import (
     check_bias,
     check_derivation,
     check_energy,
@@ -294,8 +294,8 @@ def test_unnamed_joints_and_equalities_are_named_by_their_bodies(tmp_path, capsy
             "--out", str(tmp_path)]
     assert main(argv) == 0
     from crossdyn.experiments.core.models import load_model
-    from crossdyn.experiments.core.report import switched_off
     from crossdyn.experiments.core.truth import ConstraintTally
+    from crossdyn.experiments.core.truth_scope import switched_off
 
     model = load_model(BALL)
     assert "the equality between body 'tail' and body 'world' (connect) off: this checks the open tree" in \
@@ -306,8 +306,8 @@ def test_frictionloss_on_many_joints_is_counted_not_listed():
     """A legged robot has dry friction on every joint: the sentence names three and counts the rest."""
     import mujoco
 
-    from crossdyn.experiments.core.report import switched_off
     from crossdyn.experiments.core.truth import ConstraintTally
+    from crossdyn.experiments.core.truth_scope import switched_off
 
     links = "".join(f'<body pos="0 0 -0.1"><joint name="j{k}" axis="0 1 0" frictionloss="0.2"/>'
                     '<geom size="0.02" mass="1"/>' for k in range(12)) + "</body>" * 12
@@ -396,7 +396,7 @@ def test_cli_baseline_drift_exits_1(tmp_path, capsys):
 
 
 def test_cli_states_files(tmp_path, capsys):
-    from crossdyn.experiments.core.crosscheck import sample_states
+    from crossdyn.experiments.core.checks.inverse_dynamics import sample_states
     from crossdyn.experiments.core.models import load_model
 
     model = load_model(FLOAT)

@@ -26,9 +26,10 @@ from biped_scenarios import branch_scenarios
 from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped.wheeled_pendulum import leg_forces, linearize_pendulum
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
-from crossdyn.controllers.balance import balance_torque, schedule
-from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Command
-from crossdyn.controllers.estimation import Estimator, LegGeometry, shank_angle
+from crossdyn.controllers.biped.balance import balance_torque
+from crossdyn.controllers.biped.controller import DEFAULT_Q, DEFAULT_R, BipedController, Command
+from crossdyn.controllers.biped.estimation import Estimator, LegGeometry, shank_angle
+from crossdyn.controllers.lqr import schedule
 from crossdyn.experiments.biped import closed_loop, scenarios
 from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate_scenario
 from crossdyn.experiments.biped.model import nominal_params
@@ -52,13 +53,13 @@ def _record(sc, jump=None) -> list[tuple]:
         calls.append(t)
         return controller(t, est, ref)
 
-    original = closed_loop._Sensors.read
+    original = closed_loop.Sensors.read
 
     def read(sensors, sensordata):
         readings.append(original(sensors, sensordata))
         return readings[-1]
 
-    with mock.patch.object(closed_loop._Sensors, "read", read):
+    with mock.patch.object(closed_loop.Sensors, "read", read):
         simulate_scenario(scenarios.robot(), sc, recording, compiled=False)  # the readable path reads the sensors here
     return readings[: len(calls)]
 

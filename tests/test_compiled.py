@@ -1,4 +1,4 @@
-"""The compiled step (``crossdyn.controllers.compiled``) equals the readable estimator and controller.
+"""The compiled step (``crossdyn.controllers.biped.compiled``) equals the readable estimator and controller.
 
 Equal bit for bit, not to a tolerance: the port does the same float operations in
 the same order, and the math functions it calls (sin, cos, tan, atan2, asin,
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from biped_scenarios import branch_scenarios
-from crossdyn.controllers import compiled
-from crossdyn.controllers.biped import BipedController
-from crossdyn.controllers.estimation import Estimator
+from crossdyn.controllers.biped import compiled
+from crossdyn.controllers.biped.controller import BipedController
+from crossdyn.controllers.biped.estimation import Estimator
 from crossdyn.experiments.biped import closed_loop, scenarios
 from crossdyn.experiments.biped.closed_loop import geometry, make_controller, simulate_scenario
 from crossdyn.experiments.biped.model import HIPS, nominal_params
@@ -31,7 +31,7 @@ def recorded(request):
     model = scenarios.robot()
     controller = make_controller(nominal_params(), sc.control_period, jump=jump)
     arrays, steps = [], []
-    read = closed_loop._Sensors.read
+    read = closed_loop.Sensors.read
 
     def recording_read(self, sensordata):
         arrays.append(sensordata.copy())
@@ -42,18 +42,18 @@ def recorded(request):
         steps.append((t, ref, est, cmd))
         return cmd
 
-    closed_loop._Sensors.read = recording_read
+    closed_loop.Sensors.read = recording_read
     try:
         trace = simulate_scenario(model, sc, recording, compiled=False)
     finally:
-        closed_loop._Sensors.read = read
+        closed_loop.Sensors.read = read
     assert not trace.fell
     return name, sc, jump, model, arrays[: len(steps)], steps
 
 
 def _index(model) -> np.ndarray:
     actuators = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
-    return np.array(closed_loop._Sensors(model).indices + tuple(actuators), dtype=np.int64)
+    return np.array(closed_loop.Sensors(model).indices + tuple(actuators), dtype=np.int64)
 
 
 def _run_compiled(sc, jump, model, arrays, steps, perturb=None):
@@ -112,7 +112,7 @@ def test_estimate_equals_the_estimator(recorded):
     params, state = compiled.pack_estimator(geometry(nominal_params()))
     index, buffer = _index(model)[: compiled.SENSORS], np.empty(compiled.ESTIMATE)
     estimator = Estimator(geometry(nominal_params()))
-    sensors = closed_loop._Sensors(model)
+    sensors = closed_loop.Sensors(model)
     for sensordata, (_, _, est, _) in zip(arrays, steps, strict=True):
         assert compiled.estimate(sensordata, index, params, state, buffer)
         got = compiled.as_estimate(buffer.tolist())

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from crossdyn.controllers.balance import balance_torque, dlqr, lqr, schedule
-from crossdyn.controllers.steering import split_wheel_torque, yaw_gains, yaw_torque
+from crossdyn.controllers.biped.balance import balance_torque
+from crossdyn.controllers.biped.steering import split_wheel_torque, yaw_gains, yaw_torque
+from crossdyn.controllers.lqr import dlqr, lqr, schedule
 from support import assert_close
 
 
@@ -101,7 +102,7 @@ def test_small_riccati_solves_run_blas_single_threaded(monkeypatch):
     import control
     from threadpoolctl import threadpool_info
 
-    from crossdyn.controllers import balance
+    from crossdyn.controllers import lqr as lqr_module
 
     seen, solve = [], control.lqr
 
@@ -114,7 +115,7 @@ def test_small_riccati_solves_run_blas_single_threaded(monkeypatch):
     lqr(*_pendulum(0.3), np.diag([1, 1, 10, 1]), 0.1)
     assert seen == [1]
     assert max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas") == before
-    assert balance.SMALL_SYSTEM > 4
+    assert lqr_module.SMALL_SYSTEM > 4
 
 
 def test_balance_torque_law_and_limit():
@@ -151,7 +152,7 @@ def test_virtual_model_chain_matches_statics():
     from crossdyn.analytic.biped import five_bar
     from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams
     from crossdyn.analytic.biped.wheeled_pendulum import virtual_forces as statics
-    from crossdyn.controllers.virtual_model import LegGains, hip_torques, virtual_forces
+    from crossdyn.controllers.biped.virtual_model import LegGains, hip_torques, virtual_forces
 
     p = PendulumParams(M=6.0, m=0.4, r=0.06, I=7.2e-4, J_pitch=0.05, J_yaw=0.07, D=0.4)
     legs = (0.10, 0.16, 0.32)
@@ -177,14 +178,14 @@ def test_virtual_model_chain_matches_statics():
 
 
 def test_estimator_refuses_a_leg_that_cannot_close():
-    from crossdyn.controllers.estimation import Estimator, LegGeometry
+    from crossdyn.controllers.biped.estimation import Estimator, LegGeometry
 
     with pytest.raises(ValueError, match="cannot close"):
         Estimator(LegGeometry(l1=0.10, l2=0.16, l3=0.20, r=0.06))  # shank too short near 180 deg
 
 
 def test_jump_machine_leg_targets_per_phase():
-    from crossdyn.controllers.jump import JumpPlan, JumpStateMachine, Phase
+    from crossdyn.controllers.biped.jump import JumpPlan, JumpStateMachine, Phase
 
     plan = JumpPlan(thrust_torque=12.0)
     machine = JumpStateMachine(plan)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from crossdyn.experiments.core.checks.derivation import check_derivation, load_derivation
+from crossdyn.experiments.core.checks.inverse_dynamics import check
 from crossdyn.experiments.core.cli import main
-from crossdyn.experiments.core.crosscheck import check
-from crossdyn.experiments.core.derivation import check_derivation, load_derivation
 from crossdyn.experiments.core.errors import DerivationError
 from crossdyn.experiments.core.models import load_model, model_path
 from crossdyn.experiments.two_link import FAULTS, faulty_two_link, two_link_params

@@ -16,7 +16,7 @@ import pytest
 
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.registry import experiments, get
-from crossdyn.experiments.core.results import run_experiments
+from crossdyn.experiments.core.runner import run_experiments
 from crossdyn.testing import experiment_tests
 
 REGISTRY = experiments()

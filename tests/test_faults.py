@@ -24,7 +24,7 @@ import pytest
 HEADER = """\
 import atexit, ctypes, os, sys, threading, time
 from pathlib import Path
-from crossdyn.experiments import experiment
+from crossdyn import experiment
 """
 
 # name -> (body of run(ctx), measured, phrase of its one-line error or None when it passes)
@@ -234,7 +234,7 @@ def test_a_derivation_that_ends_its_process_is_never_a_pass(case, tmp_path):
 def test_a_from_file_whose_import_hook_exits_0_cannot_pass_the_run(tmp_path):
     """atexit.register(os._exit, 0) and a non-daemon thread at import: the failed run still exits 1, and exits."""
     (tmp_path / "hooks.py").write_text(
-        "import atexit, os, threading, time\nfrom crossdyn.experiments import experiment\n"
+        "import atexit, os, threading, time\nfrom crossdyn import experiment\n"
         "atexit.register(os._exit, 0)\nthreading.Thread(target=time.sleep, args=(600,)).start()\n\n"
         "@experiment('misses', summary='-', expected='-')\ndef misses(ctx):\n"
         "    return {'passed': False, 'measured': 'missed'}\n")
@@ -298,10 +298,10 @@ def test_a_from_file_that_hangs_at_import_is_stopped_with_timeout(tmp_path, monk
     """
     import multiprocessing
 
-    from crossdyn.experiments.core import results
+    from crossdyn.experiments.core import runner
     from crossdyn.experiments.core.cli import main
 
-    monkeypatch.setattr(results, "START_ALLOWANCE", 5.0)  # the real 60 s covers a loaded machine's start-up
+    monkeypatch.setattr(runner, "START_ALLOWANCE", 5.0)  # the real 60 s covers a loaded machine's start-up
     (tmp_path / "hangs.py").write_text("import time\ntime.sleep(600)\n")
     start = time.monotonic()
     code = main(["run", "--from", str(tmp_path / "hangs.py"), "--timeout", "1", "--out", str(tmp_path / "out")])

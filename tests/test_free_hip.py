@@ -16,7 +16,7 @@ import pytest
 
 from crossdyn.analytic.biped.free_hip import free_hip_accelerations, free_hip_linearization
 from crossdyn.analytic.biped.wheeled_pendulum import linearize_pendulum
-from crossdyn.controllers.balance import GainSchedule, schedule
+from crossdyn.controllers.lqr import GainSchedule, schedule
 from crossdyn.experiments.biped import free_hip_control as control
 from crossdyn.experiments.biped.free_hip import FIVE_BAR, ROD, free_hip_params, free_hip_reduction
 from crossdyn.experiments.biped.model import STANCE, biped_params, stand_pose

@@ -1,12 +1,10 @@
 """``import crossdyn`` is the front door: the generic API, cheap to import, free of one robot's names.
 
-- Every name it lists resolves, is defined in the machinery (``crossdyn.experiments.core``),
-  and means one thing: the same object as ``crossdyn.experiments.NAME``.
+- Every name it lists resolves and is defined in the machinery (``crossdyn.experiments.core``).
+- It is the one door: ``crossdyn.experiments`` (the layer) re-exports none of its names.
 - Nothing of a system is there: no name is defined in a system's package (the biped's
   scenarios live in ``crossdyn.experiments.biped``), and the check sees one that is.
 - ``import crossdyn`` loads neither MuJoCo nor NumPy (names load on first use).
-- The biped's names that ``crossdyn.experiments`` once exported still resolve, with a
-  DeprecationWarning naming their package.
 """
 
 from __future__ import annotations
@@ -46,13 +44,14 @@ def test_the_robot_name_check_has_teeth():
     assert robot_names(["balance_recovery"], lambda name: balance_recovery.__module__) == ["balance_recovery"]
 
 
-def test_one_meaning_per_name():
+def test_one_door():
+    """``crossdyn.experiments`` is the layer, never a second door: it names none of the front door's names."""
     import crossdyn.experiments as experiments
 
-    for name in crossdyn.API:
-        assert getattr(experiments, name) is getattr(crossdyn, name), name
     assert crossdyn.experiments is experiments  # the layer, never the registry's listing
-    assert experiments.experiments is crossdyn.registered
+    assert [name for name in crossdyn.API if hasattr(experiments, name)] == []
+    with pytest.raises(AttributeError):
+        experiments.simulate  # noqa: B018
 
 
 def test_unknown_name_is_an_attribute_error():
@@ -64,11 +63,3 @@ def test_import_is_cheap():
     code = "import sys, crossdyn; crossdyn.API; print('mujoco' in sys.modules, 'numpy' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["False", "False"], done.stdout + done.stderr
-
-
-def test_moved_biped_names_warn_and_resolve():
-    import crossdyn.experiments as experiments
-    from crossdyn.experiments.biped import balance_recovery
-
-    with pytest.warns(DeprecationWarning, match="crossdyn.experiments.biped"):
-        assert experiments.balance_recovery is balance_recovery

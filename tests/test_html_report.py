@@ -19,7 +19,7 @@ import pytest
 from crossdyn.experiments.core.baseline import DEFAULT_TOLERANCE, Comparison, Drift
 from crossdyn.experiments.core.html_report import render
 from crossdyn.experiments.core.registry import get
-from crossdyn.experiments.core.results import Outcome, run_experiments
+from crossdyn.experiments.core.runner import Outcome, run_experiments
 
 HOSTILE = '<script>alert("x")</script> & |error|'
 

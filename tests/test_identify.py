@@ -151,12 +151,12 @@ def test_assert_model_matches_log(own_log):
         assert_model_matches_log(ARM, [log], threads=1)
 
 
-def test_model_matches_log_is_an_experiment_crossdyn_run_carries(own_log, tmp_path, capsys):
+def test_register_model_check_registers_an_experiment_crossdyn_run_carries(own_log, tmp_path, capsys):
     robot, log = own_log
     source = tmp_path / "robot_checks.py"
-    source.write_text("from crossdyn.experiments import model_matches_log\n"
-                      f"model_matches_log('robot-is-its-mjcf', {str(robot)!r}, [{str(log)!r}])\n"
-                      f"model_matches_log('arm-is-the-robot', {str(ARM)!r}, [{str(log)!r}])\n")
+    source.write_text("from crossdyn import register_model_check\n"
+                      f"register_model_check('robot-is-its-mjcf', {str(robot)!r}, [{str(log)!r}])\n"
+                      f"register_model_check('arm-is-the-robot', {str(ARM)!r}, [{str(log)!r}])\n")
     code = main(["run", "robot-is-its-mjcf", "arm-is-the-robot", "--from", str(source), "--out", str(tmp_path / "o"),
                  "--junit", str(tmp_path / "junit.xml")])
     capsys.readouterr()
@@ -246,7 +246,7 @@ def _floating_log(path: Path, seed: int, duration: float) -> Path:
 def test_floating_base_mass_from_imu_and_joint_logs(tmp_path):
     """The trunk's mass of a flying two-legged robot, from its encoders, IMU and estimated pose."""
     from crossdyn.experiments.core.identify.fit import Problem, fit
-    from crossdyn.experiments.core.identify.report import sentences
+    from crossdyn.experiments.core.identify.outputs import sentences
     from crossdyn.experiments.core.identify.spec import parse_fit
 
     path = _floating_log(tmp_path / "flying.csv", seed=0, duration=1.0)
@@ -266,7 +266,7 @@ def test_floating_base_mass_from_imu_and_joint_logs(tmp_path):
 def test_identified_xml_keeps_includes_and_adds_a_missing_inertial(tmp_path):
     """An included file is copied beside identified.xml; a body whose mass came from its geoms gets an <inertial>."""
     from crossdyn.experiments.core.identify.fit import FitResult
-    from crossdyn.experiments.core.identify.report import write_xml
+    from crossdyn.experiments.core.identify.outputs import write_xml
     from crossdyn.experiments.core.identify.spec import parse_fit
 
     (tmp_path / "parts").mkdir()

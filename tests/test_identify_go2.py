@@ -78,7 +78,7 @@ def _fit_base_mass(path: Path, max_iters: int = 50):
 
 def test_go2_base_mass_from_encoders_and_imu(tmp_path, monkeypatch):
     from crossdyn.experiments.core.identify import fit
-    from crossdyn.experiments.core.identify.report import sentences
+    from crossdyn.experiments.core.identify.outputs import sentences
 
     path = _go2_log(tmp_path / "go2.csv", seed=0)
     result, truth = _fit_base_mass(path)

@@ -209,3 +209,124 @@ def test_vary_from_refuses_a_parameter_the_model_does_not_have(tmp_path):
                                                 "low": 0.5, "high": 2.0}]}))
     with pytest.raises(ParameterError, match=r"parameter 1 \('body:pole:colour'\) is not one 'crossdyn identify'"):
         read_identified(path)
+
+
+def test_a_torque_offset_and_a_reversed_motor_are_fitted_and_replayed_without_crossdyn(tmp_path):
+    """A constant 0.05 N m on the shoulder and an elbow motor wired backwards (gear -1 where the model has 1)."""
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    shoulder = spec.actuator("shoulder_motor")
+    shoulder.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+    shoulder.biasprm = np.array([0.05] + [0.0] * 9)
+    spec.actuator("elbow_motor").gear = np.array([-1.0, 0, 0, 0, 0, 0])
+    robot = spec.compile()
+    dt = robot.opt.timestep
+    t = np.arange(0.0, DURATION + dt / 2, dt)
+    rng = np.random.default_rng(1)
+    refs = np.stack([multisine(t, 0.8, rng.uniform(0.1, 1.5, 5), rng.uniform(0, 2 * np.pi, 5)) for _ in range(2)])
+
+    def firmware(time: float, reading) -> np.ndarray:  # the robot's own, which knows the elbow is wired backwards
+        return np.array([4.0, -1.5]) * (refs[:, min(int(round(time / dt)), t.size - 1)] - reading.qpos[:2])
+
+    log = write_log(tmp_path / "offset.csv", *record(robot, firmware, DURATION, noise={"qpos:*": NOISE},
+                                                      signals=["qpos:shoulder", "qpos:elbow"]))
+    code, out, err = _cli(["identify", "--mjcf", str(ARM), "--log", str(log), "--fit", "actuator:shoulder_motor:bias",
+                           "--fit", "actuator:elbow_motor:gear", "--noise", "qpos:*=5e-4",
+                           "--out", str(tmp_path / "o")])
+    assert code == 0, out + err
+    fitted = {p["name"]: p for p in json.loads((tmp_path / "o" / "identified.json").read_text())["parameters"]}
+    for name, truth in (("actuator:shoulder_motor:bias", 0.05), ("actuator:elbow_motor:gear", -1.0)):
+        assert fitted[name]["identified"] and fitted[name]["low"] <= truth <= fitted[name]["high"], fitted[name]
+    # identified.xml carries the offset in MuJoCo's own terms (an affine bias) and replays the log by itself
+    written = mujoco.MjModel.from_xml_path(str(tmp_path / "o" / "identified.xml"))
+    assert written.actuator_biastype[0] == mujoco.mjtBias.mjBIAS_AFFINE
+    assert abs(written.actuator_biasprm[0, 0] - 0.05) < 0.01 and written.actuator_gear[1, 0] < 0
+    assert check_model(tmp_path / "o" / "identified.xml", [log], noise={"qpos:*": NOISE}, threads=1).passed
+
+
+def test_a_tolerance_in_the_signals_units_lets_through_what_no_model_holds(tmp_path):
+    """Servo chatter the model lacks (0.3 mrad at 60 Hz on the elbow): an allowance in radians passes it."""
+    log = _log(tmp_path / "chatter.csv", _robot())
+    table = np.genfromtxt(log, delimiter=",", names=True)
+    columns = {"ctrl:shoulder_motor": table["ctrlshoulder_motor"], "ctrl:elbow_motor": table["ctrlelbow_motor"],
+               "qpos:shoulder": table["qposshoulder"],
+               "qpos:elbow": table["qposelbow"] + 1.5e-3 * np.sin(2 * np.pi * 60 * table["time"])}
+    chatter = write_log(tmp_path / "chatter2.csv", table["time"], columns)
+    strict = check_model(ARM, [chatter], noise={"qpos:*": NOISE}, threads=1, explain=False)
+    assert strict.verdict == "fail", strict.text  # the elbow's readings, or the starts that must follow them
+    allowed = check_model(ARM, [chatter], noise={"qpos:*": NOISE}, threads=1,
+                          tolerance=["qpos:elbow=0.0015"])  # rad: the chatter's amplitude
+    assert allowed.passed, allowed.text
+
+
+def test_crossdyn_record_logs_every_reading_at_one_instant_and_replays_a_commands_file(tmp_path):
+    """The encoder sensors read what qpos holds at the same sample (no step of lag); excite's commands replay."""
+    controller = tmp_path / "swing.py"
+    controller.write_text("import numpy as np\n\ndef swing(t, reading):\n    return np.array([0.2 * np.sin(2 * t), "
+                          "-0.4 * reading.qpos[1]])\n")
+    out = tmp_path / "sim.csv"
+    code, printed, err = _cli(["record", "--mjcf", str(ARM), "--controller", f"{controller}:swing", "--duration", "1",
+                               "--out", str(out)])
+    assert code == 0, printed + err
+    table = np.genfromtxt(out, delimiter=",", names=True)
+    assert np.array_equal(table["sensorshoulder_encoder"], table["qposshoulder"])  # the same instant, noise-free
+    commands = tmp_path / "cmd.csv"
+    assert _cli(["excite", "--mjcf", str(ARM), "--duration", "1", "--out", str(commands)])[0] == 0
+    replayed = tmp_path / "replayed.csv"
+    code, printed, err = _cli(["record", "--mjcf", str(ARM), "--commands", str(commands), "--duration", "1",
+                               "--noise", "qpos:*=5e-4", "--out", str(replayed)])
+    assert code == 0, printed + err
+    assert np.allclose(np.genfromtxt(replayed, delimiter=",", names=True)["ctrlshoulder_motor"],
+                       np.genfromtxt(commands, delimiter=",", names=True)["ctrlshoulder_motor"])
+    broken = tmp_path / "broken.py"
+    broken.write_text("def swing(t, reading):\n    raise RuntimeError('no encoder')\n")
+    code, printed, err = _cli(["record", "--mjcf", str(ARM), "--controller", f"{broken}:swing", "--duration", "1",
+                               "--out", str(tmp_path / "x.csv")])
+    assert code == 2 and err.count("\n") == 1 and "no encoder" in err, err
+
+
+def _sensed_arm(path: Path) -> Path:
+    """An arm these tests never saw: link 2 of 0.8 kg, gear 3 motors, encoders as MJCF sensors stating their noise."""
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    link2 = spec.body("link2")
+    link2.mass, link2.inertia = 0.8, np.array(link2.inertia) * 2.0
+    for motor in ("shoulder_motor", "elbow_motor"):
+        spec.actuator(motor).gear = np.array([3.0, 0, 0, 0, 0, 0])
+    for sensor in spec.sensors:
+        sensor.noise = NOISE  # rad: the encoders' datasheet figure, stated in the model
+    path.write_text(spec.to_xml())
+    return path
+
+
+def test_a_hidden_truth_arm_logged_by_its_sensors_with_the_noise_its_mjcf_states(tmp_path):
+    """Heavier link, more damping, friction, a lower gear, 4 ms late: truths inside their intervals; the nominal
+    model passes its own noisy log, the noise taken from the MJCF's sensors (no --noise)."""
+    nominal = _sensed_arm(tmp_path / "arm.xml")
+    spec = mujoco.MjSpec.from_file(str(nominal))
+    spec.body("link2").mass, spec.body("link2").inertia = 0.92, np.array(spec.body("link2").inertia) * 1.15
+    spec.joint("shoulder").damping = np.array([0.06, 0.0, 0.0])
+    spec.joint("elbow").frictionloss = 0.03
+    spec.actuator("shoulder_motor").gear = np.array([2.76, 0, 0, 0, 0, 0])
+    truth = {"body:link2:mass": 0.92, "joint:shoulder:damping": 0.06, "joint:elbow:frictionloss": 0.03,
+             "actuator:shoulder_motor:gear": 2.76, "delay": 0.004}
+    rng = np.random.default_rng(1)
+    dt = 0.001
+    t = np.arange(0.0, 4.0 + dt / 2, dt)
+    refs = np.stack([multisine(t, 0.8, rng.uniform(0.1, 1.5, 5), rng.uniform(0, 2 * np.pi, 5)) for _ in range(2)])
+
+    def law(time: float, reading) -> np.ndarray:
+        encoders = np.concatenate([reading.sensor("shoulder_encoder"), reading.sensor("elbow_encoder")])
+        return np.array([1.5, 0.5]) * (refs[:, min(int(round(time / dt)), t.size - 1)] - encoders)
+
+    for name, model, delay in (("robot", spec.compile(), 0.004), ("own", mujoco.MjModel.from_xml_path(str(nominal)),
+                                                                    0.0)):
+        time, columns = record(model, law, 4.0, delay=delay, signals=["sensor:*"])
+        write_log(tmp_path / f"{name}.csv", time, columns)
+    code, out, err = _cli(["identify", "--mjcf", str(nominal), "--log", str(tmp_path / "robot.csv"),
+                           *[a for name in truth for a in ("--fit", name)], "--out", str(tmp_path / "o")])
+    assert code == 0, out + err
+    saved = json.loads((tmp_path / "o" / "identified.json").read_text())
+    assert saved["noise"]["sensor:elbow_encoder"]["source"] == "mjcf"
+    for entry in saved["parameters"]:
+        assert entry["identified"] and entry["low"] <= truth[entry["name"]] <= entry["high"], entry
+    own = check_model(nominal, [tmp_path / "own.csv"], threads=1)  # its own noisy log: the sensors' noise
+    assert own.passed, own.text

@@ -32,7 +32,7 @@ SEEDS = [(name, seed) for name in sorted(CASES) for seed in ((0,) if name in ("a
 def test_check_model_passes_the_truth_and_does_not_pass_the_model_as_shipped(name, seed, tmp_path):
     case = CASES[name]
     path = log(case, tmp_path / f"{name}.csv", seed)
-    noise = case.noise or None  # the pendulum's encoder: its grid, found from the readings
+    noise = case.noise_stated  # the pendulum's encoder: its grid, found from the readings
     truth = check_model(robot_mjcf(case, tmp_path), [path], window=case.window, noise=noise, threads=1)
     assert truth.passed, truth.text
     shipped = check_model(case.path, [path], window=case.window, noise=noise, threads=1,
@@ -49,7 +49,7 @@ def test_identify_recovers_each_truth_or_says_it_cannot(name, tmp_path):
     spec = mujoco.MjSpec.from_file(str(case.path))
     path = log(case, tmp_path / f"{name}.csv", seed=2)
     problem = Problem(spec, parse_fit(case.fits, model, spec, name), [load_log(path, model)], window=case.window,
-                      noise=case.noise or None, threads=1)
+                      noise=case.noise_stated, threads=1)
     try:
         result = fit(problem)
     finally:

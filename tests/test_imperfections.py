@@ -20,7 +20,7 @@ from crossdyn.experiments.core.imperfections import (
     SensorNoise,
     TorqueSpeedLimit,
 )
-from crossdyn.experiments.core.loop import simulate
+from crossdyn.experiments.core.loop.simulate import simulate
 from crossdyn.experiments.core.models import load_model
 from support import assert_close
 

@@ -213,7 +213,7 @@ def test_a_script_without_a_main_guard_runs_experiments_and_tunes(tmp_path):
 
     script = tmp_path / "my_script.py"
     script.write_text(
-        "from crossdyn.experiments import run, tune\n"
+        "from crossdyn import run, tune\n"
         "(outcome,) = run('two-link-lagrange', out='results', short=True)\n"
         "print('run', outcome.name, outcome.passed)\n"
         "result = tune('cart-pole-lqr', 'results/tune', vary=['r=0.05:0.5'], samples=2, short=True)\n"

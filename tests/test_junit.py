@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from crossdyn.experiments.core.baseline import DEFAULT_TOLERANCE, Comparison, Drift
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.junit import to_xml, write_junit
-from crossdyn.experiments.core.results import Outcome
+from crossdyn.experiments.core.runner import Outcome
 
 
 def _outcomes(out):

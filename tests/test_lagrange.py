@@ -9,7 +9,7 @@ import sympy as sp
 from crossdyn.analytic.lagrange import derive, pr_arm, rr_arm, rr_closed_form
 from crossdyn.analytic.rnea import rnea
 from crossdyn.analytic.two_link import lagrange
-from crossdyn.experiments.core.crosscheck import check
+from crossdyn.experiments.core.checks.inverse_dynamics import check
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.lagrange import pr_arm_tree
 from crossdyn.experiments.two_link import two_link_params

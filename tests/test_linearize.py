@@ -7,8 +7,8 @@ import mujoco
 import numpy as np
 import pytest
 
+from crossdyn import holding_control, linearize
 from crossdyn.analytic.cart_pole import CartPoleParams, forward_dynamics, linearize_upright
-from crossdyn.experiments import holding_control, linearize
 from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
 from crossdyn.experiments.core.models import load_model, with_options
 from support import assert_close

@@ -7,9 +7,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from crossdyn.experiments import Trace, linearize, simulate
-from crossdyn.experiments.core.errors import ParameterError, StateError
-from crossdyn.experiments.core.loop import ControllerError
+import crossdyn
+from crossdyn import Trace, linearize, simulate
+from crossdyn.experiments.core.errors import ControllerError, ParameterError, StateError
 from crossdyn.experiments.core.models import load_model
 from support import assert_close
 
@@ -89,6 +89,44 @@ def test_a_controller_object_may_write_its_command_and_start():
     trace = simulate(CART_POLE, direct, 1.0)
     assert direct.started == 1 and np.all(trace.ctrl == 1.5) and trace.stopped == "diverged"
     assert trace.t[-1] < 0.05
+
+
+class Writer:
+    """Writes its command itself (a CommandWriter) and is callable too: the loop runs it as the writer it declares."""
+
+    calls = 0
+
+    def __call__(self, t, obs):
+        self.calls += 1
+        return np.zeros(1)
+
+    def write_command(self, t, sensed, command):
+        command[0] = 0.5
+        return True
+
+
+class Compiled(Writer):
+    """The compiled kind's methods, without a C step: no run gets so far as to call them."""
+
+    def step_address(self, sensed, command):
+        return 0
+
+    def failed(self, result, t, command):
+        raise AssertionError("not called")
+
+
+def test_the_loop_runs_a_controller_as_the_kind_it_declares():
+    from crossdyn.experiments.core.loop.kinds import CommandWriter, CompiledController, Controller, kind_of
+
+    assert kind_of(lambda t, obs: np.zeros(1)) is Controller
+    assert kind_of(Writer()) is CommandWriter and kind_of(Compiled()) is CompiledController
+    assert kind_of(crossdyn.regulator(CART_POLE, Q=[1, 10, 1, 1], R=0.1, keyframe="upright")) is CommandWriter
+    writer = Writer()
+    trace = simulate(CART_POLE, writer, 0.05)
+    assert writer.calls == 0 and np.all(trace.command == 0.5)  # written in place, never called
+    for nothing in (3, "push", None):
+        with pytest.raises(ParameterError, match="controller must be a function"):
+            simulate(CART_POLE, nothing, 0.05)
 
 
 @pytest.mark.parametrize("controller, message", [

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from crossdyn.experiments import simulate
+from crossdyn import simulate
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.imperfections import SensorNoise
 from crossdyn.experiments.core.models import load_model

@@ -34,8 +34,8 @@ USER_PACKAGES = {
 # Imports the user's packages and crossdyn's side by side; prints what it found.
 PROBE = """
 import experiments, controllers, analytic
-import crossdyn.experiments, crossdyn.controllers.biped, crossdyn.analytic.two_link
-from crossdyn.experiments import load_model, check_derivation, run, experiment, Param
+import crossdyn.experiments, crossdyn.controllers.biped.controller, crossdyn.analytic.two_link
+from crossdyn import load_model, check_derivation, run, experiment, Param
 assert experiments.MINE.startswith('the user') and controllers.MINE.startswith('the user'), 'user packages shadowed'
 assert load_model('two_link_arm').nv == 2
 print('both import')
@@ -115,7 +115,7 @@ def test_wheel_has_one_top_level_name_and_runs(tmp_path):
     assert "crossdyn/mjcf/wheel_legged_biped.xml" in names and "crossdyn/experiments/core/cli/__init__.py" in names
     # crossdyn.testing from experiments/testing/, once: not also as crossdyn.experiments.testing.
     assert "crossdyn/testing/plugin.py" in names
-    assert "crossdyn/controllers/firmware/biped.c" in names  # the biped's firmware, package data
+    assert "crossdyn/controllers/biped/firmware/biped.c" in names  # the biped's firmware, package data
     assert not any(n.startswith("crossdyn/experiments/testing") for n in names)
 
     # A fresh venv with the wheel; the dependencies come from this environment's

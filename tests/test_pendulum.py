@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from crossdyn.analytic.pendulum import PendulumParams, inverse_dynamics
-from crossdyn.experiments.core.derivation import check_derivation
+from crossdyn.experiments.core.checks.derivation import check_derivation
 from crossdyn.experiments.core.errors import ModelError
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.pendulum import pendulum_params

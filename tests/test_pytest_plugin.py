@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import crossdyn.experiments as api
+import crossdyn as api
 import crossdyn.testing as testing
 from crossdyn.analytic.two_link import lagrange
 from crossdyn.experiments.core.errors import CrossdynError, DerivationError
@@ -113,7 +113,7 @@ def test_a_helper_exists_exactly_when_its_check_does(monkeypatch):
     for helper, check in testing.HELPERS.items():  # on any branch: present iff the check is
         assert (helper in dir(testing)) == (check in dir(api)), helper
     monkeypatch.setitem(testing.HELPERS, "assert_wobble", "check_wobble")
-    with pytest.raises(AttributeError, match="needs crossdyn.experiments.check_wobble"):
+    with pytest.raises(AttributeError, match="needs crossdyn.check_wobble"):
         testing.assert_wobble  # noqa: B018
 
     def check_wobble(*args, **options):  # runs in the helper's child process: what it was given comes back
@@ -143,7 +143,7 @@ def test_helpers_work_without_pytest():
             "import crossdyn.testing as t\n"
             "print('mujoco' in sys.modules, 'numpy' in sys.modules)\n"
             "from crossdyn.analytic.two_link import lagrange\n"
-            "from crossdyn.experiments import load_model\n"
+            "from crossdyn import load_model\n"
             "from crossdyn.experiments.two_link import two_link_params\n"
             "m = load_model('two_link_arm'); p = dataclasses.replace(two_link_params(m), i1=0.0)\n"
             "try:\n"
@@ -329,7 +329,7 @@ def test_nested_classes_keep_their_own_baselines(tmp_path):
 # A user's experiments beside the guide's: one seeded, one that misses, and broken ones.
 MORE_EXPERIMENTS = '''
 import numpy as np
-from crossdyn.experiments import experiment
+from crossdyn import experiment
 
 
 @experiment("noisy-mean", summary="mean of seeded noise", expected="|mean| < 0.1")
@@ -520,7 +520,7 @@ BAD_INPUT = [
       "ci/ends.py": "import os\nos._exit(0)\n"}, [], 2, "ci/ends.py: the worker process ended (exit status 0)"),
     ({"ci/exits.py": "import sys\nsys.exit(0)\n"}, ["--crossdyn-from", "ci/exits.py"], 2,
      "called exit(0) while being imported"),
-    ({"ci/takes_turn.py": "from crossdyn.experiments import experiment\n\n"
+    ({"ci/takes_turn.py": "from crossdyn import experiment\n\n"
                           "@experiment('turn', summary='mine', expected='mine')\ndef turn(ctx):\n    return {}\n"},
      ["--crossdyn-from", "ci/takes_turn.py"], 2, "experiment 'turn' registered twice"),
     ({"tests/test_decl.py": "from crossdyn.testing import experiment_tests\nmine = experiment_tests('ci/gone.py')\n"},
@@ -574,7 +574,7 @@ def test_bad_input_is_a_clear_failure(project, files, args, status, phrase):
 def test_crossdyn_timeout_stops_a_hanging_experiment(tmp_path):
     """--crossdyn-timeout: a hanging experiment is stopped and its item errors as timed out; the next runs."""
     bare_project(tmp_path, "slow.py",
-        "import time\nfrom crossdyn.experiments import experiment\n\n"
+        "import time\nfrom crossdyn import experiment\n\n"
         "@experiment('hangs', summary='-', expected='-')\ndef hangs(ctx):\n    time.sleep(600)\n\n"
         "@experiment('quick', summary='-', expected='-')\ndef quick(ctx):\n"
         "    return {'passed': True, 'measured': 'done'}\n")

@@ -20,10 +20,10 @@ import mujoco
 import numpy as np
 import pytest
 
-from crossdyn.experiments.core import crosscheck
+from crossdyn.experiments.core.checks import inverse_dynamics as id_check
+from crossdyn.experiments.core.checks.derivation import check_derivation, load_derivation
 from crossdyn.experiments.core.checks.report import off_entries
 from crossdyn.experiments.core.cli import main
-from crossdyn.experiments.core.derivation import check_derivation, load_derivation
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
@@ -97,7 +97,7 @@ def test_a_different_fault_is_not_explained_away(passive):
 
 def test_truth_is_an_independent_sum_of_rigid_body_and_passive_forces(passive):
     """as-modeled truth - rigid-body truth = MuJoCo's own passive force and armature, computed on the original."""
-    q, qd, qdd = crosscheck.sample_states(passive, 20, seed=6)
+    q, qd, qdd = id_check.sample_states(passive, 20, seed=6)
     diff = inverse_dynamics(truth_model(passive, "as-modeled"), q, qd, qdd) - inverse_dynamics(
         truth_model(passive, "rigid-body"), q, qd, qdd)
     data = mujoco.MjData(passive)
@@ -119,7 +119,7 @@ def test_constraints_are_switched_off_and_counted():
     rows, state = (int(n) for n in found.groups())
     # Independent count: every contact of condim 3 in a pyramidal cone is 4 rows.
     data = mujoco.MjData(model)
-    data.qpos[:] = crosscheck.sample_states(model, SAMPLES, seed=7)[0][state]
+    data.qpos[:] = id_check.sample_states(model, SAMPLES, seed=7)[0][state]
     mujoco.mj_forward(model, data)
     assert rows == 4 * data.ncon > 0
     assert "equality 'couple' (joint) off: this checks the open tree" in report.switched_off
@@ -147,7 +147,7 @@ def test_urdf_arm_as_mujoco_imports_it():
 
 
 def test_cli_options_states_tolerances_and_full_matrices(passive, tmp_path, capsys):
-    q, qd, qdd = crosscheck.sample_states(passive, 5, seed=9)
+    q, qd, qdd = id_check.sample_states(passive, 5, seed=9)
     states = tmp_path / "states.csv"
     np.savetxt(states, np.hstack([q, qd, qdd]), delimiter=",")
     base = ["check", "derivation", f"{PASSIVE}:omits_armature", "--mjcf", str(MODELS / "passive_arm.xml"),
@@ -188,12 +188,12 @@ def _peak_bytes(fn) -> int:
 
 def test_memory_does_not_grow_with_the_number_of_states(passive, monkeypatch):
     """Issue 15: states stream in chunks; peak memory at 16 chunks is that of 2 chunks."""
-    monkeypatch.setattr(crosscheck, "CHUNK", 64)
-    monkeypatch.setattr(crosscheck, "PLOT_SAMPLES", 64)
+    monkeypatch.setattr(id_check, "CHUNK", 64)
+    monkeypatch.setattr(id_check, "PLOT_SAMPLES", 64)
     fn = load_derivation(f"{PASSIVE}:rigid_body")
-    crosscheck.check(fn, passive, samples=64)  # warm-up: first-call allocations are not the states'
-    small = _peak_bytes(lambda: crosscheck.check(fn, passive, samples=2 * 64))
-    large = _peak_bytes(lambda: crosscheck.check(fn, passive, samples=16 * 64))
+    id_check.check(fn, passive, samples=64)  # warm-up: first-call allocations are not the states'
+    small = _peak_bytes(lambda: id_check.check(fn, passive, samples=2 * 64))
+    large = _peak_bytes(lambda: id_check.check(fn, passive, samples=16 * 64))
     # Held in memory all at once, 8x the states would be ~8x the peak; streamed, the
     # peak is one chunk's arrays plus fixed costs (measured: 1024 states held at once
     # peak at 5.9x 128 states; streamed, equal).  1.5x allows for allocator noise.
@@ -201,10 +201,11 @@ def test_memory_does_not_grow_with_the_number_of_states(passive, monkeypatch):
 
 
 def test_chunking_gives_the_states_sample_states_gives(passive, monkeypatch):
-    monkeypatch.setattr(crosscheck, "CHUNK", 7)
-    chunks = list(crosscheck.state_chunks(passive, 20, seed=3))
+    monkeypatch.setattr(id_check, "CHUNK", 7)
+    chunks = list(id_check.state_chunks(passive, 20, seed=3))
     assert [c[0].shape[0] for c in chunks] == [7, 7, 6]
-    for got, whole in zip(zip(*chunks, strict=False), crosscheck.sample_states(passive, 20, seed=3), strict=False):
+    whole_states = id_check.sample_states(passive, 20, seed=3)
+    for got, whole in zip(zip(*chunks, strict=False), whole_states, strict=False):
         assert np.array_equal(np.concatenate(got), whole)
 
 
@@ -215,7 +216,7 @@ def test_fluid_forces_are_left_out_and_said_so(tmp_path):
     path = tmp_path / "windy_arm.xml"
     path.write_text(xml)
     model = load_model(path)
-    q, qd, qdd = crosscheck.sample_states(model, 5, seed=12)
+    q, qd, qdd = id_check.sample_states(model, 5, seed=12)
     raw = inverse_dynamics(model, q, qd, qdd) - inverse_dynamics(load_model(MODELS / "passive_arm.xml"), q, qd, qdd)
     assert np.abs(raw).max() > 1e-6  # the fluid force is really in MuJoCo's own mj_inverse
     report = check_derivation(f"{PASSIVE}:rigid_body", model, samples=SAMPLES, seed=12)

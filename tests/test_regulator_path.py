@@ -9,7 +9,7 @@ import pytest
 
 from crossdyn.experiments.cart_pole import design
 from crossdyn.experiments.core.imperfections import ActuatorLag, Delay, SensorNoise
-from crossdyn.experiments.core.loop import simulate
+from crossdyn.experiments.core.loop.simulate import simulate
 from crossdyn.experiments.core.models import load_model
 
 CART_POLE = load_model("cart_pole")

@@ -47,7 +47,7 @@ def contract_gaps(exps: dict[str, Experiment], derivations: Path = DERIVATIONS) 
 
 def _builtin() -> dict[str, Experiment]:
     """crossdyn's systems' experiments.  Not the machinery's: an experiment a test made with a core factory
-    (``model_matches_log``) is a user's, registered in this process only."""
+    (``register_model_check``) is a user's, registered in this process only."""
     return {name: exp for name, exp in experiments().items() if exp.run.__module__.startswith("crossdyn.experiments.")
             and not exp.run.__module__.startswith("crossdyn.experiments.core.")}
 

@@ -26,7 +26,7 @@ from crossdyn.experiments.core import isolation
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.registry import experiments
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import space
 from crossdyn.experiments.core.sweep.experiment import Job, JobBatch, TuneEngine, evaluate, failed_row, tune

@@ -16,7 +16,7 @@ from crossdyn.experiments.core.sweep.experiment import TuneEngine, tune
 # A pendulum on a motor, swung to a target by the user's PD controller; its defaults are sluggish.
 USER_FILE = textwrap.dedent('''
     import numpy as np
-    from crossdyn.experiments import Param, experiment, simulate
+    from crossdyn import Param, experiment, simulate
 
     ARM = """
     <mujoco><option timestep="0.002"/>
@@ -149,7 +149,7 @@ def test_bad_tune_input_is_one_line_exit_2(user_file, tmp_path, capsys, extra, m
 
 FAULTY = textwrap.dedent('''
     import os, time
-    from crossdyn.experiments import Param, experiment
+    from crossdyn import Param, experiment
 
     @experiment("faulty", summary="crashes above 2, hangs above 3", expected="-",
                 params={"x": Param(1.0, "-", 0.0, 10.0), "z": Param(0.0, "-", 0.0, 1.0)})

@@ -12,7 +12,7 @@ from crossdyn.experiments.core.cli import main
 
 # A controller's gain trades a slower settle against a larger peak command (closed form, no simulation).
 USER_FILE = textwrap.dedent('''
-    from crossdyn.experiments import Param, experiment
+    from crossdyn import Param, experiment
 
 
     @experiment("gain-trade", summary="settle against peak command", expected="settles",
@@ -52,7 +52,7 @@ def _tilt_rows(spread: float) -> list[dict]:
 
 def test_a_map_of_round_off_draws_flat_and_says_so():
     """1e-12 deg of round-off over a map: one colour, no colour bar, a title saying so; 0.1 deg is drawn."""
-    from crossdyn.experiments.core import plots as core_plots
+    from crossdyn.experiments.core import figures as core_plots
     from crossdyn.experiments.core.sweep import plots
 
     for spread, flat in ((1e-12, True), (0.1, False)):

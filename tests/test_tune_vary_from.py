@@ -78,7 +78,7 @@ def test_the_cart_pole_truth_lies_in_its_intervals(identified):
 
 # A user's experiment that reports the model it was given: what each run's MJCF holds.
 PROBE = '''
-from crossdyn.experiments import Param, experiment
+from crossdyn import Param, experiment
 from crossdyn.experiments.core.models import load_model
 
 

@@ -118,7 +118,7 @@ def test_entry_point_of_an_installed_package(tmp_path):
     (site / "robot_pkg").mkdir(parents=True)
     (site / "robot_pkg" / "__init__.py").write_text("")
     (site / "robot_pkg" / "checks.py").write_text(
-        "from crossdyn.experiments import experiment\n\n"
+        "from crossdyn import experiment\n\n"
         "@experiment('robot-pkg-check', summary='from an entry point', expected='always')\n"
         "def check(ctx):\n    return {'passed': True, 'measured': 'ok', 'value': 1.5}\n")
     dist = site / "robot_pkg-0.1.dist-info"
@@ -137,7 +137,7 @@ def test_a_module_name_and_a_neighbour_import(tmp_path):
     """--from takes a module name; a file may import a module beside it."""
     (tmp_path / "helpers.py").write_text("VALUE = 2.5\n")
     (tmp_path / "mine.py").write_text(
-        "from helpers import VALUE\nfrom crossdyn.experiments import experiment\n\n"
+        "from helpers import VALUE\nfrom crossdyn import experiment\n\n"
         "@experiment('mine-check', summary='imports a neighbour', expected='value 2.5')\n"
         "def check(ctx):\n    return {'passed': VALUE == 2.5, 'measured': f'value {VALUE}', 'value': VALUE}\n")
     elsewhere = tmp_path / "elsewhere"  # the file's folder is not the working folder

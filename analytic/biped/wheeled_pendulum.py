@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crossdyn import renamed
-
 __all__ = ["PendulumParams", "accelerations", "dynamics", "linearize_pendulum", "wheel_drive_torque",
            "axle_acceleration", "yaw_acceleration", "yaw_acceleration_from_wheels", "leg_forces", "virtual_forces"]
 
@@ -162,6 +160,3 @@ def virtual_forces(p: PendulumParams, P_L, P_R):
     """``(F_y, T_x)`` from the leg forces (the forward statics)."""
     P_L, P_R = np.asarray(P_L, dtype=float), np.asarray(P_R, dtype=float)
     return P_L + P_R - p.M * p.g, (P_L - P_R) * p.D / 2
-
-
-__getattr__ = renamed(__name__, {"linearize": "linearize_pendulum"}, globals())

@@ -10,6 +10,12 @@ The front door, as ``import control as ct`` is python-control's::
     lin = cd.linearize(model, keyframe="upright")                  # A, B for python-control
     trace = cd.simulate(model, controller, 4.0, imperfections=[cd.Delay(1)], seed=0)
 
+    cart = cd.load_model("cart_pole")
+    reg = cd.regulator(cart, Q=[1, 10, 1, 1], R=0.1, keyframe="upright", dt=0.002)  # LQR at the control rate
+    trace = cd.simulate(cart, reg, 4.0, keyframe="upright", qpos=[0.0, 0.2])
+    print(cd.compare_to_design(trace, reg))                        # the run's decay per mode beside its poles
+    print(cd.measure_loop(cart, reg, keyframe="upright"))          # gain and phase margins measured in MuJoCo
+
     @cd.experiment("my-robot-balance", params={"q_angle": cd.Param(100.0, "weight on the angle")})
     def balance(ctx): ...
 
@@ -33,8 +39,8 @@ import importlib
 API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     # models
     ("models", ("load_model", "with_options")),
-    # checks of a derivation, one report type (Report: CheckReport by its older name)
-    ("derivation", ("check_derivation", "tree_from_model")),
+    # checks of a derivation, one report type
+    ("checks.derivation", ("check_derivation", "tree_from_model")),
     ("checks.kinematics", ("check_kinematics",)),
     ("checks.jacobian", ("check_jacobian",)),
     ("checks.mass_matrix", ("check_mass_matrix",)),
@@ -43,16 +49,20 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     ("checks.forward_dynamics", ("check_forward_dynamics",)),
     ("checks.linearization", ("check_linearization", "Reduction")),
     ("checks.report", ("CheckReport",)),
-    ("crosscheck", ("Report",)),
     ("checks.options", ("CheckOptions",)),
-    # linearization and the regulator
+    # linearization and the regulator, designed at the control period in effect
     ("linearize", ("linearize", "Linearization", "holding_control")),
     ("regulator", ("regulator",)),
+    ("loop.control_rate", ("control_period",)),
     # the closed loop
-    ("loop", ("simulate", "Trace", "Observation", "ControllerError")),
-    ("batch", ("simulate_batch",)),
+    ("loop.simulate", ("simulate",)),
+    ("loop.trace", ("Trace", "Observation")),
+    ("loop.batch", ("simulate_batch",)),
+    # is the loop the design: the run's decay per mode, the margins measured in MuJoCo
+    ("design_check", ("compare_to_design", "DesignComparison")),
+    ("margins", ("measure_loop", "LoopMeasurement", "LoopDesign")),
     # is the MJCF the robot: a model against a robot's log
-    ("identify.check_model", ("check_model", "model_matches_log")),
+    ("identify.check_model", ("check_model", "register_model_check")),
     ("identify.record", ("record",)),
     # users' C controllers in the loop
     ("c_controller", ("CController", "CompileError")),
@@ -61,12 +71,12 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
                        "Push", "MassScale", "InertiaScale", "FrictionScale")),
     # experiments: declare, run, judge, tune
     ("registry", ("experiment", "registered", "Param", "Verdict")),
-    ("results", ("run", "Context", "Outcome")),
+    ("runner", ("run", "Context", "Outcome")),
     ("baseline", ("Tolerance",)),
     ("sweep.experiment", ("tune",)),
     ("sweep.engine", ("TuneEngine",)),
     # errors
-    ("errors", ("CrossdynError",)),
+    ("errors", ("CrossdynError", "ControllerError")),
 ) for name in names}
 
 __all__ = sorted(API)
@@ -92,26 +102,6 @@ def lazy_names(module: str, table: dict[str, str], namespace: dict):
         return sorted(set(namespace) | set(table))
 
     return __getattr__, __dir__
-
-
-def renamed(module: str, table: dict[str, str], namespace: dict):
-    """``__getattr__`` for a module whose public names in ``table`` (old name -> new name) were renamed.
-
-    An old name still resolves, to the object under its new name in ``namespace`` (the
-    module's globals), with a DeprecationWarning naming the new one; any other missing
-    name is an AttributeError as usual.  The table stays readable as ``__getattr__.renamed``.
-    """
-
-    def __getattr__(name: str):
-        if name not in table:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        import warnings
-
-        warnings.warn(f"{module}.{name} is renamed: use {module}.{table[name]}", DeprecationWarning, stacklevel=2)
-        return namespace[table[name]]
-
-    __getattr__.renamed = dict(table)  # type: ignore[attr-defined]
-    return __getattr__
 
 
 __getattr__, __dir__ = lazy_names(__name__, API, globals())

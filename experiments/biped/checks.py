@@ -1,9 +1,10 @@
 """Wheel-legged biped: the hand models of its derivation (docs/derivations/biped-model.md) against MuJoCo.
 
-Experiments ``five-bar``, ``linearization``, ``steering``, ``statics``, ``jump-stroke`` and
-``errata`` (docs/derivations/errata.md), with parameters read from the MJCF
+Experiments ``linearization``, ``steering``, ``statics``, ``jump-stroke`` and ``errata``
+(docs/derivations/errata.md; the five-bar leg is checked by the part checks, in
+:mod:`~crossdyn.experiments.biped.derivations`), with parameters read from the MJCF
 (:func:`~crossdyn.experiments.biped.model.biped_params`).  Each is a computation returning
-a frozen result (no files, e.g. :func:`five_bar_comparison`), a ``judge_*`` giving the
+a frozen result (no files, e.g. :func:`steering_comparison`), a ``judge_*`` giving the
 ``Verdict`` and the experiment's metrics (the verdict's keys included), and a
 ``plot_*`` writing into a folder.
 """
@@ -15,13 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped.five_bar import STROKE
 from crossdyn.analytic.biped.jump import Stroke
 from crossdyn.experiments.biped.measurements import (
     JumpRun,
     drive_and_turn,
-    five_bar_point,
     jump_run,
     linearization_point,
     ode_stroke,
@@ -30,31 +29,27 @@ from crossdyn.experiments.biped.measurements import (
     wheel_dynamics_instant,
 )
 from crossdyn.experiments.biped.model import MJCF, STANCE, BipedParams, biped_params, build
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
 DERIVATION_PAGE = "biped-model"
 
-__all__ = ["STROKE_DEG", "RETRACTION_TIME", "FiveBarResult", "five_bar_comparison", "judge_five_bar", "plot_five_bar",
+__all__ = ["STROKE_DEG", "RETRACTION_TIME",
            "LinearizationResult", "linearization_ladder", "ladder_table", "judge_linearization", "plot_linearization",
-           "SteeringResult", "steering_comparison", "judge_steering", "plot_steering", "StaticsResult",
-           "statics_comparison", "judge_statics", "plot_statics", "JumpStrokeResult", "jump_stroke",
-           "judge_jump_stroke", "plot_jump_stroke", "ErrataResult", "errata_measurements", "errata_rows",
-           "errata_table", "judge_errata", "plot_errata"]
+           "SteeringResult", "steering_comparison", "judge_steering", "plot_steering",
+           "StaticsResult", "statics_comparison", "judge_statics", "plot_statics",
+           "JumpStrokeResult", "jump_stroke", "judge_jump_stroke", "plot_jump_stroke",
+           "ErrataResult", "errata_measurements", "errata_rows", "errata_table", "judge_errata", "plot_errata"]
 
 # crossdyn's default stroke (docs/derivations/biped-model.md), deg.
 STROKE_DEG: tuple[float, float] = (float(np.degrees(STROKE[0])), float(np.degrees(STROKE[1])))
 RETRACTION_TIME = 0.3  # s, the leg retraction time t the hand model of the jump assumes
 STAND_DEG = float(np.degrees(STANCE))  # mid-stroke pose for the single-pose checks, deg
 
-# Five-bar: the height formula is exact up to the closure solve's 1e-14 m (1e-9: round-off room), rigid
-# statics too; the soft forward dynamics' torques carry the closure's softness, 1 - d (reported, not judged).
-HEIGHT_RTOL = 1e-9
-TORQUE_RTOL = 1e-4
 LIN_RTOL = 0.01  # ideal robot, every non-zero entry: only its 1e-4 kg leg links and soft contacts differ
 # Steering / statics / wheel dynamics on the ideal robot: the hand models leave
 # out only the wheels' yaw inertia (steering, 0.7 %) and the 1e-4 kg leg links.
@@ -68,106 +63,12 @@ def _deg(values):
     return np.radians(np.asarray(values, dtype=float))
 
 
-# --------------------------------------------------------------------------- five-bar
-@dataclass(frozen=True)
-class FiveBarResult:
-    """The five-bar leg across the stroke: MuJoCo's closed geometry and statics vs the hand formulas.
-
-    Attributes:
-      alpha: hip angles, ``(n,)``, rad.
-      force: the vertical leg force P, N.
-      height_analytic: the formula's body height ``y(alpha)`` above the axle, ``(n,)``, m.
-      y1: its derivative dy/dalpha, ``(n,)``, m/rad.
-      height_mujoco: MuJoCo's closed legs' height, ``(n, 2)`` (left, right), m.
-      torque_analytic: the virtual-work hip torque per motor, ``(n,)``, N m.
-      torque_mujoco: MuJoCo's rigid statics, ``(n, 4)`` (every hip motor), N m.
-      torque_mujoco_soft: the same held in MuJoCo's soft forward dynamics, ``(n, 4)``, N m.
-      closure_residual: largest loop-closure error, m.
-      statics_residual: largest statics residual, N m.
-    """
-
-    alpha: np.ndarray
-    force: float
-    height_analytic: np.ndarray
-    y1: np.ndarray
-    height_mujoco: np.ndarray
-    torque_analytic: np.ndarray
-    torque_mujoco: np.ndarray
-    torque_mujoco_soft: np.ndarray
-    closure_residual: float
-    statics_residual: float
-
-
-def five_bar_comparison(force: float = 30.0, points: int = 61, mjcf: str = "") -> FiveBarResult:
-    """Height formula and virtual-work torque vs the fixed-body, zero-gravity rig at ``points`` angles over
-    the stroke (no files); ``mjcf`` is the robot (``""``: the built-in one)."""
-    rig = build(fixed_body=True, gravity=False, mjcf=mjcf)
-    p = biped_params(rig)
-    alphas = _deg(np.linspace(*STROKE_DEG, points))
-    y_an, y1_an, _ = five_bar.height_derivatives(alphas, p.l1, p.l2, p.l3)
-    tau_an = five_bar.hip_torque(alphas, force, p.l1, p.l2, p.l3)
-    measured, knee = [], 0.5
-    for a in alphas:
-        measured.append(five_bar_point(rig, a, force, knee_guess=knee))
-        knee = measured[-1]["knee"]  # continuation keeps the solve on the working branch
-
-    def column(key: str) -> np.ndarray:
-        return np.array([point[key] for point in measured])
-
-    return FiveBarResult(alphas, force, y_an, y1_an, column("height"), tau_an, column("tau"), column("tau_soft"),
-                         float(column("closure").max()), float(column("statics_residual").max()))
-
-
-def judge_five_bar(result: FiveBarResult) -> tuple[Verdict, dict]:
-    """Height within :data:`HEIGHT_RTOL` and rigid-statics torques within :data:`TORQUE_RTOL`, relative."""
-    y_an, tau_an = result.height_analytic, result.torque_analytic
-    height_rel = float(np.abs(result.height_mujoco - y_an[:, None]).max() / np.abs(y_an).min())
-    torque_rel = float((np.abs(result.torque_mujoco - tau_an[:, None]) / np.abs(tau_an[:, None])).max())
-    torque_rel_soft = float((np.abs(result.torque_mujoco_soft - tau_an[:, None]) / np.abs(tau_an[:, None])).max())
-    verdict = Verdict(height_rel <= HEIGHT_RTOL and torque_rel <= TORQUE_RTOL,
-                      f"height rel {height_rel:.1e}, torque rel {torque_rel:.1e} "
-                      f"(soft forward dynamics {torque_rel_soft:.1e})")
-    return verdict, {
-        **verdict.as_metrics(), "alpha_deg": np.degrees(result.alpha), "height_analytic": y_an,
-        "height_mujoco": result.height_mujoco, "height_max_rel_error": height_rel, "torque_analytic": tau_an,
-        "torque_mujoco": result.torque_mujoco, "torque_max_rel_error": torque_rel,
-        "torque_mujoco_soft_forward": result.torque_mujoco_soft, "torque_max_rel_error_soft_forward": torque_rel_soft,
-        "statics_residual_N_m": result.statics_residual, "closure_residual_m": result.closure_residual,
-        "y1": result.y1,
-    }
-
-
 def _save(fig, axes, out_dir, filename: str, legend_size: float = 8) -> Path:
     """Save ``fig`` as ``out_dir/filename`` once each of its ``axes`` has a light grid and its legend."""
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=legend_size)
-    return plots.save(fig, out_dir, filename)
-
-
-def plot_five_bar(result: FiveBarResult, out_dir) -> list[Path]:
-    """Leg height and static hip torques against alpha (``five_bar.png``) into ``out_dir``."""
-    fig, axes = plots.figure(1, 2, width=10.0, height=3.2)
-    deg = np.degrees(result.alpha)
-    axes[0].plot(deg, result.height_analytic, "k-", label="y(alpha), five-bar formula")
-    axes[0].plot(deg, result.height_mujoco[:, 0], "o", ms=3, label="MuJoCo (left)")
-    axes[0].set(xlabel="alpha (deg)", ylabel="body height above axle (m)", title="leg height")
-    axes[1].plot(deg, result.torque_analytic, "k-", label=f"virtual work (P/2) y1, P = {result.force:g} N")
-    axes[1].plot(deg, result.torque_mujoco, ".", ms=3)
-    axes[1].set(xlabel="alpha (deg)", ylabel="hip torque per motor (N m)", title="static hip torques (4 motors)")
-    return [_save(fig, axes, out_dir, "five_bar.png")]
-
-
-@experiment(
-    "five-bar",
-    summary="five-bar leg: MuJoCo's closed geometry and static hip torques vs the height formula and virtual work",
-    expected=f"height within {HEIGHT_RTOL:g}, torques within {TORQUE_RTOL:g} relative",
-    params={"force": Param(30.0, "vertical leg force P, N", -200.0, 200.0), "mjcf": MJCF},
-)
-def five_bar_experiment(ctx: Context) -> dict:
-    result = five_bar_comparison(float(ctx.params["force"]), 7 if ctx.short else 61, ctx.params["mjcf"])
-    plot_five_bar(result, ctx.out_dir)
-    return judge_five_bar(result)[1]
+    return figures.save(fig, out_dir, filename)
 
 
 # --------------------------------------------------------------------------- linearization
@@ -241,7 +142,7 @@ def judge_linearization(result: LinearizationResult) -> tuple[Verdict, dict]:
 def plot_linearization(result: LinearizationResult, out_dir) -> list[Path]:
     """The unstable pole against leg length and the assumption ladder, into ``out_dir``."""
     rows, table = result.rows, ladder_table(result)
-    fig, ax = plots.figure(1, 1, width=6.5, height=3.4)
+    fig, ax = figures.figure(1, 1, width=6.5, height=3.4)
     for variant, style in (("ideal", "o"), ("realistic", "s"), ("com_offset", "^")):
         ls = [r["l"] for r in rows[variant]]
         ax.plot(ls, [r["pole_mujoco"] for r in rows[variant]], style, mfc="none", label=f"MuJoCo, {variant}")
@@ -250,7 +151,7 @@ def plot_linearization(result: LinearizationResult, out_dir) -> list[Path]:
     ax.set(xlabel="leg length l (m)", ylabel="unstable pole (1/s)", title="open-loop unstable pole vs leg length")
     paths = [_save(fig, [ax], out_dir, "unstable_pole.png")]
 
-    fig, axes = plots.figure(1, 1, width=7.5, height=3.4)
+    fig, axes = figures.figure(1, 1, width=7.5, height=3.4)
     for name in (k for k in table if ":" in k):
         axes.semilogy(table["alpha_deg"], np.maximum(table[name], 1e-12), "o-", ms=3, label=name)
     axes.axhline(LIN_RTOL, color="k", ls="--", lw=0.8)
@@ -320,7 +221,7 @@ def judge_steering(result: SteeringResult) -> tuple[Verdict, dict]:
 
 def plot_steering(result: SteeringResult, out_dir) -> list[Path]:
     """Each model's yaw acceleration as bars per leg variant (``steering.png``) into ``out_dir``."""
-    fig, ax = plots.figure(1, 1, width=6.0, height=3.0)
+    fig, ax = figures.figure(1, 1, width=6.0, height=3.0)
     labels = ["MuJoCo", "steering model", "+ wheel yaw", "legs lumped"]
     for k, legs in enumerate(("massless", "realistic")):
         p = result.variants[legs]
@@ -329,7 +230,7 @@ def plot_steering(result: SteeringResult, out_dir) -> list[Path]:
     ax.set_xticks(np.arange(4) + 0.19, labels)
     ax.set(ylabel="yaw acceleration (rad/s^2)", title=f"T_L = {result.torque:g}, T_R = {-result.torque:g} N m")
     ax.legend(fontsize=8)
-    return [plots.save(fig, out_dir, "steering.png")]
+    return [figures.save(fig, out_dir, "steering.png")]
 
 
 @experiment(
@@ -386,7 +287,7 @@ def judge_statics(result: StaticsResult) -> tuple[Verdict, dict]:
 def plot_statics(result: StaticsResult, out_dir) -> list[Path]:
     """MuJoCo's wheel forces against each form's prediction (``statics.png``) into ``out_dir``."""
     rows = result.rows
-    fig, ax = plots.figure(1, 1, width=6.5, height=3.2)
+    fig, ax = figures.figure(1, 1, width=6.5, height=3.2)
     pred = [r["corrected"]["predicted"][s] for r in rows for s in ("left", "right")]
     meas = [r["corrected"]["measured"][s] for r in rows for s in ("left", "right")]
     pred_p = [r["printed"]["predicted"][s] for r in rows for s in ("left", "right")]
@@ -476,7 +377,7 @@ def judge_jump_stroke(result: JumpStrokeResult) -> tuple[Verdict, dict]:
 def plot_jump_stroke(result: JumpStrokeResult, out_dir) -> list[Path]:
     """Body speed against alpha, ODE and MuJoCo, and the ``g t`` line (``jump_stroke.png``), into ``out_dir``."""
     ode, run = result.ode, result.run
-    fig, ax = plots.figure(1, 1, width=6.5, height=3.4)
+    fig, ax = figures.figure(1, 1, width=6.5, height=3.4)
     ax.plot(np.degrees(ode.alpha), ode.body_velocity, "k-", label="extension ODE (massless legs)")
     ax.plot(np.degrees(run.alpha), run.body_velocity, "-", color="tab:blue", label="MuJoCo, full five-bar")
     ax.axhline(result.requirement, color="tab:red", label=f"g t, t = {RETRACTION_TIME} s")
@@ -601,7 +502,7 @@ def judge_errata(result: ErrataResult) -> tuple[Verdict, dict]:
 def plot_errata(result: ErrataResult, out_dir) -> list[Path]:
     """Both forms' relative errors per erratum (``errata.png``) and the table (``errata.md``) into ``out_dir``."""
     rows = errata_rows(result)
-    fig, ax = plots.figure(1, 1, width=7.0, height=3.2)
+    fig, ax = figures.figure(1, 1, width=7.0, height=3.2)
     x = np.arange(len(rows))
     floor = 1e-17  # exact agreement cannot be drawn on a log axis
     ax.bar(x - 0.2, [max(r["printed_rel_error"], floor) for r in rows], width=0.4, color="tab:red", label="as printed")
@@ -617,7 +518,7 @@ def plot_errata(result: ErrataResult, out_dir) -> list[Path]:
     table.write_text(errata_table(rows)
                      + "\n\nThe errata of the robotics lecture are shown by the two-link experiments "
                        "(two-link-lecture-no-link-inertia).\n")
-    return [plots.save(fig, out_dir, "errata.png"), table]
+    return [figures.save(fig, out_dir, "errata.png"), table]
 
 
 @experiment(

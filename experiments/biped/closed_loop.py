@@ -17,17 +17,17 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn import renamed
 from crossdyn.analytic.rotation import euler_rates, euler_zyx
-from crossdyn.controllers.biped import BipedController, Command, Reference, design
-from crossdyn.controllers.estimation import Estimate, Estimator, LegGeometry
-from crossdyn.controllers.jump import JumpPlan
+from crossdyn.controllers.biped.controller import BipedController, Command, Reference, design
+from crossdyn.controllers.biped.estimation import Estimate, Estimator, LegGeometry
+from crossdyn.controllers.biped.jump import JumpPlan
 from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection, Push
+from crossdyn.experiments.core.loop.setup import call_failed
 
-__all__ = ["Scenario", "ScenarioTrace", "simulate_scenario", "simulate_many", "make_controller", "geometry",
-           "initial_state", "FALL_PITCH"]
+__all__ = ["Scenario", "ScenarioTrace", "simulate_scenario", "simulate_many", "loop_controller", "make_controller",
+           "geometry", "initial_state", "FALL_PITCH", "plug", "Sensors", "Fall", "actuators", "pushes"]
 
 FALL_PITCH = np.radians(60.0)  # past this the robot has fallen (the body box nears the floor)
 
@@ -113,7 +113,7 @@ def make_controller(p: BipedParams, control_period: float, Q=None, R=None, jump:
                            p.wheel_torque_limit, jump=jump)
 
 
-class _Sensors:
+class Sensors:
     """The sensors the estimator reads, as index tuples into ``sensordata``, looked up by name once."""
 
     def __init__(self, model: mujoco.MjModel):
@@ -161,13 +161,13 @@ def simulate_scenario(model: mujoco.MjModel, sc: Scenario,
                       controller: BipedController | Callable[[float, Estimate, Reference], Command] | None = None,
                       video: Path | None = None, fps: int = 30, imperfections: Sequence[Imperfection] = (),
                       seed: int = 0, compiled: bool = True) -> ScenarioTrace:
-    """Run a scenario in crossdyn's closed loop (:func:`crossdyn.experiments.core.loop.simulate`) and return
+    """Run a scenario in crossdyn's closed loop (:func:`crossdyn.experiments.core.loop.simulate.simulate`) and return
     its trace; the loop ends early when the robot falls (pitch past :data:`FALL_PITCH`) or diverges.
 
     Args:
       model: the robot (meeting the biped's contract).
       sc: the scenario (initial pose, reference, push, control period, jump).
-      controller: a :class:`~crossdyn.controllers.biped.BipedController` (default: one designed for
+      controller: a :class:`~crossdyn.controllers.biped.controller.BipedController` (default: one designed for
         ``model``) or any function ``(t, est, ref) -> Command`` (docs/guides/python.md).  The built-in
         controller runs with the estimator as one compiled step (Numba, bit-identical to the classes);
         a user's function gets the compiled estimate.
@@ -183,29 +183,29 @@ def simulate_scenario(model: mujoco.MjModel, sc: Scenario,
         control period is not a multiple of the time step.
       ControllerError: a user's controller function raised.
     """
-    from crossdyn.experiments.core.loop import simulate as run_loop
+    from crossdyn.experiments.core.loop.simulate import simulate as run_loop
 
     p = biped_params(model)
     controller = controller or make_controller(p, sc.control_period, jump=sc.jump)
     n = int(round(sc.duration / sc.control_period))
-    plug = _plug(controller, p, sc, _Sensors(model), _actuators(model), n, compiled)
+    plugged = plug(controller, p, sc, Sensors(model), actuators(model), n, compiled)
     try:
-        trace = run_loop(model, plug, n * sc.control_period, qpos=initial_state(model, p, sc),
-                         control_dt=sc.control_period, imperfections=[*imperfections, *_pushes(sc)], seed=seed,
-                         stop=_Fall(model), record=_RECORD, video=video, camera="track", fps=fps)
+        trace = run_loop(model, plugged, n * sc.control_period, qpos=initial_state(model, p, sc),
+                         control_dt=sc.control_period, imperfections=[*imperfections, *pushes(sc)], seed=seed,
+                         stop=Fall(model), record=_RECORD, video=video, camera="track", fps=fps)
     except ParameterError as exc:
         if "not a multiple" in str(exc):
             raise CrossdynError(f"control period {sc.control_period} s is not a multiple of the time step "
                                 f"{model.opt.timestep} s") from None
         raise
-    return _biped_trace(model, p, trace, plug, controller)
+    return _biped_trace(model, p, trace, plugged, controller)
 
 
 def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
                   imperfections: Sequence[Imperfection] | Sequence[Sequence[Imperfection]] = (),
                   seeds: int | Sequence[int] = 0, nthread: int = 1,
                   controllers: Sequence[BipedController] | None = None) -> list[ScenarioTrace]:
-    """Scenarios run together on MuJoCo's batch (:func:`~crossdyn.experiments.core.batch.simulate_batch`),
+    """Scenarios run together on MuJoCo's batch (:func:`~crossdyn.experiments.core.loop.batch.simulate_batch`),
     each with the built-in controller as its compiled step: ``simulate_many(model, [sc])[0]`` is
     ``simulate_scenario(model, sc)`` bit for bit.
 
@@ -220,39 +220,51 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
     Raises:
       CrossdynError: the scenarios differ in duration or control period; as :func:`simulate_scenario`.
     """
-    from crossdyn.experiments.core.batch import simulate_batch
+    from crossdyn.experiments.core.loop.batch import simulate_batch
 
     if len({(sc.duration, sc.control_period) for sc in scenarios}) > 1:
         raise CrossdynError("simulate_many runs scenarios of one duration and one control period together")
     p = biped_params(model)
-    sensors, motors = _Sensors(model), _actuators(model)
+    sensors, motors = Sensors(model), actuators(model)
     period = scenarios[0].control_period
     n = int(round(scenarios[0].duration / period))
     if controllers is None:
         controllers = [make_controller(p, sc.control_period, jump=sc.jump) for sc in scenarios]
-    plugs = [_plug(c, p, sc, sensors, motors, n, True) for c, sc in zip(controllers, scenarios, strict=True)]
+    plugs = [plug(c, p, sc, sensors, motors, n, True) for c, sc in zip(controllers, scenarios, strict=True)]
     per_run = bool(imperfections) and all(isinstance(i, Sequence) for i in imperfections)
     lists: list[list] = [list(i) for i in imperfections if isinstance(i, Sequence)] if per_run \
         else [list(imperfections)] * len(scenarios)
-    mixes = [imps + _pushes(sc) for imps, sc in zip(lists, scenarios, strict=True)]
+    mixes = [imps + pushes(sc) for imps, sc in zip(lists, scenarios, strict=True)]
     starts = np.array([initial_state(model, p, sc) for sc in scenarios])
     traces = simulate_batch(model, plugs, n * period, qpos=starts, control_dt=period, imperfections=mixes,
-                            seeds=seeds, stop=_Fall(model), record=_RECORD, nthread=nthread)
-    return [_biped_trace(model, p, trace, plug, controller)
-            for trace, plug, controller in zip(traces, plugs, controllers, strict=True)]
+                            seeds=seeds, stop=Fall(model), record=_RECORD, nthread=nthread)
+    return [_biped_trace(model, p, trace, plugged, controller)
+            for trace, plugged, controller in zip(traces, plugs, controllers, strict=True)]
 
 
-def _actuators(model: mujoco.MjModel) -> list[int]:
+def loop_controller(model: mujoco.MjModel, sc: Scenario, controller: BipedController | None = None) -> tuple:
+    """``(controller, stop)`` for crossdyn's loop (``simulate``): the estimator and ``controller`` (default: one
+    designed for ``model``) as :func:`simulate_scenario` runs them, in their readable form (the same commands
+    as the compiled step, bit for bit, with a log that grows: a run of any length), and the fall check.
+
+    One run's: the estimator and the controller keep state.
+    """
+    p = biped_params(model)
+    controller = controller or make_controller(p, sc.control_period, jump=sc.jump)
+    return _Readable(controller, p, sc, Sensors(model), actuators(model), compiled=not sc.ground_truth), Fall(model)
+
+
+def actuators(model: mujoco.MjModel) -> list[int]:
     """The biped's motors in the controller's command order: left and right wheel, then :data:`HIPS`."""
     return [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
 
 
-def _pushes(sc: Scenario) -> list[Push]:
+def pushes(sc: Scenario) -> list[Push]:
     """The scenario's push on the body, as the loop's imperfection (none: empty)."""
     return [] if sc.push is None else [Push("body", (sc.push[1], 0.0, 0.0), sc.push[0], sc.push[2])]
 
 
-class _Fall:
+class Fall:
     """``stop``: the robot has fallen when its pitch passes :data:`FALL_PITCH` (read from the root quaternion)."""
 
     def __init__(self, model: mujoco.MjModel):
@@ -302,15 +314,16 @@ def _state(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, extra: dic
             "z": np.stack([extra["z_body"][:, 2], extra["z_left"][:, 2], extra["z_right"][:, 2]], axis=1)}
 
 
-def _plug(controller, p: BipedParams, sc: Scenario, sensors: _Sensors, actuators: list[int], n: int,
-          compiled: bool):
-    """The biped's estimator and controller as the loop's controller: compiled, or the readable classes."""
+def plug(controller, p: BipedParams, sc: Scenario, sensors: Sensors, motors: list[int], n: int, compiled: bool):
+    """The biped's estimator and ``controller`` (a ``BipedController`` or ``(t, est, ref) -> Command``) as the
+    generic loop's command writer for a run of ``n`` steps with ``sensors`` and ``motors`` (:class:`Sensors`,
+    :func:`actuators`): one compiled step if ``compiled`` allows it, or the readable classes."""
     plain = not compiled or sc.ground_truth
     if not plain and type(controller) is BipedController:  # a subclass may override __call__
-        fast = _CompiledStep.make(controller, p, sc.reference, sensors, actuators, n)
+        fast = _CompiledStep.make(controller, p, sc.reference, sensors, motors, n)
         if fast is not None:
             return fast
-    return _Readable(controller, p, sc, sensors, actuators, compiled=not plain)
+    return _Readable(controller, p, sc, sensors, motors, compiled=not plain)
 
 
 class _CompiledStep:
@@ -322,11 +335,11 @@ class _CompiledStep:
         self.reference, self.rows = reference, 0
 
     @classmethod
-    def make(cls, controller: BipedController, p: BipedParams, reference, sensors: _Sensors, actuators: list[int],
+    def make(cls, controller: BipedController, p: BipedParams, reference, sensors: Sensors, actuators: list[int],
              n: int):
         """The step for ``controller``, or None where it cannot run (no Numba, a gain that is not 1 x 4)."""
         try:
-            from crossdyn.controllers import compiled
+            from crossdyn.controllers.biped import compiled
         except ImportError:  # Numba is not installed: the classes run
             return None
         try:
@@ -345,7 +358,7 @@ class _CompiledStep:
         return True
 
     def logged(self, controller: BipedController, times: np.ndarray) -> tuple[dict, list]:
-        from crossdyn.controllers import compiled as kernels
+        from crossdyn.controllers.biped import compiled as kernels
 
         done = self.log[: times.size]
         kernels.unpack(controller, self.state, times, done[:, -1])
@@ -355,7 +368,7 @@ class _CompiledStep:
 class _Readable:
     """The estimator (compiled, or the readable class) and any ``(t, est, ref) -> Command`` controller."""
 
-    def __init__(self, controller, p: BipedParams, sc: Scenario, sensors: _Sensors, actuators: list[int],
+    def __init__(self, controller, p: BipedParams, sc: Scenario, sensors: Sensors, actuators: list[int],
                  compiled: bool):
         self.controller, self.sensors, self.reference = controller, sensors, sc.reference
         self.wheels, self.hips = actuators[:2], actuators[2:]
@@ -388,10 +401,7 @@ class _Readable:
             cmd = self.controller(t, est, ref)
             wheels, hips = cmd.wheels, cmd.hips
         except Exception as exc:
-            from crossdyn.experiments.core.loop import ControllerError
-
-            detail = " ".join(str(exc).split())
-            raise ControllerError(f"controller raised {type(exc).__name__} at t = {t:.6g} s: {detail}") from None
+            raise call_failed(exc, f"at t = {t:.6g} s") from None
         wheel, hip = self.wheels, self.hips
         command[wheel[0]], command[wheel[1]] = wheels
         command[hip[0]], command[hip[1]], command[hip[2]], command[hip[3]] = hips
@@ -437,11 +447,11 @@ def _biped_trace(model: mujoco.MjModel, p: BipedParams, trace, plug, controller)
                          transitions=list(machine.transitions) if machine is not None else [])
 
 
-def _compiled_estimator(p: BipedParams, sensors: _Sensors) -> tuple | None:
+def _compiled_estimator(p: BipedParams, sensors: Sensors) -> tuple | None:
     """The compiled estimator for a user's controller function, ``(estimate, as_estimate, index, params,
     state, buffer)``, or None without Numba."""
     try:
-        from crossdyn.controllers import compiled
+        from crossdyn.controllers.biped import compiled
     except ImportError:
         return None
     params, state = compiled.pack_estimator(geometry(p))
@@ -498,6 +508,3 @@ def _true_estimate(est: Estimate, now: dict, first: dict) -> Estimate:
 def video_environment() -> None:
     """Select headless EGL rendering unless the user chose a GL backend."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-
-
-__getattr__ = renamed(__name__, {"simulate": "simulate_scenario", "Trace": "ScenarioTrace"}, globals())

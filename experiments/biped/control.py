@@ -17,14 +17,15 @@ import functools
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R
-from crossdyn.experiments.biped import imperfections, scenarios
+from crossdyn.controllers.biped.controller import DEFAULT_Q, DEFAULT_R
+from crossdyn.experiments.biped import imperfections, loop_margins, scenarios
 from crossdyn.experiments.biped.closed_loop import ScenarioTrace, video_environment
 from crossdyn.experiments.biped.model import MJCF
 from crossdyn.experiments.biped.scenarios import Setup
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
+from crossdyn.experiments.core.margins import write_margins
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: closed loops"
@@ -37,6 +38,11 @@ __all__ = ["COMMON", "MJCF", "IMPERFECTIONS", "plot_states", "plot_jump_heights"
 # The imperfections (one --set parameter each) and their preset.
 IMPERFECTIONS = {**imperfections.PARAMS,
                  "realistic": Param(False, "the realistic preset of sensor, motor and ground imperfections")}
+
+# The experiments' own loop measurements take the short sweep in either mode (12.6 s of robot, its lower gain
+# margin and its crossover both inside it); crossdyn margins takes the full one (38 s: a ground-truth run's
+# estimate in Python costs seconds more there).
+MARGINS_SHORT = True
 
 # Parameters every closed-loop experiment accepts through --set (the fields of a Setup).
 COMMON = {
@@ -166,7 +172,7 @@ def judge_lqr_cost(m: dict) -> Verdict:
 # --------------------------------------------------------------------------- plots
 def plot_states(trace: ScenarioTrace, title: str) -> Figure:
     """States and torques over time, with references and the torque limits shaded."""
-    fig, axes = plots.figure(4, 2, width=12.0, height=2.3, sharex=True)
+    fig, axes = figures.figure(4, 2, width=12.0, height=2.3, sharex=True)
     t, ref = trace.t, trace.reference
     panels: dict[tuple[int, int], tuple[str, bool, list]] = {  # axes -> (y label, legend?, [(values, style, label)])
         (0, 0): ("pitch (deg)", True, [(np.degrees(trace.true_pitch), "-", "true"),
@@ -207,7 +213,7 @@ def plot_states(trace: ScenarioTrace, title: str) -> Figure:
 
 def plot_jump_heights(trace: ScenarioTrace) -> Figure:
     """Wheel bottoms and body height through the jump, with the 0.10 m requirement."""
-    fig, ax = plots.figure(1, 1, width=7.0, height=3.0)
+    fig, ax = figures.figure(1, 1, width=7.0, height=3.0)
     ax.plot(trace.t, trace.wheel_z[:, 0], label="left wheel bottom")
     ax.plot(trace.t, trace.wheel_z[:, 1], label="right wheel bottom")
     ax.plot(trace.t, trace.body_z, label="body")
@@ -219,7 +225,7 @@ def plot_jump_heights(trace: ScenarioTrace) -> Figure:
 
 def plot_ideal_run(run: scenarios.IdealRun) -> Figure:
     """Pitch and wheel torque of the ideal robot under the analytic LQR."""
-    fig, axes = plots.figure(1, 2, width=10.0, height=3.0)
+    fig, axes = figures.figure(1, 2, width=10.0, height=3.0)
     t = np.arange(run.states.shape[0]) * run.dt
     axes[0].plot(t, np.degrees(run.states[:, 2]))
     axes[1].plot(t, run.torques)
@@ -238,8 +244,12 @@ def plot_ideal_run(run: scenarios.IdealRun) -> Figure:
 )
 def _balance_recovery(ctx: Context) -> dict:
     tilt = ctx.params["initial_tilt_deg"]
-    return _scenario(ctx, functools.partial(scenarios.balance_recovery, tilt), judge_balance_recovery,
-                     f"balance recovery from {tilt:g} deg")
+    metrics = _scenario(ctx, functools.partial(scenarios.balance_recovery, tilt), judge_balance_recovery,
+                        f"balance recovery from {tilt:g} deg")
+    if ctx.plots:  # the loop's margins beside the design's: files, not metrics (a sweep measures none)
+        write_margins(ctx, loop_margins.balance_loop(ctx.params, MARGINS_SHORT, ctx.seed),
+                      f"balance: loop broken at {loop_margins.BROKEN_AT!r} (whole robot)")
+    return metrics
 
 
 @experiment(
@@ -353,6 +363,8 @@ def _lqr_cost(ctx: Context) -> dict:
     weights = {k: float(ctx.params[k]) for k in scenarios.WEIGHTS}
     run, metrics = scenarios.lqr_cost(ctx.params["initial_tilt_deg"], duration=6.0 if ctx.short else 10.0,
                                       weights=weights, mjcf=ctx.params["mjcf"])
-    if ctx.plots:  # a sweep's runs draw nothing
+    if ctx.plots:  # a sweep's runs draw nothing (nor measure the loop's margins, files beside the metrics)
         ctx.savefig(plot_ideal_run(run), "ideal_lqr.png")
+        write_margins(ctx, loop_margins.ideal_loop(ctx.params, MARGINS_SHORT, ctx.seed),
+                      f"ideal robot: loop broken at {loop_margins.BROKEN_AT!r}")
     return {**judge_lqr_cost(metrics).as_metrics(), **metrics}

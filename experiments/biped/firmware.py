@@ -1,10 +1,10 @@
 """The biped's firmware in the loop: the C balance and leg controllers against the Python ones.
 
-``controllers/firmware/biped.c`` is the biped's controller as a microcontroller carries it
+``controllers/biped/firmware/biped.c`` is the biped's controller as a microcontroller carries it
 (single precision, the LQR gain table over leg length, fixed-size arrays, static state).
 :func:`firmware` compiles it as a :class:`~crossdyn.experiments.core.c_controller.CController`
 and :func:`flash` writes its parameter block from the model and a designed
-:class:`~crossdyn.controllers.biped.BipedController` (no number typed twice).  The
+:class:`~crossdyn.controllers.biped.controller.BipedController` (no number typed twice).  The
 ``biped-firmware`` experiment runs balance-recovery, push and turn with the Python
 controller and the firmware built in double and in float, from the same state, and reports
 how far each is from Python's (docs/guides/c-controllers.md explains the differences).
@@ -16,17 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
-from crossdyn import renamed
 from crossdyn.analytic.biped import five_bar
-from crossdyn.controllers.biped import BipedController, Reference
+from crossdyn.controllers.biped.controller import BipedController, Reference
 from crossdyn.experiments.biped import closed_loop, scenarios
 from crossdyn.experiments.biped.model import biped_params
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.c_controller import CController
-from crossdyn.experiments.core.loop import Trace
-from crossdyn.experiments.core.loop import simulate as run_loop
+from crossdyn.experiments.core.loop.simulate import simulate as run_loop
+from crossdyn.experiments.core.loop.trace import Trace
 from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: closed loops"
@@ -34,7 +33,7 @@ DERIVATION_PAGE = "biped-control"
 
 __all__ = ["SOURCE", "firmware", "flash", "run_in_loop", "compare", "turn_scenario", "PITCH_TOL_DEG"]
 
-SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "firmware" / "biped.c"
+SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "biped" / "firmware" / "biped.c"
 FLOAT_SIGNATURE = "int biped_step(float t, const float *sensors, float *command);"
 DOUBLE_SIGNATURE = "int biped_step(double t, const double *sensors, double *command);"
 # The firmware's pitch (and the yaw at the end of the turn) may leave Python's by this much, deg: the linear
@@ -44,9 +43,9 @@ PITCH_TOL_DEG = 0.05
 
 def _source() -> Path:
     """The firmware's C source: beside the installed package, or in the repository."""
-    import crossdyn.controllers
+    import crossdyn.controllers.biped
 
-    installed = Path(crossdyn.controllers.__file__).parent / "firmware" / "biped.c"
+    installed = Path(crossdyn.controllers.biped.__file__).parent / "firmware" / "biped.c"
     return installed if installed.is_file() else SOURCE
 
 
@@ -68,7 +67,7 @@ def flash(c: CController, model, controller: BipedController, height: float, *, 
     g, pend, geo = controller.gains, controller.params, controller.geometry
     sched = g.schedule
     c.params.update({
-        "sensor_channel": list(closed_loop._Sensors(model).indices), "motor_channel": closed_loop._actuators(model),
+        "sensor_channel": list(closed_loop.Sensors(model).indices), "motor_channel": closed_loop.actuators(model),
         "l1": geo.l1, "l2": geo.l2, "l3": geo.l3, "wheel_radius": geo.r,
         "alpha_low": five_bar.REACHABLE[0], "alpha_high": five_bar.REACHABLE[1],
         "table_length": sched.lengths, "table_gain": sched.gains.reshape(len(sched.lengths), -1),
@@ -86,10 +85,10 @@ def run_in_loop(model, sc: closed_loop.Scenario, controller) -> Trace:
     p = biped_params(model)
     n = int(round(sc.duration / sc.control_period))
     if isinstance(controller, BipedController):
-        controller = closed_loop._plug(controller, p, sc, closed_loop._Sensors(model), closed_loop._actuators(model),
+        controller = closed_loop.plug(controller, p, sc, closed_loop.Sensors(model), closed_loop.actuators(model),
                                        n, True)
     return run_loop(model, controller, n * sc.control_period, qpos=closed_loop.initial_state(model, p, sc),
-                    control_dt=sc.control_period, imperfections=closed_loop._pushes(sc), stop=closed_loop._Fall(model))
+                    control_dt=sc.control_period, imperfections=closed_loop.pushes(sc), stop=closed_loop.Fall(model))
 
 
 def _pitch_deg(model, trace: Trace) -> np.ndarray:
@@ -141,7 +140,7 @@ def biped_firmware(ctx: Context) -> dict:
     builds = {precision: firmware(precision) for precision in ("double", "float")}
     metrics: dict = {}
     worst, yaw_apart, final_yaw, fell = 0.0, 0.0, 0.0, []
-    fig, axes = plots.figure(1, 4, width=18.0, height=3.4)
+    fig, axes = figures.figure(1, 4, width=18.0, height=3.4)
     pairs = (("double", "python", "-"), ("float", "python", "--"), ("float", "double", ":"))  # (a, b, gap's style)
     for (name, (sc, reference)), ax in zip(runs.items(), axes[:3], strict=True):
         traces = {"python": run_in_loop(model, sc, scenarios.controller_for())}
@@ -174,6 +173,3 @@ def biped_firmware(ctx: Context) -> dict:
     fig.suptitle(f"biped firmware: {measured}")
     ctx.savefig(fig, "pitch.png")
     return {**Verdict(passed, measured).as_metrics(), **metrics}
-
-
-__getattr__ = renamed(__name__, {"run": "run_in_loop"}, globals())

@@ -6,7 +6,7 @@
 - :func:`design`: the team's LQR over leg lengths on the free-hip model, a :class:`GainSchedule` of
   ``K (2, 6)``; :func:`write_header` puts it into the C header the firmware includes.
 - :func:`python_controller` and :func:`firmware` + :func:`flash`: the team's controller
-  (``crossdyn.controllers.free_hip``, ``controllers/firmware/free_hip.c``) on either robot.
+  (``crossdyn.controllers.biped.free_hip``, ``controllers/biped/firmware/free_hip.c``) on either robot.
 - the ``biped-free-hip`` experiment: all of it, with the closed loops from a tilt in Python, in C double and
   in C float, and their decay against the design's.
 """
@@ -20,23 +20,24 @@ import mujoco
 import numpy as np
 from scipy.linalg import expm
 
-import crossdyn.controllers
+import crossdyn.controllers.biped
 from crossdyn.analytic.biped.free_hip import INPUTS, STATE, FreeHipParams, free_hip_linearization, free_hip_matrices
-from crossdyn.controllers.balance import GainSchedule, schedule
-from crossdyn.controllers.free_hip import Channels, FiveBarLegs, FreeHipController, LegPD, RodLegs
+from crossdyn.controllers.biped.free_hip import Channels, FiveBarLegs, FreeHipController, LegPD, RodLegs
+from crossdyn.controllers.lqr import GainSchedule, schedule
 from crossdyn.experiments.biped.free_hip import FIVE_BAR, ROD, SIDES, free_hip_params, free_hip_reduction, leg_kind
 from crossdyn.experiments.biped.model import biped_params
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.c_controller import CController
 from crossdyn.experiments.core.checks.linearization import Reduction, check_linearization
 from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.linearize import linearize
-from crossdyn.experiments.core.loop import Trace, simulate
+from crossdyn.experiments.core.loop.simulate import simulate
+from crossdyn.experiments.core.loop.trace import Trace
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.reduction import place
 from crossdyn.experiments.core.registry import Gains, Param, Verdict, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
@@ -70,7 +71,7 @@ MISS_ATOL_FRACTION = 1e-3
 # The C firmware's gain header: its file name, and the identifiers' prefix the firmware expects.
 HEADER = "free_hip_gains.h"
 C_NAME = "free_hip"
-SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "firmware" / "free_hip.c"
+SOURCE = Path(__file__).resolve().parents[2] / "controllers" / "biped" / "firmware" / "free_hip.c"
 FLOAT_SIGNATURE = "int free_hip_step(float t, const float *sensors, float *command);"
 DOUBLE_SIGNATURE = "int free_hip_step(double t, const double *sensors, double *command);"
 # The firmware against Python, largest pitch difference over a recovery, deg.  In double it computes what Python
@@ -270,9 +271,9 @@ def python_controller(model: mujoco.MjModel, gains: GainSchedule, length: float)
 
 
 def firmware(header_folder: str | Path, precision: str = "float") -> CController:
-    """``controllers/firmware/free_hip.c`` compiled in ``precision`` (``"float"``, as on the chip, or ``"double"``)
-    with the gain header in ``header_folder`` (:func:`write_header`); not yet flashed."""
-    installed = Path(crossdyn.controllers.__file__).parent / "firmware" / "free_hip.c"
+    """``controllers/biped/firmware/free_hip.c`` compiled in ``precision`` (``"float"``, as on the chip, or
+    ``"double"``) with the gain header in ``header_folder`` (:func:`write_header`); not yet flashed."""
+    installed = Path(crossdyn.controllers.biped.__file__).parent / "firmware" / "free_hip.c"
     source = installed if installed.is_file() else SOURCE
     return CController(source, "free_hip_step", inputs=("sensordata",), include_dirs=[header_folder],
                        signature=FLOAT_SIGNATURE if precision == "float" else DOUBLE_SIGNATURE,
@@ -423,7 +424,7 @@ def biped_free_hip(ctx: Context) -> dict:
 
 
 def _plot(ctx: Context, exact: list[RodComparison], missed: RodComparison, loops: list[ClosedLoop], tilt: float):
-    fig, axes = plots.figure(1, 3, width=16.0, height=3.6)
+    fig, axes = figures.figure(1, 3, width=16.0, height=3.6)
     for c in exact:
         errors = np.abs(c.report.parts["A"].entry_max_abs).ravel()
         axes[0].semilogy(np.maximum(errors, 1e-16), "o", ms=3, label=f"rod, l = {c.leg_length:.2f} m")

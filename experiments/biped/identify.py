@@ -33,13 +33,13 @@ import mujoco
 import numpy as np
 
 from crossdyn import mjcf
-from crossdyn.controllers.biped import Reference
-from crossdyn.experiments.biped.closed_loop import Scenario, _plug, _Sensors
+from crossdyn.controllers.biped.controller import Reference
+from crossdyn.experiments.biped.closed_loop import Scenario, Sensors, actuators, plug
 from crossdyn.experiments.biped.model import HIPS, STANCE, biped_params
 from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, controller_for, stance_height
 from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
 from crossdyn.experiments.core.identify.logs import load_log, write_log
-from crossdyn.experiments.core.identify.report import figure_signals, sentences
+from crossdyn.experiments.core.identify.outputs import figure_signals, sentences
 from crossdyn.experiments.core.identify.spec import parse_fit
 from crossdyn.experiments.core.registry import experiment
 
@@ -133,10 +133,8 @@ def record_closed_loop(model: mujoco.MjModel, duration: float, *, delay: float =
     nominal = mujoco.MjModel.from_xml_path(str(mjcf.path(MODEL)))
     params = biped_params(nominal)
     scenario = Scenario(duration, STANCE, _reference(stance_height(STANCE, "")), control_period=CONTROL_PERIOD)
-    sensors = _Sensors(model)
-    actuators = [model.actuator(f"{s}_wheel").id for s in ("left", "right")] + [model.actuator(h).id for h in HIPS]
     n = int(round(duration / CONTROL_PERIOD))
-    plug = _plug(controller_for(), params, scenario, sensors, actuators, n, True)
+    controller = plug(controller_for(), params, scenario, Sensors(model), actuators(model), n, True)
     data, reading = mujoco.MjData(model), mujoco.MjData(model)
     data.qpos[:] = initial_pose(model)
     mujoco.mj_forward(model, data)
@@ -156,7 +154,7 @@ def record_closed_loop(model: mujoco.MjModel, duration: float, *, delay: float =
         mujoco.mj_forward(model, reading)  # the sensors now, not as the last physics step left them
         sensed = reading.sensordata.copy()
         sensed[index] += sigma * rng.standard_normal(index.size)
-        if not plug.write_command(data.time, sensed, command):
+        if not controller.write_command(data.time, sensed, command):
             raise RuntimeError(f"the biped's controller stopped at t = {data.time:.3f} s")
         time[k], sent[k], read[k] = data.time, command, sensed[index]
         for _ in range(per):

@@ -30,7 +30,7 @@ from crossdyn.experiments.biped.model import (
 from crossdyn.experiments.core.errors import StateError
 from crossdyn.experiments.core.models import body_inertia
 
-__all__ = ["solve_closure", "five_bar_point", "contact_forces", "statics_point", "pendulum_maps",
+__all__ = ["solve_closure", "leg_statics", "contact_forces", "statics_point", "pendulum_maps",
            "reduced_linearization", "discretize", "composite_params", "linearization_point", "steering_instant",
            "drive_and_turn", "wheel_dynamics_instant", "JumpRun", "jump_run"]
 
@@ -78,9 +78,8 @@ def solve_closure(model: mujoco.MjModel, data: mujoco.MjData, alpha: float, knee
     return err
 
 
-def five_bar_point(rig: mujoco.MjModel, alpha: float, force: float, data: mujoco.MjData | None = None,
-                   knee_guess: float = 0.5) -> dict:
-    """MuJoCo's leg height and static hip torques at ``alpha`` under a vertical leg force.
+def leg_statics(rig: mujoco.MjModel, qpos: np.ndarray, force: float) -> dict:
+    """MuJoCo's leg height and static hip torques at a closed pose ``qpos`` under a vertical leg force.
 
     ``rig`` is the biped welded to the world, without gravity or contacts
     (``build(fixed_body=True, gravity=False)``): link masses play no part in a static pose,
@@ -88,26 +87,27 @@ def five_bar_point(rig: mujoco.MjModel, alpha: float, force: float, data: mujoco
     the ground.  ``tau`` is the rigid statics of the constrained pose
     (``qfrc_smooth + moment^T tau + J_c^T lambda = 0``, ``J_c`` the closure's Jacobian);
     ``tau_soft`` holds every leg joint still in MuJoCo's forward dynamics, whose soft closure
-    makes it differ by ~1e-4.  ``knee_guess`` (rad) seeds the closure solve (the previous
-    pose's knee keeps a sweep on the working branch).
+    makes it differ by ~1e-4.
 
     Returns:
       dict: ``height`` (m, per side), ``tau`` and ``tau_soft`` (N m, per hip in
-      ``HIPS`` order), ``statics_residual`` (N m), ``closure`` (m), ``knee`` (rad).
+      ``HIPS`` order), ``statics_residual`` (N m), ``closure`` (m).
+
+    Raises:
+      StateError: the pose closed on the wrong branch (an axle above the hips).
     """
-    data = mujoco.MjData(rig) if data is None else data
+    data = mujoco.MjData(rig)
+    data.qpos[:] = qpos
     data.qvel[:] = 0.0
-    closure = solve_closure(rig, data, alpha, knee_guess)
+    mujoco.mj_forward(rig, data)
+    closure = closure_error(rig, data)
     body_z = data.xpos[rig.body("body").id][2]
     heights = [body_z - data.site_xpos[rig.site(f"{side}_axle").id][2] for side in SIDES]
     if min(heights) <= 0:
-        raise StateError(f"five-bar closed on the wrong branch at alpha={np.degrees(alpha):.2f} deg "
-                         "(axle above the hips)")
-    data.xfrc_applied[:] = 0.0
+        raise StateError("five-bar closed on the wrong branch (axle above the hips)")
     for side in SIDES:
         data.xfrc_applied[rig.body(f"{side}_wheel").id, 2] = force
     hips = [rig.actuator(h).id for h in HIPS]
-    data.ctrl[:] = 0.0
     mujoco.mj_forward(rig, data)
 
     # Rigid statics.
@@ -136,11 +136,8 @@ def five_bar_point(rig: mujoco.MjModel, alpha: float, force: float, data: mujoco
     base = qacc(np.zeros(4))
     S = np.stack([qacc(e) - base for e in np.eye(4)], axis=1)  # exact: qacc is affine in ctrl
     tau_soft = np.linalg.lstsq(S, -base, rcond=None)[0]
-    data.xfrc_applied[:] = 0.0
-    data.ctrl[:] = 0.0
-    knee = float(data.qpos[rig.joint(KNEES[0]).qposadr[0]])
     return {"height": np.array(heights), "tau": tau, "tau_soft": tau_soft, "statics_residual": statics_residual,
-            "closure": closure, "knee": knee}
+            "closure": closure}
 
 
 # --- statics -----------------------------------------------------------------

@@ -6,7 +6,7 @@ Callable from a script or a notebook, without a results folder::
     trace, metrics = balance_recovery(tilt_deg=12, weights={"q_theta": 300})
     metrics["settling_time_s"], trace.t, trace.true_pitch
 
-Every scenario runs ``crossdyn.controllers.biped.BipedController`` on the full five-bar
+Every scenario runs ``crossdyn.controllers.biped.controller.BipedController`` on the full five-bar
 robot in MuJoCo and measures the run (:mod:`crossdyn.experiments.biped.control` judges and
 plots).  Every scenario takes the fields of a :class:`Setup` as keyword arguments; the gains
 are designed on the nominal robot, the perturbations and imperfections change only the robot.
@@ -26,9 +26,9 @@ from crossdyn.analytic.biped.five_bar import STROKE
 from crossdyn.analytic.biped.jump import extension_stroke
 from crossdyn.analytic.biped.wheeled_pendulum import linearize_pendulum
 from crossdyn.analytic.rotation import pitch
-from crossdyn.controllers.balance import dlqr, lqr
-from crossdyn.controllers.biped import DEFAULT_Q, DEFAULT_R, BipedController, Reference
-from crossdyn.controllers.jump import JumpPlan
+from crossdyn.controllers.biped.controller import DEFAULT_Q, DEFAULT_R, BipedController, Reference
+from crossdyn.controllers.biped.jump import JumpPlan
+from crossdyn.controllers.lqr import dlqr, lqr
 from crossdyn.experiments.biped.closed_loop import (
     FALL_PITCH,
     Scenario,

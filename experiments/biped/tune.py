@@ -52,8 +52,9 @@ from crossdyn.experiments.biped.scenarios import (
     settling_time,
     stance_height,
 )
+from crossdyn.experiments.core.limits import DURATION_MAX
 from crossdyn.experiments.core.registry import Param, batched, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for these experiments, and the docs/derivations page of the controller they tune.
 GALLERY_HEADING = "Wheel-legged biped: closed loops"
@@ -78,7 +79,7 @@ PARAMS = {
     "com_offset_x": COMMON["com_offset_x"], "initial_tilt_deg": Param(10.0, "initial forward tilt, deg", -30.0, 30.0),
     "push_impulse_Ns": Param(0.0, f"forward push on the body over {PUSH_LENGTH} s at {PUSH_START} s, N s", 0.0, 200.0),
     **IMPERFECTION_PARAMS,
-    "duration_s": Param(4.0, "simulated time, s", PUSH_START + PUSH_LENGTH, 600.0),
+    "duration_s": Param(4.0, "simulated time, s", PUSH_START + PUSH_LENGTH, DURATION_MAX),
     "push_check_Ns": Param(0.0, "also require recovery from this push, N s (0: no push run)", 0.0, 200.0),
     "mjcf": COMMON["mjcf"],
 }
@@ -250,7 +251,7 @@ def _balance_tune_batch(contexts: list[Context]) -> list:
 @experiment(ROBUSTNESS, summary="one perturbed balance recovery, one cell of a map of where the balance holds",
             expected="holds: up and no longer rolling at the end",
             params={**PARAMS, "duration_s": Param(6.0, "simulated time, s (a pushed robot rolls back and stops)",
-                                                  PUSH_START + PUSH_LENGTH, 600.0)},
+                                                  PUSH_START + PUSH_LENGTH, DURATION_MAX)},
             default_tune={"vary": [f"{k}={v}" for k, v in MAP_AXES.items()], "search": "grid",
                           "fixed": {"initial_tilt_deg": "0"}})
 def robustness_map(ctx: Context) -> dict:

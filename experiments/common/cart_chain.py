@@ -10,17 +10,21 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.baseline import Tolerance
-from crossdyn.experiments.core.batch import simulate_batch
-from crossdyn.experiments.core.loop import Trace, simulate
+from crossdyn.experiments.core.design_check import compare_to_design
+from crossdyn.experiments.core.loop.batch import simulate_batch
+from crossdyn.experiments.core.loop.simulate import simulate
+from crossdyn.experiments.core.loop.trace import Trace
+from crossdyn.experiments.core.margins import LoopSetup, write_margins
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.registry import Param, Verdict
 from crossdyn.experiments.core.regulator import Regulator, Switch, measured_decay, regulator
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 
 __all__ = ["CONTROL_DT", "DECAY_TOL", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
-           "model_param", "lqr_params", "lqr_experiment", "lqr_batch", "EXPECTED", "TOLERANCES"]
+           "model_param", "lqr_params", "lqr_experiment", "lqr_batch", "loop_setup", "margins", "EXPECTED",
+           "TOLERANCES"]
 
 CONTROL_DT = 0.002  # s: the model's step; a sampled loop moves the poles by O(dt |lambda|), here < 1 %
 DECAY_TOL = 0.10  # the measured slowest decay within 10 % of the designed pole's real part
@@ -95,6 +99,9 @@ def judge(reg: Regulator, balanced: Trace, stepped: Trace, distance: float, at: 
     for label, trace in (("balance", balanced), ("step", stepped)):
         if trace.saturation():
             measured_text += f"; {label} {trace.saturation()}"
+    against = compare_to_design(balanced, reg).sentence  # "" when every excited mode decays as designed
+    if against:
+        measured_text += f"; {against}"
     return Verdict(passed, measured_text), {
         "decay_rate_measured": measured, "decay_rate_designed": designed, "decay_error_pct": 100 * error,
         "settling_time_s": settle, "step_settling_time_s": step_settle, "step_overshoot_pct": overshoot,
@@ -107,7 +114,7 @@ def judge(reg: Regulator, balanced: Trace, stepped: Trace, distance: float, at: 
 
 def plot(reg: Regulator, balanced: Trace, stepped: Trace, title: str):
     """States of both runs, and the slowest mode's projection against its designed decay (log scale)."""
-    fig, (a1, a2, a3) = plots.figure(1, 3, width=14.0, height=3.4)
+    fig, (a1, a2, a3) = figures.figure(1, 3, width=14.0, height=3.4)
     names = reg.linearization.state_names[1 : reg.linearization.nv]
     for trace, style, label in ((balanced, "-", "balance"), (stepped, "--", "step")):
         for k, name in enumerate(names, start=1):
@@ -162,7 +169,24 @@ def lqr_experiment(ctx: Context, weights: dict, title: str) -> dict:
     verdict, metrics = judge(reg, balanced, stepped, ctx.params["step_m"])
     if ctx.plots:  # a sweep's runs draw nothing
         ctx.savefig(plot(reg, balanced, stepped, f"{title}: {verdict.measured}"), "states.png")
+        margins(ctx, reg, mjcf, title)
     return {**verdict.as_metrics(), **metrics}
+
+
+# Frequencies of the loop measurements, rad/s: 0.3 to 60 (both designs' crossovers are near 12), fewer in short runs.
+FREQUENCIES, SHORT_FREQUENCIES = np.geomspace(0.3, 60.0, 30), np.geomspace(1.0, 50.0, 14)
+
+
+def loop_setup(reg: Regulator, mjcf: mujoco.MjModel, short: bool) -> LoopSetup:
+    """The regulator's loop as ``crossdyn margins`` measures it: at the upright keyframe, the cart force broken."""
+    return LoopSetup(mjcf, reg, CONTROL_DT, keyframe="upright",
+                     frequencies=tuple(SHORT_FREQUENCIES if short else FREQUENCIES))
+
+
+def margins(ctx: Context, reg: Regulator, mjcf: mujoco.MjModel, title: str) -> None:
+    """The loop's margins measured in MuJoCo beside the design's: ``bode.png`` and the table ``loop_margins.md``
+    in the experiment's folder (files, not metrics: a sweep measures no loop)."""
+    write_margins(ctx, loop_setup(reg, mjcf, ctx.short), f"{title}: loop broken at the cart force")
 
 
 def lqr_batch(contexts: list[Context], weights: dict) -> list:

@@ -18,7 +18,7 @@ from itertools import combinations
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.report import carriers
+from crossdyn.experiments.core.truth_scope import carriers
 
 __all__ = ["Attribution", "springref_model", "SPRINGREF"]
 

@@ -167,7 +167,7 @@ def _read_json(path: Path) -> dict:
 
 def save(folder: Path, metrics_by_name: dict[str, dict]) -> list[Path]:
     """Write ``folder/NAME.json`` (conditions and metrics) for each experiment's metrics; returns the files."""
-    from crossdyn.experiments.core.results import make_out_dir, write_json
+    from crossdyn.experiments.core.runner import make_out_dir, write_json
 
     folder = make_out_dir(folder)
     written = []

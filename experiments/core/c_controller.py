@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy as np
 
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.loop import ControllerError
+from crossdyn.experiments.core.errors import ControllerError, CrossdynError, ParameterError
 from crossdyn.experiments.core.registry import Param
 
-__all__ = ["CController", "CParams", "CompileError", "cache_dir", "compiler"]
+__all__ = ["CController", "CParams", "CompileError", "cache_dir", "compiler", "compiler_identity", "run_compiler",
+           "store"]
 
 # The shim and the flags every build uses; bumped when the shim's text or the build changes.
 _BUILD_VERSION = 5
@@ -76,7 +76,7 @@ def compiler() -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _compiler_identity(path: str) -> str:
+def compiler_identity(path: str) -> str:
     """``path --version``'s first line: part of the cache key (a compiler upgrade rebuilds)."""
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
@@ -199,7 +199,7 @@ def _build(sources: list[Path], shim: str, declarations: str, include_dirs: list
     """
     cc = compiler()
     headers = sorted({h for d in {*include_dirs, *(s.parent for s in sources)} for h in d.glob("*.h") if h.is_file()})
-    key_parts = {"version": _BUILD_VERSION, "compiler": _compiler_identity(cc), "base": BASE_FLAGS, "flags": flags,
+    key_parts = {"version": _BUILD_VERSION, "compiler": compiler_identity(cc), "base": BASE_FLAGS, "flags": flags,
                  "defines": defines, "include_dirs": [str(d) for d in include_dirs], "shim": shim,
                  "sources": [(str(s), _digest(s)) for s in sources], "headers": [(str(h), _digest(h)) for h in headers],
                  "platform": sys.platform}
@@ -213,17 +213,17 @@ def _build(sources: list[Path], shim: str, declarations: str, include_dirs: list
         shim_c, shim_o, out = Path(tmp) / "crossdyn_shim.c", Path(tmp) / "crossdyn_shim.o", Path(tmp) / "lib.so"
         shim_c.write_text(shim)
         # The shim on its own, with crossdyn's flags: a user's -ffast-math cannot drop its finite check.
-        _compile([cc, *BASE_FLAGS, "-c", str(shim_c), "-o", str(shim_o)], names)
+        run_compiler([cc, *BASE_FLAGS, "-c", str(shim_c), "-o", str(shim_o)], names)
         objects, found = [str(shim_o)], []
         for k, source in enumerate(sources):
             # The variables the compiler sees (after the preprocessor: #if, macros), in the user's files only.
-            text = _compile([cc, *BASE_FLAGS, *user, "-E", str(source)], names)
+            text = run_compiler([cc, *BASE_FLAGS, *user, "-E", str(source)], names)
             variables = [v for statement in _file_scope(_own_text(text)) for v in _variables(statement)]
             unit, obj = Path(tmp) / f"crossdyn_unit{k}.c", Path(tmp) / f"crossdyn_unit{k}.o"
             compile_unit = [cc, *BASE_FLAGS, *user, "-include", str(source), "-c", str(unit), "-o", str(obj)]
             unit.write_text(f"{_probe(k, variables)}\n{declarations}\n")
             try:
-                _compile(compile_unit, names)
+                run_compiler(compile_unit, names)
             except CompileError as exc:
                 _unit_failed(exc, compile_unit, unit, declarations, names[str(source)], names)
                 variables = [(*v[:3], f"crossdyn could not ask the compiler about it ({exc})") for v in variables]
@@ -232,7 +232,7 @@ def _build(sources: list[Path], shim: str, declarations: str, include_dirs: list
         # -Bsymbolic: the library's calls and globals bind to its own definitions, never to a process-wide
         # symbol of the same name (glibc exports a legacy step(), which a user's step() would otherwise lose to).
         link = ["-Wl,--no-undefined", "-Wl,-Bsymbolic"] if sys.platform.startswith("linux") else []
-        _compile([cc, *BASE_FLAGS, *flags, "-shared", *objects, "-o", str(out), *link, "-lm"], names)
+        run_compiler([cc, *BASE_FLAGS, *flags, "-shared", *objects, "-o", str(out), *link, "-lm"], names)
         store(out, library)
         globals_ = _answers(library, found)
         answers = Path(tmp) / "globals.json"
@@ -246,10 +246,10 @@ def _unit_failed(exc: CompileError, command: list[str], unit: Path, declarations
     """Say why a source's unit did not compile: the source's own error, or its definition against the
     ``declarations``; return (the probe alone failed) after compiling the unit without it."""
     unit.write_text("")
-    _compile(command, names)  # the source alone: its own error, raised as the compiler words it
+    run_compiler(command, names)  # the source alone: its own error, raised as the compiler words it
     unit.write_text(f"{declarations}\n")
     try:
-        _compile(command, names)
+        run_compiler(command, names)
     except CompileError as mismatch:
         raise CompileError(f"{source}: its definition does not match the declared '{declarations}' "
                            f"({str(mismatch).split(': ', 1)[-1]})") from None
@@ -275,7 +275,13 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _compile(command: list[str], names: Mapping[str, str]) -> str:
+def run_compiler(command: list[str], names: Mapping[str, str]) -> str:
+    """Run the compiler ``command`` (its messages in the C locale) and return what it printed.
+
+    Raises:
+      CompileError: it failed (its first error as ``file:line: message``, files named as in ``names``), did not
+        run, or did not finish in :data:`COMPILE_TIMEOUT_S`.
+    """
     try:
         # The C locale: the compiler's messages in plain ASCII quotes, as the one-line error shows them.
         done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=COMPILE_TIMEOUT_S,

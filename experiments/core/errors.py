@@ -22,3 +22,7 @@ class DerivationError(CrossdynError):
 
 class ParameterError(CrossdynError):
     """An experiment parameter is unknown or out of range."""
+
+
+class ControllerError(CrossdynError):
+    """A controller in the closed loop raised, exited, or returned controls of the wrong shape or non-finite values."""

@@ -173,7 +173,7 @@ def render(outcomes, metrics_by_name: dict[str, dict] | None = None, *, command:
 def write_report(out: Path, outcomes, *, command: str, seed: int, short: bool, overrides: dict[str, str],
                  started: float) -> Path:
     """Write ``out/index.html`` for the run (atomically) and return its path (metrics from the outcomes)."""
-    from crossdyn.experiments.core.results import write_text
+    from crossdyn.experiments.core.runner import write_text
 
     page = render(outcomes, command=command, seed=seed, short=short, overrides=overrides,
                   started=started, versions_=versions())

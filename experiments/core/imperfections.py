@@ -3,7 +3,7 @@
 MuJoCo's sensors are exact, its actuators deliver the commanded control at once
 at any speed, and nothing pushes the robot.  Each class here is one departure
 from that ideal, named by the model element it acts on;
-:func:`~crossdyn.experiments.core.loop.simulate` takes a list of them and a
+:func:`~crossdyn.experiments.core.loop.simulate.simulate` takes a list of them and a
 ``seed`` for every random draw.  They act at four places, always in this order
 (and in list order within a kind):
 

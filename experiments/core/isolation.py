@@ -580,7 +580,7 @@ def forked(fn: Callable, *args, **kwargs) -> Done:
     process = context.Process(target=_run_forked, args=(child, fn, args, kwargs), name="crossdyn-forked")
     start = time.monotonic()
     with warnings.catch_warnings():  # Python 3.12 warns of fork with threads (pytest-xdist's); the child only runs fn
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks")
         process.start()
     child.close()
     try:

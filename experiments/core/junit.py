@@ -75,7 +75,7 @@ def to_xml(outcomes, out: Path | None = None) -> ET.ElementTree:
 
 def write_junit(path: Path, outcomes, out: Path | None = None) -> Path:
     """Write the JUnit XML of a run to ``path`` (atomically) and return it (``out`` is unused)."""
-    from crossdyn.experiments.core.results import write_text
+    from crossdyn.experiments.core.runner import write_text
 
     tree = to_xml(outcomes)
     ET.indent(tree)

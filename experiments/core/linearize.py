@@ -23,18 +23,14 @@ import mujoco
 import numpy as np
 
 from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
+from crossdyn.experiments.core.limits import EPS_MAX, EPS_MIN
 
-__all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions",
-           "active_constraints", "steps", "EPS", "EPS_MAX", "EPS_MIN", "HOLD_RTOL"]
+__all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions", "keyframe_id",
+           "state_vector", "active_constraints", "steps", "EPS", "HOLD_RTOL"]
 
 # Finite-difference step on state and control: central differences err by
 # ~EPS^2 |f'''| (1e-12) and round-off ~1e-16 |qacc| / EPS (1e-10 of the scale).
 EPS = 1e-6
-# Largest step taken: beyond 0.1 (rad, m, rad/s or a control's unit) the difference mixes in curvature, not a slope.
-EPS_MAX = 0.1
-# Smallest step a direction is cut to so that no constraint is made or broken: below it round-off (1e-16 |qacc|
-# / 1e-12 = 1e-4 of the scale) swamps the slope, and a constraint still changing is at its boundary.
-EPS_MIN = 1e-12
 # A pose is held when the actuators reproduce mj_inverse's generalized force to
 # this fraction of its size (least-squares round-off is ~1e-15 of it).
 HOLD_RTOL = 1e-8
@@ -169,7 +165,12 @@ def _has_quaternions(model: mujoco.MjModel) -> bool:
     return bool(np.isin(model.jnt_type, (mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL)).any())
 
 
-def _keyframe_id(model: mujoco.MjModel, keyframe: str | int) -> int:
+def keyframe_id(model: mujoco.MjModel, keyframe: str | int) -> int:
+    """The index of ``keyframe`` (a name or an index) in ``model``.
+
+    Raises:
+      ParameterError: no such keyframe (the message lists the model's).
+    """
     if isinstance(keyframe, (int, np.integer)) and not isinstance(keyframe, bool):
         if not 0 <= keyframe < model.nkey:
             raise ParameterError(f"keyframe {keyframe} out of range: the model has {model.nkey} keyframe(s)")
@@ -181,7 +182,12 @@ def _keyframe_id(model: mujoco.MjModel, keyframe: str | int) -> int:
     return key
 
 
-def _vector(name: str, value, size: int) -> np.ndarray:
+def state_vector(name: str, value, size: int) -> np.ndarray:
+    """``value`` as a state of ``size`` finite numbers, ``(size,)`` (``name`` is what the errors call it).
+
+    Raises:
+      StateError: the wrong size or a non-finite entry.
+    """
     array = np.asarray(value, dtype=float).reshape(-1) if np.ndim(value) else np.full(1, float(value))
     if array.shape != (size,):
         raise StateError(f"{name} must have {size} entries for this model, got shape {np.shape(value)}")
@@ -220,24 +226,24 @@ def operating_point(model: mujoco.MjModel, keyframe: str | int | None = None, qp
       ModelError: ``ctrl="hold"`` and no control holds the pose.
     """
     if keyframe is not None:
-        key = model.key(_keyframe_id(model, keyframe))
+        key = model.key(keyframe_id(model, keyframe))
         q0, v0, u0 = key.qpos.copy(), key.qvel.copy(), key.ctrl.copy()
     else:
         q0, v0, u0 = model.qpos0.copy(), np.zeros(model.nv), np.zeros(model.nu)
-    q0 = q0 if qpos is None else _vector("qpos", qpos, model.nq)
-    v0 = v0 if qvel is None else _vector("qvel", qvel, model.nv)
+    q0 = q0 if qpos is None else state_vector("qpos", qpos, model.nq)
+    v0 = v0 if qvel is None else state_vector("qvel", qvel, model.nv)
     if isinstance(ctrl, str):
         if ctrl != "hold":
             raise ParameterError(f"ctrl={ctrl!r}: give an array of {model.nu} controls or 'hold'")
         u0 = holding_control(model, qpos=q0)
     elif ctrl is not None:
-        u0 = _vector("ctrl", ctrl, model.nu)
+        u0 = state_vector("ctrl", ctrl, model.nu)
     check_quaternions(model, q0)
     return q0, v0, u0
 
 
 def _names(model: mujoco.MjModel) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from crossdyn.experiments.core.crosscheck import dof_names
+    from crossdyn.experiments.core.checks.inverse_dynamics import dof_names
 
     dofs = dof_names(model)
     inputs = tuple(model.actuator(i).name or f"actuator{i}" for i in range(model.nu))
@@ -346,10 +352,9 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
       ParameterError: unknown keyframe, a bad ``eps``, or a reduction that does not fit the model;
       StateError: a wrong-sized or non-finite operating point, or an all-zero quaternion.
     """
-    from crossdyn.experiments.core.models import load_model
+    from crossdyn.experiments.core.models import as_model
 
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    model = as_model(model)
     if model.na:
         raise ModelError(f"the model has {model.na} actuator activation state(s) (dyntype filter, integrator or "
                          "muscle): linearize covers the state [dq, dqd] only")
@@ -422,11 +427,10 @@ def holding_control(model: mujoco.MjModel | str | os.PathLike, keyframe: str | i
         force some dof needs (the message names the dofs and the forces), or the
         control lies outside an actuator's ``ctrlrange``.
     """
-    from crossdyn.experiments.core.crosscheck import dof_names
-    from crossdyn.experiments.core.models import load_model, with_options
+    from crossdyn.experiments.core.checks.inverse_dynamics import dof_names
+    from crossdyn.experiments.core.models import as_model, with_options
 
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    model = as_model(model)
     qpos, _, _ = operating_point(model, keyframe, qpos)
     data = mujoco.MjData(model)
     data.qpos[:] = qpos

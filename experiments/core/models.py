@@ -18,15 +18,12 @@ import numpy as np
 from crossdyn import mjcf
 from crossdyn.analytic.rotation import quat_to_matrix
 from crossdyn.experiments.core.errors import ModelError
+from crossdyn.experiments.core.limits import BODIES_MAX
 
-__all__ = ["model_path", "load_model", "compile_warnings", "with_options", "body_inertia", "check_size",
-           "MAX_BODIES"]
+__all__ = ["model_path", "as_model", "load_model", "compile_warnings", "with_options", "body_inertia", "check_size"]
 
 _log = logging.getLogger("crossdyn")
 
-# The most bodies crossdyn compiles: MuJoCo's compile time grows with the square of the
-# body count or faster, so a model far beyond any robot (tens to hundreds) is refused at once.
-MAX_BODIES = 10_000
 
 
 def model_path(name_or_path: str | os.PathLike) -> Path:
@@ -46,11 +43,16 @@ def model_path(name_or_path: str | os.PathLike) -> Path:
     raise ModelError(f"no model file {text!r} (not a file, and not a built-in model: {known})")
 
 
+def as_model(model: mujoco.MjModel | str | os.PathLike) -> mujoco.MjModel:
+    """``model`` itself, or the built-in name or MJCF/URDF path compiled (:func:`load_model`)."""
+    return model if isinstance(model, mujoco.MjModel) else load_model(model)
+
+
 def load_model(name_or_path: str | os.PathLike) -> mujoco.MjModel:
     """Compile an MJCF (or URDF) model from a built-in name (``"two_link_arm"``: ``mjcf/two_link_arm.xml``) or a path.
 
     Raises:
-      ModelError: the file is missing, describes more than :data:`MAX_BODIES`
+      ModelError: the file is missing, describes more than :data:`~crossdyn.experiments.core.limits.BODIES_MAX`
         bodies, or MuJoCo cannot compile it (the path and MuJoCo's first error line).
     """
     path = model_path(name_or_path)
@@ -100,15 +102,16 @@ def _count_bodies(path: Path, seen: frozenset = frozenset()) -> int:
 
 
 def check_size(path: str | os.PathLike) -> None:
-    """Refuse a model file describing more than :data:`MAX_BODIES` bodies, before MuJoCo spends minutes on it.
+    """Refuse a model file describing more than :data:`~crossdyn.experiments.core.limits.BODIES_MAX` bodies, before
+    MuJoCo spends minutes on it.
 
     Raises:
       ModelError: naming the count and the cap.
     """
     path = Path(path)
     count = _count_bodies(path, frozenset({path.resolve()}))
-    if count > MAX_BODIES:
-        raise ModelError(f"{path} describes {count:,} bodies; crossdyn compiles models of at most {MAX_BODIES:,} "
+    if count > BODIES_MAX:
+        raise ModelError(f"{path} describes {count:,} bodies; crossdyn compiles models of at most {BODIES_MAX:,} "
                          "(MuJoCo's compile time grows with the square of the count: 10,000 take about a second, "
                          "50,000 about a minute)")
 

@@ -67,7 +67,7 @@ class Ranges:
 
         Raises:
           ParameterError: a range that is not finite, empty, or beyond
-            :data:`~crossdyn.experiments.core.validate.RANGE_MAX`.
+            :data:`~crossdyn.experiments.core.limits.RANGE_MAX`.
         """
         given = {"q": q_range, "qd": qd_range, "qdd": qdd_range, "slide": slide_range}
         return cls(**{k: validate.interval(v, _FLAGS[k][1]) for k, v in given.items() if v is not None})

@@ -36,14 +36,8 @@ import numpy as np
 
 from crossdyn.experiments.core.checks.linearization import Reduction
 from crossdyn.experiments.core.errors import ParameterError, StateError
-from crossdyn.experiments.core.linearize import (
-    EPS,
-    EPS_MIN,
-    Linearization,
-    active_constraints,
-    operating_point,
-    steps,
-)
+from crossdyn.experiments.core.limits import EPS_MIN
+from crossdyn.experiments.core.linearize import EPS, Linearization, active_constraints, operating_point, steps
 from crossdyn.experiments.core.models import with_options
 
 __all__ = ["Coordinate", "Declared", "declare", "rebuild", "linearize_reduced", "ReducedForward", "Constrained",

@@ -7,7 +7,7 @@ An experiment module registers a function with :func:`experiment`::
         ...
         return {"passed": ..., "measured": "max |error| 1.3e-15 N m", ...}
 
-The function receives a :class:`~experiments.core.results.Context` and returns its
+The function receives a :class:`~experiments.core.runner.Context` and returns its
 metrics, ``"passed"`` and ``"measured"`` (one short line) required.  Modules are
 imported lazily by :func:`experiments`, so the CLI starts fast and a broken module
 names itself.  Users register theirs the same way, in a file or module given to
@@ -98,7 +98,7 @@ class Gains:
     """What ``crossdyn gains --experiment NAME`` exports of an experiment's design.
 
     Attributes:
-      design: ``design(params) -> GainSchedule`` (:class:`~crossdyn.controllers.balance.GainSchedule`), given
+      design: ``design(params) -> GainSchedule`` (:class:`~crossdyn.controllers.lqr.GainSchedule`), given
         the experiment's parameter values (``--set`` honoured).
       name: the C identifier the header's names start with (the firmware's), unless ``--name`` says otherwise.
     """

@@ -26,8 +26,8 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import DerivationError
 
-__all__ = ["UserExit", "import_file", "call", "as_numbers", "where", "ctrl_c_watch", "given_copies", "refuse_writes",
-           "quiet_arithmetic", "users_errstate"]
+__all__ = ["UserExit", "import_file", "call", "guard", "as_numbers", "where", "ctrl_c_watch", "given_copies",
+           "refuse_writes", "quiet_arithmetic", "users_errstate"]
 
 
 class UserExit(DerivationError):
@@ -76,7 +76,7 @@ def ctrl_c_watch():
 
 
 @contextlib.contextmanager
-def _guard(what: str):
+def guard(what: str):
     """Turn ``SystemExit`` and a raised ``KeyboardInterrupt`` inside ``what`` into :class:`UserExit`."""
     with _watch_ctrl_c():
         try:
@@ -146,7 +146,7 @@ def import_file(path: str | Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        with _guard(f"{path} (while being imported)"):
+        with guard(f"{path} (while being imported)"):
             try:
                 spec.loader.exec_module(module)
             except SyntaxError as exc:
@@ -196,7 +196,7 @@ def call(fn: Callable, *args, label: str = "derivation") -> np.ndarray:
       DerivationError: it raised an exception, or returned something that is not
         real numbers (:func:`as_numbers`).
     """
-    with _guard(label):
+    with guard(label):
         try:
             out = fn(*args)
         except Exception as exc:  # the user's code: any exception is theirs to see, with its line

@@ -12,23 +12,9 @@ import math
 import numbers
 
 from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.limits import ATOL_MAX, RANGE_MAX, RTOL_MAX, SEED_MAX
 
-__all__ = ["SEED_MAX", "SAMPLES_MAX", "ATOL_MAX", "RTOL_MAX", "RANGE_MAX", "seed", "count", "tolerance", "tolerances",
-           "interval"]
-
-# NumPy's generators take any non-negative integer; 2**32 - 1 keeps seeds the size
-# every other tool (and a CSV column) reads without surprise.
-SEED_MAX = 2**32 - 1
-# Absolute tolerance ceiling, in the quantity's units: far above any physical
-# quantity a check compares; beyond it a tolerance passes anything.
-ATOL_MAX = 1e6
-# Relative tolerance ceiling: 1 already accepts an answer off by 100 %.
-RTOL_MAX = 1.0
-# Random states per check: states stream through in chunks (bounded memory), so the cap only bounds the time.
-SAMPLES_MAX = 1_000_000_000
-# Largest bound of a sampled range (rad, m, rad/s, rad/s^2): squares of velocities
-# stay far from overflow (1e6^2 = 1e12) and MuJoCo's "huge value" warning (1e10).
-RANGE_MAX = 1e5
+__all__ = ["seed", "count", "tolerance", "tolerances", "interval"]
 
 
 def _whole(value, what: str) -> int:
@@ -38,7 +24,7 @@ def _whole(value, what: str) -> int:
 
 
 def seed(value, what: str = "seed") -> int:
-    """A seed: a whole number from 0 to :data:`SEED_MAX`.
+    """A seed: a whole number from 0 to :data:`~crossdyn.experiments.core.limits.SEED_MAX`.
 
     Raises:
       ParameterError: not a whole number (a float, a bool, a string) or out of range.
@@ -78,7 +64,8 @@ def tolerance(value, high: float, what: str) -> float:
 
 
 def tolerances(atol, rtol, names: tuple[str, str] = ("atol", "rtol")) -> tuple[float, float]:
-    """``(atol, rtol)`` of a check, each through :func:`tolerance` (ceilings :data:`ATOL_MAX`, :data:`RTOL_MAX`)."""
+    """``(atol, rtol)`` of a check, each through :func:`tolerance` (ceilings
+    :data:`~crossdyn.experiments.core.limits.ATOL_MAX`, :data:`~crossdyn.experiments.core.limits.RTOL_MAX`)."""
     return tolerance(atol, ATOL_MAX, names[0]), tolerance(rtol, RTOL_MAX, names[1])
 
 
@@ -86,7 +73,8 @@ def interval(value, what: str) -> tuple[float, float]:
     """A range of sampled values: ``R`` (``(-R, R)``, ``R > 0``) or ``(low, high)`` with ``low < high``.
 
     Raises:
-      ParameterError: not one or two finite numbers, empty, or beyond :data:`RANGE_MAX`.
+      ParameterError: not one or two finite numbers, empty, or beyond
+        :data:`~crossdyn.experiments.core.limits.RANGE_MAX`.
     """
     pair = (-value, value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else value
     try:

@@ -9,7 +9,7 @@ experiment is a computation returning a frozen result, a ``judge_*`` and a ``plo
 from __future__ import annotations
 
 from crossdyn.experiments.core.registry import Param, experiment
-from crossdyn.experiments.core.results import Context
+from crossdyn.experiments.core.runner import Context
 from crossdyn.experiments.rigid_box.free_rotation import (
     DRIFT_RATIO_MIN,
     OMEGA0,

@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from crossdyn.analytic import rigid_box as rb
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.rigid_box.free_rotation import FreeRotationResult
 from crossdyn.experiments.rigid_box.ground_contact import ContactResult, contact_metrics, contact_predictions
 from crossdyn.experiments.rigid_box.integrators import rotation_angle
@@ -19,14 +19,14 @@ __all__ = ["plot_free_rotation", "plot_pulled", "plot_contact"]
 
 def plot_free_rotation(result: FreeRotationResult, out_dir) -> list[Path]:
     """The two plots the lecture draws (world L and omega), the drifts, and the flip, into ``out_dir``."""
-    return [plots.save(_plot_momentum_and_velocity(result), out_dir, "momentum_and_velocity.png"),
-            plots.save(_plot_drift(result), out_dir, "drift.png"),
-            plots.save(_plot_flip(result), out_dir, "flip.png")]
+    return [figures.save(_plot_momentum_and_velocity(result), out_dir, "momentum_and_velocity.png"),
+            figures.save(_plot_drift(result), out_dir, "drift.png"),
+            figures.save(_plot_flip(result), out_dir, "flip.png")]
 
 
 def _plot_momentum_and_velocity(result: FreeRotationResult) -> Figure:
     runs, t = result.trajectories, result.trajectories["reference"].t
-    fig, axes = plots.figure(2, 1, width=8.0, height=2.8, sharex=True)
+    fig, axes = figures.figure(2, 1, width=8.0, height=2.8, sharex=True)
     for name, style in (("lecture", "-"), ("mujoco_rk4", "--")):
         L = rb.angular_momentum(result.params, runs[name].R, runs[name].omega)
         for i, axis in enumerate("xyz"):
@@ -43,7 +43,7 @@ def _plot_momentum_and_velocity(result: FreeRotationResult) -> Figure:
 
 def _plot_drift(result: FreeRotationResult) -> Figure:
     t = result.trajectories["reference"].t
-    fig, axes = plots.figure(1, 2, width=11.0, height=3.2)
+    fig, axes = figures.figure(1, 2, width=11.0, height=3.2)
     floor = 1e-18  # exact zeros cannot be drawn on a log axis
     for name, tr in result.trajectories.items():
         if name == "reference":
@@ -62,7 +62,7 @@ def _plot_drift(result: FreeRotationResult) -> Figure:
 
 def _plot_flip(result: FreeRotationResult) -> Figure:
     ref, flips = result.trajectories["reference"], result.flip_times
-    fig, ax = plots.figure(1, 1, width=8.0, height=3.2)
+    fig, ax = figures.figure(1, 1, width=8.0, height=3.2)
     for i, axis in enumerate("xyz"):
         ax.plot(ref.t, ref.omega_body[:, i], lw=1.2, label=f"omega_{axis} (body), reference")
     ax.plot(ref.t, result.trajectories["lecture"].omega_body[:, 1], "k:", lw=1, label="omega_y, first-order step")
@@ -80,7 +80,7 @@ def plot_pulled(result: PulledResult, out_dir) -> list[Path]:
     a, b = result.a, result.b
     ref = b.trajectories["reference"]
     t = ref.t
-    fig, axes = plots.figure(2, 2, width=11.0, height=2.8, sharex=True)
+    fig, axes = figures.figure(2, 2, width=11.0, height=2.8, sharex=True)
     angle = np.unwrap(np.arctan2(ref.R[:, 0, 2], ref.R[:, 2, 2]))  # rotation about y (planar motion)
     axes[0, 0].plot(t, a.trajectories["mujoco_rk4"].c[:, 0], label="A: x, MuJoCo RK4")
     axes[0, 0].plot(t, 0.5 * result.force[0] / a.params.mass * t**2, "k:", label="f t^2 / 2m")
@@ -104,13 +104,13 @@ def plot_pulled(result: PulledResult, out_dir) -> list[Path]:
         ax.axhline(POSE_TOL, color="k", ls="--", lw=0.8)
         ax.set_xlabel("t (s)")
         ax.legend(fontsize=6)
-    return [plots.save(fig, out_dir, "pulled.png")]
+    return [figures.save(fig, out_dir, "pulled.png")]
 
 
 def plot_contact(result: ContactResult, out_dir) -> list[Path]:
     """The drop and slide (with zooms at rest and on the lift), and the penalty's impact force, into ``out_dir``."""
-    return [plots.save(_plot_contact_runs(result), out_dir, "contact.png"),
-            plots.save(_plot_impact_force(result), out_dir, "impact_force.png")]
+    return [figures.save(_plot_contact_runs(result), out_dir, "contact.png"),
+            figures.save(_plot_impact_force(result), out_dir, "impact_force.png")]
 
 
 def _plot_contact_runs(result: ContactResult) -> Figure:
@@ -120,7 +120,7 @@ def _plot_contact_runs(result: ContactResult) -> Figure:
     drops = (("penalty", result.drop.penalty, "-"), ("MuJoCo matched", result.drop.mujoco, "--"),
              ("MuJoCo default solimp", result.drop_default_solimp.mujoco, ":"))
     slides = (("penalty", result.slide.penalty, "-"), ("MuJoCo matched", result.slide.mujoco, "--"))
-    fig, axes = plots.figure(3, 2, width=11.0, height=2.6)
+    fig, axes = figures.figure(3, 2, width=11.0, height=2.6)
     for label, r, style in drops:
         axes[0, 0].plot(r.t, r.c[:, 2] - half[0], style, lw=1.2, label=label)
         axes[0, 1].plot(r.t, r.v[:, 2], style, lw=1.2, label=label)
@@ -154,7 +154,7 @@ def _plot_impact_force(result: ContactResult) -> Figure:
     t = r.penalty.t
     k0 = int(round(contact_metrics(r.penalty, p.half_sizes)["touchdown_s"] / (t[1] - t[0])))
     window = slice(max(k0 - 10, 0), min(k0 + 400, t.size))
-    fig, ax = plots.figure(1, 1, width=8.0, height=3.0)
+    fig, ax = figures.figure(1, 1, width=8.0, height=3.0)
     ax.plot(t[window], r.penalty_normal_force[window], lw=1.2, label="penalty: sum of corner normal forces")
     ax.axhline(p.body.mass * -p.gravity[2], color="k", lw=0.6, ls="--", label="m g")
     ax.set_xlabel("t (s)")

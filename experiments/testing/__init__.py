@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import crossdyn.experiments as _api
+import crossdyn as _api
 
-# helper name -> the short-API check it asserts (crossdyn.experiments.<check>).
+# helper name -> the front door's check it asserts (crossdyn.<check>).
 HELPERS: dict[str, str] = {
     "assert_derivation": "check_derivation",
     "assert_kinematics": "check_kinematics",
@@ -70,7 +70,7 @@ def _in_child(check: str, run: Callable, args: tuple, options: dict):
 
 
 def _helper(helper: str, check: str) -> Callable:
-    """``helper(*args, **options)``: run ``crossdyn.experiments.<check>``; AssertionError unless it passed."""
+    """``helper(*args, **options)``: run ``crossdyn.<check>``; AssertionError unless it passed."""
     run = getattr(_api, check)
     from crossdyn.experiments.core.errors import CrossdynError
 
@@ -85,7 +85,7 @@ def _helper(helper: str, check: str) -> Callable:
         return report
 
     assert_check.__name__ = assert_check.__qualname__ = helper
-    assert_check.__doc__ = (f"Run ``crossdyn.experiments.{check}(*args, **options)`` and return its report.\n\n"
+    assert_check.__doc__ = (f"Run ``crossdyn.{check}(*args, **options)`` and return its report.\n\n"
                             f"Raises:\n  AssertionError: the check did not pass; the message is its diagnosis and "
                             f"explanation.\n  CrossdynError: bad input (as {check} raises it).\n\n"
                             f"{check}'s own documentation:\n\n{run.__doc__ or ''}")
@@ -96,7 +96,7 @@ def __getattr__(name: str):
     if name in HELPERS:
         check = HELPERS[name]
         if check not in dir(_api):
-            raise AttributeError(f"crossdyn.testing.{name} needs crossdyn.experiments.{check}, "
+            raise AttributeError(f"crossdyn.testing.{name} needs crossdyn.{check}, "
                                  f"which this version of crossdyn does not have")
         value = _helper(name, check)
         globals()[name] = value  # later lookups skip this function

@@ -194,7 +194,7 @@ class Baseline:
     def _write(self, text: str) -> bool:
         """Write the file unless it already holds ``text``; True when written."""
         __tracebackhide__ = True
-        from crossdyn.experiments.core.results import write_text
+        from crossdyn.experiments.core.runner import write_text
 
         folder = self.path.parent
         if folder.exists() and not folder.is_dir():

@@ -1,4 +1,4 @@
-"""The plugin's only contact with crossdyn's experiment runner (:mod:`crossdyn.experiments.core.results`),
+"""The plugin's only contact with crossdyn's experiment runner (:mod:`crossdyn.experiments.core.runner`),
 so a change to how experiments run is taken up here and nowhere else in :mod:`crossdyn.testing`."""
 
 from __future__ import annotations
@@ -6,8 +6,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-from crossdyn import renamed
 
 __all__ = ["Ran", "run_short", "write_summary", "experiments_from", "is_file"]
 
@@ -37,7 +35,7 @@ def run_short(experiments: list, out: Path, *, seed: int, workers: int, sources:
     """Run registered experiments (``Experiment`` objects) in short mode, as ``crossdyn run --short --out OUT``
     would, in ``workers`` processes, each into ``out/NAME/``; ``sources`` are the users' files and modules they
     come from, ``command`` what index.html shows, ``timeout`` each one's limit, s.  One :class:`Ran` per name."""
-    from crossdyn.experiments.core.results import run_experiments
+    from crossdyn.experiments.core.runner import run_experiments
 
     outcomes = run_experiments(list(experiments), Path(out), short=True, seed=seed, workers=workers,
                                sources=tuple(sources), command=command, timeout=timeout)
@@ -51,7 +49,7 @@ def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, start
     """Write ``out/summary.json``, ``summary.md`` and ``index.html`` for the experiments a session ran,
     ``rows`` being each one's :attr:`Ran.row`; ``seed``, ``command`` and ``started`` (time.time()) are shown."""
     from crossdyn.experiments.core.html_report import write_report
-    from crossdyn.experiments.core.results import Outcome, summary_table, write_json, write_text
+    from crossdyn.experiments.core.runner import Outcome, summary_table, write_json, write_text
 
     outcomes = [Outcome(**{**row, "baseline": None}) for row in rows]
     write_json(Path(out) / "summary.json", [o.row() for o in outcomes])
@@ -66,7 +64,7 @@ def experiments_from(sources: tuple[str, ...], timeout: float | None = None) -> 
     imported in a worker first, so one that ends its process (or hangs past ``timeout``) is a
     CrossdynError, as is a missing source, one that fails to import or registers a taken name."""
     from crossdyn.experiments.core.registry import experiments, unloaded
-    from crossdyn.experiments.core.results import pool_with_sources_imported
+    from crossdyn.experiments.core.runner import pool_with_sources_imported
 
     if fresh := unloaded(sources):
         pool_with_sources_imported(fresh, timeout=timeout, option="").terminate()
@@ -84,6 +82,3 @@ def experiments_from(sources: tuple[str, ...], timeout: float | None = None) -> 
                 or module in modules or any(module.startswith(m + ".") for m in modules))
 
     return [exp for exp in after.values() if owned(exp)]
-
-
-__getattr__ = renamed(__name__, {"run": "run_short", "registered": "experiments_from"}, globals())

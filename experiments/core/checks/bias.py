@@ -17,12 +17,12 @@ import numpy as np
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import inertial, slips
 from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
+from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
 from crossdyn.experiments.core.checks.names import dof_names
 from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import EntryStats, progress
 from crossdyn.experiments.core.truth import inverse_dynamics
 
 __all__ = ["check_bias"]

@@ -12,8 +12,9 @@ import mujoco
 import numpy as np
 
 from crossdyn.experiments.core import user_code, validate
-from crossdyn.experiments.core.crosscheck import CHUNK, sampling_lines, state_chunks
+from crossdyn.experiments.core.checks.inverse_dynamics import CHUNK, sampling_lines, state_chunks
 from crossdyn.experiments.core.errors import DerivationError, StateError
+from crossdyn.experiments.core.limits import STATES_MAX
 from crossdyn.experiments.core.ranges import Ranges
 
 __all__ = ["load_function", "UserFunction", "StateSource", "state_source", "model_warnings", "warning_lines",
@@ -25,7 +26,7 @@ _PART_SIZE = {"q": "nq", "qd": "nv", "qdd": "nv", "tau": "nv"}
 
 def load_function(fn: Callable | str) -> tuple[Callable, str]:
     """The user's function and how to name it: a callable, ``FILE.py:FUNC`` or ``module:FUNC``."""
-    from crossdyn.experiments.core.derivation import load_derivation
+    from crossdyn.experiments.core.checks.derivation import load_derivation
 
     if isinstance(fn, str):
         return load_derivation(fn), os.path.basename(fn)
@@ -63,7 +64,7 @@ class UserFunction:
         """The function on ``args``, given copies of them (``copied``: ``args`` are copies already)."""
         self.calls += 1
         given = args if copied else user_code.given_copies(args)  # its writes never reach the states compared
-        with user_code._guard(self.label), user_code.users_errstate():
+        with user_code.guard(self.label), user_code.users_errstate():
             try:
                 out = self.fn(*given)
             except Exception as exc:  # the user's code: any exception is theirs to see
@@ -189,7 +190,7 @@ def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: 
     ``(N, nv)``), as chunks of the ``parts`` asked for (``"tau"`` is given ``qdd``: the forward-dynamics
     check turns it into torques).  Bad states are a StateError; ``samples`` or ``seed`` out of range a
     ParameterError."""
-    samples = validate.count(samples, 1, validate.SAMPLES_MAX, "samples")
+    samples = validate.count(samples, 1, STATES_MAX, "samples")
     seed = validate.seed(seed)
     ranges = Ranges() if ranges is None else ranges
     if states is None:

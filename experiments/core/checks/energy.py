@@ -16,11 +16,11 @@ import numpy as np
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
+from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
 from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import EntryStats, progress
 from crossdyn.experiments.core.models import with_options
 
 __all__ = ["check_energy", "energies"]

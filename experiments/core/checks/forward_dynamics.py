@@ -22,13 +22,14 @@ import numpy as np
 from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import UserFunction, model_warnings
+from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
 from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, mass_matrices, rigid_tree
 from crossdyn.experiments.core.checks.names import dof_names
 from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import EntryStats, progress
 from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.limits import STATES_MAX
 from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 
 __all__ = ["check_forward_dynamics", "forward"]
@@ -116,7 +117,7 @@ def _reduced(fn, model, reduction, options: dict) -> CheckReport:
     if declared is None:
         raise ParameterError("check_forward_dynamics places the robot at your states: give a reduction declared with "
                              "Reduction.from_coordinates, not matrices")
-    samples = validate.count(o.samples, 1, validate.SAMPLES_MAX, "samples")
+    samples = validate.count(o.samples, 1, STATES_MAX, "samples")
     spans = {key: validate.interval(REDUCED_RANGES[key] if getattr(o, key) is None else getattr(o, key), key)
              for key in REDUCED_RANGES}
     k, m = len(declared.states), reduction.inputs.shape[1]

@@ -16,11 +16,11 @@ import numpy as np
 from crossdyn.analytic.regressor import body_properties, inertial_parameters
 from crossdyn.analytic.rnea import Tree
 
-__all__ = ["explain", "explains", "MAX_BODIES"]
+__all__ = ["explain", "explains", "LARGEST_SET"]
 
 # The largest set of bodies tried together (all sets of one, two, three bodies);
 # above 20 bodies only sets of one and two (a few hundred small least squares).
-MAX_BODIES = 3
+LARGEST_SET = 3
 # A parameter "agrees" if the fit moves it by less than this fraction of its
 # size (plus round-off): unchanged parameters come out at ~1e-12 of their size.
 _AGREE = 1e-7
@@ -84,7 +84,7 @@ def _describe(tree: Tree, b: int, delta: np.ndarray, rank: int, active: int, see
 
 
 def explain(tree: Tree, Y: np.ndarray, error: np.ndarray, reference: np.ndarray, atol: float, rtol: float,
-            max_bodies: int = MAX_BODIES, unit: str = "N m, N") -> list[str]:
+            max_bodies: int = LARGEST_SET, unit: str = "N m, N") -> list[str]:
     """Sentences naming the bodies and parameters the error is, or saying it is not inertial.
 
     Args:

@@ -20,11 +20,11 @@ from crossdyn.analytic.rotation import skew
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
+from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
 from crossdyn.experiments.core.checks.names import ROW_NAMES, body_name, dof_names, joint_label
 from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.report import CheckReport, Part
 from crossdyn.experiments.core.checks.target import Target, point_of, target
-from crossdyn.experiments.core.crosscheck import EntryStats, progress
 from crossdyn.experiments.core.errors import ModelError, ParameterError
 from crossdyn.experiments.core.models import with_options
 

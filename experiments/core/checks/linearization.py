@@ -18,10 +18,10 @@ import numpy as np
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import UserFunction, model_warnings
+from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats
 from crossdyn.experiments.core.checks.names import conventions
 from crossdyn.experiments.core.checks.options import begin
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import EntryStats
 from crossdyn.experiments.core.errors import ParameterError
 
 __all__ = ["check_linearization", "Reduction", "ATOL", "RTOL", "TOLERANCE_REASON"]

@@ -16,11 +16,11 @@ import numpy as np
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import inertial, slips
 from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
+from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
 from crossdyn.experiments.core.checks.names import dof_names
 from crossdyn.experiments.core.checks.options import SAMPLED, begin
 from crossdyn.experiments.core.checks.passive import PassiveEffects
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import EntryStats, progress
 from crossdyn.experiments.core.truth import truth_model
 
 __all__ = ["check_mass_matrix", "mass_matrices", "rigid_tree", "free_joints", "INERTIAL_STATES"]
@@ -47,7 +47,7 @@ def mass_matrices(model: mujoco.MjModel, q: np.ndarray, data: mujoco.MjData | No
 
 def rigid_tree(model: mujoco.MjModel):
     """crossdyn's own tree of the model's rigid bodies, or None when it cannot describe the model."""
-    from crossdyn.experiments.core.derivation import tree_from_model
+    from crossdyn.experiments.core.checks.derivation import tree_from_model
     from crossdyn.experiments.core.errors import ModelError
 
     try:

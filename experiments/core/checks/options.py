@@ -12,8 +12,8 @@ from typing import Any
 import mujoco
 
 from crossdyn.experiments.core import validate
+from crossdyn.experiments.core.checks.inverse_dynamics import ATOL, RTOL
 from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.crosscheck import ATOL, RTOL
 from crossdyn.experiments.core.ranges import Ranges
 
 __all__ = ["CheckOptions", "Check", "begin", "SAMPLED"]
@@ -141,11 +141,10 @@ def begin(check: str, fn, model: mujoco.MjModel | str | os.PathLike, given: dict
     """A check's first steps: its options (:meth:`CheckOptions.of`), the user's function and the model
     loaded (``fn`` and ``model`` as :class:`CheckOptions` says; a DerivationError or ModelError if not)."""
     from crossdyn.experiments.core.checks.common import load_function
-    from crossdyn.experiments.core.models import load_model
+    from crossdyn.experiments.core.models import as_model
 
     takes = tuple(takes)
     options = CheckOptions.of(check, given, takes, **defaults)
     fn, label = load_function(fn)
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    model = as_model(model)
     return Check(fn, label, model, options, dynamic="dynamics" in takes)

@@ -1,4 +1,5 @@
-"""The ``crossdyn`` command line: ``list``, ``run``, ``check``, ``tune``, ``identify``, ``gains`` and the systems' own.
+"""The ``crossdyn`` command line: ``list``, ``run``, ``check``, ``tune``, ``identify``, ``gains``, ``margins`` and the
+systems' own.
 
 Exit status: 0 when everything is as expected, 1 when a check or an experiment's expected
 outcome fails, 2 for bad input, always with a one-line message and no traceback.  Each
@@ -29,7 +30,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from crossdyn.experiments.core.cli import check, gains, identify, run, tune
+    from crossdyn.experiments.core.cli import check, gains, identify, margins, run, tune
 
     parser = _Parser(
         prog="crossdyn",
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_parser(sub)
     identify.add_parser(sub)
     gains.add_parser(sub)
+    margins.add_parser(sub)
     return parser
 
 

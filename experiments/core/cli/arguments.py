@@ -15,10 +15,10 @@ from typing import Any
 
 from crossdyn.experiments.core import validate
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.results import make_out_dir
+from crossdyn.experiments.core.limits import SEED_MAX, WORKERS_MAX  # noqa: F401 - the tune parsers quote them here
+from crossdyn.experiments.core.runner import make_out_dir
 
 __all__ = [
-    "SEED_MAX",
     "validated",
     "seed",
     "count",
@@ -28,13 +28,7 @@ __all__ = [
     "out_file",
     "make_out_dir",
     "progress",
-    "WORKERS_MAX",
 ]
-
-# The Python API's own ceiling (crossdyn.experiments.core.validate): one limit, one message.
-SEED_MAX = validate.SEED_MAX
-# Worker processes: far above any machine's cores, low enough that a typo is not a fork bomb.
-WORKERS_MAX = 512
 
 
 def validated(what: str, convert: Callable[[str], Any], check: Callable[[Any], Any], refused: Callable[[str], str],
@@ -60,7 +54,7 @@ def validated(what: str, convert: Callable[[str], Any], check: Callable[[Any], A
 
 
 seed = validated("seed", int, validate.seed, lambda text: f"{text!r} is not a whole number",
-                 "A seed: a whole number from 0 to :data:`SEED_MAX`.")
+                 "A seed: a whole number from 0 to :data:`~crossdyn.experiments.core.limits.SEED_MAX`.")
 
 
 def count(low: int = 1, high: int | None = None, what: str = "count"):

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from crossdyn.experiments.core import validate
 from crossdyn.experiments.core.cli import arguments
+from crossdyn.experiments.core.limits import ATOL_MAX, EPS_MAX, RTOL_MAX, SEED_MAX, STATES_MAX, TIMEOUT_MAX
 
 __all__ = ["add_parser", "load_states", "load_state_file", "prepare", "report_check", "add_sampling", "add_outputs",
            "add_ranges", "add_timeout", "tolerance", "state_range", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results")
 # Random states per check: the one ceiling the Python API refuses beyond too.
-SAMPLES_MAX = validate.SAMPLES_MAX
 
 
 def load_states(path: str, nq: int, nv: int):
@@ -146,7 +146,6 @@ def _ranges(args) -> dict:
 
 def add_timeout(p: argparse.ArgumentParser) -> None:
     """``--timeout SECONDS``: the check (import and calls of the user's function included) is stopped after it."""
-    from crossdyn.experiments.core.cli.run import TIMEOUT_MAX  # run --timeout's ceiling: one limit
 
     p.add_argument("--timeout", type=arguments.number(0.0, TIMEOUT_MAX, "--timeout", low_open=True),
                    metavar="SECONDS",
@@ -199,7 +198,7 @@ def _finish(args, name: str, metrics: dict, passed: bool, text: str, figure, fig
             expected: str, measured: str, seconds: float) -> int:
     """Write metrics.json and the plot, print the report, JUnit and baselines; the exit status."""
     from crossdyn.experiments.core import baseline
-    from crossdyn.experiments.core.results import Outcome, as_stored, write_json
+    from crossdyn.experiments.core.runner import Outcome, as_stored, write_json
 
     out_dir = arguments.make_out_dir(Path(args.out) / name)
     for folder in (getattr(args, "save_baseline", None), args.junit.parent if getattr(args, "junit", None) else None):
@@ -231,10 +230,10 @@ def _conditions(args, **more) -> dict:
 
 
 def report_check(report, args, name: str, title: str, extra: dict, seconds: float) -> int:
-    from crossdyn.experiments.core import plots
+    from crossdyn.experiments.core import figures
 
     metrics = {**extra, **report.to_dict()}
-    figure = plots.term_errors(report, title)
+    figure = figures.term_errors(report, title)
     stored = getattr(args, "_stored", None)
     expected = f"agree with mj_inverse within {report.atol:g} + {report.rtol:g} |tau|"
     return _finish(args, name, metrics, report.passed, report.text(title, verbose=getattr(args, "verbose", False)),
@@ -244,7 +243,7 @@ def report_check(report, args, name: str, title: str, extra: dict, seconds: floa
 def _cmd_check_derivation(args) -> int:
     import time
 
-    from crossdyn.experiments.core.derivation import check_isolated
+    from crossdyn.experiments.core.checks.derivation import check_isolated
     from crossdyn.experiments.core.models import load_model
 
     name = f"check-derivation-{_function_stem(args.derivation)}"
@@ -276,8 +275,8 @@ def _cmd_check_quantity(args) -> int:
     """Any of kinematics, jacobian, mass-matrix, bias, energy, forward-dynamics."""
     import time
 
-    from crossdyn.experiments.core.checks.plots import entry_errors
-    from crossdyn.experiments.core.derivation import check_isolated
+    from crossdyn.experiments.core.checks.derivation import check_isolated
+    from crossdyn.experiments.core.checks.entry_errors import entry_errors
     from crossdyn.experiments.core.models import load_model
 
     quantity = args.quantity
@@ -311,11 +310,11 @@ def _cmd_check_quantity(args) -> int:
 
 
 def add_sampling(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--samples", type=arguments.count(1, SAMPLES_MAX, "--samples"), default=10_000,
-                   help=f"random states (default 10000, at most {SAMPLES_MAX:,}; streamed in chunks, so memory "
+    p.add_argument("--samples", type=arguments.count(1, STATES_MAX, "--samples"), default=10_000,
+                   help=f"random states (default 10000, at most {STATES_MAX:,}; streamed in chunks, so memory "
                    "stays the same whatever the count)")
     p.add_argument("--seed", type=arguments.seed, default=0,
-                   help=f"seed of the random states (default 0; 0 to {arguments.SEED_MAX})")
+                   help=f"seed of the random states (default 0; 0 to {SEED_MAX})")
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, metavar="DIR",
                    help="output folder (default results/)")
 
@@ -337,11 +336,11 @@ def add_outputs(p: argparse.ArgumentParser) -> None:
 
 
 def _add_tolerances(p: argparse.ArgumentParser, unit: str) -> None:
-    from crossdyn.experiments.core.crosscheck import ATOL, RTOL, TOLERANCE_REASON
+    from crossdyn.experiments.core.checks.inverse_dynamics import ATOL, RTOL, TOLERANCE_REASON
 
-    p.add_argument("--atol", type=tolerance("--atol", validate.ATOL_MAX), default=ATOL,
+    p.add_argument("--atol", type=tolerance("--atol", ATOL_MAX), default=ATOL,
                    help=f"absolute tolerance, {unit} (default {ATOL:g}: {TOLERANCE_REASON})")
-    p.add_argument("--rtol", type=tolerance("--rtol", validate.RTOL_MAX), default=RTOL,
+    p.add_argument("--rtol", type=tolerance("--rtol", RTOL_MAX), default=RTOL,
                    help=f"relative tolerance, of |MuJoCo's value| (default {RTOL:g}); an entry passes if "
                    "|error| <= atol + rtol |MuJoCo's|")
 
@@ -442,8 +441,8 @@ def _numbers(what: str):
 def _cmd_check_linearization(args) -> int:
     import time
 
-    from crossdyn.experiments.core.checks.plots import entry_errors
-    from crossdyn.experiments.core.derivation import check_isolated
+    from crossdyn.experiments.core.checks.derivation import check_isolated
+    from crossdyn.experiments.core.checks.entry_errors import entry_errors
     from crossdyn.experiments.core.models import load_model
 
     name = f"check-linearization-{_function_stem(args.function)}"
@@ -466,7 +465,6 @@ def _cmd_check_linearization(args) -> int:
 
 def _add_linearization(checks) -> None:
     from crossdyn.experiments.core.checks.linearization import ATOL, RTOL, TOLERANCE_REASON
-    from crossdyn.experiments.core.linearize import EPS_MAX
 
     help_line = "your linearization: FUNC(q, qd, u) -> (A, B) at an operating point"
     p = checks.add_parser("linearization", help=help_line, description=(
@@ -485,9 +483,9 @@ def _add_linearization(checks) -> None:
                    metavar="U1,U2,...|hold",
                    help="its control (nu numbers; default the keyframe's or zero); 'hold': the control that holds "
                         "the pose at rest")
-    p.add_argument("--atol", type=tolerance("--atol", validate.ATOL_MAX), default=ATOL,
+    p.add_argument("--atol", type=tolerance("--atol", ATOL_MAX), default=ATOL,
                    help=f"absolute tolerance, in A's and B's units (default {ATOL:g}: {TOLERANCE_REASON})")
-    p.add_argument("--rtol", type=tolerance("--rtol", validate.RTOL_MAX), default=RTOL,
+    p.add_argument("--rtol", type=tolerance("--rtol", RTOL_MAX), default=RTOL,
                    help=f"relative tolerance, of |MuJoCo's entry| (default {RTOL:g})")
     p.add_argument("--eps", type=arguments.number(0.0, EPS_MAX, "--eps", low_open=True), metavar="STEP",
                    help="the finite-difference step (rad, m, rad/s, control units; default: 1e-6 per direction, cut "
@@ -502,8 +500,8 @@ def _add_linearization(checks) -> None:
 
 def add_parser(sub) -> None:
     """Add ``check`` and its commands to the ``crossdyn`` subcommands."""
+    from crossdyn.experiments.core.checks.inverse_dynamics import ATOL, RTOL, TOLERANCE_REASON
     from crossdyn.experiments.core.cli import commands
-    from crossdyn.experiments.core.crosscheck import ATOL, RTOL, TOLERANCE_REASON
     from crossdyn.experiments.core.truth import DYNAMICS
 
     p_check = sub.add_parser("check", help="cross-check a hand derivation, part by part, against MuJoCo")
@@ -519,9 +517,9 @@ def add_parser(sub) -> None:
                        "damping, stiffness and gravcomp removed) or as-modeled (kept); contacts, limits, equality "
                        "constraints, frictionloss and fluid forces are off in both")
     p_der.add_argument("--states", metavar="FILE", help="check at these states (.csv/.npy rows q, qd, qdd)")
-    p_der.add_argument("--atol", type=tolerance("--atol", validate.ATOL_MAX), default=ATOL,
+    p_der.add_argument("--atol", type=tolerance("--atol", ATOL_MAX), default=ATOL,
                        help=f"absolute tolerance, N m or N (default {ATOL:g}: {TOLERANCE_REASON})")
-    p_der.add_argument("--rtol", type=tolerance("--rtol", validate.RTOL_MAX), default=RTOL,
+    p_der.add_argument("--rtol", type=tolerance("--rtol", RTOL_MAX), default=RTOL,
                        help=f"relative tolerance, of |mj_inverse| (default {RTOL:g}); an entry passes if "
                        "|error| <= atol + rtol |reference|")
     add_ranges(p_der)

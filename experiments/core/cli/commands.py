@@ -14,7 +14,6 @@ import argparse
 import importlib.metadata
 from collections.abc import Callable
 
-from crossdyn import renamed
 from crossdyn.experiments.core.errors import ParameterError
 
 __all__ = ["GROUP", "registered_commands", "configure", "summary"]
@@ -49,6 +48,3 @@ def summary(entry: importlib.metadata.EntryPoint) -> str:
     """The command's one-line help: its configure function's docstring's first line."""
     doc = (_load(entry).__doc__ or "").strip()
     return doc.splitlines()[0] if doc else entry.name
-
-
-__getattr__ = renamed(__name__, {"registered": "registered_commands"}, globals())

@@ -3,7 +3,7 @@
     crossdyn gains --experiment NAME --out gains.h [--name C_NAME] [--set KEY=VALUE ...] [--from FILE.py]
 
 The experiment declares what it designs (``experiment(..., gains=Gains(design, name))``); the header is
-:meth:`~crossdyn.controllers.balance.GainSchedule.to_c`'s: the fitted polynomials and the table, in float,
+:meth:`~crossdyn.controllers.lqr.GainSchedule.to_c`'s: the fitted polynomials and the table, in float,
 with the state and input order in a comment.
 """
 
@@ -17,7 +17,7 @@ __all__ = ["add_parser"]
 
 
 def _cmd_gains(args) -> int:
-    from crossdyn.controllers.balance import GainSchedule
+    from crossdyn.controllers.lqr import GainSchedule
     from crossdyn.experiments.core.errors import CrossdynError, ParameterError
     from crossdyn.experiments.core.registry import experiments, get
     from crossdyn.experiments.core.user_code import where

@@ -26,15 +26,11 @@ import sys
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
+from crossdyn.experiments.core.limits import DURATION_MAX, WINDOW_MAX, WINDOW_MIN
 
 __all__ = ["add_parser", "configure_check_model", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results")
-# Shortest and longest re-anchored window, s: a few steps of any model, and far past where a rollout
-# of an unstable robot still says anything.
-WINDOW_MIN, WINDOW_MAX = 0.005, 60.0
-# Longest excitation, s: an hour of commands at 1 kHz is 3.6 million rows.
-DURATION_MAX = 3600.0
 
 
 def _window(p: argparse.ArgumentParser) -> None:
@@ -143,10 +139,10 @@ def add_parser(sub) -> None:
 
 
 def _tolerance(p: argparse.ArgumentParser) -> None:
-    from crossdyn.experiments.core.identify.check_model import TOLERANCE
-
+    # (the default is check_model.TOLERANCE, named in words: importing it here would load SciPy's statistics
+    # for every command line crossdyn parses)
     p.add_argument("--tolerance", action="append", default=[], metavar="X | SIGNAL=VALUE",
-                   help=f"largest RMS error in units of each reading's noise (default {TOLERANCE}), and/or an "
+                   help="largest RMS error in units of each reading's noise (default: twice it), and/or an "
                         "allowance in a signal's units for what no model holds ('qpos:*=0.002'); repeat")
 
 
@@ -182,13 +178,13 @@ def _load(mjcf: str, logs: list[str]):
 
 
 def _cmd_identify(args) -> int:
-    from crossdyn.experiments.core.identify import report
+    from crossdyn.experiments.core.identify import outputs
     from crossdyn.experiments.core.identify.check_model import judge_fitted, parse_tolerance
     from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
     from crossdyn.experiments.core.identify.logs import refuse_repeats
     from crossdyn.experiments.core.identify.noise import resolve
     from crossdyn.experiments.core.identify.spec import parse_fit
-    from crossdyn.experiments.core.results import write_json
+    from crossdyn.experiments.core.runner import write_json
 
     tolerance = args.tolerance or None
     parse_tolerance(tolerance)  # refused before any work
@@ -208,7 +204,7 @@ def _cmd_identify(args) -> int:
     finally:
         problem.close()
     stages.done(f"fitted {len(targets)} quantities in {result.seconds:.1f} s ({result.iterations} Jacobians)")
-    lines = report.sentences(result)
+    lines = outputs.sentences(result)
     for line in lines:
         print(line)
     print(f"  intervals: {result.intervals['checked']}")
@@ -224,7 +220,7 @@ def _cmd_identify(args) -> int:
     plots = []
     for li, log in enumerate(logs):
         name = f"identify-{li + 1}-{Path(log.path).stem}.png"
-        report.plot_signals(out / name, log.time, measured[li], nominal[li], identified[li], Path(log.path).name)
+        outputs.plot_signals(out / name, log.time, measured[li], nominal[li], identified[li], Path(log.path).name)
         plots.append(name)
     validation: dict = {}
     if validation_logs:
@@ -244,7 +240,7 @@ def _cmd_identify(args) -> int:
                     validation.setdefault(log, {}).setdefault(key, {})[label] = value
         for li, log in enumerate(validation_logs):
             name = f"validate-{li + 1}-{Path(log.path).stem}.png"
-            report.plot_signals(out / name, log.time, measured_v[li], replayed["before"][li], replayed["after"][li],
+            outputs.plot_signals(out / name, log.time, measured_v[li], replayed["before"][li], replayed["after"][li],
                                 f"{Path(log.path).name} (validation: replayed, not fitted)")
             plots.append(name)
         for log, signals in validation.items():
@@ -262,12 +258,12 @@ def _cmd_identify(args) -> int:
                 lines.append(line)
                 print(line)
     table_noise = {k: v.as_json() for k, v in noise[0].items()}
-    content = report.as_json(result, model=path, logs=[str(log.path) for log in logs], validation=validation,
+    content = outputs.as_json(result, model=path, logs=[str(log.path) for log in logs], validation=validation,
                              window=args.window, noise=table_noise, verdicts=verdicts)
     write_json(out / "identified.json", content)
-    report.write_xml(path, result, model, out)
+    outputs.write_xml(path, result, model, out)
     command = "crossdyn " + " ".join(shlex.quote(a) for a in getattr(args, "argv", sys.argv[1:]))
-    report.write_html(out / "index.html", title=f"identify {path.name}", command=command, lines=lines,
+    outputs.write_html(out / "index.html", title=f"identify {path.name}", command=command, lines=lines,
                       table=content["parameters"], residuals=content["residuals"], validation=validation, plots=plots)
     stages.done(f"results in {out}")
     stages.close()
@@ -332,8 +328,8 @@ def _cmd_excite(args) -> int:
 def _cmd_check_model(args) -> int:
     from crossdyn.experiments.core.identify.check_model import parse_tolerance, replay
     from crossdyn.experiments.core.identify.logs import refuse_repeats
-    from crossdyn.experiments.core.identify.report import plot_signals
-    from crossdyn.experiments.core.results import write_json
+    from crossdyn.experiments.core.identify.outputs import plot_signals
+    from crossdyn.experiments.core.runner import write_json
 
     parse_tolerance(args.tolerance or None)  # refused before any work
     path, model, spec, logs = _load(args.mjcf, args.log)
@@ -352,7 +348,7 @@ def _cmd_check_model(args) -> int:
 def _cmd_record(args) -> int:
     import mujoco
 
-    from crossdyn.experiments.core.derivation import load_derivation
+    from crossdyn.experiments.core.checks.derivation import load_derivation
     from crossdyn.experiments.core.errors import ParameterError
     from crossdyn.experiments.core.identify.logs import write_log
     from crossdyn.experiments.core.identify.record import record

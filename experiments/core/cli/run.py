@@ -6,12 +6,11 @@ import sys
 from pathlib import Path
 
 from crossdyn.experiments.core.cli import arguments
+from crossdyn.experiments.core.limits import SEED_MAX, TIMEOUT_MAX, WORKERS_MAX
 
 __all__ = ["add_parser", "add_list_parser"]
 
 DEFAULT_OUT = Path("results")
-# --timeout's ceiling, s: a week; beyond it a typo, not a limit.
-TIMEOUT_MAX = 7 * 24 * 3600.0
 
 
 def _load(sources, workers: int = 1, timeout: float | None = None):
@@ -22,7 +21,7 @@ def _load(sources, workers: int = 1, timeout: float | None = None):
     needs its experiments' names, parameters and tolerances.
     """
     from crossdyn.experiments.core.registry import experiments
-    from crossdyn.experiments.core.results import experiment_pool, pool_with_sources_imported
+    from crossdyn.experiments.core.runner import experiment_pool, pool_with_sources_imported
 
     if not sources:
         pool = experiment_pool(workers)
@@ -62,7 +61,7 @@ def _cmd_run(args) -> int:
 
     from crossdyn.experiments.core import baseline
     from crossdyn.experiments.core.registry import get
-    from crossdyn.experiments.core.results import run_experiments, summary_table
+    from crossdyn.experiments.core.runner import run_experiments, summary_table
     from crossdyn.experiments.core.safe_text import one_line
 
     registry, pool = _load(args.sources, args.workers, args.timeout)
@@ -160,7 +159,7 @@ def add_parser(sub) -> None:
                        help="output folder (default results/); the report is DIR/index.html")
     p_run.add_argument("--short", action="store_true", help="reduced runs (as the test suite does)")
     p_run.add_argument("--seed", type=arguments.seed, default=0,
-                       help=f"seed for every random draw (default 0; 0 to {arguments.SEED_MAX})")
+                       help=f"seed for every random draw (default 0; 0 to {SEED_MAX})")
     p_run.add_argument("--set", type=arguments.key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="set an experiment parameter (repeatable; see 'crossdyn list')")
     p_run.add_argument("--video", action="store_true", help="render MP4s where supported (MUJOCO_GL=egl)")
@@ -180,9 +179,9 @@ def add_parser(sub) -> None:
     p_run.add_argument("--junit", type=arguments.out_file, metavar="FILE",
                        help="write JUnit XML: one test case per experiment (missed expectation, drift, crash, "
                             "timeout)")
-    p_run.add_argument("--workers", type=arguments.count(1, arguments.WORKERS_MAX, "--workers"), default=1,
+    p_run.add_argument("--workers", type=arguments.count(1, WORKERS_MAX, "--workers"), default=1,
                        metavar="K", help="run experiments in K worker processes at once (default 1; same "
-                                         f"metrics whatever K; at most {arguments.WORKERS_MAX})")
+                                         f"metrics whatever K; at most {WORKERS_MAX})")
     p_run.add_argument("--timeout", type=arguments.number(0.0, TIMEOUT_MAX, "--timeout", low_open=True),
                        metavar="SECONDS", help="stop an experiment that runs longer than this and record it as "
                                                "'timed out' (the others go on; default: no limit); a --from file still "

@@ -1,12 +1,14 @@
 """Is the MJCF the robot?  Identification from a robot's logs, and a check that keeps asking.
 
 - :mod:`.logs`: the log format (CSV or ``.npz``), read against a model's own names;
+- :mod:`.noise`: each reading's noise, stated or estimated only where the log can tell;
 - :mod:`.spec`: what ``--fit`` may change, as ``mujoco.sysid`` parameters;
 - :mod:`.fit`: re-anchored rollouts and ``mujoco.sysid``'s least squares and intervals;
+- :mod:`.power`: what a log can tell of a model's own parameters: their tests and power;
 - :mod:`.report`: the sentences, ``identified.json``, ``identified.xml``, plots and page;
-- :mod:`.check_model`: does a model reproduce a log (``crossdyn check model``);
+- :mod:`.check_model`: does a model reproduce a log (``crossdyn check model``): pass, fail or inconclusive;
 - :mod:`.excite`: commands to log, and what such a log would leave undetermined;
-- :mod:`.record`: logs made in simulation, as a robot's logger would write them.
+- :mod:`.record`: logs made in simulation, as a robot's logger would write them (``crossdyn record``).
 """
 
 from typing import Any

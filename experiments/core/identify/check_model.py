@@ -34,13 +34,14 @@ import numpy as np
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.identify.fit import START, WINDOW, Problem
 from crossdyn.experiments.core.identify.logs import Log, load_log, refuse_repeats
+from crossdyn.experiments.core.identify.noise import Noise
 from crossdyn.experiments.core.identify.power import RELEVANT, Sensitivity, own_quantities, sensitivities
 from crossdyn.experiments.core.identify.power import explain as explained
 from crossdyn.experiments.core.identify.spec import Quantity, parse_fit
 from crossdyn.experiments.core.models import load_model, model_path
 from crossdyn.experiments.core.registry import experiment
 
-__all__ = ["TOLERANCE", "ModelVerdict", "check_model", "replay", "judge", "judge_fitted", "model_matches_log",
+__all__ = ["TOLERANCE", "ModelVerdict", "check_model", "replay", "judge", "judge_fitted", "register_model_check",
            "parse_tolerance", "parse_detect", "VERDICTS", "ToleranceError"]
 
 # Largest RMS error in units of the reading's own noise: at 2 the model's own error is
@@ -236,12 +237,12 @@ def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, thre
                   noise=noise, detect=detect, start_only=start_only, explain=explain)
 
 
-def model_matches_log(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, noise=None,
-                      detect=None) -> None:
+def register_model_check(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, noise=None,
+                         detect=None) -> None:
     """Register experiment ``name``: :func:`check_model` of ``mjcf`` against ``logs``, for ``crossdyn run``.
 
     In a file given to ``crossdyn run --from`` (or an installed package's experiments),
-    ``model_matches_log("arm-is-the-robot", "arm.xml", ["robot.csv"], noise={"qpos:*": 5e-4})`` makes the
+    ``register_model_check("arm-is-the-robot", "arm.xml", ["robot.csv"], noise={"qpos:*": 5e-4})`` makes the
     check part of every run, its baselines, JUnit file and HTML report: a commit that edits the MJCF
     away from the robot fails, and a log that cannot decide does not pass.  Relative paths are the
     caller's, resolved now.
@@ -381,15 +382,22 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
     # A reading with an allowance: its errors count against sqrt(noise^2 + allowance^2), its limit widened
     # so that the RMS error may reach sqrt((multiple * noise)^2 + allowance^2).
     limits: dict[str, float] = {}
-    for sigs in problem.signals:
+    for li, sigs in enumerate(problem.signals):
         for sig in sigs:
             allowance = next((v for p, v in allowances if fnmatch.fnmatchcase(sig.key, p)), 0.0)
             if allowance:
                 noise = np.array(sig.sigma, float)
                 sig.sigma = np.sqrt(noise**2 + allowance**2)
                 limits[sig.key] = float(np.min(np.sqrt((multiple * noise) ** 2 + allowance**2) / sig.sigma))
+                stated = problem.noise[li][sig.key]
+                problem.noise[li][sig.key] = Noise(sig.sigma, stated.source, f"{stated.detail}; with the "
+                                                   f"--tolerance allowance of {allowance:g} in quadrature")
             else:
                 limits.setdefault(sig.key, multiple)
+    if allowances:  # the starts' own misfits are in units of the same noise, the allowance included
+        for win in problem.windows:
+            win.prior = problem.start_noise(win.log, win)
+        x = problem.refine_starts(x)
     requested = parse_detect(detect, [problem.targets[k] for k in tested])
     r, rms = problem.rms(x)
     sens = sensitivities(problem, x, tested, limits, r)

@@ -35,10 +35,12 @@ start at the model's and at rest: while the robot touches nothing no body-frame
 reading depends on them; a robot standing on the ground would need them from its
 contacts, which this does not do.
 
-Residuals are each reading's error divided by that reading's noise, estimated
-from the log itself (the spread of its second differences), so signals in
-different units weigh by what they can tell, and a residual of about 1 is "within
-the log's own noise".
+Residuals are each reading's error divided by that reading's noise (:mod:`.noise`:
+stated, from the MJCF, an encoder's grid, or estimated only where the log can tell),
+so signals in different units weigh by what they can tell, and a residual of about 1
+is "within the log's own noise".  Each window's start corrections add residuals of
+their own (:meth:`Problem.start_noise`): a start cannot depart from what the log says
+further than its noise explains.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ WINDOW = 0.5
 # REFINE_ITERATIONS times: a free arm converges in 2 or 3, a quadruped standing on its feet (contacts) in 8 to 10.
 REFINE_TOL = 1e-3
 REFINE_ITERATIONS = 12
+# A window's rejected step is halved at most down to this share of the Gauss-Newton step.
+SHRINK_MIN = 1 / 16
 # Fewest samples a window may hold: its start has two corrections per read dof, and a window of few more
 # samples than that lets them follow the log whatever the model (a 30 % heavier link passes at 5 samples).
 MIN_WINDOW_SAMPLES = 20
@@ -242,7 +246,10 @@ class Problem:
         if not any(self.signals):
             raise LogError("every reading is --start-only: nothing is left to compare the model with")
         self.ctrls = [log.ctrl(m) for log in logs]
-        read = {name for log in logs for kind, name, _, _ in log.signals.values() if kind in ("qpos", "qvel")}
+        # Each joint's position and velocity readings, per log: a qpos:/qvel: column or an encoder the model holds
+        # as a sensor (jointpos, jointvel): {("qpos", joint): key}.
+        self.encoders = [_encoders(m, log) for log in logs]
+        read = {name for found in self.encoders for _, name in found}
         self.imu = _imus(m, logs, read)
         self.closure = _Closure(m, read, self.imu)
         # The dofs whose start is corrected: those of the joints a log reads (a joint no log reads
@@ -299,7 +306,8 @@ class Problem:
                         mask[part * nd + i], sigma[part * nd + i] = True, factor * float(np.median(noises[key].value))
                 continue
             name = m.joint(j).name
-            qpos_key, qvel_key = f"qpos:{name}", f"qvel:{name}"
+            qpos_key = self.encoders[li].get(("qpos", name), f"qpos:{name}")
+            qvel_key = self.encoders[li].get(("qvel", name), f"qvel:{name}")
             if qpos_key in log.signals and qpos_key not in compared:
                 mask[i], sigma[i] = True, float(np.median(noises[qpos_key].value))
             if qvel_key in log.signals:
@@ -335,8 +343,11 @@ class Problem:
                 break
             starts.append(nxt)
         starts.append(t.size)
-        qpos_log = {key: (ids, values) for key, (kind, _, values, ids) in log.signals.items() if kind == "qpos"}
-        qvel_log = {key: (ids, values) for key, (kind, _, values, ids) in log.signals.items() if kind == "qvel"}
+        encoders = self.encoders[li]
+        qpos_log = {key: (_joint_index(m, "qpos", name), log.signals[key][2]) for (kind, name), key in encoders.items()
+                    if kind == "qpos"}
+        qvel_log = {key: (_joint_index(m, "qvel", name), log.signals[key][2]) for (kind, name), key in encoders.items()
+                    if kind == "qvel"}
         span = max(1, int(round(VELOCITY_SPAN / max(float(np.median(np.diff(t))), 1e-9) / 2)))
         for a, b in zip(starts[:-1], starts[1:], strict=True):
             qpos = self._qpos_at(qpos_log, a)
@@ -598,8 +609,9 @@ class Problem:
         The corrections act on their own window only, so each iteration is 2 d + 1 batched
         rollouts and one small least squares per window.  Directions of a window's start no
         reading sees (:data:`START_RCOND`) are left alone.  A start on constraints (a closed
-        loop, wheels on the floor) keeps a step only where it lowers that window's misfit,
-        halving its next one where it did not: the stiff constraints make such a window far
+        loop, wheels on the floor), and any other, keeps a step only where it lowers that window's
+        misfit, halving its next one where it did not (down to :data:`SHRINK_MIN`): stiff
+        constraints, or a servo whose force saturates at a noisy start's error, make a window far
         from linear in its start.  The iterations stop once one lowers the whole misfit by less
         than :data:`REFINE_TOL` of it (an arm in free space: 2 or 3; a robot standing on its
         feet: up to :data:`REFINE_ITERATIONS`).
@@ -619,13 +631,15 @@ class Problem:
                 step = np.linalg.lstsq(jac[a:b], -r[a:b], rcond=START_RCOND)[0]
                 trial[idx] = np.clip(x[idx] + shrink[w] * step, low[idx], high[idx])
             r_trial = self.predict(trial, model=model)
+            halved = False
             for w, (a, b) in enumerate(rows):
                 idx = self.p + w * self.na + np.arange(self.na)
-                if self.windows[w].follow is None or r_trial[a:b] @ r_trial[a:b] < r[a:b] @ r[a:b]:
+                if r_trial[a:b] @ r_trial[a:b] < r[a:b] @ r[a:b]:
                     x[idx], r[a:b] = trial[idx], r_trial[a:b]
-                else:
+                elif shrink[w] > SHRINK_MIN:
                     shrink[w] /= 2
-            if before - float(r @ r) < REFINE_TOL * before:
+                    halved = True
+            if before - float(r @ r) < REFINE_TOL * before and not halved:
                 break
         return x
 
@@ -1037,3 +1051,34 @@ def _acceleration(reading: np.ndarray, step: float, noise: float) -> float:
         return 0.0
     d2 = np.diff(reading, n=2)
     return math.sqrt(max(float(np.mean(d2 * d2)) - 6.0 * noise**2, 0.0)) / step**2
+
+
+def _encoders(m: mujoco.MjModel, log: Log) -> dict[tuple[str, str], str]:
+    """A log's readings of joints' positions and velocities: ``{("qpos" or "qvel", joint): signal key}``.
+
+    A ``qpos:``/``qvel:`` column reads its joint; so does a sensor the model declares as that joint's
+    encoder (``jointpos``, ``jointvel``), logged as ``sensor:<name>``.
+    """
+    out: dict[tuple[str, str], str] = {}
+    kinds = {int(mujoco.mjtSensor.mjSENS_JOINTPOS): "qpos", int(mujoco.mjtSensor.mjSENS_JOINTVEL): "qvel"}
+    for key, (kind, name, _values, _ids) in log.signals.items():
+        if kind in ("qpos", "qvel"):
+            out[(kind, name)] = key
+        elif kind == "sensor":
+            sid = m.sensor(name).id
+            reads = kinds.get(int(m.sensor_type[sid]))
+            if reads is not None:
+                out.setdefault((reads, m.joint(int(m.sensor_objid[sid])).name), key)
+    return out
+
+
+def _joint_index(m: mujoco.MjModel, kind: str, name: str) -> np.ndarray:
+    """A joint's addresses in qpos or qvel."""
+    j = m.joint(name).id
+    if kind == "qpos":
+        return np.arange(m.jnt_qposadr[j], m.jnt_qposadr[j] + _qpos_count(m, j))
+    return _dofs(m, j)
+
+
+def _qpos_count(m: mujoco.MjModel, j: int) -> int:
+    return {int(mujoco.mjtJoint.mjJNT_FREE): 7, int(mujoco.mjtJoint.mjJNT_BALL): 4}.get(int(m.jnt_type[j]), 1)

@@ -30,12 +30,10 @@ import mujoco
 import numpy as np
 
 from crossdyn.experiments.core.errors import CrossdynError
+from crossdyn.experiments.core.limits import LOG_ROWS_MIN
 
-__all__ = ["LogError", "Log", "load_log", "write_log", "refuse_repeats", "MIN_ROWS", "KINDS"]
+__all__ = ["LogError", "Log", "load_log", "write_log", "refuse_repeats", "KINDS"]
 
-# A log needs enough rows to say something: a rollout window and the noise estimate
-# (a second difference) need several samples.
-MIN_ROWS = 20
 # Column kinds, in the order a written log lists them.
 KINDS = ("ctrl", "qpos", "qvel", "sensor")
 _OBJ = {"ctrl": mujoco.mjtObj.mjOBJ_ACTUATOR, "qpos": mujoco.mjtObj.mjOBJ_JOINT,
@@ -172,7 +170,7 @@ def load_log(path: str | Path, model: mujoco.MjModel, model_name: str = "the mod
         time not strictly increasing (its row) or in milliseconds or microseconds (its
         step); NaN or infinity (row and column); a name the model
         does not have (with the closest one); a component index or a missing
-        component of a multi-valued joint or sensor; fewer than :data:`MIN_ROWS`
+        component of a multi-valued joint or sensor; fewer than :data:`~crossdyn.experiments.core.limits.LOG_ROWS_MIN`
         rows; no command and no reading at all.
     """
     path = Path(path)
@@ -193,8 +191,8 @@ def load_log(path: str | Path, model: mujoco.MjModel, model_name: str = "the mod
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise LogError(f"{path}: {row_name(int(r))}, column {header[c]!r} is {table[r, c]}; a log holds finite numbers")
-    if table.shape[0] < MIN_ROWS:
-        raise LogError(f"{path} has {table.shape[0]} samples; a log needs at least {MIN_ROWS} to say anything")
+    if table.shape[0] < LOG_ROWS_MIN:
+        raise LogError(f"{path} has {table.shape[0]} samples; a log needs at least {LOG_ROWS_MIN} to say anything")
     time = table[:, header.index("time")]
     steps = np.diff(time)
     if (steps <= 0).any():

@@ -33,12 +33,11 @@ from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.errors import DerivationError, ParameterError
 from crossdyn.experiments.core.identify.logs import load_log
 from crossdyn.experiments.core.identify.noise import parse_noise
+from crossdyn.experiments.core.limits import DURATION_MAX
 from crossdyn.experiments.core.validate import seed as validate_seed
 
-__all__ = ["record", "multisine", "Reading", "DURATION_MAX", "columns_of"]
+__all__ = ["record", "multisine", "Reading", "columns_of"]
 
-# Longest recording, s: an hour at 1 kHz is 3.6 million rows per column.
-DURATION_MAX = 3600.0
 _HINGE_SLIDE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 
@@ -243,7 +242,7 @@ def record(model: mujoco.MjModel, controller: Callable | None = None, duration: 
         offsets = np.array([0, model.nq, model.nq + model.nv])
         read[i] = values[offsets[kinds] + index] + noisy
         mujoco.mj_step(model, data)
-        if not np.all(np.isfinite(data.qpos)):
+        if data.time <= time[i] or not np.all(np.isfinite(data.qpos)):  # MuJoCo resets a simulation that blows up
             raise ParameterError(f"the simulation diverged at t = {data.time:.3f} s (not finite): a controller or "
                                  "commands that the model cannot follow")
     grid = steps > 0

@@ -38,6 +38,7 @@ import numpy as np
 
 from crossdyn.experiments.core.errors import CrossdynError
 from crossdyn.experiments.core.identify import sysid
+from crossdyn.experiments.core.limits import COMMAND_DELAY_MAX
 
 __all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR", "ATTRIBUTES"]
 
@@ -47,8 +48,6 @@ ATTRIBUTES = {"body": ("mass", "com", "inertia"), "joint": ("damping", "armature
               "actuator": ("gear", "bias"), "sensor": ("bias",)}
 _OBJ = {"body": mujoco.mjtObj.mjOBJ_BODY, "joint": mujoco.mjtObj.mjOBJ_JOINT,
         "actuator": mujoco.mjtObj.mjOBJ_ACTUATOR, "sensor": mujoco.mjtObj.mjOBJ_SENSOR}
-# Commands arrive at most this late (s): far beyond any robot's bus, a bound the optimizer needs.
-DELAY_MAX = 0.2
 
 
 class SpecError(CrossdynError):
@@ -220,7 +219,7 @@ def _make(model: mujoco.MjModel, spec: mujoco.MjSpec, kind: str, name: str, attr
         low, high, scale = np.full(dim, -1e3), np.full(dim, 1e3), np.ones(dim)
     else:  # delay
         nominal, unit = np.array([native_delay(model)]), "s"
-        low, high, scale = np.zeros(1), np.array([DELAY_MAX]), np.array([0.01])  # 10 ms: a slow bus
+        low, high, scale = np.zeros(1), np.array([COMMAND_DELAY_MAX]), np.array([0.01])  # 10 ms: a slow bus
     if component is not None:  # one component of a vector: the others stay as the spec has them
         if attr == "inertia":  # a moment alone stays within the others' sum and difference (A + B >= C)
             others = np.delete(nominal, component)

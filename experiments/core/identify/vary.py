@@ -189,7 +189,7 @@ def write_model(mjcf: str, values: dict[str, float], params: list[Uncertain], ou
     Returns:
       the path of the written MJCF.
     """
-    from crossdyn.experiments.core.identify.report import write_values
+    from crossdyn.experiments.core.identify.outputs import write_values
     from crossdyn.experiments.core.models import load_model, model_path
 
     path = model_path(mjcf)

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 from matplotlib import ticker
 
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures as plots
 from crossdyn.experiments.core.baseline import DEFAULT_TOLERANCE, Tolerance
-from crossdyn.experiments.core.results import write_json
+from crossdyn.experiments.core.runner import write_json
 from crossdyn.experiments.core.sweep.choice import best_row, pareto_front
 from crossdyn.experiments.core.sweep.table import cell
 

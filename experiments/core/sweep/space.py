@@ -11,14 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.limits import RUNS_MAX as SAMPLES_MAX
 from crossdyn.experiments.core.registry import Param
 
 __all__ = ["Vary", "parse_vary", "parse_constraint", "plan", "product", "SEARCHES", "SAMPLES_MAX", "DEFAULTS"]
 
 SEARCHES = ("lhs", "grid", "optuna")
-# The most runs one sweep plans: about a CPU-day at ~1 s a run; a bigger sweep is refused
-# before anything is allocated (split it over --out folders).
-SAMPLES_MAX = 100_000
 DEFAULTS = "defaults"  # --constraint METRIC<=defaults: bounded by the defaults run's own value
 _SYNTAX = "expected LO:HI or LO:HI:log, or a list of values V1,V2,..."
 

@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.results import make_out_dir, write_text
+from crossdyn.experiments.core.runner import make_out_dir, write_text
 
 __all__ = ["exists", "read", "read_done", "write", "appending", "locked", "cell", "TEXTS"]
 
@@ -150,7 +150,7 @@ def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str
 
 
 def write(path: Path, rows: list[dict], columns: Sequence[str]) -> None:
-    """Write the table atomically (:func:`~crossdyn.experiments.core.results.write_text`)."""
+    """Write the table atomically (:func:`~crossdyn.experiments.core.runner.write_text`)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, list(columns), lineterminator="\n", restval="")
     writer.writeheader()

@@ -1,11 +1,11 @@
-"""LQR balance of the wheeled inverted pendulum, and gain schedules over leg length for any design.
+"""LQR design for any ``(A, B)``: continuous, discrete, and gain schedules with their C export.
 
-State ``[x, xd, theta, thetad]`` (m, m/s, rad, rad/s; theta = pitch, positive leaning forward), input the
-total wheel torque ``T`` (N m), as in ``analytic.biped.wheeled_pendulum.linearize_pendulum``; the law is
-``T = -K (x - x_ref)``.  :func:`lqr` designs on a continuous-time ``(A, B)``, :func:`dlqr` on a discrete one
-such as MuJoCo's ``mjd_transitionFD``.  :func:`schedule` tabulates and fits the gain ``K (m, n)`` of any
-design over leg length (the free-hip model's ``(2, 6)`` as well), and :meth:`GainSchedule.to_c` writes it as
-a C header for firmware.
+:func:`lqr` designs ``u = -K x`` on a continuous-time ``(A, B)``, :func:`dlqr` on a discrete one
+such as MuJoCo's ``mjd_transitionFD``, both through python-control, and refuse bad weights or a
+closed loop that is not stable.  :func:`schedule` tabulates the gain ``K (nu, nx)`` of a design
+over a scheduling variable (a leg's length, m, for the biped's balance and its free-hip model) and
+fits each entry with a polynomial; :meth:`GainSchedule.to_c` writes the fit and the table as a C
+header for firmware.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["LQRDesign", "lqr", "dlqr", "GainSchedule", "schedule", "balance_torque", "STATE"]
-
-STATE = ("x", "xd", "theta", "thetad")
+__all__ = ["LQRDesign", "lqr", "dlqr", "GainSchedule", "schedule", "SMALL_SYSTEM"]
 
 
 @dataclass(frozen=True)
@@ -274,26 +272,3 @@ def schedule(linearize: Callable[[float], tuple[np.ndarray, np.ndarray]], length
     fit_error = float((np.abs(fitted - flat) / scale).max())
     return GainSchedule(lengths, gains, coeffs.reshape((degree + 1,) + gains.shape[1:]), fit_error,
                         tuple(state_names), tuple(input_names))
-
-
-def balance_torque(K, state, reference=None, limit: float | None = None) -> float:
-    """Total wheel torque ``T = -K (x - x_ref)``, saturated to ``+-limit`` (N m).
-
-    Args:
-      K: gain ``(1, 4)`` or its 4 entries (a tuple of floats is the fast path).
-      state: ``[x, xd, theta, thetad]``.
-      reference: the same, default zero (stand still).
-      limit: total torque limit (both wheels), or None.
-
-    Raises:
-      ValueError: a non-finite state.
-    """
-    k0, k1, k2, k3 = np.ravel(K).tolist() if isinstance(K, np.ndarray) else K
-    x, xd, theta, thetad = state
-    if not (isfinite(x) and isfinite(xd) and isfinite(theta) and isfinite(thetad)):
-        raise ValueError(f"balance state must be finite, got {list(state)}")
-    if reference is not None:
-        x_ref, xd_ref, theta_ref, thetad_ref = reference
-        x, xd, theta, thetad = x - x_ref, xd - xd_ref, theta - theta_ref, thetad - thetad_ref
-    torque = -float(k0 * x + k1 * xd + k2 * theta + k3 * thetad)
-    return torque if limit is None else min(max(torque, -limit), limit)

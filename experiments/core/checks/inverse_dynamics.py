@@ -23,6 +23,7 @@ from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.attribution import SPRINGREF, Attribution, springref_model
 from crossdyn.experiments.core.checks.report import INVERSE_DYNAMICS, TERMS, CheckReport, Part
 from crossdyn.experiments.core.errors import DerivationError, StateError
+from crossdyn.experiments.core.limits import STATES_MAX
 from crossdyn.experiments.core.ranges import Ranges
 from crossdyn.experiments.core.truth import (
     ConstraintTally,
@@ -31,10 +32,8 @@ from crossdyn.experiments.core.truth import (
     inverse_dynamics,
     truth_model,
 )
-from crossdyn.experiments.core.validate import SAMPLES_MAX
 
 __all__ = [
-    "Report",
     "check",
     "sample_states",
     "state_chunks",
@@ -71,9 +70,6 @@ RTOL = 1e-9
 TOLERANCE_REASON = "double-precision round-off with four orders of magnitude to spare"
 
 
-# The one report type of every check; the name an inverse-dynamics check's report has always had.
-Report = CheckReport
-
 _MODE = {
     "rigid-body": "rigid-body dynamics M(q) qdd + c(q, qd) + g(q): armature, damping, stiffness and "
                   "gravity compensation removed",
@@ -102,7 +98,7 @@ def state_chunks(model: mujoco.MjModel, samples: int, seed: int,
     Raises:
       ParameterError: ``samples`` below 1 or ``seed`` not a valid seed.
     """
-    samples = validate.count(samples, 1, SAMPLES_MAX, "samples")
+    samples = validate.count(samples, 1, STATES_MAX, "samples")
     rng = np.random.default_rng(validate.seed(seed))
     ranges = Ranges() if ranges is None else ranges
     for start in range(0, samples, CHUNK):
@@ -278,7 +274,7 @@ def chunks_of(model: mujoco.MjModel, samples: int, seed: int, states,
       StateError: given states of the wrong shape, non-finite or none at all.
       ParameterError: a bad ``samples`` or ``seed``.
     """
-    samples = validate.count(samples, 1, SAMPLES_MAX, "samples")
+    samples = validate.count(samples, 1, STATES_MAX, "samples")
     seed = validate.seed(seed)
     if states is None:
         return (lambda: state_chunks(model, samples, seed, ranges)), samples
@@ -315,7 +311,7 @@ def check(
     label: str = "derivation",
     dynamics: str = "rigid-body",
     ranges: Ranges | None = None,
-) -> Report:
+) -> CheckReport:
     """Check a hand derivation ``tau_fn(q, qd, qdd)`` against ``mj_inverse``, term by term.
 
     The truth is ``mj_inverse`` on :func:`~crossdyn.experiments.core.truth.truth_model`
@@ -339,7 +335,7 @@ def check(
       DerivationError: ``tau_fn`` raises or returns the wrong shape or type.
       StateError: ``states`` has the wrong shape or NaN.
     """
-    from crossdyn.experiments.core import report as report_text
+    from crossdyn.experiments.core import truth_scope
     from crossdyn.experiments.core.checks.common import model_warnings, warning_lines
     from crossdyn.experiments.core.checks.names import conventions
 
@@ -378,7 +374,7 @@ def check(
         parts={name: Part.from_stats(name, symbols[name], labels[name], stats[name]) for name in TERMS},
         torque=Part.from_stats("torque", "tau", (names,), torque), per_joint=per_joint, worst_state=worst[1],
         atol=atol, rtol=rtol, samples=int(total), seed=seed if states is None else None, dynamics=dynamics,
-        left_out=report_text.elements(model, dynamics), switched_off=report_text.switched_off(model, tally),
+        left_out=truth_scope.elements(model, dynamics), switched_off=truth_scope.switched_off(model, tally),
         attribution=explanation, parameters=parameters, conventions=conventions(model),
         notes=[n for n in [candidate.note()] if n],  # type: ignore[attr-defined]
         warnings=warning_lines(warned), sampling=sampling_lines(model, total, seed, states, ranges),

@@ -1,9 +1,9 @@
 """The closed loop in C, for a compiled controller run as it is: the step loop without Python in it.
 
-:func:`~crossdyn.experiments.core.loop.simulate` uses it for a controller with a C
-step function when nothing else of the run needs Python between steps.  Each
-control step does what the Python loop does, in the same order and arithmetic, so
-the trace is the Python loop's bit for bit.  The loop is compiled once per MuJoCo
+:func:`~.simulate.simulate` uses it for a :class:`~.kinds.CompiledController` (one with a C
+step function) when nothing else of the run needs Python between steps, with the run set
+up as for any other (:mod:`.setup`).  Each control step does what the Python loop does, in
+the same order and arithmetic, so the trace is the Python loop's bit for bit.  The loop is compiled once per MuJoCo
 version and compiler against the ``mujoco`` package's headers and calls the
 bindings' own ``mj_step`` (the same warning handler); ctypes' ``PyDLL`` keeps the
 interpreter lock held, as MuJoCo's Python warning callback needs.
@@ -23,10 +23,10 @@ import numpy as np
 
 from crossdyn.experiments.core.c_controller import (
     CompileError,
-    _compile,
-    _compiler_identity,
     cache_dir,
     compiler,
+    compiler_identity,
+    run_compiler,
     store,
 )
 
@@ -36,7 +36,7 @@ __all__ = ["available", "run_steps", "FINE", "DIVERGED", "REFUSED"]
 FINE, DIVERGED, REFUSED = 0, -1, -2
 
 _SOURCE = r"""
-/* crossdyn's closed loop for compiled controllers (generated; see crossdyn.experiments.core.c_loop). */
+/* crossdyn's closed loop for compiled controllers (generated; see crossdyn.experiments.core.loop.compiled). */
 #include <math.h>
 #include <string.h>
 #include <mujoco/mujoco.h>
@@ -79,13 +79,13 @@ def _library() -> tuple[ctypes.PyDLL, int]:
     """
     package = Path(mujoco.__file__).parent
     cc = compiler()
-    key = hashlib.sha256(f"{_SOURCE}|{mujoco.__version__}|{_compiler_identity(cc)}".encode()).hexdigest()[:32]
+    key = hashlib.sha256(f"{_SOURCE}|{mujoco.__version__}|{compiler_identity(cc)}".encode()).hexdigest()[:32]
     library = cache_dir() / f"loop-{key}.so"
     if not library.is_file():
         with tempfile.TemporaryDirectory(prefix="crossdyn-loop-") as tmp:
             source, out = Path(tmp) / "crossdyn_loop.c", Path(tmp) / "loop.so"
             source.write_text(_SOURCE)
-            _compile([cc, "-O2", "-fPIC", "-shared", f"-I{package / 'include'}", str(source), "-o", str(out)],
+            run_compiler([cc, "-O2", "-fPIC", "-shared", f"-I{package / 'include'}", str(source), "-o", str(out)],
                      {str(source): "crossdyn_loop.c"})
             store(out, library)
     lib = ctypes.PyDLL(str(library))

@@ -141,7 +141,7 @@ class Estimator:
         c, s = cos(alpha), sin(alpha)
         a = g.l1 - g.l2 * c  # knee's distance from the centre line
         # The axle's depth below the knee; x * x, not x**2: a product is correctly rounded, libm's pow
-        # not always (and the compiled step, crossdyn.controllers.compiled, squares by multiplying).
+        # not always (and the compiled step, crossdyn.controllers.biped.compiled, squares by multiplying).
         root = sqrt(g.l3 * g.l3 - a * a)
         return (alpha, 0.5 * (front_rate + rear_rate), root - g.l2 * s, -a * (g.l2 * s) / root - g.l2 * c,
                 asin(a / g.l3), g.l2 * s / root)

@@ -9,7 +9,7 @@ rod leg its length sensor):
   encoders, ``theta`` the legs' mean angle from the vertical, ``x`` the wheels' travel from their encoders
   (wheel angle plus the turn of the link carrying the wheel), from where the run started;
 - ``[T, Tp] = -K(l) state`` (both wheels' torque summed; both legs' hip torque summed), ``K`` the
-  :class:`~crossdyn.controllers.balance.GainSchedule` at the legs' mean length;
+  :class:`~crossdyn.controllers.lqr.GainSchedule` at the legs' mean length;
 - per leg, the force along it ``F = kp (l_ref - l) - kd l_dot + W / 2`` (``W`` the body's weight, fed
   forward) and its hip torque ``Tp / 2`` less a PD on the legs' split (``theta_left - theta_right``, which the
   model, one leg for both, cannot see: left unchecked one leg falls forward as the other falls back), and
@@ -18,7 +18,7 @@ rod leg its length sensor):
   motor angles (virtual work);
 - each wheel ``T / 2``; every command clipped to its motor's limit.
 
-:class:`FreeHipController` is that law in Python; ``controllers/firmware/free_hip.c`` is the same law in C
+:class:`FreeHipController` is that law in Python; ``controllers/biped/firmware/free_hip.c`` is the same law in C
 for a microcontroller (float, fixed arrays), its gains from the header :meth:`GainSchedule.to_c` writes.
 """
 
@@ -29,7 +29,7 @@ from math import asin, atan2, cos, sin, sqrt
 
 import numpy as np
 
-from crossdyn.controllers.balance import GainSchedule
+from crossdyn.controllers.lqr import GainSchedule
 
 __all__ = ["RodLegs", "FiveBarLegs", "LegPD", "Channels", "FreeHipController", "leg_pose"]
 

@@ -18,7 +18,7 @@
  * fixed-size arrays; the estimator's and the set-points' memory is static.  The robot's
  * numbers (geometry, gains, limits) and the sensor and motor channels are globals the
  * host writes before the first step, as a flash of the parameter block.  It is the
- * Python controller of crossdyn.controllers.biped without the jump, written for a
+ * Python controller of crossdyn.controllers.biped.controller without the jump, written for a
  * single-precision microcontroller.
  */
 #include <tgmath.h> /* sin, cos, ... in the precision of their argument: sinf for float */

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.experiments.core import plots
+from crossdyn.experiments.core import figures
 
 __all__ = ["entry_errors", "draw_part"]
 
@@ -51,7 +51,7 @@ def draw_part(ax, part, atol: float, title: str | None = None) -> None:
 def entry_errors(report, title: str) -> Figure:
     """A figure with one panel per part of ``report``: where the function is off."""
     names = list(report.parts)
-    fig, axes = plots.figure(1, len(names), width=min(5.0 * len(names), 16.0), height=4.2)
+    fig, axes = figures.figure(1, len(names), width=min(5.0 * len(names), 16.0), height=4.2)
     axes = np.atleast_1d(axes)
     for ax, name in zip(axes, names, strict=False):
         draw_part(ax, report.parts[name], report.atol)

@@ -150,7 +150,7 @@ class Context:
         """Save a matplotlib figure as ``out_dir/filename`` (unless ``plots`` is off) and return the path."""
         if not self.plots:
             return self.out_dir / filename
-        from crossdyn.experiments.core.plots import save  # matplotlib only when a figure is saved
+        from crossdyn.experiments.core.figures import save  # matplotlib only when a figure is saved
 
         return save(fig, self.out_dir, filename)
 

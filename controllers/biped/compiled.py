@@ -1,7 +1,7 @@
 """The biped's estimator and controller for one control step, compiled with Numba.
 
-:func:`step` is :meth:`Estimator.update <crossdyn.controllers.estimation.Estimator.update>`
-followed by :meth:`BipedController.__call__ <crossdyn.controllers.biped.BipedController.__call__>`
+:func:`step` is :meth:`Estimator.update <crossdyn.controllers.biped.estimation.Estimator.update>`
+followed by :meth:`BipedController.__call__ <crossdyn.controllers.biped.controller.BipedController.__call__>`
 written once more for Numba: the same operations in the same order, so its torques and log equal the
 readable classes' bit for bit (tests/test_compiled.py).  The readable classes stay the reference and run
 every path this one does not (hardware hooks, ground truth, subclasses); compiled, the step costs a
@@ -17,9 +17,9 @@ import numpy as np
 from numba import njit
 
 from crossdyn.analytic.biped import five_bar
-from crossdyn.controllers.biped import BipedController
-from crossdyn.controllers.estimation import Estimate, LegGeometry
-from crossdyn.controllers.jump import Phase
+from crossdyn.controllers.biped.controller import BipedController
+from crossdyn.controllers.biped.estimation import Estimate, LegGeometry
+from crossdyn.controllers.biped.jump import Phase
 
 __all__ = ["step", "estimate", "as_estimate", "pack", "pack_estimator", "unpack", "PHASES", "LOG_WIDTH", "SENSORS",
            "ESTIMATE"]
@@ -285,7 +285,7 @@ def pack(controller: BipedController, geometry: LegGeometry) -> tuple[np.ndarray
 
 
 def as_estimate(values: list) -> Estimate:
-    """An :class:`~crossdyn.controllers.estimation.Estimate` from :func:`estimate`'s array as a list."""
+    """An :class:`~crossdyn.controllers.biped.estimation.Estimate` from :func:`estimate`'s array as a list."""
     v = values
     return Estimate(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], (v[8], v[9]), (v[10], v[11]), (v[12], v[13]),
                     (v[14], v[15]), (v[16], v[17]), v[18], (v[19], v[20], v[21], v[22]), (v[23], v[24], v[25], v[26]))

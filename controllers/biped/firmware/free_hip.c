@@ -1,5 +1,5 @@
 /*
- * The controller wheel-leg teams flash, on the free-hip model (crossdyn.controllers.free_hip in C).
+ * The controller wheel-leg teams flash, on the free-hip model (crossdyn.controllers.biped.free_hip in C).
  *
  * One call per control period turns the robot's sensors into its motor commands:
  *

@@ -20,9 +20,10 @@ import numpy as np
 from crossdyn.analytic.rnea import Tree
 from crossdyn.analytic.rotation import quat_to_matrix
 from crossdyn.experiments.core import isolation, user_code
-from crossdyn.experiments.core.crosscheck import Report, check
+from crossdyn.experiments.core.checks.inverse_dynamics import check
+from crossdyn.experiments.core.checks.report import CheckReport
 from crossdyn.experiments.core.errors import CrossdynError, DerivationError, ModelError
-from crossdyn.experiments.core.models import body_inertia, load_model, model_path
+from crossdyn.experiments.core.models import as_model, body_inertia, model_path
 
 __all__ = ["tree_from_model", "load_derivation", "check_derivation", "check_isolated"]
 
@@ -108,7 +109,7 @@ def _import_module(name: str):
     import importlib
 
     try:
-        with user_code._guard(f"module {name} (while being imported)"):
+        with user_code.guard(f"module {name} (while being imported)"):
             return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
@@ -122,7 +123,7 @@ def _import_module(name: str):
                               f"{user_code.where(exc)}") from None
 
 
-def check_derivation(derivation: Callable | str, model: mujoco.MjModel | str | os.PathLike, **options) -> Report:
+def check_derivation(derivation: Callable | str, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:
     """Check a hand derivation ``tau = f(q, qd, qdd)`` against ``mj_inverse``, model as it comes.
 
     Args:
@@ -150,8 +151,7 @@ def check_derivation(derivation: Callable | str, model: mujoco.MjModel | str | o
         fn, label = load_derivation(derivation), os.path.basename(derivation)
     else:
         fn, label = derivation, getattr(derivation, "__name__", "derivation")
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    model = as_model(model)
     return check(fn, model, samples=o.samples, seed=o.seed, atol=o.atol, rtol=o.rtol, states=o.states, label=label,
                  dynamics=o.dynamics, ranges=o.ranges())
 
@@ -161,7 +161,7 @@ def _check_in_worker(check: str, first: tuple, spec: str, model: str, options: d
     return getattr(importlib.import_module(module), name)(*first, spec, model, **options)
 
 
-def check_isolated(spec: str, model: str | os.PathLike, *, check: str = "crossdyn.experiments.core.derivation:"
+def check_isolated(spec: str, model: str | os.PathLike, *, check: str = "crossdyn.experiments.core.checks.derivation:"
                    "check_derivation", first: tuple = (), timeout: float | None = None, **options):
     """A check of ``"FILE.py:FUNC"`` in a worker process, where the user's function's death is seen.
 

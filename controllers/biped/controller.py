@@ -3,7 +3,7 @@
 One call per control step turns an ``Estimate`` and a :class:`Reference` into motor torques: the wheels get
 the scheduled LQR balance (:mod:`.balance`) plus the yaw PD's differential (:mod:`.steering`), balance first;
 the hips get virtual-model control of height and roll (:mod:`.virtual_model`) or the jump's targets
-(:mod:`crossdyn.controllers.jump`).  Velocity tracking moves ``x_ref`` at the wanted speed, so the LQR holds a
+(:mod:`crossdyn.controllers.biped.jump`).  Velocity tracking moves ``x_ref`` at the wanted speed, so the LQR holds a
 moving set-point.
 """
 
@@ -18,13 +18,15 @@ import numpy as np
 
 from crossdyn.analytic.biped import five_bar
 from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, linearize_pendulum
-from crossdyn.controllers.balance import GainSchedule, balance_torque, schedule
-from crossdyn.controllers.estimation import Estimate, LegGeometry
-from crossdyn.controllers.jump import JumpPlan, JumpStateMachine, Phase
-from crossdyn.controllers.steering import YawGains, split_wheel_torque, yaw_gains, yaw_torque
-from crossdyn.controllers.virtual_model import LegGains, hip_torques, virtual_forces
+from crossdyn.controllers.biped.balance import balance_torque
+from crossdyn.controllers.biped.estimation import Estimate, LegGeometry
+from crossdyn.controllers.biped.jump import JumpPlan, JumpStateMachine, Phase
+from crossdyn.controllers.biped.steering import YawGains, split_wheel_torque, yaw_gains, yaw_torque
+from crossdyn.controllers.biped.virtual_model import LegGains, hip_torques, virtual_forces
+from crossdyn.controllers.lqr import GainSchedule, schedule
 
-__all__ = ["BipedGains", "Reference", "Command", "BipedController", "design", "yaw_inertia", "DEFAULT_Q", "DEFAULT_R"]
+__all__ = ["BipedGains", "Reference", "Command", "BipedController", "design", "wheel_loops", "yaw_inertia", "DEFAULT_Q",
+           "DEFAULT_R"]
 
 # Hand-picked: position and speed so the robot returns to its spot within ~2 s, pitch heavily so a
 # 10 deg tilt is caught at once; R sets torque use.
@@ -122,6 +124,29 @@ def design(params: PendulumParams, geometry: LegGeometry, Q=DEFAULT_Q, R=DEFAULT
     return BipedGains(sched, yaw_gains(yaw_inertia(params), yaw_frequency, 1.0), legs,
                       alpha_kp=leg_inertia * ALPHA_PD[0], alpha_kd=leg_inertia * ALPHA_PD[1],
                       swing_kp=leg_inertia * SWING_PD[0], swing_kd=leg_inertia * SWING_PD[1], Q=tuple(Q), R=float(R))
+
+
+def wheel_loops(params: PendulumParams, gains: BipedGains, length: float,
+                K=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The wheels' loops as the controller is designed: ``(A (6, 6), B (6, 2), K (2, 6))``, ``u = -K x``.
+
+    The state is ``[x, xd, theta, thetad, psi, psid]``: the wheeled pendulum's (rigid massless legs of
+    ``length``) and the heading ``psi`` about +z with its rate, whose model is the steering model's pure
+    inertia, ``psi_dd = (T_R - T_L) / J_eff`` (:func:`yaw_inertia`).  The inputs are ``(T_L, T_R)``, N m:
+    the pendulum takes their sum ``T``.  The law is the controller's at rest: ``T = -K_lqr x`` (the
+    schedule's row at ``length`` unless ``K`` (1, 4) is given), the yaw PD's ``dT = T_L - T_R = kp psi +
+    kd psid``, each wheel half of ``T +- dT``.  Its closed-loop poles are the LQR's and the yaw PD's.
+    """
+    A4, B4 = linearize_pendulum(params, length)
+    k = np.ravel(gains.schedule(length) if K is None else K)
+    j = yaw_inertia(params)
+    A = np.zeros((6, 6))
+    A[:4, :4], A[4, 5] = A4, 1.0
+    B = np.zeros((6, 2))
+    B[:4, 0] = B[:4, 1] = B4[:, 0]
+    B[5] = [-1.0 / j, 1.0 / j]
+    yaw = 0.5 * np.array([gains.yaw.kp, gains.yaw.kd])
+    return A, B, np.vstack([np.concatenate([0.5 * k, -yaw]), np.concatenate([0.5 * k, yaw])])
 
 
 @dataclass

@@ -3,14 +3,14 @@
     traces = simulate_batch(model, [reg_a, reg_b, reg_c], 5.0, keyframe="upright",
                             imperfections=[[], [Delay(1)], [MassScale("pole", 1.2)]], seeds=[0, 1, 2])
 
-Each simulation is :func:`~crossdyn.experiments.core.loop.simulate`'s loop with its
-own controller, imperfections and seed, so its
-:class:`~crossdyn.experiments.core.loop.Trace` is the one ``simulate`` returns,
-bit for bit; ``mujoco.batch.Batch`` advances every simulation still running in
-one call, whatever the thread count.  The controller is a
+Each simulation is :func:`~.simulate.simulate`'s loop with its own controller,
+imperfections and seed, set up as ``simulate`` sets up a run (:mod:`.setup`), so its
+:class:`~.trace.Trace` is the one ``simulate`` returns, bit for bit;
+``mujoco.batch.Batch`` advances every simulation still running in one call,
+whatever the thread count.  The controller is a
 :class:`~crossdyn.experiments.core.regulator.Regulator` or one per simulation
 (computed for all at once), one controller per simulation as ``simulate`` takes
-it, or a function ``controller(t (n,), obs: BatchObservation) -> (n, nu)`` over
+it, or a function ``controller(t (n,), obs: Observation) -> (n, nu)`` over
 the batch.  Model edits give a simulation its own model (``Batch.set_models``).
 A simulation that diverges or stops leaves the batch; the others go on.
 ``Trace.warnings`` counts MuJoCo's warnings per simulation (a thread pool does
@@ -28,56 +28,16 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from crossdyn.experiments.core.c_controller import CController
-from crossdyn.experiments.core.errors import ParameterError, StateError
-from crossdyn.experiments.core.imperfections import Bound, Imperfection, bind
-from crossdyn.experiments.core.loop import (
-    _WATCHED,
-    ControllerError,
-    Observation,
-    Trace,
-    _at,
-    _Commands,
-    _initial,
-    _quiet,
-    _readonly,
-    _sensor_slices,
-    _steps,
-    applied,
-    ctrl_clamp,
-)
+from crossdyn.experiments.core.errors import ControllerError, ParameterError, StateError
+from crossdyn.experiments.core.imperfections import Bound, Imperfection
+from crossdyn.experiments.core.loop import setup
+from crossdyn.experiments.core.loop.control_rate import control_period
+from crossdyn.experiments.core.loop.kinds import CommandWriter, CompiledController, Starting
+from crossdyn.experiments.core.loop.trace import Observation, Trace, applied, ctrl_clamp
+from crossdyn.experiments.core.models import as_model
 from crossdyn.experiments.core.regulator import Regulator, Switch
 
-__all__ = ["simulate_batch", "BatchObservation"]
-
-
-class BatchObservation:
-    """What a batch-wide controller is given each control period.
-
-    Attributes:
-      qpos: ``(n, nq)`` true positions (read-only view, valid for this call).
-      qvel: ``(n, nv)`` true velocities (read-only view).
-      sensordata: ``(n, nsensordata)`` the sensors after the imperfections (read-only).
-      batch: MuJoCo's ``Batch`` (ground truth; not for a realistic controller).
-    """
-
-    __slots__ = ("qpos", "qvel", "sensordata", "batch", "_sensors")
-
-    def __init__(self, model: mujoco.MjModel, batch: mujoco.batch.Batch, sensed: np.ndarray):
-        self.qpos, self.qvel = _readonly(batch.bind("qpos")), _readonly(batch.bind("qvel"))
-        self.sensordata, self.batch = _readonly(sensed), batch
-        self._sensors = _sensor_slices(model)
-
-    def sensor(self, name: str) -> np.ndarray:
-        """One sensor's readings in every simulation, ``(n, dim)`` (read-only view).
-
-        Raises:
-          KeyError: no sensor of that name (the message lists them).
-        """
-        try:
-            return self.sensordata[:, self._sensors[name]]
-        except KeyError:
-            raise KeyError(f"no sensor {name!r}; the model's sensors: {', '.join(self._sensors) or 'none'}") from None
+__all__ = ["simulate_batch"]
 
 
 class _SimData:
@@ -141,7 +101,7 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
     Args:
       model: a compiled model, or a built-in name or MJCF/URDF path.
       controller: a ``Regulator``, one controller per simulation, or a function
-        ``(t (n,), BatchObservation) -> (n, nu)`` over the batch.
+        ``(t (n,), Observation) -> (n, nu)`` over the batch (the observation of every simulation at once).
       duration: simulated time, s.
       n: the number of simulations (default: the length of what is given per simulation).
       keyframe, control_dt, stop: as ``simulate`` takes them, for every simulation.
@@ -152,32 +112,31 @@ def simulate_batch(model: mujoco.MjModel | str | os.PathLike, controller, durati
       nthread: MuJoCo's threads (0: every CPU); the traces do not depend on it.
 
     Returns:
-      One :class:`~crossdyn.experiments.core.loop.Trace` per simulation.
+      One :class:`~.trace.Trace` per simulation.
 
     Raises:
       ControllerError: as ``simulate``'s, naming the simulation too.
       ParameterError: bad counts, duration, control period, keyframe or imperfections.
       StateError: a wrong-sized or non-finite initial state.
     """
-    from crossdyn.experiments.core.models import load_model
-
-    if not isinstance(model, mujoco.MjModel):
-        model = load_model(model)
+    model = as_model(model)
     if not isinstance(nthread, (int, np.integer)) or isinstance(nthread, bool) or nthread < 0:
         raise ParameterError(f"nthread must be a whole number >= 0, got {nthread!r}")
     count = _count(controller, imperfections, seeds, qpos, qvel, n)
-    dt, per, steps = _steps(model, float(duration), control_dt)
+    distinct = {id(c): c for c in (controller if isinstance(controller, Sequence) else [controller])}
+    clock = setup.timing(model, duration, control_dt, list(distinct.values()))
     lists = _per_sim("imperfections", imperfections, count,
                      lambda v: not v or not all(isinstance(i, Sequence) and not isinstance(i, str) for i in v))
     seed_list = _per_sim("seeds", seeds, count, lambda v: isinstance(v, (int, np.integer)))
-    bounds = [bind(model, items, dt, int(seed)) for items, seed in zip(lists, seed_list, strict=True)]
+    bounds = [setup.bind_run(model, items, clock, seed) for items, seed in zip(lists, seed_list, strict=True)]
     batch = mujoco.batch.Batch(model, count, int(nthread))
     if any(b.model is not model for b in bounds):
         batch.set_models([b.model for b in bounds])
-    run = _BatchRun(batch, bounds, steps, per, record)  # binds the derived fields before the first call fills them
+    # _BatchRun binds the derived fields before the first call fills them.
+    run = _BatchRun(batch, bounds, clock.steps, clock.per, record)
     _start(batch, bounds, keyframe, _rows("qpos", qpos, count), _rows("qvel", qvel, count))
     warnings: list[str] = []  # MuJoCo's text, unattributed across threads: the traces carry per-simulation counts
-    with _quiet(warnings):
+    with control_period(clock.dt), setup.quiet(warnings):
         run.go(_controls(controller, count, model, run), stop)
     return run.traces()
 
@@ -199,27 +158,28 @@ def _start(batch: mujoco.batch.Batch, bounds: list[Bound], keyframe, qpos: list,
         if data is None:  # one MjData per distinct model (allocating one costs more than resetting it)
             data = datas[id(bound.model)] = mujoco.MjData(bound.model)
         mujoco.mj_resetData(bound.model, data)  # as a new MjData is
-        _initial(bound.model, data, keyframe, qpos[i], qvel[i], forward=False)
+        setup.initial_state(bound.model, data, keyframe, qpos[i], qvel[i], forward=False)
         mujoco.mj_getState(bound.model, data, batch.state[i], spec)
     batch.forward()
 
 
 def _controls(controller, n: int, model: mujoco.MjModel, run: _BatchRun) -> Callable[[int], None]:
     """The per-step controller call: ``fill(i)`` writes every running simulation's command."""
-    if isinstance(controller, Regulator) or (isinstance(controller, Sequence) and controller
-                                            and all(isinstance(c, Regulator) for c in controller)):
+    if _stackable(controller) or (isinstance(controller, Sequence) and controller
+                                  and all(_stackable(c) for c in controller)):
         return _StackedRegulator(list(controller) if isinstance(controller, Sequence) else [controller] * n,
                                  run).fill
     if isinstance(controller, Sequence) and controller and all(
-            isinstance(c, Switch) and isinstance(c.before, Regulator) and isinstance(c.after, Regulator)
-            for c in controller):
+            isinstance(c, Switch) and _stackable(c.before) and _stackable(c.after) for c in controller):
         return _StackedSwitch(list(controller), run).fill
-    if isinstance(controller, Sequence) and not isinstance(controller, str):
+    if isinstance(controller, Sequence):
         return _PerSimulation(list(controller), run).fill
-    if callable(controller):
-        return _Vectorized(controller, model, run).fill
-    raise ParameterError(f"controller must be a Regulator, one controller per simulation, or a function over the "
-                         f"batch, got {type(controller).__name__}")
+    return _Vectorized(controller, model, run).fill  # a function over the batch (setup.timing checked its kind)
+
+
+def _stackable(controller) -> bool:
+    """A regulator without a delay's memory: ``u = u_op - K x`` of the state alone, stacked across the batch."""
+    return isinstance(controller, Regulator) and not controller.delay
 
 
 class _BatchRun:
@@ -263,12 +223,12 @@ class _BatchRun:
         sensing = [(k, b.sense, self.sensed[k], datas[k]) for k, b in enumerate(bounds) if b.sense]
         acting = [(k, b.act, self.ctrl[k], datas[k]) for k, b in enumerate(bounds) if b.act]
         pushing = [(k, b.push, self.xfrc[k]) for k, b in enumerate(bounds) if b.push]
-        observations = [Observation(b.model, d, self.sensed[k]) for k, (b, d) in
+        observations = [Observation(b.model, d.qpos, d.qvel, self.sensed[k], d) for k, (b, d) in
                         enumerate(zip(bounds, self.datas, strict=True))] if stop is not None else []
         warning = batch.warning
-        watched = sorted(int(w) for w in _WATCHED[:3])  # bad qpos, qvel, qacc: neighbours in mjtWarning
+        watched = sorted(int(w) for w in setup.WATCHED[:3])  # bad qpos, qvel, qacc: neighbours in mjtWarning
         assert watched == list(range(watched[0], watched[0] + 3))
-        bad_ctrl = int(_WATCHED[3])
+        bad_ctrl = int(setup.WATCHED[3])
         # While every simulation runs (the common case) whole-array operations stand in for indexed ones.
         sensed, raw, command, ctrl, times = self.sensed, self.raw, self.command, self.ctrl, self.times
         qpos, qvel, qacc, clock = self.qpos, self.qvel, self.qacc, self.time
@@ -319,8 +279,8 @@ class _BatchRun:
                 batch.step(ids, nstep=per)
             if (bad_ctrl_count != counted).any():
                 k = int(np.flatnonzero(bad_ctrl_count != counted)[0])
-                raise ControllerError(f"a non-finite control reached the actuators in simulation {k} "
-                                      f"{_at(i, float(times[i, k]))}: {ctrl[k].tolist()}")
+                where = f"in simulation {k} {setup.at(i, float(times[i, k]))}"
+                raise ControllerError(setup.refused_control(ctrl[k].tolist(), where))
             diverged = watched_counts.any(axis=1) | ~np.isfinite(qacc.sum(axis=1))
             diverged &= running
             for sim in np.flatnonzero(diverged):
@@ -407,8 +367,9 @@ class _StackedSwitch:
 class _PerSimulation:
     """One controller per simulation, each called as ``simulate`` calls it, on its own simulation's view.
 
-    A C controller given for several simulations runs in each on a copy of its own (its globals and
-    statics apart), as each of several ``simulate`` runs loads a fresh copy of its library.
+    A compiled controller (:class:`~.kinds.CompiledController`) given for several simulations runs in each on a
+    copy of its own (its globals and statics apart), as each of several ``simulate`` runs loads a fresh copy of
+    its library.
     """
 
     def __init__(self, controllers: list, run: _BatchRun):
@@ -418,19 +379,16 @@ class _PerSimulation:
         self.direct, self.calls, self.obs, self.commands = [], [], [], []
         seen: set[int] = set()
         for k, (controller, bound) in enumerate(zip(controllers, run.bounds, strict=True)):
-            if not callable(controller) and not hasattr(controller, "write_command"):
-                raise ParameterError(f"controller {k} must be a function (t, obs) -> controls, got "
-                                     f"{type(controller).__name__}")
-            if isinstance(controller, CController) and id(controller) in seen:
+            if isinstance(controller, CompiledController) and id(controller) in seen:
                 controller = copy.copy(controller)
             seen.add(id(controller))
-            start = getattr(controller, "start", None)
-            if start is not None:
-                start(bound.model, run.datas[k])
-            self.direct.append(getattr(controller, "write_command", None))
+            if isinstance(controller, Starting):
+                controller.start(bound.model, run.datas[k])
+            self.direct.append(controller.write_command if isinstance(controller, CommandWriter) else None)
             self.calls.append(controller)
-            self.obs.append(Observation(bound.model, run.datas[k], run.sensed[k]))
-            self.commands.append(_Commands(bound.model, run.command[k]))
+            data = run.datas[k]
+            self.obs.append(Observation(bound.model, data.qpos, data.qvel, run.sensed[k], data))
+            self.commands.append(setup.Commands(bound.model, run.command[k]))
 
     def fill(self, i: int) -> None:
         run = self.run
@@ -441,14 +399,11 @@ class _PerSimulation:
                 if not direct(t, run.sensed[k], command):
                     run.end(int(k), i, "diverged")
                 continue
-            where = f"in simulation {k} {_at(i, t)}"
+            where = f"in simulation {k} {setup.at(i, t)}"
             try:
                 value = self.calls[k](t, self.obs[k])
-            except Exception as exc:
-                raise ControllerError(f"controller raised {type(exc).__name__} {where}: "
-                                      f"{' '.join(str(exc).split())}") from None
-            except SystemExit as exc:
-                raise ControllerError(f"controller called sys.exit({exc.code!r}) {where}") from None
+            except (Exception, SystemExit) as exc:
+                raise setup.call_failed(exc, where) from None
             self.commands[k].write(value, where)
             if not np.isfinite(command).all():
                 raise ControllerError(f"controller returned a non-finite control {where}: {command.tolist()}")
@@ -459,19 +414,16 @@ class _Vectorized:
 
     def __init__(self, controller: Callable, model: mujoco.MjModel, run: _BatchRun):
         self.controller, self.run = controller, run
-        self.obs = BatchObservation(model, run.batch, run.sensed)
+        self.obs = Observation(model, run.qpos, run.qvel, run.sensed, run.batch)
 
     def fill(self, i: int) -> None:
         run = self.run
         t = run.time.copy()
-        where = f"{_at(i, float(t[0]))} of the batch"
+        where = f"{setup.at(i, float(t[0]))} of the batch"
         try:
             value = np.asarray(self.controller(t, self.obs), dtype=float)
-        except Exception as exc:
-            raise ControllerError(f"controller raised {type(exc).__name__} {where}: "
-                                  f"{' '.join(str(exc).split())}") from None
-        except SystemExit as exc:
-            raise ControllerError(f"controller called sys.exit({exc.code!r}) {where}") from None
+        except (Exception, SystemExit) as exc:
+            raise setup.call_failed(exc, where) from None
         if value.shape != run.command.shape:
             raise ControllerError(f"controller returned shape {value.shape} {where}; expected {run.command.shape}: "
                                   "one row of controls per simulation")
