@@ -266,6 +266,7 @@ class Problem:
         self.dofs = np.concatenate(dofs).astype(int) if dofs else np.zeros(0, int)
         self.na = 2 * self.dofs.size
         self.windows: list[_Window] = []
+        self._motion: dict[tuple[int, int, int], tuple[np.ndarray, float]] = {}  # start_noise's dof series
         for li, log in enumerate(logs):
             self._cut(li, log, window)
         self.steps = max(int(np.ceil(w.grid[-1] + 1e-9)) + 2 for w in self.windows)
@@ -315,11 +316,13 @@ class Problem:
                     mask[nd + i], sigma[nd + i] = True, float(np.median(noises[qvel_key].value))
             elif qpos_key in log.signals:
                 lo, hi = window.span
-                s = float(np.median(noises[qpos_key].value))
+                k = int(self.dofs[i] - m.jnt_dofadr[j])
+                if (li, j, k) not in self._motion:  # the same for every window of the log
+                    self._motion[li, j, k] = _dof_motion(m, j, k, log.signals[qpos_key][2], noises[qpos_key].value)
+                reading, s = self._motion[li, j, k]
                 # The difference's own error: the noise over its span, and its truncation: a sampled motion's
                 # difference is the velocity of some instant within a step of the sample (how a simulator or a
                 # driver stamps it), off by up to the acceleration times a step.
-                reading = log.signals[qpos_key][2][:, 0]
                 step = float(np.median(np.diff(log.time)))
                 mask[nd + i] = True
                 sigma[nd + i] = math.hypot(s * np.sqrt(2.0) / max(log.time[hi] - log.time[lo], 1e-12),
@@ -1043,6 +1046,34 @@ def _start_only(logs: list[Log], patterns) -> set[str]:
             raise LogError(f"--start-only {pattern}: matches no reading of the logs ({', '.join(sorted(keys)[:8])})")
         out |= hits
     return out
+
+
+def _dof_motion(m: mujoco.MjModel, j: int, k: int, reading: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, float]:
+    """Dof ``k`` of joint ``j`` as a series from the joint's position reading, and its noise.
+
+    A hinge's or slide's dof is its reading; a free joint's first three are its position's components.  A
+    rotation (a ball's, a free joint's last three) is the rotation vector from the first sample, in the joint's
+    frame as its velocity is: its noise is twice its quaternion components' (a quaternion holds half the angle).
+
+    Args:
+      reading: the joint's position reading, (n, nq of the joint): rad, m or a unit quaternion.
+      noise: the reading's noise per component, (nq of the joint,).
+
+    Returns:
+      ``(series (n,), noise)`` in the dof's units (rad or m).
+    """
+    kind = int(m.jnt_type[j])
+    first = 3 if kind == int(mujoco.mjtJoint.mjJNT_FREE) else 0  # where a rotation's quaternion starts
+    rotation = kind == int(mujoco.mjtJoint.mjJNT_BALL) or (first == 3 and k >= 3)
+    if not rotation:
+        return reading[:, k], float(np.median(noise[:3] if first == 3 else noise))
+    quats = reading[:, first:first + 4] / np.linalg.norm(reading[:, first:first + 4], axis=1, keepdims=True)
+    turned = np.zeros(3)
+    series = np.empty(len(quats))
+    for n, q in enumerate(quats):
+        mujoco.mju_subQuat(turned, q, quats[0])
+        series[n] = turned[k - first]
+    return series, 2.0 * float(np.median(noise[first:first + 4]))
 
 
 def _acceleration(reading: np.ndarray, step: float, noise: float) -> float:
