@@ -19,7 +19,7 @@ from crossdyn.experiments.core.sweep.experiment import best_params, tune
 # A design (x, y) whose cost falls as it spends more effort; it passes while y stays under a limit that
 # --set can move.  Its declared tune varies both and keeps the effort within the defaults'.
 USER_FILE = textwrap.dedent('''
-    from crossdyn.experiments import Param, experiment
+    from crossdyn import Param, experiment
 
 
     @experiment("spend", summary="cost against effort", expected="y below the limit",
