@@ -98,9 +98,9 @@ class SymbolicResult:
 
 def symbolic_lagrange(samples: int = 2000, seed: int = 0) -> SymbolicResult:
     """Derive both arms in SymPy and check them at ``samples`` seeded states (no files)."""
-    import sympy as sp
+    import sympy as sp  # late, as SymPy's models below: a second of start-up every command would pay
 
-    from crossdyn.analytic import lagrange as lagrange_module
+    from crossdyn.analytic import lagrange as lagrange_module  # late: it imports SymPy
 
     rr = lagrange_module.rr_arm()
     D, vel, grav = lagrange_module.rr_closed_form(rr)

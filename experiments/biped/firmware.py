@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+import crossdyn.controllers.biped
 from crossdyn.analytic.biped import five_bar
 from crossdyn.controllers.biped.controller import BipedController, Reference
 from crossdyn.experiments.biped import closed_loop, scenarios
@@ -43,8 +44,6 @@ PITCH_TOL_DEG = 0.05
 
 def _source() -> Path:
     """The firmware's C source: beside the installed package, or in the repository."""
-    import crossdyn.controllers.biped
-
     installed = Path(crossdyn.controllers.biped.__file__).parent / "firmware" / "biped.c"
     return installed if installed.is_file() else SOURCE
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from crossdyn import mjcf
 from crossdyn.controllers.biped.controller import Reference
-from crossdyn.experiments.biped.closed_loop import Scenario, Sensors, actuators, plug
+from crossdyn.experiments.biped.closed_loop import Scenario, Sensors, actuators, initial_state, plug
 from crossdyn.experiments.biped.model import HIPS, STANCE, biped_params
 from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, controller_for, stance_height
 from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
@@ -107,8 +107,6 @@ def _reference(height: float):
 
 def initial_pose(model: mujoco.MjModel) -> np.ndarray:
     """The balanced stance the runs start from, (nq,)."""
-    from crossdyn.experiments.biped.closed_loop import initial_state
-
     return initial_state(model, biped_params(model), Scenario(1.0, STANCE, _reference(0.0)))
 
 

@@ -22,6 +22,7 @@ for that.
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import dataclasses
 import functools
@@ -562,8 +563,6 @@ def _load_fresh(library: Path) -> ctypes.CDLL:
 
 def _unload(lib: ctypes.CDLL | None) -> None:
     """Close a run's copy of the library (a sweep's runs would otherwise keep every copy mapped)."""
-    import _ctypes
-
     close = getattr(_ctypes, "dlclose", None)  # CPython on Linux and macOS
     if lib is not None and close is not None:
         close(lib._handle)

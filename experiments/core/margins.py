@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
+from crossdyn.experiments.core import figures
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.imperfections import Imperfection
 from crossdyn.experiments.core.loop.control_rate import period_in_effect
@@ -278,8 +279,6 @@ class LoopMeasurement:
 
     def plot(self, title: str = ""):
         """A Bode plot per loop: measured points beside the designed curve, the crossovers marked."""
-        from crossdyn.experiments.core import figures  # matplotlib only when a plot is drawn
-
         fig, axes = figures.figure(2, len(self.loops), width=6.0 * len(self.loops), height=3.0)
         axes = np.asarray(axes).reshape(2, len(self.loops))
         for j, loop in enumerate(self.loops):

@@ -10,6 +10,7 @@ import contextlib
 import copy
 import logging
 import os
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import mujoco
@@ -74,8 +75,6 @@ def _count_bodies(path: Path, seen: frozenset = frozenset()) -> int:
     One streaming pass over the XML: linear in the file's size, unlike MuJoCo's
     own parse.  A file that does not parse counts 0 (MuJoCo then reports it).
     """
-    import xml.etree.ElementTree as ET
-
     count, factors = 0, [1]
     try:
         for event, element in ET.iterparse(path, events=("start", "end")):

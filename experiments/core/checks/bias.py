@@ -14,6 +14,7 @@ import os
 import mujoco
 import numpy as np
 
+from crossdyn.analytic.regressor import regressor
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import inertial, slips
 from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
@@ -132,8 +133,6 @@ def _parameters(tree, truth, q, qd, err, ref, atol, rtol) -> list[str]:
     """The bodies' inertial parameters and the model's geometric slips (a link length, a joint's sign ...),
     each tried on the kept states; a slip first where both explain (gravity alone cannot tell a link's
     length from its parent's centre of mass)."""
-    from crossdyn.analytic.regressor import regressor
-
     found = []
     if tree is not None:
         Y = regressor(tree, q, qd, np.zeros_like(qd))

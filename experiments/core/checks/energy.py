@@ -13,6 +13,7 @@ import os
 import mujoco
 import numpy as np
 
+from crossdyn.analytic.regressor import energy_regressor
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
@@ -136,8 +137,6 @@ def _kinetic(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> dict[str, 
 
 def _inertial(tree, q, qd, err_T, T, err_U, U, atol, rtol) -> list[str]:
     """Both energies are linear in the inertial parameters; the potential's rows are relative to the first state."""
-    from crossdyn.analytic.regressor import energy_regressor
-
     Y_T, Y_U = energy_regressor(tree, q, qd)
     Y = np.vstack([Y_T, Y_U[1:] - Y_U[0]])
     error = np.concatenate([err_T, err_U[1:] - err_U[0]])

@@ -5,7 +5,7 @@ own motions need.  A wrong forward dynamics is the exact inverse of *some* inver
 dynamics, so a mismatch is explained as ``check derivation`` would, and the implied
 ``M``, ``c`` and ``g`` (the unit-vector method on ``fn``) are compared with MuJoCo's.
 
-With a declared :class:`~crossdyn.experiments.core.checks.linearization.Reduction` the check is in the
+With a declared :class:`~crossdyn.experiments.core.reduction.Reduction` the check is in the
 user's coordinates: ``fn(s, u) -> sdd`` at random states ``s`` near the reduction's operating point and
 inputs ``u``, MuJoCo's side with the reduction's constraints ideal
 (:class:`~crossdyn.experiments.core.reduction.Constrained`).
@@ -19,6 +19,8 @@ import os
 import mujoco
 import numpy as np
 
+from crossdyn.analytic.regressor import regressor
+from crossdyn.experiments.core import reduction as reduced
 from crossdyn.experiments.core import user_code, validate
 from crossdyn.experiments.core.checks import inertial
 from crossdyn.experiments.core.checks.common import UserFunction, model_warnings
@@ -107,8 +109,6 @@ REDUCED_SAMPLES = 100
 
 
 def _reduced(fn, model, reduction, options: dict) -> CheckReport:
-    from crossdyn.experiments.core import reduction as reduced  # it imports the checks' Reduction
-
     given = {"samples": REDUCED_SAMPLES, **options}
     check = begin("check_forward_dynamics", fn, model, given,
                   ("samples", "seed", "atol", "rtol", "dynamics", "q_range", "qd_range", "u_range"))
@@ -173,8 +173,6 @@ def _attribute(model, truth, dynamics, user, source, random, atol, rtol, label) 
         return out
     out += _implied_terms(model, truth, user, kept[0][:IMPLIED_STATES], kept[1][:IMPLIED_STATES])
     if tree is not None:
-        from crossdyn.analytic.regressor import regressor
-
         q, qd, qdd_user, error, tau = kept
         Y = regressor(tree, q, qd, qdd_user)
         out += inertial.explain(tree, Y.reshape(-1, Y.shape[-1]), error.ravel(), tau.ravel(), atol, rtol)

@@ -16,7 +16,7 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rotation import skew
+from crossdyn.analytic.rotation import quat_to_matrix, skew
 from crossdyn.experiments.core import user_code
 from crossdyn.experiments.core.checks import slips
 from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
@@ -243,8 +243,6 @@ def _test(hyp, J_user, ref, rows, frames, other, p, alt, R, project, frees, mode
 
 def _body_rotation(model: mujoco.MjModel, body: int, q: np.ndarray) -> np.ndarray:
     """The orientation of a free body (its quaternion in qpos), ``(n, 3, 3)``."""
-    from crossdyn.analytic.rotation import quat_to_matrix
-
     j = int(np.flatnonzero(np.asarray(model.jnt_bodyid) == body)[0])
     adr = int(model.jnt_qposadr[j])
     return quat_to_matrix(q[:, adr + 3 : adr + 7])

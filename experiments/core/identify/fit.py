@@ -61,6 +61,7 @@ from crossdyn.experiments.core.identify import sysid
 from crossdyn.experiments.core.identify.logs import Log, LogError
 from crossdyn.experiments.core.identify.noise import Noise, resolve
 from crossdyn.experiments.core.identify.spec import Quantity, SpecError, native_delay
+from crossdyn.experiments.core.models import mujoco_warnings
 
 __all__ = ["Problem", "FitResult", "WINDOW", "START", "fit", "fit_and_replay", "residual_checks"]
 
@@ -665,8 +666,6 @@ class Problem:
         Raises:
           LogError: the first window whose prediction is not finite.
         """
-        from crossdyn.experiments.core.models import mujoco_warnings
-
         with mujoco_warnings() as warnings:  # MuJoCo resets a simulation that blows up, with a warning
             r = self.predict(x)
         if warnings:
@@ -998,7 +997,7 @@ def _intervals(problem: Problem, r: np.ndarray, jac: np.ndarray) -> np.ndarray:
       with W - 1 degrees of freedom.  It stays honest when the model replays the log less
       well than its noise and the errors run together within a window.
     """
-    from scipy import stats
+    from scipy import stats  # late: SciPy's stats costs every command's start-up ~0.5 s; only the intervals use it
 
     p, windows, rows = problem.p, len(problem.windows), problem.window_rows()
     starts = np.concatenate([jac[a:b, p + w * problem.na : p + (w + 1) * problem.na]

@@ -28,6 +28,7 @@ no modifier: :mod:`.fit` applies them to the commands and the predicted readings
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
 from collections.abc import Callable
@@ -252,8 +253,6 @@ def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, mode
       SpecError: a quantity that is not of the grammar, or whose name matches nothing
         (with the closest name).
     """
-    import difflib
-
     found: list[tuple[str, str, str, int | None]] = []
     for text in specs:
         text = text.strip()

@@ -289,7 +289,7 @@ class _Film:
 
     def write(self, path: Path) -> None:
         try:
-            import imageio.v3 as iio
+            import imageio.v3 as iio  # late: optional (the video extra)
         except ImportError:
             raise CrossdynError("a video needs imageio and imageio-ffmpeg: pip install -e '.[video]'") from None
         if not self.frames:

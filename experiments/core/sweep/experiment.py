@@ -26,9 +26,10 @@ import numpy as np
 
 from crossdyn.experiments.core.baseline import NOT_MEASURED, numeric_metrics
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from crossdyn.experiments.core.files import make_out_dir, write_json
 from crossdyn.experiments.core.identify import vary as varied_model
 from crossdyn.experiments.core.registry import experiments, loadable, unloaded
-from crossdyn.experiments.core.runner import Context, make_out_dir, pool_with_sources_imported, write_json
+from crossdyn.experiments.core.runner import Context, pool_with_sources_imported
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import plots as sweep_plots
 from crossdyn.experiments.core.sweep import run as sweep_run

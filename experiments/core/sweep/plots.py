@@ -12,7 +12,7 @@ from matplotlib import ticker
 
 from crossdyn.experiments.core import figures as plots
 from crossdyn.experiments.core.baseline import DEFAULT_TOLERANCE, Tolerance
-from crossdyn.experiments.core.runner import write_json
+from crossdyn.experiments.core.files import write_json
 from crossdyn.experiments.core.sweep.choice import best_row, pareto_front
 from crossdyn.experiments.core.sweep.table import cell
 

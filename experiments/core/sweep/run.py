@@ -9,6 +9,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm import tqdm
+
 from crossdyn.experiments.core import isolation
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import table
@@ -63,8 +65,6 @@ class Meter:
         self.total, self.done, self.failed, self.desc, self.unit = total, done, failed, desc, unit
         self.bar = None
         if progress is True:
-            from tqdm import tqdm
-
             self.bar = tqdm(total=total, initial=done, desc=desc, unit=unit, dynamic_ncols=True)
             self.bar.set_postfix(failed=failed)
 

@@ -47,7 +47,7 @@ def sampler(name: str, seed: int, **gp):
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
-    from crossdyn.experiments.core.epsilon_sampler import EpsilonConstraintSampler  # imports Optuna
+    from crossdyn.experiments.core.epsilon_sampler import EpsilonConstraintSampler  # late: it imports Optuna
 
     return EpsilonConstraintSampler(seed=seed, **gp)
 
