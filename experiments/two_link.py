@@ -19,18 +19,18 @@ import mujoco
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.analytic import two_link
-from crossdyn.analytic.two_link import VARIANTS, TwoLinkParams
-from crossdyn.experiments.common.two_link_arm import two_link_params
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.checks.inverse_dynamics import check, sample_states
-from crossdyn.experiments.core.checks.report import CheckReport
-from crossdyn.experiments.core.cli.check import add_outputs, add_sampling, load_states, prepare, report_check
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.models import load_model, with_options
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
-from crossdyn.experiments.core.truth import inverse_dynamics
+from ..analytic import two_link
+from ..analytic.two_link import VARIANTS, TwoLinkParams
+from .common.two_link_arm import two_link_params
+from .core import figures
+from .core.checks.inverse_dynamics import check, sample_states
+from .core.checks.report import CheckReport
+from .core.cli.check import add_outputs, add_sampling, load_states, prepare, report_check
+from .core.errors import ParameterError
+from .core.models import load_model, with_options
+from .core.registry import Param, Verdict, experiment
+from .core.runner import Context
+from .core.truth import inverse_dynamics
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Two-link arm"

@@ -1,10 +1,18 @@
-"""Imports a reader can follow: no import cycles, and imports at the top of each module.
+"""Imports a reader can follow: no import cycles, imports at the top of each module, and each
+internal import naming its file by its path.
 
 The import graph is read from the source (``ast``) of every module of analytic/,
 controllers/ and experiments/, function-level imports included, so a cycle cannot
 hide inside a function.  A function-level import is allowed only where it is listed
 below with its reason (an optional dependency, or a slow one the command line's
 start-up must not pay), and the line says why in a comment.
+
+The folders are not the import names (pyproject's package-dir maps analytic/ to
+crossdyn.analytic, and so on), so crossdyn's own modules are imported relatively:
+``from ..checks.report import CheckReport`` then names experiments/core/checks/report.py
+by the importing file's path, which is what a reader and a tool see.  The exceptions,
+where a folder is not its import name, are :data:`ELSEWHERE` (the contributor guide
+states the rule).
 """
 
 from __future__ import annotations
@@ -71,6 +79,8 @@ class Import:
     late: bool
     typing_only: bool
     commented: bool
+    level: int = 0  # a relative import's dots
+    written: str = ""  # its module as written (after the dots)
 
 
 def package_dirs(root: Path = ROOT) -> dict[tuple[str, ...], str]:
@@ -124,7 +134,8 @@ def imports(path: Path, root: Path = ROOT, dirs: dict | None = None) -> list[Imp
                         base = package.split(".")[: len(package.split(".")) - child.level + 1]
                         module = ".".join(base + ([module] if module else []))
                     found.append(Import(str(path.relative_to(root)), child.lineno, module,
-                                        tuple(a.name for a in child.names), late, typing_only, commented))
+                                        tuple(a.name for a in child.names), late, typing_only, commented,
+                                        child.level, child.module or ""))
             visit(child, inner, typing_only or _typing_block(child))
 
     visit(ast.parse(text, filename=str(path)), False, False)
@@ -232,3 +243,98 @@ def test_module_names_follow_the_package_dir_mapping():
     assert names["crossdyn.testing.plugin"] == ROOT / "experiments" / "testing" / "plugin.py"
     assert names["crossdyn.experiments.core.checks.report"] == ROOT / "experiments" / "core" / "checks" / "report.py"
     assert "crossdyn.experiments.testing.plugin" not in names
+
+
+# Packages whose folder is not their import name: the front door, crossdyn (experiments/api/__init__.py),
+# and crossdyn.testing (experiments/testing/).  A relative import climbing out of them lands elsewhere by
+# path, so their modules import the rest of crossdyn absolutely, and the rest imports crossdyn.testing and
+# the front door's own names (``from crossdyn import lazy_names``) absolutely.
+ELSEWHERE = ("crossdyn", "crossdyn.testing")
+
+
+def file_of(name: str, root: Path = ROOT, dirs: dict | None = None) -> Path | None:
+    """The file Python imports for module ``name`` (by the package-dir mapping), or None when it is no module."""
+    dirs = package_dirs(root) if dirs is None else dirs
+    folders = {package: folder for folder, package in dirs.items()}
+    base = max((p for p in folders if name == p or name.startswith(p + ".")), key=len, default=None)
+    if base is None:
+        return None
+    place = root.joinpath(*folders[base], *name[len(base):].split(".")[1:])
+    for candidate in (place.with_suffix(".py"), place / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def by_path(path: Path, imp: Import, name: str) -> Path | None:
+    """The file a relative import names, read by the importing file's path alone as a reader or a tool reads it
+    (``..`` is the folder above): the module ``name`` if there is one, else the module it is imported from."""
+    folder = path.parent
+    for _ in range(imp.level - 1):
+        folder = folder.parent
+    place = folder.joinpath(*imp.written.split(".")) if imp.written else folder
+    own = [place.with_suffix(".py")] if imp.written else []
+    for candidate in (place / f"{name}.py", place / name / "__init__.py", *own, place / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _home(name: str, dirs: dict) -> str:
+    """The package of the deepest package-dir mapping holding module ``name``."""
+    return max((p for p in dirs.values() if name == p or name.startswith(p + ".")), key=len)
+
+
+def unfollowable(root: Path = ROOT) -> list[str]:
+    """Imports of crossdyn's own modules a reader cannot follow by path: a relative import whose file by path
+    is not the file Python imports, and an absolute import outside the exceptions (:data:`ELSEWHERE`)."""
+    dirs = package_dirs(root)
+    bad = []
+    for module, path in sources(root).items():
+        home = _home(module, dirs)
+        for imp in imports(path, root, dirs):
+            if imp.module != "crossdyn" and not imp.module.startswith("crossdyn."):
+                continue
+            if imp.level:
+                for name in imp.names:
+                    python = file_of(f"{imp.module}.{name}", root, dirs) or file_of(imp.module, root, dirs)
+                    reader = by_path(path, imp, name)
+                    if reader != python:
+                        bad.append(f"{imp.file}:{imp.line}: {name} of {imp.module}: by its path the import names "
+                                   f"{reader}, Python imports {python}")
+                continue
+            packages = [f"crossdyn.{n}" for n in imp.names if f"crossdyn.{n}" in dirs.values()]
+            for target in [imp.module] if imp.module != "crossdyn" else packages:  # from crossdyn import mjcf
+                other = _home(target, dirs)
+                if home == "crossdyn" or (home in ELSEWHERE and other != home) or (other in ELSEWHERE and
+                                                                                   other != home):
+                    continue
+                bad.append(f"{imp.file}:{imp.line}: absolute import of {target}: import it relatively")
+    return bad
+
+
+def test_every_internal_import_names_its_file_by_its_path():
+    bad = unfollowable()
+    assert bad == [], "\n".join(bad)
+    relative = [i for p in sources().values() for i in imports(p) if i.level]
+    assert len(relative) > 500  # the rule is in use, not vacuous
+
+
+def test_the_path_check_sees_a_climb_out_of_a_mapped_folder_and_an_absolute_import(tmp_path):
+    """From crossdyn.testing (experiments/testing/), ``..experiments.core.errors`` is crossdyn's errors module to
+    Python but experiments/experiments/core/errors.py by path; an absolute internal import is refused too."""
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.setuptools.package-dir]\n" + "".join(f'"crossdyn.{layer}" = "{layer}"\n' for layer in LAYERS)
+        + '"crossdyn" = "experiments/api"\n"crossdyn.testing" = "experiments/testing"\n')
+    for folder in ("analytic", "experiments/core", "experiments/api", "experiments/testing", "controllers"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "experiments" / "core" / "errors.py").write_text("class E(Exception):\n    pass\n")
+    (tmp_path / "experiments" / "testing" / "helper.py").write_text("from ..experiments.core.errors import E\n")
+    (tmp_path / "experiments" / "core" / "use.py").write_text(
+        "from .errors import E\nfrom ...analytic import rnea\nfrom crossdyn.experiments.core.errors import E as F\n"
+        "from crossdyn.testing import helper\n")
+    (tmp_path / "analytic" / "rnea.py").write_text("")
+    bad = unfollowable(tmp_path)
+    assert [line.split(":")[:2] for line in bad] == [["experiments/core/use.py", "3"],
+                                                     ["experiments/testing/helper.py", "1"]], bad

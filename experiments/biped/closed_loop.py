@@ -17,16 +17,16 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rotation import euler_rates, euler_zyx
-from crossdyn.controllers.biped.controller import BipedController, Command, Reference, design
-from crossdyn.controllers.biped.estimation import Estimate, Estimator, LegGeometry
-from crossdyn.controllers.biped.jump import JumpPlan
-from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.imperfections import Imperfection, Push
-from crossdyn.experiments.core.loop.batch import simulate_batch
-from crossdyn.experiments.core.loop.setup import call_failed
-from crossdyn.experiments.core.loop.simulate import simulate as run_loop
+from ...analytic.rotation import euler_rates, euler_zyx
+from ...controllers.biped.controller import BipedController, Command, Reference, design
+from ...controllers.biped.estimation import Estimate, Estimator, LegGeometry
+from ...controllers.biped.jump import JumpPlan
+from ..core.errors import CrossdynError, ParameterError
+from ..core.imperfections import Imperfection, Push
+from ..core.loop.batch import simulate_batch
+from ..core.loop.setup import call_failed
+from ..core.loop.simulate import simulate as run_loop
+from .model import HIPS, BipedParams, balance_pose, biped_params
 
 __all__ = ["Scenario", "ScenarioTrace", "simulate_scenario", "simulate_many", "loop_controller", "make_controller",
            "geometry", "initial_state", "FALL_PITCH", "plug", "Sensors", "Fall", "actuators", "pushes"]
@@ -447,7 +447,7 @@ def _biped_trace(model: mujoco.MjModel, p: BipedParams, trace, plug, controller)
 def _kernels():
     """The compiled kernels (:mod:`crossdyn.controllers.biped.compiled`), or None without Numba."""
     try:
-        from crossdyn.controllers.biped import compiled  # late: Numba's start-up (~1 s) is for runs that use it
+        from ...controllers.biped import compiled  # late: Numba's start-up (~1 s) is for runs that use it
     except ImportError:
         return None
     return compiled

@@ -19,8 +19,8 @@ from itertools import combinations
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.checks.names import joint_label
-from crossdyn.experiments.core.truth_scope import carriers
+from .checks.names import joint_label
+from .truth_scope import carriers
 
 __all__ = ["Attribution", "springref_model", "SPRINGREF"]
 

@@ -22,8 +22,8 @@ from typing import TypeGuard
 
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.files import make_out_dir, write_json
+from .errors import ParameterError
+from .files import make_out_dir, write_json
 
 __all__ = ["Tolerance", "DEFAULT_TOLERANCE", "DEFAULT_RTOL", "DEFAULT_ATOL", "Drift", "Comparison",
            "numeric_metrics", "flat_metrics", "refuse_numeric_text", "save", "load", "compare", "report"]

@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from crossdyn.experiments.core.errors import ControllerError, CrossdynError, ParameterError
-from crossdyn.experiments.core.registry import Param
+from .errors import ControllerError, CrossdynError, ParameterError
+from .registry import Param
 
 __all__ = ["CController", "CParams", "CompileError", "cache_dir", "compiler", "compiler_identity", "run_compiler",
            "store"]

@@ -16,7 +16,7 @@ import logging
 import socket
 from collections.abc import Callable, Iterable, Iterator
 
-from crossdyn.experiments.core.errors import CrossdynError
+from .errors import CrossdynError
 
 __all__ = ["DaskError", "connect", "results", "close", "CONNECT_TIMEOUT_S", "WORKERS_TIMEOUT_S"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
+from .errors import ParameterError
 
 __all__ = ["as_stored", "jsonable", "make_out_dir", "write_text", "write_json"]
 

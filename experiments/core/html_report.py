@@ -16,9 +16,9 @@ from pathlib import Path
 from string import Template
 from urllib.parse import quote
 
-from crossdyn.experiments.core.baseline import NOT_MEASURED
-from crossdyn.experiments.core.files import write_text
-from crossdyn.experiments.core.safe_text import escape
+from .baseline import NOT_MEASURED
+from .files import write_text
+from .safe_text import escape
 
 __all__ = ["write_report", "render", "versions"]
 

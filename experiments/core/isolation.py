@@ -55,7 +55,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from crossdyn.experiments.core.errors import CrossdynError
+from .errors import CrossdynError
 
 __all__ = ["Pool", "Done", "RemoteError", "WorkerStartError", "how_it_ended", "call", "forked", "OK", "RAISED",
            "CRASHED", "TIMED_OUT", "PARENT_POLL_S"]

@@ -22,10 +22,10 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.checks.names import dof_names
-from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
-from crossdyn.experiments.core.limits import EPS_MAX, EPS_MIN
-from crossdyn.experiments.core.models import as_model, with_options
+from .checks.names import dof_names
+from .errors import ModelError, ParameterError, StateError
+from .limits import EPS_MAX, EPS_MIN
+from .models import as_model, with_options
 
 __all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions", "keyframe_id",
            "state_vector", "active_constraints", "steps", "EPS", "HOLD_RTOL"]

@@ -16,10 +16,10 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn import mjcf
-from crossdyn.analytic.rotation import quat_to_matrix
-from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.limits import BODIES_MAX
+from ... import mjcf
+from ...analytic.rotation import quat_to_matrix
+from .errors import ModelError
+from .limits import BODIES_MAX
 
 __all__ = ["model_path", "as_model", "load_model", "compile_warnings", "with_options", "body_inertia", "check_size"]
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import validate
-from crossdyn.experiments.core.checks.names import joint_name
+from . import validate
+from .checks.names import joint_name
 
 __all__ = ["Ranges", "TURN", "HINGE_TURNS", "FREE_POSITION"]
 

@@ -35,10 +35,10 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError, StateError
-from crossdyn.experiments.core.limits import EPS_MIN
-from crossdyn.experiments.core.linearize import EPS, Linearization, active_constraints, operating_point, steps
-from crossdyn.experiments.core.models import with_options
+from .errors import ParameterError, StateError
+from .limits import EPS_MIN
+from .linearize import EPS, Linearization, active_constraints, operating_point, steps
+from .models import with_options
 
 __all__ = ["Reduction", "Coordinate", "Declared", "declare", "rebuild", "linearize_reduced", "ReducedForward",
            "Constrained", "place", "rates", "tightened", "LAYOUTS", "SOLVER_TOLERANCE"]

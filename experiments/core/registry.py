@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crossdyn.experiments.core.baseline import Tolerance
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.safe_text import one_line
-from crossdyn.experiments.core.user_code import where as line_of
+from .baseline import Tolerance
+from .errors import CrossdynError, ParameterError
+from .safe_text import one_line
+from .user_code import where as line_of
 
 __all__ = ["Param", "Verdict", "Gains", "Experiment", "experiment", "batched", "experiments", "get", "load_sources",
            "loadable", "ENTRY_POINT_GROUP", "TUNE_KEYS"]

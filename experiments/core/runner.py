@@ -35,14 +35,14 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from crossdyn.experiments.core import baseline as baselines
-from crossdyn.experiments.core import isolation, user_code
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.figures import save
-from crossdyn.experiments.core.files import jsonable, make_out_dir, write_json, write_text
-from crossdyn.experiments.core.html_report import write_report
-from crossdyn.experiments.core.registry import Experiment, experiments, get, loadable
-from crossdyn.experiments.core.safe_text import one_line
+from . import baseline as baselines
+from . import isolation, user_code
+from .errors import CrossdynError, ParameterError
+from .figures import save
+from .files import jsonable, make_out_dir, write_json, write_text
+from .html_report import write_report
+from .registry import Experiment, experiments, get, loadable
+from .safe_text import one_line
 
 __all__ = ["Context", "Outcome", "run", "run_experiments", "make_out_dir", "write_json", "write_text",
            "summary_table", "check_metrics", "experiment_pool", "longest_first"]

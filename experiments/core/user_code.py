@@ -26,9 +26,8 @@ from types import ModuleType
 
 import numpy as np
 
-import crossdyn.analytic
-import crossdyn.experiments
-from crossdyn.experiments.core.errors import DerivationError
+from ... import analytic, experiments
+from .errors import DerivationError
 
 __all__ = ["UserExit", "import_file", "call", "guard", "as_numbers", "where", "ctrl_c_watch", "given_copies",
            "refuse_writes", "quiet_arithmetic", "users_errstate", "LOADED_HERE"]
@@ -101,7 +100,7 @@ def guard(what: str):
 
 def _crossdyn_folders() -> tuple[str, ...]:
     """The folders of crossdyn's own packages (frames there are not the user's)."""
-    return tuple(str(Path(p).resolve()) for pkg in (crossdyn.analytic, crossdyn.experiments) for p in pkg.__path__)
+    return tuple(str(Path(p).resolve()) for pkg in (analytic, experiments) for p in pkg.__path__)
 
 
 def where(exc: BaseException) -> str:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.testing import runner
+
+from . import runner
 
 # The collector and item classes are the plugin's plumbing (pytest documents their interface); users meet
 # the two outcome exceptions.

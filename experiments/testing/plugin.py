@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from crossdyn.testing import ExperimentTests
+from . import ExperimentTests
 
 # crossdyn's machinery (crossdyn.experiments.core; crossdyn.testing's runner, items and
 # baseline_fixture: NumPy, matplotlib, the registry, about half a second) is imported where
@@ -76,7 +76,8 @@ class State:
         """The :class:`~crossdyn.testing.runner.Ran` of an experiment item, running it (or its batch) first."""
         __tracebackhide__ = True
         from crossdyn.experiments.core.errors import CrossdynError  # late: see the note under the imports
-        from crossdyn.testing import items, runner  # late: as above
+
+        from . import items, runner  # late: as above
 
         seed = self.seed_of(item)
         key = (item.name, seed)
@@ -147,7 +148,7 @@ def pytest_configure(config: pytest.Config) -> None:
             stacklevel=2)
     sources = list(dict.fromkeys(config.getoption("crossdyn_from")))
     if sources:
-        from crossdyn.testing import runner  # late: see the note under the imports
+        from . import runner  # late: see the note under the imports
 
         base = Path(config.invocation_params.dir)
         for source in sources:
@@ -172,7 +173,7 @@ class _FromOption:
         return report
 
     def _collectors(self, session: pytest.Session) -> list:
-        from crossdyn.testing import items, runner  # late: see the note under the imports
+        from . import items, runner  # late: see the note under the imports
 
         collectors = []
         for source in self.sources:
@@ -196,7 +197,7 @@ class _FromOption:
 def pytest_pycollect_makeitem(collector, name, obj):
     """``NAME = experiment_tests(...)`` in a test module: its experiments, as items under ``NAME``."""
     if isinstance(obj, ExperimentTests):
-        from crossdyn.testing import items  # late: see the note under the imports
+        from . import items  # late: see the note under the imports
 
         return items.ExperimentSource.from_parent(collector, name=name, sources=obj.sources,
                                                   base=collector.config.rootpath, runs=state(collector.config),
@@ -212,7 +213,7 @@ def crossdyn_baseline(request: pytest.FixtureRequest):
     so does a number beyond its tolerance, a changed boolean or string, a new or a
     missing metric, each named with the stored and new value.
     """
-    from crossdyn.testing.baseline_fixture import Baseline  # late: see the note under the imports
+    from .baseline_fixture import Baseline  # late: see the note under the imports
 
     return Baseline(request.node, regen=request.config.getoption("crossdyn_regen"), root=request.config.rootpath,
                     written=request.node.stash.setdefault(WRITTEN, []))
@@ -246,7 +247,7 @@ class _Reports:
         st = self.st
         if st.worker or st.out is None or not st.rows:
             return
-        from crossdyn.testing import runner  # late: see the note under the imports
+        from . import runner  # late: see the note under the imports
 
         try:
             runner.write_summary(st.out, list(st.rows.values()), seed=st.seed, command=st.command, started=st.started)

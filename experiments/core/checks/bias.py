@@ -14,17 +14,17 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.regressor import regressor
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.checks import inertial, slips
-from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
-from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
-from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
-from crossdyn.experiments.core.checks.names import dof_names
-from crossdyn.experiments.core.checks.options import SAMPLED, begin
-from crossdyn.experiments.core.checks.passive import PassiveEffects
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.truth import inverse_dynamics
+from ....analytic.regressor import regressor
+from .. import user_code
+from ..truth import inverse_dynamics
+from . import inertial, slips
+from .common import Hypotheses, UserFunction, model_warnings
+from .inverse_dynamics import EntryStats, progress
+from .mass_matrix import INERTIAL_STATES, rigid_tree
+from .names import dof_names
+from .options import SAMPLED, begin
+from .passive import PassiveEffects
+from .report import CheckReport, Part
 
 __all__ = ["check_bias"]
 

@@ -15,12 +15,12 @@ import mujoco
 import numpy as np
 from tqdm import tqdm
 
-from crossdyn.experiments.core import user_code, validate
-from crossdyn.experiments.core.errors import DerivationError, StateError
-from crossdyn.experiments.core.limits import STATES_MAX
-from crossdyn.experiments.core.models import mujoco_warnings
-from crossdyn.experiments.core.ranges import Ranges
-from crossdyn.experiments.core.truth import as_rows
+from .. import user_code, validate
+from ..errors import DerivationError, StateError
+from ..limits import STATES_MAX
+from ..models import mujoco_warnings
+from ..ranges import Ranges
+from ..truth import as_rows
 
 __all__ = ["load_function", "load_derivation", "UserFunction", "StateSource", "state_source", "state_chunks",
            "sample_states", "sampling_lines", "model_warnings", "warning_lines", "within", "Hypotheses", "EntryStats",

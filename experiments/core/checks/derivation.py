@@ -15,14 +15,14 @@ from collections.abc import Callable
 
 import mujoco
 
-from crossdyn.experiments.core import isolation
-from crossdyn.experiments.core.checks.common import load_derivation
-from crossdyn.experiments.core.checks.inverse_dynamics import check
-from crossdyn.experiments.core.checks.options import SAMPLED, CheckOptions
-from crossdyn.experiments.core.checks.report import CheckReport
-from crossdyn.experiments.core.checks.tree import tree_from_model
-from crossdyn.experiments.core.errors import CrossdynError, DerivationError
-from crossdyn.experiments.core.models import as_model, model_path
+from .. import isolation
+from ..errors import CrossdynError, DerivationError
+from ..models import as_model, model_path
+from .common import load_derivation
+from .inverse_dynamics import check
+from .options import SAMPLED, CheckOptions
+from .report import CheckReport
+from .tree import tree_from_model
 
 __all__ = ["tree_from_model", "load_derivation", "check_derivation", "check_isolated"]
 

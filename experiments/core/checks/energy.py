@@ -13,16 +13,16 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.regressor import energy_regressor
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
-from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
-from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
-from crossdyn.experiments.core.checks.options import SAMPLED, begin
-from crossdyn.experiments.core.checks.passive import PassiveEffects
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.models import with_options
+from ....analytic.regressor import energy_regressor
+from .. import user_code
+from ..models import with_options
+from . import inertial
+from .common import Hypotheses, UserFunction, model_warnings
+from .inverse_dynamics import EntryStats, progress
+from .mass_matrix import INERTIAL_STATES, rigid_tree
+from .options import SAMPLED, begin
+from .passive import PassiveEffects
+from .report import CheckReport, Part
 
 __all__ = ["check_energy", "energies"]
 

@@ -19,20 +19,20 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.regressor import regressor
-from crossdyn.experiments.core import reduction as reduced
-from crossdyn.experiments.core import user_code, validate
-from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import UserFunction, model_warnings
-from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
-from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, mass_matrices, rigid_tree
-from crossdyn.experiments.core.checks.names import dof_names
-from crossdyn.experiments.core.checks.options import SAMPLED, begin
-from crossdyn.experiments.core.checks.passive import PassiveEffects
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.limits import STATES_MAX
-from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
+from ....analytic.regressor import regressor
+from .. import reduction as reduced
+from .. import user_code, validate
+from ..errors import ParameterError
+from ..limits import STATES_MAX
+from ..truth import inverse_dynamics, truth_model
+from . import inertial
+from .common import UserFunction, model_warnings
+from .inverse_dynamics import EntryStats, progress
+from .mass_matrix import INERTIAL_STATES, mass_matrices, rigid_tree
+from .names import dof_names
+from .options import SAMPLED, begin
+from .passive import PassiveEffects
+from .report import CheckReport, Part
 
 __all__ = ["check_forward_dynamics", "forward"]
 

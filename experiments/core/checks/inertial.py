@@ -14,8 +14,8 @@ from itertools import combinations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from crossdyn.analytic.regressor import body_properties, inertial_parameters
-from crossdyn.analytic.rnea import Tree
+from ....analytic.regressor import body_properties, inertial_parameters
+from ....analytic.rnea import Tree
 
 __all__ = ["explain", "explains", "LARGEST_SET"]
 

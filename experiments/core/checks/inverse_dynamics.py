@@ -18,11 +18,21 @@ from collections.abc import Callable, Iterable
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.regressor import regressor
-from crossdyn.experiments.core import truth_scope, user_code, validate
-from crossdyn.experiments.core.attribution import SPRINGREF, Attribution, springref_model
-from crossdyn.experiments.core.checks import inertial, slips
-from crossdyn.experiments.core.checks.common import (
+from ....analytic.regressor import regressor
+from .. import truth_scope, user_code, validate
+from ..attribution import SPRINGREF, Attribution, springref_model
+from ..errors import DerivationError, StateError
+from ..limits import STATES_MAX
+from ..ranges import Ranges
+from ..truth import (
+    ConstraintTally,
+    as_state_batch,
+    effects_present,
+    inverse_dynamics,
+    truth_model,
+)
+from . import inertial, slips
+from .common import (
     CHUNK,
     EntryStats,
     model_warnings,
@@ -32,20 +42,10 @@ from crossdyn.experiments.core.checks.common import (
     state_chunks,
     warning_lines,
 )
-from crossdyn.experiments.core.checks.names import conventions, dof_names
-from crossdyn.experiments.core.checks.options import ATOL, RTOL
-from crossdyn.experiments.core.checks.report import INVERSE_DYNAMICS, TERMS, CheckReport, Part
-from crossdyn.experiments.core.checks.tree import rigid_tree
-from crossdyn.experiments.core.errors import DerivationError, StateError
-from crossdyn.experiments.core.limits import STATES_MAX
-from crossdyn.experiments.core.ranges import Ranges
-from crossdyn.experiments.core.truth import (
-    ConstraintTally,
-    as_state_batch,
-    effects_present,
-    inverse_dynamics,
-    truth_model,
-)
+from .names import conventions, dof_names
+from .options import ATOL, RTOL
+from .report import INVERSE_DYNAMICS, TERMS, CheckReport, Part
+from .tree import rigid_tree
 
 __all__ = [
     "check",

@@ -13,17 +13,17 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.checks import slips
-from crossdyn.experiments.core.checks.common import UserFunction, model_warnings
-from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats
-from crossdyn.experiments.core.checks.names import conventions
-from crossdyn.experiments.core.checks.options import begin
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.linearize import linearize
-from crossdyn.experiments.core.models import with_options
-from crossdyn.experiments.core.reduction import Reduction, tightened
+from .. import user_code
+from ..errors import ParameterError
+from ..linearize import linearize
+from ..models import with_options
+from ..reduction import Reduction, tightened
+from . import slips
+from .common import UserFunction, model_warnings
+from .inverse_dynamics import EntryStats
+from .names import conventions
+from .options import begin
+from .report import CheckReport, Part
 
 __all__ = ["check_linearization", "Reduction", "ATOL", "RTOL", "TOLERANCE_REASON"]
 

@@ -14,11 +14,11 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.regressor import regressor
-from crossdyn.analytic.rotation import quat_to_matrix
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.checks import inertial, slips
-from crossdyn.experiments.core.checks.common import (
+from ....analytic.regressor import regressor
+from ....analytic.rotation import quat_to_matrix
+from .. import user_code
+from . import inertial, slips
+from .common import (
     EntryStats,
     Hypotheses,
     UserFunction,
@@ -26,11 +26,11 @@ from crossdyn.experiments.core.checks.common import (
     model_warnings,
     progress,
 )
-from crossdyn.experiments.core.checks.names import dof_names, joint_name
-from crossdyn.experiments.core.checks.options import SAMPLED, begin
-from crossdyn.experiments.core.checks.passive import PassiveEffects
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.checks.tree import rigid_tree
+from .names import dof_names, joint_name
+from .options import SAMPLED, begin
+from .passive import PassiveEffects
+from .report import CheckReport, Part
+from .tree import rigid_tree
 
 __all__ = ["check_mass_matrix", "mass_matrices", "rigid_tree", "free_joints", "INERTIAL_STATES"]
 

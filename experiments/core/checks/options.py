@@ -11,13 +11,13 @@ from typing import Any
 
 import mujoco
 
-from crossdyn.experiments.core import validate
-from crossdyn.experiments.core.checks.common import load_function, state_source, warning_lines
-from crossdyn.experiments.core.checks.names import conventions
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.models import as_model
-from crossdyn.experiments.core.ranges import Ranges
-from crossdyn.experiments.core.truth import truth_model
+from .. import validate
+from ..models import as_model
+from ..ranges import Ranges
+from ..truth import truth_model
+from .common import load_function, state_source, warning_lines
+from .names import conventions
+from .report import CheckReport, Part
 
 __all__ = ["CheckOptions", "Check", "begin", "SAMPLED", "ATOL", "RTOL", "TOLERANCE_REASON"]
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix
-from crossdyn.experiments.core.checks.common import mass_matrices
-from crossdyn.experiments.core.checks.names import body_name, joint_name
-from crossdyn.experiments.core.linearize import linearize
-from crossdyn.experiments.core.truth import inverse_dynamics
+from ....analytic.rotation import matrix_to_quat, quat_to_matrix
+from ..linearize import linearize
+from ..truth import inverse_dynamics
+from .common import mass_matrices
+from .names import body_name, joint_name
 
 __all__ = ["Slip", "explain", "also", "number", "vector", "dynamics_truth", "STATES", "NONE_ALONE"]
 

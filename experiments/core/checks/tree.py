@@ -6,11 +6,11 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rnea import Tree
-from crossdyn.analytic.rotation import quat_to_matrix
-from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.models import body_inertia
-from crossdyn.experiments.core.truth import truth_model
+from ....analytic.rnea import Tree
+from ....analytic.rotation import quat_to_matrix
+from ..errors import ModelError
+from ..models import body_inertia
+from ..truth import truth_model
 
 __all__ = ["tree_from_model", "rigid_tree"]
 

@@ -13,9 +13,9 @@ import contextlib
 import os
 import sys
 
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.errors import CrossdynError
-from crossdyn.experiments.core.safe_text import one_line
+from .. import user_code
+from ..errors import CrossdynError
+from ..safe_text import one_line
 
 __all__ = ["main", "console", "build_parser"]
 
@@ -32,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     # Late: the commands import MuJoCo and matplotlib, which read MUJOCO_GL and MPLBACKEND (set by main).
-    from crossdyn.experiments.core.cli import check, gains, identify, margins, run, tune
+    from . import check, gains, identify, margins, run, tune
 
     parser = _Parser(
         prog="crossdyn",

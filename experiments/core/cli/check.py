@@ -18,21 +18,21 @@ from pathlib import Path
 
 import numpy as np
 
-from crossdyn.experiments.core import baseline, figures, validate
-from crossdyn.experiments.core.baseline import DEFAULT_ATOL, DEFAULT_RTOL
-from crossdyn.experiments.core.checks import linearization
-from crossdyn.experiments.core.checks.derivation import check_isolated
-from crossdyn.experiments.core.checks.entry_errors import entry_errors
-from crossdyn.experiments.core.checks.jacobian import FRAMES
-from crossdyn.experiments.core.checks.options import ATOL, RTOL, TOLERANCE_REASON
-from crossdyn.experiments.core.cli import arguments, commands
-from crossdyn.experiments.core.errors import StateError
-from crossdyn.experiments.core.files import as_stored, write_json
-from crossdyn.experiments.core.junit import write_junit
-from crossdyn.experiments.core.limits import ATOL_MAX, EPS_MAX, RTOL_MAX, SEED_MAX, STATES_MAX, TIMEOUT_MAX
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.runner import Outcome
-from crossdyn.experiments.core.truth import DYNAMICS
+from .. import baseline, figures, validate
+from ..baseline import DEFAULT_ATOL, DEFAULT_RTOL
+from ..checks import linearization
+from ..checks.derivation import check_isolated
+from ..checks.entry_errors import entry_errors
+from ..checks.jacobian import FRAMES
+from ..checks.options import ATOL, RTOL, TOLERANCE_REASON
+from ..errors import StateError
+from ..files import as_stored, write_json
+from ..junit import write_junit
+from ..limits import ATOL_MAX, EPS_MAX, RTOL_MAX, SEED_MAX, STATES_MAX, TIMEOUT_MAX
+from ..models import load_model
+from ..runner import Outcome
+from ..truth import DYNAMICS
+from . import arguments, commands
 
 __all__ = ["add_parser", "load_states", "load_state_file", "prepare", "report_check", "add_sampling", "add_outputs",
            "add_ranges", "add_timeout", "tolerance", "state_range", "DEFAULT_OUT"]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 
-from crossdyn.controllers.lqr import GainSchedule
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.registry import experiments, get
-from crossdyn.experiments.core.user_code import where
+from ....controllers.lqr import GainSchedule
+from .. import user_code
+from ..errors import CrossdynError, ParameterError
+from ..registry import experiments, get
+from ..user_code import where
+from . import arguments
 
 __all__ = ["add_parser"]
 

@@ -29,21 +29,21 @@ import mujoco
 import numpy as np
 from tqdm import tqdm
 
-from crossdyn.experiments.core.checks.derivation import load_derivation
-from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.identify import outputs
-from crossdyn.experiments.core.identify.check_model import judge_fitted, parse_tolerance, replay
-from crossdyn.experiments.core.identify.excite import design, determinacy
-from crossdyn.experiments.core.identify.fit import WINDOW, Problem, fit_and_replay
-from crossdyn.experiments.core.identify.logs import Log, load_log, refuse_repeats, write_log
-from crossdyn.experiments.core.identify.noise import resolve
-from crossdyn.experiments.core.identify.outputs import plot_signals
-from crossdyn.experiments.core.identify.record import record
-from crossdyn.experiments.core.identify.spec import Quantity, parse_fit
-from crossdyn.experiments.core.limits import DURATION_MAX, WINDOW_MAX, WINDOW_MIN
-from crossdyn.experiments.core.models import load_model, model_path
-from crossdyn.experiments.core.runner import write_json
+from ..checks.derivation import load_derivation
+from ..errors import ParameterError
+from ..identify import outputs
+from ..identify.check_model import judge_fitted, parse_tolerance, replay
+from ..identify.excite import design, determinacy
+from ..identify.fit import WINDOW, Problem, fit_and_replay
+from ..identify.logs import Log, load_log, refuse_repeats, write_log
+from ..identify.noise import resolve
+from ..identify.outputs import plot_signals
+from ..identify.record import record
+from ..identify.spec import Quantity, parse_fit
+from ..limits import DURATION_MAX, WINDOW_MAX, WINDOW_MIN
+from ..models import load_model, model_path
+from ..runner import write_json
+from . import arguments
 
 __all__ = ["add_parser", "configure_check_model", "DEFAULT_OUT"]
 

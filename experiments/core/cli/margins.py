@@ -20,14 +20,14 @@ import html
 import sys
 from pathlib import Path
 
-from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.figures import save
-from crossdyn.experiments.core.imperfections import Delay
-from crossdyn.experiments.core.limits import ADDED_DELAY_MAX
-from crossdyn.experiments.core.margins import measure_setup, registered_loops
-from crossdyn.experiments.core.registry import experiments, get
-from crossdyn.experiments.core.runner import make_out_dir, write_json, write_text
+from ..errors import ParameterError
+from ..figures import save
+from ..imperfections import Delay
+from ..limits import ADDED_DELAY_MAX
+from ..margins import measure_setup, registered_loops
+from ..registry import experiments, get
+from ..runner import make_out_dir, write_json, write_text
+from . import arguments
 
 __all__ = ["add_parser", "DEFAULT_OUT"]
 

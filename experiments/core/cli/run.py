@@ -6,15 +6,15 @@ import shlex
 import sys
 from pathlib import Path
 
-from crossdyn.experiments.core import baseline, user_code
-from crossdyn.experiments.core.baseline import DEFAULT_ATOL, DEFAULT_RTOL
-from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.junit import write_junit
-from crossdyn.experiments.core.limits import SEED_MAX, TIMEOUT_MAX, WORKERS_MAX
-from crossdyn.experiments.core.registry import experiments, get
-from crossdyn.experiments.core.runner import experiment_pool, pool_with_sources_imported, run_experiments, summary_table
-from crossdyn.experiments.core.safe_text import one_line
+from .. import baseline, user_code
+from ..baseline import DEFAULT_ATOL, DEFAULT_RTOL
+from ..errors import ParameterError
+from ..junit import write_junit
+from ..limits import SEED_MAX, TIMEOUT_MAX, WORKERS_MAX
+from ..registry import experiments, get
+from ..runner import experiment_pool, pool_with_sources_imported, run_experiments, summary_table
+from ..safe_text import one_line
+from . import arguments
 
 __all__ = ["add_parser", "add_list_parser"]
 

@@ -10,13 +10,13 @@ import signal
 import sys
 from pathlib import Path
 
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.sweep.choice import meets
-from crossdyn.experiments.core.sweep.experiment import TuneEngine, best_params, tune
-from crossdyn.experiments.core.sweep.search import SAMPLERS
-from crossdyn.experiments.core.sweep.space import DEFAULTS, SAMPLES_MAX, SEARCHES
+from .. import user_code
+from ..errors import ParameterError
+from ..sweep.choice import meets
+from ..sweep.experiment import TuneEngine, best_params, tune
+from ..sweep.search import SAMPLERS
+from ..sweep.space import DEFAULTS, SAMPLES_MAX, SEARCHES
+from . import arguments
 
 __all__ = ["add_parser"]
 

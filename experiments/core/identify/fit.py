@@ -57,11 +57,11 @@ import mujoco.rollout
 import numpy as np
 from absl import logging as absl_logging
 
-from crossdyn.experiments.core.identify import sysid
-from crossdyn.experiments.core.identify.logs import Log, LogError
-from crossdyn.experiments.core.identify.noise import Noise, resolve
-from crossdyn.experiments.core.identify.spec import Quantity, SpecError, native_delay
-from crossdyn.experiments.core.models import mujoco_warnings
+from ..models import mujoco_warnings
+from . import sysid
+from .logs import Log, LogError
+from .noise import Noise, resolve
+from .spec import Quantity, SpecError, native_delay
 
 __all__ = ["Problem", "FitResult", "WINDOW", "START", "fit", "fit_and_replay", "residual_checks"]
 

@@ -25,10 +25,10 @@ from urllib.parse import quote
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.html_report import PAGE, versions
-from crossdyn.experiments.core.identify.fit import FitResult
-from crossdyn.experiments.core.identify.spec import Quantity
-from crossdyn.experiments.core.safe_text import escape as safe
+from ..html_report import PAGE, versions
+from ..safe_text import escape as safe
+from .fit import FitResult
+from .spec import Quantity
 
 __all__ = ["sentence", "sentences", "as_json", "write_xml", "write_values", "plot_signals", "figure_signals",
            "write_html"]

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.identify.fit import START_RCOND, Problem, residual_checks
-from crossdyn.experiments.core.identify.spec import Quantity, parse_fit
+from .fit import START_RCOND, Problem, residual_checks
+from .spec import Quantity, parse_fit
 
 __all__ = ["Sensitivity", "Explanation", "own_quantities", "sensitivities", "explain", "refit", "critical", "ALPHA",
            "RELEVANT"]

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import CrossdynError
-from crossdyn.experiments.core.identify import sysid
-from crossdyn.experiments.core.limits import COMMAND_DELAY_MAX
+from ..errors import CrossdynError
+from ..limits import COMMAND_DELAY_MAX
+from . import sysid
 
 __all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR", "ATTRIBUTES"]
 

@@ -34,10 +34,10 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.identify.outputs import write_values
-from crossdyn.experiments.core.identify.spec import ATTRIBUTES, GRAMMAR
-from crossdyn.experiments.core.models import load_model, model_path
+from ..errors import ParameterError
+from ..models import load_model, model_path
+from .outputs import write_values
+from .spec import ATTRIBUTES, GRAMMAR
 
 __all__ = ["Uncertain", "read_identified", "check_elements", "draw", "write_model", "columns", "MJCF_PARAM"]
 

@@ -22,9 +22,9 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from threadpoolctl import threadpool_limits
 
-from crossdyn.experiments.core import dask_client
-from crossdyn.experiments.core import isolation as isolated
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from .. import dask_client
+from .. import isolation as isolated
+from ..errors import CrossdynError, ParameterError
 
 __all__ = ["TuneEngine", "Engine", "engine", "in_this_process", "Isolation", "Divisible", "timed", "IN_FLIGHT",
            "CONNECT_TIMEOUT"]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from crossdyn.experiments.core import isolation
-from crossdyn.experiments.core.sweep import engine as engines
-from crossdyn.experiments.core.sweep import table
+from .. import isolation
+from . import engine as engines
+from . import table
 
 __all__ = ["SweepResult", "run_samples", "Batch", "in_batches", "Meter", "Progress", "BATCH_RUNS", "ended"]
 

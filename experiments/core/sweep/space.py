@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.limits import RUNS_MAX as SAMPLES_MAX
-from crossdyn.experiments.core.registry import Param
+from ..errors import ParameterError
+from ..limits import RUNS_MAX as SAMPLES_MAX
+from ..registry import Param
 
 __all__ = ["Vary", "parse_vary", "parse_constraint", "plan", "product", "SEARCHES", "SAMPLES_MAX", "DEFAULTS"]
 

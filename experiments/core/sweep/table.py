@@ -13,8 +13,8 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.files import make_out_dir, write_text
+from ..errors import ParameterError
+from ..files import make_out_dir, write_text
 
 __all__ = ["exists", "read", "read_done", "write", "appending", "locked", "cell", "TEXTS"]
 
