@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossdyn.analytic.rnea import Tree, check_state, cross_rows, forward_pass, mat_vec_rows, times_const
+from .rnea import Tree, check_state, cross_rows, forward_pass, mat_vec_rows, times_const
 
 __all__ = ["poses", "point_jacobian", "mass_matrix", "energy"]
 

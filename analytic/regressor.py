@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crossdyn.analytic.rnea import Tree, check_state, cross_rows, forward_pass
+from .rnea import Tree, check_state, cross_rows, forward_pass
 
 __all__ = ["PARAMETERS", "inertial_parameters", "body_properties", "regressor", "energy_regressor"]
 

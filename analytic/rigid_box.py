@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix, skew
+from .rotation import matrix_to_quat, quat_to_matrix, skew
 
 __all__ = ["RigidBodyParams", "BodyState", "Trajectory", "Wrench", "rodrigues", "wrench_about_com", "point_force",
            "lecture_euler", "rk4", "reference", "angular_momentum", "kinetic_energy", "PenaltyGround", "box_corners",

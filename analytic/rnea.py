@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crossdyn.analytic.rotation import quat_to_matrix, skew
+from .rotation import quat_to_matrix, skew
 
 __all__ = ["Tree", "rnea", "spatial_inertia", "apply_spatial_inertia", "forward_pass", "joint_forces", "Motion",
            "JOINT_TYPES", "check_state", "cross_rows", "mat_vec_rows", "times_const"]

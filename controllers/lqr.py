@@ -19,6 +19,7 @@ from math import isfinite
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 __all__ = ["LQRDesign", "lqr", "dlqr", "GainSchedule", "schedule", "SMALL_SYSTEM"]
 
@@ -91,8 +92,6 @@ SMALL_SYSTEM = 64
 @functools.cache
 def _blas():
     """threadpoolctl's view of the loaded BLAS libraries, inspected once per process."""
-    from threadpoolctl import ThreadpoolController
-
     return ThreadpoolController()
 
 

@@ -1,5 +1,5 @@
 """``python -m crossdyn.experiments``: the ``crossdyn`` command, without the console script."""
 
-from crossdyn.experiments.core.cli import console
+from .core.cli import console
 
 console()

@@ -10,13 +10,13 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.cart_pole import CartPoleParams
-from crossdyn.experiments.common import cart_chain
-from crossdyn.experiments.core.margins import LoopSetup, register_loop
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, batched, experiment
-from crossdyn.experiments.core.regulator import Regulator
-from crossdyn.experiments.core.runner import Context
+from ..analytic.cart_pole import CartPoleParams
+from .common import cart_chain
+from .core.margins import LoopSetup, register_loop
+from .core.models import load_model
+from .core.registry import Param, batched, experiment
+from .core.regulator import Regulator
+from .core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Cart-pole and double pendulum on a cart: LQR from MuJoCo's linearization"

@@ -7,11 +7,11 @@ cart-pole (:mod:`.common.cart_chain`), from the lower pole tilted 5 deg.
 
 from __future__ import annotations
 
-from crossdyn.experiments.common import cart_chain
-from crossdyn.experiments.core.margins import LoopSetup, register_loop
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, batched, experiment
-from crossdyn.experiments.core.runner import Context
+from .common import cart_chain
+from .core.margins import LoopSetup, register_loop
+from .core.models import load_model
+from .core.registry import Param, batched, experiment
+from .core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Cart-pole and double pendulum on a cart: LQR from MuJoCo's linearization"

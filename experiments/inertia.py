@@ -16,11 +16,11 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.analytic import inertia
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.models import body_inertia
-from crossdyn.experiments.core.registry import Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from ..analytic import inertia
+from .core import figures
+from .core.models import body_inertia
+from .core.registry import Verdict, experiment
+from .core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Rigid box and inertia table"

@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from crossdyn.analytic.rnea import Tree, rnea
-from crossdyn.experiments.common.two_link_arm import two_link_params
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.checks.inverse_dynamics import check
-from crossdyn.experiments.core.checks.report import CheckReport
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from ..analytic.rnea import Tree, rnea
+from .common.two_link_arm import two_link_params
+from .core import figures
+from .core.checks.inverse_dynamics import check
+from .core.checks.report import CheckReport
+from .core.models import load_model
+from .core.registry import Verdict, experiment
+from .core.runner import Context
 
 if TYPE_CHECKING:  # SymPy is imported by the runs themselves: a second of start-up every command would pay
-    from crossdyn.analytic import lagrange as lagrange_module
+    from ..analytic import lagrange as lagrange_module
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"
@@ -98,9 +98,9 @@ class SymbolicResult:
 
 def symbolic_lagrange(samples: int = 2000, seed: int = 0) -> SymbolicResult:
     """Derive both arms in SymPy and check them at ``samples`` seeded states (no files)."""
-    import sympy as sp
+    import sympy as sp  # late, as SymPy's models below: a second of start-up every command would pay
 
-    from crossdyn.analytic import lagrange as lagrange_module
+    from ..analytic import lagrange as lagrange_module  # late: it imports SymPy
 
     rr = lagrange_module.rr_arm()
     D, vel, grav = lagrange_module.rr_closed_form(rr)

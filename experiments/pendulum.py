@@ -16,13 +16,13 @@ from functools import partial
 
 import mujoco
 
-from crossdyn.analytic.pendulum import PendulumParams, inverse_dynamics
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.checks.derivation import check_derivation
-from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from ..analytic.pendulum import PendulumParams, inverse_dynamics
+from .core import figures
+from .core.checks.derivation import check_derivation
+from .core.errors import ModelError
+from .core.models import load_model
+from .core.registry import Param, Verdict, experiment
+from .core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Pendulum: the worked example of adding a system"

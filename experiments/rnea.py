@@ -11,15 +11,15 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from crossdyn.analytic.rnea import rnea
-from crossdyn.experiments.common.unit_vector_matrices import MATRIX_RTOL, unit_vector_errors
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.checks.derivation import tree_from_model
-from crossdyn.experiments.core.checks.inverse_dynamics import check
-from crossdyn.experiments.core.checks.report import CheckReport
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from ..analytic.rnea import rnea
+from .common.unit_vector_matrices import MATRIX_RTOL, unit_vector_errors
+from .core import figures
+from .core.checks.derivation import tree_from_model
+from .core.checks.inverse_dynamics import check
+from .core.checks.report import CheckReport
+from .core.models import load_model
+from .core.registry import Param, Verdict, experiment
+from .core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"

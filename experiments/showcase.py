@@ -15,14 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from crossdyn.analytic import two_link
-from crossdyn.analytic.two_link import TwoLinkParams
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.checks import report as check_report
-from crossdyn.experiments.core.checks.entry_errors import draw_part
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from ..analytic import two_link
+from ..analytic.two_link import TwoLinkParams
+from .common.two_link_arm import two_link_params
+from .core import figures
+from .core.checks import check
+from .core.checks import report as check_report
+from .core.checks.entry_errors import draw_part
+from .core.models import load_model
+from .core.registry import Param, Verdict, experiment
+from .core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Two-link arm"
@@ -102,9 +104,6 @@ class ShowcaseResult:
 
 def showcase_checks(samples: int = SAMPLES, seed: int = 0, mjcf: str = "") -> ShowcaseResult:
     """Run all seven checks with the right and the wrong derivation (no files)."""
-    from crossdyn.experiments.common.two_link_arm import two_link_params
-    from crossdyn.experiments.core.checks import check
-
     model = load_model(mjcf or MODEL)
     functions = derivations(two_link_params(model))
     options: dict[str, dict[str, Any]] = {name: {"samples": samples, "seed": seed} for name in functions}

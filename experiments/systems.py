@@ -6,7 +6,7 @@ entry-point group, the group any installed package registers its experiments in:
 the machinery (:mod:`crossdyn.experiments.core`) never names a system.
 """
 
-from crossdyn.experiments import (  # noqa: F401 (imported for their registrations)
+from . import (  # noqa: F401 (imported for their registrations)
     cart_pole,
     double_pendulum_cart,
     inertia,
@@ -19,7 +19,7 @@ from crossdyn.experiments import (  # noqa: F401 (imported for their registratio
     two_link_identify,
     unit_vector,
 )
-from crossdyn.experiments.biped import (  # noqa: F401
+from .biped import (  # noqa: F401
     checks,
     control,
     derivations,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,17 +19,18 @@ import mujoco
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.analytic import two_link
-from crossdyn.analytic.two_link import VARIANTS, TwoLinkParams
-from crossdyn.experiments.common.two_link_arm import two_link_params
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.checks.inverse_dynamics import check, sample_states
-from crossdyn.experiments.core.checks.report import CheckReport
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.models import load_model, with_options
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
-from crossdyn.experiments.core.truth import inverse_dynamics
+from ..analytic import two_link
+from ..analytic.two_link import VARIANTS, TwoLinkParams
+from .common.two_link_arm import two_link_params
+from .core import figures
+from .core.checks.inverse_dynamics import check, sample_states
+from .core.checks.report import CheckReport
+from .core.cli.check import add_outputs, add_sampling, load_states, prepare, report_check
+from .core.errors import ParameterError
+from .core.models import load_model, with_options
+from .core.registry import Param, Verdict, experiment
+from .core.runner import Context
+from .core.truth import inverse_dynamics
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Two-link arm"
@@ -466,8 +468,6 @@ def derivation_attribution(ctx: Context) -> dict:
 
 def configure_check(parser) -> None:
     """cross-check a two-link planar arm variant against mj_inverse (on the built-in arm or your own)"""
-    from crossdyn.experiments.core.cli.check import add_outputs, add_sampling
-
     parser.add_argument("--variant", choices=list(VARIANTS), default="lagrange", metavar="VARIANT",
                         help="the derivation to check (default lagrange): " + "; ".join(
                             f"{name}: {(fn.__doc__ or '').strip().splitlines()[0].rstrip('.')}"
@@ -480,10 +480,6 @@ def configure_check(parser) -> None:
 
 
 def _cmd_check_two_link(args) -> int:
-    import time
-
-    from crossdyn.experiments.core.cli.check import load_states, prepare, report_check
-
     name = f"check-two-link-{args.variant}"
     args._stored = prepare(args, name)
     start = time.perf_counter()

@@ -10,13 +10,13 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn import mjcf
-from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
-from crossdyn.experiments.core.identify.logs import load_log, write_log
-from crossdyn.experiments.core.identify.outputs import figure_signals, sentences
-from crossdyn.experiments.core.identify.record import multisine, record
-from crossdyn.experiments.core.identify.spec import parse_fit
-from crossdyn.experiments.core.registry import experiment
+from .. import mjcf
+from .core.identify.fit import Problem, fit_and_replay
+from .core.identify.logs import load_log, write_log
+from .core.identify.outputs import figure_signals, sentences
+from .core.identify.record import multisine, record
+from .core.identify.spec import parse_fit
+from .core.registry import experiment
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Identification: is the MJCF the robot?"

@@ -13,13 +13,13 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rnea import rnea
-from crossdyn.analytic.unit_vector import integrate_dynamics
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.checks.derivation import tree_from_model
-from crossdyn.experiments.core.models import load_model, with_options
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from ..analytic.rnea import rnea
+from ..analytic.unit_vector import integrate_dynamics
+from .core import figures
+from .core.checks.derivation import tree_from_model
+from .core.models import load_model, with_options
+from .core.registry import Param, Verdict, experiment
+from .core.runner import Context
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Generic algorithms: RNEA, unit vectors, symbolic Lagrange"

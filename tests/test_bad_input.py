@@ -847,7 +847,7 @@ def test_disk_full_is_one_line_and_what_was_written_stays_valid(tmp_path, capsys
     """ENOSPC on the second summary.json write (the OS names no file for it): exit 2, one line naming the file."""
     import errno
 
-    from crossdyn.experiments.core import runner
+    from crossdyn.experiments.core import files
 
     writes = []
 
@@ -874,7 +874,7 @@ def test_disk_full_is_one_line_and_what_was_written_stays_valid(tmp_path, capsys
                 return Full(file)
         return file
 
-    monkeypatch.setattr(runner, "open", open_, raising=False)
+    monkeypatch.setattr(files, "open", open_, raising=False)  # every file is written by files.write_text
     out = tmp_path / "out"
     code, err = _run_main(["run", "two-link-lagrange", "rnea-two-link-arm", "--short", "--out", str(out)], capsys)
     lines = err.strip().splitlines()

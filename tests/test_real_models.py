@@ -20,6 +20,7 @@ import mujoco
 import numpy as np
 import pytest
 
+from crossdyn.experiments.core.checks import common as check_common
 from crossdyn.experiments.core.checks import inverse_dynamics as id_check
 from crossdyn.experiments.core.checks.derivation import check_derivation, load_derivation
 from crossdyn.experiments.core.checks.report import off_entries
@@ -188,8 +189,9 @@ def _peak_bytes(fn) -> int:
 
 def test_memory_does_not_grow_with_the_number_of_states(passive, monkeypatch):
     """Issue 15: states stream in chunks; peak memory at 16 chunks is that of 2 chunks."""
-    monkeypatch.setattr(id_check, "CHUNK", 64)
-    monkeypatch.setattr(id_check, "PLOT_SAMPLES", 64)
+    for module in (id_check, check_common):  # states are drawn in common, given ones chunked in inverse_dynamics
+        monkeypatch.setattr(module, "CHUNK", 64)
+    monkeypatch.setattr(check_common, "PLOT_SAMPLES", 64)
     fn = load_derivation(f"{PASSIVE}:rigid_body")
     id_check.check(fn, passive, samples=64)  # warm-up: first-call allocations are not the states'
     small = _peak_bytes(lambda: id_check.check(fn, passive, samples=2 * 64))
@@ -201,7 +203,7 @@ def test_memory_does_not_grow_with_the_number_of_states(passive, monkeypatch):
 
 
 def test_chunking_gives_the_states_sample_states_gives(passive, monkeypatch):
-    monkeypatch.setattr(id_check, "CHUNK", 7)
+    monkeypatch.setattr(check_common, "CHUNK", 7)  # the states are drawn where the checks' helpers live
     chunks = list(id_check.state_chunks(passive, 20, seed=3))
     assert [c[0].shape[0] for c in chunks] == [7, 7, 6]
     whole_states = id_check.sample_states(passive, 20, seed=3)

@@ -79,7 +79,7 @@ def test_a_long_check_leaves_stderr_clean(tmp_path):
     ``os._exit``, so the resource tracker used to print a "leaked semaphore"
     warning after every long check.
     """
-    from crossdyn.experiments.core.checks.inverse_dynamics import PROGRESS_STATES
+    from crossdyn.experiments.core.checks.common import PROGRESS_STATES
 
     (tmp_path / "user.py").write_text("import numpy as np\ndef tau(q, qd, qdd):\n    return np.zeros(np.shape(q))\n")
     proc = _crossdyn(["check", "derivation", "user.py:tau", "--mjcf", "two_link_arm",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crossdyn.analytic.biped.five_bar import check_alpha, height_derivatives
+from .five_bar import check_alpha, height_derivatives
 
 __all__ = ["Stroke", "extension_stroke", "alpha_acceleration"]
 

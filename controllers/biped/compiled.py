@@ -16,10 +16,10 @@ from math import asin, atan2, cos, isfinite, isnan, nan, pi, sin, sqrt, tan
 import numpy as np
 from numba import njit
 
-from crossdyn.analytic.biped import five_bar
-from crossdyn.controllers.biped.controller import BipedController
-from crossdyn.controllers.biped.estimation import Estimate, LegGeometry
-from crossdyn.controllers.biped.jump import Phase
+from ...analytic.biped import five_bar
+from .controller import BipedController
+from .estimation import Estimate, LegGeometry
+from .jump import Phase
 
 __all__ = ["step", "estimate", "as_estimate", "pack", "pack_estimator", "unpack", "PHASES", "LOG_WIDTH", "SENSORS",
            "ESTIMATE"]

@@ -16,14 +16,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from crossdyn.analytic.biped import five_bar
-from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, linearize_pendulum
-from crossdyn.controllers.biped.balance import balance_torque
-from crossdyn.controllers.biped.estimation import Estimate, LegGeometry
-from crossdyn.controllers.biped.jump import JumpPlan, JumpStateMachine, Phase
-from crossdyn.controllers.biped.steering import YawGains, split_wheel_torque, yaw_gains, yaw_torque
-from crossdyn.controllers.biped.virtual_model import LegGains, hip_torques, virtual_forces
-from crossdyn.controllers.lqr import GainSchedule, schedule
+from ...analytic.biped import five_bar
+from ...analytic.biped.wheeled_pendulum import PendulumParams, linearize_pendulum
+from ..lqr import GainSchedule, schedule
+from .balance import balance_torque
+from .estimation import Estimate, LegGeometry
+from .jump import JumpPlan, JumpStateMachine, Phase
+from .steering import YawGains, split_wheel_torque, yaw_gains, yaw_torque
+from .virtual_model import LegGains, hip_torques, virtual_forces
 
 __all__ = ["BipedGains", "Reference", "Command", "BipedController", "design", "wheel_loops", "yaw_inertia", "DEFAULT_Q",
            "DEFAULT_R"]

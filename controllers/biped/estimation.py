@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from crossdyn.analytic.biped import five_bar
+from ...analytic.biped import five_bar
 
 __all__ = ["LegGeometry", "Estimate", "Estimator", "shank_angle"]
 

@@ -29,7 +29,7 @@ from math import asin, atan2, cos, sin, sqrt
 
 import numpy as np
 
-from crossdyn.controllers.lqr import GainSchedule
+from ..lqr import GainSchedule
 
 __all__ = ["RodLegs", "FiveBarLegs", "LegPD", "Channels", "FreeHipController", "leg_pose"]
 

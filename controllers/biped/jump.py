@@ -14,7 +14,7 @@ from math import nan
 
 import numpy as np
 
-from crossdyn.analytic.biped import five_bar
+from ...analytic.biped import five_bar
 
 __all__ = ["Phase", "JumpPlan", "JumpStateMachine"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, leg_forces
+from ...analytic.biped.wheeled_pendulum import PendulumParams, leg_forces
 
 __all__ = ["LegGains", "virtual_forces", "hip_torques"]
 

@@ -40,14 +40,16 @@ API = {name: f"crossdyn.experiments.core.{module}" for module, names in (
     # models
     ("models", ("load_model", "with_options")),
     # checks of a derivation, one report type
-    ("checks.derivation", ("check_derivation", "tree_from_model")),
+    ("checks.derivation", ("check_derivation",)),
+    ("checks.tree", ("tree_from_model",)),
     ("checks.kinematics", ("check_kinematics",)),
     ("checks.jacobian", ("check_jacobian",)),
     ("checks.mass_matrix", ("check_mass_matrix",)),
     ("checks.bias", ("check_bias",)),
     ("checks.energy", ("check_energy",)),
     ("checks.forward_dynamics", ("check_forward_dynamics",)),
-    ("checks.linearization", ("check_linearization", "Reduction")),
+    ("checks.linearization", ("check_linearization",)),
+    ("reduction", ("Reduction",)),
     ("checks.report", ("CheckReport",)),
     ("checks.options", ("CheckOptions",)),
     # linearization and the regulator, designed at the control period in effect

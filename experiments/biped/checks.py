@@ -16,9 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from crossdyn.analytic.biped.five_bar import STROKE
-from crossdyn.analytic.biped.jump import Stroke
-from crossdyn.experiments.biped.measurements import (
+from ...analytic.biped.five_bar import STROKE
+from ...analytic.biped.jump import Stroke
+from ..core import figures
+from ..core.errors import ParameterError
+from ..core.registry import Param, Verdict, experiment
+from ..core.runner import Context
+from .measurements import (
     JumpRun,
     drive_and_turn,
     jump_run,
@@ -28,11 +32,7 @@ from crossdyn.experiments.biped.measurements import (
     steering_instant,
     wheel_dynamics_instant,
 )
-from crossdyn.experiments.biped.model import MJCF, STANCE, BipedParams, biped_params, build
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from .model import MJCF, STANCE, BipedParams, biped_params, build
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"

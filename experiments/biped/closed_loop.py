@@ -17,14 +17,16 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rotation import euler_rates, euler_zyx
-from crossdyn.controllers.biped.controller import BipedController, Command, Reference, design
-from crossdyn.controllers.biped.estimation import Estimate, Estimator, LegGeometry
-from crossdyn.controllers.biped.jump import JumpPlan
-from crossdyn.experiments.biped.model import HIPS, BipedParams, balance_pose, biped_params
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.imperfections import Imperfection, Push
-from crossdyn.experiments.core.loop.setup import call_failed
+from ...analytic.rotation import euler_rates, euler_zyx
+from ...controllers.biped.controller import BipedController, Command, Reference, design
+from ...controllers.biped.estimation import Estimate, Estimator, LegGeometry
+from ...controllers.biped.jump import JumpPlan
+from ..core.errors import CrossdynError, ParameterError
+from ..core.imperfections import Imperfection, Push
+from ..core.loop.batch import simulate_batch
+from ..core.loop.setup import call_failed
+from ..core.loop.simulate import simulate as run_loop
+from .model import HIPS, BipedParams, balance_pose, biped_params
 
 __all__ = ["Scenario", "ScenarioTrace", "simulate_scenario", "simulate_many", "loop_controller", "make_controller",
            "geometry", "initial_state", "FALL_PITCH", "plug", "Sensors", "Fall", "actuators", "pushes"]
@@ -183,8 +185,6 @@ def simulate_scenario(model: mujoco.MjModel, sc: Scenario,
         control period is not a multiple of the time step.
       ControllerError: a user's controller function raised.
     """
-    from crossdyn.experiments.core.loop.simulate import simulate as run_loop
-
     p = biped_params(model)
     controller = controller or make_controller(p, sc.control_period, jump=sc.jump)
     n = int(round(sc.duration / sc.control_period))
@@ -220,8 +220,6 @@ def simulate_many(model: mujoco.MjModel, scenarios: Sequence[Scenario],
     Raises:
       CrossdynError: the scenarios differ in duration or control period; as :func:`simulate_scenario`.
     """
-    from crossdyn.experiments.core.loop.batch import simulate_batch
-
     if len({(sc.duration, sc.control_period) for sc in scenarios}) > 1:
         raise CrossdynError("simulate_many runs scenarios of one duration and one control period together")
     p = biped_params(model)
@@ -338,9 +336,8 @@ class _CompiledStep:
     def make(cls, controller: BipedController, p: BipedParams, reference, sensors: Sensors, actuators: list[int],
              n: int):
         """The step for ``controller``, or None where it cannot run (no Numba, a gain that is not 1 x 4)."""
-        try:
-            from crossdyn.controllers.biped import compiled
-        except ImportError:  # Numba is not installed: the classes run
+        compiled = _kernels()
+        if compiled is None:  # Numba is not installed: the classes run
             return None
         try:
             params, powers, state = compiled.pack(controller, geometry(p))
@@ -358,8 +355,8 @@ class _CompiledStep:
         return True
 
     def logged(self, controller: BipedController, times: np.ndarray) -> tuple[dict, list]:
-        from crossdyn.controllers.biped import compiled as kernels
-
+        kernels = _kernels()  # not None: this step was made with them
+        assert kernels is not None
         done = self.log[: times.size]
         kernels.unpack(controller, self.state, times, done[:, -1])
         return _columns(done[:, :-1], _LOG), [kernels.PHASES[k].value for k in done[:, -1].astype(int).tolist()]
@@ -447,12 +444,20 @@ def _biped_trace(model: mujoco.MjModel, p: BipedParams, trace, plug, controller)
                          transitions=list(machine.transitions) if machine is not None else [])
 
 
+def _kernels():
+    """The compiled kernels (:mod:`crossdyn.controllers.biped.compiled`), or None without Numba."""
+    try:
+        from ...controllers.biped import compiled  # late: Numba's start-up (~1 s) is for runs that use it
+    except ImportError:
+        return None
+    return compiled
+
+
 def _compiled_estimator(p: BipedParams, sensors: Sensors) -> tuple | None:
     """The compiled estimator for a user's controller function, ``(estimate, as_estimate, index, params,
     state, buffer)``, or None without Numba."""
-    try:
-        from crossdyn.controllers.biped import compiled
-    except ImportError:
+    compiled = _kernels()
+    if compiled is None:
         return None
     params, state = compiled.pack_estimator(geometry(p))
     index = np.array(sensors.indices, dtype=np.int64)

@@ -17,15 +17,15 @@ import functools
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.controllers.biped.controller import DEFAULT_Q, DEFAULT_R
-from crossdyn.experiments.biped import imperfections, loop_margins, scenarios
-from crossdyn.experiments.biped.closed_loop import ScenarioTrace, video_environment
-from crossdyn.experiments.biped.model import MJCF
-from crossdyn.experiments.biped.scenarios import Setup
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.margins import write_margins
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from ...controllers.biped.controller import DEFAULT_Q, DEFAULT_R
+from ..core import figures
+from ..core.margins import write_margins
+from ..core.registry import Param, Verdict, experiment
+from ..core.runner import Context
+from . import imperfections, loop_margins, scenarios
+from .closed_loop import ScenarioTrace, video_environment
+from .model import MJCF
+from .scenarios import Setup
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: closed loops"

@@ -22,20 +22,20 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.biped import five_bar
-from crossdyn.analytic.biped import wheeled_pendulum as wp
-from crossdyn.controllers.biped.virtual_model import hip_torques
-from crossdyn.experiments.biped.checks import STROKE_DEG
-from crossdyn.experiments.biped.measurements import leg_statics, pendulum_maps, solve_closure
-from crossdyn.experiments.biped.model import MJCF, balance_pose, biped_params, build
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.checks.entry_errors import draw_part
-from crossdyn.experiments.core.checks.jacobian import check_jacobian
-from crossdyn.experiments.core.checks.kinematics import check_kinematics
-from crossdyn.experiments.core.checks.linearization import Reduction, check_linearization
-from crossdyn.experiments.core.checks.report import CheckReport
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from ...analytic.biped import five_bar
+from ...analytic.biped import wheeled_pendulum as wp
+from ...controllers.biped.virtual_model import hip_torques
+from ..core import figures
+from ..core.checks.entry_errors import draw_part
+from ..core.checks.jacobian import check_jacobian
+from ..core.checks.kinematics import check_kinematics
+from ..core.checks.linearization import Reduction, check_linearization
+from ..core.checks.report import CheckReport
+from ..core.registry import Param, Verdict, experiment
+from ..core.runner import Context
+from .checks import STROKE_DEG
+from .measurements import leg_statics, pendulum_maps, solve_closure
+from .model import MJCF, balance_pose, biped_params, build
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"

@@ -16,16 +16,17 @@ from pathlib import Path
 
 import numpy as np
 
-from crossdyn.analytic.biped import five_bar
-from crossdyn.controllers.biped.controller import BipedController, Reference
-from crossdyn.experiments.biped import closed_loop, scenarios
-from crossdyn.experiments.biped.model import biped_params
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.c_controller import CController
-from crossdyn.experiments.core.loop.simulate import simulate as run_loop
-from crossdyn.experiments.core.loop.trace import Trace
-from crossdyn.experiments.core.registry import Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from ...analytic.biped import five_bar
+from ...controllers import biped as biped_controllers
+from ...controllers.biped.controller import BipedController, Reference
+from ..core import figures
+from ..core.c_controller import CController
+from ..core.loop.simulate import simulate as run_loop
+from ..core.loop.trace import Trace
+from ..core.registry import Param, Verdict, experiment
+from ..core.runner import Context
+from . import closed_loop, scenarios
+from .model import biped_params
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: closed loops"
@@ -43,9 +44,7 @@ PITCH_TOL_DEG = 0.05
 
 def _source() -> Path:
     """The firmware's C source: beside the installed package, or in the repository."""
-    import crossdyn.controllers.biped
-
-    installed = Path(crossdyn.controllers.biped.__file__).parent / "firmware" / "biped.c"
+    installed = Path(biped_controllers.__file__).parent / "firmware" / "biped.c"
     return installed if installed.is_file() else SOURCE
 
 

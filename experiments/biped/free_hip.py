@@ -27,12 +27,12 @@ import mujoco
 import numpy as np
 from scipy.optimize import brentq
 
-from crossdyn.analytic.biped import five_bar
-from crossdyn.analytic.biped.free_hip import FreeHipParams
-from crossdyn.experiments.biped.model import STAND_SINK, biped_params, stand_pose
-from crossdyn.experiments.core.checks.linearization import Reduction
-from crossdyn.experiments.core.errors import ModelError, ParameterError
-from crossdyn.experiments.core.models import body_inertia
+from ...analytic.biped import five_bar
+from ...analytic.biped.free_hip import FreeHipParams
+from ..core.checks.linearization import Reduction
+from ..core.errors import ModelError, ParameterError
+from ..core.models import body_inertia
+from .model import STAND_SINK, biped_params, stand_pose
 
 __all__ = ["ROD", "FIVE_BAR", "SIDES", "leg_kind", "free_hip_params", "free_hip_reduction", "leg_pose",
            "LegLength", "coordinates"]

@@ -20,24 +20,24 @@ import mujoco
 import numpy as np
 from scipy.linalg import expm
 
-import crossdyn.controllers.biped
-from crossdyn.analytic.biped.free_hip import INPUTS, STATE, FreeHipParams, free_hip_linearization, free_hip_matrices
-from crossdyn.controllers.biped.free_hip import Channels, FiveBarLegs, FreeHipController, LegPD, RodLegs
-from crossdyn.controllers.lqr import GainSchedule, schedule
-from crossdyn.experiments.biped.free_hip import FIVE_BAR, ROD, SIDES, free_hip_params, free_hip_reduction, leg_kind
-from crossdyn.experiments.biped.model import biped_params
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.c_controller import CController
-from crossdyn.experiments.core.checks.linearization import Reduction, check_linearization
-from crossdyn.experiments.core.checks.report import CheckReport
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.linearize import linearize
-from crossdyn.experiments.core.loop.simulate import simulate
-from crossdyn.experiments.core.loop.trace import Trace
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.reduction import place
-from crossdyn.experiments.core.registry import Gains, Param, Verdict, experiment
-from crossdyn.experiments.core.runner import Context
+from ...analytic.biped.free_hip import INPUTS, STATE, FreeHipParams, free_hip_linearization, free_hip_matrices
+from ...controllers import biped as biped_controllers
+from ...controllers.biped.free_hip import Channels, FiveBarLegs, FreeHipController, LegPD, RodLegs
+from ...controllers.lqr import GainSchedule, schedule
+from ..core import figures
+from ..core.c_controller import CController
+from ..core.checks.linearization import Reduction, check_linearization
+from ..core.checks.report import CheckReport
+from ..core.errors import ParameterError
+from ..core.linearize import linearize
+from ..core.loop.simulate import simulate
+from ..core.loop.trace import Trace
+from ..core.models import load_model
+from ..core.reduction import place
+from ..core.registry import Gains, Param, Verdict, experiment
+from ..core.runner import Context
+from .free_hip import FIVE_BAR, ROD, SIDES, free_hip_params, free_hip_reduction, leg_kind
+from .model import biped_params
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Wheel-legged biped: the hand models against MuJoCo"
@@ -273,7 +273,7 @@ def python_controller(model: mujoco.MjModel, gains: GainSchedule, length: float)
 def firmware(header_folder: str | Path, precision: str = "float") -> CController:
     """``controllers/biped/firmware/free_hip.c`` compiled in ``precision`` (``"float"``, as on the chip, or
     ``"double"``) with the gain header in ``header_folder`` (:func:`write_header`); not yet flashed."""
-    installed = Path(crossdyn.controllers.biped.__file__).parent / "firmware" / "free_hip.c"
+    installed = Path(biped_controllers.__file__).parent / "firmware" / "free_hip.c"
     source = installed if installed.is_file() else SOURCE
     return CController(source, "free_hip_step", inputs=("sensordata",), include_dirs=[header_folder],
                        signature=FLOAT_SIGNATURE if precision == "float" else DOUBLE_SIGNATURE,

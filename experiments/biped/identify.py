@@ -32,16 +32,16 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn import mjcf
-from crossdyn.controllers.biped.controller import Reference
-from crossdyn.experiments.biped.closed_loop import Scenario, Sensors, actuators, plug
-from crossdyn.experiments.biped.model import HIPS, STANCE, biped_params
-from crossdyn.experiments.biped.scenarios import CONTROL_PERIOD, controller_for, stance_height
-from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
-from crossdyn.experiments.core.identify.logs import load_log, write_log
-from crossdyn.experiments.core.identify.outputs import figure_signals, sentences
-from crossdyn.experiments.core.identify.spec import parse_fit
-from crossdyn.experiments.core.registry import experiment
+from ... import mjcf
+from ...controllers.biped.controller import Reference
+from ..core.identify.fit import Problem, fit_and_replay
+from ..core.identify.logs import load_log, write_log
+from ..core.identify.outputs import figure_signals, sentences
+from ..core.identify.spec import parse_fit
+from ..core.registry import experiment
+from .closed_loop import Scenario, Sensors, actuators, initial_state, plug
+from .model import HIPS, STANCE, biped_params
+from .scenarios import CONTROL_PERIOD, controller_for, stance_height
 
 # The gallery's heading for this module's experiments, and the docs/derivations page of what they check.
 GALLERY_HEADING = "Identification: is the MJCF the robot?"
@@ -107,8 +107,6 @@ def _reference(height: float):
 
 def initial_pose(model: mujoco.MjModel) -> np.ndarray:
     """The balanced stance the runs start from, (nq,)."""
-    from crossdyn.experiments.biped.closed_loop import initial_state
-
     return initial_state(model, biped_params(model), Scenario(1.0, STANCE, _reference(0.0)))
 
 

@@ -19,9 +19,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from crossdyn.experiments.biped.model import HIPS, WHEELS, BipedParams, Ground
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.imperfections import (
+from ..core.errors import ParameterError
+from ..core.imperfections import (
     ActuatorLag,
     AttitudeFilter,
     Delay,
@@ -30,7 +29,8 @@ from crossdyn.experiments.core.imperfections import (
     SensorNoise,
     TorqueSpeedLimit,
 )
-from crossdyn.experiments.core.registry import Param
+from ..core.registry import Param
+from .model import HIPS, WHEELS, BipedParams, Ground
 
 __all__ = ["Imperfections", "REALISTIC", "PARAMS", "ATTITUDE_GAIN"]
 

@@ -29,13 +29,14 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams, linearize_pendulum
-from crossdyn.analytic.rotation import euler_rates, euler_zyx
-from crossdyn.controllers.biped.controller import BipedController, wheel_loops
-from crossdyn.controllers.lqr import lqr
-from crossdyn.experiments.biped.closed_loop import Scenario, initial_state, loop_controller
-from crossdyn.experiments.biped.model import LINKS, WHEELS, balance_pose, biped_params, build, nominal_params
-from crossdyn.experiments.biped.scenarios import (
+from ...analytic.biped.wheeled_pendulum import PendulumParams, linearize_pendulum
+from ...analytic.rotation import euler_rates, euler_zyx
+from ...controllers.biped.controller import BipedController, wheel_loops
+from ...controllers.lqr import lqr
+from ..core.margins import LoopDesign, LoopSetup, register_loop
+from .closed_loop import Scenario, initial_state, loop_controller
+from .model import LINKS, WHEELS, balance_pose, biped_params, build, nominal_params
+from .scenarios import (
     ALPHA_NOMINAL,
     CONTROL_PERIOD,
     Setup,
@@ -44,7 +45,6 @@ from crossdyn.experiments.biped.scenarios import (
     imperfections_for,
     robot,
 )
-from crossdyn.experiments.core.margins import LoopDesign, LoopSetup, register_loop
 
 __all__ = ["BROKEN_AT", "FREQUENCIES", "SHORT_FREQUENCIES", "balance_loop", "ideal_loop", "leg_link_mass"]
 

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.biped import five_bar
-from crossdyn.analytic.biped import wheeled_pendulum as wp
-from crossdyn.analytic.biped.jump import extension_stroke
-from crossdyn.analytic.rotation import pitch
-from crossdyn.experiments.biped.model import (
+from ...analytic.biped import five_bar
+from ...analytic.biped import wheeled_pendulum as wp
+from ...analytic.biped.jump import extension_stroke
+from ...analytic.rotation import pitch
+from ..core.errors import StateError
+from ..core.models import body_inertia
+from .model import (
     HIPS,
     KNEES,
     SIDES,
@@ -27,8 +29,6 @@ from crossdyn.experiments.biped.model import (
     closure_error,
     stand_pose,
 )
-from crossdyn.experiments.core.errors import StateError
-from crossdyn.experiments.core.models import body_inertia
 
 __all__ = ["solve_closure", "leg_statics", "contact_forces", "statics_point", "pendulum_maps",
            "reduced_linearization", "discretize", "composite_params", "linearization_point", "steering_instant",

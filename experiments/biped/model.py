@@ -29,11 +29,11 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.biped.five_bar import height
-from crossdyn.analytic.biped.wheeled_pendulum import PendulumParams
-from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.models import body_inertia, check_size, model_path
-from crossdyn.experiments.core.registry import Param
+from ...analytic.biped.five_bar import height
+from ...analytic.biped.wheeled_pendulum import PendulumParams
+from ..core.errors import ModelError
+from ..core.models import body_inertia, check_size, model_path
+from ..core.registry import Param
 
 __all__ = ["STANCE", "MODEL", "SIDES", "HIPS", "LEG_MASS_IDEAL", "STAND_SINK", "BipedParams", "Ground", "MJCF",
            "robot_path", "contract_problems", "check_contract", "build", "biped_params", "nominal_params",

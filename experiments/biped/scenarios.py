@@ -22,24 +22,24 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.biped.five_bar import STROKE
-from crossdyn.analytic.biped.jump import extension_stroke
-from crossdyn.analytic.biped.wheeled_pendulum import linearize_pendulum
-from crossdyn.analytic.rotation import pitch
-from crossdyn.controllers.biped.controller import DEFAULT_Q, DEFAULT_R, BipedController, Reference
-from crossdyn.controllers.biped.jump import JumpPlan
-from crossdyn.controllers.lqr import dlqr, lqr
-from crossdyn.experiments.biped.closed_loop import (
+from ...analytic.biped.five_bar import STROKE
+from ...analytic.biped.jump import extension_stroke
+from ...analytic.biped.wheeled_pendulum import linearize_pendulum
+from ...analytic.rotation import pitch
+from ...controllers.biped.controller import DEFAULT_Q, DEFAULT_R, BipedController, Reference
+from ...controllers.biped.jump import JumpPlan
+from ...controllers.lqr import dlqr, lqr
+from ..core.errors import ParameterError
+from .closed_loop import (
     FALL_PITCH,
     Scenario,
     ScenarioTrace,
     make_controller,
     simulate_scenario,
 )
-from crossdyn.experiments.biped.imperfections import Imperfections
-from crossdyn.experiments.biped.measurements import reduced_linearization
-from crossdyn.experiments.biped.model import STANCE, Ground, balance_pose, biped_params, build, nominal_params
-from crossdyn.experiments.core.errors import ParameterError
+from .imperfections import Imperfections
+from .measurements import reduced_linearization
+from .model import STANCE, Ground, balance_pose, biped_params, build, nominal_params
 
 __all__ = ["CONTROL_PERIOD", "ALPHA_NOMINAL", "WEIGHTS", "Setup", "robot", "controller_for", "stance_height",
            "settling_time", "balanced", "holding", "push_recovered", "common_metrics", "estimator_error",

@@ -28,13 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from crossdyn.experiments.biped.closed_loop import make_controller, simulate_many
-from crossdyn.experiments.biped.closed_loop import simulate_scenario as simulate
-from crossdyn.experiments.biped.control import COMMON, plot_states
-from crossdyn.experiments.biped.imperfections import PARAMS as IMPERFECTION_PARAMS
-from crossdyn.experiments.biped.imperfections import Imperfections
-from crossdyn.experiments.biped.model import nominal_params
-from crossdyn.experiments.biped.scenarios import (
+from ..core.limits import DURATION_MAX
+from ..core.registry import Param, batched, experiment
+from ..core.runner import Context
+from .closed_loop import make_controller, simulate_many
+from .closed_loop import simulate_scenario as simulate
+from .control import COMMON, plot_states
+from .imperfections import PARAMS as IMPERFECTION_PARAMS
+from .imperfections import Imperfections
+from .model import nominal_params
+from .scenarios import (
     ALPHA_NOMINAL,
     CONTROL_PERIOD,
     PUSH_START,
@@ -52,9 +55,6 @@ from crossdyn.experiments.biped.scenarios import (
     settling_time,
     stance_height,
 )
-from crossdyn.experiments.core.limits import DURATION_MAX
-from crossdyn.experiments.core.registry import Param, batched, experiment
-from crossdyn.experiments.core.runner import Context
 
 # The gallery's heading for these experiments, and the docs/derivations page of the controller they tune.
 GALLERY_HEADING = "Wheel-legged biped: closed loops"

@@ -10,17 +10,17 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.core.baseline import Tolerance
-from crossdyn.experiments.core.design_check import compare_to_design
-from crossdyn.experiments.core.loop.batch import simulate_batch
-from crossdyn.experiments.core.loop.simulate import simulate
-from crossdyn.experiments.core.loop.trace import Trace
-from crossdyn.experiments.core.margins import LoopSetup, write_margins
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Param, Verdict
-from crossdyn.experiments.core.regulator import Regulator, Switch, measured_decay, regulator
-from crossdyn.experiments.core.runner import Context
+from ..core import figures
+from ..core.baseline import Tolerance
+from ..core.design_check import compare_to_design
+from ..core.loop.batch import simulate_batch
+from ..core.loop.simulate import simulate
+from ..core.loop.trace import Trace
+from ..core.margins import LoopSetup, write_margins
+from ..core.models import load_model
+from ..core.registry import Param, Verdict
+from ..core.regulator import Regulator, Switch, measured_decay, regulator
+from ..core.runner import Context
 
 __all__ = ["CONTROL_DT", "DECAY_TOL", "design", "balance", "step", "judge", "plot", "settling_time", "weight_params",
            "model_param", "lqr_params", "lqr_experiment", "lqr_batch", "loop_setup", "margins", "EXPECTED",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.two_link import TwoLinkParams
-from crossdyn.experiments.core.errors import ModelError
+from ...analytic.two_link import TwoLinkParams
+from ..core.errors import ModelError
 
 __all__ = ["two_link_params"]
 

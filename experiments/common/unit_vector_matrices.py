@@ -11,11 +11,11 @@ import functools
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rnea import rnea
-from crossdyn.analytic.unit_vector import mass_matrix_and_bias
-from crossdyn.experiments.core.checks.derivation import tree_from_model
-from crossdyn.experiments.core.checks.inverse_dynamics import sample_states
-from crossdyn.experiments.core.truth import bias_force, mass_matrix
+from ...analytic.rnea import rnea
+from ...analytic.unit_vector import mass_matrix_and_bias
+from ..core.checks.derivation import tree_from_model
+from ..core.checks.inverse_dynamics import sample_states
+from ..core.truth import bias_force, mass_matrix
 
 __all__ = ["MATRIX_RTOL", "unit_vector_errors"]
 

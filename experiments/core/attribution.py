@@ -13,12 +13,14 @@ MuJoCo's own: the terms with only that effect kept, minus the rigid-body terms):
 
 from __future__ import annotations
 
+import copy
 from itertools import combinations
 
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.truth_scope import carriers
+from .checks.names import joint_label
+from .truth_scope import carriers
 
 __all__ = ["Attribution", "springref_model", "SPRINGREF"]
 
@@ -48,8 +50,6 @@ def _stiff_joints(model: mujoco.MjModel) -> list[int]:
 
 def springref_model(model: mujoco.MjModel) -> mujoco.MjModel | None:
     """A copy whose joint springs rest at ``qpos0`` instead of ``qpos_spring``, or None if none differs."""
-    import copy
-
     joints = _stiff_joints(model)
     if not joints:
         return None
@@ -61,8 +61,6 @@ def springref_model(model: mujoco.MjModel) -> mujoco.MjModel | None:
 
 
 def _springref_carriers(model: mujoco.MjModel) -> list[tuple[str, str]]:
-    from crossdyn.experiments.core.checks.names import joint_label
-
     rows = []
     for j in _stiff_joints(model):
         adr = int(model.jnt_qposadr[j])

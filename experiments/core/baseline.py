@@ -22,7 +22,8 @@ from typing import TypeGuard
 
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
+from .errors import ParameterError
+from .files import make_out_dir, write_json
 
 __all__ = ["Tolerance", "DEFAULT_TOLERANCE", "DEFAULT_RTOL", "DEFAULT_ATOL", "Drift", "Comparison",
            "numeric_metrics", "flat_metrics", "refuse_numeric_text", "save", "load", "compare", "report"]
@@ -167,8 +168,6 @@ def _read_json(path: Path) -> dict:
 
 def save(folder: Path, metrics_by_name: dict[str, dict]) -> list[Path]:
     """Write ``folder/NAME.json`` (conditions and metrics) for each experiment's metrics; returns the files."""
-    from crossdyn.experiments.core.runner import make_out_dir, write_json
-
     folder = make_out_dir(folder)
     written = []
     for name, metrics in metrics_by_name.items():

@@ -22,6 +22,7 @@ for that.
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import dataclasses
 import functools
@@ -42,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from crossdyn.experiments.core.errors import ControllerError, CrossdynError, ParameterError
-from crossdyn.experiments.core.registry import Param
+from .errors import ControllerError, CrossdynError, ParameterError
+from .registry import Param
 
 __all__ = ["CController", "CParams", "CompileError", "cache_dir", "compiler", "compiler_identity", "run_compiler",
            "store"]
@@ -562,8 +563,6 @@ def _load_fresh(library: Path) -> ctypes.CDLL:
 
 def _unload(lib: ctypes.CDLL | None) -> None:
     """Close a run's copy of the library (a sweep's runs would otherwise keep every copy mapped)."""
-    import _ctypes
-
     close = getattr(_ctypes, "dlclose", None)  # CPython on Linux and macOS
     if lib is not None and close is not None:
         close(lib._handle)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Callable, Iterable, Iterator
 
-from crossdyn.experiments.core.errors import CrossdynError
+from .errors import CrossdynError
 
 __all__ = ["DaskError", "connect", "results", "close", "CONNECT_TIMEOUT_S", "WORKERS_TIMEOUT_S"]
 
@@ -33,7 +34,7 @@ class DaskError(CrossdynError):
 
 def _distributed():
     try:
-        import distributed
+        import distributed  # late: Dask is optional (the dask extra), and only --scheduler needs it
     except ImportError:
         raise DaskError("--scheduler needs Dask: pip install -e '.[dask]'") from None
     return distributed
@@ -50,11 +51,10 @@ def _reason(exc: BaseException) -> str:
 
 def check_address(address: str) -> None:
     """Refuse what is not ``tcp://HOST:PORT`` (a ``tls://`` scheduler needs certificates crossdyn does not take)."""
-    from distributed.comm import parse_address, parse_host_port
-
+    comm = _distributed().comm
     try:
-        scheme, where = parse_address(address, strict=True)
-        parse_host_port(where)  # raises without a port
+        scheme, where = comm.parse_address(address, strict=True)
+        comm.parse_host_port(where)  # raises without a port
     except (ValueError, TypeError) as exc:
         raise DaskError(f"bad Dask scheduler address {address!r} ({exc}); expected tcp://HOST:PORT") from None
     if scheme == "tls":
@@ -65,9 +65,7 @@ def check_address(address: str) -> None:
 
 
 async def _identity(address: str, timeout: float) -> dict:
-    from distributed.comm import connect as comm_connect
-
-    comm = await comm_connect(address, timeout=timeout)
+    comm = await _distributed().comm.connect(address, timeout=timeout)
     try:
         await comm.write({"op": "identity", "reply": True})
         return await comm.read()
@@ -82,11 +80,8 @@ def identify(address: str, timeout: float) -> dict:
       DaskError: nothing listens (refused at once, not after Dask's retries), nothing
         answers, or what answers is not a Dask scheduler.
     """
-    import socket
-
-    from distributed.comm import parse_address, parse_host_port
-
-    host, port = parse_host_port(parse_address(address)[1])
+    comm = _distributed().comm
+    host, port = comm.parse_host_port(comm.parse_address(address)[1])
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
@@ -172,11 +167,9 @@ def results(client, fn: Callable, items: Iterable, *, address: str | None = None
       Exception: what ``fn`` itself raised, as it raised it.
     """
     distributed = _distributed()
-    from distributed.client import FutureCancelledError
-
     where = address or getattr(getattr(client, "scheduler", None), "address", None) or "the scheduler"
-    lost = (FutureCancelledError, asyncio.CancelledError, OSError, TimeoutError, asyncio.TimeoutError,
-            distributed.comm.CommClosedError)
+    lost = (distributed.client.FutureCancelledError, asyncio.CancelledError, OSError, TimeoutError,
+            asyncio.TimeoutError, distributed.comm.CommClosedError)
     futures = []
     try:
         futures = client.map(fn, list(items), pure=False)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.loop.trace import Trace
-from crossdyn.experiments.core.regulator import FLOOR_MARGIN, RATE_LIMIT, Regulator, settled_level
+from .errors import ParameterError
+from .loop.trace import Trace
+from .regulator import FLOOR_MARGIN, RATE_LIMIT, Regulator, settled_level
 
 __all__ = ["compare_to_design", "DesignComparison", "ModeCheck", "DISAGREE", "UNEXCITED"]
 

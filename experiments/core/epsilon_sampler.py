@@ -53,6 +53,8 @@ from optuna.search_space import intersection_search_space
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 from scipy.stats import norm
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 from threadpoolctl import threadpool_limits
 
 __all__ = ["EpsilonConstraintSampler"]
@@ -190,9 +192,6 @@ def _fit(x: np.ndarray, y: np.ndarray, kernel=None):
 
     Given ``kernel`` (a fitted one), its hyperparameters are kept (no refit).
     """
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
-
     if kernel is not None:
         return GaussianProcessRegressor(kernel, normalize_y=True, optimizer=None).fit(x, y)
     kernel = (ConstantKernel(1.0, (1e-3, 1e3)) * Matern([0.3] * x.shape[1], (1e-2, 1e1), nu=2.5)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.experiments.core.checks.report import TERMS, CheckReport
+from .checks.report import TERMS, CheckReport
 
 __all__ = ["figure", "term_errors", "save"]
 

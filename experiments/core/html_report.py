@@ -11,12 +11,14 @@ from __future__ import annotations
 import html
 import platform
 import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from string import Template
 from urllib.parse import quote
 
-from crossdyn.experiments.core.baseline import NOT_MEASURED
-from crossdyn.experiments.core.safe_text import escape
+from .baseline import NOT_MEASURED
+from .files import write_text
+from .safe_text import escape
 
 __all__ = ["write_report", "render", "versions"]
 
@@ -84,8 +86,6 @@ def _url(path: str) -> str:
 
 def versions() -> dict[str, str]:
     """Versions of crossdyn, Python, MuJoCo and NumPy, and the platform."""
-    from importlib.metadata import PackageNotFoundError, version
-
     found = {"python": platform.python_version(), "platform": platform.platform()}
     for package in ("crossdyn", "mujoco", "numpy"):
         try:
@@ -173,8 +173,6 @@ def render(outcomes, metrics_by_name: dict[str, dict] | None = None, *, command:
 def write_report(out: Path, outcomes, *, command: str, seed: int, short: bool, overrides: dict[str, str],
                  started: float) -> Path:
     """Write ``out/index.html`` for the run (atomically) and return its path (metrics from the outcomes)."""
-    from crossdyn.experiments.core.runner import write_text
-
     page = render(outcomes, command=command, seed=seed, short=short, overrides=overrides,
                   started=started, versions_=versions())
     path = Path(out) / "index.html"

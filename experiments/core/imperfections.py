@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
+from .errors import ParameterError
 
 __all__ = ["Imperfection", "SensorNoise", "AttitudeFilter", "Quantization", "Delay", "ActuatorLag",
            "TorqueSpeedLimit", "Push", "MassScale", "InertiaScale", "FrictionScale", "Bound", "bind"]

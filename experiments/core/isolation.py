@@ -39,11 +39,13 @@ import faulthandler
 import itertools
 import multiprocessing
 import os
+import pickle
 import signal
 import sys
 import threading
 import time
 import traceback
+import warnings
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -51,7 +53,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
-from crossdyn.experiments.core.errors import CrossdynError
+from tqdm import tqdm
+
+from .errors import CrossdynError
 
 __all__ = ["Pool", "Done", "RemoteError", "WorkerStartError", "how_it_ended", "call", "forked", "OK", "RAISED",
            "CRASHED", "TIMED_OUT", "PARENT_POLL_S"]
@@ -164,8 +168,6 @@ def _kill_my_group() -> None:
 
 
 def _picklable(exc: BaseException) -> BaseException:
-    import pickle
-
     try:
         pickle.loads(pickle.dumps(exc))
         return exc
@@ -184,10 +186,6 @@ def _leave(code: int = 0) -> None:
 def _no_tqdm_semaphore() -> None:
     """Keep tqdm from making a multiprocessing lock here: a worker's ``os._exit`` skips the finalizer that
     unregisters its semaphore, and the resource tracker then warns of a leaked semaphore."""
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        return
     tqdm.set_lock(threading.RLock())  # before any bar: get_lock() then never makes its default lock
 
 
@@ -213,7 +211,7 @@ def _worker_main(conn, parent: int, environ: dict, initializer, initargs) -> Non
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, if forked from it
     faulthandler.disable()  # nor the parent's crash traceback: the parent says how the worker ended
     try:  # a task that aborts or segfaults is reported by the parent; no core file is left in the folder
-        import resource
+        import resource  # late: Unix only (the ImportError below)
 
         resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
     except (ImportError, ValueError, OSError):
@@ -568,8 +566,6 @@ def forked(fn: Callable, *args, **kwargs) -> Done:
     For what a worker cannot be sent (a lambda, a closure): nothing is pickled but
     the outcome.  Where there is no ``fork`` (Windows) ``fn`` runs here.
     """
-    import warnings
-
     if "fork" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows
         try:
             return Done(None, OK, value=fn(*args, **kwargs))

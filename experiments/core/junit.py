@@ -14,6 +14,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import cast
 
+from .runner import write_text
+
 __all__ = ["write_junit", "to_xml"]
 
 SUITE = "crossdyn"
@@ -75,8 +77,6 @@ def to_xml(outcomes, out: Path | None = None) -> ET.ElementTree:
 
 def write_junit(path: Path, outcomes, out: Path | None = None) -> Path:
     """Write the JUnit XML of a run to ``path`` (atomically) and return it (``out`` is unused)."""
-    from crossdyn.experiments.core.runner import write_text
-
     tree = to_xml(outcomes)
     ET.indent(tree)
     root = cast(ET.Element, tree.getroot())  # to_xml's tree always has its <testsuites> root

@@ -22,8 +22,10 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
-from crossdyn.experiments.core.limits import EPS_MAX, EPS_MIN
+from .checks.names import dof_names
+from .errors import ModelError, ParameterError, StateError
+from .limits import EPS_MAX, EPS_MIN
+from .models import as_model, with_options
 
 __all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions", "keyframe_id",
            "state_vector", "active_constraints", "steps", "EPS", "HOLD_RTOL"]
@@ -105,7 +107,7 @@ class Linearization:
         Signal names are :attr:`state_names` and :attr:`input_names` with ``.``
         replaced by ``_`` (python-control reserves ``.`` for ``system.signal``).
         """
-        import control
+        import control  # late: python-control's import (SciPy's signal and stats) costs every command
 
         states = [name.replace(".", "_") for name in self.state_names]
         return control.ss(self.A, self.B, np.eye(2 * self.nv), np.zeros((2 * self.nv, self.nu)),
@@ -243,8 +245,6 @@ def operating_point(model: mujoco.MjModel, keyframe: str | int | None = None, qp
 
 
 def _names(model: mujoco.MjModel) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from crossdyn.experiments.core.checks.inverse_dynamics import dof_names
-
     dofs = dof_names(model)
     inputs = tuple(model.actuator(i).name or f"actuator{i}" for i in range(model.nu))
     return (*dofs, *(f"{name}_dot" for name in dofs)), inputs
@@ -339,7 +339,7 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
         control; with a declared reduction each of its states, then its inputs); default None: :data:`EPS`
         per direction, cut by tenths (to :data:`EPS_MIN`) while it makes or breaks a constraint
         (:func:`active_constraints`).
-      reduction: a :class:`~crossdyn.experiments.core.checks.linearization.Reduction`: ``A``, ``B`` in its
+      reduction: a :class:`~crossdyn.experiments.core.reduction.Reduction`: ``A``, ``B`` in its
         state and input.  One declared with ``Reduction.from_coordinates`` is differentiated along its own
         perturbations (its constraints and held coordinates kept); one given as matrices reduces the full
         linearization (``read A lift``, ``read B inputs``).
@@ -352,8 +352,6 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
       ParameterError: unknown keyframe, a bad ``eps``, or a reduction that does not fit the model;
       StateError: a wrong-sized or non-finite operating point, or an all-zero quaternion.
     """
-    from crossdyn.experiments.core.models import as_model
-
     model = as_model(model)
     if model.na:
         raise ModelError(f"the model has {model.na} actuator activation state(s) (dyntype filter, integrator or "
@@ -361,10 +359,8 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
     declared = reduction is not None and reduction.declared is not None
     each = [] if declared else steps(eps, 2 * model.nv + model.nu)
     qpos, qvel, ctrl = operating_point(model, keyframe, qpos, qvel, ctrl)
-    if declared:
-        from crossdyn.experiments.core.reduction import linearize_reduced  # reduction.py imports this module
-
-        return linearize_reduced(model, reduction, qpos, qvel, ctrl, eps)
+    if declared:  # the reduction differentiates along its own lifts (reduction.py builds on this module)
+        return reduction.linearized(model, qpos, qvel, ctrl, eps)
     nv, nu = model.nv, model.nu
     forward = _Forward(model, qpos, qvel, ctrl)
     A, B = np.zeros((2 * nv, 2 * nv)), np.zeros((2 * nv, nu))
@@ -427,9 +423,6 @@ def holding_control(model: mujoco.MjModel | str | os.PathLike, keyframe: str | i
         force some dof needs (the message names the dofs and the forces), or the
         control lies outside an actuator's ``ctrlrange``.
     """
-    from crossdyn.experiments.core.checks.inverse_dynamics import dof_names
-    from crossdyn.experiments.core.models import as_model, with_options
-
     model = as_model(model)
     qpos, _, _ = operating_point(model, keyframe, qpos)
     data = mujoco.MjData(model)

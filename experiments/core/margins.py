@@ -39,15 +39,16 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.imperfections import Imperfection
-from crossdyn.experiments.core.loop.control_rate import period_in_effect
-from crossdyn.experiments.core.loop.kinds import CommandWriter, HasControlPeriod, Starting
-from crossdyn.experiments.core.loop.simulate import simulate
-from crossdyn.experiments.core.loop.trace import ctrl_clamp
-from crossdyn.experiments.core.models import as_model
-from crossdyn.experiments.core.regulator import Regulator
-from crossdyn.experiments.core.runner import Context, write_text
+from . import figures
+from .errors import ParameterError
+from .imperfections import Imperfection
+from .loop.control_rate import period_in_effect
+from .loop.kinds import CommandWriter, HasControlPeriod, Starting
+from .loop.simulate import simulate
+from .loop.trace import ctrl_clamp
+from .models import as_model
+from .regulator import Regulator
+from .runner import Context, write_text
 
 __all__ = ["measure_loop", "measure_setup", "write_margins", "LoopMeasurement", "LoopResponse", "LoopDesign",
            "Margins", "margins_of", "designed_loop", "register_loop", "registered_loops", "LoopSetup", "KEYS"]
@@ -278,8 +279,6 @@ class LoopMeasurement:
 
     def plot(self, title: str = ""):
         """A Bode plot per loop: measured points beside the designed curve, the crossovers marked."""
-        from crossdyn.experiments.core import figures  # matplotlib only when a plot is drawn
-
         fig, axes = figures.figure(2, len(self.loops), width=6.0 * len(self.loops), height=3.0)
         axes = np.asarray(axes).reshape(2, len(self.loops))
         for j, loop in enumerate(self.loops):

@@ -10,15 +10,16 @@ import contextlib
 import copy
 import logging
 import os
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from crossdyn import mjcf
-from crossdyn.analytic.rotation import quat_to_matrix
-from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.limits import BODIES_MAX
+from ... import mjcf
+from ...analytic.rotation import quat_to_matrix
+from .errors import ModelError
+from .limits import BODIES_MAX
 
 __all__ = ["model_path", "as_model", "load_model", "compile_warnings", "with_options", "body_inertia", "check_size"]
 
@@ -74,8 +75,6 @@ def _count_bodies(path: Path, seen: frozenset = frozenset()) -> int:
     One streaming pass over the XML: linear in the file's size, unlike MuJoCo's
     own parse.  A file that does not parse counts 0 (MuJoCo then reports it).
     """
-    import xml.etree.ElementTree as ET
-
     count, factors = 0, [1]
     try:
         for event, element in ET.iterparse(path, events=("start", "end")):

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import validate
+from . import validate
+from .checks.names import joint_name
 
 __all__ = ["Ranges", "TURN", "HINGE_TURNS", "FREE_POSITION"]
 
@@ -107,8 +108,6 @@ class Ranges:
 
     def describe(self, model: mujoco.MjModel, parts: tuple[str, ...] = ("q", "qd", "qdd")) -> list[str]:
         """The sentences a report prints: where each kind of joint and each of ``parts`` was drawn."""
-        from crossdyn.experiments.core.checks.names import joint_name
-
         kinds: dict[str, list[str]] = {"hinge": [], "slide": [], "limited": [], "free": [], "ball": []}
         for j in range(model.njnt):
             kind, name = int(model.jnt_type[j]), joint_name(model, j)

@@ -30,18 +30,18 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.checks.linearization import Reduction
-from crossdyn.experiments.core.errors import ParameterError, StateError
-from crossdyn.experiments.core.limits import EPS_MIN
-from crossdyn.experiments.core.linearize import EPS, Linearization, active_constraints, operating_point, steps
-from crossdyn.experiments.core.models import with_options
+from .errors import ParameterError, StateError
+from .limits import EPS_MIN
+from .linearize import EPS, Linearization, active_constraints, operating_point, steps
+from .models import with_options
 
-__all__ = ["Coordinate", "Declared", "declare", "rebuild", "linearize_reduced", "ReducedForward", "Constrained",
-           "place", "rates", "tightened", "LAYOUTS", "SOLVER_TOLERANCE"]
+__all__ = ["Reduction", "Coordinate", "Declared", "declare", "rebuild", "linearize_reduced", "ReducedForward",
+           "Constrained", "place", "rates", "tightened", "LAYOUTS", "SOLVER_TOLERANCE"]
 
 LAYOUTS = ("interleaved", "stacked")
 # Central differences of a coordinate's gradient: truncation ~STEP^2 |c'''| (1e-12) and round-off
@@ -665,3 +665,94 @@ def rates(model: mujoco.MjModel, reduction: Reduction, qpos, qvel, qacc) -> np.n
     declared = reduction.declared
     assert declared is not None
     return np.array([c.gradient(model, qpos) @ qacc + c.curvature(model, qpos, qvel) for c in declared.states])
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A hand model's reduced state and input, mapped onto the model's: ``A_r = read A lift``, ``B_r = read B inputs``,
+    with ``lift (2nv, k)``, ``read (k, 2nv)`` (``read lift = I``), ``inputs (nu, m)``, and ``k`` ``state_names``
+    and ``m`` ``input_names``.
+
+    Given as matrices, it reduces MuJoCo's full linearization.  Declared with :meth:`from_coordinates`, crossdyn
+    makes the matrices at an operating point and ``linearize`` differentiates along the lifts themselves
+    (:attr:`declared` holds the declaration; the rest of this module is the machinery)."""
+
+    lift: np.ndarray
+    read: np.ndarray
+    inputs: np.ndarray
+    state_names: tuple[str, ...]
+    input_names: tuple[str, ...]
+    declared: Any = field(default=None, repr=False, compare=False)  # a Declared, when made from coordinates
+
+    @classmethod
+    def from_coordinates(cls, model: mujoco.MjModel, *, states, inputs, hold=(), layout: str = "interleaved",
+                         keyframe: str | int | None = None, qpos=None, qvel=None, ctrl=None,
+                         settle: bool = False) -> Reduction:
+        """Declare a reduced model in your own coordinates; crossdyn finds the motions that keep the model's
+        constraints.
+
+        Args:
+          model: the compiled model.
+          states: ``{name: f}`` with ``f(qpos) -> float`` your coordinate (or a hinge or slide joint's name
+            for ``f``); each one's rate, ``name_dot``, is its derivative along ``qvel``.
+          inputs: ``{name: {actuator: weight}}``: input ``name`` sets each actuator's control by ``weight``
+            times its value (``{"T": {"left_wheel": 0.5, "right_wheel": 0.5}}``: ``T`` the wheels' sum).
+          hold: coordinates that stay fixed, as ``states`` (``{"left_leg": f}`` or joint names), held by a
+            force along their gradient that keeps them exactly, as an ideal actuator would.
+          layout: ``"interleaved"`` (``[c1, c1_dot, c2, c2_dot, ...]``) or ``"stacked"``
+            (``[c1, c2, ..., c1_dot, c2_dot, ...]``).
+          keyframe, qpos, qvel, ctrl: the operating point the matrices are made at (as ``linearize`` takes it;
+            ``linearize`` at another point makes them again there).
+          settle: first lower the robot onto its contacts until they carry it at rest (a pose touching the
+            floor at 1e-9 m still sinks on MuJoCo's soft contacts, by 1e-4 of g, and that shows in a
+            linearization); the point then used is ``reduction.declared.qpos``.
+
+        Every loop closure and every contact touching at the operating point is kept: a lift moves one
+        coordinate by a unit, the others and the held ones not at all, closing the loops and rolling the
+        contacts (their points neither separate nor slide), with the least kinetic energy where a direction is
+        left free.
+
+        Raises:
+          ParameterError: an unknown joint or actuator, a coordinate that cannot move alone, a bad layout,
+            ``settle`` with nothing touching.
+          StateError: ``settle`` finds no rest.
+        """
+        return declare(model, states, inputs, hold, layout=layout, keyframe=keyframe, qpos=qpos, qvel=qvel,
+                       ctrl=ctrl, settle=settle)
+
+    def at(self, model: mujoco.MjModel, qpos, qvel, ctrl) -> Reduction:
+        """This reduction made at another operating point (a declared one; matrices stay as given)."""
+        d = self.declared
+        if d is None or (np.array_equal(d.qpos, qpos) and np.array_equal(d.qvel, qvel)
+                         and np.array_equal(d.ctrl, ctrl)):
+            return self
+
+        return rebuild(model, self, qpos, qvel, ctrl)
+
+    def order(self) -> np.ndarray:
+        """Indices of the reduced state's positions, then of their rates (a declared reduction's layout).
+
+        Raises:
+          ParameterError: a reduction given as matrices (which entries are positions is not known).
+        """
+        if self.declared is None:
+            raise ParameterError("a Reduction given as matrices does not say which states are positions; declare it "
+                                 "with Reduction.from_coordinates")
+        return self.declared.order()
+
+    def linearized(self, model: mujoco.MjModel, qpos, qvel, ctrl, eps) -> Linearization:
+        """``linearize`` in this declared reduction's coordinates (:func:`linearize_reduced`)."""
+        return linearize_reduced(model, self, qpos, qvel, ctrl, eps)
+
+    def apply(self, A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.read @ A @ self.lift, self.read @ B @ self.inputs
+
+    def validate(self, nv: int, nu: int) -> None:
+        k, m = len(self.state_names), len(self.input_names)
+        for name, array, shape in (("lift", self.lift, (2 * nv, k)), ("read", self.read, (k, 2 * nv)),
+                                   ("inputs", self.inputs, (nu, m))):
+            if np.shape(array) != shape:
+                raise ParameterError(f"Reduction.{name} must have shape {shape} for this model, got "
+                                     f"{np.shape(array)}")
+        if not np.allclose(self.read @ self.lift, np.eye(k), atol=1e-12):
+            raise ParameterError("Reduction: read @ lift must be the identity (reading a lifted state gives it back)")

@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crossdyn.experiments.core.baseline import Tolerance
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from .baseline import Tolerance
+from .errors import CrossdynError, ParameterError
+from .safe_text import one_line
+from .user_code import where as line_of
 
 __all__ = ["Param", "Verdict", "Gains", "Experiment", "experiment", "batched", "experiments", "get", "load_sources",
            "loadable", "ENTRY_POINT_GROUP", "TUNE_KEYS"]
@@ -181,8 +183,6 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
 def _check_name(name) -> None:
     """Refuse a name that is not safe as a folder and file name (see :data:`NAME_PATTERN`)."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        from crossdyn.experiments.core.safe_text import one_line
-
         shown = one_line(repr(name), 80)
         raise ParameterError(f"experiment name {shown} is not allowed: use 1 to 100 letters, digits, '-', '_', "
                              "'.' or '+', starting with a letter or digit (it names a folder and a file)")
@@ -315,7 +315,6 @@ def _import_user_code(where: str, load: Callable):
     except SystemExit as exc:
         raise ParameterError(f"{where}: called exit({exc.code!r}) while being imported") from None
     except Exception as exc:
-        from crossdyn.experiments.core.user_code import where as line_of
 
         raise ParameterError(f"{where}: failed to import: {type(exc).__name__}: {exc}{line_of(exc)}") from None
 

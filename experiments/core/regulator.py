@@ -33,11 +33,11 @@ import mujoco
 import numpy as np
 import scipy.linalg
 
-from crossdyn.controllers.lqr import LQRDesign, dlqr, lqr
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.linearize import Linearization, linearize
-from crossdyn.experiments.core.loop.control_rate import period_in_effect
-from crossdyn.experiments.core.loop.trace import Trace
+from ...controllers.lqr import LQRDesign, dlqr, lqr
+from .errors import ParameterError
+from .linearize import Linearization, linearize
+from .loop.control_rate import period_in_effect
+from .loop.trace import Trace
 
 __all__ = ["Regulator", "Switch", "regulator", "measured_decay", "settled_level", "zero_order_hold", "RATE_LIMIT"]
 

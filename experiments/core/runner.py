@@ -23,24 +23,26 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import os
 import shlex
 import sys
 import time
 import traceback
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
-from crossdyn.experiments.core import baseline as baselines
-from crossdyn.experiments.core import isolation
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.registry import Experiment
-from crossdyn.experiments.core.safe_text import one_line
+from . import baseline as baselines
+from . import isolation, user_code
+from .errors import CrossdynError, ParameterError
+from .figures import save
+from .files import jsonable, make_out_dir, write_json, write_text
+from .html_report import write_report
+from .registry import Experiment, experiments, get, loadable
+from .safe_text import one_line
 
 __all__ = ["Context", "Outcome", "run", "run_experiments", "make_out_dir", "write_json", "write_text",
            "summary_table", "check_metrics", "experiment_pool", "longest_first"]
@@ -51,77 +53,6 @@ _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _TERMINAL_CELL = 200
 # Files an experiment writes that are bookkeeping, not artifacts to show in the report.
 BOOKKEEPING = frozenset({"metrics.json", "timing.json", "error.txt"})
-
-
-def as_stored(metrics: dict) -> dict:
-    """``metrics`` as metrics.json stores them (NumPy types as Python's, NaN and inf as text, tuples as
-    lists), in memory: what baselines and JUnit compare, without reading the file back."""
-    return json.loads(json.dumps(_jsonable(metrics)))
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
-        return value if math.isfinite(value) else str(value)  # JSON has no NaN/inf
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-def make_out_dir(path: str | os.PathLike) -> Path:
-    """Create an output folder (and its parents).
-
-    Raises:
-      ParameterError: it cannot be created or written (the OS's reason, one line).
-    """
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ParameterError(f"cannot create output folder {path}: {exc.strerror or exc}") from None
-    if not os.access(path, os.W_OK):
-        raise ParameterError(f"cannot write to output folder {path}")
-    return path
-
-
-def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a reader sees the old file or the new one, never a part.
-
-    The temporary file's name is unique to this write, so any number of processes
-    may write the same file at once; ``open(..., "x")`` gives it the usual
-    permissions.  What UTF-8 cannot hold (a lone surrogate from user code) is
-    written as its ``\\udXXX`` escape.
-
-    Raises:
-      OSError: naming ``path`` (a full disk included); ``path`` is then as it was.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8", errors="backslashreplace") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.filename in (None, str(tmp)) and exc.filename2 is None:
-            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
-        raise
-
-
-def write_json(path: str | os.PathLike, obj) -> None:
-    """Write ``obj`` as indented JSON atomically (numpy types converted; see :func:`write_text`)."""
-    write_text(path, json.dumps(_jsonable(obj), indent=2) + "\n")
 
 
 @dataclass
@@ -150,7 +81,6 @@ class Context:
         """Save a matplotlib figure as ``out_dir/filename`` (unless ``plots`` is off) and return the path."""
         if not self.plots:
             return self.out_dir / filename
-        from crossdyn.experiments.core.figures import save  # matplotlib only when a figure is saved
 
         return save(fig, self.out_dir, filename)
 
@@ -221,7 +151,7 @@ def check_metrics(name: str, returned) -> dict:
     try:
         # the text "inf" would be stored as the number inf is (what describes the run is no metric)
         baselines.refuse_numeric_text({k: v for k, v in returned.items() if k not in baselines.NOT_MEASURED})
-        metrics = _jsonable(dict(returned))
+        metrics = jsonable(dict(returned))
         json.dumps(metrics)
         baselines.flat_metrics(metrics)
     except RecursionError:
@@ -285,8 +215,6 @@ class _Job:
 
 def _run_job(job: _Job) -> dict:
     """In a worker process: run the named experiment (see :func:`_execute`)."""
-    from crossdyn.experiments.core.registry import experiments
-
     exp = experiments().get(job.name)
     if exp is None:
         return {"status": "error", "metrics": None, "seconds": 0.0, "detail": None,
@@ -298,8 +226,6 @@ def _run_job(job: _Job) -> dict:
 
 def _init_worker(sources: tuple[str, ...]) -> None:
     """A worker's start: load the registry (built-in, entry points, ``--from`` sources) once."""
-    from crossdyn.experiments.core.registry import experiments
-
     experiments(sources)
 
 
@@ -403,8 +329,6 @@ def _outcome(job: _Job, expected: str, payload: dict, out: Path) -> Outcome:
 
 
 def _registered(selected: list[Experiment], sources) -> bool:
-    from crossdyn.experiments.core.registry import experiments, loadable
-
     experiments(sources)
     return all(loadable(exp) for exp in selected)
 
@@ -484,8 +408,6 @@ def run_experiments(
     finished = _in_workers(jobs, out, workers, sources, timeout, pool) if isolate else _in_this_process(selected, jobs)
     bar = None
     if progress is True:
-        from tqdm import tqdm
-
         bar = tqdm(total=len(jobs), desc="experiments", unit="exp", leave=False)
     try:
         for name, payload in finished:
@@ -508,7 +430,6 @@ def run_experiments(
             bar.close()
     outcomes = sorted(done.values(), key=lambda o: order[o.name])
     write_text(out / "summary.md", summary_table(outcomes, markdown=True))
-    from crossdyn.experiments.core.html_report import write_report
 
     write_report(out, outcomes, short=short, seed=seed, overrides=overrides, started=started,
                  command=command if command is not None else shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]))
@@ -556,8 +477,6 @@ def longest_first(names: list[str], out: Path) -> list[str]:
 
 def _in_this_process(selected: list[Experiment], jobs: dict[str, _Job]):
     """``(name, payload)`` of each job, run here, in order (experiments made on the fly in Python)."""
-    from crossdyn.experiments.core import user_code
-
     home = os.getcwd()
     for exp in selected:
         job = jobs[exp.name]
@@ -626,8 +545,6 @@ def run(
     Raises:
       ParameterError: an unknown experiment or parameter, or a bad value.
     """
-    from crossdyn.experiments.core.registry import experiments, get
-
     if isinstance(names, str):
         names = [names]
     registry = experiments(sources)

@@ -4,7 +4,7 @@ An experiment's ``measured`` text, an exception's message or a metric's name can
 hold anything: escape sequences that recolour or clear the terminal, newlines
 that break a table or a one-line error, lone surrogates that no encoder accepts,
 200 KB of output.  What crossdyn prints goes through :func:`one_line`; the files
-keep the full text (:func:`crossdyn.experiments.core.runner.write_text` escapes
+keep the full text (:func:`crossdyn.experiments.core.files.write_text` escapes
 what UTF-8 cannot hold, so nothing is lost and every file stays valid UTF-8).
 """
 

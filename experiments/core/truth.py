@@ -10,8 +10,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ModelError, ParameterError, StateError
-from crossdyn.experiments.core.models import with_options
+from .errors import ModelError, ParameterError, StateError
+from .models import with_options
 
 __all__ = [
     "inverse_dynamics",

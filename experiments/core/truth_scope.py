@@ -7,8 +7,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.checks.names import body_name, equality_label, joint_label
-from crossdyn.experiments.core.truth import EFFECTS
+from .checks.names import body_name, equality_label, joint_label
+from .truth import EFFECTS
 
 __all__ = ["carriers", "elements", "switched_off"]
 

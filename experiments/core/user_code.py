@@ -17,17 +17,25 @@ import functools
 import importlib.util
 import signal
 import sys
+import sysconfig
 import threading
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
-from crossdyn.experiments.core.errors import DerivationError
+from ... import analytic, experiments
+from .errors import DerivationError
 
 __all__ = ["UserExit", "import_file", "call", "guard", "as_numbers", "where", "ctrl_c_watch", "given_copies",
-           "refuse_writes", "quiet_arithmetic", "users_errstate"]
+           "refuse_writes", "quiet_arithmetic", "users_errstate", "LOADED_HERE"]
+
+# Set by the command line once a user's file or module (``--from``) was imported into its
+# own process: it then ends with ``os._exit``, so their atexit handlers and threads cannot
+# change or delay crossdyn's exit status.
+LOADED_HERE = False
 
 
 class UserExit(DerivationError):
@@ -92,10 +100,7 @@ def guard(what: str):
 
 def _crossdyn_folders() -> tuple[str, ...]:
     """The folders of crossdyn's own packages (frames there are not the user's)."""
-    import crossdyn.analytic
-    import crossdyn.experiments
-
-    return tuple(str(Path(p).resolve()) for pkg in (crossdyn.analytic, crossdyn.experiments) for p in pkg.__path__)
+    return tuple(str(Path(p).resolve()) for pkg in (analytic, experiments) for p in pkg.__path__)
 
 
 def where(exc: BaseException) -> str:
@@ -105,9 +110,6 @@ def where(exc: BaseException) -> str:
     crossdyn itself are skipped, so the line is the one the user wrote.  A
     ``SyntaxError`` names its own file and line.  Empty when no such frame exists.
     """
-    import sysconfig
-    import traceback
-
     if isinstance(exc, SyntaxError) and exc.filename:
         return f" (at {exc.filename}:{exc.lineno})"
     skip = _crossdyn_folders() + tuple(str(Path(p).resolve()) for p in {

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import numbers
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.limits import ATOL_MAX, RANGE_MAX, RTOL_MAX, SEED_MAX
+from .errors import ParameterError
+from .limits import ATOL_MAX, RANGE_MAX, RTOL_MAX, SEED_MAX
 
 __all__ = ["seed", "count", "tolerance", "tolerances", "interval"]
 

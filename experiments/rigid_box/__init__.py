@@ -8,9 +8,9 @@ experiment is a computation returning a frozen result, a ``judge_*`` and a ``plo
 
 from __future__ import annotations
 
-from crossdyn.experiments.core.registry import Param, experiment
-from crossdyn.experiments.core.runner import Context
-from crossdyn.experiments.rigid_box.free_rotation import (
+from ..core.registry import Param, experiment
+from ..core.runner import Context
+from .free_rotation import (
     DRIFT_RATIO_MIN,
     OMEGA0,
     OMEGA_TOL,
@@ -18,7 +18,7 @@ from crossdyn.experiments.rigid_box.free_rotation import (
     free_rotation,
     judge_free_rotation,
 )
-from crossdyn.experiments.rigid_box.ground_contact import (
+from .ground_contact import (
     BOUNCE_RTOL,
     CONTACT_DURATION,
     DEFAULT_SOLIMP,
@@ -40,8 +40,8 @@ from crossdyn.experiments.rigid_box.ground_contact import (
     judge_contact,
     solref_from_penalty,
 )
-from crossdyn.experiments.rigid_box.integrators import INTEGRATORS, mujoco_trajectory, rotation_angle
-from crossdyn.experiments.rigid_box.model import (
+from .integrators import INTEGRATORS, mujoco_trajectory, rotation_angle
+from .model import (
     BODY,
     DURATION,
     GROUND_MODEL,
@@ -50,8 +50,8 @@ from crossdyn.experiments.rigid_box.model import (
     application_point,
     rigid_body_params,
 )
-from crossdyn.experiments.rigid_box.plots import plot_contact, plot_free_rotation, plot_pulled
-from crossdyn.experiments.rigid_box.pulled_box import (
+from .plots import plot_contact, plot_free_rotation, plot_pulled
+from .pulled_box import (
     FORCE,
     POSE_TOL,
     TRANSLATION_RTOL,

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.analytic import rigid_box as rb
-from crossdyn.experiments.core.models import load_model, with_options
-from crossdyn.experiments.core.registry import Verdict
-from crossdyn.experiments.rigid_box.integrators import INTEGRATORS, mujoco_trajectory, relative_change, rotation_angle
-from crossdyn.experiments.rigid_box.model import DURATION, MODEL, rigid_body_params
+from ...analytic import rigid_box as rb
+from ..core.models import load_model, with_options
+from ..core.registry import Verdict
+from .integrators import INTEGRATORS, mujoco_trajectory, relative_change, rotation_angle
+from .model import DURATION, MODEL, rigid_body_params
 
 __all__ = ["OMEGA0", "OMEGA_TOL", "DRIFT_RATIO_MIN", "FreeRotationResult", "free_rotation", "judge_free_rotation"]
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.analytic import rigid_box as rb
-from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.registry import Verdict
-from crossdyn.experiments.rigid_box.integrators import mujoco_trajectory
-from crossdyn.experiments.rigid_box.model import BODY, GROUND_MODEL, rigid_body_params
+from ...analytic import rigid_box as rb
+from ..core.errors import ModelError
+from ..core.models import load_model
+from ..core.registry import Verdict
+from .integrators import mujoco_trajectory
+from .model import BODY, GROUND_MODEL, rigid_body_params
 
 __all__ = ["DROP_HEIGHT", "SLIDE_SPEED", "CONTACT_DURATION", "SHORT_CONTACT_DURATION", "SETTLE_BAND", "FLAT",
            "DEFAULT_SOLIMP", "REST_RTOL", "BOUNCE_RTOL", "SLIDE_RTOL", "BoxContactParams", "contact_params",

@@ -7,9 +7,9 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.analytic import rigid_box as rb
-from crossdyn.analytic.rotation import matrix_to_quat
-from crossdyn.experiments.rigid_box.model import BODY, free_body
+from ...analytic import rigid_box as rb
+from ...analytic.rotation import matrix_to_quat
+from .model import BODY, free_body
 
 __all__ = ["INTEGRATORS", "mujoco_trajectory", "rotation_angle", "relative_change"]
 

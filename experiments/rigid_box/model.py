@@ -6,9 +6,9 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from crossdyn.analytic import rigid_box as rb
-from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.models import body_inertia
+from ...analytic import rigid_box as rb
+from ..core.errors import ModelError
+from ..core.models import body_inertia
 
 __all__ = ["MODEL", "GROUND_MODEL", "BODY", "DURATION", "SHORT_DURATION", "free_body", "rigid_body_params",
            "application_point"]

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.analytic import rigid_box as rb
-from crossdyn.experiments.core import figures
-from crossdyn.experiments.rigid_box.free_rotation import FreeRotationResult
-from crossdyn.experiments.rigid_box.ground_contact import ContactResult, contact_metrics, contact_predictions
-from crossdyn.experiments.rigid_box.integrators import rotation_angle
-from crossdyn.experiments.rigid_box.pulled_box import POSE_TOL, PulledResult
+from ...analytic import rigid_box as rb
+from ..core import figures
+from .free_rotation import FreeRotationResult
+from .ground_contact import ContactResult, contact_metrics, contact_predictions
+from .integrators import rotation_angle
+from .pulled_box import POSE_TOL, PulledResult
 
 __all__ = ["plot_free_rotation", "plot_pulled", "plot_contact"]
 

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.analytic import rigid_box as rb
-from crossdyn.experiments.core.errors import ModelError
-from crossdyn.experiments.core.models import load_model, with_options
-from crossdyn.experiments.core.registry import Verdict
-from crossdyn.experiments.rigid_box.integrators import mujoco_trajectory, rotation_angle
-from crossdyn.experiments.rigid_box.model import DURATION, MODEL, application_point, rigid_body_params
+from ...analytic import rigid_box as rb
+from ..core.errors import ModelError
+from ..core.models import load_model, with_options
+from ..core.registry import Verdict
+from .integrators import mujoco_trajectory, rotation_angle
+from .model import DURATION, MODEL, application_point, rigid_body_params
 
 __all__ = ["FORCE", "POSE_TOL", "TRANSLATION_RTOL", "PulledRun", "pulled", "PulledResult", "pulled_box",
            "judge_pulled"]

@@ -13,6 +13,10 @@ from collections.abc import Callable
 
 import crossdyn as _api
 
+# crossdyn's machinery (crossdyn.experiments.core) is imported inside the functions that use it: the
+# pytest plugin imports this package in every pytest run, and a suite that uses none of crossdyn
+# must import none of it.
+
 # helper name -> the front door's check it asserts (crossdyn.<check>).
 HELPERS: dict[str, str] = {
     "assert_derivation": "check_derivation",
@@ -56,13 +60,11 @@ def _passed(report, check: str) -> bool:
 def _in_child(check: str, run: Callable, args: tuple, options: dict):
     """``run(*args, **options)`` in a forked child: its report, or its exception, comes back; a function that
     ends its process ends the child (a DerivationError), never the test run, which could read as passed."""
-    from crossdyn.experiments.core import isolation
+    from crossdyn.experiments.core import errors, isolation  # late: see the note under the imports
 
     done = isolation.forked(run, *args, **options)
     if done.status == isolation.CRASHED:
-        from crossdyn.experiments.core.errors import DerivationError
-
-        raise DerivationError(f"{check}: the process checking the function ended ({done.how}) before the check "
+        raise errors.DerivationError(f"{check}: the process checking the function ended ({done.how}) before the check "
                               "finished: the function ends its process (os._exit, exit in C, a crash)")
     if done.status == isolation.RAISED:  # a result that cannot be sent back: a RemoteError that says so
         raise done.error  # type: ignore[misc]
@@ -72,10 +74,11 @@ def _in_child(check: str, run: Callable, args: tuple, options: dict):
 def _helper(helper: str, check: str) -> Callable:
     """``helper(*args, **options)``: run ``crossdyn.<check>``; AssertionError unless it passed."""
     run = getattr(_api, check)
-    from crossdyn.experiments.core.errors import CrossdynError
 
     def assert_check(*args, **options):
         __tracebackhide__ = True  # pytest shows the caller's line, not this frame
+        from crossdyn.experiments.core.errors import CrossdynError  # late: see the note under the imports
+
         try:
             report = _in_child(check, run, args, options)
         except CrossdynError as exc:  # bad input: the same one-line error, raised from here (no inner frames)
@@ -140,7 +143,7 @@ def experiment_tests(*sources: str, seed: int | None = None, check: Callable | N
     if not sources or not all(isinstance(s, str) and s for s in sources):
         raise TypeError(f"experiment_tests() takes one or more file paths or module names, got {sources!r}")
     if seed is not None:
-        from crossdyn.experiments.core.validate import seed as validate_seed
+        from crossdyn.experiments.core.validate import seed as validate_seed  # late: see the note under the imports
 
         seed = validate_seed(seed)
     return ExperimentTests(tuple(sources), seed=seed, check=check)

@@ -25,6 +25,7 @@ from crossdyn.experiments.core.baseline import (
     numeric_metrics,
     refuse_numeric_text,
 )
+from crossdyn.experiments.core.files import write_text
 
 __all__ = ["Baseline", "baseline_path", "baseline_file", "flatten"]
 
@@ -194,7 +195,6 @@ class Baseline:
     def _write(self, text: str) -> bool:
         """Write the file unless it already holds ``text``; True when written."""
         __tracebackhide__ = True
-        from crossdyn.experiments.core.runner import write_text
 
         folder = self.path.parent
         if folder.exists() and not folder.is_dir():

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.testing import runner
+
+from . import runner
 
 # The collector and item classes are the plugin's plumbing (pytest documents their interface); users meet
 # the two outcome exceptions.
@@ -51,12 +53,14 @@ class ExperimentSource(pytest.Collector):
     """The experiments one file or module registers (``--crossdyn-from``) or a test module declares.
 
     ``sources``, ``seed`` and ``check`` as :func:`crossdyn.testing.experiment_tests`'s; ``base``:
-    the folder relative paths start from.
+    the folder relative paths start from; ``runs``: the session's :class:`~crossdyn.testing.plugin.State`,
+    which runs the experiments.
     """
 
-    def __init__(self, *, sources: tuple[str, ...], base: Path, seed: int | None = None,
+    def __init__(self, *, sources: tuple[str, ...], base: Path, runs: Any, seed: int | None = None,
                  check: Callable | None = None, **kw):
         super().__init__(**kw)
+        self.runs = runs
         self.given = tuple(sources)
         self.base = Path(base)
         self.sources: tuple[str, ...] = ()
@@ -98,9 +102,7 @@ class ExperimentItem(pytest.Function):
 
     def setup(self) -> None:
         super().setup()
-        from crossdyn.testing.plugin import state
-
-        self.ran = state(self.config).result(self)
+        self.ran = self.source.runs.result(self)
         problem = self.ran.error or _malformed(self.ran.metrics)
         if problem and not self.ran.error:  # the runner took it for metrics: the summary must not show a pass
             self.ran.row = {**self.ran.row, "passed": False, "error": problem}
@@ -155,7 +157,6 @@ def resolve(source: str, base: Path) -> str:
         return source
     path = Path(source).expanduser()
     path = (path if path.is_absolute() else base / path).resolve()
-    import sys
 
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)

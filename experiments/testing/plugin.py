@@ -8,13 +8,19 @@ until asked for.  ``-p no:crossdyn`` disables it.
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 import time
 from pathlib import Path
 
 import pytest
 
-from crossdyn.testing import ExperimentTests
+from . import ExperimentTests
+
+# crossdyn's machinery (crossdyn.experiments.core; crossdyn.testing's runner, items and
+# baseline_fixture: NumPy, matplotlib, the registry, about half a second) is imported where
+# it is first used, so a suite that uses none of it imports none of it.
 
 __all__ = ["State", "state", "crossdyn_baseline"]
 
@@ -69,9 +75,9 @@ class State:
     def result(self, item):
         """The :class:`~crossdyn.testing.runner.Ran` of an experiment item, running it (or its batch) first."""
         __tracebackhide__ = True
-        from crossdyn.experiments.core.errors import CrossdynError
-        from crossdyn.testing import runner
-        from crossdyn.testing.items import ExperimentError, ExperimentItem
+        from crossdyn.experiments.core.errors import CrossdynError  # late: see the note under the imports
+
+        from . import items, runner  # late: as above
 
         seed = self.seed_of(item)
         key = (item.name, seed)
@@ -79,7 +85,7 @@ class State:
             if self.workers > 1 and not self.worker:  # the first item runs every selected one not yet run
                 batch = {}
                 for other in item.session.items:
-                    other_key = (other.name, seed) if isinstance(other, ExperimentItem) else None
+                    other_key = (other.name, seed) if isinstance(other, items.ExperimentItem) else None
                     if (other_key and self.seed_of(other) == seed and other_key not in self.done
                             and other_key not in self.failed):
                         batch.setdefault(other.name, other)
@@ -98,7 +104,7 @@ class State:
             else:
                 self.done.update({(name, seed): r for name, r in ran.items()})
         if key in self.failed:
-            raise ExperimentError(f"experiment {item.name!r} could not be run: {self.failed[key]}", pytrace=False)
+            raise items.ExperimentError(f"experiment {item.name!r} could not be run: {self.failed[key]}", pytrace=False)
         return self.done[key]
 
 
@@ -109,8 +115,6 @@ def state(config: pytest.Config) -> State:
 
 def _folder_name(name: str) -> str:
     """A temporary folder name for an experiment (as pytest's tmp_path shortens test names)."""
-    import re
-
     return re.sub(r"[\W]", "_", name)[:30] or "experiment"
 
 
@@ -120,8 +124,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--crossdyn-workers {workers}: expected 1 or more")
     seed = config.getoption("crossdyn_seed")
     if seed != 0:  # the default needs no check (a suite not using crossdyn imports none of it)
-        from crossdyn.experiments.core.errors import ParameterError
-        from crossdyn.experiments.core.validate import seed as validate_seed
+        from crossdyn.experiments.core.errors import ParameterError  # late: see the note under the imports
+        from crossdyn.experiments.core.validate import seed as validate_seed  # late: as above
 
         try:
             validate_seed(seed, "--crossdyn-seed")
@@ -144,11 +148,11 @@ def pytest_configure(config: pytest.Config) -> None:
             stacklevel=2)
     sources = list(dict.fromkeys(config.getoption("crossdyn_from")))
     if sources:
-        from crossdyn.testing.runner import is_file
+        from . import runner  # late: see the note under the imports
 
         base = Path(config.invocation_params.dir)
         for source in sources:
-            if is_file(source) and not (base / Path(source).expanduser()).is_file():
+            if runner.is_file(source) and not (base / Path(source).expanduser()).is_file():
                 raise pytest.UsageError(f"--crossdyn-from {source}: no such file (give a .py file or an importable "
                                         f"module name)")
         config.pluginmanager.register(_FromOption(sources, base), "crossdyn-from")
@@ -169,15 +173,12 @@ class _FromOption:
         return report
 
     def _collectors(self, session: pytest.Session) -> list:
-        import os
-
-        from crossdyn.testing.items import ExperimentSource
-        from crossdyn.testing.runner import is_file
+        from . import items, runner  # late: see the note under the imports
 
         collectors = []
         for source in self.sources:
             kw = {}
-            if is_file(source):
+            if runner.is_file(source):
                 path = (self.base / Path(source).expanduser()).resolve()
                 try:
                     nodeid = Path(os.path.relpath(path, session.config.rootpath)).as_posix()
@@ -186,8 +187,9 @@ class _FromOption:
                 kw["path"] = path
             else:
                 nodeid = source
-            collectors.append(ExperimentSource.from_parent(session, name=nodeid, nodeid=nodeid, sources=(source,),
-                                                           base=self.base, seed=None, **kw))
+            collectors.append(items.ExperimentSource.from_parent(
+                session, name=nodeid, nodeid=nodeid, sources=(source,), runs=state(session.config), base=self.base,
+                seed=None, **kw))
         return collectors
 
 
@@ -195,10 +197,11 @@ class _FromOption:
 def pytest_pycollect_makeitem(collector, name, obj):
     """``NAME = experiment_tests(...)`` in a test module: its experiments, as items under ``NAME``."""
     if isinstance(obj, ExperimentTests):
-        from crossdyn.testing.items import ExperimentSource
+        from . import items  # late: see the note under the imports
 
-        return ExperimentSource.from_parent(collector, name=name, sources=obj.sources, base=collector.config.rootpath,
-                                            seed=obj.seed, check=obj.check)
+        return items.ExperimentSource.from_parent(collector, name=name, sources=obj.sources,
+                                                  base=collector.config.rootpath, runs=state(collector.config),
+                                                  seed=obj.seed, check=obj.check)
     return None
 
 
@@ -210,7 +213,7 @@ def crossdyn_baseline(request: pytest.FixtureRequest):
     so does a number beyond its tolerance, a changed boolean or string, a new or a
     missing metric, each named with the stored and new value.
     """
-    from crossdyn.testing.baseline_fixture import Baseline
+    from .baseline_fixture import Baseline  # late: see the note under the imports
 
     return Baseline(request.node, regen=request.config.getoption("crossdyn_regen"), root=request.config.rootpath,
                     written=request.node.stash.setdefault(WRITTEN, []))
@@ -244,7 +247,7 @@ class _Reports:
         st = self.st
         if st.worker or st.out is None or not st.rows:
             return
-        from crossdyn.testing import runner
+        from . import runner  # late: see the note under the imports
 
         try:
             runner.write_summary(st.out, list(st.rows.values()), seed=st.seed, command=st.command, started=st.started)

@@ -7,6 +7,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from crossdyn.experiments.core.files import write_json, write_text
+from crossdyn.experiments.core.html_report import write_report
+from crossdyn.experiments.core.registry import experiments, unloaded
+from crossdyn.experiments.core.runner import (
+    Outcome,
+    pool_with_sources_imported,
+    run_experiments,
+    summary_table,
+)
+
 __all__ = ["Ran", "run_short", "write_summary", "experiments_from", "is_file"]
 
 
@@ -35,8 +45,6 @@ def run_short(experiments: list, out: Path, *, seed: int, workers: int, sources:
     """Run registered experiments (``Experiment`` objects) in short mode, as ``crossdyn run --short --out OUT``
     would, in ``workers`` processes, each into ``out/NAME/``; ``sources`` are the users' files and modules they
     come from, ``command`` what index.html shows, ``timeout`` each one's limit, s.  One :class:`Ran` per name."""
-    from crossdyn.experiments.core.runner import run_experiments
-
     outcomes = run_experiments(list(experiments), Path(out), short=True, seed=seed, workers=workers,
                                sources=tuple(sources), command=command, timeout=timeout)
     # Every experiment runs in a worker process (a crash or a time-out is its error, the others go on);
@@ -48,9 +56,6 @@ def run_short(experiments: list, out: Path, *, seed: int, workers: int, sources:
 def write_summary(out: Path, rows: list[dict], *, seed: int, command: str, started: float | None = None) -> None:
     """Write ``out/summary.json``, ``summary.md`` and ``index.html`` for the experiments a session ran,
     ``rows`` being each one's :attr:`Ran.row`; ``seed``, ``command`` and ``started`` (time.time()) are shown."""
-    from crossdyn.experiments.core.html_report import write_report
-    from crossdyn.experiments.core.runner import Outcome, summary_table, write_json, write_text
-
     outcomes = [Outcome(**{**row, "baseline": None}) for row in rows]
     write_json(Path(out) / "summary.json", [o.row() for o in outcomes])
     write_text(Path(out) / "summary.md", summary_table(outcomes, markdown=True))
@@ -63,9 +68,6 @@ def experiments_from(sources: tuple[str, ...], timeout: float | None = None) -> 
     those loading it registered or whose function is defined there.  A source not imported yet is
     imported in a worker first, so one that ends its process (or hangs past ``timeout``) is a
     CrossdynError, as is a missing source, one that fails to import or registers a taken name."""
-    from crossdyn.experiments.core.registry import experiments, unloaded
-    from crossdyn.experiments.core.runner import pool_with_sources_imported
-
     if fresh := unloaded(sources):
         pool_with_sources_imported(fresh, timeout=timeout, option="").terminate()
     before = set(experiments())

@@ -14,16 +14,17 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.checks import inertial, slips
-from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
-from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
-from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
-from crossdyn.experiments.core.checks.names import dof_names
-from crossdyn.experiments.core.checks.options import SAMPLED, begin
-from crossdyn.experiments.core.checks.passive import PassiveEffects
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.truth import inverse_dynamics
+from ....analytic.regressor import regressor
+from .. import user_code
+from ..truth import inverse_dynamics
+from . import inertial, slips
+from .common import Hypotheses, UserFunction, model_warnings
+from .inverse_dynamics import EntryStats, progress
+from .mass_matrix import INERTIAL_STATES, rigid_tree
+from .names import dof_names
+from .options import SAMPLED, begin
+from .passive import PassiveEffects
+from .report import CheckReport, Part
 
 __all__ = ["check_bias"]
 
@@ -132,8 +133,6 @@ def _parameters(tree, truth, q, qd, err, ref, atol, rtol) -> list[str]:
     """The bodies' inertial parameters and the model's geometric slips (a link length, a joint's sign ...),
     each tried on the kept states; a slip first where both explain (gravity alone cannot tell a link's
     length from its parent's centre of mass)."""
-    from crossdyn.analytic.regressor import regressor
-
     found = []
     if tree is not None:
         Y = regressor(tree, q, qd, np.zeros_like(qd))

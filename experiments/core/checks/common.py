@@ -1,33 +1,44 @@
 """What every quantity check shares: the user's function (:class:`UserFunction`, which calls it on
 batches whether it was written for one state or a batch), the states (:func:`state_source`), MuJoCo's
-warnings about the model, and running tests of "the error is exactly this" (:class:`Hypotheses`)."""
+warnings about the model, running statistics of the errors (:class:`EntryStats`), running tests of "the
+error is exactly this" (:class:`Hypotheses`), and MuJoCo's mass matrices (:func:`mass_matrices`)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import mujoco
 import numpy as np
+from tqdm import tqdm
 
-from crossdyn.experiments.core import user_code, validate
-from crossdyn.experiments.core.checks.inverse_dynamics import CHUNK, sampling_lines, state_chunks
-from crossdyn.experiments.core.errors import DerivationError, StateError
-from crossdyn.experiments.core.limits import STATES_MAX
-from crossdyn.experiments.core.ranges import Ranges
+from .. import user_code, validate
+from ..errors import DerivationError, StateError
+from ..limits import STATES_MAX
+from ..models import mujoco_warnings
+from ..ranges import Ranges
+from ..truth import as_rows
 
-__all__ = ["load_function", "UserFunction", "StateSource", "state_source", "model_warnings", "warning_lines",
-           "within", "Hypotheses"]
+__all__ = ["load_function", "load_derivation", "UserFunction", "StateSource", "state_source", "state_chunks",
+           "sample_states", "sampling_lines", "model_warnings", "warning_lines", "within", "Hypotheses", "EntryStats",
+           "progress", "mass_matrices", "CHUNK", "PLOT_SAMPLES", "PROGRESS_STATES"]
 
+# States per chunk: the memory of a check is a few (CHUNK, nv, nv) arrays, 2048 x
+# 30 x 30 doubles = 15 MB for a 30-dof robot, whatever the number of states.
+CHUNK = 2048
+# Per-sample errors kept for the plot: the first PLOT_SAMPLES states (bounded memory).
+PLOT_SAMPLES = 20_000
+# A progress bar (on a terminal only) once a check has more states than this.
+PROGRESS_STATES = 20_000
 # What each state part is called and how long it is.
 _PART_SIZE = {"q": "nq", "qd": "nv", "qdd": "nv", "tau": "nv"}
 
 
 def load_function(fn: Callable | str) -> tuple[Callable, str]:
     """The user's function and how to name it: a callable, ``FILE.py:FUNC`` or ``module:FUNC``."""
-    from crossdyn.experiments.core.checks.derivation import load_derivation
-
     if isinstance(fn, str):
         return load_derivation(fn), os.path.basename(fn)
     if not callable(fn):
@@ -172,7 +183,6 @@ def _validate(model: mujoco.MjModel, states, parts: tuple[str, ...]) -> tuple[np
         states = (states,)
     if len(states) != len(parts):
         raise StateError(f"expected {len(parts)} state arrays ({', '.join(parts)}), got {len(states)}")
-    from crossdyn.experiments.core.truth import as_rows
 
     arrays = [as_rows(name, value, getattr(model, _PART_SIZE[name])) for name, value in zip(parts, states, strict=True)]
     n = {a.shape[0] for a in arrays}
@@ -210,8 +220,6 @@ def state_source(model: mujoco.MjModel, samples: int, seed: int, states, parts: 
 
 def model_warnings():
     """Collect MuJoCo's warnings instead of letting it print them: yields the list, one line each."""
-    from crossdyn.experiments.core.models import mujoco_warnings
-
     return mujoco_warnings()
 
 
@@ -248,3 +256,173 @@ class Hypotheses:
     def all(self, name: str) -> bool:
         """The hypothesis held on every entry at every state."""
         return name in self.holds and bool(np.all(self.holds[name]))
+
+
+def state_chunks(model: mujoco.MjModel, samples: int, seed: int,
+                 ranges: Ranges | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Seeded random states in MuJoCo's layout, ``CHUNK`` at a time (the last chunk shorter).
+
+    Each chunk is :meth:`Ranges.draw <crossdyn.experiments.core.ranges.Ranges.draw>`
+    from one generator, so the states depend on ``seed``, ``ranges`` and :data:`CHUNK` only.
+
+    Yields:
+      ``qpos (n, nq)``, ``qvel (n, nv)``, ``qacc (n, nv)`` with ``n <= CHUNK``.
+
+    Raises:
+      ParameterError: ``samples`` below 1 or ``seed`` not a valid seed.
+    """
+    samples = validate.count(samples, 1, STATES_MAX, "samples")
+    rng = np.random.default_rng(validate.seed(seed))
+    ranges = Ranges() if ranges is None else ranges
+    for start in range(0, samples, CHUNK):
+        yield ranges.draw(model, rng, min(CHUNK, samples - start))
+
+
+def sample_states(model: mujoco.MjModel, samples: int, seed: int,
+                  ranges: Ranges | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All of :func:`state_chunks` at once: the states a check with ``samples, seed, ranges`` uses.
+
+    Returns:
+      ``qpos (samples, nq)``, ``qvel (samples, nv)``, ``qacc (samples, nv)``.
+    """
+    chunks = list(state_chunks(model, samples, seed, ranges))
+    qpos, qvel, qacc = (np.concatenate(parts) for parts in zip(*chunks, strict=False))
+    return qpos, qvel, qacc
+
+
+# EntryStats sums errors times 2^-32 (exact: a power of two), so the sum of up to
+# 4e9 errors of 1e308 stays finite and the mean is exact to round-off.
+_SUM_SCALE = 2.0**-32
+
+
+class EntryStats:
+    """Running per-entry statistics of ``error = candidate - reference``, chunk by chunk.
+
+    Per entry: sum, min, max, largest ``|error|`` and ``|reference|``, all within
+    tolerance; the worst ``|error|`` with its state; per-state maxima for the first
+    :data:`PLOT_SAMPLES` states.  Memory is one term's shape, not ``N`` of them.
+    """
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.sum, self.max_abs, self.scale = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        self.lo, self.hi = np.full(shape, np.inf), np.full(shape, -np.inf)
+        self.ok = np.ones(shape, dtype=bool)
+        self.worst = (-1.0, 0, (0,) * len(shape))
+        self.plot: list[np.ndarray] = []
+        self.n = 0
+
+    def add(self, err: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> None:
+        """Fold in one chunk: ``err``, ``ref`` ``(n, *shape)``.
+
+        Raises:
+          StateError: MuJoCo's own value is not finite at a state (it overflowed: the
+            state is beyond what double precision holds); never blamed on the user's function.
+        """
+        finite = np.isfinite(ref.reshape(ref.shape[0], -1)).all(axis=1)
+        if not finite.all():
+            row = int(np.flatnonzero(~finite)[0])
+            raise StateError(f"MuJoCo's own value is not finite at state {self.n + row} (it overflowed): the state is "
+                             "beyond what double precision holds; give smaller states or ranges")
+        abs_err, abs_ref = np.abs(err), np.abs(ref)
+        self.sum += (err * _SUM_SCALE).sum(axis=0)  # scaled: a sum of 1e308 errors stays finite
+        np.minimum(self.lo, err.min(axis=0), out=self.lo)
+        np.maximum(self.hi, err.max(axis=0), out=self.hi)
+        np.maximum(self.max_abs, abs_err.max(axis=0), out=self.max_abs)
+        np.maximum(self.scale, abs_ref.max(axis=0), out=self.scale)
+        abs_ref *= rtol
+        abs_ref += atol
+        self.ok &= np.all(abs_err <= abs_ref, axis=0)
+        per_state = abs_err.reshape(abs_err.shape[0], -1).max(axis=1)
+        k = int(np.argmax(per_state))
+        if per_state[k] > self.worst[0]:
+            entry = np.unravel_index(int(np.argmax(abs_err[k])), abs_err.shape[1:])
+            self.worst = (float(per_state[k]), self.n + k, tuple(int(i) for i in entry))
+        room = PLOT_SAMPLES - sum(len(p) for p in self.plot)
+        if room > 0:
+            self.plot.append(per_state[:room])
+        self.n += err.shape[0]
+
+    def per_sample(self) -> np.ndarray:
+        return np.concatenate(self.plot)
+
+    def mean(self) -> np.ndarray:
+        """The mean error per entry (zeros before the first chunk)."""
+        return self.sum / max(self.n, 1) / _SUM_SCALE
+
+
+def progress(chunks: Iterable, total: int, what: str) -> Iterable:
+    """``chunks`` with a progress bar in states, on a terminal, for checks over PROGRESS_STATES."""
+    if total <= PROGRESS_STATES:
+        yield from chunks
+        return
+    with tqdm(total=total, unit="state", desc=what, disable=None, leave=False) as bar:
+        for chunk in chunks:
+            yield chunk
+            bar.update(chunk[0].shape[0])
+
+
+def sampling_lines(model: mujoco.MjModel, total: int, seed: int, states, ranges: Ranges,
+                   parts: tuple[str, ...] = ("q", "qd", "qdd")) -> list[str]:
+    """Where a check's states came from, in words: random ones' ranges, or how many were given."""
+    if states is not None:
+        return [f"{total:,} given state{'s' if total != 1 else ''} (none drawn at random)"]
+    return [f"{total:,} random state{'s' if total != 1 else ''}, seed {seed}, uniform in:",
+            *(f"  {line}" for line in ranges.describe(model, parts))]
+
+
+def load_derivation(spec: str) -> Callable:
+    """Import ``FILE.py:FUNC`` (as ``python FILE.py`` would see its neighbours) or ``module:FUNC``.
+
+    Raises:
+      DerivationError: malformed spec, missing file or module, the file fails to
+        import, no such function, or it is not callable.
+    """
+    path_text, sep, name = spec.rpartition(":")
+    if not sep or not path_text or not name:
+        raise DerivationError(f"expected FILE.py:FUNC or module:FUNC, got {spec!r}")
+    path = Path(path_text).expanduser()
+    if _is_module_name(path_text) and not path.is_file():
+        module, where = _import_module(path_text), f"module {path_text}"
+    else:
+        module, where = user_code.import_file(path), str(path)
+    fn = getattr(module, name, None)
+    if fn is None:
+        public = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
+        defined = ", ".join(public) or "nothing callable"
+        raise DerivationError(f"{where} has no function {name!r} (it defines: {defined})")
+    if not callable(fn):
+        raise DerivationError(f"{where}: {name!r} is a {type(fn).__name__}, not a function")
+    return fn
+
+
+def _is_module_name(text: str) -> bool:
+    return not text.endswith(".py") and all(part.isidentifier() for part in text.split("."))
+
+
+def _import_module(name: str):
+    try:
+        with user_code.guard(f"module {name} (while being imported)"):
+            return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise DerivationError(f"no derivation file or importable module {name!r}") from None
+        raise DerivationError(f"module {name} failed to import: {exc}{user_code.where(exc)}") from None
+    except DerivationError:
+        raise
+    except Exception as exc:  # the user's module: what it raised, and where, on one line
+        detail = " ".join(str(exc).split())
+        raise DerivationError(f"module {name} failed to import: {type(exc).__name__}: {detail}"
+                              f"{user_code.where(exc)}") from None
+
+
+def mass_matrices(model: mujoco.MjModel, q: np.ndarray, data: mujoco.MjData | None = None) -> np.ndarray:
+    """MuJoCo's ``M(q)`` at each state, ``(n, nv, nv)`` (``mj_crb`` and ``mj_fullM``)."""
+    data = mujoco.MjData(model) if data is None else data
+    out = np.empty((q.shape[0], model.nv, model.nv))
+    for k in range(q.shape[0]):
+        data.qpos[:] = q[k]
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        mujoco.mj_crb(model, data)
+        mujoco.mj_fullM(model, data, out[k])
+    return out

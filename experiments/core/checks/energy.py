@@ -13,15 +13,16 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
-from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
-from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, rigid_tree
-from crossdyn.experiments.core.checks.options import SAMPLED, begin
-from crossdyn.experiments.core.checks.passive import PassiveEffects
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.models import with_options
+from ....analytic.regressor import energy_regressor
+from .. import user_code
+from ..models import with_options
+from . import inertial
+from .common import Hypotheses, UserFunction, model_warnings
+from .inverse_dynamics import EntryStats, progress
+from .mass_matrix import INERTIAL_STATES, rigid_tree
+from .options import SAMPLED, begin
+from .passive import PassiveEffects
+from .report import CheckReport, Part
 
 __all__ = ["check_energy", "energies"]
 
@@ -136,8 +137,6 @@ def _kinetic(model: mujoco.MjModel, q: np.ndarray, qd: np.ndarray) -> dict[str, 
 
 def _inertial(tree, q, qd, err_T, T, err_U, U, atol, rtol) -> list[str]:
     """Both energies are linear in the inertial parameters; the potential's rows are relative to the first state."""
-    from crossdyn.analytic.regressor import energy_regressor
-
     Y_T, Y_U = energy_regressor(tree, q, qd)
     Y = np.vstack([Y_T, Y_U[1:] - Y_U[0]])
     error = np.concatenate([err_T, err_U[1:] - err_U[0]])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from crossdyn.experiments.core import figures
+from .. import figures
 
 __all__ = ["entry_errors", "draw_part"]
 

@@ -5,7 +5,7 @@ own motions need.  A wrong forward dynamics is the exact inverse of *some* inver
 dynamics, so a mismatch is explained as ``check derivation`` would, and the implied
 ``M``, ``c`` and ``g`` (the unit-vector method on ``fn``) are compared with MuJoCo's.
 
-With a declared :class:`~crossdyn.experiments.core.checks.linearization.Reduction` the check is in the
+With a declared :class:`~crossdyn.experiments.core.reduction.Reduction` the check is in the
 user's coordinates: ``fn(s, u) -> sdd`` at random states ``s`` near the reduction's operating point and
 inputs ``u``, MuJoCo's side with the reduction's constraints ideal
 (:class:`~crossdyn.experiments.core.reduction.Constrained`).
@@ -19,18 +19,20 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code, validate
-from crossdyn.experiments.core.checks import inertial
-from crossdyn.experiments.core.checks.common import UserFunction, model_warnings
-from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
-from crossdyn.experiments.core.checks.mass_matrix import INERTIAL_STATES, mass_matrices, rigid_tree
-from crossdyn.experiments.core.checks.names import dof_names
-from crossdyn.experiments.core.checks.options import SAMPLED, begin
-from crossdyn.experiments.core.checks.passive import PassiveEffects
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.limits import STATES_MAX
-from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
+from ....analytic.regressor import regressor
+from .. import reduction as reduced
+from .. import user_code, validate
+from ..errors import ParameterError
+from ..limits import STATES_MAX
+from ..truth import inverse_dynamics, truth_model
+from . import inertial
+from .common import UserFunction, model_warnings
+from .inverse_dynamics import EntryStats, progress
+from .mass_matrix import INERTIAL_STATES, mass_matrices, rigid_tree
+from .names import dof_names
+from .options import SAMPLED, begin
+from .passive import PassiveEffects
+from .report import CheckReport, Part
 
 __all__ = ["check_forward_dynamics", "forward"]
 
@@ -107,8 +109,6 @@ REDUCED_SAMPLES = 100
 
 
 def _reduced(fn, model, reduction, options: dict) -> CheckReport:
-    from crossdyn.experiments.core import reduction as reduced  # it imports the checks' Reduction
-
     given = {"samples": REDUCED_SAMPLES, **options}
     check = begin("check_forward_dynamics", fn, model, given,
                   ("samples", "seed", "atol", "rtol", "dynamics", "q_range", "qd_range", "u_range"))
@@ -173,8 +173,6 @@ def _attribute(model, truth, dynamics, user, source, random, atol, rtol, label) 
         return out
     out += _implied_terms(model, truth, user, kept[0][:IMPLIED_STATES], kept[1][:IMPLIED_STATES])
     if tree is not None:
-        from crossdyn.analytic.regressor import regressor
-
         q, qd, qdd_user, error, tau = kept
         Y = regressor(tree, q, qd, qdd_user)
         out += inertial.explain(tree, Y.reshape(-1, Y.shape[-1]), error.ravel(), tau.ravel(), atol, rtol)

@@ -12,9 +12,10 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
-from crossdyn.analytic.regressor import body_properties, inertial_parameters
-from crossdyn.analytic.rnea import Tree
+from ....analytic.regressor import body_properties, inertial_parameters
+from ....analytic.rnea import Tree
 
 __all__ = ["explain", "explains", "LARGEST_SET"]
 
@@ -94,8 +95,6 @@ def explain(tree: Tree, Y: np.ndarray, error: np.ndarray, reference: np.ndarray,
       max_bodies: the largest set of bodies tried together.
       unit: the error's unit, for the sentence saying what the best fit leaves.
     """
-    from threadpoolctl import threadpool_limits
-
     with threadpool_limits(1):  # many small least squares: BLAS threads only contend (10x slower on a busy machine)
         return _explain(tree, Y, error, reference, atol, rtol, max_bodies, unit)
 

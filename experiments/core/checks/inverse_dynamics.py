@@ -13,25 +13,39 @@ and returns ``(N, nv)``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 import mujoco
 import numpy as np
-from tqdm import tqdm
 
-from crossdyn.experiments.core import user_code, validate
-from crossdyn.experiments.core.attribution import SPRINGREF, Attribution, springref_model
-from crossdyn.experiments.core.checks.report import INVERSE_DYNAMICS, TERMS, CheckReport, Part
-from crossdyn.experiments.core.errors import DerivationError, StateError
-from crossdyn.experiments.core.limits import STATES_MAX
-from crossdyn.experiments.core.ranges import Ranges
-from crossdyn.experiments.core.truth import (
+from ....analytic.regressor import regressor
+from .. import truth_scope, user_code, validate
+from ..attribution import SPRINGREF, Attribution, springref_model
+from ..errors import DerivationError, StateError
+from ..limits import STATES_MAX
+from ..ranges import Ranges
+from ..truth import (
     ConstraintTally,
     as_state_batch,
     effects_present,
     inverse_dynamics,
     truth_model,
 )
+from . import inertial, slips
+from .common import (
+    CHUNK,
+    EntryStats,
+    model_warnings,
+    progress,
+    sample_states,
+    sampling_lines,
+    state_chunks,
+    warning_lines,
+)
+from .names import conventions, dof_names
+from .options import ATOL, RTOL
+from .report import INVERSE_DYNAMICS, TERMS, CheckReport, Part
+from .tree import rigid_tree
 
 __all__ = [
     "check",
@@ -54,67 +68,11 @@ IDFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 Chunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]]
 
 
-# States per chunk: the memory of a check is a few (CHUNK, nv, nv) arrays, 2048 x
-# 30 x 30 doubles = 15 MB for a 30-dof robot, whatever the number of states.
-CHUNK = 2048
-# Per-sample errors kept for the plot: the first PLOT_SAMPLES states (bounded memory).
-PLOT_SAMPLES = 20_000
-# A progress bar (on a terminal only) once a check has more states than this.
-PROGRESS_STATES = 20_000
-# The default tolerance of a check: |error| <= ATOL + RTOL |reference|.  An exact
-# derivation differs from mj_inverse by double-precision round-off, ~1e-16 of the
-# torque scale times the number of operations (~1e-13 for a 30-dof tree); 1e-9
-# leaves four orders of magnitude, and is still far below any modelling error.
-ATOL = 1e-9
-RTOL = 1e-9
-TOLERANCE_REASON = "double-precision round-off with four orders of magnitude to spare"
-
-
 _MODE = {
     "rigid-body": "rigid-body dynamics M(q) qdd + c(q, qd) + g(q): armature, damping, stiffness and "
                   "gravity compensation removed",
     "as-modeled": "as modeled: rigid-body dynamics plus armature, damping, stiffness and gravity compensation",
 }
-
-
-def dof_names(model: mujoco.MjModel) -> list[str]:
-    """A readable name per dof: the joint name (an unnamed joint is named by its body), with a suffix on
-    multi-dof joints (:func:`crossdyn.experiments.core.checks.names.dof_names`)."""
-    from crossdyn.experiments.core.checks.names import dof_names as names
-
-    return names(model)
-
-
-def state_chunks(model: mujoco.MjModel, samples: int, seed: int,
-                 ranges: Ranges | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Seeded random states in MuJoCo's layout, ``CHUNK`` at a time (the last chunk shorter).
-
-    Each chunk is :meth:`Ranges.draw <crossdyn.experiments.core.ranges.Ranges.draw>`
-    from one generator, so the states depend on ``seed``, ``ranges`` and :data:`CHUNK` only.
-
-    Yields:
-      ``qpos (n, nq)``, ``qvel (n, nv)``, ``qacc (n, nv)`` with ``n <= CHUNK``.
-
-    Raises:
-      ParameterError: ``samples`` below 1 or ``seed`` not a valid seed.
-    """
-    samples = validate.count(samples, 1, STATES_MAX, "samples")
-    rng = np.random.default_rng(validate.seed(seed))
-    ranges = Ranges() if ranges is None else ranges
-    for start in range(0, samples, CHUNK):
-        yield ranges.draw(model, rng, min(CHUNK, samples - start))
-
-
-def sample_states(model: mujoco.MjModel, samples: int, seed: int,
-                  ranges: Ranges | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All of :func:`state_chunks` at once: the states a check with ``samples, seed, ranges`` uses.
-
-    Returns:
-      ``qpos (samples, nq)``, ``qvel (samples, nv)``, ``qacc (samples, nv)``.
-    """
-    chunks = list(state_chunks(model, samples, seed, ranges))
-    qpos, qvel, qacc = (np.concatenate(parts) for parts in zip(*chunks, strict=False))
-    return qpos, qvel, qacc
 
 
 def batched(fn: Callable, nv: int, label: str = "derivation") -> IDFunction:
@@ -206,66 +164,6 @@ def split_terms(id_fn: IDFunction, qpos, qvel, nv) -> tuple[np.ndarray, np.ndarr
     return M, c, g
 
 
-# EntryStats sums errors times 2^-32 (exact: a power of two), so the sum of up to
-# 4e9 errors of 1e308 stays finite and the mean is exact to round-off.
-_SUM_SCALE = 2.0**-32
-
-
-class EntryStats:
-    """Running per-entry statistics of ``error = candidate - reference``, chunk by chunk.
-
-    Per entry: sum, min, max, largest ``|error|`` and ``|reference|``, all within
-    tolerance; the worst ``|error|`` with its state; per-state maxima for the first
-    :data:`PLOT_SAMPLES` states.  Memory is one term's shape, not ``N`` of them.
-    """
-
-    def __init__(self, shape: tuple[int, ...]):
-        self.sum, self.max_abs, self.scale = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-        self.lo, self.hi = np.full(shape, np.inf), np.full(shape, -np.inf)
-        self.ok = np.ones(shape, dtype=bool)
-        self.worst = (-1.0, 0, (0,) * len(shape))
-        self.plot: list[np.ndarray] = []
-        self.n = 0
-
-    def add(self, err: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> None:
-        """Fold in one chunk: ``err``, ``ref`` ``(n, *shape)``.
-
-        Raises:
-          StateError: MuJoCo's own value is not finite at a state (it overflowed: the
-            state is beyond what double precision holds); never blamed on the user's function.
-        """
-        finite = np.isfinite(ref.reshape(ref.shape[0], -1)).all(axis=1)
-        if not finite.all():
-            row = int(np.flatnonzero(~finite)[0])
-            raise StateError(f"MuJoCo's own value is not finite at state {self.n + row} (it overflowed): the state is "
-                             "beyond what double precision holds; give smaller states or ranges")
-        abs_err, abs_ref = np.abs(err), np.abs(ref)
-        self.sum += (err * _SUM_SCALE).sum(axis=0)  # scaled: a sum of 1e308 errors stays finite
-        np.minimum(self.lo, err.min(axis=0), out=self.lo)
-        np.maximum(self.hi, err.max(axis=0), out=self.hi)
-        np.maximum(self.max_abs, abs_err.max(axis=0), out=self.max_abs)
-        np.maximum(self.scale, abs_ref.max(axis=0), out=self.scale)
-        abs_ref *= rtol
-        abs_ref += atol
-        self.ok &= np.all(abs_err <= abs_ref, axis=0)
-        per_state = abs_err.reshape(abs_err.shape[0], -1).max(axis=1)
-        k = int(np.argmax(per_state))
-        if per_state[k] > self.worst[0]:
-            entry = np.unravel_index(int(np.argmax(abs_err[k])), abs_err.shape[1:])
-            self.worst = (float(per_state[k]), self.n + k, tuple(int(i) for i in entry))
-        room = PLOT_SAMPLES - sum(len(p) for p in self.plot)
-        if room > 0:
-            self.plot.append(per_state[:room])
-        self.n += err.shape[0]
-
-    def per_sample(self) -> np.ndarray:
-        return np.concatenate(self.plot)
-
-    def mean(self) -> np.ndarray:
-        """The mean error per entry (zeros before the first chunk)."""
-        return self.sum / max(self.n, 1) / _SUM_SCALE
-
-
 def chunks_of(model: mujoco.MjModel, samples: int, seed: int, states,
               ranges: Ranges | None = None) -> tuple[Chunks, int]:
     """A re-startable source of state chunks (random or given) and its length.
@@ -285,17 +183,6 @@ def chunks_of(model: mujoco.MjModel, samples: int, seed: int, states,
     if n == 0:
         raise StateError("states has no rows: give at least one state (qpos (N, nq), qvel and qacc (N, nv))")
     return (lambda: ((qpos[a : a + CHUNK], qvel[a : a + CHUNK], qacc[a : a + CHUNK]) for a in range(0, n, CHUNK))), n
-
-
-def progress(chunks: Iterable, total: int, what: str) -> Iterable:
-    """``chunks`` with a progress bar in states, on a terminal, for checks over PROGRESS_STATES."""
-    if total <= PROGRESS_STATES:
-        yield from chunks
-        return
-    with tqdm(total=total, unit="state", desc=what, disable=None, leave=False) as bar:
-        for chunk in chunks:
-            yield chunk
-            bar.update(chunk[0].shape[0])
 
 
 @user_code.quiet_arithmetic
@@ -335,10 +222,6 @@ def check(
       DerivationError: ``tau_fn`` raises or returns the wrong shape or type.
       StateError: ``states`` has the wrong shape or NaN.
     """
-    from crossdyn.experiments.core import truth_scope
-    from crossdyn.experiments.core.checks.common import model_warnings, warning_lines
-    from crossdyn.experiments.core.checks.names import conventions
-
     atol, rtol = validate.tolerances(atol, rtol)
     ranges = Ranges() if ranges is None else ranges
     truth = truth_model(model, dynamics)
@@ -382,15 +265,6 @@ def check(
     )
 
 
-def sampling_lines(model: mujoco.MjModel, total: int, seed: int, states, ranges: Ranges,
-                   parts: tuple[str, ...] = ("q", "qd", "qdd")) -> list[str]:
-    """Where a check's states came from, in words: random ones' ranges, or how many were given."""
-    if states is not None:
-        return [f"{total:,} given state{'s' if total != 1 else ''} (none drawn at random)"]
-    return [f"{total:,} random state{'s' if total != 1 else ''}, seed {seed}, uniform in:",
-            *(f"  {line}" for line in ranges.describe(model, parts))]
-
-
 # States whose torque errors the inertial-parameter fit uses (nv equations each).
 PARAMETER_STATES = 64
 
@@ -419,10 +293,6 @@ def _passes(candidate, reference, chunks, total, label, nv, torque, stats, tally
 def _parameters(model: mujoco.MjModel, truth: mujoco.MjModel, kept, atol: float, rtol: float) -> list[str]:
     """Is the torque error a change of some bodies' inertial parameters (crossdyn's own regressor), or else
     one geometric slip of the model (a link length, a joint's sign, axis or ref, a body's turn)?"""
-    from crossdyn.analytic.regressor import regressor
-    from crossdyn.experiments.core.checks import inertial, slips
-    from crossdyn.experiments.core.checks.mass_matrix import rigid_tree
-
     if kept is None:
         return []
     qpos, qvel, qacc, err, ref = kept

@@ -16,17 +16,17 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rotation import skew
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.checks import slips
-from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
-from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
-from crossdyn.experiments.core.checks.names import ROW_NAMES, body_name, dof_names, joint_label
-from crossdyn.experiments.core.checks.options import SAMPLED, begin
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.checks.target import Target, point_of, target
-from crossdyn.experiments.core.errors import ModelError, ParameterError
-from crossdyn.experiments.core.models import with_options
+from ....analytic.rotation import quat_to_matrix, skew
+from .. import user_code
+from ..errors import ModelError, ParameterError
+from ..models import with_options
+from . import slips
+from .common import Hypotheses, UserFunction, model_warnings
+from .inverse_dynamics import EntryStats, progress
+from .names import ROW_NAMES, body_name, dof_names, joint_label
+from .options import SAMPLED, begin
+from .report import CheckReport, Part
+from .target import Target, point_of, target
 
 __all__ = ["check_jacobian", "FRAMES", "loop_tangent"]
 
@@ -243,8 +243,6 @@ def _test(hyp, J_user, ref, rows, frames, other, p, alt, R, project, frees, mode
 
 def _body_rotation(model: mujoco.MjModel, body: int, q: np.ndarray) -> np.ndarray:
     """The orientation of a free body (its quaternion in qpos), ``(n, 3, 3)``."""
-    from crossdyn.analytic.rotation import quat_to_matrix
-
     j = int(np.flatnonzero(np.asarray(model.jnt_bodyid) == body)[0])
     adr = int(model.jnt_qposadr[j])
     return quat_to_matrix(q[:, adr + 3 : adr + 7])

@@ -12,15 +12,15 @@ import os
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.checks import slips
-from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
-from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
-from crossdyn.experiments.core.checks.names import body_name
-from crossdyn.experiments.core.checks.options import SAMPLED, begin
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.checks.target import point_of, target
+from ....analytic.rotation import matrix_to_quat, quat_to_matrix
+from .. import user_code
+from . import slips
+from .common import Hypotheses, UserFunction, model_warnings
+from .inverse_dynamics import EntryStats, progress
+from .names import body_name
+from .options import SAMPLED, begin
+from .report import CheckReport, Part
+from .target import point_of, target
 
 __all__ = ["check_kinematics"]
 

@@ -7,21 +7,30 @@ inertial parameters (:mod:`.inertial`), or a geometric slip (:mod:`.slips`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.checks import inertial, slips
-from crossdyn.experiments.core.checks.common import Hypotheses, UserFunction, model_warnings
-from crossdyn.experiments.core.checks.inverse_dynamics import EntryStats, progress
-from crossdyn.experiments.core.checks.names import dof_names
-from crossdyn.experiments.core.checks.options import SAMPLED, begin
-from crossdyn.experiments.core.checks.passive import PassiveEffects
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.truth import truth_model
+from ....analytic.regressor import regressor
+from ....analytic.rotation import quat_to_matrix
+from .. import user_code
+from . import inertial, slips
+from .common import (
+    EntryStats,
+    Hypotheses,
+    UserFunction,
+    mass_matrices,
+    model_warnings,
+    progress,
+)
+from .names import dof_names, joint_name
+from .options import SAMPLED, begin
+from .passive import PassiveEffects
+from .report import CheckReport, Part
+from .tree import rigid_tree
 
 __all__ = ["check_mass_matrix", "mass_matrices", "rigid_tree", "free_joints", "INERTIAL_STATES"]
 
@@ -32,34 +41,8 @@ INERTIAL_STATES = 32
 _DYNAMICS_WORDS = {"rigid-body": "armature removed", "as-modeled": "the model's armature on the diagonal"}
 
 
-def mass_matrices(model: mujoco.MjModel, q: np.ndarray, data: mujoco.MjData | None = None) -> np.ndarray:
-    """MuJoCo's ``M(q)`` at each state, ``(n, nv, nv)`` (``mj_crb`` and ``mj_fullM``)."""
-    data = mujoco.MjData(model) if data is None else data
-    out = np.empty((q.shape[0], model.nv, model.nv))
-    for k in range(q.shape[0]):
-        data.qpos[:] = q[k]
-        mujoco.mj_kinematics(model, data)
-        mujoco.mj_comPos(model, data)
-        mujoco.mj_crb(model, data)
-        mujoco.mj_fullM(model, data, out[k])
-    return out
-
-
-def rigid_tree(model: mujoco.MjModel):
-    """crossdyn's own tree of the model's rigid bodies, or None when it cannot describe the model."""
-    from crossdyn.experiments.core.checks.derivation import tree_from_model
-    from crossdyn.experiments.core.errors import ModelError
-
-    try:
-        return tree_from_model(truth_model(model, "rigid-body"))
-    except ModelError:
-        return None
-
-
 def free_joints(model: mujoco.MjModel) -> list[tuple[str, int, int]]:
     """``(name, first dof, first qpos)`` of each free joint."""
-    from crossdyn.experiments.core.checks.names import joint_name
-
     return [(joint_name(model, j), int(model.jnt_dofadr[j]), int(model.jnt_qposadr[j]))
             for j in range(model.njnt) if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
 
@@ -67,8 +50,6 @@ def free_joints(model: mujoco.MjModel) -> list[tuple[str, int, int]]:
 def pinocchio_velocity_map(model: mujoco.MjModel, q: np.ndarray, free) -> np.ndarray:
     """``T (n, nv, nv)`` with ``qvel_mujoco = T qvel_pinocchio``: a free joint's linear velocity rotated
     from the body frame (Pinocchio's free flyer) to the world (MuJoCo's)."""
-    from crossdyn.analytic.rotation import quat_to_matrix
-
     T = np.broadcast_to(np.eye(model.nv), (q.shape[0], model.nv, model.nv)).copy()
     for _, da, qa in free:
         T[:, da : da + 3, da : da + 3] = quat_to_matrix(q[:, qa + 3 : qa + 7])
@@ -148,9 +129,6 @@ def _terms(model: mujoco.MjModel, q: np.ndarray) -> dict[str, np.ndarray]:
 
 def _inertial(tree, q, error, M, atol, rtol) -> list[str]:
     """Fit ``M_yours e_i - M e_i = Y(q, 0, e_i) delta_pi`` over the kept states and every column ``i``."""
-    import dataclasses
-
-    from crossdyn.analytic.regressor import regressor
 
     still = dataclasses.replace(tree, gravity=np.zeros(3))
     n, nv = q.shape[0], tree.nv

@@ -11,16 +11,26 @@ from typing import Any
 
 import mujoco
 
-from crossdyn.experiments.core import validate
-from crossdyn.experiments.core.checks.inverse_dynamics import ATOL, RTOL
-from crossdyn.experiments.core.checks.report import CheckReport, Part
-from crossdyn.experiments.core.ranges import Ranges
+from .. import validate
+from ..models import as_model
+from ..ranges import Ranges
+from ..truth import truth_model
+from .common import load_function, state_source, warning_lines
+from .names import conventions
+from .report import CheckReport, Part
 
-__all__ = ["CheckOptions", "Check", "begin", "SAMPLED"]
+__all__ = ["CheckOptions", "Check", "begin", "SAMPLED", "ATOL", "RTOL", "TOLERANCE_REASON"]
 
 # The options of every check that draws states; a check adds "dynamics" and the
 # ranges of its function's other arguments.
 SAMPLED = ("samples", "seed", "states", "atol", "rtol", "q_range", "slide_range")
+# The default tolerance of a check: |error| <= ATOL + RTOL |reference|.  An exact
+# derivation differs from mj_inverse by double-precision round-off, ~1e-16 of the
+# torque scale times the number of operations (~1e-13 for a 30-dof tree); 1e-9
+# leaves four orders of magnitude, and is still far below any modelling error.
+ATOL = 1e-9
+RTOL = 1e-9
+TOLERANCE_REASON = "double-precision round-off with four orders of magnitude to spare"
 
 
 @dataclass(frozen=True)
@@ -102,14 +112,10 @@ class Check:
 
     def truth(self) -> mujoco.MjModel:
         """The model MuJoCo's side is computed on (:func:`~crossdyn.experiments.core.truth.truth_model`)."""
-        from crossdyn.experiments.core.truth import truth_model
-
         return truth_model(self.model, self.options.dynamics)
 
     def source(self, parts: tuple[str, ...]):
         """The states, the ``parts`` the function takes (:func:`~.common.state_source`)."""
-        from crossdyn.experiments.core.checks.common import state_source
-
         o = self.options
         return state_source(self.model, o.samples, o.seed, o.states, parts, o.ranges())
 
@@ -121,9 +127,6 @@ class Check:
         :class:`~.common.UserFunction` (for its note), ``warned`` MuJoCo's warnings while the
         truth was computed; ``fields`` replace the usual values.
         """
-        from crossdyn.experiments.core.checks.common import warning_lines
-        from crossdyn.experiments.core.checks.names import conventions
-
         sampled = {} if source is None else {
             "samples": source.total, "seed": source.seed, "sampling": list(source.sampling),
             "ranges": dict(source.ranges or {})}
@@ -140,9 +143,6 @@ def begin(check: str, fn, model: mujoco.MjModel | str | os.PathLike, given: dict
           **defaults) -> Check:
     """A check's first steps: its options (:meth:`CheckOptions.of`), the user's function and the model
     loaded (``fn`` and ``model`` as :class:`CheckOptions` says; a DerivationError or ModelError if not)."""
-    from crossdyn.experiments.core.checks.common import load_function
-    from crossdyn.experiments.core.models import as_model
-
     takes = tuple(takes)
     options = CheckOptions.of(check, given, takes, **defaults)
     fn, label = load_function(fn)

@@ -11,8 +11,8 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.attribution import SPRINGREF, Attribution, springref_model
-from crossdyn.experiments.core.truth import effects_present, truth_model
+from ..attribution import SPRINGREF, Attribution, springref_model
+from ..truth import effects_present, truth_model
 
 __all__ = ["PassiveEffects"]
 

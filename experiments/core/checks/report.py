@@ -63,7 +63,7 @@ class Part:
 
     @classmethod
     def from_stats(cls, name: str, symbol: str, labels: tuple, stats) -> Part:
-        """A part from :class:`~crossdyn.experiments.core.checks.inverse_dynamics.EntryStats` after the last chunk."""
+        """A part from :class:`~crossdyn.experiments.core.checks.common.EntryStats` after the last chunk."""
         return cls(name=name, symbol=symbol, labels=tuple(tuple(axis) for axis in labels),
                    passed=bool(stats.ok.all()), max_abs_error=float(stats.max_abs.max()),
                    scale=float(stats.scale.max()), worst_entry=stats.worst[2], worst_sample=int(stats.worst[1]),

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.analytic.rotation import matrix_to_quat, quat_to_matrix
-from crossdyn.experiments.core.checks.names import body_name, joint_name
-from crossdyn.experiments.core.truth import inverse_dynamics
+from ....analytic.rotation import matrix_to_quat, quat_to_matrix
+from ..linearize import linearize
+from ..truth import inverse_dynamics
+from .common import mass_matrices
+from .names import body_name, joint_name
 
 __all__ = ["Slip", "explain", "also", "number", "vector", "dynamics_truth", "STATES", "NONE_ALONE"]
 
@@ -454,8 +456,6 @@ def dynamics_truth(qd: np.ndarray, qdd: np.ndarray | None = None) -> Truth:
 
 def mass_matrix_truth(model: mujoco.MjModel, q: np.ndarray, dof_sign: np.ndarray) -> np.ndarray:
     """MuJoCo's ``M(q)``, ``(n, nv, nv)``; ``dof_sign`` negates a dof's row and column."""
-    from crossdyn.experiments.core.checks.mass_matrix import mass_matrices
-
     return mass_matrices(model, q) * dof_sign[:, None] * dof_sign[None, :]
 
 
@@ -504,8 +504,6 @@ def linearization_effects(model: mujoco.MjModel, lin, reduction, A_user: np.ndar
     Each hypothesis is MuJoCo's own linearization of a copy of the model without that
     effect: on one joint at a time, then on every joint carrying it.
     """
-    from crossdyn.experiments.core.linearize import linearize
-
     for words, name, where in _EFFECTS:
         values = np.asarray(getattr(model, name))
         carriers = [int(i) for i in np.flatnonzero(values)]

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.checks.names import body_name
-from crossdyn.experiments.core.errors import ParameterError
+from ..errors import ParameterError
+from .names import body_name
 
 __all__ = ["Target", "target"]
 

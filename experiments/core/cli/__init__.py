@@ -13,13 +13,14 @@ import contextlib
 import os
 import sys
 
+from .. import user_code
+from ..errors import CrossdynError
+from ..safe_text import one_line
+
 __all__ = ["main", "console", "build_parser"]
 
 # Characters of a one-line error on the terminal (user text in it can be any length).
 ERROR_LIMIT = 1000
-
-# Set once a user's code (``--from``) was imported into this process (:func:`console`).
-USER_CODE_LOADED = False
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,7 +31,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from crossdyn.experiments.core.cli import check, gains, identify, margins, run, tune
+    # Late: the commands import MuJoCo and matplotlib, which read MUJOCO_GL and MPLBACKEND (set by main).
+    from . import check, gains, identify, margins, run, tune
 
     parser = _Parser(
         prog="crossdyn",
@@ -54,12 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         argv = sys.argv[1:]
     if "--video" in argv:
         os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering; must precede importing mujoco
-    from crossdyn.experiments.core.errors import CrossdynError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(argv)  # the command line, as the HTML report shows it
-    from crossdyn.experiments.core.safe_text import one_line
 
     try:
         return args.func(args)
@@ -84,7 +84,7 @@ def console() -> None:
     flushing: their ``atexit`` handlers and non-daemon threads cannot change or delay it.
     """
     code = main()
-    if USER_CODE_LOADED:
+    if user_code.LOADED_HERE:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()

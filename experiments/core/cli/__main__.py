@@ -1,5 +1,5 @@
 """``python -m crossdyn.experiments.core.cli``: the ``crossdyn`` command."""
 
-from crossdyn.experiments.core.cli import console
+from . import console
 
 console()

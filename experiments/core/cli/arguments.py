@@ -13,10 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from crossdyn.experiments.core import validate
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.limits import SEED_MAX, WORKERS_MAX  # noqa: F401 - the tune parsers quote them here
-from crossdyn.experiments.core.runner import make_out_dir
+from .. import validate
+from ..errors import ParameterError
+from ..limits import SEED_MAX, WORKERS_MAX  # noqa: F401 - the tune parsers quote them here
+from ..runner import make_out_dir
 
 __all__ = [
     "validated",

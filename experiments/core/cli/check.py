@@ -9,11 +9,30 @@ with the helpers shared from here.
 from __future__ import annotations
 
 import argparse
+import math
+import signal
+import sys
+import time
+import warnings
 from pathlib import Path
 
-from crossdyn.experiments.core import validate
-from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.limits import ATOL_MAX, EPS_MAX, RTOL_MAX, SEED_MAX, STATES_MAX, TIMEOUT_MAX
+import numpy as np
+
+from .. import baseline, figures, validate
+from ..baseline import DEFAULT_ATOL, DEFAULT_RTOL
+from ..checks import linearization
+from ..checks.derivation import check_isolated
+from ..checks.entry_errors import entry_errors
+from ..checks.jacobian import FRAMES
+from ..checks.options import ATOL, RTOL, TOLERANCE_REASON
+from ..errors import StateError
+from ..files import as_stored, write_json
+from ..junit import write_junit
+from ..limits import ATOL_MAX, EPS_MAX, RTOL_MAX, SEED_MAX, STATES_MAX, TIMEOUT_MAX
+from ..models import load_model
+from ..runner import Outcome
+from ..truth import DYNAMICS
+from . import arguments, commands
 
 __all__ = ["add_parser", "load_states", "load_state_file", "prepare", "report_check", "add_sampling", "add_outputs",
            "add_ranges", "add_timeout", "tolerance", "state_range", "DEFAULT_OUT"]
@@ -35,11 +54,7 @@ def load_states(path: str, nq: int, nv: int):
 def load_state_file(path: str, parts: tuple[tuple[str, int], ...]):
     """Read rows ``[part_1, part_2, ...]`` from a ``.npy`` or ``.csv`` file, as :func:`load_states`: one
     ``(N, size)`` array per ``(name, size)`` of ``parts`` (e.g. ``(("q", 7), ("qd", 6))``)."""
-    import warnings
 
-    import numpy as np
-
-    from crossdyn.experiments.core.errors import StateError
 
     columns = sum(size for _, size in parts)
     layout = ", ".join(f"{name} {size}" for name, size in parts)
@@ -79,8 +94,6 @@ def load_state_file(path: str, parts: tuple[tuple[str, int], ...]):
 
 def _csv_header(file: Path, columns: int, path: str, expected: str) -> int:
     """The lines to skip before a CSV's numbers: through its header row if its first row names the columns."""
-    from crossdyn.experiments.core.errors import StateError
-
     with file.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
             cells = [cell.strip() for cell in line.split("#", 1)[0].split(",")]
@@ -159,9 +172,6 @@ class _Stopped(Exception):
 
 def _run_check(args, command) -> int:
     """Run ``command(args)`` with SIGTERM (and Ctrl-C) ending it, and its worker, with one line and nothing written."""
-    import signal
-    import sys
-
     def stop(signum, frame):
         raise _Stopped
 
@@ -189,17 +199,12 @@ def _function_stem(spec: str) -> str:
 
 def prepare(args, name: str):
     """Refuse what can be refused before anything runs: the stored baseline, the JUnit and baseline folders."""
-    from crossdyn.experiments.core import baseline
-
     return baseline.load(args.baseline, [name]) if getattr(args, "baseline", None) else None
 
 
 def _finish(args, name: str, metrics: dict, passed: bool, text: str, figure, figure_name: str, stored,
             expected: str, measured: str, seconds: float) -> int:
     """Write metrics.json and the plot, print the report, JUnit and baselines; the exit status."""
-    from crossdyn.experiments.core import baseline
-    from crossdyn.experiments.core.runner import Outcome, as_stored, write_json
-
     out_dir = arguments.make_out_dir(Path(args.out) / name)
     for folder in (getattr(args, "save_baseline", None), args.junit.parent if getattr(args, "junit", None) else None):
         if folder is not None:
@@ -216,8 +221,6 @@ def _finish(args, name: str, metrics: dict, passed: bool, text: str, figure, fig
         baseline.save(args.save_baseline, {name: as_stored(metrics)})
         print(f"  baseline saved in {args.save_baseline / (name + '.json')}")
     if getattr(args, "junit", None):
-        from crossdyn.experiments.core.junit import write_junit
-
         outcome = Outcome(name, expected, measured, passed, seconds, baseline=comparison, metrics=metrics)
         write_junit(args.junit, [outcome], out_dir.parent)
     return 0 if passed and (comparison is None or comparison.passed) else 1
@@ -230,8 +233,6 @@ def _conditions(args, **more) -> dict:
 
 
 def report_check(report, args, name: str, title: str, extra: dict, seconds: float) -> int:
-    from crossdyn.experiments.core import figures
-
     metrics = {**extra, **report.to_dict()}
     figure = figures.term_errors(report, title)
     stored = getattr(args, "_stored", None)
@@ -241,11 +242,6 @@ def report_check(report, args, name: str, title: str, extra: dict, seconds: floa
 
 
 def _cmd_check_derivation(args) -> int:
-    import time
-
-    from crossdyn.experiments.core.checks.derivation import check_isolated
-    from crossdyn.experiments.core.models import load_model
-
     name = f"check-derivation-{_function_stem(args.derivation)}"
     args._stored = prepare(args, name)
     start = time.perf_counter()
@@ -273,11 +269,6 @@ _STATE_PARTS = {
 
 def _cmd_check_quantity(args) -> int:
     """Any of kinematics, jacobian, mass-matrix, bias, energy, forward-dynamics."""
-    import time
-
-    from crossdyn.experiments.core.checks.derivation import check_isolated
-    from crossdyn.experiments.core.checks.entry_errors import entry_errors
-    from crossdyn.experiments.core.models import load_model
 
     quantity = args.quantity
     name = f"check-{quantity}-{_function_stem(args.function)}"
@@ -321,8 +312,6 @@ def add_sampling(p: argparse.ArgumentParser) -> None:
 
 def add_outputs(p: argparse.ArgumentParser) -> None:
     """--verbose, --junit and baselines, on every check command."""
-    from crossdyn.experiments.core.baseline import DEFAULT_ATOL, DEFAULT_RTOL
-
     p.add_argument("--verbose", action="store_true",
                    help="list every off entry and each part's largest error (the report otherwise groups them "
                         "and shows the first lines; metrics.json always has them all)")
@@ -336,8 +325,6 @@ def add_outputs(p: argparse.ArgumentParser) -> None:
 
 
 def _add_tolerances(p: argparse.ArgumentParser, unit: str) -> None:
-    from crossdyn.experiments.core.checks.inverse_dynamics import ATOL, RTOL, TOLERANCE_REASON
-
     p.add_argument("--atol", type=tolerance("--atol", ATOL_MAX), default=ATOL,
                    help=f"absolute tolerance, {unit} (default {ATOL:g}: {TOLERANCE_REASON})")
     p.add_argument("--rtol", type=tolerance("--rtol", RTOL_MAX), default=RTOL,
@@ -346,8 +333,6 @@ def _add_tolerances(p: argparse.ArgumentParser, unit: str) -> None:
 
 
 def _add_dynamics(p: argparse.ArgumentParser, what: str) -> None:
-    from crossdyn.experiments.core.truth import DYNAMICS
-
     p.add_argument("--dynamics", choices=DYNAMICS, default=DYNAMICS[0],
                    help=f"truth to compare with: rigid-body (default: {what} of the rigid bodies, the model's "
                    "armature, damping, stiffness and gravcomp removed) or as-modeled (kept); contacts, limits, "
@@ -394,8 +379,6 @@ def _add_quantity(checks, quantity: str) -> None:
     if quantity in ("kinematics", "jacobian"):
         _add_target(p)
     if quantity == "jacobian":
-        from crossdyn.experiments.core.checks.jacobian import FRAMES
-
         p.add_argument("--frame", choices=FRAMES, default=FRAMES[0],
                        help="world-aligned (default: MuJoCo's mj_jacSite, Pinocchio's LOCAL_WORLD_ALIGNED) or "
                             "local (the point's own axes, Pinocchio's LOCAL)")
@@ -424,8 +407,6 @@ def _numbers(what: str):
     """An argparse type: comma-separated finite numbers (``0,0.4,0,-1.2``)."""
 
     def parse(text: str):
-        import math
-
         try:
             values = [float(v) for v in text.split(",") if v.strip()]
         except ValueError:
@@ -439,12 +420,6 @@ def _numbers(what: str):
 
 
 def _cmd_check_linearization(args) -> int:
-    import time
-
-    from crossdyn.experiments.core.checks.derivation import check_isolated
-    from crossdyn.experiments.core.checks.entry_errors import entry_errors
-    from crossdyn.experiments.core.models import load_model
-
     name = f"check-linearization-{_function_stem(args.function)}"
     args._stored = prepare(args, name)
     start = time.perf_counter()
@@ -464,8 +439,6 @@ def _cmd_check_linearization(args) -> int:
 
 
 def _add_linearization(checks) -> None:
-    from crossdyn.experiments.core.checks.linearization import ATOL, RTOL, TOLERANCE_REASON
-
     help_line = "your linearization: FUNC(q, qd, u) -> (A, B) at an operating point"
     p = checks.add_parser("linearization", help=help_line, description=(
         f"{help_line}. FUNC is called once with the point's q (nq,), qd (nv,), u (nu,) and returns continuous-time "
@@ -483,10 +456,11 @@ def _add_linearization(checks) -> None:
                    metavar="U1,U2,...|hold",
                    help="its control (nu numbers; default the keyframe's or zero); 'hold': the control that holds "
                         "the pose at rest")
-    p.add_argument("--atol", type=tolerance("--atol", ATOL_MAX), default=ATOL,
-                   help=f"absolute tolerance, in A's and B's units (default {ATOL:g}: {TOLERANCE_REASON})")
-    p.add_argument("--rtol", type=tolerance("--rtol", RTOL_MAX), default=RTOL,
-                   help=f"relative tolerance, of |MuJoCo's entry| (default {RTOL:g})")
+    p.add_argument("--atol", type=tolerance("--atol", ATOL_MAX), default=linearization.ATOL,
+                   help=f"absolute tolerance, in A's and B's units (default {linearization.ATOL:g}: "
+                        f"{linearization.TOLERANCE_REASON})")
+    p.add_argument("--rtol", type=tolerance("--rtol", RTOL_MAX), default=linearization.RTOL,
+                   help=f"relative tolerance, of |MuJoCo's entry| (default {linearization.RTOL:g})")
     p.add_argument("--eps", type=arguments.number(0.0, EPS_MAX, "--eps", low_open=True), metavar="STEP",
                    help="the finite-difference step (rad, m, rad/s, control units; default: 1e-6 per direction, cut "
                         "by tenths while it makes or breaks a contact or crosses a limit); the check takes it again "
@@ -500,10 +474,6 @@ def _add_linearization(checks) -> None:
 
 def add_parser(sub) -> None:
     """Add ``check`` and its commands to the ``crossdyn`` subcommands."""
-    from crossdyn.experiments.core.checks.inverse_dynamics import ATOL, RTOL, TOLERANCE_REASON
-    from crossdyn.experiments.core.cli import commands
-    from crossdyn.experiments.core.truth import DYNAMICS
-
     p_check = sub.add_parser("check", help="cross-check a hand derivation, part by part, against MuJoCo")
     checks = p_check.add_subparsers(dest="system", required=True, metavar="WHAT")
     p_der = checks.add_parser("derivation", help="your own inverse dynamics: tau = FUNC(q, qd, qdd) in FILE.py")

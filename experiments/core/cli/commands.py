@@ -14,7 +14,7 @@ import argparse
 import importlib.metadata
 from collections.abc import Callable
 
-from crossdyn.experiments.core.errors import ParameterError
+from ..errors import ParameterError
 
 __all__ = ["GROUP", "registered_commands", "configure", "summary"]
 

@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import re
 
-from crossdyn.experiments.core.cli import arguments
+from ....controllers.lqr import GainSchedule
+from .. import user_code
+from ..errors import CrossdynError, ParameterError
+from ..registry import experiments, get
+from ..user_code import where
+from . import arguments
 
 __all__ = ["add_parser"]
 
 
 def _cmd_gains(args) -> int:
-    from crossdyn.controllers.lqr import GainSchedule
-    from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-    from crossdyn.experiments.core.registry import experiments, get
-    from crossdyn.experiments.core.user_code import where
-
     if args.sources:
-        from crossdyn.experiments.core import cli
-
-        cli.USER_CODE_LOADED = True  # its atexit handlers and threads must not decide crossdyn's exit
+        user_code.LOADED_HERE = True  # its atexit handlers and threads must not decide crossdyn's exit
         experiments(args.sources)
     exp = get(args.experiment)
     if exp.gains is None:

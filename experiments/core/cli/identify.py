@@ -25,8 +25,25 @@ import shlex
 import sys
 from pathlib import Path
 
-from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.limits import DURATION_MAX, WINDOW_MAX, WINDOW_MIN
+import mujoco
+import numpy as np
+from tqdm import tqdm
+
+from ..checks.derivation import load_derivation
+from ..errors import ParameterError
+from ..identify import outputs
+from ..identify.check_model import judge_fitted, parse_tolerance, replay
+from ..identify.excite import design, determinacy
+from ..identify.fit import WINDOW, Problem, fit_and_replay
+from ..identify.logs import Log, load_log, refuse_repeats, write_log
+from ..identify.noise import resolve
+from ..identify.outputs import plot_signals
+from ..identify.record import record
+from ..identify.spec import Quantity, parse_fit
+from ..limits import DURATION_MAX, WINDOW_MAX, WINDOW_MIN
+from ..models import load_model, model_path
+from ..runner import write_json
+from . import arguments
 
 __all__ = ["add_parser", "configure_check_model", "DEFAULT_OUT"]
 
@@ -34,8 +51,6 @@ DEFAULT_OUT = Path("results")
 
 
 def _window(p: argparse.ArgumentParser) -> None:
-    from crossdyn.experiments.core.identify.fit import WINDOW
-
     p.add_argument("--window", type=arguments.number(WINDOW_MIN, WINDOW_MAX, "--window"), default=WINDOW,
                    help=f"seconds per rollout re-anchored to the log's state (default {WINDOW})")
 
@@ -57,8 +72,6 @@ class _Stages:
     """
 
     def __init__(self, command: str, total: int):
-        from tqdm import tqdm
-
         self.command = command
         self.bar = tqdm(total=total, desc=command, unit="stage", leave=False) if sys.stdout.isatty() else None
 
@@ -166,10 +179,6 @@ def configure_check_model(p: argparse.ArgumentParser) -> None:
 
 def _load(mjcf: str, logs: list[str]):
     """Model, its spec, its name and the logs, all checked before anything is written."""
-    import mujoco
-
-    from crossdyn.experiments.core.identify.logs import load_log
-    from crossdyn.experiments.core.models import load_model, model_path
 
     path = model_path(mjcf)
     model = load_model(path)
@@ -178,14 +187,6 @@ def _load(mjcf: str, logs: list[str]):
 
 
 def _cmd_identify(args) -> int:
-    from crossdyn.experiments.core.identify import outputs
-    from crossdyn.experiments.core.identify.check_model import judge_fitted, parse_tolerance
-    from crossdyn.experiments.core.identify.fit import Problem, fit_and_replay
-    from crossdyn.experiments.core.identify.logs import refuse_repeats
-    from crossdyn.experiments.core.identify.noise import resolve
-    from crossdyn.experiments.core.identify.spec import parse_fit
-    from crossdyn.experiments.core.runner import write_json
-
     tolerance = args.tolerance or None
     parse_tolerance(tolerance)  # refused before any work
     path, model, spec, logs = _load(args.mjcf, args.log)
@@ -273,8 +274,6 @@ def _cmd_identify(args) -> int:
 
 def _refitted(targets, result, fitted: bool):
     """The targets as fixed values for a replay: the fitted ones (``fitted``) or the model's."""
-    from crossdyn.experiments.core.identify.spec import Quantity
-
     out = []
     for t, v, ok in zip(targets, result.value, result.identified, strict=True):
         value = v if fitted and ok else t.nominal
@@ -284,17 +283,8 @@ def _refitted(targets, result, fitted: bool):
 
 
 def _cmd_excite(args) -> int:
-    import numpy as np
-
-    from crossdyn.experiments.core.errors import ParameterError
-    from crossdyn.experiments.core.identify.excite import design, determinacy
-    from crossdyn.experiments.core.identify.logs import Log, write_log
-    from crossdyn.experiments.core.identify.spec import parse_fit
-    from crossdyn.experiments.core.models import load_model, model_path
-
     path = model_path(args.mjcf)
     model = load_model(path)
-    import mujoco
 
     spec = mujoco.MjSpec.from_file(str(path))
     if model.nu == 0:
@@ -326,11 +316,6 @@ def _cmd_excite(args) -> int:
 
 
 def _cmd_check_model(args) -> int:
-    from crossdyn.experiments.core.identify.check_model import parse_tolerance, replay
-    from crossdyn.experiments.core.identify.logs import refuse_repeats
-    from crossdyn.experiments.core.identify.outputs import plot_signals
-    from crossdyn.experiments.core.runner import write_json
-
     parse_tolerance(args.tolerance or None)  # refused before any work
     path, model, spec, logs = _load(args.mjcf, args.log)
     refuse_repeats(logs)
@@ -346,14 +331,6 @@ def _cmd_check_model(args) -> int:
 
 
 def _cmd_record(args) -> int:
-    import mujoco
-
-    from crossdyn.experiments.core.checks.derivation import load_derivation
-    from crossdyn.experiments.core.errors import ParameterError
-    from crossdyn.experiments.core.identify.logs import write_log
-    from crossdyn.experiments.core.identify.record import record
-    from crossdyn.experiments.core.models import load_model, model_path
-
     path = model_path(args.mjcf)
     model = load_model(path)
     if model.nu == 0:

@@ -20,8 +20,14 @@ import html
 import sys
 from pathlib import Path
 
-from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.limits import ADDED_DELAY_MAX
+from ..errors import ParameterError
+from ..figures import save
+from ..imperfections import Delay
+from ..limits import ADDED_DELAY_MAX
+from ..margins import measure_setup, registered_loops
+from ..registry import experiments, get
+from ..runner import make_out_dir, write_json, write_text
+from . import arguments
 
 __all__ = ["add_parser", "DEFAULT_OUT"]
 
@@ -53,12 +59,6 @@ def add_parser(sub) -> None:
 
 
 def _cmd_margins(args) -> int:
-    from crossdyn.experiments.core.errors import ParameterError
-    from crossdyn.experiments.core.imperfections import Delay
-    from crossdyn.experiments.core.margins import measure_setup, registered_loops
-    from crossdyn.experiments.core.registry import experiments, get
-    from crossdyn.experiments.core.runner import make_out_dir, write_json, write_text
-
     experiments()  # registers every built-in experiment and its loop
     loops = registered_loops()
     if args.experiment not in loops:
@@ -75,7 +75,6 @@ def _cmd_margins(args) -> int:
     title = f"{args.experiment}: loop margins" + (f" with a {args.delay}-period delay" if args.delay else "")
     data = {"experiment": args.experiment, "params": params, "delay_periods": args.delay, **measurement.to_json()}
     write_json(out / "margins.json", data)
-    from crossdyn.experiments.core.figures import save  # matplotlib only here
 
     save(measurement.plot(title), out, "bode.png")
     write_text(out / "index.html", _page(title, measurement))

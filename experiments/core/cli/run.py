@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
-from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.limits import SEED_MAX, TIMEOUT_MAX, WORKERS_MAX
+from .. import baseline, user_code
+from ..baseline import DEFAULT_ATOL, DEFAULT_RTOL
+from ..errors import ParameterError
+from ..junit import write_junit
+from ..limits import SEED_MAX, TIMEOUT_MAX, WORKERS_MAX
+from ..registry import experiments, get
+from ..runner import experiment_pool, pool_with_sources_imported, run_experiments, summary_table
+from ..safe_text import one_line
+from . import arguments
 
 __all__ = ["add_parser", "add_list_parser"]
 
@@ -20,17 +28,12 @@ def _load(sources, workers: int = 1, timeout: float | None = None):
     while being imported is one line; only then is it imported here, where the run
     needs its experiments' names, parameters and tolerances.
     """
-    from crossdyn.experiments.core.registry import experiments
-    from crossdyn.experiments.core.runner import experiment_pool, pool_with_sources_imported
-
     if not sources:
         pool = experiment_pool(workers)
         pool.start(wait=False)  # a first worker starts (imports MuJoCo, the registry) while this process does
     else:
         pool = pool_with_sources_imported(sources, workers, timeout=timeout)
-        from crossdyn.experiments.core import cli
-
-        cli.USER_CODE_LOADED = True  # its atexit handlers and threads must not decide crossdyn's exit
+        user_code.LOADED_HERE = True  # its atexit handlers and threads must not decide crossdyn's exit
     try:
         return experiments(sources), pool
     except BaseException:
@@ -39,9 +42,6 @@ def _load(sources, workers: int = 1, timeout: float | None = None):
 
 
 def _cmd_list(args) -> int:
-    from crossdyn.experiments.core.registry import experiments
-    from crossdyn.experiments.core.safe_text import one_line
-
     if args.sources:  # users' files: imported in a worker first (see _load)
         registry, pool = _load(args.sources)
         pool.terminate()
@@ -57,13 +57,6 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    import shlex
-
-    from crossdyn.experiments.core import baseline
-    from crossdyn.experiments.core.registry import get
-    from crossdyn.experiments.core.runner import run_experiments, summary_table
-    from crossdyn.experiments.core.safe_text import one_line
-
     registry, pool = _load(args.sources, args.workers, args.timeout)
     try:
         selected = [get(name) for name in args.names] if args.names else list(registry.values())
@@ -93,8 +86,6 @@ def _cmd_run(args) -> int:
     if args.save_baseline:
         _save_baseline(args.save_baseline, outcomes)
     if args.junit:
-        from crossdyn.experiments.core.junit import write_junit
-
         write_junit(args.junit, outcomes)
     failed = [o for o in outcomes if not o.passed]
     drifted = [o for o in outcomes if o.baseline is not None and not o.baseline.passed]
@@ -110,8 +101,6 @@ def _take_mjcf(args, selected) -> None:
     Raises:
       ParameterError: no selected experiment takes one, or ``--set mjcf=`` is given too.
     """
-    from crossdyn.experiments.core.errors import ParameterError
-
     takers = [e.name for e in selected if "mjcf" in e.params]
     if not takers:
         raise ParameterError("--mjcf: none of the selected experiments takes a model (an 'mjcf' parameter)")
@@ -128,8 +117,6 @@ def _take_mjcf(args, selected) -> None:
 
 def _save_baseline(folder: Path, outcomes) -> None:
     """Store the metrics of every experiment that ran to the end (a crash is no baseline), from memory."""
-    from crossdyn.experiments.core import baseline
-
     kept = [o for o in outcomes if o.error is None]
     baseline.save(folder, {o.name: o.metrics for o in kept})
     skipped = [o.name for o in outcomes if o.error is not None]
@@ -151,8 +138,6 @@ def add_list_parser(sub) -> None:
 
 def add_parser(sub) -> None:
     """Add ``run`` to the ``crossdyn`` subcommands."""
-    from crossdyn.experiments.core.baseline import DEFAULT_ATOL, DEFAULT_RTOL
-
     p_run = sub.add_parser("run", help="run registered experiments (all by default) and summarize")
     p_run.add_argument("names", nargs="*", metavar="NAME", help="experiments to run (see 'crossdyn list')")
     p_run.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, metavar="DIR",

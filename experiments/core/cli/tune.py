@@ -10,8 +10,13 @@ import signal
 import sys
 from pathlib import Path
 
-from crossdyn.experiments.core.cli import arguments
-from crossdyn.experiments.core.errors import ParameterError
+from .. import user_code
+from ..errors import ParameterError
+from ..sweep.choice import meets
+from ..sweep.experiment import TuneEngine, best_params, tune
+from ..sweep.search import SAMPLERS
+from ..sweep.space import DEFAULTS, SAMPLES_MAX, SEARCHES
+from . import arguments
 
 __all__ = ["add_parser"]
 
@@ -20,10 +25,6 @@ DEFAULT_OUT = Path("results")
 
 def add_parser(sub) -> None:
     """Add ``tune`` to the ``crossdyn`` subcommands."""
-    # Imported when the parser is built, not at crossdyn's start: the sweep brings NumPy and SciPy.
-    from crossdyn.experiments.core.sweep.search import SAMPLERS
-    from crossdyn.experiments.core.sweep.space import DEFAULTS, SAMPLES_MAX, SEARCHES
-
     p = sub.add_parser(
         "tune", help="sweep, search or map any experiment's parameters", usage="crossdyn tune EXPERIMENT [options]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -114,18 +115,13 @@ def _sigterm_interrupts():
 
 
 def _cmd_tune(args) -> int:
-    # Imported by the command, not at crossdyn's start (the sweep brings MuJoCo, SciPy, matplotlib).
-    from crossdyn.experiments.core.sweep.experiment import TuneEngine, best_params, tune
-
     for given, flag in ((args.sampler, "--sampler"), (args.ratios_to, "--ratios-to")):
         if given is not None and args.search != "optuna":
             raise ParameterError(f"{flag} is for --search optuna; a Latin hypercube or a grid draws blindly")
     if args.workers is not None and args.scheduler:
         raise ParameterError("--workers is for local runs; a Dask cluster's size is set by its workers")
     if args.sources:
-        from crossdyn.experiments.core import cli  # the package above this module: its flag, set here
-
-        cli.USER_CODE_LOADED = True  # its atexit handlers and threads must not decide crossdyn's exit
+        user_code.LOADED_HERE = True  # its atexit handlers and threads must not decide crossdyn's exit
     out = Path(args.out) if args.out is not None else DEFAULT_OUT / f"tune-{args.experiment}"
     arguments.out_dir(str(out))
     fixed = {**(best_params(args.set_from) if args.set_from else {}), **dict(args.set)}
@@ -198,8 +194,6 @@ def _metrics(row: dict, minimize: str | None, limits: list) -> str:
 
 def _mark(row: dict, limits: list) -> str:
     """The run's outcome, and the constraints it breaks: ``pass; breaks peak_torque<=0.3``."""
-    from crossdyn.experiments.core.sweep.choice import meets  # see _cmd_tune
-
     broken = [f"{m}{op}{v:g}" for m, op, v in limits if not meets(row, [(m, op, v)])]
     return row["outcome"] + (f"; breaks {', '.join(broken)}" if broken else "")
 

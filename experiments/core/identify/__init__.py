@@ -21,7 +21,7 @@ class _Sysid:
     command that identifies nothing (``crossdyn list``, any run) should not wait for."""
 
     def __getattr__(self, name: str) -> Any:
-        from mujoco import sysid as module
+        from mujoco import sysid as module  # late: SciPy's signal and stats, ~1 s (see the class)
 
         return getattr(module, name)
 

@@ -31,15 +31,15 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.identify.fit import START, WINDOW, Problem
-from crossdyn.experiments.core.identify.logs import Log, load_log, refuse_repeats
-from crossdyn.experiments.core.identify.noise import Noise
-from crossdyn.experiments.core.identify.power import RELEVANT, Sensitivity, own_quantities, sensitivities
-from crossdyn.experiments.core.identify.power import explain as explained
-from crossdyn.experiments.core.identify.spec import Quantity, parse_fit
-from crossdyn.experiments.core.models import load_model, model_path
-from crossdyn.experiments.core.registry import experiment
+from ..errors import ParameterError
+from ..models import load_model, model_path
+from ..registry import experiment
+from .fit import START, WINDOW, Problem
+from .logs import Log, load_log, refuse_repeats
+from .noise import Noise
+from .power import RELEVANT, Sensitivity, own_quantities, sensitivities
+from .power import explain as explained
+from .spec import Quantity, parse_fit
 
 __all__ = ["TOLERANCE", "ModelVerdict", "check_model", "replay", "judge", "judge_fitted", "register_model_check",
            "parse_tolerance", "parse_detect", "VERDICTS", "ToleranceError"]

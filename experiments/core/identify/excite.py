@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.identify import sysid
-from crossdyn.experiments.core.identify.fit import Problem
-from crossdyn.experiments.core.identify.logs import Log
-from crossdyn.experiments.core.identify.record import multisine
-from crossdyn.experiments.core.identify.spec import Quantity
+from . import sysid
+from .fit import Problem
+from .logs import Log
+from .record import multisine
+from .spec import Quantity
 
 __all__ = ["design", "determinacy", "Determinacy", "RANGE_USE", "POOR"]
 

@@ -57,10 +57,11 @@ import mujoco.rollout
 import numpy as np
 from absl import logging as absl_logging
 
-from crossdyn.experiments.core.identify import sysid
-from crossdyn.experiments.core.identify.logs import Log, LogError
-from crossdyn.experiments.core.identify.noise import Noise, resolve
-from crossdyn.experiments.core.identify.spec import Quantity, SpecError, native_delay
+from ..models import mujoco_warnings
+from . import sysid
+from .logs import Log, LogError
+from .noise import Noise, resolve
+from .spec import Quantity, SpecError, native_delay
 
 __all__ = ["Problem", "FitResult", "WINDOW", "START", "fit", "fit_and_replay", "residual_checks"]
 
@@ -668,8 +669,6 @@ class Problem:
         Raises:
           LogError: the first window whose prediction is not finite.
         """
-        from crossdyn.experiments.core.models import mujoco_warnings
-
         with mujoco_warnings() as warnings:  # MuJoCo resets a simulation that blows up, with a warning
             r = self.predict(x)
         if warnings:
@@ -1001,7 +1000,7 @@ def _intervals(problem: Problem, r: np.ndarray, jac: np.ndarray) -> np.ndarray:
       with W - 1 degrees of freedom.  It stays honest when the model replays the log less
       well than its noise and the errors run together within a window.
     """
-    from scipy import stats
+    from scipy import stats  # late: SciPy's stats costs every command's start-up ~0.5 s; only the intervals use it
 
     p, windows, rows = problem.p, len(problem.windows), problem.window_rows()
     starts = np.concatenate([jac[a:b, p + w * problem.na : p + (w + 1) * problem.na]

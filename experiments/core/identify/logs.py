@@ -29,8 +29,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import CrossdynError
-from crossdyn.experiments.core.limits import LOG_ROWS_MIN
+from ..errors import CrossdynError
+from ..limits import LOG_ROWS_MIN
 
 __all__ = ["LogError", "Log", "load_log", "write_log", "refuse_repeats", "KINDS"]
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.identify.logs import Log, LogError
+from .logs import Log, LogError
 
 __all__ = ["Noise", "NoiseError", "parse_noise", "resolve", "estimate", "grid_step", "SOURCES", "AGREEMENT"]
 

@@ -14,17 +14,21 @@ held over the step).  A sensor's bias has no MJCF attribute: it stays in the JSO
 
 from __future__ import annotations
 
+import html
 import math
 import re
 import shutil
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.identify.fit import FitResult
-from crossdyn.experiments.core.identify.spec import Quantity
+from ..html_report import PAGE, versions
+from ..safe_text import escape as safe
+from .fit import FitResult
+from .spec import Quantity
 
 __all__ = ["sentence", "sentences", "as_json", "write_xml", "write_values", "plot_signals", "figure_signals",
            "write_html"]
@@ -319,7 +323,7 @@ def write_values(model_path: Path, values: list[tuple[str, str, str, np.ndarray]
 def plot_signals(path: Path, time: np.ndarray, measured: dict[str, np.ndarray], nominal: dict[str, np.ndarray],
                  identified: dict[str, np.ndarray] | None, title: str) -> Path:
     """One figure per log: each logged reading, measured / model / identified model (if any), against time."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # late: pyplot's start-up is for commands that plot a log
 
     fig = figure_signals(time, measured, nominal, identified, title)
     fig.savefig(path, dpi=90)
@@ -339,10 +343,10 @@ def figure_signals(time: np.ndarray, measured: dict[str, np.ndarray], nominal: d
     Each axis is scaled to the measured reading (plus :data:`PLOT_MARGIN`), not to a replay
     that diverges from it; a replay that leaves the axis is labelled so.
     """
-    import matplotlib
+    import matplotlib  # late, as in plot_signals; the backend is set before pyplot is imported
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after use("Agg"): the backend must be chosen first
 
     keys = list(measured)
     fig, axes = plt.subplots(len(keys), 1, figsize=(10, 2.2 * len(keys) + 0.6), sharex=True, squeeze=False)
@@ -377,11 +381,6 @@ def figure_signals(time: np.ndarray, measured: dict[str, np.ndarray], nominal: d
 def write_html(path: Path, *, title: str, command: str, lines: list[str], table: list[dict], residuals: dict,
                validation: dict, plots: list[str]) -> Path:
     """``index.html`` in the style of ``crossdyn run``'s report: the sentences, the table, residuals, plots."""
-    import html
-    from urllib.parse import quote
-
-    from crossdyn.experiments.core.html_report import PAGE, versions
-    from crossdyn.experiments.core.safe_text import escape as safe
 
     def escape(text) -> str:
         return html.escape(safe(str(text)))

@@ -32,10 +32,9 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from scipy import stats
 
-from crossdyn.experiments.core.identify.fit import START_RCOND, Problem, residual_checks
-from crossdyn.experiments.core.identify.spec import Quantity, parse_fit
+from .fit import START_RCOND, Problem, residual_checks
+from .spec import Quantity, parse_fit
 
 __all__ = ["Sensitivity", "Explanation", "own_quantities", "sensitivities", "explain", "refit", "critical", "ALPHA",
            "RELEVANT"]
@@ -125,6 +124,8 @@ def own_quantities(model: mujoco.MjModel, spec: mujoco.MjSpec, model_name: str,
 
 def critical(tests: int, one_sided: bool, df: float | None = None) -> float:
     """The critical value of one of ``tests`` tests at family-wise rate :data:`ALPHA` (Student's t at ``df``)."""
+    from scipy import stats  # late: SciPy's stats costs every command's start-up ~0.5 s (``crossdyn list`` included)
+
     tail = ALPHA / max(tests, 1) / (1 if one_sided else 2)
     return float(stats.t.isf(tail, df) if df is not None else stats.norm.isf(tail))
 

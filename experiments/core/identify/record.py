@@ -29,12 +29,12 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import user_code
-from crossdyn.experiments.core.errors import DerivationError, ParameterError
-from crossdyn.experiments.core.identify.logs import load_log
-from crossdyn.experiments.core.identify.noise import parse_noise
-from crossdyn.experiments.core.limits import DURATION_MAX
-from crossdyn.experiments.core.validate import seed as validate_seed
+from .. import user_code
+from ..errors import DerivationError, ParameterError
+from ..limits import DURATION_MAX
+from ..validate import seed as validate_seed
+from .logs import load_log
+from .noise import parse_noise
 
 __all__ = ["record", "multisine", "Reading", "columns_of"]
 

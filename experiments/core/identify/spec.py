@@ -28,6 +28,7 @@ no modifier: :mod:`.fit` applies them to the commands and the predicted readings
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import re
 from collections.abc import Callable
@@ -36,9 +37,9 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import CrossdynError
-from crossdyn.experiments.core.identify import sysid
-from crossdyn.experiments.core.limits import COMMAND_DELAY_MAX
+from ..errors import CrossdynError
+from ..limits import COMMAND_DELAY_MAX
+from . import sysid
 
 __all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR", "ATTRIBUTES"]
 
@@ -252,8 +253,6 @@ def parse_fit(specs: list[str], model: mujoco.MjModel, spec: mujoco.MjSpec, mode
       SpecError: a quantity that is not of the grammar, or whose name matches nothing
         (with the closest name).
     """
-    import difflib
-
     found: list[tuple[str, str, str, int | None]] = []
     for text in specs:
         text = text.strip()

@@ -31,10 +31,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.identify.spec import ATTRIBUTES, GRAMMAR
+from ..errors import ParameterError
+from ..models import load_model, model_path
+from .outputs import write_values
+from .spec import ATTRIBUTES, GRAMMAR
 
 __all__ = ["Uncertain", "read_identified", "check_elements", "draw", "write_model", "columns", "MJCF_PARAM"]
 
@@ -153,9 +156,6 @@ def check_elements(params: list[Uncertain], mjcf: str) -> None:
       ParameterError: an element the model lacks (the identification was of another model).
       ModelError: the model cannot be loaded.
     """
-    import mujoco
-
-    from crossdyn.experiments.core.models import load_model, model_path
 
     model = load_model(mjcf)
     kinds = {"body": mujoco.mjtObj.mjOBJ_BODY, "joint": mujoco.mjtObj.mjOBJ_JOINT,
@@ -189,9 +189,6 @@ def write_model(mjcf: str, values: dict[str, float], params: list[Uncertain], ou
     Returns:
       the path of the written MJCF.
     """
-    from crossdyn.experiments.core.identify.outputs import write_values
-    from crossdyn.experiments.core.models import load_model, model_path
-
     path = model_path(mjcf)
     quantities = [(p.kind, p.element, p.attr, np.array([values[c] for c in p.columns()])) for p in params]
     return write_values(path, quantities, load_model(path), out, "model.xml")

@@ -28,14 +28,14 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from crossdyn.experiments.core.errors import ControllerError, ParameterError, StateError
-from crossdyn.experiments.core.imperfections import Bound, Imperfection
-from crossdyn.experiments.core.loop import setup
-from crossdyn.experiments.core.loop.control_rate import control_period
-from crossdyn.experiments.core.loop.kinds import CommandWriter, CompiledController, Starting
-from crossdyn.experiments.core.loop.trace import Observation, Trace, applied, ctrl_clamp
-from crossdyn.experiments.core.models import as_model
-from crossdyn.experiments.core.regulator import Regulator, Switch
+from ..errors import ControllerError, ParameterError, StateError
+from ..imperfections import Bound, Imperfection
+from ..models import as_model
+from ..regulator import Regulator, Switch
+from . import setup
+from .control_rate import control_period
+from .kinds import CommandWriter, CompiledController, Starting
+from .trace import Observation, Trace, applied, ctrl_clamp
 
 __all__ = ["simulate_batch"]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.c_controller import (
+from ..c_controller import (
     CompileError,
     cache_dir,
     compiler,

@@ -22,7 +22,7 @@ import contextvars
 import math
 from collections.abc import Iterator
 
-from crossdyn.experiments.core.errors import ParameterError
+from ..errors import ParameterError
 
 __all__ = ["control_period", "period_in_effect"]
 

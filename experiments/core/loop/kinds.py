@@ -13,8 +13,8 @@ from typing import Any, Protocol, runtime_checkable
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.loop.trace import Observation
+from ..errors import ParameterError
+from .trace import Observation
 
 __all__ = ["Controller", "CommandWriter", "CompiledController", "Starting", "HasControlPeriod",
            "ChecksControlPeriod", "kind_of", "KINDS"]

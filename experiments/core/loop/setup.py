@@ -18,14 +18,14 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core import validate
-from crossdyn.experiments.core.errors import ControllerError, ParameterError
-from crossdyn.experiments.core.imperfections import Bound, Imperfection, bind
-from crossdyn.experiments.core.limits import DURATION_MAX
-from crossdyn.experiments.core.linearize import check_quaternions, keyframe_id, state_vector
-from crossdyn.experiments.core.loop.control_rate import period_in_effect
-from crossdyn.experiments.core.loop.kinds import ChecksControlPeriod, HasControlPeriod, kind_of
-from crossdyn.experiments.core.models import mujoco_warnings
+from .. import validate
+from ..errors import ControllerError, ParameterError
+from ..imperfections import Bound, Imperfection, bind
+from ..limits import DURATION_MAX
+from ..linearize import check_quaternions, keyframe_id, state_vector
+from ..models import mujoco_warnings
+from .control_rate import period_in_effect
+from .kinds import ChecksControlPeriod, HasControlPeriod, kind_of
 
 __all__ = ["Timing", "timing", "bind_run", "initial_state", "Commands", "call_failed", "at",
            "refused_control", "WATCHED", "quiet"]

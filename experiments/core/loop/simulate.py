@@ -29,12 +29,13 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crossdyn.experiments.core.errors import ControllerError, CrossdynError, ModelError, ParameterError
-from crossdyn.experiments.core.imperfections import Bound, Imperfection
-from crossdyn.experiments.core.loop import compiled as compiled_loop
-from crossdyn.experiments.core.loop.control_rate import control_period
-from crossdyn.experiments.core.loop.kinds import CommandWriter, CompiledController, Controller, Starting
-from crossdyn.experiments.core.loop.setup import (
+from ..errors import ControllerError, CrossdynError, ModelError, ParameterError
+from ..imperfections import Bound, Imperfection
+from ..models import as_model
+from . import compiled as compiled_loop
+from .control_rate import control_period
+from .kinds import CommandWriter, CompiledController, Controller, Starting
+from .setup import (
     WATCHED,
     Commands,
     at,
@@ -45,8 +46,7 @@ from crossdyn.experiments.core.loop.setup import (
     refused_control,
     timing,
 )
-from crossdyn.experiments.core.loop.trace import Observation, Trace, applied, ctrl_clamp
-from crossdyn.experiments.core.models import as_model
+from .trace import Observation, Trace, applied, ctrl_clamp
 
 __all__ = ["simulate"]
 
@@ -289,7 +289,7 @@ class _Film:
 
     def write(self, path: Path) -> None:
         try:
-            import imageio.v3 as iio
+            import imageio.v3 as iio  # late: optional (the video extra)
         except ImportError:
             raise CrossdynError("a video needs imageio and imageio-ffmpeg: pip install -e '.[video]'") from None
         if not self.frames:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from crossdyn.experiments.core.sweep.table import cell
+from .table import cell
 
 __all__ = ["best_row", "meets", "pareto_front"]
 

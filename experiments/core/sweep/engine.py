@@ -20,9 +20,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from crossdyn.experiments.core import dask_client
-from crossdyn.experiments.core import isolation as isolated
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
+from threadpoolctl import threadpool_limits
+
+from .. import dask_client
+from .. import isolation as isolated
+from ..errors import CrossdynError, ParameterError
 
 __all__ = ["TuneEngine", "Engine", "engine", "in_this_process", "Isolation", "Divisible", "timed", "IN_FLIGHT",
            "CONNECT_TIMEOUT"]
@@ -68,8 +70,6 @@ class TuneEngine:
 
 def timed(evaluate: Evaluate, job) -> tuple[dict, float, str]:
     """``evaluate(job)`` with its wall time and where it ran (for ``timings.csv`` only), BLAS on one thread."""
-    from threadpoolctl import threadpool_limits
-
     start = time.perf_counter()
     with threadpool_limits(1, user_api="blas"):
         row = evaluate(job)
@@ -87,7 +87,6 @@ class Engine(NamedTuple):
 class Divisible(Protocol):
     """A job of several runs (a batch): when its worker dies, its ``halves()`` are run again apart, down to the
     run that took it down (``()`` for a job of one run)."""
-
     def halves(self) -> tuple: ...
 
 

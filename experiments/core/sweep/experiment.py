@@ -24,22 +24,23 @@ from typing import Any
 
 import numpy as np
 
-from crossdyn.experiments.core.baseline import NOT_MEASURED, numeric_metrics
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.identify import vary as varied_model
-from crossdyn.experiments.core.registry import experiments, loadable, unloaded
-from crossdyn.experiments.core.runner import Context, make_out_dir, pool_with_sources_imported, write_json
-from crossdyn.experiments.core.sweep import engine as engines
-from crossdyn.experiments.core.sweep import plots as sweep_plots
-from crossdyn.experiments.core.sweep import run as sweep_run
-from crossdyn.experiments.core.sweep import table
-from crossdyn.experiments.core.sweep.choice import best_row
-from crossdyn.experiments.core.sweep.engine import TuneEngine
-from crossdyn.experiments.core.sweep.search import SAMPLERS
-from crossdyn.experiments.core.sweep.search import search as optuna_search
-from crossdyn.experiments.core.sweep.space import DEFAULTS, Vary, parse_constraint, parse_vary, plan, refuse_lists
-from crossdyn.experiments.core.sweep.table import TEXTS, cell
-from crossdyn.experiments.core.validate import seed as validate_seed
+from ..baseline import NOT_MEASURED, numeric_metrics
+from ..errors import CrossdynError, ParameterError
+from ..files import make_out_dir, write_json
+from ..identify import vary as varied_model
+from ..registry import experiments, loadable, unloaded
+from ..runner import Context, pool_with_sources_imported
+from ..validate import seed as validate_seed
+from . import engine as engines
+from . import plots as sweep_plots
+from . import run as sweep_run
+from . import table
+from .choice import best_row
+from .engine import TuneEngine
+from .search import SAMPLERS
+from .search import search as optuna_search
+from .space import DEFAULTS, Vary, parse_constraint, parse_vary, plan, refuse_lists
+from .table import TEXTS, cell
 
 __all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult", "TuneEngine", "best_params",
            "SAMPLERS"]

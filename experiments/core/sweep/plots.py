@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 from matplotlib import ticker
 
-from crossdyn.experiments.core import figures as plots
-from crossdyn.experiments.core.baseline import DEFAULT_TOLERANCE, Tolerance
-from crossdyn.experiments.core.runner import write_json
-from crossdyn.experiments.core.sweep.choice import best_row, pareto_front
-from crossdyn.experiments.core.sweep.table import cell
+from .. import figures as plots
+from ..baseline import DEFAULT_TOLERANCE, Tolerance
+from ..files import write_json
+from .choice import best_row, pareto_front
+from .table import cell
 
 __all__ = ["draw", "heat", "outline", "holding_region", "held_map", "constant", "figures"]
 

@@ -9,9 +9,11 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from crossdyn.experiments.core import isolation
-from crossdyn.experiments.core.sweep import engine as engines
-from crossdyn.experiments.core.sweep import table
+from tqdm import tqdm
+
+from .. import isolation
+from . import engine as engines
+from . import table
 
 __all__ = ["SweepResult", "run_samples", "Batch", "in_batches", "Meter", "Progress", "BATCH_RUNS", "ended"]
 
@@ -63,8 +65,6 @@ class Meter:
         self.total, self.done, self.failed, self.desc, self.unit = total, done, failed, desc, unit
         self.bar = None
         if progress is True:
-            from tqdm import tqdm
-
             self.bar = tqdm(total=total, initial=done, desc=desc, unit=unit, dynamic_ncols=True)
             self.bar.set_postfix(failed=failed)
 

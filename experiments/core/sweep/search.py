@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from crossdyn.experiments.core.errors import CrossdynError, ParameterError
-from crossdyn.experiments.core.sweep import table
-from crossdyn.experiments.core.sweep.run import Meter, Progress
-from crossdyn.experiments.core.sweep.space import Vary
+from ..errors import CrossdynError, ParameterError
+from . import table
+from .run import Meter, Progress
+from .space import Vary
 
 __all__ = ["search", "sampler", "suggest_ratios", "SAMPLERS", "FRONT_LEVELS"]
 
@@ -47,7 +47,7 @@ def sampler(name: str, seed: int, **gp):
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
-    from crossdyn.experiments.core.epsilon_sampler import EpsilonConstraintSampler  # imports Optuna
+    from ..epsilon_sampler import EpsilonConstraintSampler  # late: it imports Optuna
 
     return EpsilonConstraintSampler(seed=seed, **gp)
 

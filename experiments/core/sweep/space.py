@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.limits import RUNS_MAX as SAMPLES_MAX
-from crossdyn.experiments.core.registry import Param
+from ..errors import ParameterError
+from ..limits import RUNS_MAX as SAMPLES_MAX
+from ..registry import Param
 
 __all__ = ["Vary", "parse_vary", "parse_constraint", "plan", "product", "SEARCHES", "SAMPLES_MAX", "DEFAULTS"]
 
@@ -156,7 +156,7 @@ def plan(space: list[Vary], search: str, samples: int, seed: int) -> list[tuple[
         raise ParameterError(f"--samples must be from 1 to {SAMPLES_MAX:,}, got {samples:,}")
     refuse_lists(space, search)
     if search == "lhs":
-        from scipy.stats import qmc
+        from scipy.stats import qmc  # late: SciPy's stats costs every command's start-up ~0.5 s
 
         unit = qmc.LatinHypercube(d=len(space), rng=np.random.default_rng(seed)).random(samples)
         return [("lhs", {v.name: v.value(u) for v, u in zip(space, row, strict=False)}) for row in unit]

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
 import io
 import math
+import os
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
-from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.runner import make_out_dir, write_text
+from ..errors import ParameterError
+from ..files import make_out_dir, write_text
 
 __all__ = ["exists", "read", "read_done", "write", "appending", "locked", "cell", "TEXTS"]
 
@@ -37,9 +39,6 @@ def locked(folder: Path):
     The lock is ``flock`` on the folder itself: no file left behind, and let go when the
     process dies.  A folder made here and still empty when the sweep raises is removed.
     """
-    import fcntl
-    import os
-
     folder = Path(folder)
     created = [p for p in (folder, *folder.parents) if not p.exists()]  # leaf first
     folder = make_out_dir(folder)
@@ -150,7 +149,7 @@ def read_done(path: Path, keys: dict[int, dict[str, str]], columns: Sequence[str
 
 
 def write(path: Path, rows: list[dict], columns: Sequence[str]) -> None:
-    """Write the table atomically (:func:`~crossdyn.experiments.core.runner.write_text`)."""
+    """Write the table atomically (:func:`~crossdyn.experiments.core.files.write_text`)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, list(columns), lineterminator="\n", restval="")
     writer.writeheader()
