@@ -31,10 +31,10 @@ import mujoco
 import numpy as np
 
 from crossdyn.analytic import kinematics
-from crossdyn.experiments.core.checks.derivation import tree_from_model
-from crossdyn.experiments.core.checks.inverse_dynamics import sample_states
+from crossdyn.experiments.core.checks.common import sample_states
 from crossdyn.experiments.core.checks.jacobian import check_jacobian
 from crossdyn.experiments.core.checks.mass_matrix import check_mass_matrix
+from crossdyn.experiments.core.checks.tree import tree_from_model
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.truth import truth_model
 from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)

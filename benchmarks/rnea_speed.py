@@ -22,8 +22,8 @@ import numpy as np
 
 from crossdyn.analytic.rnea import rnea
 from crossdyn.analytic.unit_vector import mass_matrix_and_bias
-from crossdyn.experiments.core.checks.derivation import tree_from_model
-from crossdyn.experiments.core.checks.inverse_dynamics import sample_states
+from crossdyn.experiments.core.checks.common import sample_states
+from crossdyn.experiments.core.checks.tree import tree_from_model
 from crossdyn.experiments.core.models import load_model
 from timing import best_time  # benchmarks/timing.py (the script folder is on sys.path)
 

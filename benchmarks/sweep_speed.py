@@ -31,7 +31,8 @@ from mujoco import rollout
 from crossdyn.experiments.cart_pole import design
 from crossdyn.experiments.common.cart_chain import balance
 from crossdyn.experiments.core.models import load_model
-from crossdyn.experiments.core.sweep.experiment import TuneEngine, tune
+from crossdyn.experiments.core.sweep.engine import TuneEngine
+from crossdyn.experiments.core.sweep.experiment import tune
 
 DURATION = 8.0  # s: cart-pole-lqr's full runs
 CHUNK = 64  # rollouts per call: the state output stays small

@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 from crossdyn.experiments.biped.tune import BALANCE
-from crossdyn.experiments.core.sweep.experiment import TuneEngine, tune
+from crossdyn.experiments.core.sweep.engine import TuneEngine
+from crossdyn.experiments.core.sweep.experiment import tune
 
 
 def _sweep(out: Path, args, **engine) -> None:

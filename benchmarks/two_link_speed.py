@@ -17,7 +17,7 @@ import functools
 import mujoco
 
 from crossdyn.analytic.two_link import VARIANTS
-from crossdyn.experiments.core.checks.inverse_dynamics import sample_states
+from crossdyn.experiments.core.checks.common import sample_states
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.truth import inverse_dynamics
 from crossdyn.experiments.two_link import two_link_params

@@ -14,9 +14,9 @@ from pathlib import Path
 from ..analytic.rnea import rnea
 from .common.unit_vector_matrices import MATRIX_RTOL, unit_vector_errors
 from .core import figures
-from .core.checks.derivation import tree_from_model
 from .core.checks.inverse_dynamics import check
 from .core.checks.report import CheckReport
+from .core.checks.tree import tree_from_model
 from .core.models import load_model
 from .core.registry import Param, Verdict, experiment
 from .core.runner import Context

@@ -23,7 +23,8 @@ from ..analytic import two_link
 from ..analytic.two_link import VARIANTS, TwoLinkParams
 from .common.two_link_arm import two_link_params
 from .core import figures
-from .core.checks.inverse_dynamics import check, sample_states
+from .core.checks.common import sample_states
+from .core.checks.inverse_dynamics import check
 from .core.checks.report import CheckReport
 from .core.cli.check import add_outputs, add_sampling, load_states, prepare, report_check
 from .core.errors import ParameterError

@@ -16,7 +16,7 @@ import numpy as np
 from ..analytic.rnea import rnea
 from ..analytic.unit_vector import integrate_dynamics
 from .core import figures
-from .core.checks.derivation import tree_from_model
+from .core.checks.tree import tree_from_model
 from .core.models import load_model, with_options
 from .core.registry import Param, Verdict, experiment
 from .core.runner import Context

@@ -396,7 +396,7 @@ def test_cli_baseline_drift_exits_1(tmp_path, capsys):
 
 
 def test_cli_states_files(tmp_path, capsys):
-    from crossdyn.experiments.core.checks.inverse_dynamics import sample_states
+    from crossdyn.experiments.core.checks.common import sample_states
     from crossdyn.experiments.core.models import load_model
 
     model = load_model(FLOAT)

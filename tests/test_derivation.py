@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from crossdyn.experiments.core.checks.derivation import check_derivation, load_derivation
+from crossdyn.experiments.core.checks.common import load_derivation
+from crossdyn.experiments.core.checks.derivation import check_derivation
 from crossdyn.experiments.core.checks.inverse_dynamics import check
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.errors import DerivationError

@@ -22,11 +22,12 @@ from crossdyn.experiments.biped.free_hip import FIVE_BAR, ROD, free_hip_params, 
 from crossdyn.experiments.biped.model import STANCE, biped_params, stand_pose
 from crossdyn.experiments.core.c_controller import compiler
 from crossdyn.experiments.core.checks.forward_dynamics import check_forward_dynamics
-from crossdyn.experiments.core.checks.linearization import Reduction, check_linearization
+from crossdyn.experiments.core.checks.linearization import check_linearization
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.errors import ModelError, ParameterError
 from crossdyn.experiments.core.linearize import linearize
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.reduction import Reduction
 from support import assert_close
 
 GO2W = Path(__file__).parent / "models" / "go2w" / "go2w.urdf"

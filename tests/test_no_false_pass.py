@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import crossdyn as cd
-from crossdyn.experiments.core.checks.inverse_dynamics import sample_states
+from crossdyn.experiments.core.checks.common import sample_states
 from crossdyn.experiments.core.errors import DerivationError, ParameterError, StateError
 from crossdyn.experiments.core.ranges import TURN, Ranges
 from crossdyn.testing import assert_derivation, assert_mass_matrix

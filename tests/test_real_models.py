@@ -22,7 +22,8 @@ import pytest
 
 from crossdyn.experiments.core.checks import common as check_common
 from crossdyn.experiments.core.checks import inverse_dynamics as id_check
-from crossdyn.experiments.core.checks.derivation import check_derivation, load_derivation
+from crossdyn.experiments.core.checks.common import load_derivation
+from crossdyn.experiments.core.checks.derivation import check_derivation
 from crossdyn.experiments.core.checks.report import off_entries
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.errors import ParameterError

@@ -11,8 +11,8 @@ import pytest
 
 from crossdyn.analytic.rnea import Tree, apply_spatial_inertia, rnea, spatial_inertia
 from crossdyn.analytic.two_link import lagrange, newton_euler
-from crossdyn.experiments.core.checks.derivation import tree_from_model
-from crossdyn.experiments.core.checks.inverse_dynamics import sample_states
+from crossdyn.experiments.core.checks.common import sample_states
+from crossdyn.experiments.core.checks.tree import tree_from_model
 from crossdyn.experiments.core.models import load_model, model_path
 from crossdyn.experiments.core.truth import inverse_dynamics, truth_model
 from crossdyn.experiments.two_link import two_link_params

@@ -24,8 +24,9 @@ import time
 import pytest
 
 from crossdyn.experiments.core.cli import main
+from crossdyn.experiments.core.files import write_json
 from crossdyn.experiments.core.registry import Experiment, get
-from crossdyn.experiments.core.runner import Outcome, run_experiments, summary_table, write_json
+from crossdyn.experiments.core.runner import Outcome, run_experiments, summary_table
 
 # Short experiments of different lengths, so that parallel ones finish out of run order.
 PARALLEL = ["two-link-scope", "two-link-lagrange", "rnea-two-link-arm", "five-bar"]

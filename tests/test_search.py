@@ -15,7 +15,8 @@ from crossdyn.experiments.biped import tune as biped
 from crossdyn.experiments.biped.scenarios import WEIGHTS
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.errors import ParameterError
-from crossdyn.experiments.core.sweep.experiment import TuneEngine, tune
+from crossdyn.experiments.core.sweep.engine import TuneEngine
+from crossdyn.experiments.core.sweep.experiment import tune
 
 SEARCH = dict(search="optuna", samples=3, seed=4, fixed={"duration_s": "1.0"}, plots=False)
 

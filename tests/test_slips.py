@@ -19,11 +19,12 @@ from crossdyn.experiments.core.checks.derivation import check_derivation
 from crossdyn.experiments.core.checks.energy import check_energy
 from crossdyn.experiments.core.checks.jacobian import check_jacobian
 from crossdyn.experiments.core.checks.kinematics import check_kinematics
-from crossdyn.experiments.core.checks.linearization import Reduction, check_linearization
+from crossdyn.experiments.core.checks.linearization import check_linearization
 from crossdyn.experiments.core.checks.mass_matrix import check_mass_matrix
 from crossdyn.experiments.core.checks.report import Part, group_entries
 from crossdyn.experiments.core.checks.slips import number, vector
 from crossdyn.experiments.core.models import load_model
+from crossdyn.experiments.core.reduction import Reduction
 
 HERE = Path(__file__).parent
 SLIPS = HERE / "derivations" / "slips.py"
@@ -161,7 +162,7 @@ def _tree_with(model, field: str, body: str, change):
     """crossdyn's own rigid-body tree of ``model`` with ``change`` added to one body's ``field`` (a slip)."""
     import dataclasses
 
-    from crossdyn.experiments.core.checks.derivation import tree_from_model
+    from crossdyn.experiments.core.checks.tree import tree_from_model
     from crossdyn.experiments.core.truth import truth_model
 
     tree = tree_from_model(truth_model(model))

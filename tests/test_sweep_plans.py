@@ -10,6 +10,7 @@ import resource
 import pytest
 
 from crossdyn.experiments.core.errors import ParameterError
+from crossdyn.experiments.core.limits import RUNS_MAX
 from crossdyn.experiments.core.registry import Param
 from crossdyn.experiments.core.sweep import choice, search, space
 from crossdyn.experiments.core.sweep.engine import TuneEngine
@@ -104,7 +105,7 @@ def test_huge_plans_are_refused_before_anything_is_allocated():
     with pytest.raises(ParameterError, match="the grid has 1,000,000 combinations"):
         space.plan(space.parse_vary([f"a={thousand}", f"b={thousand}"], PARAMS, "x"), "grid", 1, seed=0)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # kB: nothing big was built
-    assert len(space.plan(ranged, "lhs", space.SAMPLES_MAX, seed=0)) == space.SAMPLES_MAX  # the cap itself plans
+    assert len(space.plan(ranged, "lhs", RUNS_MAX, seed=0)) == RUNS_MAX  # the cap itself plans
 
 
 def test_the_engine_options_are_checked_where_they_are_given():

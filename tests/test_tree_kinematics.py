@@ -17,8 +17,8 @@ import pytest
 from crossdyn.analytic import kinematics
 from crossdyn.analytic.regressor import body_properties, energy_regressor, inertial_parameters, regressor
 from crossdyn.analytic.rnea import rnea
-from crossdyn.experiments.core.checks.derivation import tree_from_model
-from crossdyn.experiments.core.checks.inverse_dynamics import sample_states
+from crossdyn.experiments.core.checks.common import sample_states
+from crossdyn.experiments.core.checks.tree import tree_from_model
 from crossdyn.experiments.core.models import load_model, with_options
 from crossdyn.experiments.core.truth import truth_model
 from support import assert_close

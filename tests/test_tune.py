@@ -29,7 +29,8 @@ from crossdyn.experiments.core.registry import experiments
 from crossdyn.experiments.core.runner import Context
 from crossdyn.experiments.core.sweep import engine as engines
 from crossdyn.experiments.core.sweep import space
-from crossdyn.experiments.core.sweep.experiment import Job, JobBatch, TuneEngine, evaluate, failed_row, tune
+from crossdyn.experiments.core.sweep.engine import TuneEngine
+from crossdyn.experiments.core.sweep.experiment import Job, JobBatch, evaluate, failed_row, tune
 
 SWEEP = dict(samples=3, seed=5, fixed={"duration_s": "1.0"}, plots=False)  # 4 runs of 1 s: fast, and enough to
 # reorder across workers

@@ -7,7 +7,8 @@ import pytest
 from crossdyn.experiments.core import registry
 from crossdyn.experiments.core.errors import ParameterError
 from crossdyn.experiments.core.sweep import experiment as sweep
-from crossdyn.experiments.core.sweep.experiment import Job, JobBatch, TuneEngine, evaluate, evaluate_batch, tune
+from crossdyn.experiments.core.sweep.engine import TuneEngine
+from crossdyn.experiments.core.sweep.experiment import Job, JobBatch, evaluate, evaluate_batch, tune
 
 # A 2 x 2 grid over the LQR weights (r = 1e-6 and q_angle = 1000 make failing, not erroring, runs), short runs.
 VARY = ["q_angle=1:1000:log", "r=0.000001:1:log"]

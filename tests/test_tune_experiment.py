@@ -11,7 +11,8 @@ import pytest
 
 from crossdyn.experiments.core.cli import main
 from crossdyn.experiments.core.sweep.choice import best_row
-from crossdyn.experiments.core.sweep.experiment import TuneEngine, tune
+from crossdyn.experiments.core.sweep.engine import TuneEngine
+from crossdyn.experiments.core.sweep.experiment import tune
 
 # A pendulum on a motor, swung to a target by the user's PD controller; its defaults are sluggish.
 USER_FILE = textwrap.dedent('''

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from crossdyn.analytic.two_link import VARIANTS, TwoLinkParams, lagrange, mass_matrix, newton_euler
-from crossdyn.experiments.core.checks.inverse_dynamics import check, sample_states
+from crossdyn.experiments.core.checks.common import sample_states
+from crossdyn.experiments.core.checks.inverse_dynamics import check
 from crossdyn.experiments.core.errors import ModelError
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.truth import inverse_dynamics

@@ -11,8 +11,8 @@ import pytest
 from crossdyn.analytic.rnea import rnea
 from crossdyn.analytic.two_link import lecture_no_link_inertia
 from crossdyn.analytic.unit_vector import forward_dynamics, integrate_dynamics, integrate_pos, mass_matrix_and_bias
-from crossdyn.experiments.core.checks.derivation import tree_from_model
-from crossdyn.experiments.core.checks.inverse_dynamics import sample_states
+from crossdyn.experiments.core.checks.common import sample_states
+from crossdyn.experiments.core.checks.tree import tree_from_model
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.truth import bias_force, mass_matrix
 from crossdyn.experiments.two_link import two_link_params

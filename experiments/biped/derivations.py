@@ -29,8 +29,9 @@ from ..core import figures
 from ..core.checks.entry_errors import draw_part
 from ..core.checks.jacobian import check_jacobian
 from ..core.checks.kinematics import check_kinematics
-from ..core.checks.linearization import Reduction, check_linearization
+from ..core.checks.linearization import check_linearization
 from ..core.checks.report import CheckReport
+from ..core.reduction import Reduction
 from ..core.registry import Param, Verdict, experiment
 from ..core.runner import Context
 from .checks import STROKE_DEG

@@ -29,9 +29,9 @@ from scipy.optimize import brentq
 
 from ...analytic.biped import five_bar
 from ...analytic.biped.free_hip import FreeHipParams
-from ..core.checks.linearization import Reduction
 from ..core.errors import ModelError, ParameterError
 from ..core.models import body_inertia
+from ..core.reduction import Reduction
 from .model import STAND_SINK, biped_params, stand_pose
 
 __all__ = ["ROD", "FIVE_BAR", "SIDES", "leg_kind", "free_hip_params", "free_hip_reduction", "leg_pose",

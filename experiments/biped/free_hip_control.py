@@ -26,14 +26,14 @@ from ...controllers.biped.free_hip import Channels, FiveBarLegs, FreeHipControll
 from ...controllers.lqr import GainSchedule, schedule
 from ..core import figures
 from ..core.c_controller import CController
-from ..core.checks.linearization import Reduction, check_linearization
+from ..core.checks.linearization import check_linearization
 from ..core.checks.report import CheckReport
 from ..core.errors import ParameterError
 from ..core.linearize import linearize
 from ..core.loop.simulate import simulate
 from ..core.loop.trace import Trace
 from ..core.models import load_model
-from ..core.reduction import place
+from ..core.reduction import Reduction, place
 from ..core.registry import Gains, Param, Verdict, experiment
 from ..core.runner import Context
 from .free_hip import FIVE_BAR, ROD, SIDES, free_hip_params, free_hip_reduction, leg_kind

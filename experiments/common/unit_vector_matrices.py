@@ -13,8 +13,8 @@ import numpy as np
 
 from ...analytic.rnea import rnea
 from ...analytic.unit_vector import mass_matrix_and_bias
-from ..core.checks.derivation import tree_from_model
-from ..core.checks.inverse_dynamics import sample_states
+from ..core.checks.common import sample_states
+from ..core.checks.tree import tree_from_model
 from ..core.truth import bias_force, mass_matrix
 
 __all__ = ["MATRIX_RTOL", "unit_vector_errors"]

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import cast
 
-from .runner import write_text
+from .files import write_text
 
 __all__ = ["write_junit", "to_xml"]
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from . import figures
 from .errors import ParameterError
+from .files import write_text
 from .imperfections import Imperfection
 from .loop.control_rate import period_in_effect
 from .loop.kinds import CommandWriter, HasControlPeriod, Starting
@@ -48,7 +49,7 @@ from .loop.simulate import simulate
 from .loop.trace import ctrl_clamp
 from .models import as_model
 from .regulator import Regulator
-from .runner import Context, write_text
+from .runner import Context
 
 __all__ = ["measure_loop", "measure_setup", "write_margins", "LoopMeasurement", "LoopResponse", "LoopDesign",
            "Margins", "margins_of", "designed_loop", "register_loop", "registered_loops", "LoopSetup", "KEYS"]

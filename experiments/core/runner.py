@@ -39,12 +39,12 @@ from . import baseline as baselines
 from . import isolation, user_code
 from .errors import CrossdynError, ParameterError
 from .figures import save
-from .files import jsonable, make_out_dir, write_json, write_text
+from .files import jsonable, write_json, write_text
 from .html_report import write_report
 from .registry import Experiment, experiments, get, loadable
 from .safe_text import one_line
 
-__all__ = ["Context", "Outcome", "run", "run_experiments", "make_out_dir", "write_json", "write_text",
+__all__ = ["Context", "Outcome", "run", "run_experiments",
            "summary_table", "check_metrics", "experiment_pool", "longest_first"]
 
 # A full disk or quota: the machine's fault, not the experiment's; the run stops (exit 2).

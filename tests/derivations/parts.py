@@ -21,7 +21,7 @@ import numpy as np
 from crossdyn.analytic import kinematics as K
 from crossdyn.analytic.rnea import rnea
 from crossdyn.analytic.rotation import quat_to_matrix
-from crossdyn.experiments.core.checks.derivation import tree_from_model
+from crossdyn.experiments.core.checks.tree import tree_from_model
 from crossdyn.experiments.core.models import load_model
 from crossdyn.experiments.core.truth import truth_model
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import passive_terms  # a helper beside this file, found as `python passive_arm.py` would
 from crossdyn.analytic.rnea import rnea
-from crossdyn.experiments.core.checks.derivation import tree_from_model
+from crossdyn.experiments.core.checks.tree import tree_from_model
 from crossdyn.experiments.core.models import load_model
 
 MODEL = load_model(Path(__file__).parent.parent / "models" / "passive_arm.xml")

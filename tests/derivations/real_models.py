@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from crossdyn.analytic.rnea import rnea
-from crossdyn.experiments.core.checks.derivation import tree_from_model
+from crossdyn.experiments.core.checks.tree import tree_from_model
 from crossdyn.experiments.core.models import load_model
 
 MODELS = Path(__file__).parent.parent / "models"

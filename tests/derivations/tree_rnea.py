@@ -5,7 +5,7 @@ checks a 10-dof floating-base tree (MuJoCo's free-joint layout) term by term.
 """
 
 from crossdyn.analytic.rnea import rnea
-from crossdyn.experiments.core.checks.derivation import tree_from_model
+from crossdyn.experiments.core.checks.tree import tree_from_model
 from crossdyn.experiments.core.models import load_model
 
 TREE = tree_from_model(load_model("free_tree"))

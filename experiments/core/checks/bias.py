@@ -18,13 +18,13 @@ from ....analytic.regressor import regressor
 from .. import user_code
 from ..truth import inverse_dynamics
 from . import inertial, slips
-from .common import Hypotheses, UserFunction, model_warnings
-from .inverse_dynamics import EntryStats, progress
-from .mass_matrix import INERTIAL_STATES, rigid_tree
+from .common import EntryStats, Hypotheses, UserFunction, model_warnings, progress
+from .mass_matrix import INERTIAL_STATES
 from .names import dof_names
 from .options import SAMPLED, begin
 from .passive import PassiveEffects
 from .report import CheckReport, Part
+from .tree import rigid_tree
 
 __all__ = ["check_bias"]
 

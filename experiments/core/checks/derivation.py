@@ -22,9 +22,8 @@ from .common import load_derivation
 from .inverse_dynamics import check
 from .options import SAMPLED, CheckOptions
 from .report import CheckReport
-from .tree import tree_from_model
 
-__all__ = ["tree_from_model", "load_derivation", "check_derivation", "check_isolated"]
+__all__ = ["check_derivation", "check_isolated"]
 
 
 def check_derivation(derivation: Callable | str, model: mujoco.MjModel | str | os.PathLike, **options) -> CheckReport:

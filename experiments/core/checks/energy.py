@@ -17,12 +17,12 @@ from ....analytic.regressor import energy_regressor
 from .. import user_code
 from ..models import with_options
 from . import inertial
-from .common import Hypotheses, UserFunction, model_warnings
-from .inverse_dynamics import EntryStats, progress
-from .mass_matrix import INERTIAL_STATES, rigid_tree
+from .common import EntryStats, Hypotheses, UserFunction, model_warnings, progress
+from .mass_matrix import INERTIAL_STATES
 from .options import SAMPLED, begin
 from .passive import PassiveEffects
 from .report import CheckReport, Part
+from .tree import rigid_tree
 
 __all__ = ["check_energy", "energies"]
 

@@ -26,13 +26,13 @@ from ..errors import ParameterError
 from ..limits import STATES_MAX
 from ..truth import inverse_dynamics, truth_model
 from . import inertial
-from .common import UserFunction, model_warnings
-from .inverse_dynamics import EntryStats, progress
-from .mass_matrix import INERTIAL_STATES, mass_matrices, rigid_tree
+from .common import EntryStats, UserFunction, mass_matrices, model_warnings, progress
+from .mass_matrix import INERTIAL_STATES
 from .names import dof_names
 from .options import SAMPLED, begin
 from .passive import PassiveEffects
 from .report import CheckReport, Part
+from .tree import rigid_tree
 
 __all__ = ["check_forward_dynamics", "forward"]
 

@@ -37,7 +37,6 @@ from .common import (
     EntryStats,
     model_warnings,
     progress,
-    sample_states,
     sampling_lines,
     state_chunks,
     warning_lines,
@@ -49,20 +48,10 @@ from .tree import rigid_tree
 
 __all__ = [
     "check",
-    "sample_states",
-    "state_chunks",
-    "dof_names",
-    "batched",
+                "batched",
     "split_terms",
-    "EntryStats",
-    "chunks_of",
-    "progress",
-    "sampling_lines",
-    "TERMS",
-    "CHUNK",
-    "ATOL",
-    "RTOL",
-]
+        "chunks_of",
+                        ]
 
 IDFunction = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 Chunks = Callable[[], Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]]

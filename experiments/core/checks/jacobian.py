@@ -21,8 +21,7 @@ from .. import user_code
 from ..errors import ModelError, ParameterError
 from ..models import with_options
 from . import slips
-from .common import Hypotheses, UserFunction, model_warnings
-from .inverse_dynamics import EntryStats, progress
+from .common import EntryStats, Hypotheses, UserFunction, model_warnings, progress
 from .names import ROW_NAMES, body_name, dof_names, joint_label
 from .options import SAMPLED, begin
 from .report import CheckReport, Part

@@ -15,8 +15,7 @@ import numpy as np
 from ....analytic.rotation import matrix_to_quat, quat_to_matrix
 from .. import user_code
 from . import slips
-from .common import Hypotheses, UserFunction, model_warnings
-from .inverse_dynamics import EntryStats, progress
+from .common import EntryStats, Hypotheses, UserFunction, model_warnings, progress
 from .names import body_name
 from .options import SAMPLED, begin
 from .report import CheckReport, Part

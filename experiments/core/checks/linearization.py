@@ -19,13 +19,12 @@ from ..linearize import linearize
 from ..models import with_options
 from ..reduction import Reduction, tightened
 from . import slips
-from .common import UserFunction, model_warnings
-from .inverse_dynamics import EntryStats
+from .common import EntryStats, UserFunction, model_warnings
 from .names import conventions
 from .options import begin
 from .report import CheckReport, Part
 
-__all__ = ["check_linearization", "Reduction", "ATOL", "RTOL", "TOLERANCE_REASON"]
+__all__ = ["check_linearization", "ATOL", "RTOL", "TOLERANCE_REASON"]
 
 # linearize's central differences (step 1e-6) err by ~1e-12 |f'''| and by round-off
 # ~1e-16 |qacc| / 1e-6 = 1e-10 of the acceleration scale; 1e-6 leaves two orders

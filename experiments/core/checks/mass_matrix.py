@@ -32,7 +32,7 @@ from .passive import PassiveEffects
 from .report import CheckReport, Part
 from .tree import rigid_tree
 
-__all__ = ["check_mass_matrix", "mass_matrices", "rigid_tree", "free_joints", "INERTIAL_STATES"]
+__all__ = ["check_mass_matrix", "free_joints", "INERTIAL_STATES"]
 
 # States whose errors the inertial-parameter fit uses: each gives nv^2 equations
 # (nv for a vector quantity), far more than the 10 unknowns per body.

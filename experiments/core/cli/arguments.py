@@ -15,8 +15,6 @@ from typing import Any
 
 from .. import validate
 from ..errors import ParameterError
-from ..limits import SEED_MAX, WORKERS_MAX  # noqa: F401 - the tune parsers quote them here
-from ..runner import make_out_dir
 
 __all__ = [
     "validated",
@@ -26,7 +24,6 @@ __all__ = [
     "key_value",
     "out_dir",
     "out_file",
-    "make_out_dir",
     "progress",
 ]
 

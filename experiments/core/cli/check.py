@@ -26,7 +26,7 @@ from ..checks.entry_errors import entry_errors
 from ..checks.jacobian import FRAMES
 from ..checks.options import ATOL, RTOL, TOLERANCE_REASON
 from ..errors import StateError
-from ..files import as_stored, write_json
+from ..files import as_stored, make_out_dir, write_json
 from ..junit import write_junit
 from ..limits import ATOL_MAX, EPS_MAX, RTOL_MAX, SEED_MAX, STATES_MAX, TIMEOUT_MAX
 from ..models import load_model
@@ -205,10 +205,10 @@ def prepare(args, name: str):
 def _finish(args, name: str, metrics: dict, passed: bool, text: str, figure, figure_name: str, stored,
             expected: str, measured: str, seconds: float) -> int:
     """Write metrics.json and the plot, print the report, JUnit and baselines; the exit status."""
-    out_dir = arguments.make_out_dir(Path(args.out) / name)
+    out_dir = make_out_dir(Path(args.out) / name)
     for folder in (getattr(args, "save_baseline", None), args.junit.parent if getattr(args, "junit", None) else None):
         if folder is not None:
-            arguments.make_out_dir(folder)
+            make_out_dir(folder)
     write_json(out_dir / "metrics.json", metrics)
     figure.savefig(out_dir / figure_name, dpi=110, bbox_inches="tight")
     print(text)

@@ -14,6 +14,7 @@ import re
 from ....controllers.lqr import GainSchedule
 from .. import user_code
 from ..errors import CrossdynError, ParameterError
+from ..files import make_out_dir
 from ..registry import experiments, get
 from ..user_code import where
 from . import arguments
@@ -44,7 +45,7 @@ def _cmd_gains(args) -> int:
     if not isinstance(gains, GainSchedule):
         raise ParameterError(f"experiment {exp.name!r}'s gain design returned a {type(gains).__name__}, not a "
                              "GainSchedule")
-    arguments.make_out_dir(args.out.parent)
+    make_out_dir(args.out.parent)
     gains.to_c(args.out, name)
     nu, nx = gains.coeffs.shape[1:]
     print(f"gains of {exp.name}: K ({nu}, {nx}) over {len(gains.lengths)} leg lengths {gains.lengths[0]:.3g} to "

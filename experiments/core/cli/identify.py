@@ -29,8 +29,9 @@ import mujoco
 import numpy as np
 from tqdm import tqdm
 
-from ..checks.derivation import load_derivation
+from ..checks.common import load_derivation
 from ..errors import ParameterError
+from ..files import make_out_dir, write_json
 from ..identify import outputs
 from ..identify.check_model import judge_fitted, parse_tolerance, replay
 from ..identify.excite import design, determinacy
@@ -42,7 +43,6 @@ from ..identify.record import record
 from ..identify.spec import Quantity, parse_fit
 from ..limits import DURATION_MAX, WINDOW_MAX, WINDOW_MIN
 from ..models import load_model, model_path
-from ..runner import write_json
 from . import arguments
 
 __all__ = ["add_parser", "configure_check_model", "DEFAULT_OUT"]
@@ -195,7 +195,7 @@ def _cmd_identify(args) -> int:
     targets = parse_fit(args.fit, model, spec, path.name)
     noise = resolve(model, logs, args.noise)
     validation_noise = resolve(model, validation_logs, args.noise) if validation_logs else []
-    out = arguments.make_out_dir(args.out)
+    out = make_out_dir(args.out)
     stages = _Stages("identify", 3 + len(logs) + len(validation_logs))
     stages.done(f"read {len(logs)} log(s), {sum(log.time.size for log in logs)} samples; noise "
                 + ", ".join(f"{k} {v.value[0]:.2g} ({v.source})" for k, v in noise[0].items()))
@@ -295,7 +295,7 @@ def _cmd_excite(args) -> int:
     time, ctrl, qpos, scale = design(model, args.duration, args.seed)
     if not np.all(np.isfinite(qpos)):
         raise ParameterError(f"{path.name}: the model's simulation diverges under any excitation tried")
-    arguments.make_out_dir(args.out.parent)
+    make_out_dir(args.out.parent)
     columns = {f"ctrl:{model.actuator(a).name}": ctrl[:, a] for a in range(model.nu)}
     write_log(args.out, time, columns)
     print(f"{model.nu} commands, {args.duration:g} s, amplitude {scale:.0%} of the design's (half of each "
@@ -319,7 +319,7 @@ def _cmd_check_model(args) -> int:
     parse_tolerance(args.tolerance or None)  # refused before any work
     path, model, spec, logs = _load(args.mjcf, args.log)
     refuse_repeats(logs)
-    out = arguments.make_out_dir(args.out)
+    out = make_out_dir(args.out)
     verdict = replay(spec, logs, tolerance=args.tolerance or None, window=args.window, noise=args.noise,
                      detect=args.detect, start_only=args.start_only)
     print(verdict.text)
@@ -348,7 +348,7 @@ def _cmd_record(args) -> int:
     controller = load_derivation(args.controller) if args.controller else None
     time, columns = record(model, controller, args.duration, commands=args.commands, noise=args.noise,
                            delay=args.delay, seed=args.seed, qpos=qpos, signals=args.signals)
-    arguments.make_out_dir(args.out.parent)
+    make_out_dir(args.out.parent)
     write_log(args.out, time, columns)
     stated = " ".join(f"--noise {shlex.quote(n)}" for n in args.noise)
     print(f"{time.size} samples of {len(columns) - model.nu} readings and {model.nu} commands, {args.duration:g} s: "

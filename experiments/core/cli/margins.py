@@ -22,11 +22,11 @@ from pathlib import Path
 
 from ..errors import ParameterError
 from ..figures import save
+from ..files import make_out_dir, write_json, write_text
 from ..imperfections import Delay
 from ..limits import ADDED_DELAY_MAX
 from ..margins import measure_setup, registered_loops
 from ..registry import experiments, get
-from ..runner import make_out_dir, write_json, write_text
 from . import arguments
 
 __all__ = ["add_parser", "DEFAULT_OUT"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from .. import baseline, user_code
 from ..baseline import DEFAULT_ATOL, DEFAULT_RTOL
 from ..errors import ParameterError
+from ..files import make_out_dir
 from ..junit import write_junit
 from ..limits import SEED_MAX, TIMEOUT_MAX, WORKERS_MAX
 from ..registry import experiments, get
@@ -64,10 +65,10 @@ def _cmd_run(args) -> int:
             _take_mjcf(args, selected)
         stored = (baseline.load(args.baseline, [e.name for e in selected], allow_new=args.allow_new)
                   if args.baseline else None)
-        out = arguments.make_out_dir(args.out)
+        out = make_out_dir(args.out)
         for folder in (args.save_baseline, args.junit.parent if args.junit else None):
             if folder is not None:
-                arguments.make_out_dir(folder)
+                make_out_dir(folder)
         outcomes = run_experiments(
             selected, out, short=args.short, seed=args.seed, overrides=dict(args.set), video=args.video,
             progress=arguments.progress(), workers=args.workers, sources=args.sources, baseline=stored,

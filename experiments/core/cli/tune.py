@@ -12,10 +12,12 @@ from pathlib import Path
 
 from .. import user_code
 from ..errors import ParameterError
+from ..limits import RUNS_MAX, SEED_MAX, WORKERS_MAX
 from ..sweep.choice import meets
-from ..sweep.experiment import TuneEngine, best_params, tune
+from ..sweep.engine import TuneEngine
+from ..sweep.experiment import best_params, tune
 from ..sweep.search import SAMPLERS
-from ..sweep.space import DEFAULTS, SAMPLES_MAX, SEARCHES
+from ..sweep.space import DEFAULTS, SEARCHES
 from . import arguments
 
 __all__ = ["add_parser"]
@@ -69,16 +71,16 @@ Rerun the same command to resume: only the missing runs run.
     p.add_argument("--ratios-to", metavar="NAME",
                    help="the search draws the other varied parameters as ratios to this one (every one a :log range; "
                         "for LQR weights: the gain is the same when Q and R scale together)")
-    p.add_argument("--samples", "--trials", dest="samples", type=arguments.count(1, SAMPLES_MAX, "--samples"),
+    p.add_argument("--samples", "--trials", dest="samples", type=arguments.count(1, RUNS_MAX, "--samples"),
                    default=32, metavar="N", help=f"runs after the defaults, whatever the search (default 32, at most "
-                                                 f"{SAMPLES_MAX:,}; --trials is the same)")
+                                                 f"{RUNS_MAX:,}; --trials is the same)")
     p.add_argument("--set", type=arguments.key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="fix another parameter for every run (repeatable; it also leaves the declared tune's "
                         "range of it out)")
     p.add_argument("--set-from", metavar="DIR", help="fix the parameters of the best run another tune chose (its "
                                                      "folder or best.json); --set overrides them")
     p.add_argument("--seed", type=arguments.seed, default=0,
-                   help=f"seed of the plan or the search, and the experiment's (default 0; 0 to {arguments.SEED_MAX})")
+                   help=f"seed of the plan or the search, and the experiment's (default 0; 0 to {SEED_MAX})")
     p.add_argument("--vary-from", metavar="DIR/identified.json",
                    help="also draw the model's identified parameters (what 'crossdyn identify' wrote) uniformly "
                         "within their 95 %% intervals for every run, into the run's own copy of the experiment's "
@@ -87,7 +89,7 @@ Rerun the same command to resume: only the missing runs run.
     p.add_argument("--timeout", type=arguments.number(0.0, 1e7, "--timeout", low_open=True), metavar="SECONDS",
                    help="each run's time limit: a run over it is stopped and recorded 'timed out' (every run goes "
                         "to a worker process, where a crash or an exit is a row too)")
-    p.add_argument("--workers", type=arguments.count(1, arguments.WORKERS_MAX, "--workers"), metavar="K",
+    p.add_argument("--workers", type=arguments.count(1, WORKERS_MAX, "--workers"), metavar="K",
                    help="local worker processes (default: all cores)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="run on this Dask distributed scheduler instead")
     p.add_argument("--out", type=arguments.out_dir, default=None, metavar="DIR",

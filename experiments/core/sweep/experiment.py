@@ -42,8 +42,8 @@ from .search import search as optuna_search
 from .space import DEFAULTS, Vary, parse_constraint, parse_vary, plan, refuse_lists
 from .table import TEXTS, cell
 
-__all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult", "TuneEngine", "best_params",
-           "SAMPLERS"]
+__all__ = ["Job", "JobBatch", "evaluate", "evaluate_batch", "tune", "TuneResult", "best_params",
+           ]
 
 RESULT_COLUMNS = ("passed", "outcome", "measured", "detail")
 LOG = ":log"  # --minimize METRIC:log: the search models the metric's logarithm (a positive one)

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ParameterError
-from ..limits import RUNS_MAX as SAMPLES_MAX
+from ..limits import RUNS_MAX
 from ..registry import Param
 
-__all__ = ["Vary", "parse_vary", "parse_constraint", "plan", "product", "SEARCHES", "SAMPLES_MAX", "DEFAULTS"]
+__all__ = ["Vary", "parse_vary", "parse_constraint", "plan", "product", "SEARCHES", "DEFAULTS"]
 
 SEARCHES = ("lhs", "grid", "optuna")
 DEFAULTS = "defaults"  # --constraint METRIC<=defaults: bounded by the defaults run's own value
@@ -152,8 +152,8 @@ def plan(space: list[Vary], search: str, samples: int, seed: int) -> list[tuple[
     """
     if not space:
         raise ParameterError("give at least one --vary NAME=LO:HI[:log]")
-    if not 1 <= samples <= SAMPLES_MAX:
-        raise ParameterError(f"--samples must be from 1 to {SAMPLES_MAX:,}, got {samples:,}")
+    if not 1 <= samples <= RUNS_MAX:
+        raise ParameterError(f"--samples must be from 1 to {RUNS_MAX:,}, got {samples:,}")
     refuse_lists(space, search)
     if search == "lhs":
         from scipy.stats import qmc  # late: SciPy's stats costs every command's start-up ~0.5 s
@@ -182,10 +182,11 @@ def product(axes: dict[str, list]) -> list[dict]:
     """Every combination of the axes' values, the first axis slowest: ``[{name: value}, ...]``.
 
     Raises:
-      ParameterError: more than :data:`SAMPLES_MAX` combinations, refused before any is made.
+      ParameterError: more than :data:`~crossdyn.experiments.core.limits.RUNS_MAX` combinations, refused before
+        any is made.
     """
     cells = math.prod(len(v) for v in axes.values())
-    if cells > SAMPLES_MAX:
-        raise ParameterError(f"the grid has {cells:,} combinations; at most {SAMPLES_MAX:,} per sweep")
+    if cells > RUNS_MAX:
+        raise ParameterError(f"the grid has {cells:,} combinations; at most {RUNS_MAX:,} per sweep")
     names = list(axes)
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*(axes[n] for n in names))]
