@@ -208,6 +208,8 @@ def test_compare_to_design_agrees_on_the_cart_pole_and_says_when_a_run_excites_n
     still = simulate(model, reg, 1.0, keyframe="upright", control_dt=CONTROL_DT)
     quiet = compare_to_design(still, reg)
     assert all(m.measured is None and "not excited" in m.note for m in quiet.modes), str(quiet)
+    # Nothing measured is not an agreement: a run that never excited the modes (or fell at once) cannot say.
+    assert quiet.agrees is None and "cannot say whether the loop is the design" in quiet.sentence, quiet.sentence
 
 
 def test_compare_to_design_names_saturation_on_a_7_dof_arm_with_poles_beyond_its_rate():

@@ -98,13 +98,20 @@ class DesignComparison:
     control_dt: float = 0.0
 
     @property
-    def agrees(self) -> bool:
-        """Every measured mode within :data:`DISAGREE` of its designed pole."""
+    def agrees(self) -> bool | None:
+        """Every measured mode within :data:`DISAGREE` of its designed pole; None when no mode was measured (the
+        run never excited the design's modes, or left them at once, as a fall does): nothing to compare."""
+        if all(m.measured is None for m in self.modes):
+            return None
         return all(m.agrees is not False for m in self.modes)
 
     @property
     def sentence(self) -> str:
-        """One sentence: "" when every measured mode agrees, else which disagree and the likely causes."""
+        """One sentence: "" when every measured mode agrees, else which disagree and the likely causes (or that
+        no mode was measured)."""
+        if self.agrees is None:
+            why = "; ".join(dict.fromkeys(m.note for m in self.modes if m.note)) or "no rows to fit"
+            return f"no mode of the design was measured ({why}): this run cannot say whether the loop is the design"
         off = [m for m in self.modes if m.agrees is False]
         if not off:
             return ""
@@ -162,7 +169,7 @@ def compare_to_design(trace: Trace, design: Regulator, *, start: float = 0.0) ->
              for j, rate in enumerate(rates)]
     modes.sort(key=lambda m: -m.designed.real)
     comparison = DesignComparison(modes, [], dt)
-    if comparison.agrees:
+    if comparison.agrees is not False:
         return comparison
     return DesignComparison(modes, _causes(trace, design, modes, dt), dt)
 
