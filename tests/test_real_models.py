@@ -99,7 +99,7 @@ def test_a_different_fault_is_not_explained_away(passive):
 
 def test_truth_is_an_independent_sum_of_rigid_body_and_passive_forces(passive):
     """as-modeled truth - rigid-body truth = MuJoCo's own passive force and armature, computed on the original."""
-    q, qd, qdd = id_check.sample_states(passive, 20, seed=6)
+    q, qd, qdd = check_common.sample_states(passive, 20, seed=6)
     diff = inverse_dynamics(truth_model(passive, "as-modeled"), q, qd, qdd) - inverse_dynamics(
         truth_model(passive, "rigid-body"), q, qd, qdd)
     data = mujoco.MjData(passive)
@@ -121,7 +121,7 @@ def test_constraints_are_switched_off_and_counted():
     rows, state = (int(n) for n in found.groups())
     # Independent count: every contact of condim 3 in a pyramidal cone is 4 rows.
     data = mujoco.MjData(model)
-    data.qpos[:] = id_check.sample_states(model, SAMPLES, seed=7)[0][state]
+    data.qpos[:] = check_common.sample_states(model, SAMPLES, seed=7)[0][state]
     mujoco.mj_forward(model, data)
     assert rows == 4 * data.ncon > 0
     assert "equality 'couple' (joint) off: this checks the open tree" in report.switched_off
@@ -149,7 +149,7 @@ def test_urdf_arm_as_mujoco_imports_it():
 
 
 def test_cli_options_states_tolerances_and_full_matrices(passive, tmp_path, capsys):
-    q, qd, qdd = id_check.sample_states(passive, 5, seed=9)
+    q, qd, qdd = check_common.sample_states(passive, 5, seed=9)
     states = tmp_path / "states.csv"
     np.savetxt(states, np.hstack([q, qd, qdd]), delimiter=",")
     base = ["check", "derivation", f"{PASSIVE}:omits_armature", "--mjcf", str(MODELS / "passive_arm.xml"),
@@ -205,9 +205,9 @@ def test_memory_does_not_grow_with_the_number_of_states(passive, monkeypatch):
 
 def test_chunking_gives_the_states_sample_states_gives(passive, monkeypatch):
     monkeypatch.setattr(check_common, "CHUNK", 7)  # the states are drawn where the checks' helpers live
-    chunks = list(id_check.state_chunks(passive, 20, seed=3))
+    chunks = list(check_common.state_chunks(passive, 20, seed=3))
     assert [c[0].shape[0] for c in chunks] == [7, 7, 6]
-    whole_states = id_check.sample_states(passive, 20, seed=3)
+    whole_states = check_common.sample_states(passive, 20, seed=3)
     for got, whole in zip(zip(*chunks, strict=False), whole_states, strict=False):
         assert np.array_equal(np.concatenate(got), whole)
 
@@ -219,7 +219,7 @@ def test_fluid_forces_are_left_out_and_said_so(tmp_path):
     path = tmp_path / "windy_arm.xml"
     path.write_text(xml)
     model = load_model(path)
-    q, qd, qdd = id_check.sample_states(model, 5, seed=12)
+    q, qd, qdd = check_common.sample_states(model, 5, seed=12)
     raw = inverse_dynamics(model, q, qd, qdd) - inverse_dynamics(load_model(MODELS / "passive_arm.xml"), q, qd, qdd)
     assert np.abs(raw).max() > 1e-6  # the fluid force is really in MuJoCo's own mj_inverse
     report = check_derivation(f"{PASSIVE}:rigid_body", model, samples=SAMPLES, seed=12)

@@ -267,7 +267,7 @@ class Problem:
         self.dofs = np.concatenate(dofs).astype(int) if dofs else np.zeros(0, int)
         self.na = 2 * self.dofs.size
         self.windows: list[_Window] = []
-        self._motion: dict[tuple[int, int, int], tuple[np.ndarray, float]] = {}  # start_noise's dof series
+        self._motion: dict[tuple[int, int, int], np.ndarray] = {}  # start_noise's dof series, per (log, joint, dof)
         for li, log in enumerate(logs):
             self._cut(li, log, window)
         self.steps = max(int(np.ceil(w.grid[-1] + 1e-9)) + 2 for w in self.windows)
@@ -318,9 +318,11 @@ class Problem:
             elif qpos_key in log.signals:
                 lo, hi = window.span
                 k = int(self.dofs[i] - m.jnt_dofadr[j])
-                if (li, j, k) not in self._motion:  # the same for every window of the log
-                    self._motion[li, j, k] = _dof_motion(m, j, k, log.signals[qpos_key][2], noises[qpos_key].value)
-                reading, s = self._motion[li, j, k]
+                # The dof's series is the same for every window of the log; its noise may be restated
+                # (check model's --tolerance), so it is read each time.
+                reading, s = _dof_motion(m, j, k, log.signals[qpos_key][2], noises[qpos_key].value,
+                                         self._motion.get((li, j, k)))
+                self._motion[li, j, k] = reading
                 # The difference's own error: the noise over its span, and its truncation: a sampled motion's
                 # difference is the velocity of some instant within a step of the sample (how a simulator or a
                 # driver stamps it), off by up to the acceleration times a step.
@@ -1047,7 +1049,8 @@ def _start_only(logs: list[Log], patterns) -> set[str]:
     return out
 
 
-def _dof_motion(m: mujoco.MjModel, j: int, k: int, reading: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, float]:
+def _dof_motion(m: mujoco.MjModel, j: int, k: int, reading: np.ndarray, noise: np.ndarray,
+                series: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Dof ``k`` of joint ``j`` as a series from the joint's position reading, and its noise.
 
     A hinge's or slide's dof is its reading; a free joint's first three are its position's components.  A
@@ -1057,6 +1060,7 @@ def _dof_motion(m: mujoco.MjModel, j: int, k: int, reading: np.ndarray, noise: n
     Args:
       reading: the joint's position reading, (n, nq of the joint): rad, m or a unit quaternion.
       noise: the reading's noise per component, (nq of the joint,).
+      series: the series found before for this dof of this reading (None: found here).
 
     Returns:
       ``(series (n,), noise)`` in the dof's units (rad or m).
@@ -1066,12 +1070,13 @@ def _dof_motion(m: mujoco.MjModel, j: int, k: int, reading: np.ndarray, noise: n
     rotation = kind == int(mujoco.mjtJoint.mjJNT_BALL) or (first == 3 and k >= 3)
     if not rotation:
         return reading[:, k], float(np.median(noise[:3] if first == 3 else noise))
-    quats = reading[:, first:first + 4] / np.linalg.norm(reading[:, first:first + 4], axis=1, keepdims=True)
-    turned = np.zeros(3)
-    series = np.empty(len(quats))
-    for n, q in enumerate(quats):
-        mujoco.mju_subQuat(turned, q, quats[0])
-        series[n] = turned[k - first]
+    if series is None:
+        quats = reading[:, first:first + 4] / np.linalg.norm(reading[:, first:first + 4], axis=1, keepdims=True)
+        turned = np.zeros(3)
+        series = np.empty(len(quats))
+        for n, q in enumerate(quats):
+            mujoco.mju_subQuat(turned, q, quats[0])
+            series[n] = turned[k - first]
     return series, 2.0 * float(np.median(noise[first:first + 4]))
 
 
