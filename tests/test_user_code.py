@@ -100,7 +100,8 @@ def test_real_ctrl_c_is_still_an_interrupt(tmp_path):
     # is certainly still going when the signal arrives (a batched function would finish the
     # whole check in about a second, and on a loaded machine before the signal was sent).
     proc = _crossdyn(["check", "derivation", "slow.py:tau", "--mjcf", "two_link_arm", "--samples", "100000",
-                      "--out", str(tmp_path / "out")], tmp_path)
+                      "--out", str(tmp_path / "out")], tmp_path,
+                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as in a terminal
     deadline = time.monotonic() + 120
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
