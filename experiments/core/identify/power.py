@@ -161,6 +161,7 @@ def sensitivities(problem: Problem, x: np.ndarray, tested: list[int], limits: di
     dof = max(r.size - problem.na * windows, 1)
     excess = max(float(r @ r) - dof, 1e-12)
     signal_rows = _signal_rows(problem)
+    level = {key: float(np.mean(r[idx] ** 2)) for key, idx in signal_rows.items()}  # each reading's mean square
     # Residuals that are the stated noise (each reading's RMS about 1, neighbouring errors independent) make
     # 1/|j| the standard error; otherwise each window counts as one draw (the errors within it may run
     # together), with Student's t at W - 1 degrees of freedom, never narrower than the noise's.
@@ -188,7 +189,10 @@ def sensitivities(problem: Problem, x: np.ndarray, tested: list[int], limits: di
                 se = max(se, math.sqrt(float(scores @ scores) * windows / (windows - 1)) / jj)
                 df = windows - 1
         crit = critical(len(tested), one_sided, df)
-        by_rms = min((math.sqrt(max(limits.get(key, 2.0) ** 2 - 1.0, 0.0) * idx.size)
+        # The change that takes a reading's RMS from where the log leaves it to its limit: from about 1 when the
+        # noise is the reading's whole error, from far below when an allowance widens it (0.5 rad over 0.5 mrad of
+        # noise left the RMS at 0.001, and a sum that assumed 1 claimed a 0.38 % change of a mass would fail).
+        by_rms = min((math.sqrt(max(limits.get(key, 2.0) ** 2 - level[key], 0.0) * idx.size)
                       / max(float(np.linalg.norm(j[idx])), 1e-300) for key, idx in signal_rows.items()),
                      default=math.inf)
         full_norm = float(np.linalg.norm(full))
