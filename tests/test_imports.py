@@ -38,6 +38,7 @@ LATE_REASONS = {
         ("experiments/core/margins.py", "control")],
     "SciPy's stats (~0.5 s) is for confidence intervals, critical values and Latin hypercubes only": [
         ("experiments/core/identify/fit.py", "scipy"), ("experiments/core/identify/power.py", "scipy"),
+        ("experiments/core/identify/self_test.py", "scipy"),
         ("experiments/core/sweep/space.py", "scipy.stats")],
     "SciPy's integrate is slow to import; only an ODE reference solution uses it": [
         ("analytic/biped/jump.py", "scipy.integrate"), ("analytic/rigid_box.py", "scipy.integrate")],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["SEED_MAX", "STATES_MAX", "RUNS_MAX", "DURATION_MAX", "BODIES_MAX", "WORKERS_MAX", "TIMEOUT_MAX",
            "ATOL_MAX", "RTOL_MAX", "RANGE_MAX", "EPS_MIN", "EPS_MAX", "WINDOW_MIN", "WINDOW_MAX", "LOG_ROWS_MIN",
-           "COMMAND_DELAY_MAX", "ADDED_DELAY_MAX"]
+           "COMMAND_DELAY_MAX", "ADDED_DELAY_MAX", "REPEATS_MAX"]
 
 # --- counts
 # Seeds: NumPy's generators take any non-negative integer; 2**32 - 1 keeps seeds the size every other tool (and
@@ -20,6 +20,9 @@ STATES_MAX = 1_000_000_000
 # Runs of one tune (its samples, trials or grid cells): about a CPU-day at ~1 s a run, each a row of the table kept
 # in memory and on disk; a bigger tune is refused before anything is allocated (split it over --out folders).
 RUNS_MAX = 100_000
+# Simulated repeats of a log in a self-test (``--self-test``): each is a whole check (half a second for a small
+# arm's 3 s log, tens for a quadruped's), so 10 000 is already hours; 0 of 10 000 bounds a rate below 0.04 %.
+REPEATS_MAX = 10_000
 # Worker processes: far above any machine's cores, low enough that a typo is not a fork bomb.
 WORKERS_MAX = 512
 

@@ -5,7 +5,8 @@ Usage::
     crossdyn identify --mjcf M --log L [--log L2 ...] --fit QUANTITY [--fit ...] [--validate V ...]
                       [--noise SIGNAL=VALUE ...] [--start-only SIGNAL ...] [--window S] [--out DIR]
     crossdyn check model --mjcf M --log L [--log L2 ...] [--noise SIGNAL=VALUE ...] [--tolerance X]
-                      [--tolerance SIGNAL=VALUE ...] [--detect PARAMETER=SIZE ...] [--window S] [--out DIR]
+                      [--tolerance SIGNAL=VALUE ...] [--detect PARAMETER=SIZE ...] [--window S]
+                      [--self-test [N]] [--seed N] [--out DIR]
     crossdyn excite --mjcf M --duration S --out cmd.csv [--fit QUANTITY ...] [--noise RAD] [--seed N]
     crossdyn record --mjcf M (--controller FILE.py:FN | --commands cmd.csv) --duration S --out log.csv
 
@@ -40,8 +41,9 @@ from ..identify.logs import Log, load_log, refuse_repeats, write_log
 from ..identify.noise import resolve
 from ..identify.outputs import plot_signals
 from ..identify.record import record
+from ..identify.self_test import RUNS
 from ..identify.spec import Quantity, parse_fit
-from ..limits import DURATION_MAX, WINDOW_MAX, WINDOW_MIN
+from ..limits import DURATION_MAX, REPEATS_MAX, SEED_MAX, WINDOW_MAX, WINDOW_MIN
 from ..models import load_model, model_path
 from . import arguments
 
@@ -164,7 +166,7 @@ def configure_check_model(p: argparse.ArgumentParser) -> None:
     p.description = ("Replay the logs with the model as it is, each window started from the log's state, and test "
                      "it: exit 0 when every reading stays within its noise and no parameter of the model is off by "
                      "more than the noise explains, 1 when one does (fail) or when the log could not have caught a "
-                     "20 %% change of the model's parameters (inconclusive), 2 for bad input.")
+                     "20 % change of the model's parameters (inconclusive), 2 for bad input.")
     p.add_argument("--mjcf", required=True, help="the model (MJCF path or built-in name)")
     p.add_argument("--log", action="append", required=True, metavar="LOG", help="a log (.csv or .npz); repeat")
     _noise(p)
@@ -173,6 +175,14 @@ def configure_check_model(p: argparse.ArgumentParser) -> None:
                    help="a change the check must be able to catch, or it is inconclusive: 'body:*:mass=10%%' (a "
                         "share) or 'joint:elbow:frictionloss=0.01' (in the parameter's unit); repeat")
     _window(p)
+    p.add_argument("--self-test", type=arguments.count(1, REPEATS_MAX, "--self-test"), nargs="?", const=RUNS,
+                   default=None, metavar="N",
+                   help=f"simulate this log N times (default {RUNS}) with the model, and with each parameter changed "
+                        "by the size the check says it can detect, check every repeat, and report the false alarms "
+                        "and catches counted beside the stated rates; a stated rate they contradict makes the verdict "
+                        "inconclusive")
+    p.add_argument("--seed", type=arguments.count(0, SEED_MAX, "--seed"), default=0,
+                   help="the self-test's seed (default 0)")
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, help="output folder (default results/)")
     p.set_defaults(func=_cmd_check_model)
 
@@ -316,12 +326,24 @@ def _cmd_excite(args) -> int:
 
 
 def _cmd_check_model(args) -> int:
+    # A run refused or stopped before its verdict leaves no earlier run's verdict behind to be read as its own.
+    if args.out.is_dir():
+        for old in [args.out / "check-model.json", *args.out.glob("check-model-*.png")]:
+            old.unlink(missing_ok=True)
     parse_tolerance(args.tolerance or None)  # refused before any work
     path, model, spec, logs = _load(args.mjcf, args.log)
     refuse_repeats(logs)
     out = make_out_dir(args.out)
-    verdict = replay(spec, logs, tolerance=args.tolerance or None, window=args.window, noise=args.noise,
-                     detect=args.detect, start_only=args.start_only)
+    bar = None
+    if args.self_test is not None and sys.stdout.isatty():
+        bar = tqdm(total=None, desc="self-test", unit="check", leave=False)
+    try:
+        verdict = replay(spec, logs, tolerance=args.tolerance or None, window=args.window, noise=args.noise,
+                         detect=args.detect, start_only=args.start_only, self_test=args.self_test, seed=args.seed,
+                         progress=(lambda done: bar.update(done - bar.n)) if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
     print(verdict.text)
     write_json(out / "check-model.json", verdict.as_json())
     for li, (log, (measured, predicted)) in enumerate(zip(logs, verdict.traces, strict=True)):

@@ -39,6 +39,7 @@ from .logs import Log, load_log, refuse_repeats
 from .noise import Noise
 from .power import RELEVANT, Sensitivity, own_quantities, sensitivities
 from .power import explain as explained
+from .self_test import SelfTest, run_self_test
 from .spec import Quantity, parse_fit
 
 __all__ = ["TOLERANCE", "ModelVerdict", "check_model", "replay", "judge", "judge_fitted", "register_model_check",
@@ -80,6 +81,8 @@ class ModelVerdict:
       reasons: why the verdict is not a pass, one sentence each.
       limits: each reading's RMS limit in units of its noise (``tolerance``, or wider for a ``--tolerance``
         given in the signal's units).
+      self_test: the false alarms and power counted on simulated repeats of the logs
+        (:class:`.self_test.SelfTest`; ``self_test=N``), or None.
     """
 
     verdict: str
@@ -93,6 +96,8 @@ class ModelVerdict:
     limits: dict[str, float] = field(default_factory=dict)
     # Per log, the readings as logged and as the model replays them ({signal: (N, w)} each), for the plots.
     traces: list[tuple[dict, dict]] = field(default_factory=list, repr=False)
+    # The rates counted on simulated repeats of the logs (``self_test=N``), or None.
+    self_test: SelfTest | None = None
 
     @property
     def passed(self) -> bool:
@@ -118,10 +123,13 @@ class ModelVerdict:
         return {s.quantity.spec: s.relative for s in self.parameters}
 
     def as_json(self) -> dict:
-        return {"verdict": self.verdict, "passed": self.passed, "tolerance": self.tolerance, "limits": self.limits,
-                "rms": self.rms, "worst": self.worst, "noise": self.noise, "detectable": self.detectable,
-                "parameters": {s.quantity.spec: s.as_json() for s in self.parameters}, "reasons": self.reasons,
-                "text": self.text}
+        out = {"verdict": self.verdict, "passed": self.passed, "tolerance": self.tolerance, "limits": self.limits,
+               "rms": self.rms, "worst": self.worst, "noise": self.noise, "detectable": self.detectable,
+               "parameters": {s.quantity.spec: s.as_json() for s in self.parameters}, "reasons": self.reasons,
+               "text": self.text}
+        if self.self_test is not None:
+            out["self_test"] = self.self_test.as_json()
+        return out
 
 
 def _pairs(items, what: str) -> list[tuple[str, str]]:
@@ -206,7 +214,8 @@ def parse_detect(detect, quantities: list[Quantity]) -> list[tuple[Quantity, flo
 
 
 def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, threads: int | None = None,
-                noise=None, detect=None, start_only=(), explain: bool = True) -> ModelVerdict:
+                noise=None, detect=None, start_only=(), explain: bool = True, self_test: int | None = None,
+                seed: int = 0, progress=None) -> ModelVerdict:
     """Does the model ``mjcf`` reproduce the robot's ``logs``?  (``crossdyn check model``.)
 
     Args:
@@ -221,9 +230,14 @@ def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, thre
       start_only: readings (globs) used for the windows' starts, not compared.
       explain: on a failure, look for the one parameter whose change explains most of it (refits of the best
         candidates: the slow part of a failing check; False skips it).
+      self_test: repeats of the logs to simulate and check (:mod:`.self_test`): the false alarms and
+        power counted on them are reported beside the stated ones, and a stated rate they contradict
+        makes the verdict ``inconclusive``; None (the default) runs none.
+      seed: the self-test's seed.
+      progress: called with the self-test's repeats finished so far, or None.
 
     Returns:
-      The :class:`ModelVerdict` (``.verdict``, ``.passed``, ``.text``).
+      The :class:`ModelVerdict` (``.verdict``, ``.passed``, ``.text``, ``.self_test``).
 
     Raises:
       ModelError, LogError: a model or a log that cannot be used (one line); NoiseError: a reading
@@ -234,7 +248,8 @@ def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, thre
     files = [logs] if isinstance(logs, (str, Path)) else list(logs)
     loaded = refuse_repeats([load_log(f, model, path.name) for f in files])
     return replay(mujoco.MjSpec.from_file(str(path)), loaded, tolerance=tolerance, window=window, threads=threads,
-                  noise=noise, detect=detect, start_only=start_only, explain=explain)
+                  noise=noise, detect=detect, start_only=start_only, explain=explain, self_test=self_test, seed=seed,
+                  progress=progress)
 
 
 def register_model_check(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, noise=None,
@@ -270,21 +285,67 @@ def register_model_check(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: 
 
 
 def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance=TOLERANCE, window: float = WINDOW,
-           threads: int | None = None, noise=None, detect=None, start_only=(), explain: bool = True) -> ModelVerdict:
+           threads: int | None = None, noise=None, detect=None, start_only=(), explain: bool = True,
+           self_test: int | None = None, seed: int = 0, progress=None) -> ModelVerdict:
     """Replay ``logs`` with the model of ``spec`` and judge it (:func:`check_model`'s arguments).
 
     Returns:
       The :class:`ModelVerdict`, with ``traces``: the readings as logged and as replayed.
     """
+    pristine = spec.copy()  # the model as given: each self-test repeat checks a copy of it
     model = spec.compile()
-    quantities = own_quantities(model, spec, spec.modelname or "the model")
+    name = spec.modelname or "the model"
+    quantities = own_quantities(model, spec, name)
     problem = Problem(spec, quantities, logs, window=window, threads=threads, noise=noise, start_only=start_only)
     try:
         problem.check_finite(problem.x0())
         x = problem.refine_starts(problem.x0())
-        return judge(problem, x, list(range(len(quantities))), tolerance=tolerance, detect=detect, explain=explain)
+        stated = [dict(n) for n in problem.noise]  # before an allowance widens them (judge)
+        tested = list(range(len(quantities)))
+        verdict = judge(problem, x, tested, tolerance=tolerance, detect=detect, explain=explain)
+        if self_test is None:
+            return verdict
+        for li, noises in enumerate(stated):
+            problem.noise[li] = noises
+        for sig, noises in ((sig, stated[li]) for li, sigs in enumerate(problem.signals) for sig in sigs):
+            sig.sigma = np.asarray(noises[sig.key].value, float)
+        requested = {q.spec for q, _, _ in parse_detect(detect, quantities)}
+        counted = run_self_test(problem, x, verdict.parameters, pristine, name=name, runs=self_test, seed=seed,
+                                window=window, tolerance=tolerance, detect=detect, start_only=start_only,
+                                stated_noise=stated, power=_stated(verdict.parameters, requested), judge=judge,
+                                threads=threads, progress=progress)
+        return _with_self_test(verdict, counted, ", ".join(log.path.name for log in logs))
     finally:
         problem.close()
+
+
+def _stated(parameters: list[Sensitivity], requested: set[str]) -> list[str]:
+    """The parameters whose detectable size the verdict's text states (and those ``--detect`` asks about)."""
+    ranked = sorted((s for s in parameters if math.isfinite(s.detectable)),
+                    key=lambda s: (s.relative if s.relative is not None else math.inf))
+    shown = [s.quantity.spec for s in ranked[:SHOWN]]
+    return shown + sorted(requested - set(shown))
+
+
+def _with_self_test(verdict: ModelVerdict, counted: SelfTest, names: str) -> ModelVerdict:
+    """``verdict`` with the self-test's counts, ``inconclusive`` where they contradict what it rests on.
+
+    A pass rests on the stated power and on the stated false-alarm rate; a fail on the false-alarm
+    rate alone (a measured power below the stated one makes a failure no less real).
+    """
+    verdict.self_test = counted
+    lines = verdict.text.splitlines()
+    contradicted = counted.contradicted
+    alarms = [c for c in contradicted if c.startswith("the self-test failed the model itself")]
+    against = contradicted if verdict.verdict == "pass" else alarms if verdict.verdict == "fail" else []
+    if against:
+        verdict.verdict = "inconclusive"
+        verdict.reasons = list(against) + verdict.reasons
+        lines[0] = f"{names} cannot decide whether the model is the robot: " + "; ".join(against)
+    elif contradicted and verdict.verdict == "inconclusive":
+        verdict.reasons += contradicted
+    verdict.text = "\n".join(lines + [counted.text()])
+    return verdict
 
 
 def _noise_table(problem: Problem) -> dict[str, dict]:
