@@ -205,8 +205,11 @@ BAD_FILES.update({
     "log_us.csv": _arm_log(edit=lambda lines: lines.__setitem__(
         slice(1, None), [f"{1000 * i}{line[line.index(','):]}" for i, line in enumerate(lines[1:])])),
     # commands of 1e30 N m: no arm's log; the rollout from its state diverges
-    "log_diverges.csv": _arm_log(edit=lambda lines: lines.__setitem__(
-        slice(1, None), [line.replace(",0.1,", ",1e30,") for line in lines[1:]])),
+    "log_diverges.csv": _arm_log(header="time,ctrl:shoulder_motor,ctrl:elbow_motor,qpos:shoulder,qpos:elbow",
+                                 edit=lambda lines: lines.__setitem__(
+        slice(1, None), [line.replace(",0.1,", ",1e30,0,") for line in lines[1:]])),
+    # a log without the elbow motor's commands: named, not replayed as 0 and blamed on a mass
+    "log_no_elbow_command.csv": _arm_log(),
 })
 
 # What crossdyn tune --vary-from reads: an identified.json ('crossdyn identify' writes them).
@@ -593,6 +596,8 @@ CASES = [
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_diverges.csv", "--noise", "qpos:*=1e-3"],
      "huge value in CTRL"),
     ([*identify_log("log_diverges.csv"), "--noise", "qpos:*=1e-3"], "is the log this model's robot"),
+    (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_no_elbow_command.csv", "--noise", "qpos:*=1e-3"],
+     "no ctrl:elbow_motor column"),
     (["check", "model", "--mjcf", IDENTIFY_ARM, "--log", "{tmp}/log_ok.csv", "--tolerance", "0.5"], "--tolerance"),
     (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "0", "--out", "{tmp}/excite_out/cmd.csv"], "--duration"),
     (["excite", "--mjcf", IDENTIFY_ARM, "--duration", "nan", "--out", "{tmp}/excite_out/cmd.csv"], "finite"),

@@ -36,7 +36,7 @@ from ..files import make_out_dir, write_json
 from ..identify import outputs
 from ..identify.check_model import judge_fitted, parse_tolerance, replay
 from ..identify.excite import design, determinacy
-from ..identify.fit import WINDOW, Problem, fit_and_replay
+from ..identify.fit import COMMANDS, WINDOW, Problem, fit_and_replay
 from ..identify.logs import Log, load_log, refuse_repeats, write_log
 from ..identify.noise import resolve
 from ..identify.outputs import plot_signals
@@ -65,6 +65,10 @@ def _noise(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start-only", action="append", default=[], metavar="SIGNAL",
                    help="readings (globs) used for the windows' starts, not compared ('qvel:*': a motor's filtered "
                         "velocity estimate); repeat")
+    p.add_argument("--commands", choices=COMMANDS, default="hold",
+                   help="how the log's commands act between its samples: hold (default: each until the next, as a "
+                        "controller at the log's rate holds it) or linear (interpolated: a log slower than the "
+                        "commands it samples); the same for a log at the model's time step")
 
 
 class _Stages:
@@ -209,7 +213,8 @@ def _cmd_identify(args) -> int:
     stages = _Stages("identify", 3 + len(logs) + len(validation_logs))
     stages.done(f"read {len(logs)} log(s), {sum(log.time.size for log in logs)} samples; noise "
                 + ", ".join(f"{k} {v.value[0]:.2g} ({v.source})" for k, v in noise[0].items()))
-    problem = Problem(spec, targets, logs, window=args.window, noise=noise, start_only=args.start_only)
+    problem = Problem(spec, targets, logs, window=args.window, noise=noise, start_only=args.start_only,
+                      commands=args.commands)
     try:
         result, measured, nominal, identified = fit_and_replay(problem)
     finally:
@@ -223,7 +228,7 @@ def _cmd_identify(args) -> int:
     for kind, group, noises in (("fitted", logs, noise), ("validation", validation_logs, validation_noise)):
         for log, n in zip(group, noises, strict=True):
             verdict = judge_fitted(path, result, [log], noise=[n], start_only=args.start_only, window=args.window,
-                                   tolerance=tolerance)
+                                   tolerance=tolerance, commands=args.commands)
             verdicts[str(log.path)] = {"role": kind, **verdict.as_json()}
             stages.done(f"the fitted model against {log.path.name}: {verdict.verdict}")
             if verdict.verdict == "fail":
@@ -238,7 +243,8 @@ def _cmd_identify(args) -> int:
         replayed = {}
         for label, fitted in (("before", False), ("after", True)):
             v_problem = Problem(problem.spec, _refitted(targets, result, fitted), validation_logs,
-                                window=args.window, noise=validation_noise, start_only=args.start_only)
+                                window=args.window, noise=validation_noise, start_only=args.start_only,
+                                commands=args.commands)
             try:
                 xv = v_problem.refine_starts(v_problem.x0())
                 _, rms = v_problem.rms(xv)
@@ -340,6 +346,7 @@ def _cmd_check_model(args) -> int:
     try:
         verdict = replay(spec, logs, tolerance=args.tolerance or None, window=args.window, noise=args.noise,
                          detect=args.detect, start_only=args.start_only, self_test=args.self_test, seed=args.seed,
+                         commands=args.commands,
                          progress=(lambda done: bar.update(done - bar.n)) if bar is not None else None)
     finally:
         if bar is not None:

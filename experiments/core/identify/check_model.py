@@ -215,7 +215,7 @@ def parse_detect(detect, quantities: list[Quantity]) -> list[tuple[Quantity, flo
 
 def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, threads: int | None = None,
                 noise=None, detect=None, start_only=(), explain: bool = True, self_test: int | None = None,
-                seed: int = 0, progress=None) -> ModelVerdict:
+                seed: int = 0, progress=None, commands: str = "hold") -> ModelVerdict:
     """Does the model ``mjcf`` reproduce the robot's ``logs``?  (``crossdyn check model``.)
 
     Args:
@@ -235,6 +235,8 @@ def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, thre
         makes the verdict ``inconclusive``; None (the default) runs none.
       seed: the self-test's seed.
       progress: called with the self-test's repeats finished so far, or None.
+      commands: how the logs' commands act between samples: ``hold`` (each until the next, as a controller at
+        the log's rate holds it) or ``linear`` (:data:`.fit.COMMANDS`).
 
     Returns:
       The :class:`ModelVerdict` (``.verdict``, ``.passed``, ``.text``, ``.self_test``).
@@ -249,7 +251,7 @@ def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, thre
     loaded = refuse_repeats([load_log(f, model, path.name) for f in files])
     return replay(mujoco.MjSpec.from_file(str(path)), loaded, tolerance=tolerance, window=window, threads=threads,
                   noise=noise, detect=detect, start_only=start_only, explain=explain, self_test=self_test, seed=seed,
-                  progress=progress)
+                  progress=progress, commands=commands)
 
 
 def register_model_check(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, noise=None,
@@ -286,7 +288,7 @@ def register_model_check(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: 
 
 def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance=TOLERANCE, window: float = WINDOW,
            threads: int | None = None, noise=None, detect=None, start_only=(), explain: bool = True,
-           self_test: int | None = None, seed: int = 0, progress=None) -> ModelVerdict:
+           self_test: int | None = None, seed: int = 0, progress=None, commands: str = "hold") -> ModelVerdict:
     """Replay ``logs`` with the model of ``spec`` and judge it (:func:`check_model`'s arguments).
 
     Returns:
@@ -296,7 +298,8 @@ def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance=TOLERANCE, window: fl
     model = spec.compile()
     name = spec.modelname or "the model"
     quantities = own_quantities(model, spec, name)
-    problem = Problem(spec, quantities, logs, window=window, threads=threads, noise=noise, start_only=start_only)
+    problem = Problem(spec, quantities, logs, window=window, threads=threads, noise=noise, start_only=start_only,
+                      commands=commands)
     try:
         problem.check_finite(problem.x0())
         x = problem.refine_starts(problem.x0())
@@ -530,9 +533,23 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
     if ranked:
         lines.append("  this log could catch a change of: " + ", ".join(_caught(s) for s in ranked[:SHOWN])
                      + (f" (and {len(ranked) - SHOWN} more in check-model.json)" if len(ranked) > SHOWN else ""))
+    blind = _untested(sens)
+    if blind:
+        lines.append(f"  not tested, the log never moves them: {blind}")
     traces = list(zip(({s.key: s.measured for s in sigs} for sigs in problem.signals), problem.predictions(x),
                       strict=True))
     return ModelVerdict(verdict, "\n".join(lines), rms, worst, multiple, noise_table, sens, reasons, limits, traces)
+
+
+def _untested(sens: list[Sensitivity]) -> str:
+    """The parameters no change of which would fail the check, grouped by element: ``body 'turntable' (mass)``."""
+    groups: dict[str, list[str]] = {}
+    for s in sens:
+        if not math.isfinite(s.detectable):
+            q = s.quantity
+            who = "the commands" if q.kind == "delay" else f"{q.kind} {q.element!r}"
+            groups.setdefault(who, []).append(q.attr)
+    return ", ".join(f"{who} ({', '.join(attrs)})" for who, attrs in groups.items())
 
 
 def _figure(model: mujoco.MjModel, key: str, value) -> str:
@@ -580,7 +597,7 @@ def _why_blind(problem: Problem, relevant: list[Sensitivity]) -> list[str]:
 
 
 def judge_fitted(mjcf: Path, result, logs: list[Log], *, noise=None, start_only=(), window: float = WINDOW,
-                 tolerance=TOLERANCE, threads: int | None = None) -> ModelVerdict:
+                 tolerance=TOLERANCE, threads: int | None = None, commands: str = "hold") -> ModelVerdict:
     """The fitted model judged against ``logs`` as ``check model`` judges a model (``crossdyn identify``'s last step).
 
     The model of ``mjcf`` with every identified value of ``result`` (:class:`.fit.FitResult`; the
@@ -599,7 +616,8 @@ def judge_fitted(mjcf: Path, result, logs: list[Log], *, noise=None, start_only=
         if ok:
             q.nominal = np.asarray(v, float).copy()
     own = own_quantities(model, spec, mjcf.name, skip={t.spec for t in result.targets})
-    problem = Problem(spec, fitted + own, logs, window=window, threads=threads, noise=noise, start_only=start_only)
+    problem = Problem(spec, fitted + own, logs, window=window, threads=threads, noise=noise, start_only=start_only,
+                      commands=commands)
     try:
         x = problem.refine_starts(problem.x0())
         return judge(problem, x, list(range(len(fitted), len(fitted) + len(own))), tolerance=tolerance,

@@ -4,7 +4,7 @@ How a log is replayed.  Each log is cut into windows of ``window`` seconds (0.5 
 default).  Every window's rollout starts from the log's own state at the window's
 first sample (its ``qpos``; its ``qvel`` when logged, else a central difference of
 ``qpos`` over about 10 ms), steps the model at its own time step with the logged
-commands (linearly interpolated, ``delay`` seconds late), and is compared with the
+commands (``delay`` seconds late; see :data:`COMMANDS` for how between samples), and is compared with the
 log's readings until the next window starts.  Why that length: a rollout that runs
 the whole log drifts apart from the robot (a double pendulum's or a balancing
 robot's error grows exponentially, and a Gauss-Newton step stops being a good
@@ -57,13 +57,14 @@ import mujoco.rollout
 import numpy as np
 from absl import logging as absl_logging
 
+from ..errors import ParameterError
 from ..models import mujoco_warnings
 from . import sysid
 from .logs import Log, LogError
 from .noise import Noise, resolve
 from .spec import Quantity, SpecError, native_delay
 
-__all__ = ["Problem", "FitResult", "WINDOW", "START", "fit", "fit_and_replay", "residual_checks"]
+__all__ = ["Problem", "FitResult", "WINDOW", "START", "COMMANDS", "fit", "fit_and_replay", "residual_checks"]
 
 # The constraint solver's tolerance in the fit's rollouts (see Problem.build): at MuJoCo's 1e-8 the biped's
 # residual moves by a thousandth when a shank's mass moves by 1e-7 kg; at 1e-12 it moves smoothly, no slower.
@@ -83,6 +84,12 @@ SHRINK_MIN = 1 / 16
 # Fewest samples a window may hold: its start has two corrections per read dof, and a window of few more
 # samples than that lets them follow the log whatever the model (a 30 % heavier link passes at 5 samples).
 MIN_WINDOW_SAMPLES = 20
+# How a log's commands act between its samples.  ``hold``: each command acts from its sample until the next, as a
+# controller at the log's rate holds it (each physics step gets the held command's mean over the step, which is
+# continuous in a fitted delay); ``linear``: interpolated between samples (a log slower than the commands it
+# samples).  They coincide exactly for a log at the model's time step; a 500 Hz controller's log replayed at
+# 1 ms with ``linear`` read its held commands as ramps, and its own model failed by 3x the noise.
+COMMANDS = ("hold", "linear")
 # The key under which per-signal misfits (Problem.rms) report the windows' starts' own misfit.
 START = "start"
 # Velocity from qpos when a log has no qvel: central difference over about this span (s);
@@ -147,7 +154,14 @@ class _Window:
     qpos: np.ndarray  # the log's state at the start, (nq,)
     qvel: np.ndarray  # (nv,)
     grid: np.ndarray = field(default_factory=lambda: np.zeros(0))  # samples' positions on the step grid
-    span: tuple[int, int] = (0, 0)  # the samples whose central difference gives the start's velocity
+    span: tuple[int, int] = (0, 0)  # the samples whose difference gives the start's velocity
+    # The velocity's noise per unit of the position's (1/s): sqrt(2) / span for a central difference, more for the
+    # one-sided three-point difference at a log's first sample.
+    spread: float = 0.0
+    # Per dof (nv,), how far the three-point difference at a log's first sample departs from the two-point one
+    # (what a constant acceleration explains, and what a contact settling in the first samples does not): a
+    # truncation the start's uncertainty includes.  Zero for a central difference.
+    disagree: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # The start corrections with a misfit of their own, and its noise (Problem.start_noise): (2 d,) each.
     prior: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (np.zeros(0, bool), np.zeros(0)))
     # How every dof follows a correction of the read ones on the constraints: (nv, d) for positions and
@@ -214,14 +228,19 @@ class Problem:
       noise: each reading's noise: ``--noise`` options (strings or a mapping, :func:`.noise.resolve`), or
         per log ``{signal: Noise}`` already resolved.
       start_only: signals (globs) read for the windows' starts but not compared (``qvel:*``).
+      commands: how the logs' commands act between samples, ``hold`` or ``linear`` (:data:`COMMANDS`).
 
     Raises:
       NoiseError: a reading whose noise is neither stated nor estimable.
       LogError: a ``start_only`` pattern that matches no reading.
+      ParameterError: ``commands`` not one of :data:`COMMANDS`.
     """
 
     def __init__(self, spec: mujoco.MjSpec, targets: list[Quantity], logs: list[Log], window: float = WINDOW,
-                 threads: int | None = None, noise=None, start_only=()):
+                 threads: int | None = None, noise=None, start_only=(), commands: str = "hold"):
+        if commands not in COMMANDS:
+            raise ParameterError(f"--commands {commands!r}: one of {', '.join(COMMANDS)}")
+        self.commands = commands
         self.spec = spec
         self.native_delay = native_delay(spec.compile())
         for actuator in spec.actuators:  # the delay is applied to the commands (module docstring)
@@ -246,6 +265,15 @@ class Problem:
                         for li, log in enumerate(logs)]
         if not any(self.signals):
             raise LogError("every reading is --start-only: nothing is left to compare the model with")
+        for li, log in enumerate(logs):
+            _refuse_twice(m, log, {s.key: s for s in self.signals[li]})
+        for log in logs:  # a command the log does not hold would be replayed as 0 and blamed on a mass
+            logged = {name for kind, name, _, _ in log.signals.values() if kind == "ctrl"}
+            missing = [m.actuator(a).name for a in range(m.nu) if m.actuator(a).name not in logged]
+            if missing:
+                raise LogError(f"{log.path.name}: no ctrl:{missing[0]} column" + (f" (nor {len(missing) - 1} more)"
+                               if len(missing) > 1 else "") + "; the replay would take its command as 0 and blame "
+                               "the model: log every actuator's command (a column of zeros for a motor that was off)")
         self.ctrls = [log.ctrl(m) for log in logs]
         # Each joint's position and velocity readings, per log: a qpos:/qvel: column or an encoder the model holds
         # as a sensor (jointpos, jointvel): {("qpos", joint): key}.
@@ -289,7 +317,8 @@ class Problem:
         ``qpos`` reading, and a velocity's by its ``qvel`` reading (or a base's by its gyro):
         those need nothing more.  Every other correction departs from what the log says
         with nothing to pay: a velocity taken from a central difference of the encoders is
-        uncertain by ``sqrt(s_before^2 + s_after^2) / span`` (their noise over the span), a
+        uncertain by ``sqrt(s_before^2 + s_after^2) / span`` (their noise over the span; at a log's first
+        sample the three-point difference's ``sqrt(26) / (2 h)``), a
         ``--start-only`` reading by its own noise.
 
         Returns:
@@ -316,20 +345,19 @@ class Problem:
                 if qvel_key not in compared:
                     mask[nd + i], sigma[nd + i] = True, float(np.median(noises[qvel_key].value))
             elif qpos_key in log.signals:
-                lo, hi = window.span
                 k = int(self.dofs[i] - m.jnt_dofadr[j])
                 # The dof's series is the same for every window of the log; its noise may be restated
                 # (check model's --tolerance), so it is read each time.
                 reading, s = _dof_motion(m, j, k, log.signals[qpos_key][2], noises[qpos_key].value,
                                          self._motion.get((li, j, k)))
                 self._motion[li, j, k] = reading
-                # The difference's own error: the noise over its span, and its truncation: a sampled motion's
-                # difference is the velocity of some instant within a step of the sample (how a simulator or a
-                # driver stamps it), off by up to the acceleration times a step.
+                # The difference's own error: the noise through its weights (window.spread), and its truncation:
+                # a sampled motion's difference is the velocity of some instant within a step of the sample (how
+                # a simulator or a driver stamps it), off by up to the acceleration times a step.
                 step = float(np.median(np.diff(log.time)))
                 mask[nd + i] = True
-                sigma[nd + i] = math.hypot(s * np.sqrt(2.0) / max(log.time[hi] - log.time[lo], 1e-12),
-                                           _acceleration(reading, step, s) * step)
+                sigma[nd + i] = math.hypot(s * window.spread, _acceleration(reading, step, s) * step,
+                                           float(window.disagree[self.dofs[i]]) if window.disagree.size else 0.0)
         return mask, sigma
 
     # -- the log's windows ---------------------------------------------------------------------------------
@@ -359,7 +387,22 @@ class Problem:
             qpos = self._qpos_at(qpos_log, a)
             lo, hi = max(a - span, 0), min(a + span, t.size - 1)
             qvel = np.zeros(m.nv)
-            mujoco.mj_differentiatePos(m, qvel, t[hi] - t[lo], self._qpos_at(qpos_log, lo), self._qpos_at(qpos_log, hi))
+            if a - span < 0 and a + 2 * span < t.size:
+                # A log's first sample has no past: a difference forward of it is the velocity half its span later,
+                # off by the acceleration times that (a right model's 0.5 s log of an arm started hard failed at
+                # 2 to 6 x).  The three-point difference through a, a + span and a + 2 span is exact for a
+                # constant acceleration.
+                lo, hi = a, a + 2 * span
+                qvel, spread = _forward_velocity(m, t, [self._qpos_at(qpos_log, i) for i in (a, a + span, hi)],
+                                                 (a, a + span, hi))
+                two_point = np.zeros(m.nv)
+                mujoco.mj_differentiatePos(m, two_point, t[a + span] - t[a], self._qpos_at(qpos_log, a),
+                                           self._qpos_at(qpos_log, a + span))
+                disagree = np.abs(qvel - two_point)
+            else:
+                mujoco.mj_differentiatePos(m, qvel, t[hi] - t[lo], self._qpos_at(qpos_log, lo),
+                                           self._qpos_at(qpos_log, hi))
+                spread, disagree = math.sqrt(2.0) / max(t[hi] - t[lo], 1e-12), np.zeros(0)
             for ids, values in qvel_log.values():
                 qvel[ids] = values[a]
             for j, (gyro, gyro_site), (quat, quat_site) in self.imu:  # a floating base no log reads: its IMU
@@ -374,7 +417,7 @@ class Problem:
                     qvel[m.jnt_dofadr[j] + 3 : m.jnt_dofadr[j] + 6] = rotation.reshape(3, 3) @ log.signals[gyro][2][a]
             qpos, qvel = self.closure.project(qpos, qvel)
             grid = (t[a:b] - t[a]) / self.dt
-            win = _Window(li, a, b, qpos, qvel, grid, span=(lo, hi))
+            win = _Window(li, a, b, qpos, qvel, grid, span=(lo, hi), spread=spread, disagree=disagree)
             win.prior = self.start_noise(li, win)
             self.windows.append(win)
 
@@ -427,19 +470,42 @@ class Problem:
         return float(self.theta(x)[self.delay_index][0])
 
     def controls(self, delay: float) -> np.ndarray:
-        """Each window's commands per step, (W, steps, nu): the log's, linearly interpolated, ``delay`` s late."""
+        """Each window's commands per step, (W, steps, nu): the log's, ``delay`` s late, between samples as
+        :attr:`commands` says (:data:`COMMANDS`); before the first sample the first, after the last the last."""
         nu = self.model.nu
         out = np.zeros((len(self.windows), self.steps, nu))
         if nu == 0:
             return out
         k = np.arange(self.steps) * self.dt
+        held = [self._held(li) for li in range(len(self.logs))]
         for w, win in enumerate(self.windows):
             t = self.logs[win.log].time
             when = t[win.start] + k - delay
             ctrl = self.ctrls[win.log]
-            for j in range(nu):
-                out[w, :, j] = np.interp(when, t, ctrl[:, j])
+            if held[win.log] is None:
+                for j in range(nu):
+                    out[w, :, j] = np.interp(when, t, ctrl[:, j])
+                continue
+            knots, integral = held[win.log]
+            for j in range(nu):  # the held command's mean over each step: its integral's difference
+                out[w, :, j] = (np.interp(when + self.dt, knots, integral[:, j])
+                                - np.interp(when, knots, integral[:, j])) / self.dt
         return out
+
+    def _held(self, li: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Log ``li``'s held commands as their running integral at the samples (piecewise linear between them):
+        ``(knots (N + 2,), integral (N + 2, nu))``, padded before the first sample and after the last with those
+        commands held; None where holding and interpolating coincide (``linear``, or one sample per step)."""
+        t = self.logs[li].time
+        if self.commands == "linear" or np.allclose(np.diff(t), self.dt, rtol=1e-9, atol=0.0):
+            return None
+        ctrl = self.ctrls[li]
+        pad = (t[-1] - t[0]) + self.steps * self.dt + 2.0  # beyond any window's steps and any delay (under 1 s)
+        knots = np.concatenate([[t[0] - pad], t, [t[-1] + pad]])
+        pieces = ctrl[:-1] * np.diff(t)[:, None]
+        integral = np.vstack([-ctrl[:1] * pad, np.zeros((1, ctrl.shape[1])), np.cumsum(pieces, axis=0)])
+        integral = np.vstack([integral, integral[-1:] + ctrl[-1:] * pad])
+        return knots, integral
 
     def starts(self, x: np.ndarray) -> np.ndarray:
         """Each window's initial state, (W, nstate), with its correction in ``x`` applied."""
@@ -1087,6 +1153,24 @@ def _dof_motion(m: mujoco.MjModel, j: int, k: int, reading: np.ndarray, noise: n
     return series, 2.0 * float(np.median(noise[first:first + 4]))
 
 
+def _forward_velocity(m: mujoco.MjModel, t: np.ndarray, qpos: list[np.ndarray], samples: tuple[int, int, int]
+                      ) -> tuple[np.ndarray, float]:
+    """The velocity at the first of three samples from the quadratic through them, and its noise per unit of the
+    positions' (1/s): ``(qvel (nv,), spread)``.
+
+    With ``d1``, ``d2`` the displacements (tangent space: quaternions too) from the first sample to the
+    others, ``h1``, ``h2`` their times after it, ``v = (d1 h2^2 - d2 h1^2) / (h1 h2 (h2 - h1))``; for
+    ``h2 = 2 h1``, ``(4 d1 - d2) / (2 h1)``, whose noise is ``sqrt(26) / (2 h1)`` times the positions'.
+    """
+    h1, h2 = t[samples[1]] - t[samples[0]], t[samples[2]] - t[samples[0]]
+    d1, d2 = np.zeros(m.nv), np.zeros(m.nv)
+    mujoco.mj_differentiatePos(m, d1, 1.0, qpos[0], qpos[1])
+    mujoco.mj_differentiatePos(m, d2, 1.0, qpos[0], qpos[2])
+    denominator = h1 * h2 * (h2 - h1)
+    weights = np.array([-(h2 * h2 - h1 * h1), h2 * h2, -h1 * h1]) / denominator
+    return (d1 * h2 * h2 - d2 * h1 * h1) / denominator, float(np.linalg.norm(weights))
+
+
 def _acceleration(reading: np.ndarray, step: float, noise: float) -> float:
     """A reading's RMS acceleration over the log, its noise's share of the second differences taken out, (units)/s^2."""
     if reading.size < 3:
@@ -1112,6 +1196,34 @@ def _encoders(m: mujoco.MjModel, log: Log) -> dict[tuple[str, str], str]:
             if reads is not None:
                 out.setdefault((reads, m.joint(int(m.sensor_objid[sid])).name), key)
     return out
+
+
+def _refuse_twice(m: mujoco.MjModel, log: Log, compared: dict[str, _Signal]) -> None:
+    """Refuse one joint's reading compared twice: a ``qpos:``/``qvel:`` column and the joint's encoder sensor
+    (``jointpos``/``jointvel``) that agree far closer than their noises would let two sensors agree.
+
+    Counted twice, one reading's evidence would narrow every interval and sharpen every test by sqrt(2)
+    (a check's stated power improved 1.25x).  Two real sensors of one joint (a motor's encoder and the
+    output's) differ by their noises and both count.
+
+    Raises:
+      LogError: naming both columns and how far apart they are in units of their noise.
+    """
+    kinds = {int(mujoco.mjtSensor.mjSENS_JOINTPOS): "qpos", int(mujoco.mjtSensor.mjSENS_JOINTVEL): "qvel"}
+    for key, (kind, name, _values, _ids) in log.signals.items():
+        if kind != "sensor" or key not in compared:
+            continue
+        sid = m.sensor(name).id
+        reads = kinds.get(int(m.sensor_type[sid]))
+        column = f"{reads}:{m.joint(int(m.sensor_objid[sid])).name}" if reads else None
+        if column is None or column not in compared:
+            continue
+        a, b = compared[key], compared[column]
+        apart = float(np.std(a.measured - b.measured)) / math.hypot(float(np.max(a.sigma)), float(np.max(b.sigma)))
+        if apart < 0.5:  # independent noises: about 1
+            raise LogError(f"{log.path.name}: {column} and {key} are one reading twice (they differ by {apart:.2g} x "
+                           f"their noise; two sensors' noises would make it about 1): counted twice it claims twice "
+                           f"the evidence; compare one (--start-only {key})")
 
 
 def _joint_index(m: mujoco.MjModel, kind: str, name: str) -> np.ndarray:

@@ -199,7 +199,7 @@ def _truth_problem(problem: Problem, pristine: mujoco.MjSpec, name: str, window:
     spec = pristine.copy()
     quantities = own_quantities(spec.compile(), spec, name)
     return Problem(spec, quantities, problem.logs, window=window, threads=1,
-                   noise=[dict(n) for n in problem.noise], start_only=())
+                   noise=[dict(n) for n in problem.noise], start_only=(), commands=problem.commands)
 
 
 def _map_starts(source: Problem, x: np.ndarray, target: Problem) -> np.ndarray:
@@ -322,7 +322,8 @@ def run_self_test(problem: Problem, x: np.ndarray, sensitivities: list[Sensitivi
         try:
             quantities = own_quantities(copy.compile(), copy, name)
             replica = Problem(copy, quantities, logs, window=window, threads=1,
-                              noise=[dict(n) for n in stated_noise], start_only=start_only)
+                              noise=[dict(n) for n in stated_noise], start_only=start_only,
+                              commands=problem.commands)
             try:
                 xr = replica.refine_starts(replica.x0())
                 verdict = judge(replica, xr, list(range(len(quantities))), tolerance=tolerance, detect=detect,
