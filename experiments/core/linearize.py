@@ -10,11 +10,20 @@ contacts differentiate smoothly); the position rows are ``d(dq)/dt = dqd``, exac
 at rest.  :func:`holding_control` solves ``mj_inverse`` for the control that
 keeps a pose at rest.  ``lin.ss()`` is a ``control.StateSpace``, so
 ``control.lqr(lin.ss(), Q, R)`` designs a regulator, as MuJoCo's LQR tutorial does.
+
+A model whose actuators act late (MuJoCo's actuator ``delay``, with its ``nsample``
+history) is differentiated with the delay taken out, so ``B`` is what a command does
+once it arrives (with the delay in, a command changes nothing now and ``B`` would be 0),
+and :attr:`Linearization.delay` says how late it arrives.  A continuous state space has no
+finite state for a delay, so ``ss()`` refuses such a model; :meth:`Linearization.discrete`
+carries the delay as states (the commands in flight), and ``regulator(dt=)`` designs for it.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
+import math
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,7 +37,8 @@ from .limits import EPS_MAX, EPS_MIN
 from .models import as_model, with_options
 
 __all__ = ["Linearization", "linearize", "holding_control", "operating_point", "check_quaternions", "keyframe_id",
-           "state_vector", "active_constraints", "steps", "EPS", "HOLD_RTOL"]
+           "state_vector", "active_constraints", "steps", "native_delay", "arrival_delay", "undelayed",
+           "hold_with_delay", "EPS", "HOLD_RTOL"]
 
 # Finite-difference step on state and control: central differences err by
 # ~EPS^2 |f'''| (1e-12) and round-off ~1e-16 |qacc| / EPS (1e-10 of the scale).
@@ -74,6 +84,8 @@ class Linearization:
     # finite-difference step each column of [A, B] was taken with (linearize fills it).
     reduction: Any = field(default=None, repr=False, compare=False)
     steps: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
+    # How late every command reaches its actuator, s (MuJoCo's actuator delay, :func:`native_delay`); 0: at once.
+    delay: float = 0.0
 
     @property
     def nv(self) -> int:
@@ -107,6 +119,10 @@ class Linearization:
         Signal names are :attr:`state_names` and :attr:`input_names` with ``.``
         replaced by ``_`` (python-control reserves ``.`` for ``system.signal``).
         """
+        if self.delay:
+            raise ParameterError(f"the model's actuators act {1e3 * self.delay:.4g} ms late (MuJoCo's actuator delay): "
+                                 "a continuous state space has no finite state for a delay; discrete(dt) carries "
+                                 "the commands in flight as states, and regulator(..., dt=) designs for them")
         import control  # late: python-control's import (SciPy's signal and stats) costs every command
 
         states = [name.replace(".", "_") for name in self.state_names]
@@ -122,8 +138,15 @@ class Linearization:
         four-stage Taylor polynomial.  At an equilibrium this is MuJoCo's one-step
         transition, which ``mjd_transitionFD`` measures.
 
+        With an actuator delay (:attr:`delay`) it is the exact hold of the linear system instead
+        (:func:`hold_with_delay`): the state grows by the commands in flight, ``[x, u(k - r), ...,
+        u(k - 1)]`` (``r`` periods, one more than the delay's whole periods when it has a fraction).
+
         Args:
           dt: the step, s (default: the model's time step).
+
+        Returns:
+          ``(Ad, Bd)``: ``(2 nv, 2 nv)`` and ``(2 nv, nu)``; with a delay ``(2 nv + r nu, ...)`` and ``(..., nu)``.
 
         Raises:
           ParameterError: ``dt`` is not positive, or the integrator is not Euler, RK4 or implicit(fast).
@@ -131,6 +154,8 @@ class Linearization:
         h = self.timestep if dt is None else float(dt)
         if not h > 0 or not np.isfinite(h):
             raise ParameterError(f"dt must be a positive time step, got {dt!r}")
+        if self.delay:
+            return hold_with_delay(self.A, self.B, h, self.delay)
         if self.reduction is not None:  # the reduction's order: positions first, as the integrator steps them
             order = self.reduction.order()
             back = np.argsort(order)
@@ -356,6 +381,14 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
     if model.na:
         raise ModelError(f"the model has {model.na} actuator activation state(s) (dyntype filter, integrator or "
                          "muscle): linearize covers the state [dq, dqd] only")
+    if native_delay(model):
+        delays = {float(d) for d in model.actuator_delay}
+        if len(delays) > 1:
+            shown = ", ".join(f"{1e3 * d:g} ms" for d in sorted(delays))
+            raise ModelError(f"the model's actuators have different delays ({shown}): linearize carries one delay "
+                             "for all commands; give them one")
+        lin = linearize(undelayed(model), keyframe, qpos, qvel, ctrl, eps=eps, reduction=reduction)
+        return replace(lin, delay=arrival_delay(model, lin.qpos, lin.ctrl))
     declared = reduction is not None and reduction.declared is not None
     each = [] if declared else steps(eps, 2 * model.nv + model.nu)
     qpos, qvel, ctrl = operating_point(model, keyframe, qpos, qvel, ctrl)
@@ -384,6 +417,120 @@ def linearize(model: mujoco.MjModel | str | os.PathLike, keyframe: str | int | N
                            taken[2 * nv :][np.abs(reduction.inputs).max(axis=1, initial=0.0) > 0]])
     return replace(lin, A=A_r, B=B_r, state_names=tuple(reduction.state_names),
                    input_names=tuple(reduction.input_names), implicit=None, reduction=reduction, steps=used)
+
+
+def native_delay(model: mujoco.MjModel) -> float:
+    """How late the model's actuators act on a command (s): MuJoCo's actuator ``delay``, as a rollout applies it.
+
+    MuJoCo's actuator ``delay`` D reads the command history at the time MuJoCo evaluates
+    the actuator: with RK4 the middle of the step, so its commands act D - dt/2 late
+    relative to the step they were sent in; with the other integrators the step's start,
+    D late.  The largest over the actuators.
+    """
+    if model.nu == 0 or not np.any(model.actuator_delay > 0):
+        return 0.0
+    half = model.opt.timestep / 2 if model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4 else 0.0
+    return max(float(np.max(model.actuator_delay)) - half, 0.0)
+
+
+def arrival_delay(model: mujoco.MjModel, qpos: np.ndarray, ctrl: np.ndarray) -> float:
+    """How late a command acts in MuJoCo's own steps, measured (s): the mean step at which a one-step impulse of
+    the first command changes the velocities, with the delay less without it, times the step.
+
+    MuJoCo's history is read at each stage of the integrator: with RK4 a command sent ``d`` steps of
+    ``h`` before acts one sixth of it a step early (the last stage reads ``t + h - D``), so it arrives
+    ``D - h/6`` late on average; with Euler ``D``.  A linear model that holds each command for a
+    fraction of the step accordingly (:func:`hold_with_delay`) reproduces those steps.
+    """
+    def mean_step(m: mujoco.MjModel) -> float:
+        data = mujoco.MjData(m)
+        for _ in range(int(m.actuator_history[:, 0].max(initial=0)) + 2):  # the history full of the operating point
+            data.qpos[:], data.qvel[:], data.ctrl[:] = qpos, 0.0, ctrl
+            mujoco.mj_step(m, data)
+        data.qpos[:], data.qvel[:] = qpos, 0.0
+        steps = int(round(float(m.actuator_delay.max(initial=0.0)) / m.opt.timestep)) + 4
+        runs = []
+        for kick in (1e-3 * max(1.0, float(np.abs(ctrl).max(initial=0.0))), 0.0):
+            run = copy.copy(data)
+            velocity = []
+            for n in range(steps):
+                run.ctrl[:] = ctrl
+                run.ctrl[0] += kick if n == 0 else 0.0
+                mujoco.mj_step(m, run)
+                velocity.append(run.qvel.copy())
+            runs.append(np.array(velocity))
+        added = np.linalg.norm(np.diff(runs[0] - runs[1], axis=0, prepend=0.0), axis=1)
+        return float(np.arange(steps) @ added / added.sum()) if added.sum() > 0 else 0.0
+
+    return max(mean_step(model) - mean_step(undelayed(model)), 0.0) * float(model.opt.timestep)
+
+
+def undelayed(model: mujoco.MjModel) -> mujoco.MjModel:
+    """A copy of ``model`` whose actuators act on a command at once (every actuator ``delay`` 0)."""
+    out = copy.copy(model)
+    out.actuator_delay[:] = 0.0
+    return out
+
+
+def _held(A: np.ndarray, B: np.ndarray, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(e^(A tau), int_0^tau e^(A s) ds B)``: the exponential of ``[[A, B], [0, 0]] tau`` by scaling and squaring
+    a 16-term Taylor series (NumPy alone: round-off of the largest entries)."""
+    n, m = B.shape
+    block = np.zeros((n + m, n + m))
+    block[:n, :n], block[:n, n:] = A, B
+    block *= tau
+    norm = float(np.abs(block).sum(axis=1).max(initial=0.0))
+    squarings = max(0, int(math.ceil(math.log2(norm))) + 1) if norm > 0.5 else 0
+    block /= 2.0**squarings
+    term, total = np.eye(n + m), np.eye(n + m)
+    for k in range(1, 17):
+        term = term @ block / k
+        total = total + term
+    for _ in range(squarings):
+        total = total @ total
+    return total[:n, :n], total[:n, n:]
+
+
+def hold_with_delay(A, B, dt: float, delay: float) -> tuple[np.ndarray, np.ndarray]:
+    """The exact discretization of ``d/dt x = A x + B u(t - delay)`` with ``u`` held over each period ``dt``.
+
+    With ``delay = d dt + f`` (``d`` whole periods, ``0 <= f < dt``), a period's state change takes the
+    command sent ``d`` periods ago for its last ``dt - f`` and the one before it for its first ``f``:
+    ``x+ = Ad x + G0 u(k - d) + G1 u(k - d - 1)``, ``G0 = int_0^(dt - f) e^(A s) ds B``, ``G1 = e^(A (dt - f))
+    int_0^f e^(A s) ds B``.  The state grows by the ``r`` commands in flight (``r = d``, or ``d + 1`` with a
+    fraction), oldest first: ``[x, u(k - r), ..., u(k - 1)]``; a fraction below 1e-9 of the period is none.
+
+    Returns:
+      ``(Ad (n + r m, n + r m), Bd (n + r m, m))``.
+    """
+    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
+    n, m = B.shape
+    whole = int(math.floor(delay / dt + 1e-9))
+    fraction = max(delay - whole * dt, 0.0)
+    if fraction < 1e-9 * dt:
+        fraction = 0.0
+    Ad, G0 = _held(A, B, dt - fraction)
+    G1 = np.zeros_like(B)
+    if fraction:
+        Af, Gf = _held(A, B, fraction)
+        G1 = Ad @ Gf
+        Ad = Ad @ Af
+    r = whole + (1 if fraction else 0)
+    size = n + r * m
+    Az, Bz = np.zeros((size, size)), np.zeros((size, m))
+    Az[:n, :n] = Ad
+    # u(k - d) is register r - d (the newest is r - 1; u(k) itself when d = 0); u(k - d - 1) the one before it
+    for register, gain in ((r - whole, G0), (r - whole - 1, G1)):
+        if not gain.any():
+            continue
+        if register == r:
+            Bz[:n] += gain
+        else:
+            Az[:n, n + register * m : n + (register + 1) * m] += gain
+    if r:
+        Az[n : size - m, n + m :] = np.eye((r - 1) * m)  # each command moves one place older
+        Bz[size - m :] = np.eye(m)  # the newest enters last
+    return Az, Bz
 
 
 def _implicit_part(model: mujoco.MjModel, forward: _Forward, smooth_v: np.ndarray) -> np.ndarray | None:
@@ -424,6 +571,8 @@ def holding_control(model: mujoco.MjModel | str | os.PathLike, keyframe: str | i
         control lies outside an actuator's ``ctrlrange``.
     """
     model = as_model(model)
+    if native_delay(model):  # the control that holds a pose is the same however late it arrives
+        model = undelayed(model)
     qpos, _, _ = operating_point(model, keyframe, qpos)
     data = mujoco.MjData(model)
     data.qpos[:] = qpos

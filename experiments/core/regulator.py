@@ -35,7 +35,7 @@ import scipy.linalg
 
 from ...controllers.lqr import LQRDesign, dlqr, lqr
 from .errors import ParameterError
-from .linearize import Linearization, linearize
+from .linearize import Linearization, hold_with_delay, linearize
 from .loop.control_rate import period_in_effect
 from .loop.trace import Trace
 
@@ -267,7 +267,11 @@ def regulator(model: mujoco.MjModel, Q, R, keyframe: str | int | None = None, qp
         ``simulate`` checks it again at the period it runs.
       delay: whole control periods between a command and the actuators (a
         :class:`~crossdyn.experiments.core.imperfections.Delay` of as many periods), folded into
-        the discrete design; needs a period (``dt``, or one in effect).
+        the discrete design; needs a period (``dt``, or one in effect).  A model whose actuators
+        act late themselves (MuJoCo's actuator ``delay``: ``linearization.delay``) has that delay
+        folded in too, a fraction of a period included (:func:`.linearize.hold_with_delay`); the
+        regulator's ``delay`` is then the commands it remembers.  A continuous design of such a
+        model warns that it cannot hold the delay.
 
     Raises:
       ModelError: no control holds the pose.
@@ -286,11 +290,19 @@ def regulator(model: mujoco.MjModel, Q, R, keyframe: str | int | None = None, qp
     lin = linearize(model, keyframe=keyframe, qpos=qpos, qvel=np.zeros(model.nv), ctrl="hold")
     Q, R = _weights(Q, R, lin.A.shape[0], lin.nu)
     plant = None
+    if lin.delay and dt is None:
+        warnings.warn(f"regulator: the model's actuators act {1e3 * lin.delay:.4g} ms late (MuJoCo's actuator "
+                      "delay), which a continuous design cannot hold: designed as if they acted at once; "
+                      "regulator(..., dt=) designs for the delay", RuntimeWarning, stacklevel=2)
     try:
         if dt is None:
             design = lqr(lin.A, lin.B, Q, R)
         else:
-            plant = _with_delay(*zero_order_hold(lin.A, lin.B, float(dt)), int(delay))
+            if lin.delay:  # the model's own delay and the loop's whole periods: the commands in flight as states
+                plant = hold_with_delay(lin.A, lin.B, float(dt), lin.delay + int(delay) * float(dt))
+                delay = (plant[0].shape[0] - lin.A.shape[0]) // max(lin.nu, 1)
+            else:
+                plant = _with_delay(*zero_order_hold(lin.A, lin.B, float(dt)), int(delay))
             nz = plant[0].shape[0]
             Qz = np.zeros((nz, nz))
             Qz[:lin.A.shape[0], :lin.A.shape[0]] = np.diag(Q) if np.ndim(Q) == 1 else Q

@@ -39,9 +39,10 @@ import numpy as np
 
 from ..errors import CrossdynError
 from ..limits import COMMAND_DELAY_MAX
+from ..linearize import native_delay
 from . import sysid
 
-__all__ = ["SpecError", "Quantity", "parse_fit", "native_delay", "GRAMMAR", "ATTRIBUTES"]
+__all__ = ["SpecError", "Quantity", "parse_fit", "GRAMMAR", "ATTRIBUTES"]
 
 GRAMMAR = ("body:<name>:mass|com|inertia|com[k]|inertia[k], joint:<name>:damping|armature|frictionloss|stiffness, "
            "actuator:<name>:gear|bias, delay, sensor:<name>:bias")
@@ -88,20 +89,6 @@ class Quantity:
     @property
     def size(self) -> int:
         return int(self.nominal.size)
-
-
-def native_delay(model: mujoco.MjModel) -> float:
-    """How late the model's actuators act on a command (s), as the rollouts apply a delay.
-
-    MuJoCo's actuator ``delay`` D reads the command history at the time MuJoCo evaluates
-    the actuator: with RK4 the middle of the step, so its commands act D - dt/2 late
-    relative to the step they were sent in; with the other integrators the step's start,
-    D late.  The largest over the actuators (crossdyn fits one delay for all).
-    """
-    if model.nu == 0 or not np.any(model.actuator_delay > 0):
-        return 0.0
-    half = model.opt.timestep / 2 if model.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4 else 0.0
-    return max(float(np.max(model.actuator_delay)) - half, 0.0)
 
 
 def _names(model: mujoco.MjModel, kind: str) -> list[str]:
