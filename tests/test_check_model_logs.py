@@ -110,3 +110,36 @@ def test_one_reading_under_two_names_is_refused_and_two_sensors_are_not(arm, tmp
     # The recorder's encoder sensor has noise of its own: two sensors, both counted, and the right model passes.
     verdict = check_model(str(ARM), write_log(tmp_path / "two.csv", time, columns), noise={"*": NOISE})
     assert verdict.verdict == "pass", verdict.text
+
+
+def test_a_cause_outside_the_model_is_not_dressed_as_one_of_its_parameters(tmp_path):
+    """A robot whose joints have springs the MJCF lacks: the verdict fails, and what it offers is marked."""
+    import re
+
+    from identify_truth import arm_log
+
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    for name in ("shoulder", "elbow"):
+        stiffness = np.array(spec.joint(name).stiffness)
+        stiffness[0] = 8.0  # N m/rad
+        spec.joint(name).stiffness = stiffness
+    path = arm_log(tmp_path / "spring.csv", seed=0, duration=2.0, model=spec.compile(), delay=0.0)
+    verdict = check_model(str(ARM), path, noise={"qpos:*": NOISE})
+    assert verdict.verdict == "fail"
+    # link2's mass at ten times the model's, the top of what is searched: said so
+    assert "at the edge of the range searched: the cause may be none of the model's own parameters" in verdict.text
+    # one-parameter estimates that explain little of the misfit are not offered as findings
+    assert "the log rejects" not in verdict.text
+    assert not re.search(r"(mass|inertia|damping|armature|frictionloss) -\d", verdict.text), verdict.text
+
+
+def test_only_physical_values_are_offered():
+    from crossdyn.experiments.core.identify.check_model import _possible
+
+    def quantity(attr):
+        return type("Q", (), {"attr": attr})()
+
+    assert not _possible(quantity("mass"), 0.0) and _possible(quantity("mass"), 1e-6)
+    for attr in ("inertia", "damping", "armature", "frictionloss", "delay"):
+        assert _possible(quantity(attr), 0.0) and not _possible(quantity(attr), -1e-9)
+    assert _possible(quantity("gear"), -1.0) and _possible(quantity("bias"), -3.0)

@@ -167,3 +167,25 @@ def test_an_allowance_never_claims_power_it_has_not(tmp_path, allowance):
     verdict = check_model(str(ARM), log, noise={"qpos:*": NOISE}, tolerance=[f"qpos:*={allowance}"])
     stated = verdict.detectable["body:link2:mass"]
     assert verdict.verdict != "pass" or stated >= 0.3, verdict.text
+
+
+def test_identify_self_test_counts_its_intervals_and_refuses_narrow_ones(own_log, tmp_path, capsys, monkeypatch):
+    """identify --self-test: honest intervals hold the simulated value; intervals made 100 x too narrow (patched
+    in) are contradicted by the count, and identify exits 1 saying so."""
+    from crossdyn.experiments.core.identify import fit as fit_module
+
+    args = ["identify", "--mjcf", str(ARM), "--log", str(own_log), "--noise", "qpos:*=5e-4", "--fit",
+            "body:link2:mass", "--self-test", "8", "--seed", "2"]
+    assert main([*args, "--out", str(tmp_path / "honest")]) == 0
+    counted = json.loads((tmp_path / "honest" / "identified.json").read_text())["self_test"]
+    coverage = counted["coverage"]["body:link2:mass"]
+    assert coverage["runs"] == 8 and coverage["covered"] >= 6 and not counted["contradicted"], counted
+    capsys.readouterr()
+
+    real = fit_module._intervals
+    monkeypatch.setattr(fit_module, "_intervals", lambda *a, **k: real(*a, **k) / 100)
+    assert main([*args, "--out", str(tmp_path / "narrow")]) == 1
+    printed = capsys.readouterr().out
+    assert "the self-test contradicts the stated 95 %: body:link2:mass's intervals held the value" in printed
+    counted = json.loads((tmp_path / "narrow" / "identified.json").read_text())["self_test"]
+    assert counted["contradicted"] and counted["coverage"]["body:link2:mass"]["covered"] <= 2

@@ -41,7 +41,7 @@ from ..identify.logs import Log, load_log, refuse_repeats, write_log
 from ..identify.noise import resolve
 from ..identify.outputs import plot_signals
 from ..identify.record import record
-from ..identify.self_test import RUNS
+from ..identify.self_test import FIT_RUNS, RUNS, run_coverage_test
 from ..identify.spec import Quantity, parse_fit
 from ..limits import DURATION_MAX, REPEATS_MAX, SEED_MAX, WINDOW_MAX, WINDOW_MIN
 from ..models import load_model, model_path
@@ -114,6 +114,13 @@ def add_parser(sub) -> None:
     _noise(p)
     _tolerance(p)
     _window(p)
+    p.add_argument("--self-test", type=arguments.count(1, REPEATS_MAX, "--self-test"), nargs="?", const=FIT_RUNS,
+                   default=None, metavar="N",
+                   help=f"simulate the logs N times (default {FIT_RUNS}) with the fitted model and the stated noise, "
+                        "fit each repeat as the logs were, and count how often each 95 %% interval holds the value "
+                        "simulated; a count that contradicts 95 %% exits 1")
+    p.add_argument("--seed", type=arguments.count(0, SEED_MAX, "--seed"), default=0,
+                   help="the self-test's seed (default 0)")
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, help="output folder (default results/)")
     p.set_defaults(func=_cmd_identify)
 
@@ -210,20 +217,33 @@ def _cmd_identify(args) -> int:
     noise = resolve(model, logs, args.noise)
     validation_noise = resolve(model, validation_logs, args.noise) if validation_logs else []
     out = make_out_dir(args.out)
-    stages = _Stages("identify", 3 + len(logs) + len(validation_logs))
+    stages = _Stages("identify", 3 + len(logs) + len(validation_logs) + (args.self_test is not None))
     stages.done(f"read {len(logs)} log(s), {sum(log.time.size for log in logs)} samples; noise "
                 + ", ".join(f"{k} {v.value[0]:.2g} ({v.source})" for k, v in noise[0].items()))
+    pristine = spec.copy()  # the model as given: each self-test repeat is fitted on a copy of it
     problem = Problem(spec, targets, logs, window=args.window, noise=noise, start_only=args.start_only,
                       commands=args.commands)
+    coverage = None
     try:
         result, measured, nominal, identified = fit_and_replay(problem)
+        stages.done(f"fitted {len(targets)} quantities in {result.seconds:.1f} s ({result.iterations} Jacobians)")
+        if args.self_test is not None:
+            coverage = run_coverage_test(problem, result, pristine, name=path.name, runs=args.self_test,
+                                         seed=args.seed, window=args.window, start_only=args.start_only,
+                                         stated_noise=[dict(n) for n in noise])
+            stages.done(f"refitted {args.self_test} simulated repeats")
     finally:
         problem.close()
-    stages.done(f"fitted {len(targets)} quantities in {result.seconds:.1f} s ({result.iterations} Jacobians)")
     lines = outputs.sentences(result)
     for line in lines:
         print(line)
     print(f"  intervals: {result.intervals['checked']}")
+    if coverage is not None:
+        lines.append(coverage.text().strip())
+        print(coverage.text())
+        for sentence in coverage.contradicted:
+            lines.append(f"the self-test contradicts the stated 95 %: {sentence}")
+            print(lines[-1])
     verdicts, missed = {}, []
     for kind, group, noises in (("fitted", logs, noise), ("validation", validation_logs, validation_noise)):
         for log, n in zip(group, noises, strict=True):
@@ -277,6 +297,8 @@ def _cmd_identify(args) -> int:
     table_noise = {k: v.as_json() for k, v in noise[0].items()}
     content = outputs.as_json(result, model=path, logs=[str(log.path) for log in logs], validation=validation,
                              window=args.window, noise=table_noise, verdicts=verdicts)
+    if coverage is not None:
+        content["self_test"] = coverage.as_json()
     write_json(out / "identified.json", content)
     outputs.write_xml(path, result, model, out)
     command = "crossdyn " + " ".join(shlex.quote(a) for a in getattr(args, "argv", sys.argv[1:]))
@@ -285,7 +307,7 @@ def _cmd_identify(args) -> int:
     stages.done(f"results in {out}")
     stages.close()
     print(f"  fitted in {result.seconds:.1f} s; results in {out}")
-    return 1 if missed else 0
+    return 1 if missed or (coverage is not None and coverage.contradicted) else 0
 
 
 def _refitted(targets, result, fitted: bool):

@@ -489,21 +489,33 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
     elif rejected:
         verdict = "fail"
         top = rejected[0]
-        lines.append(f"{what} does not reproduce {names}: the log says {_change(top)}, {abs(top.z):.1f} standard "
+        value = float(top.quantity.nominal[0]) + top.estimate
+        said = _change(top) if _possible(top.quantity, value) else \
+            f"{_who(top.quantity)} is not the model's {float(top.quantity.nominal[0]):.4g} (changed alone it would " \
+            f"have to be {value:.4g}, which no robot has: several things differ)"
+        lines.append(f"{what} does not reproduce {names}: the log says {said}, {abs(top.z):.1f} standard "
                      f"errors off (every reading within {max(worst_excess * worst_limit, 0):.2g} x its noise)")
         reasons.append(lines[0])
     else:
         verdict = "pass"
     if verdict == "fail":
         found = explained(problem, x, tested, free) if explain else None
-        if found is not None and found.share >= EXPLAINS:
+        if found is not None and found.share >= EXPLAINS and _possible(found.quantity, found.value) and \
+                not math.isclose(found.value, float(found.quantity.nominal[0]), rel_tol=1e-6, abs_tol=1e-12):
             q = found.quantity
             scale, unit = (1e3, " ms") if q.kind == "delay" else (1.0, f" {q.unit}" if q.unit else "")
+            edge = any(math.isclose(found.value, float(b[0]), rel_tol=1e-6, abs_tol=1e-12) for b in (q.low, q.high))
             lines.append(f"  {_who(q)} {found.value * scale:.4g}{unit} where the model has "
-                         f"{float(q.nominal[0]) * scale:.4g}{unit} would explain {_share(found.share)} of it")
+                         f"{float(q.nominal[0]) * scale:.4g}{unit} would explain {_share(found.share)} of it"
+                         + (" (at the edge of the range searched: the cause may be none of the model's own "
+                            "parameters)" if edge else ""))
             reasons.append(lines[-1].strip())
-        for s in rejected[:3]:
-            lines.append(f"  the log rejects {_change(s)} ({abs(s.z):.1f} standard errors)")
+        # Each a one-parameter estimate (the others held at the model's): shown where it is physical and, changed
+        # alone, removes most of the misfit; otherwise it is a symptom of something else, not a finding.
+        for s in [s for s in rejected if _possible(s.quantity, float(s.quantity.nominal[0]) + s.estimate)
+                  and s.explained >= EXPLAINS][:3]:
+            lines.append(f"  the log rejects {_change(s)} ({abs(s.z):.1f} standard errors; changed alone, the others "
+                         f"held, it removes {_share(s.explained)} of the misfit)")
     # Power: what this log could have caught.
     relevant = [s for s in sens if s.relative is not None]
     caught = [s for s in relevant if (s.relative or 0.0) <= RELEVANT]
@@ -539,6 +551,16 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
     traces = list(zip(({s.key: s.measured for s in sigs} for sigs in problem.signals), problem.predictions(x),
                       strict=True))
     return ModelVerdict(verdict, "\n".join(lines), rms, worst, multiple, noise_table, sens, reasons, limits, traces)
+
+
+def _possible(q: Quantity, value: float) -> bool:
+    """Whether ``value`` is one the parameter can have: a mass above 0; an inertia, damping, armature, friction or
+    delay at or above 0 (a gear, a bias, a centre of mass: any)."""
+    if q.attr == "mass":
+        return value > 0
+    if q.attr in ("inertia", "damping", "armature", "frictionloss", "delay"):
+        return value >= 0
+    return True
 
 
 def _untested(sens: list[Sensitivity]) -> str:

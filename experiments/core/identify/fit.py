@@ -58,11 +58,12 @@ import numpy as np
 from absl import logging as absl_logging
 
 from ..errors import ParameterError
+from ..linearize import native_delay
 from ..models import mujoco_warnings
 from . import sysid
 from .logs import Log, LogError
 from .noise import Noise, resolve
-from .spec import Quantity, SpecError, native_delay
+from .spec import Quantity, SpecError
 
 __all__ = ["Problem", "FitResult", "WINDOW", "START", "COMMANDS", "fit", "fit_and_replay", "residual_checks"]
 
@@ -482,11 +483,12 @@ class Problem:
             t = self.logs[win.log].time
             when = t[win.start] + k - delay
             ctrl = self.ctrls[win.log]
-            if held[win.log] is None:
+            pieces = held[win.log]
+            if pieces is None:
                 for j in range(nu):
                     out[w, :, j] = np.interp(when, t, ctrl[:, j])
                 continue
-            knots, integral = held[win.log]
+            knots, integral = pieces
             for j in range(nu):  # the held command's mean over each step: its integral's difference
                 out[w, :, j] = (np.interp(when + self.dt, knots, integral[:, j])
                                 - np.interp(when, knots, integral[:, j])) / self.dt

@@ -40,15 +40,20 @@ import numpy as np
 from ..errors import CrossdynError, ParameterError
 from ..limits import REPEATS_MAX
 from ..validate import seed as validate_seed
-from .fit import Problem
+from .fit import FitResult, Problem, fit
 from .logs import Log
 from .noise import Noise
 from .power import ALPHA, Sensitivity, own_quantities
+from .spec import parse_fit
 
-__all__ = ["Rate", "SelfTest", "run_self_test", "RUNS", "POWER_RUNS", "STATED_POWER", "DEPART", "binomial_interval"]
+__all__ = ["Rate", "SelfTest", "Coverage", "run_self_test", "run_coverage_test", "RUNS", "FIT_RUNS", "POWER_RUNS",
+           "STATED_POWER", "DEPART", "binomial_interval"]
 
 # Repeats of the right model by default (``--self-test`` alone): 0 false alarms in 100 bound the rate below 3.6 %.
 RUNS = 100
+# Refits of simulated repeats by default for identify's self-test (``identify --self-test`` alone): each is a
+# whole fit (seconds for a small arm); 40 contradict a stated 95 % coverage that is in truth 80 % or less.
+FIT_RUNS = 40
 # Repeats per changed parameter: at least this many (never more than the null's), enough to contradict a stated
 # 50 % power that is in truth 25 % or less (5 of 20: interval 8.7 % .. 49 %).
 POWER_RUNS = 20
@@ -194,11 +199,18 @@ def _size(p: Power) -> str:
     return _percent(p.relative) if p.relative is not None else f"{p.change:.2g} {p.unit}".rstrip()
 
 
-def _truth_problem(problem: Problem, pristine: mujoco.MjSpec, name: str, window: float) -> Problem:
+def _quantities(problem: Problem, spec: mujoco.MjSpec, name: str, fitted: bool) -> list:
+    """``problem``'s targets anew on ``spec``: the model's own parameters (a check) or the fitted ones (identify)."""
+    if fitted:
+        return parse_fit([t.spec for t in problem.targets], spec.compile(), spec, name)
+    return own_quantities(spec.compile(), spec, name)
+
+
+def _truth_problem(problem: Problem, pristine: mujoco.MjSpec, name: str, window: float, fitted: bool = False
+                   ) -> Problem:
     """A replay of ``problem``'s logs whose every reading is predicted (none start-only), in windows of ``window`` s."""
     spec = pristine.copy()
-    quantities = own_quantities(spec.compile(), spec, name)
-    return Problem(spec, quantities, problem.logs, window=window, threads=1,
+    return Problem(spec, _quantities(problem, spec, name, fitted), problem.logs, window=window, threads=1,
                    noise=[dict(n) for n in problem.noise], start_only=(), commands=problem.commands)
 
 
@@ -215,10 +227,11 @@ def _map_starts(source: Problem, x: np.ndarray, target: Problem) -> np.ndarray:
     return out
 
 
-def _truth(problem: Problem, x: np.ndarray, pristine: mujoco.MjSpec, name: str, window: float):
+def _truth(problem: Problem, x: np.ndarray, pristine: mujoco.MjSpec, name: str, window: float,
+           fitted: bool = False):
     """The truth's simulator: ``(problem, x, mode)``: a replay whose predictions are the truth's readings."""
     longest = max(log.duration for log in problem.logs)
-    continuous = _truth_problem(problem, pristine, name, 2 * longest + 1.0)
+    continuous = _truth_problem(problem, pristine, name, 2 * longest + 1.0, fitted)
     xc = _map_starts(problem, x, continuous)
     replayed = problem.predictions(x)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -231,7 +244,7 @@ def _truth(problem: Problem, x: np.ndarray, pristine: mujoco.MjSpec, name: str, 
     if departure <= DEPART:
         return continuous, xc, "continuous"
     continuous.close()
-    windowed = _truth_problem(problem, pristine, name, window)
+    windowed = _truth_problem(problem, pristine, name, window, fitted)
     return windowed, _map_starts(problem, x, windowed), "re-anchored at every window"
 
 
@@ -351,3 +364,112 @@ def run_self_test(problem: Problem, x: np.ndarray, sensitivities: list[Sensitivi
         tested.append(Power(changed, change, s.quantity.unit, s.relative,
                             Rate(sum(v == "fail" for v, _ in chunk), power_runs, STATED_POWER)))
     return SelfTest(alarms, tested, seed, mode, errors, null)
+
+
+@dataclass
+class Coverage:
+    """identify's intervals counted on refits of simulated repeats of the logs from the fitted model.
+
+    Attributes:
+      rates: per fitted parameter (its ``--fit`` name), the repeats whose 95 % interval held the value
+        the repeats were simulated with, over the repeats that identified it (stated 0.95).
+      unidentified: per parameter, the repeats that called it "not identified".
+      seed: the repeats' seed; truth: how the truth was simulated (:class:`SelfTest`'s).
+      errors: the first few repeats whose fit could not run.
+    """
+
+    rates: dict[str, Rate]
+    unidentified: dict[str, int]
+    seed: int = 0
+    truth: str = "continuous"
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def contradicted(self) -> list[str]:
+        """Each parameter whose counted coverage excludes 95 %, one sentence each."""
+        return [f"{spec}'s intervals held the value the repeats were simulated with in {rate.shown()}, not 95 %"
+                for spec, rate in self.rates.items() if rate.contradicts and rate.measured < rate.stated]
+
+    def text(self) -> str:
+        runs = max((r.runs + self.unidentified[s] for s, r in self.rates.items()), default=0)
+        shown = ", ".join(f"{spec} {rate.count} of {rate.runs}" + (f" ({self.unidentified[spec]} not identified)"
+                                                                 if self.unidentified[spec] else "")
+                          for spec, rate in self.rates.items())
+        return (f"  self-test ({runs} refits of simulated repeats of the logs from the fitted model, seed {self.seed}, "
+                f"truth {self.truth}): intervals that held the truth: {shown}; stated 95 %")
+
+    def as_json(self) -> dict:
+        return {"seed": self.seed, "truth": self.truth, "stated": 0.95, "errors": self.errors,
+                "contradicted": bool(self.contradicted),
+                "coverage": {spec: {"covered": r.count, "runs": r.runs, "interval": list(r.interval),
+                                    "not_identified": self.unidentified[spec], "contradicted": r.contradicts
+                                    and r.measured < r.stated} for spec, r in self.rates.items()}}
+
+
+def run_coverage_test(problem: Problem, result: FitResult, pristine: mujoco.MjSpec, *, name: str,
+                      runs: int = FIT_RUNS, seed: int = 0, window: float, start_only,
+                      stated_noise: list[dict[str, Noise]], threads: int | None = None,
+                      progress: Callable[[int], None] | None = None) -> Coverage:
+    """Count how often identify's 95 % intervals hold the truth, on refits of simulated repeats of the logs.
+
+    The truth is the model with the fitted values (:attr:`.fit.FitResult.x`: every target, identified or
+    not, at its fitted value, and the windows' starts where the fit put them), simulated as
+    :func:`run_self_test` simulates; each repeat gets the stated noise and is fitted exactly as the
+    logs were; an interval holds the truth when the repeat identified the parameter and its interval
+    (:meth:`.fit.FitResult.bounds`) contains the value simulated.
+
+    Raises:
+      ParameterError: ``runs`` not a whole number in 1 .. :data:`REPEATS_MAX`, or a bad ``seed``.
+    """
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or not 1 <= runs <= REPEATS_MAX:
+        raise ParameterError(f"--self-test {runs!r}: a whole number of repeats in 1 .. {REPEATS_MAX}")
+    seed = validate_seed(seed, "--seed")
+    truth, xt, mode = _truth(problem, np.asarray(result.x, float), pristine, name, window, fitted=True)
+    try:
+        with np.errstate(invalid="ignore", over="ignore"):
+            clean = truth.predictions(xt)
+    finally:
+        truth.close()
+    values = problem.theta(np.asarray(result.x, float))
+
+    def refit(k: int) -> list[str] | str:
+        rng = np.random.default_rng(np.random.SeedSequence([seed, k]))
+        if not all(np.all(np.isfinite(v)) for per_log in clean for v in per_log.values()):
+            return "the fitted model's simulation of the log diverges (not finite)"
+        logs = [_noisy(log, clean[li], stated_noise[li], rng, f"self-test-{k}") for li, log in enumerate(problem.logs)]
+        copy = pristine.copy()
+        try:
+            replica = Problem(copy, _quantities(problem, copy, name, True), logs, window=window, threads=1,
+                              noise=[dict(n) for n in stated_noise], start_only=start_only, commands=problem.commands)
+            try:
+                refitted = fit(replica)
+            finally:
+                replica.close()
+        except (CrossdynError, ValueError, np.linalg.LinAlgError) as exc:
+            return " ".join(str(exc).split())
+        out = []
+        for j, value in enumerate(values):
+            if not refitted.identified[j]:
+                out.append("unidentified")
+                continue
+            low, high = refitted.bounds(j)
+            out.append("covered" if np.all((low <= value) & (value <= high)) else "missed")
+        return out
+
+    workers = threads if threads is not None else min(os.cpu_count() or 1, 4)
+    outcomes: list[list[str] | str] = []
+    with ThreadPoolExecutor(max_workers=max(int(workers), 1)) as pool:
+        for outcome in pool.map(refit, range(runs)):
+            outcomes.append(outcome)
+            if progress is not None:
+                progress(len(outcomes))
+    done = [o for o in outcomes if isinstance(o, list)]
+    errors = [f"repeat {k}: {o}" for k, o in enumerate(outcomes) if isinstance(o, str)][:3]
+    rates, unidentified = {}, {}
+    for j, target in enumerate(problem.targets):
+        column = [o[j] for o in done]
+        unidentified[target.spec] = column.count("unidentified")
+        # a repeat whose fit could not run counts as a miss: an interval that was never given held nothing
+        judged = len(column) - unidentified[target.spec] + (len(outcomes) - len(done))
+        rates[target.spec] = Rate(column.count("covered"), judged, 0.95)
+    return Coverage(rates, unidentified, seed, mode, errors)
