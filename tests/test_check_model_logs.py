@@ -143,3 +143,31 @@ def test_only_physical_values_are_offered():
     for attr in ("inertia", "damping", "armature", "frictionloss", "delay"):
         assert _possible(quantity(attr), 0.0) and not _possible(quantity(attr), -1e-9)
     assert _possible(quantity("gear"), -1.0) and _possible(quantity("bias"), -3.0)
+
+
+@pytest.mark.parametrize("start", [None, "stand"])
+def test_a_base_the_log_does_not_read_never_fails_the_model_that_wrote_the_log(tmp_path, start):
+    """The A1 standing and swaying in its servos, logged by its twelve encoders only (no base pose): every window
+    starts the base where the log cannot say; the model that wrote the log is not failed for it (it was, at 131x)."""
+    import dataclasses
+
+    from identify_zoo import CASES, log
+
+    case = CASES["a1"]
+    model = mujoco.MjModel.from_xml_path(str(case.path))
+    legs = [f"qpos:{model.joint(j).name}" for j in range(model.njnt)
+            if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE]
+    path = log(dataclasses.replace(case, truth={}, signals=legs), tmp_path / "a1.csv", 0)
+    verdict = check_model(str(case.path), path, window=case.window, noise=case.noise, explain=False, start=start)
+    assert verdict.verdict in ("pass", "inconclusive"), verdict.text
+    if verdict.verdict == "inconclusive":
+        assert "does not read where the floating base ('root') is" in verdict.diagnosis
+        assert ("--start KEYFRAME" in verdict.diagnosis) == (start is None)
+
+
+def test_start_names_a_keyframe_the_model_has(arm, tmp_path):
+    refs = _references(arm, 1.0)
+    time, columns = record(arm, lambda t, r: GAINS * (refs[:, int(round(t / 1e-3))] - r.qpos[:2]), 1.0,
+                           noise={"qpos:*": NOISE}, signals=["qpos:shoulder", "qpos:elbow"])
+    with pytest.raises(Exception, match=r"--start stand: the model has no such keyframe \(none\)"):
+        check_model(str(ARM), write_log(tmp_path / "arm.csv", time, columns), noise={"qpos:*": NOISE}, start="stand")

@@ -298,3 +298,37 @@ def test_crossdyn_margins_writes_the_json_and_the_bode_plot(tmp_path):
                           "--out", str(tmp_path / "x")], capture_output=True, text=True, timeout=120,
                          env={"MPLBACKEND": "Agg", "PATH": ""})
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no loop to measure" in bad.stderr
+
+
+def test_a_measurement_says_whether_it_measured_the_loop(cart_pole):
+    """The design's loop: no problem, its two halves and half its amplitude agree within a few percent.  The same
+    regulator with its sign flipped (positive feedback) stays a number no longer: the run grows and saturates, and
+    the measurement says it measured no loop (it had reported a phase margin of 77.7 deg)."""
+    model, reg = cart_pole
+    good = measure_loop(model, reg, control_dt=CONTROL_DT, keyframe="upright", frequencies=NEAR_CROSSOVER)
+    assert good.valid and not good.loops[0].problems
+    assert good.loops[0].agreement["half_amplitude"] < 0.05 and good.loops[0].agreement["halves"] < 0.05
+
+    class Flipped:  # u = u_op + K x: the loop of the wrong sign
+        control_dt = CONTROL_DT
+
+        def __call__(self, t, obs):
+            return 2 * reg.linearization.ctrl - reg(t, obs)
+
+    bad = measure_loop(model, Flipped(), control_dt=CONTROL_DT, keyframe="upright", frequencies=NEAR_CROSSOVER,
+                       design=reg)
+    assert not bad.valid
+    assert "no measurement of the loop at 'push'" in str(bad)
+    assert "grew" in str(bad) or "saturated" in str(bad)
+
+
+def test_crossdyn_margins_exits_1_for_a_loop_that_fell(tmp_path):
+    """A 150-period (0.3 s) delay: the pole falls and the motor is clamped most of the run; exit 1 saying so (it
+    had exited 0 with a phase margin of -0.02 deg)."""
+    done = subprocess.run([sys.executable, "-m", "crossdyn.experiments", "margins", "cart-pole-lqr", "--short",
+                           "--delay", "150", "--out", str(tmp_path / "m")], capture_output=True, text=True,
+                          timeout=300, env={"MPLBACKEND": "Agg", "PATH": ""})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no measurement of the loop at 'push': the actuators saturated" in done.stdout
+    data = json.loads((tmp_path / "m" / "margins.json").read_text())
+    assert data["loops"][0]["valid"] is False and data["loops"][0]["problems"]

@@ -167,6 +167,12 @@ def test_an_allowance_never_claims_power_it_has_not(tmp_path, allowance):
     verdict = check_model(str(ARM), log, noise={"qpos:*": NOISE}, tolerance=[f"qpos:*={allowance}"])
     stated = verdict.detectable["body:link2:mass"]
     assert verdict.verdict != "pass" or stated >= 0.3, verdict.text
+    if verdict.verdict == "pass":  # said as what it is: the allowance lets through an error far beyond the noise
+        import re
+
+        found = re.search(r"within the --tolerance allowance: every reading within ([0-9.e+]+) x its stated noise",
+                          verdict.diagnosis)
+        assert found and float(found.group(1)) > 2, verdict.diagnosis
 
 
 def test_identify_self_test_counts_its_intervals_and_refuses_narrow_ones(own_log, tmp_path, capsys, monkeypatch):

@@ -72,6 +72,16 @@ CURVE = 200
 # The injected signal's peak by default, as a fraction of the actuator's ctrlrange half-width: small enough that
 # the loop stays near its operating point (linear) and far from the clamp.
 AMPLITUDE_FRACTION = 0.05
+# What makes a run no measurement of the loop (LoopResponse.problems): MuJoCo clamping more than this share of
+# its actuator-steps (the loop gain it saw is a describing function's); the controller's command growing by more
+# than this factor from the first period to the last (a loop that is not stable, or has left its operating
+# point); the loop measured at half the amplitude (or in its two halves) differing by more than this share near
+# the crossover (not linear, or not settled).
+SATURATED = 0.05
+GROWTH = 4.0
+DISAGREE = 0.2
+# Halvings of the default amplitude tried when a run saturates or grows, before it is reported as it is.
+HALVINGS = 3
 
 
 @dataclass(frozen=True)
@@ -183,13 +193,19 @@ class LoopResponse:
     holds_below: float | None = None
     plant: str = ""
     curve: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    # Why the run is no measurement of the loop (fell, saturated, grew, not linear), one sentence each; empty: none.
+    problems: list[str] = field(default_factory=list)
+    # How far the loop measured at half the amplitude, and in the first and the second half of the window, departs
+    # from it near the crossover (median relative difference; None: not measured).
+    agreement: dict[str, float | None] = field(default_factory=dict)
 
     def sentences(self) -> list[str]:
         """The margins measured beside designed, and what limits them, one sentence each."""
         m, d = self.margins, self.design_margins
-        out = [f"loop at {self.actuator!r}: phase margin {_num(m.phase_margin_deg, '.3g', 'deg')} at "
-               f"{_num(m.crossover_rad_s, '.4g', 'rad/s')}, gain margin {_num(m.gain_margin_db, '.3g', 'dB')}, "
-               f"delay margin {_num(m.delay_margin_s, '.3g', 's')}"
+        lead = [f"no measurement of the loop at {self.actuator!r}: " + "; ".join(self.problems)
+                + " (the figures below are what the run gave, not the loop's margins)"] if self.problems else []
+        out = lead + [f"loop at {self.actuator!r}: phase margin {_pm(m)}, gain margin {_gm(m)}, "
+                      f"delay margin {_dm(m)}"
                + ("" if d is None else
                   f" (designed: {_num(d.phase_margin_deg, '.3g', 'deg')} at {_num(d.crossover_rad_s, '.4g', 'rad/s')}"
                   f", {_num(d.gain_margin_db, '.3g', 'dB')}, {_num(d.delay_margin_s, '.3g', 's')}"
@@ -218,6 +234,7 @@ class LoopResponse:
         out["clamped_steps"], out["steps"] = self.clamped_steps, self.steps
         out["margins_hold_below"] = self.holds_below
         out["designed_on"] = self.plant or None
+        out["valid"], out["problems"], out["agreement"] = not self.problems, list(self.problems), dict(self.agreement)
         out["sentences"] = self.sentences()
         return out
 
@@ -238,6 +255,11 @@ class LoopMeasurement:
     control_dt: float
     method: str = "multisine"
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        """Whether every loop's runs are a measurement of it (no :attr:`LoopResponse.problems`)."""
+        return not any(loop.problems for loop in self.loops)
 
     @property
     def weakest(self) -> LoopResponse:
@@ -315,6 +337,23 @@ def _cell(value: float | None) -> str:
 
 def _num(value: float | None, spec: str, unit: str) -> str:
     return "none (no crossing)" if value is None else f"{format(value, spec)} {unit}"
+
+
+def _pm(m: Margins) -> str:
+    """The phase margin and its crossover, or what their absence means."""
+    if m.phase_margin_deg is None:
+        return "none: |L| never crosses 1 in the band measured (no gain crossover)"
+    return f"{m.phase_margin_deg:.3g} deg at {_num(m.crossover_rad_s, '.4g', 'rad/s')}"
+
+
+def _gm(m: Margins) -> str:
+    if m.gain_margin_db is None:
+        return "unbounded in the band measured (the phase never reaches -180 deg there)"
+    return f"{m.gain_margin_db:.3g} dB"
+
+
+def _dm(m: Margins) -> str:
+    return "none (no gain crossover)" if m.delay_margin_s is None else f"{m.delay_margin_s:.3g} s"
 
 
 def _finite(value: float | None) -> float | None:
@@ -555,11 +594,14 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
             runs += [(i, j) for j in range(grids[i][0].size)]
     amplitudes = {i: _amplitude(model, i, amplitude, clamp) for i in indices}
     results: dict[int, list] = {i: [] for i in indices}
-    for done, (i, j) in enumerate(runs, start=1):
+
+    def run(i: int, j: int | None, peak: float) -> tuple:
+        """One run with the loop broken at ``i`` (frequency ``j``, or all): ``(picked, L, clamped, steps, mean uc,
+        growth, L of each half of the window or None)``."""
         w, samples = grids[i]
         multiples = np.round(w * samples * dt / (2 * math.pi)).astype(int)
         picked = multiples if j is None else multiples[[j]]
-        one = _multisine(picked, samples, amplitudes[i])
+        one = _multisine(picked, samples, peak)
         count = (settle + periods) * samples
         signal = np.tile(one, settle + periods)
         wrapped = (_InjectedDirect if isinstance(controller, CommandWriter) else _Injected)(
@@ -576,9 +618,33 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
         uc = u - signal[window]
         L = _estimate(u, uc, picked * periods)
         clamped = int(np.asarray(trace.saturated).sum())  # actuator-steps MuJoCo clamped to the ctrlrange
-        results[i].append((picked, L, clamped, trace.t.size, float(np.mean(uc))))
+        whole = trace.command[:count, i] - signal
+        first, last = (float(np.sqrt(np.mean(whole[k * samples : (k + 1) * samples] ** 2)))
+                       for k in (0, settle + periods - 1))
+        growth = last / max(first, 1e-12 * max(peak, 1e-300))
+        halves = None
+        if periods >= 2 and periods % 2 == 0:  # each half of the window: whole periods of every frequency
+            half = periods // 2 * samples
+            halves = [_estimate(u[k * half : (k + 1) * half], uc[k * half : (k + 1) * half], picked * (periods // 2))
+                      for k in (0, 1)]
+        return picked, L, clamped, trace.t.size, float(np.mean(uc)), growth, halves
+
+    def unfit(piece: tuple) -> bool:
+        return piece[2] > SATURATED * piece[3] or piece[5] > GROWTH
+
+    for done, (i, j) in enumerate(runs, start=1):
+        peak = amplitudes[i]
+        piece = run(i, j, peak)
+        for _ in range(HALVINGS if amplitude is None else 0):  # the amplitude the loop tolerates
+            if not unfit(piece):
+                break
+            peak /= 2
+            piece = run(i, j, peak)
+        amplitudes[i] = peak if j is None else amplitudes[i]
+        results[i].append((*piece, peak))
         if progress is not None:
-            what = name if j is None else f"{name} at {w[j]:.4g} rad/s"
+            name = model.actuator(i).name or f"actuator {i}"
+            what = name if j is None else f"{name} at {grids[i][0][j]:.4g} rad/s"
             progress(done, len(runs), what)
     loops = []
     for i in indices:
@@ -594,8 +660,19 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
         # the operating command: a regulator's, else the controller's mean over the measurement
         operating = float(design.linearization.ctrl[i]) if isinstance(design, Regulator) else pieces[0][4]
         holds = _holds_below(clamp, i, operating) if clamped else None
-        loops.append(LoopResponse(name, w, L, designed, margins_of(w, L), designs[i][1] if i in designs else None,
-                                  clamped, steps, holds, plant if i in designs else "", curve))
+        margins = margins_of(w, L)
+        near = _near_crossover(L)
+        agreement: dict[str, float | None] = {"halves": None, "half_amplitude": None}
+        if all(piece[6] is not None for piece in pieces):
+            first = np.concatenate([piece[6][0] for piece in pieces])
+            second = np.concatenate([piece[6][1] for piece in pieces])
+            agreement["halves"] = _departure(first[near], second[near])
+        if method == "multisine" and not any(unfit(piece) for piece in pieces):
+            smaller = run(i, None, pieces[0][7] / 2)
+            agreement["half_amplitude"] = _departure(smaller[1][near], L[near])
+        problems = _problems(pieces, clamped, steps, agreement)
+        loops.append(LoopResponse(name, w, L, designed, margins, designs[i][1] if i in designs else None,
+                                  clamped, steps, holds, plant if i in designs else "", curve, problems, agreement))
     if len(indices) > 1:
         notes = ["loops broken at the plant input one actuator at a time, the others closed"]
     elif model.nu > 1:
@@ -604,6 +681,35 @@ def measure_loop(model: mujoco.MjModel | str, controller, *, actuator: str | int
     else:
         notes = []
     return LoopMeasurement(loops, dt, method, notes)
+
+
+def _near_crossover(L: np.ndarray) -> np.ndarray:
+    """The frequencies where ``|L|`` is within a factor 3 of 1 (where the margins are read), else all of them."""
+    near = (np.abs(L) > 1 / 3) & (np.abs(L) < 3)
+    return near if near.any() else np.ones(L.size, bool)
+
+
+def _departure(a: np.ndarray, b: np.ndarray) -> float:
+    """The median of ``|a - b| / |b|``: how far two measurements of one loop differ."""
+    return float(np.median(np.abs(a - b) / np.maximum(np.abs(b), 1e-300))) if b.size else 0.0
+
+
+def _problems(pieces: list[tuple], clamped: int, steps: int, agreement: dict) -> list[str]:
+    """Why the runs are no measurement of the loop: saturated, grown, not repeatable, not linear."""
+    out = []
+    if clamped > SATURATED * steps:
+        out.append(f"the actuators saturated {clamped} of {steps} steps (clamped to their ctrlrange)")
+    grown = max(piece[5] for piece in pieces)
+    if grown > GROWTH:
+        out.append(f"the controller's command grew {grown:.3g} x from the first period to the last: the loop did not "
+                   "stay at its operating point (it fell, or is not stable: a loop of the wrong sign does this)")
+    if agreement.get("halves") is not None and agreement["halves"] > DISAGREE:
+        out.append(f"the loop measured in the window's two halves differs by {agreement['halves']:.0%} near the "
+                   "crossover (not settled, or not time-invariant)")
+    if agreement.get("half_amplitude") is not None and agreement["half_amplitude"] > DISAGREE:
+        out.append(f"the loop measured at half the amplitude differs by {agreement['half_amplitude']:.0%} near the "
+                   "crossover: not linear at this amplitude")
+    return out
 
 
 def _band(designed: tuple | None, dt: float) -> np.ndarray:

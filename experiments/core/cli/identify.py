@@ -65,6 +65,9 @@ def _noise(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start-only", action="append", default=[], metavar="SIGNAL",
                    help="readings (globs) used for the windows' starts, not compared ('qvel:*': a motor's filtered "
                         "velocity estimate); repeat")
+    p.add_argument("--start", default=None, metavar="KEYFRAME",
+                   help="a keyframe the joints no log reads start each window from (a floating base standing where "
+                        "the log stands; default the model's qpos0)")
     p.add_argument("--commands", choices=COMMANDS, default="hold",
                    help="how the log's commands act between its samples: hold (default: each until the next, as a "
                         "controller at the log's rate holds it) or linear (interpolated: a log slower than the "
@@ -222,7 +225,7 @@ def _cmd_identify(args) -> int:
                 + ", ".join(f"{k} {v.value[0]:.2g} ({v.source})" for k, v in noise[0].items()))
     pristine = spec.copy()  # the model as given: each self-test repeat is fitted on a copy of it
     problem = Problem(spec, targets, logs, window=args.window, noise=noise, start_only=args.start_only,
-                      commands=args.commands)
+                      commands=args.commands, start=args.start)
     coverage = None
     try:
         result, measured, nominal, identified = fit_and_replay(problem)
@@ -248,7 +251,7 @@ def _cmd_identify(args) -> int:
     for kind, group, noises in (("fitted", logs, noise), ("validation", validation_logs, validation_noise)):
         for log, n in zip(group, noises, strict=True):
             verdict = judge_fitted(path, result, [log], noise=[n], start_only=args.start_only, window=args.window,
-                                   tolerance=tolerance, commands=args.commands)
+                                   tolerance=tolerance, commands=args.commands, start=args.start)
             verdicts[str(log.path)] = {"role": kind, **verdict.as_json()}
             stages.done(f"the fitted model against {log.path.name}: {verdict.verdict}")
             if verdict.verdict == "fail":
@@ -264,7 +267,7 @@ def _cmd_identify(args) -> int:
         for label, fitted in (("before", False), ("after", True)):
             v_problem = Problem(problem.spec, _refitted(targets, result, fitted), validation_logs,
                                 window=args.window, noise=validation_noise, start_only=args.start_only,
-                                commands=args.commands)
+                                commands=args.commands, start=args.start)
             try:
                 xv = v_problem.refine_starts(v_problem.x0())
                 _, rms = v_problem.rms(xv)
@@ -368,7 +371,7 @@ def _cmd_check_model(args) -> int:
     try:
         verdict = replay(spec, logs, tolerance=args.tolerance or None, window=args.window, noise=args.noise,
                          detect=args.detect, start_only=args.start_only, self_test=args.self_test, seed=args.seed,
-                         commands=args.commands,
+                         commands=args.commands, start=args.start,
                          progress=(lambda done: bar.update(done - bar.n)) if bar is not None else None)
     finally:
         if bar is not None:

@@ -10,8 +10,9 @@ or stepped sines with the run's imperfections in place
 (:func:`~crossdyn.experiments.core.margins.measure_loop`), prints the margins measured
 beside designed, and writes ``DIR/margins.json`` (``gain_margin_db``, ``phase_margin_deg``,
 ``crossover_rad_s``, ``delay_margin_s``, each ``measured`` and ``designed``), ``DIR/bode.png``
-and ``DIR/index.html``.  Exit 0, or 2 for bad input.  A line per finished run on a log, a
-bar on a terminal.
+and ``DIR/index.html``.  Exit 0; 1 when a run is no measurement of the loop (it fell, saturated,
+grew, or two amplitudes disagree); 2 for bad input.  A line per finished run on a log, a bar on
+a terminal.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ def add_parser(sub) -> None:
                                    "others closed), inject a multisine (or stepped sines) with its imperfections in "
                                    "place, estimate the loop transfer function per frequency and report the gain "
                                    "and phase margins, the crossover and the delay margin, measured beside "
-                                   "designed. Writes margins.json, bode.png and index.html. Exit 0, or 2 for bad "
-                                   "input.")
+                                   "designed. Writes margins.json, bode.png and index.html. Exit 0; 1 when a run "
+                                   "is no measurement of the loop (it fell, saturated, grew, or its two amplitudes "
+                                   "disagree: said why); 2 for bad input.")
     p.add_argument("experiment", metavar="EXPERIMENT", help="an experiment with a loop to measure (e.g. "
                                                              "cart-pole-lqr)")
     p.add_argument("--actuator", default=None, help="break the loop only at this actuator")
@@ -81,7 +83,7 @@ def _cmd_margins(args) -> int:
     for line in measurement.sentences():
         print(line)
     print(f"wrote {out / 'margins.json'}, {out / 'bode.png'}, {out / 'index.html'}")
-    return 0
+    return 0 if measurement.valid else 1
 
 
 class _Progress:

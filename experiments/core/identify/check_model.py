@@ -215,7 +215,7 @@ def parse_detect(detect, quantities: list[Quantity]) -> list[tuple[Quantity, flo
 
 def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, threads: int | None = None,
                 noise=None, detect=None, start_only=(), explain: bool = True, self_test: int | None = None,
-                seed: int = 0, progress=None, commands: str = "hold") -> ModelVerdict:
+                seed: int = 0, progress=None, commands: str = "hold", start: str | None = None) -> ModelVerdict:
     """Does the model ``mjcf`` reproduce the robot's ``logs``?  (``crossdyn check model``.)
 
     Args:
@@ -237,6 +237,8 @@ def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, thre
       progress: called with the self-test's repeats finished so far, or None.
       commands: how the logs' commands act between samples: ``hold`` (each until the next, as a controller at
         the log's rate holds it) or ``linear`` (:data:`.fit.COMMANDS`).
+      start: a keyframe the joints no log reads start each window from (a floating base standing where the
+        log stands); without it a floating base no log reads makes a failure ``inconclusive``.
 
     Returns:
       The :class:`ModelVerdict` (``.verdict``, ``.passed``, ``.text``, ``.self_test``).
@@ -251,7 +253,7 @@ def check_model(mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, thre
     loaded = refuse_repeats([load_log(f, model, path.name) for f in files])
     return replay(mujoco.MjSpec.from_file(str(path)), loaded, tolerance=tolerance, window=window, threads=threads,
                   noise=noise, detect=detect, start_only=start_only, explain=explain, self_test=self_test, seed=seed,
-                  progress=progress, commands=commands)
+                  progress=progress, commands=commands, start=start)
 
 
 def register_model_check(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: float = WINDOW, noise=None,
@@ -288,7 +290,8 @@ def register_model_check(name: str, mjcf, logs, *, tolerance=TOLERANCE, window: 
 
 def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance=TOLERANCE, window: float = WINDOW,
            threads: int | None = None, noise=None, detect=None, start_only=(), explain: bool = True,
-           self_test: int | None = None, seed: int = 0, progress=None, commands: str = "hold") -> ModelVerdict:
+           self_test: int | None = None, seed: int = 0, progress=None, commands: str = "hold",
+           start: str | None = None) -> ModelVerdict:
     """Replay ``logs`` with the model of ``spec`` and judge it (:func:`check_model`'s arguments).
 
     Returns:
@@ -299,7 +302,7 @@ def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance=TOLERANCE, window: fl
     name = spec.modelname or "the model"
     quantities = own_quantities(model, spec, name)
     problem = Problem(spec, quantities, logs, window=window, threads=threads, noise=noise, start_only=start_only,
-                      commands=commands)
+                      commands=commands, start=start)
     try:
         problem.check_finite(problem.x0())
         x = problem.refine_starts(problem.x0())
@@ -446,12 +449,14 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
     # A reading with an allowance: its errors count against sqrt(noise^2 + allowance^2), its limit widened
     # so that the RMS error may reach sqrt((multiple * noise)^2 + allowance^2).
     limits: dict[str, float] = {}
+    widened: dict[str, float] = {}  # a reading's noise with its allowance, over its stated noise
     for li, sigs in enumerate(problem.signals):
         for sig in sigs:
             allowance = next((v for p, v in allowances if fnmatch.fnmatchcase(sig.key, p)), 0.0)
             if allowance:
                 noise = np.array(sig.sigma, float)
                 sig.sigma = np.sqrt(noise**2 + allowance**2)
+                widened[sig.key] = float(np.max(sig.sigma / noise))
                 limits[sig.key] = float(np.min(np.sqrt((multiple * noise) ** 2 + allowance**2) / sig.sigma))
                 stated = problem.noise[li][sig.key]
                 problem.noise[li][sig.key] = Noise(sig.sigma, stated.source, f"{stated.detail}; with the "
@@ -498,6 +503,17 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
         reasons.append(lines[0])
     else:
         verdict = "pass"
+    if verdict == "fail" and problem.unpinned:
+        # A base started where the robot was not fails any model: not a verdict on this one.
+        verdict = "inconclusive"
+        base = ", ".join(repr(name) for name in problem.unpinned)
+        where = f"keyframe {problem.start!r}'s pose" if problem.start else "the model's default pose"
+        advice = "log the base's pose" if problem.start else \
+            "log the base's pose, or give --start KEYFRAME (a pose standing where the log does)"
+        reasons.insert(0, f"the log does not read where the floating base ({base}) is, so every window starts it at "
+                          f"{where}, at rest, which a robot moving on its feet is not: a failure here cannot be told "
+                          f"from a base started wrong; {advice}")
+        lines[0] = f"{names} cannot decide whether {what} is the robot: {reasons[0]} (it fails as: {lines[0]})"
     if verdict == "fail":
         found = explained(problem, x, tested, free) if explain else None
         if found is not None and found.share >= EXPLAINS and _possible(found.quantity, found.value) and \
@@ -536,8 +552,15 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
             lines.insert(0, f"{names} cannot decide whether {what} is the robot: " + "; ".join(reasons))
         else:
             within = max(rms[str(log.path)][k] for log in problem.logs for k in rms[str(log.path)] if k != START)
-            lines.insert(0, f"{what} reproduces {names}: every reading within {within:.2g} x its noise (RMS; at most "
-                            f"{multiple:g}) and no parameter off by more than the noise explains")
+            if widened:  # said in the stated noise's units: an allowance is what lets it pass, not a small error
+                stated = max(rms[str(log.path)][k] * widened.get(k, 1.0) for log in problem.logs
+                             for k in rms[str(log.path)] if k != START)
+                lines.insert(0, f"{what} reproduces {names} within the --tolerance allowance: every reading within "
+                                f"{stated:.3g} x its stated noise (RMS), inside what the allowance admits, and no "
+                                "parameter off by more than noise and allowance explain")
+            else:
+                lines.insert(0, f"{what} reproduces {names}: every reading within {within:.2g} x its noise (RMS; at "
+                                f"most {multiple:g}) and no parameter off by more than the noise explains")
     lines.append("  noise: " + "; ".join(f"{k} {_figure(model, k, v['value'])} ({_SOURCE[v['source']]})"
                                           for k, v in noise_table.items()))
     ranked = sorted((s for s in sens if math.isfinite(s.detectable)),
@@ -619,7 +642,8 @@ def _why_blind(problem: Problem, relevant: list[Sensitivity]) -> list[str]:
 
 
 def judge_fitted(mjcf: Path, result, logs: list[Log], *, noise=None, start_only=(), window: float = WINDOW,
-                 tolerance=TOLERANCE, threads: int | None = None, commands: str = "hold") -> ModelVerdict:
+                 tolerance=TOLERANCE, threads: int | None = None, commands: str = "hold",
+                 start: str | None = None) -> ModelVerdict:
     """The fitted model judged against ``logs`` as ``check model`` judges a model (``crossdyn identify``'s last step).
 
     The model of ``mjcf`` with every identified value of ``result`` (:class:`.fit.FitResult`; the
@@ -639,7 +663,7 @@ def judge_fitted(mjcf: Path, result, logs: list[Log], *, noise=None, start_only=
             q.nominal = np.asarray(v, float).copy()
     own = own_quantities(model, spec, mjcf.name, skip={t.spec for t in result.targets})
     problem = Problem(spec, fitted + own, logs, window=window, threads=threads, noise=noise, start_only=start_only,
-                      commands=commands)
+                      commands=commands, start=start)
     try:
         x = problem.refine_starts(problem.x0())
         return judge(problem, x, list(range(len(fitted), len(fitted) + len(own))), tolerance=tolerance,

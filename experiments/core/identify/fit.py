@@ -230,6 +230,8 @@ class Problem:
         per log ``{signal: Noise}`` already resolved.
       start_only: signals (globs) read for the windows' starts but not compared (``qvel:*``).
       commands: how the logs' commands act between samples, ``hold`` or ``linear`` (:data:`COMMANDS`).
+      start: a keyframe of the model whose pose every joint no log reads starts each window from (a
+        floating base's position: the robot standing where the log stands), instead of the model's ``qpos0``.
 
     Raises:
       NoiseError: a reading whose noise is neither stated nor estimable.
@@ -238,10 +240,12 @@ class Problem:
     """
 
     def __init__(self, spec: mujoco.MjSpec, targets: list[Quantity], logs: list[Log], window: float = WINDOW,
-                 threads: int | None = None, noise=None, start_only=(), commands: str = "hold"):
+                 threads: int | None = None, noise=None, start_only=(), commands: str = "hold",
+                 start: str | None = None):
         if commands not in COMMANDS:
             raise ParameterError(f"--commands {commands!r}: one of {', '.join(COMMANDS)}")
         self.commands = commands
+        self.start = start
         self.spec = spec
         self.native_delay = native_delay(spec.compile())
         for actuator in spec.actuators:  # the delay is applied to the commands (module docstring)
@@ -280,6 +284,17 @@ class Problem:
         # as a sensor (jointpos, jointvel): {("qpos", joint): key}.
         self.encoders = [_encoders(m, log) for log in logs]
         read = {name for found in self.encoders for _, name in found}
+        self.rest_qpos = np.array(m.qpos0, float)
+        if start is not None:
+            key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, str(start))
+            if key < 0:
+                names = ", ".join(m.key(k).name for k in range(m.nkey)) or "none"
+                raise ParameterError(f"--start {start}: the model has no such keyframe ({names})")
+            self.rest_qpos = np.array(m.key_qpos[key], float)
+        # Floating bases whose position no log reads: each window starts them at the model's default (or the
+        # --start keyframe's), at rest, which a robot swaying on its feet is not (see check_model's verdict).
+        self.unpinned = [m.joint(j).name or f"joint {j}" for j in range(m.njnt)
+                         if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE and m.joint(j).name not in read]
         self.imu = _imus(m, logs, read)
         self.closure = _Closure(m, read, self.imu)
         # The dofs whose start is corrected: those of the joints a log reads (a joint no log reads
@@ -423,7 +438,7 @@ class Problem:
             self.windows.append(win)
 
     def _qpos_at(self, qpos_log: dict, i: int) -> np.ndarray:
-        q = np.array(self.model.qpos0, float)
+        q = self.rest_qpos.copy()
         for ids, values in qpos_log.values():
             q[ids] = values[i]
         return q

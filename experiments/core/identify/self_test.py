@@ -211,7 +211,8 @@ def _truth_problem(problem: Problem, pristine: mujoco.MjSpec, name: str, window:
     """A replay of ``problem``'s logs whose every reading is predicted (none start-only), in windows of ``window`` s."""
     spec = pristine.copy()
     return Problem(spec, _quantities(problem, spec, name, fitted), problem.logs, window=window, threads=1,
-                   noise=[dict(n) for n in problem.noise], start_only=(), commands=problem.commands)
+                   noise=[dict(n) for n in problem.noise], start_only=(), commands=problem.commands,
+                   start=problem.start)
 
 
 def _map_starts(source: Problem, x: np.ndarray, target: Problem) -> np.ndarray:
@@ -336,7 +337,7 @@ def run_self_test(problem: Problem, x: np.ndarray, sensitivities: list[Sensitivi
             quantities = own_quantities(copy.compile(), copy, name)
             replica = Problem(copy, quantities, logs, window=window, threads=1,
                               noise=[dict(n) for n in stated_noise], start_only=start_only,
-                              commands=problem.commands)
+                              commands=problem.commands, start=problem.start)
             try:
                 xr = replica.refine_starts(replica.x0())
                 verdict = judge(replica, xr, list(range(len(quantities))), tolerance=tolerance, detect=detect,
@@ -440,7 +441,8 @@ def run_coverage_test(problem: Problem, result: FitResult, pristine: mujoco.MjSp
         copy = pristine.copy()
         try:
             replica = Problem(copy, _quantities(problem, copy, name, True), logs, window=window, threads=1,
-                              noise=[dict(n) for n in stated_noise], start_only=start_only, commands=problem.commands)
+                              noise=[dict(n) for n in stated_noise], start_only=start_only, commands=problem.commands,
+                              start=problem.start)
             try:
                 refitted = fit(replica)
             finally:
