@@ -117,7 +117,7 @@ def record_closed_loop(model: mujoco.MjModel, duration: float, *, delay: float =
     Every control period (1 kHz) the sensors are read at the current state with noise
     (:data:`NOISE`), the controller (designed on the shipped MJCF) turns them into commands,
     and the motors act on the commands ``delay`` seconds late, interpolated linearly between
-    the commands sent (as the replay assumes).  The log holds the commands sent
+    the commands sent (the replay is told so: ``commands="linear"``).  The log holds the commands sent
     (``ctrl:``), the hips' and wheels' encoders (``qpos:``, ``qvel:``) and the IMU
     (``sensor:imu_quat``, ``sensor:imu_gyro``): what the controller saw.
 
@@ -196,8 +196,9 @@ def identify_biped(ctx) -> dict:
     path = write_log(ctx.out_dir / "robot.csv", time, columns)
     shipped = mujoco.MjModel.from_xml_path(str(mjcf.path(MODEL)))
     spec = mujoco.MjSpec.from_file(str(mjcf.path(MODEL)))
+    # The robot above interpolates its commands between the ones sent (record_closed_loop): replayed so.
     problem = Problem(spec, parse_fit(FITS, shipped, spec, f"{MODEL}.xml"), [load_log(path, shipped)],
-                      window=WINDOW, threads=1, noise=STATED)
+                      window=WINDOW, threads=1, noise=STATED, commands="linear")
     try:
         result, (measured,), (nominal,), (identified,) = fit_and_replay(problem)
     finally:

@@ -510,9 +510,10 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
         where = f"keyframe {problem.start!r}'s pose" if problem.start else "the model's default pose"
         advice = "log the base's pose" if problem.start else \
             "log the base's pose, or give --start KEYFRAME (a pose standing where the log does)"
-        reasons.insert(0, f"the log does not read where the floating base ({base}) is, so every window starts it at "
-                          f"{where}, at rest, which a robot moving on its feet is not: a failure here cannot be told "
-                          f"from a base started wrong; {advice}")
+        reasons.insert(0, f"the log does not read where the floating base ({base}) is (no pose; no IMU on it with a "
+                          f"contact at every window's start), so windows start it at {where}, at rest, which a robot "
+                          f"moving on its feet is not: a failure here cannot be told from a base started wrong; "
+                          f"{advice}")
         lines[0] = f"{names} cannot decide whether {what} is the robot: {reasons[0]} (it fails as: {lines[0]})"
     if verdict == "fail":
         found = explained(problem, x, tested, free) if explain else None
@@ -553,10 +554,10 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
         else:
             within = max(rms[str(log.path)][k] for log in problem.logs for k in rms[str(log.path)] if k != START)
             if widened:  # said in the stated noise's units: an allowance is what lets it pass, not a small error
-                stated = max(rms[str(log.path)][k] * widened.get(k, 1.0) for log in problem.logs
-                             for k in rms[str(log.path)] if k != START)
+                in_stated = max(rms[str(log.path)][k] * widened.get(k, 1.0) for log in problem.logs
+                                for k in rms[str(log.path)] if k != START)
                 lines.insert(0, f"{what} reproduces {names} within the --tolerance allowance: every reading within "
-                                f"{stated:.3g} x its stated noise (RMS), inside what the allowance admits, and no "
+                                f"{in_stated:.3g} x its stated noise (RMS), inside what the allowance admits, and no "
                                 "parameter off by more than noise and allowance explain")
             else:
                 lines.insert(0, f"{what} reproduces {names}: every reading within {within:.2g} x its noise (RMS; at "

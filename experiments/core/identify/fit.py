@@ -45,6 +45,7 @@ further than its noise explains.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import io
 import math
@@ -291,10 +292,6 @@ class Problem:
                 names = ", ".join(m.key(k).name for k in range(m.nkey)) or "none"
                 raise ParameterError(f"--start {start}: the model has no such keyframe ({names})")
             self.rest_qpos = np.array(m.key_qpos[key], float)
-        # Floating bases whose position no log reads: each window starts them at the model's default (or the
-        # --start keyframe's), at rest, which a robot swaying on its feet is not (see check_model's verdict).
-        self.unpinned = [m.joint(j).name or f"joint {j}" for j in range(m.njnt)
-                         if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE and m.joint(j).name not in read]
         self.imu = _imus(m, logs, read)
         self.closure = _Closure(m, read, self.imu)
         # The dofs whose start is corrected: those of the joints a log reads (a joint no log reads
@@ -314,6 +311,15 @@ class Problem:
         self._motion: dict[tuple[int, int, int], np.ndarray] = {}  # start_noise's dof series, per (log, joint, dof)
         for li, log in enumerate(logs):
             self._cut(li, log, window)
+        # Floating bases no log reads whose start the log does not pin: pinned is an IMU on the base (its attitude
+        # and rate) and a contact at every window's start (wheels or feet on the floor: the closure puts them
+        # there).  Otherwise a window starts the base where the model (or --start) puts it, at rest, which a
+        # robot on its feet is not, and check_model cannot tell a wrong model from a wrong start.
+        with_imu = {j for j, _, _ in self.imu}
+        self.unpinned = [m.joint(j).name or f"joint {j}" for j in range(m.njnt)
+                         if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE and m.joint(j).name not in read
+                         and not (j in with_imu and all(_touching(m, int(m.jnt_bodyid[j]), w.qpos)
+                                                        for w in self.windows))]
         self.steps = max(int(np.ceil(w.grid[-1] + 1e-9)) + 2 for w in self.windows)
         for win in self.windows:
             win.follow = self.closure.followers(win.qpos, self.dofs)
@@ -1213,6 +1219,25 @@ def _encoders(m: mujoco.MjModel, log: Log) -> dict[tuple[str, str], str]:
             if reads is not None:
                 out.setdefault((reads, m.joint(int(m.sensor_objid[sid])).name), key)
     return out
+
+
+def _touching(m: mujoco.MjModel, body: int, qpos: np.ndarray) -> bool:
+    """Whether the tree of ``body`` (a floating base) touches anything outside it at ``qpos``: a contact within
+    :data:`CONTACT_SNAP` (the closure puts a start's wheels on the floor to round-off, where MuJoCo may or may not
+    count a contact at distance 0)."""
+    if not np.any(m.geom_contype | m.geom_conaffinity):
+        return False
+    m = copy.copy(m)
+    m.geom_margin[:] = np.maximum(m.geom_margin, CONTACT_SNAP)
+    data = mujoco.MjData(m)
+    data.qpos[:] = qpos
+    mujoco.mj_forward(m, data)
+    root = m.body_rootid
+    for c in data.contact[: data.ncon]:
+        mine = [root[m.geom_bodyid[g]] == body for g in (c.geom1, c.geom2)]
+        if mine[0] != mine[1]:
+            return True
+    return False
 
 
 def _refuse_twice(m: mujoco.MjModel, log: Log, compared: dict[str, _Signal]) -> None:
