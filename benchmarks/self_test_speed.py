@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         verdict = check_model(str(ARM), log, noise={"qpos:*": 5e-4}, self_test=args.runs, threads=args.threads,
                               explain=False)
         seconds = time.perf_counter() - started
+    assert verdict.self_test is not None  # asked for: self_test=args.runs
     counted = verdict.self_test.as_json()
     print(f"check model --self-test {args.runs} on the arm's 3 s log, {args.threads} threads: {seconds:.1f} s "
           f"({seconds / AIM:.2f} x the {AIM:g} s aim); verdict {verdict.verdict}")

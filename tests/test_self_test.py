@@ -195,3 +195,14 @@ def test_identify_self_test_counts_its_intervals_and_refuses_narrow_ones(own_log
     assert "the self-test contradicts the stated 95 %: body:link2:mass's intervals held the value" in printed
     counted = json.loads((tmp_path / "narrow" / "identified.json").read_text())["self_test"]
     assert counted["contradicted"] and counted["coverage"]["body:link2:mass"]["covered"] <= 2
+
+
+@pytest.mark.parametrize(("runs", "seed", "named"), [(0, 0, "--self-test"), (True, 0, "--self-test"),
+                                                     (2.5, 0, "--self-test"), (float("nan"), 0, "--self-test"),
+                                                     (10**6, 0, "--self-test"), ("10", 0, "--self-test"),
+                                                     (5, -1, "--seed"), (5, 2.0, "--seed"), (5, 2**40, "--seed")])
+def test_self_test_arguments_are_refused_before_any_work(own_log, runs, seed, named):
+    from crossdyn.experiments.core.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=named):
+        check_model(str(ARM), own_log, noise={"qpos:*": NOISE}, self_test=runs, seed=seed)

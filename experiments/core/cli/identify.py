@@ -50,6 +50,8 @@ from . import arguments
 __all__ = ["add_parser", "configure_check_model", "DEFAULT_OUT"]
 
 DEFAULT_OUT = Path("results")
+START_HELP = ("a keyframe the joints no log reads start each window from (a floating base standing where the log "
+              "stands; default the model's qpos0)")
 
 
 def _window(p: argparse.ArgumentParser) -> None:
@@ -65,9 +67,7 @@ def _noise(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start-only", action="append", default=[], metavar="SIGNAL",
                    help="readings (globs) used for the windows' starts, not compared ('qvel:*': a motor's filtered "
                         "velocity estimate); repeat")
-    p.add_argument("--start", default=None, metavar="KEYFRAME",
-                   help="a keyframe the joints no log reads start each window from (a floating base standing where "
-                        "the log stands; default the model's qpos0)")
+    p.add_argument("--start", default=None, metavar="KEYFRAME", help=START_HELP)
     p.add_argument("--commands", choices=COMMANDS, default="hold",
                    help="how the log's commands act between its samples: hold (default: each until the next, as a "
                         "controller at the log's rate holds it) or linear (interpolated: a log slower than the "
@@ -117,13 +117,9 @@ def add_parser(sub) -> None:
     _noise(p)
     _tolerance(p)
     _window(p)
-    p.add_argument("--self-test", type=arguments.count(1, REPEATS_MAX, "--self-test"), nargs="?", const=FIT_RUNS,
-                   default=None, metavar="N",
-                   help=f"simulate the logs N times (default {FIT_RUNS}) with the fitted model and the stated noise, "
-                        "fit each repeat as the logs were, and count how often each 95 %% interval holds the value "
-                        "simulated; a count that contradicts 95 %% exits 1")
-    p.add_argument("--seed", type=arguments.count(0, SEED_MAX, "--seed"), default=0,
-                   help="the self-test's seed (default 0)")
+    _self_test(p, FIT_RUNS, f"simulate the logs N times (default {FIT_RUNS}) with the fitted model and the stated "
+                            "noise, fit each repeat as the logs were, and count how often each 95 %% interval holds "
+                            "the value simulated; a count that contradicts 95 %% exits 1")
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, help="output folder (default results/)")
     p.set_defaults(func=_cmd_identify)
 
@@ -167,6 +163,14 @@ def add_parser(sub) -> None:
     p.set_defaults(func=_cmd_record)
 
 
+def _self_test(p: argparse.ArgumentParser, runs: int, what: str) -> None:
+    """``--self-test [N]`` (``runs`` when N is left out) and its ``--seed``."""
+    p.add_argument("--self-test", type=arguments.count(1, REPEATS_MAX, "--self-test"), nargs="?", const=runs,
+                   default=None, metavar="N", help=what)
+    p.add_argument("--seed", type=arguments.count(0, SEED_MAX, "--seed"), default=0,
+                   help="the self-test's seed (default 0)")
+
+
 def _tolerance(p: argparse.ArgumentParser) -> None:
     # (the default is check_model.TOLERANCE, named in words: importing it here would load SciPy's statistics
     # for every command line crossdyn parses)
@@ -189,14 +193,10 @@ def configure_check_model(p: argparse.ArgumentParser) -> None:
                    help="a change the check must be able to catch, or it is inconclusive: 'body:*:mass=10%%' (a "
                         "share) or 'joint:elbow:frictionloss=0.01' (in the parameter's unit); repeat")
     _window(p)
-    p.add_argument("--self-test", type=arguments.count(1, REPEATS_MAX, "--self-test"), nargs="?", const=RUNS,
-                   default=None, metavar="N",
-                   help=f"simulate this log N times (default {RUNS}) with the model, and with each parameter changed "
-                        "by the size the check says it can detect, check every repeat, and report the false alarms "
-                        "and catches counted beside the stated rates; a stated rate they contradict makes the verdict "
-                        "inconclusive")
-    p.add_argument("--seed", type=arguments.count(0, SEED_MAX, "--seed"), default=0,
-                   help="the self-test's seed (default 0)")
+    _self_test(p, RUNS, f"simulate this log N times (default {RUNS}) with the model, and with each parameter "
+                        "changed by the size the check says it can detect, check every repeat, and report the false "
+                        "alarms and catches counted beside the stated rates; a stated rate they contradict makes the "
+                        "verdict inconclusive")
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, help="output folder (default results/)")
     p.set_defaults(func=_cmd_check_model)
 

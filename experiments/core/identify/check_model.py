@@ -39,7 +39,7 @@ from .logs import Log, load_log, refuse_repeats
 from .noise import Noise
 from .power import RELEVANT, Sensitivity, own_quantities, sensitivities
 from .power import explain as explained
-from .self_test import SelfTest, run_self_test
+from .self_test import SelfTest, run_self_test, validate_runs
 from .spec import Quantity, parse_fit
 
 __all__ = ["TOLERANCE", "ModelVerdict", "check_model", "replay", "judge", "judge_fitted", "register_model_check",
@@ -297,6 +297,8 @@ def replay(spec: mujoco.MjSpec, logs: list[Log], tolerance=TOLERANCE, window: fl
     Returns:
       The :class:`ModelVerdict`, with ``traces``: the readings as logged and as replayed.
     """
+    if self_test is not None:
+        validate_runs(self_test, seed)  # refused before any work
     pristine = spec.copy()  # the model as given: each self-test repeat checks a copy of it
     model = spec.compile()
     name = spec.modelname or "the model"

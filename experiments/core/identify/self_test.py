@@ -46,8 +46,8 @@ from .noise import Noise
 from .power import ALPHA, Sensitivity, own_quantities
 from .spec import parse_fit
 
-__all__ = ["Rate", "SelfTest", "Coverage", "run_self_test", "run_coverage_test", "RUNS", "FIT_RUNS", "POWER_RUNS",
-           "STATED_POWER", "DEPART", "binomial_interval"]
+__all__ = ["Rate", "SelfTest", "Coverage", "run_self_test", "run_coverage_test", "validate_runs", "RUNS", "FIT_RUNS",
+           "POWER_RUNS", "STATED_POWER", "DEPART", "binomial_interval"]
 
 # Repeats of the right model by default (``--self-test`` alone): 0 false alarms in 100 bound the rate below 3.6 %.
 RUNS = 100
@@ -64,6 +64,17 @@ STATED_POWER = 0.5
 DEPART = 3.0
 # Confidence of the intervals on the counted rates.
 LEVEL = 0.95
+
+
+def validate_runs(runs, seed) -> tuple[int, int]:
+    """``(runs, seed)`` checked before any work: a whole number of repeats in 1 .. :data:`REPEATS_MAX`, a seed.
+
+    Raises:
+      ParameterError: naming ``--self-test`` or ``--seed``.
+    """
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or not 1 <= runs <= REPEATS_MAX:
+        raise ParameterError(f"--self-test {runs!r}: a whole number of repeats in 1 .. {REPEATS_MAX}")
+    return int(runs), validate_seed(seed, "--seed")
 
 
 def binomial_interval(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
@@ -300,9 +311,7 @@ def run_self_test(problem: Problem, x: np.ndarray, sensitivities: list[Sensitivi
     Raises:
       ParameterError: ``runs`` not a whole number in 1 .. :data:`REPEATS_MAX`, or a bad ``seed``.
     """
-    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or not 1 <= runs <= REPEATS_MAX:
-        raise ParameterError(f"--self-test {runs!r}: a whole number of repeats in 1 .. {REPEATS_MAX}")
-    seed = validate_seed(seed, "--seed")
+    runs, seed = validate_runs(runs, seed)
     truth, xt, mode = _truth(problem, x, pristine, name, window)
     by_spec = {s.quantity.spec: s for s in sensitivities}
     offsets = np.cumsum([0] + [t.size for t in truth.targets])
@@ -422,9 +431,7 @@ def run_coverage_test(problem: Problem, result: FitResult, pristine: mujoco.MjSp
     Raises:
       ParameterError: ``runs`` not a whole number in 1 .. :data:`REPEATS_MAX`, or a bad ``seed``.
     """
-    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or not 1 <= runs <= REPEATS_MAX:
-        raise ParameterError(f"--self-test {runs!r}: a whole number of repeats in 1 .. {REPEATS_MAX}")
-    seed = validate_seed(seed, "--seed")
+    runs, seed = validate_runs(runs, seed)
     truth, xt, mode = _truth(problem, np.asarray(result.x, float), pristine, name, window, fitted=True)
     try:
         with np.errstate(invalid="ignore", over="ignore"):
