@@ -332,3 +332,31 @@ def test_crossdyn_margins_exits_1_for_a_loop_that_fell(tmp_path):
     assert "no measurement of the loop at 'push': the actuators saturated" in done.stdout
     data = json.loads((tmp_path / "m" / "margins.json").read_text())
     assert data["loops"][0]["valid"] is False and data["loops"][0]["problems"]
+
+
+def test_compare_to_design_says_a_run_diverged(cart_pole):
+    """A 150-period delay: the pole falls, the motor clamps; the comparison says the run diverged (it had said a
+    mode was "held at the noise floor")."""
+    model, reg = cart_pole
+    trace = simulate(model, reg, 4.0, keyframe="upright", qpos=[0, 0.2], control_dt=CONTROL_DT,
+                     imperfections=[Delay(150)])
+    check = compare_to_design(trace, reg)
+    assert check.agrees is False and check.diverged
+    assert check.sentence.startswith("the loop is not the design: the run diverged (its state grew from")
+    assert "saturation: 'push'" in check.sentence
+
+
+def test_a_correct_discrete_design_of_a_7_dof_arm_is_the_design_in_its_run():
+    """A discrete LQR of a 7-dof arm at its 2 ms rate, run from a small offset: each mode fitted over the span its
+    designed decay is visible in (the three fastest had been judged on the slow modes' leakage and called 'not the
+    design'), the one faster than the rows resolve left out."""
+    arm = load_model(MODELS / "arm7.xml")
+    arm.actuator_ctrllimited[:] = 1
+    arm.actuator_ctrlrange[:] = [-40.0, 40.0]
+    reg = regulator(arm, 1.0, 1e-2, keyframe="home", dt=0.002)
+    start = arm.key("home").qpos.copy()
+    start[1] += 0.05
+    trace = simulate(arm, reg, 2.0, keyframe="home", qpos=start, control_dt=0.002)
+    check = compare_to_design(trace, reg)
+    assert check.agrees and check.sentence == "", str(check)
+    assert any("faster than the run's rows resolve" in m.note for m in check.modes)

@@ -27,6 +27,9 @@ from .regulator import FLOOR_MARGIN, RATE_LIMIT, Regulator, settled_level
 
 __all__ = ["compare_to_design", "DesignComparison", "ModeCheck", "DISAGREE", "UNEXCITED"]
 
+# A run whose state's norm over its last tenth exceeds this many times its largest over its first tenth diverged:
+# no mode decays, whatever a fit of a clamped or fallen run's last stretch says.
+DIVERGED = 10.0
 # A measured rate more than this factor from its pole's real part (either way) is a disagreement: within it
 # sit the nonlinearity of a run from a finite tilt and the sampling's O(|lambda| dt) shift.
 DISAGREE = 2.0
@@ -96,11 +99,15 @@ class DesignComparison:
     modes: list[ModeCheck]
     causes: list[str] = field(default_factory=list)
     control_dt: float = 0.0
+    # How the run diverged, in words ("" when it did not): the loop is then not the design, whatever the modes say.
+    diverged: str = ""
 
     @property
     def agrees(self) -> bool | None:
-        """Every measured mode within :data:`DISAGREE` of its designed pole; None when no mode was measured (the
-        run never excited the design's modes, or left them at once, as a fall does): nothing to compare."""
+        """Every measured mode within :data:`DISAGREE` of its designed pole; False when the run diverged; None when
+        no mode was measured (the run never excited the design's modes): nothing to compare."""
+        if self.diverged:
+            return False
         if all(m.measured is None for m in self.modes):
             return None
         return all(m.agrees is not False for m in self.modes)
@@ -109,6 +116,9 @@ class DesignComparison:
     def sentence(self) -> str:
         """One sentence: "" when every measured mode agrees, else which disagree and the likely causes (or that
         no mode was measured)."""
+        if self.diverged:
+            causes = f" (likely {'; '.join(self.causes)})" if self.causes else ""
+            return f"the loop is not the design: the run diverged ({self.diverged}){causes}"
         if self.agrees is None:
             why = "; ".join(dict.fromkeys(m.note for m in self.modes if m.note)) or "no rows to fit"
             return f"no mode of the design was measured ({why}): this run cannot say whether the loop is the design"
@@ -162,16 +172,36 @@ def compare_to_design(trace: Trace, design: Regulator, *, start: float = 0.0) ->
     amplitude = np.abs(coordinates)
     peaks = amplitude.max(axis=0) if amplitude.size else np.zeros(len(keep))
     largest = float(np.linalg.norm(x[rows], axis=1).max()) if rows.any() else 0.0
-    modes = [_mode(complex(rate), trace.t[rows], amplitude[:, j], float(peaks[j]), largest)
+    # A discrete design's mode that falls its three decades in fewer than MIN_ROWS rows decays faster than the
+    # run's rows resolve: nothing to judge (a 7-dof arm's three fastest had been blamed on one clamped step).  A
+    # continuous design's pole beyond the rate is judged: the loop cannot be it (_causes names the rate).
+    resolved = np.log(1 / DECADES) / (MIN_ROWS * dt) if design.dt is not None else np.inf
+    modes = [ModeCheck(complex(rate), None, float(peaks[j]), 0, f"decays faster than the run's rows resolve "
+                                                                f"(|Re| {abs(rate.real):.4g} 1/s at {dt:g} s a row)")
+             if -rate.real > resolved else
+             _mode(complex(rate), trace.t[rows], amplitude[:, j], float(peaks[j]), largest)
              if conditions[j] < CONDITION else
              ModeCheck(complex(rate), None, float(peaks[j]), 0, f"{CROWDED} to tell apart "
                                                                   f"(eigenvalue condition {conditions[j]:.2g})")
              for j, rate in enumerate(rates)]
     modes.sort(key=lambda m: -m.designed.real)
-    comparison = DesignComparison(modes, [], dt)
+    diverged = _diverged(x[rows])
+    comparison = DesignComparison(modes, [], dt, diverged)
     if comparison.agrees is not False:
         return comparison
-    return DesignComparison(modes, _causes(trace, design, modes, dt), dt)
+    return DesignComparison(modes, _causes(trace, design, modes, dt), dt, diverged)
+
+
+def _diverged(x: np.ndarray) -> str:
+    """How the run's state ``x (N, n)`` diverged, or "": not finite, or its last tenth far above its first."""
+    if not np.all(np.isfinite(x)):
+        return "its state is not finite"
+    norms = np.linalg.norm(x, axis=1)
+    tenth = max(1, norms.size // 10)
+    early, late = float(norms[:tenth].max(initial=0.0)), float(norms[-tenth:].max(initial=0.0))
+    if late > DIVERGED * max(early, 1e-300) and late > 0:
+        return f"its state grew from {early:.3g} to {late:.3g}, {late / max(early, 1e-300):.3g} x, over the run"
+    return ""
 
 
 def _closed_loop(trace: Trace, design: Regulator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -217,7 +247,12 @@ def _null(matrix: np.ndarray) -> np.ndarray:
 
 
 def _mode(pole: complex, t: np.ndarray, a: np.ndarray, peak: float, largest: float) -> ModeCheck:
-    """One mode's fitted decay from its ``|z|`` along the run ``a (N,)``."""
+    """One mode's fitted decay from its ``|z|`` along the run ``a (N,)``.
+
+    The fit spans at most the time the designed pole takes to fall :data:`DECADES` from the mode's peak: past it
+    a fast mode's coordinate holds what the slower modes leak into it through the nonlinearity (a 7-dof arm's
+    poles at -48 to -389 1/s then "decayed" at -3 1/s, the slow modes' rate); a loop that is not the design
+    shows within that span."""
     if not largest > 0 or peak < UNEXCITED * largest:
         return ModeCheck(pole, None, peak, 0, f"not excited by this run (its largest |z| {peak:.3g}, "
                                              f"{peak / largest if largest > 0 else 0:.1g} of the state's largest): "
@@ -227,6 +262,9 @@ def _mode(pole: complex, t: np.ndarray, a: np.ndarray, peak: float, largest: flo
     floor = max(DECADES * peak, FLOOR_MARGIN * level if level is not None else 0.0)
     below = np.flatnonzero(a[first:] <= floor)
     stop = first + (int(below[0]) if below.size else a.size - first)
+    if pole.real < 0 and t.size > 1:
+        span = np.log(1 / DECADES) / -pole.real  # s: the designed decay's three decades
+        stop = min(stop, max(first + MIN_ROWS, int(np.searchsorted(t, t[first] + span, side="right"))))
     if stop - first < MIN_ROWS:
         why = ("held at the noise floor" if level is not None and FLOOR_MARGIN * level >= DECADES * peak
                else "it decays faster than the rows resolve")
