@@ -360,3 +360,42 @@ def test_a_correct_discrete_design_of_a_7_dof_arm_is_the_design_in_its_run():
     check = compare_to_design(trace, reg)
     assert check.agrees and check.sentence == "", str(check)
     assert any("faster than the run's rows resolve" in m.note for m in check.modes)
+
+
+USER_LOOP = '''
+from crossdyn import Param, experiment, load_model, regulator
+from crossdyn.experiments.core.margins import LoopSetup, register_loop
+
+
+@experiment("my-cart-pole", summary="a user's own loop", expected="always",
+            params={"r": Param(0.1, "LQR weight on the force", 1e-3, 10.0)})
+def mine(ctx):
+    return {"passed": True, "measured": "nothing"}
+
+
+@register_loop("my-cart-pole")
+def _loop(params, short):
+    model = load_model("cart_pole")
+    reg = regulator(model, [1, 10, 1, 1], params["r"], keyframe="upright", dt=0.002)
+    return LoopSetup(model, reg, 0.002, keyframe="upright", frequencies=(4.0, 8.0, 12.0, 16.0, 24.0, 40.0))
+'''
+
+
+def test_crossdyn_margins_from_a_users_file(tmp_path):
+    """crossdyn margins --from FILE.py: a user's own experiment and loop, as run, tune and gains take them."""
+    source = tmp_path / "my_loop.py"
+    source.write_text(USER_LOOP)
+    env = {"MPLBACKEND": "Agg", "PATH": ""}
+    done = subprocess.run([sys.executable, "-m", "crossdyn.experiments", "margins", "my-cart-pole", "--from",
+                           str(source), "--set", "r=0.2", "--out", str(tmp_path / "m")], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    data = json.loads((tmp_path / "m" / "margins.json").read_text())
+    assert data["experiment"] == "my-cart-pole" and data["params"]["r"] == 0.2
+    assert data["loops"][0]["valid"] and 50 < data["phase_margin_deg"]["measured"] < 80
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('my file is broken')\n")
+    bad = subprocess.run([sys.executable, "-m", "crossdyn.experiments", "margins", "my-cart-pole", "--from",
+                          str(broken), "--out", str(tmp_path / "x")], capture_output=True, text=True, timeout=120,
+                         env=env)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "my file is broken" in bad.stderr, bad.stderr

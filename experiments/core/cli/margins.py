@@ -21,6 +21,7 @@ import html
 import sys
 from pathlib import Path
 
+from .. import user_code
 from ..errors import ParameterError
 from ..figures import save
 from ..files import make_out_dir, write_json, write_text
@@ -55,13 +56,17 @@ def add_parser(sub) -> None:
     p.add_argument("--short", action="store_true", help="fewer frequencies (as the tests and the gallery do)")
     p.add_argument("--set", action="append", default=[], type=arguments.key_value, metavar="KEY=VALUE",
                    help="an experiment parameter (see 'crossdyn list')")
+    p.add_argument("--from", dest="sources", action="append", default=[], metavar="FILE.py|MODULE",
+                   help="also load the experiments and loops (register_loop) a Python file or module registers")
     p.add_argument("--out", type=arguments.out_dir, default=DEFAULT_OUT, help="output folder (default "
                                                                              "results/margins)")
     p.set_defaults(func=_cmd_margins)
 
 
 def _cmd_margins(args) -> int:
-    experiments()  # registers every built-in experiment and its loop
+    if args.sources:
+        user_code.LOADED_HERE = True  # its atexit handlers and threads must not decide crossdyn's exit
+    experiments(args.sources)  # registers every built-in experiment and its loop, and the user's
     loops = registered_loops()
     if args.experiment not in loops:
         get(args.experiment)  # an unknown name: the registry's own message, with the known ones
