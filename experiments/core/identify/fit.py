@@ -255,6 +255,13 @@ class Problem:
         self.logs = logs
         self.model = spec.compile()
         m = self.model
+        self.rest_qpos = np.array(m.qpos0, float)
+        if start is not None:
+            key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, str(start))
+            if key < 0:
+                names = ", ".join(m.key(k).name for k in range(m.nkey)) or "none"
+                raise ParameterError(f"--start {start}: the model has no such keyframe ({names})")
+            self.rest_qpos = np.array(m.key_qpos[key], float)
         self.dt = float(m.opt.timestep)
         self.params = sysid.ParameterDict()
         for target in targets:
@@ -285,13 +292,6 @@ class Problem:
         # as a sensor (jointpos, jointvel): {("qpos", joint): key}.
         self.encoders = [_encoders(m, log) for log in logs]
         read = {name for found in self.encoders for _, name in found}
-        self.rest_qpos = np.array(m.qpos0, float)
-        if start is not None:
-            key = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_KEY, str(start))
-            if key < 0:
-                names = ", ".join(m.key(k).name for k in range(m.nkey)) or "none"
-                raise ParameterError(f"--start {start}: the model has no such keyframe ({names})")
-            self.rest_qpos = np.array(m.key_qpos[key], float)
         self.imu = _imus(m, logs, read)
         self.closure = _Closure(m, read, self.imu)
         # The dofs whose start is corrected: those of the joints a log reads (a joint no log reads
