@@ -17,6 +17,7 @@ hidden truth the test writes):
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import mujoco
@@ -171,3 +172,20 @@ def test_start_names_a_keyframe_the_model_has(arm, tmp_path):
                            noise={"qpos:*": NOISE}, signals=["qpos:shoulder", "qpos:elbow"])
     with pytest.raises(Exception, match=r"--start stand: the model has no such keyframe \(none\)"):
         check_model(str(ARM), write_log(tmp_path / "arm.csv", time, columns), noise={"qpos:*": NOISE}, start="stand")
+
+
+@pytest.mark.parametrize("mass_scale", [1.0, 1.6])
+def test_a_log_at_rest_claims_no_power(arm, tmp_path, mass_scale):
+    """The arm hanging still (no torque): the right model and a link2 60 % heavier are both inconclusive, and the
+    check claims no change it could catch (it had said 'could catch link2 mass 310 %', a size that, changed by ten
+    times over, it still never caught)."""
+    spec = mujoco.MjSpec.from_file(str(ARM))
+    link2 = spec.body("link2")
+    link2.mass, link2.inertia = link2.mass * mass_scale, np.array(link2.inertia) * mass_scale
+    time, columns = record(spec.compile(), lambda t, r: np.zeros(2), 2.0, noise={"qpos:*": NOISE}, seed=4,
+                           signals=["qpos:shoulder", "qpos:elbow"])
+    verdict = check_model(str(ARM), write_log(tmp_path / "rest.csv", time, columns), noise={"qpos:*": NOISE},
+                          explain=False)
+    assert verdict.verdict == "inconclusive", verdict.text
+    assert "this log could catch" not in verdict.text
+    assert all(not math.isfinite(size) for size in (s.detectable for s in verdict.parameters))
