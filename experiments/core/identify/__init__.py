@@ -5,8 +5,10 @@
 - :mod:`.spec`: what ``--fit`` may change, as ``mujoco.sysid`` parameters;
 - :mod:`.fit`: re-anchored rollouts and ``mujoco.sysid``'s least squares and intervals;
 - :mod:`.power`: what a log can tell of a model's own parameters: their tests and power;
-- :mod:`.report`: the sentences, ``identified.json``, ``identified.xml``, plots and page;
+- :mod:`.outputs`: the sentences, ``identified.json``, ``identified.xml``, plots and page;
 - :mod:`.check_model`: does a model reproduce a log (``crossdyn check model``): pass, fail or inconclusive;
+- :mod:`.self_test`: the check's false alarms and power, and identify's coverage, counted on simulated repeats
+  of the user's own logs (``--self-test``);
 - :mod:`.excite`: commands to log, and what such a log would leave undetermined;
 - :mod:`.record`: logs made in simulation, as a robot's logger would write them (``crossdyn record``).
 """
