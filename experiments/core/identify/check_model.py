@@ -37,7 +37,7 @@ from ..registry import experiment
 from .fit import START, WINDOW, Problem
 from .logs import Log, load_log, refuse_repeats
 from .noise import Noise
-from .power import RELEVANT, Sensitivity, own_quantities, sensitivities
+from .power import RELEVANT, Sensitivity, own_quantities, physical, sensitivities
 from .power import explain as explained
 from .self_test import SelfTest, run_self_test, validate_runs
 from .spec import Quantity, parse_fit
@@ -505,11 +505,8 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
     elif rejected:
         verdict = "fail"
         top = rejected[0]
-        value = float(top.quantity.nominal[0]) + top.estimate
-        said = _change(top) if _possible(top.quantity, value) else \
-            f"{_who(top.quantity)} is not the model's {float(top.quantity.nominal[0]):.4g} (changed alone it would " \
-            f"have to be {value:.4g}, which no robot has: several things differ)"
-        lines.append(f"{what} does not reproduce {names}: the log says {said}, {abs(top.z):.1f} standard "
+        # (a rejected estimate is a physical value: power.Sensitivity.rejected)
+        lines.append(f"{what} does not reproduce {names}: the log says {_change(top)}, {abs(top.z):.1f} standard "
                      f"errors off (every reading within {max(worst_excess * worst_limit, 0):.2g} x its noise)")
         reasons.append(lines[0])
     else:
@@ -589,13 +586,8 @@ def judge(problem: Problem, x: np.ndarray, tested: list[int], *, tolerance=TOLER
 
 
 def _possible(q: Quantity, value: float) -> bool:
-    """Whether ``value`` is one the parameter can have: a mass above 0; an inertia, damping, armature, friction or
-    delay at or above 0 (a gear, a bias, a centre of mass: any)."""
-    if q.attr == "mass":
-        return value > 0
-    if q.attr in ("inertia", "damping", "armature", "frictionloss", "delay"):
-        return value >= 0
-    return True
+    """Whether ``value`` is one the parameter ``q`` can have (:func:`.power.physical`)."""
+    return physical(q.attr, value)
 
 
 def _untested(sens: list[Sensitivity]) -> str:

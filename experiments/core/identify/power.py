@@ -36,8 +36,8 @@ import numpy as np
 from .fit import START_RCOND, Problem, residual_checks
 from .spec import Quantity, parse_fit
 
-__all__ = ["Sensitivity", "Explanation", "own_quantities", "sensitivities", "explain", "refit", "critical", "ALPHA",
-           "RELEVANT"]
+__all__ = ["Sensitivity", "Explanation", "physical", "own_quantities", "sensitivities", "explain", "refit",
+           "critical", "ALPHA", "RELEVANT"]
 
 # Family-wise false-alarm rate of the parameter tests: one check in a thousand of a right model fails.
 ALPHA = 1e-3
@@ -45,6 +45,16 @@ ALPHA = 1e-3
 RELEVANT = 0.2
 # Attributes whose model value 0 is also their lower bound: a one-sided test.
 _NON_NEGATIVE = {"damping", "armature", "frictionloss", "delay"}
+
+
+def physical(attr: str, value: float) -> bool:
+    """Whether ``value`` is one a parameter ``attr`` can have: a mass above 0; an inertia, damping, armature,
+    friction or delay at or above 0 (a gear, a bias, a centre of mass: any)."""
+    if attr == "mass":
+        return value > 0
+    if attr in _NON_NEGATIVE or attr == "inertia":
+        return value >= 0
+    return True
 
 
 @dataclass
@@ -86,8 +96,7 @@ class Sensitivity:
         a finding; what is wrong then shows in the readings' RMS, which is tested on its own."""
         if self.one_sided:
             return self.z > self.critical
-        value = float(self.quantity.nominal[0]) + self.estimate
-        if self.quantity.attr in _NON_NEGATIVE and value < 0 or self.quantity.attr == "mass" and value <= 0:
+        if not physical(self.quantity.attr, float(self.quantity.nominal[0]) + self.estimate):
             return False
         return abs(self.z) > self.critical
 
